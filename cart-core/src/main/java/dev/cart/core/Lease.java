@@ -1,0 +1,64 @@
+package dev.cart.core;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Owns one in-flight slot on the chosen replica. Exactly one {@link #close()} releases it: later calls,
+ * from any thread, do nothing. Record how the request ended with {@link #succeeded()} or {@link #failed()}
+ * before closing (the last one recorded before the close counts); a lease closed without either ends as
+ * {@link Outcome#CANCELLED}, which the circuit breaker ignores.
+ *
+ * <pre>{@code
+ * RouteDecision d = router.choose(request);
+ * try (Lease lease = d.lease()) {
+ *     Response r = send(d.replica(), body);
+ *     if (r.status() < 500) lease.succeeded(); else lease.failed();
+ * }
+ * }</pre>
+ */
+public final class Lease implements AutoCloseable {
+
+    private final RouteDecision decision;
+    private final RoutingListener listener;
+    private final long startNanos = System.nanoTime();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile Outcome outcome = Outcome.CANCELLED;
+
+    Lease(RouteDecision decision, RoutingListener listener) {
+        this.decision = decision;
+        this.listener = listener;
+        if (decision.replica() == null) {
+            closed.set(true);
+        }
+    }
+
+    /** Records that the replica served the request. */
+    public void succeeded() {
+        outcome = Outcome.SUCCESS;
+    }
+
+    /** Records that the replica failed the request (counts towards opening its circuit). */
+    public void failed() {
+        outcome = Outcome.FAILURE;
+    }
+
+    /** The outcome recorded so far. */
+    public Outcome outcome() {
+        return outcome;
+    }
+
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /** Releases the slot with the recorded outcome. Idempotent and thread-safe. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        Outcome o = outcome;
+        decision.replica().release(o);
+        listener.onLeaseClosed(decision, o, System.nanoTime() - startNanos);
+    }
+}

@@ -1,0 +1,254 @@
+package dev.cart.core;
+
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The default {@link ReplicaSet}: a fixed list of replicas, each with an in-flight count capped at its
+ * {@code max_load}, a health state fed by probe results and a circuit breaker fed by request outcomes.
+ *
+ * <p>Membership is fixed at build time; to change it, build a new set (the proxy does so on reload).
+ * Replicas start healthy: a replica is assumed to serve until probes or failures say otherwise.
+ *
+ * <p>Concurrency: all methods are thread-safe. The in-flight count is an atomic compare-and-set loop
+ * against the admission limit, so racing {@code tryAcquire} calls never exceed it.
+ */
+public final class ManagedReplicaSet implements ReplicaSet {
+
+    /** Receives health and circuit transitions (for logs and metrics). Must not block. */
+    public interface Listener {
+        default void onCircuitTransition(Member replica, CircuitState from, CircuitState to) {
+        }
+
+        default void onHealthChange(Member replica, boolean healthy) {
+        }
+    }
+
+    private final List<Member> members;
+
+    private ManagedReplicaSet(List<Member> members) {
+        this.members = List.copyOf(members);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public List<Member> replicas() {
+        return members;
+    }
+
+    /** The member with this id, if any. */
+    public Optional<Member> member(String id) {
+        for (Member m : members) {
+            if (m.id.equals(id)) {
+                return Optional.of(m);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** Number of members that are healthy (regardless of circuit state). */
+    public int healthyCount() {
+        int n = 0;
+        for (Member m : members) {
+            if (m.isHealthy()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Sum of in-flight counts over all members. */
+    public int totalInFlight() {
+        int n = 0;
+        for (Member m : members) {
+            n += m.inFlight();
+        }
+        return n;
+    }
+
+    public static final class Builder {
+        private final List<ReplicaSpec> specs = new ArrayList<>();
+        private Clock clock = Clock.systemUTC();
+        private HealthConfig health = HealthConfig.DEFAULTS;
+        private CircuitBreakerConfig circuit = CircuitBreakerConfig.DEFAULTS;
+        private Listener listener = new Listener() { };
+
+        private Builder() {
+        }
+
+        public Builder add(ReplicaSpec spec) {
+            specs.add(Objects.requireNonNull(spec));
+            return this;
+        }
+
+        public Builder add(String id) {
+            return add(ReplicaSpec.of(id));
+        }
+
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock);
+            return this;
+        }
+
+        public Builder health(HealthConfig health) {
+            this.health = Objects.requireNonNull(health);
+            return this;
+        }
+
+        public Builder circuitBreaker(CircuitBreakerConfig circuit) {
+            this.circuit = Objects.requireNonNull(circuit);
+            return this;
+        }
+
+        public Builder listener(Listener listener) {
+            this.listener = Objects.requireNonNull(listener);
+            return this;
+        }
+
+        /** @throws IllegalArgumentException if there is no replica or two share an id */
+        public ManagedReplicaSet build() {
+            if (specs.isEmpty()) {
+                throw new IllegalArgumentException("workers must name at least one replica");
+            }
+            Set<String> ids = new LinkedHashSet<>();
+            List<Member> members = new ArrayList<>();
+            for (ReplicaSpec spec : specs) {
+                if (!ids.add(spec.id())) {
+                    throw new IllegalArgumentException("duplicate replica " + spec.id());
+                }
+                members.add(new Member(spec, clock, health, circuit, listener));
+            }
+            return new ManagedReplicaSet(members);
+        }
+    }
+
+    /** One managed replica. */
+    public static final class Member implements Replica {
+        private final String id;
+        private final int maxLoad;
+        private final int loadPenalty;
+        private final HealthConfig health;
+        private final Listener listener;
+        private final CircuitBreaker breaker;
+        private final AtomicInteger inFlight = new AtomicInteger();
+        private volatile boolean healthy = true;
+        private int probeFailures;
+        private int probeSuccesses;
+
+        private Member(ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreakerConfig circuit,
+                       Listener listener) {
+            this.id = spec.id();
+            this.maxLoad = spec.maxLoad();
+            this.loadPenalty = spec.loadPenalty();
+            this.health = health;
+            this.listener = listener;
+            this.breaker = new CircuitBreaker(circuit, clock,
+                    (from, to) -> listener.onCircuitTransition(this, from, to));
+        }
+
+        @Override
+        public String id() {
+            return id;
+        }
+
+        @Override
+        public int inFlight() {
+            return inFlight.get();
+        }
+
+        @Override
+        public int maxLoad() {
+            return maxLoad;
+        }
+
+        @Override
+        public int loadPenalty() {
+            return loadPenalty;
+        }
+
+        public boolean isHealthy() {
+            return healthy;
+        }
+
+        public CircuitState circuitState() {
+            return breaker.state();
+        }
+
+        @Override
+        public boolean isAvailable() {
+            return healthy && inFlight.get() < breaker.admissionLimit(maxLoad);
+        }
+
+        @Override
+        public boolean tryAcquire() {
+            if (!healthy) {
+                return false;
+            }
+            int limit = breaker.admissionLimit(maxLoad);
+            for (;;) {
+                int n = inFlight.get();
+                if (n >= limit) {
+                    return false;
+                }
+                if (inFlight.compareAndSet(n, n + 1)) {
+                    return true;
+                }
+            }
+        }
+
+        @Override
+        public void release(Outcome outcome) {
+            int left = inFlight.decrementAndGet();
+            if (left < 0) {
+                inFlight.incrementAndGet();
+                throw new IllegalStateException("release without acquire on replica " + id);
+            }
+            switch (outcome) {
+                case SUCCESS -> breaker.onSuccess();
+                case FAILURE -> breaker.onFailure();
+                case CANCELLED -> { }
+            }
+        }
+
+        /** Records one health probe result; thresholds decide when the health state flips. */
+        public void recordProbe(boolean ok) {
+            boolean changed;
+            boolean now;
+            synchronized (this) {
+                if (ok) {
+                    probeFailures = 0;
+                    probeSuccesses++;
+                    changed = !healthy && probeSuccesses >= health.successThreshold();
+                } else {
+                    probeSuccesses = 0;
+                    probeFailures++;
+                    changed = healthy && probeFailures >= health.failureThreshold();
+                }
+                if (changed) {
+                    healthy = !healthy;
+                    probeFailures = 0;
+                    probeSuccesses = 0;
+                }
+                now = healthy;
+            }
+            if (changed) {
+                listener.onHealthChange(this, now);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "Replica[" + id + " inFlight=" + inFlight.get() + "/" + maxLoad + " healthy=" + healthy
+                    + " circuit=" + breaker.state().label() + "]";
+        }
+    }
+}

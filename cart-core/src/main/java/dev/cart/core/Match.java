@@ -1,0 +1,42 @@
+package dev.cart.core;
+
+import java.util.List;
+
+/**
+ * The result of {@link PrefixTree#match(PromptKey)}: how much of the key the tree knows, and which
+ * replicas hold how much of it.
+ *
+ * @param matchedLength longest matched prefix in units (a multiple of the key's block size)
+ * @param keyLength     length of the whole key in units
+ * @param holders       every replica that holds some matched prefix, each with the length it holds,
+ *                      longest first (so {@code holders.get(0)} holds {@code matchedLength})
+ */
+public record Match(int matchedLength, int keyLength, List<Holding> holders) {
+
+    /** One replica holding a prefix of the key. */
+    public record Holding(Replica replica, int matchedLength) {
+    }
+
+    public Match {
+        holders = List.copyOf(holders);
+    }
+
+    static Match none(int keyLength) {
+        return new Match(0, keyLength, List.of());
+    }
+
+    /** Matched fraction of the key, in [0, 1]; 0 for an empty key. */
+    public double ratio() {
+        return keyLength == 0 ? 0.0 : (double) matchedLength / keyLength;
+    }
+
+    /** The prefix length {@code replica} holds, 0 if none. */
+    public int matchedLength(Replica replica) {
+        for (Holding h : holders) {
+            if (h.replica() == replica) {
+                return h.matchedLength();
+            }
+        }
+        return 0;
+    }
+}

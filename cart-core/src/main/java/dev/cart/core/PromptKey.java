@@ -1,0 +1,323 @@
+package dev.cart.core;
+
+import java.util.Arrays;
+
+/**
+ * The routing key of one request: its prompt, cut into fixed-size blocks, each block identified by a
+ * 64-bit hash chained on the block before it.
+ *
+ * <p>Design: an inference server caches a prompt's KV state in fixed-size blocks (vLLM: 16 tokens) and
+ * can reuse a block only when every block before it matches too. CART therefore compares prompts the
+ * same way: block by block from the start. Only full blocks take part in matching; a prompt shorter
+ * than one block has nothing the replica could reuse, so it matches nothing. Hashing the blocks once,
+ * when the key is built, keeps the tree small (8 bytes per block instead of the block's text) and makes
+ * its cost independent of the prompt's characters. Two different prefixes share a block hash with
+ * probability about 2<sup>-64</sup>; a collision can only misroute a request, never break one.
+ *
+ * <p>A key counts in <em>units</em>: characters in character mode, token ids in token mode. Lengths,
+ * message boundaries and thresholds are all in the same unit. The unit and block size must be the same
+ * for every key given to one {@link PrefixTree}.
+ *
+ * <p>Instances are immutable and thread-safe. Build text keys with {@link #textBuilder(int)}.
+ */
+public final class PromptKey {
+
+    /** What one unit of a key's length is. */
+    public enum Unit { CHARS, TOKENS }
+
+    /** The block size used when none is given: 16 tokens, or 64 characters (about 4 characters per token). */
+    public static final int DEFAULT_BLOCK_TOKENS = 16;
+    /** The character-mode equivalent of {@link #DEFAULT_BLOCK_TOKENS}. */
+    public static final int DEFAULT_BLOCK_CHARS = 64;
+    /** Longest prefix, in units, that {@link #anchorHash()} covers unless the builder says otherwise. */
+    public static final int DEFAULT_ANCHOR_LIMIT = 1024;
+
+    private static final long SEED = 0x9E3779B97F4A7C15L;
+    private static final int[] NO_BOUNDARIES = new int[0];
+    private static final long[] NO_BLOCKS = new long[0];
+
+    private static final PromptKey EMPTY_CHARS =
+            new PromptKey(Unit.CHARS, DEFAULT_BLOCK_CHARS, 0, NO_BLOCKS, NO_BOUNDARIES, SEED);
+
+    private final Unit unit;
+    private final int blockSize;
+    private final int length;
+    private final long[] blocks;
+    private final int[] boundaries;
+    private final long anchorHash;
+
+    private PromptKey(Unit unit, int blockSize, int length, long[] blocks, int[] boundaries, long anchorHash) {
+        this.unit = unit;
+        this.blockSize = blockSize;
+        this.length = length;
+        this.blocks = blocks;
+        this.boundaries = boundaries;
+        this.anchorHash = anchorHash;
+    }
+
+    /** The empty key (a request with no prompt text). */
+    public static PromptKey empty() {
+        return EMPTY_CHARS;
+    }
+
+    /** A key for text, hashed in blocks of {@code blockChars} characters. */
+    public static PromptKey ofText(CharSequence text, int blockChars) {
+        return textBuilder(blockChars).append(text).build();
+    }
+
+    /** Starts a text key with blocks of {@code blockChars} characters. */
+    public static Builder textBuilder(int blockChars) {
+        return new Builder(Unit.CHARS, blockChars, DEFAULT_ANCHOR_LIMIT);
+    }
+
+    /** Starts a text key with blocks of {@code blockChars} characters and the given anchor limit. */
+    public static Builder textBuilder(int blockChars, int anchorLimit) {
+        return new Builder(Unit.CHARS, blockChars, anchorLimit);
+    }
+
+    /**
+     * A key over token ids, hashed in blocks of {@code blockTokens} tokens.
+     *
+     * @param boundaries the end offset (exclusive, in tokens) of each message, ascending
+     */
+    public static PromptKey ofTokens(int[] tokens, int[] boundaries, int blockTokens, int anchorLimit) {
+        Builder b = new Builder(Unit.TOKENS, blockTokens, anchorLimit);
+        int next = 0;
+        for (int bound : boundaries) {
+            if (bound < next || bound > tokens.length) {
+                throw new IllegalArgumentException("boundaries must be ascending and within the key: " + bound);
+            }
+            for (int i = next; i < bound; i++) {
+                b.appendUnit(tokens[i]);
+            }
+            b.boundary();
+            next = bound;
+        }
+        for (int i = next; i < tokens.length; i++) {
+            b.appendUnit(tokens[i]);
+        }
+        return b.build();
+    }
+
+    public Unit unit() {
+        return unit;
+    }
+
+    /** Units per block. */
+    public int blockSize() {
+        return blockSize;
+    }
+
+    /** Length of the whole key in units (characters or tokens), including a trailing partial block. */
+    public int length() {
+        return length;
+    }
+
+    /** Number of full blocks: the part of the key that can match. */
+    public int blockCount() {
+        return blocks.length;
+    }
+
+    /** True when the key has no text at all. */
+    public boolean isEmpty() {
+        return length == 0;
+    }
+
+    /**
+     * The chained hash of block {@code i}: it identifies the whole prefix of {@code (i + 1) * blockSize}
+     * units, not only that block.
+     */
+    public long blockHash(int i) {
+        return blocks[i];
+    }
+
+    /** End offsets (in units, exclusive, ascending) of the messages that make up the key. */
+    public int[] boundaries() {
+        return boundaries.clone();
+    }
+
+    /** Number of message boundaries. */
+    public int boundaryCount() {
+        return boundaries.length;
+    }
+
+    /** The end offset of boundary {@code i}. */
+    public int boundary(int i) {
+        return boundaries[i];
+    }
+
+    /**
+     * A hash of the key's stable start: the prefix up to the first message boundary, or up to the
+     * anchor limit when that comes first (or when the key has no boundary). Requests that share this
+     * prefix share the anchor, so a hash placement of an unlearned prefix sends them to one replica.
+     */
+    public long anchorHash() {
+        return anchorHash;
+    }
+
+    /** Package-private access to the block hashes for the tree; never modified. */
+    long[] blocks() {
+        return blocks;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof PromptKey k && k.unit == unit && k.blockSize == blockSize && k.length == length
+                && k.anchorHash == anchorHash && Arrays.equals(k.blocks, blocks)
+                && Arrays.equals(k.boundaries, boundaries);
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(blocks.length == 0 ? anchorHash : blocks[blocks.length - 1]) * 31 + length;
+    }
+
+    /** Never the prompt text: lengths only. */
+    @Override
+    public String toString() {
+        return "PromptKey[" + unit.name().toLowerCase() + " length=" + length + " blocks=" + blocks.length
+                + " boundaries=" + boundaries.length + "]";
+    }
+
+    /**
+     * Builds a key incrementally, hashing each block as it fills, so the whole prompt never has to be
+     * held as one string. Not thread-safe; one builder per key.
+     */
+    public static final class Builder {
+        private final Unit unit;
+        private final int blockSize;
+        private final int anchorLimit;
+        private final long[] buf;
+        private int fill;
+        private int length;
+        private long chain = SEED;
+        private long[] blocks = new long[8];
+        private int blockCount;
+        private int[] bounds = new int[4];
+        private int boundCount;
+        private long anchor;
+        private boolean anchorSet;
+
+        private Builder(Unit unit, int blockSize, int anchorLimit) {
+            if (blockSize < 1 || blockSize > 1 << 16) {
+                throw new IllegalArgumentException("block size must be in [1, 65536], was " + blockSize);
+            }
+            if (anchorLimit < 1) {
+                throw new IllegalArgumentException("anchor limit must be at least 1, was " + anchorLimit);
+            }
+            this.unit = unit;
+            this.blockSize = blockSize;
+            this.anchorLimit = anchorLimit;
+            this.buf = new long[blockSize];
+        }
+
+        /** Appends the characters of {@code s}. */
+        public Builder append(CharSequence s) {
+            requireUnit(Unit.CHARS);
+            for (int i = 0, n = s.length(); i < n; i++) {
+                appendUnit(s.charAt(i));
+            }
+            return this;
+        }
+
+        /** Appends one character. */
+        public Builder append(char c) {
+            requireUnit(Unit.CHARS);
+            appendUnit(c);
+            return this;
+        }
+
+        /** Appends {@code len} characters of {@code chars} from {@code off}. */
+        public Builder append(char[] chars, int off, int len) {
+            requireUnit(Unit.CHARS);
+            for (int i = off, end = off + len; i < end; i++) {
+                appendUnit(chars[i]);
+            }
+            return this;
+        }
+
+        void appendUnit(int v) {
+            if (!anchorSet && length == anchorLimit) {
+                setAnchor();
+            }
+            buf[fill++] = v & 0xFFFFFFFFL;
+            length++;
+            if (fill == blockSize) {
+                chain = hash(buf, blockSize, chain);
+                if (blockCount == blocks.length) {
+                    blocks = Arrays.copyOf(blocks, blockCount * 2);
+                }
+                blocks[blockCount++] = chain;
+                fill = 0;
+            }
+        }
+
+        /** Marks the end of a message at the current length. Repeated marks at one offset count once. */
+        public Builder boundary() {
+            if (boundCount > 0 && bounds[boundCount - 1] == length) {
+                return this;
+            }
+            if (length == 0) {
+                return this;
+            }
+            if (!anchorSet) {
+                setAnchor();
+            }
+            if (boundCount == bounds.length) {
+                bounds = Arrays.copyOf(bounds, boundCount * 2);
+            }
+            bounds[boundCount++] = length;
+            return this;
+        }
+
+        /** Current length in units. */
+        public int length() {
+            return length;
+        }
+
+        private void setAnchor() {
+            anchor = fill == 0 ? chain : hash(buf, fill, chain) ^ fill;
+            anchorSet = true;
+        }
+
+        private void requireUnit(Unit expected) {
+            if (unit != expected) {
+                throw new IllegalStateException("this builder makes " + unit + " keys");
+            }
+        }
+
+        public PromptKey build() {
+            if (!anchorSet) {
+                setAnchor();
+            }
+            return new PromptKey(unit, blockSize, length, Arrays.copyOf(blocks, blockCount),
+                    boundCount == 0 ? NO_BOUNDARIES : Arrays.copyOf(bounds, boundCount), anchor);
+        }
+    }
+
+    /**
+     * Hashes {@code n} units (each at most 32 bits) chained on {@code seed}. Four independent lanes keep
+     * the multiplier pipeline busy; the finaliser is Stafford's mix13 (as in SplittableRandom).
+     */
+    static long hash(long[] v, int n, long seed) {
+        long h0 = seed, h1 = seed ^ 0x632BE59BD9B4E019L, h2 = seed + 0x85EBCA77C2B2AE63L, h3 = ~seed;
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            h0 = (h0 ^ (v[i] | v[i + 1] << 32)) * 0x9E3779B97F4A7C15L;
+            h1 = (h1 ^ (v[i + 2] | v[i + 3] << 32)) * 0xC2B2AE3D27D4EB4FL;
+            h2 = (h2 ^ (v[i + 4] | v[i + 5] << 32)) * 0x165667B19E3779F9L;
+            h3 = (h3 ^ (v[i + 6] | v[i + 7] << 32)) * 0x27D4EB2F165667C5L;
+        }
+        for (; i < n; i++) {
+            h0 = (h0 ^ v[i]) * 0x9E3779B97F4A7C15L;
+        }
+        long h = mix(h0) ^ Long.rotateLeft(mix(h1), 17) ^ Long.rotateLeft(mix(h2), 31) ^ Long.rotateLeft(mix(h3), 47);
+        return mix(h + n);
+    }
+
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+}

@@ -1,0 +1,26 @@
+package dev.cart.core;
+
+import java.util.Locale;
+
+/** Why a routing decision went the way it did. Bounded set: safe as a metric label. */
+public enum Reason {
+    /** The prefix match was good enough and the holder was not overloaded. */
+    CACHE_HIT,
+    /** The match was good enough but its holder was overloaded; the least-loaded replica got it. */
+    HIT_OVERLOADED,
+    /** The match was not good enough; the request was placed by load and its prefix recorded. */
+    MISS,
+    /** Like {@link #MISS}, but placed by consistent hashing on the key's anchor. */
+    MISS_HASHED,
+    /** The request had no prompt text to match; placed by load. */
+    EMPTY_TEXT,
+    /** A policy that ignores the cache (round robin, random, least loaded, ...) chose. */
+    POLICY,
+    /** No replica could take the request (all unhealthy, open, at their cap or excluded). */
+    NO_REPLICA;
+
+    /** Lower-case code used in logs and metrics, e.g. {@code cache_hit}. */
+    public String code() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+}

@@ -1,0 +1,74 @@
+package dev.cart.core;
+
+/**
+ * The router's answer for one request: the replica (or none), why, how much of the prompt matched,
+ * how long the decision took, and the {@link Lease} that holds the replica's in-flight slot.
+ *
+ * <p>When {@link #routed()} is true the caller owns the lease and must close it on every path,
+ * normally with try-with-resources.
+ */
+public final class RouteDecision {
+
+    private final Replica replica;
+    private final Reason reason;
+    private final int matchedLength;
+    private final int keyLength;
+    private final long decisionNanos;
+    private final Lease lease;
+
+    RouteDecision(Replica replica, Reason reason, int matchedLength, int keyLength, long decisionNanos,
+                  RoutingListener listener) {
+        this.replica = replica;
+        this.reason = reason;
+        this.matchedLength = matchedLength;
+        this.keyLength = keyLength;
+        this.decisionNanos = decisionNanos;
+        this.lease = new Lease(this, listener);
+    }
+
+    /** True when a replica was chosen (and its in-flight slot taken). */
+    public boolean routed() {
+        return replica != null;
+    }
+
+    /** The chosen replica, or null for a {@link Reason#NO_REPLICA} decision. */
+    public Replica replica() {
+        return replica;
+    }
+
+    public Reason reason() {
+        return reason;
+    }
+
+    /** Prefix length (units) the chosen replica was believed to hold; 0 on a miss. */
+    public int matchedLength() {
+        return matchedLength;
+    }
+
+    /** Length of the request's key in units. */
+    public int keyLength() {
+        return keyLength;
+    }
+
+    /** {@link #matchedLength()} over {@link #keyLength()}, 0 for an empty key. */
+    public double matchedRatio() {
+        return keyLength == 0 ? 0.0 : (double) matchedLength / keyLength;
+    }
+
+    /** Time spent in {@link Router#choose}, in nanoseconds. */
+    public long decisionNanos() {
+        return decisionNanos;
+    }
+
+    /** The in-flight guard; a no-op lease for a decision without a replica. */
+    public Lease lease() {
+        return lease;
+    }
+
+    /** Never contains prompt text. */
+    @Override
+    public String toString() {
+        return "RouteDecision[reason=" + reason.code() + " replica=" + (replica == null ? "-" : replica.id())
+                + " matched=" + matchedLength + "/" + keyLength + " nanos=" + decisionNanos + "]";
+    }
+}

@@ -1,0 +1,305 @@
+package dev.cart.core;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
+import java.util.random.RandomGenerator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Chooses a replica for each request: filters the pool to usable candidates, asks the policy, takes the
+ * replica's in-flight slot, records the prefix, and hands back a {@link RouteDecision} whose
+ * {@link Lease} gives the slot back.
+ *
+ * <pre>{@code
+ * Router router = Router.builder()
+ *         .replicas(ManagedReplicaSet.builder().add("http://node1:8000").add("http://node2:8000").build())
+ *         .policy("cache_aware")
+ *         .build();
+ * RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText(prompt, 64)));
+ * }</pre>
+ *
+ * <p>Concurrency: {@link #choose} is thread-safe, lock-free with respect to the tree, and does no I/O.
+ * If a chosen replica fills up between the policy's look and the slot acquisition, the router asks the
+ * policy again without it. Maintenance runs on the injected {@link Scheduler}.
+ */
+public final class Router implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Router.class);
+
+    /** Default {@code cache.eviction_interval_secs}. */
+    public static final Duration DEFAULT_EVICTION_INTERVAL = Duration.ofSeconds(60);
+
+    private final ReplicaSet replicas;
+    private final RoutingPolicy policy;
+    private final PrefixTree tree;
+    private final RoutingListener listener;
+    private final Supplier<RandomGenerator> random;
+    private final Clock clock;
+    private final Scheduler scheduler;
+    private final boolean ownsScheduler;
+    private final Duration evictionInterval;
+    private final int dailyResetHourUtc;
+    private volatile boolean closed;
+    private volatile Scheduler.Task evictionTask;
+    private volatile Scheduler.Task resetTask;
+
+    private Router(Builder b) {
+        this.replicas = b.replicas;
+        this.policy = b.policy;
+        this.tree = b.tree != null ? b.tree : PrefixTree.builder().clock(b.clock).build();
+        this.listener = new SafeListener(b.listener);
+        this.random = b.random;
+        this.clock = b.clock;
+        this.evictionInterval = b.evictionInterval;
+        this.dailyResetHourUtc = b.dailyResetHourUtc;
+        boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
+        if (b.scheduler != null) {
+            this.scheduler = b.scheduler;
+            this.ownsScheduler = false;
+        } else if (needsScheduler) {
+            this.scheduler = Scheduler.daemon("cart-maintenance");
+            this.ownsScheduler = true;
+        } else {
+            this.scheduler = null;
+            this.ownsScheduler = false;
+        }
+        if (!evictionInterval.isZero()) {
+            scheduleEviction();
+        }
+        if (dailyResetHourUtc >= 0) {
+            scheduleReset();
+        }
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Chooses a replica for {@code request} and takes one in-flight slot on it. Never throws for lack of
+     * replicas: that is a decision with reason {@link Reason#NO_REPLICA} and no replica.
+     */
+    public RouteDecision choose(RouteRequest request) {
+        long t0 = System.nanoTime();
+        List<? extends Replica> all = replicas.replicas();
+        List<Replica> candidates = new ArrayList<>(all.size());
+        for (int i = 0; i < all.size(); i++) {
+            Replica r = all.get(i);
+            if (!request.isExcluded(r) && r.isAvailable() && r.inFlight() < r.maxLoad()) {
+                candidates.add(r);
+            }
+        }
+        PromptKey key = request.key();
+        RoutingContext ctx = new RoutingContext(request, candidates, tree, random.get());
+        while (!candidates.isEmpty()) {
+            Choice choice = policy.choose(ctx);
+            Replica chosen = choice.replica();
+            if (!ctx.isCandidate(chosen)) {
+                throw new IllegalStateException("policy " + policy.name() + " chose " + chosen.id()
+                        + ", which was not among the candidates");
+            }
+            if (chosen.tryAcquire()) {
+                if (policy.usesPrefixTree() && key.blockCount() > 0 && !tree.insert(key, chosen)) {
+                    listener.onInsertSkipped();
+                }
+                return decided(chosen, choice.reason(), choice.matchedLength(), key, t0);
+            }
+            ctx.drop(chosen); // filled up since the policy looked; ask again without it
+        }
+        return decided(null, Reason.NO_REPLICA, 0, key, t0);
+    }
+
+    private RouteDecision decided(Replica r, Reason reason, int matched, PromptKey key, long t0) {
+        RouteDecision d = new RouteDecision(r, reason, matched, key.length(), System.nanoTime() - t0, listener);
+        listener.onDecision(d);
+        return d;
+    }
+
+    /** The replica set routed over. */
+    public ReplicaSet replicas() {
+        return replicas;
+    }
+
+    public RoutingPolicy policy() {
+        return policy;
+    }
+
+    /** The prefix tree (for statistics and diagnostics). */
+    public PrefixTree tree() {
+        return tree;
+    }
+
+    /** Runs one eviction pass now and reports it to the listener. */
+    public EvictionReport evictNow() {
+        EvictionReport report = tree.evict();
+        listener.onEviction(report);
+        if (report.removed() > 0) {
+            LOG.debug("eviction pass: expired={} evicted={} nodesRemoved={} size {} -> {} in {} us",
+                    report.expired(), report.evicted(), report.nodesRemoved(), report.sizeBefore(),
+                    report.sizeAfter(), report.durationNanos() / 1000);
+        }
+        return report;
+    }
+
+    /** Drops the whole tree now (what the daily cleanup does). */
+    public void resetTree() {
+        tree.clear();
+        listener.onReset();
+        LOG.info("prefix tree reset");
+    }
+
+    private void scheduleEviction() {
+        if (closed) {
+            return;
+        }
+        evictionTask = scheduler.schedule(() -> {
+            try {
+                evictNow();
+            } catch (RuntimeException e) {
+                LOG.error("eviction pass failed", e);
+            } finally {
+                scheduleEviction();
+            }
+        }, evictionInterval);
+    }
+
+    private void scheduleReset() {
+        if (closed) {
+            return;
+        }
+        resetTask = scheduler.schedule(() -> {
+            try {
+                resetTree();
+            } catch (RuntimeException e) {
+                LOG.error("daily reset failed", e);
+            } finally {
+                scheduleReset();
+            }
+        }, untilNextReset(clock.instant(), dailyResetHourUtc));
+    }
+
+    /** Time from {@code now} to the next {@code hour}:00 UTC strictly after it. */
+    static Duration untilNextReset(Instant now, int hour) {
+        ZonedDateTime t = now.atZone(ZoneOffset.UTC);
+        ZonedDateTime next = t.withHour(hour).withMinute(0).withSecond(0).withNano(0);
+        if (!next.isAfter(t)) {
+            next = next.plusDays(1);
+        }
+        return Duration.between(t, next);
+    }
+
+    /** Stops background maintenance. In-flight leases stay valid. */
+    @Override
+    public void close() {
+        closed = true;
+        Scheduler.Task e = evictionTask;
+        if (e != null) {
+            e.cancel();
+        }
+        Scheduler.Task r = resetTask;
+        if (r != null) {
+            r.cancel();
+        }
+        if (ownsScheduler) {
+            scheduler.close();
+        }
+    }
+
+    /** Builds a {@link Router}. Only the replica set and the policy are required. */
+    public static final class Builder {
+        private ReplicaSet replicas;
+        private RoutingPolicy policy;
+        private PrefixTree tree;
+        private RoutingListener listener = RoutingListener.NONE;
+        private Supplier<RandomGenerator> random = ThreadLocalRandom::current;
+        private Clock clock = Clock.systemUTC();
+        private Scheduler scheduler;
+        private Duration evictionInterval = DEFAULT_EVICTION_INTERVAL;
+        private int dailyResetHourUtc = -1;
+
+        private Builder() {
+        }
+
+        public Builder replicas(ReplicaSet replicas) {
+            this.replicas = Objects.requireNonNull(replicas);
+            return this;
+        }
+
+        public Builder policy(RoutingPolicy policy) {
+            this.policy = Objects.requireNonNull(policy);
+            return this;
+        }
+
+        /** The policy registered under {@code name}, with default settings. */
+        public Builder policy(String name) {
+            return policy(RoutingPolicies.create(name, Map.of()));
+        }
+
+        /** The tree to use; by default a new one with default size and no TTL, on the router's clock. */
+        public Builder tree(PrefixTree tree) {
+            this.tree = Objects.requireNonNull(tree);
+            return this;
+        }
+
+        public Builder listener(RoutingListener listener) {
+            this.listener = Objects.requireNonNull(listener);
+            return this;
+        }
+
+        /** Source of randomness per decision; by default {@link ThreadLocalRandom}. */
+        public Builder random(Supplier<RandomGenerator> random) {
+            this.random = Objects.requireNonNull(random);
+            return this;
+        }
+
+        /** Clock for the daily reset (and for the default tree's timestamps). */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock);
+            return this;
+        }
+
+        /** Where maintenance runs; by default a daemon thread owned (and closed) by the router. */
+        public Builder scheduler(Scheduler scheduler) {
+            this.scheduler = Objects.requireNonNull(scheduler);
+            return this;
+        }
+
+        /** Time between eviction passes ({@code cache.eviction_interval_secs}); zero disables them. */
+        public Builder evictionInterval(Duration interval) {
+            Checks.notNegative("cache.eviction_interval_secs", interval);
+            this.evictionInterval = interval;
+            return this;
+        }
+
+        /** Hour (UTC) of the daily tree reset ({@code cache.daily_cleanup_hour_utc}); -1 disables it. */
+        public Builder dailyResetHourUtc(int hour) {
+            if (hour < -1 || hour > 23) {
+                throw new IllegalArgumentException(
+                        "cache.daily_cleanup_hour_utc must be -1 (off) or in [0, 23], was " + hour);
+            }
+            this.dailyResetHourUtc = hour;
+            return this;
+        }
+
+        /** @throws IllegalStateException if the replica set or the policy is missing */
+        public Router build() {
+            if (replicas == null) {
+                throw new IllegalStateException("a router needs a replica set");
+            }
+            if (policy == null) {
+                throw new IllegalStateException("a router needs a routing policy");
+            }
+            return new Router(this);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+package dev.cart.core;
+
+/**
+ * Receives what the router does, for metrics and logs; core needs no metrics library. All methods have
+ * empty defaults. Calls happen on the routing thread (or the maintenance thread), so implementations
+ * must be quick and thread-safe. An exception thrown by a listener is caught and logged once; it never
+ * breaks routing.
+ */
+public interface RoutingListener {
+
+    /** No-op listener. */
+    RoutingListener NONE = new RoutingListener() { };
+
+    /** Every decision, including no-replica ones. */
+    default void onDecision(RouteDecision decision) {
+    }
+
+    /** A lease was closed: the request ended with {@code outcome} after {@code durationNanos}. */
+    default void onLeaseClosed(RouteDecision decision, Outcome outcome, long durationNanos) {
+    }
+
+    /** A prefix could not be recorded because a maintenance pass held the tree. */
+    default void onInsertSkipped() {
+    }
+
+    /** A maintenance pass finished. */
+    default void onEviction(EvictionReport report) {
+    }
+
+    /** The tree was reset (the daily cleanup). */
+    default void onReset() {
+    }
+}

@@ -1,0 +1,34 @@
+package dev.cart.extract;
+
+import java.util.Optional;
+
+/** The request endpoints whose bodies carry a prompt CART routes by. */
+public enum Endpoint {
+    /** OpenAI {@code POST /v1/chat/completions}: the key is the tools, then the messages. */
+    CHAT_COMPLETIONS("/v1/chat/completions"),
+    /** OpenAI {@code POST /v1/completions}: the key is the prompt. */
+    COMPLETIONS("/v1/completions"),
+    /** Anthropic {@code POST /v1/messages}: the key is the tools, the system prompt, then the messages. */
+    MESSAGES("/v1/messages");
+
+    private final String path;
+
+    Endpoint(String path) {
+        this.path = path;
+    }
+
+    /** The request path, e.g. {@code /v1/chat/completions}. */
+    public String path() {
+        return path;
+    }
+
+    /** The endpoint served at {@code path} (exact match, no query string), if any. */
+    public static Optional<Endpoint> forPath(String path) {
+        for (Endpoint e : values()) {
+            if (e.path.equals(path)) {
+                return Optional.of(e);
+            }
+        }
+        return Optional.empty();
+    }
+}

@@ -1,0 +1,50 @@
+package dev.cart.extract;
+
+/**
+ * A request body CART cannot route, with everything an HTTP layer needs for an OpenAI-style error:
+ * {@code {"error": {"message", "type", "code", "param"}}}. The message never contains prompt text.
+ */
+public final class ExtractionException extends Exception {
+
+    private static final long serialVersionUID = 1L;
+
+    private final int status;
+    private final String type;
+    private final String code;
+    private final String param;
+
+    /**
+     * @param status  HTTP status to answer with (400 for malformed input; the configured status for a
+     *                rejected remote media URL)
+     * @param code    machine-readable code, e.g. {@code invalid_json}, {@code invalid_type},
+     *                {@code missing_field}, {@code nesting_too_deep}, {@code remote_media_rejected}
+     * @param param   JSON path of the offending part, e.g. {@code messages[2].content[0].image_url.url},
+     *                or null
+     * @param message human-readable explanation naming the field, never its value
+     */
+    public ExtractionException(int status, String code, String param, String message) {
+        super(message, null, false, false);
+        this.status = status;
+        this.type = status >= 500 ? "server_error" : "invalid_request_error";
+        this.code = code;
+        this.param = param;
+    }
+
+    public int status() {
+        return status;
+    }
+
+    /** OpenAI error type: {@code invalid_request_error} for 4xx. */
+    public String type() {
+        return type;
+    }
+
+    public String code() {
+        return code;
+    }
+
+    /** JSON path of the offending part, or null. */
+    public String param() {
+        return param;
+    }
+}
