@@ -103,12 +103,12 @@ public final class PrefixTree {
         int[] versions = new int[8];
         Holder[][] holders = new Holder[8][];
         int[] reach = new int[8];
+        int spins = 0;
         attempt:
-        for (;;) {
+        for (;; backOff(++spins)) {
             Node node = root;
             int rootVersion = node.version;
             if ((rootVersion & 1) != 0) {
-                Thread.onSpinWait();
                 continue;
             }
             int depth = 0;
@@ -123,7 +123,6 @@ public final class PrefixTree {
                 Node target = e.targets[idx];
                 int v = target.version;
                 if ((v & 1) != 0) {
-                    Thread.onSpinWait();
                     continue attempt;
                 }
                 int m = commonPrefix(label, b, i);
@@ -152,6 +151,15 @@ public final class PrefixTree {
                 }
             }
             return result(key, depth, holders, reach);
+        }
+    }
+
+    /** Spins briefly, then yields, so a descheduled writer gets the processor back. */
+    private static void backOff(int spins) {
+        if (spins < 64) {
+            Thread.onSpinWait();
+        } else {
+            Thread.yield();
         }
     }
 
