@@ -336,9 +336,25 @@ final class Extraction {
         }
     }
 
+    /**
+     * Streams the string that is the current token into {@link #out}. Jackson checks the length limit
+     * only when it joins a string's buffers, which streaming avoids, so it is checked here.
+     */
+    private void text() throws IOException, ExtractionException {
+        int n = p.getText(out);
+        if (n > opts.maxStringLength()) {
+            throw valueTooLong(pathHere());
+        }
+    }
+
+    private ExtractionException valueTooLong(String path) {
+        return new ExtractionException(400, "value_too_long", path,
+                path + " is longer than " + opts.maxStringLength() + " characters");
+    }
+
     private void chatContent(JsonToken v) throws IOException, ExtractionException {
         switch (v) {
-            case VALUE_STRING -> p.getText(out);
+            case VALUE_STRING -> text();
             case VALUE_NULL -> { }
             case START_ARRAY -> {
                 boolean first = true;
@@ -379,7 +395,7 @@ final class Extraction {
             JsonToken v = p.nextToken();
             if (f.equals(field)) {
                 requireString(v);
-                p.getText(out);
+                text();
                 seen = true;
             } else {
                 p.skipChildren();
@@ -559,7 +575,7 @@ final class Extraction {
     private void prompt(JsonToken v) throws IOException, ExtractionException {
         out = main;
         switch (v) {
-            case VALUE_STRING -> p.getText(out);
+            case VALUE_STRING -> text();
             case VALUE_NULL -> { }
             case START_ARRAY -> {
                 JsonToken t = p.nextToken();
@@ -574,7 +590,7 @@ final class Extraction {
                     }
                     first = false;
                     if (t == JsonToken.VALUE_STRING) {
-                        p.getText(out);
+                        text();
                     } else if (t == JsonToken.START_ARRAY) {
                         tokenIds(p.nextToken());
                     } else {
@@ -664,7 +680,7 @@ final class Extraction {
     /** Anthropic content: a string or an array of blocks (null tolerated as empty). */
     private void anthContent(JsonToken v) throws IOException, ExtractionException {
         switch (v) {
-            case VALUE_STRING -> p.getText(out);
+            case VALUE_STRING -> text();
             case VALUE_NULL -> { }
             case START_ARRAY -> {
                 boolean first = true;
@@ -974,8 +990,7 @@ final class Extraction {
     private String mediaRef(int kind) throws IOException, ExtractionException {
         if (rawRange()) {
             if (rawEnd - rawStart > opts.maxStringLength()) {
-                throw new ExtractionException(400, "value_too_long", pathHere(),
-                        pathHere() + " is longer than " + opts.maxStringLength() + " characters");
+                throw valueTooLong(pathHere());
             }
             return mediaRef(body, rawStart, rawEnd, kind);
         }
@@ -1343,6 +1358,11 @@ final class Extraction {
             String path = safePath();
             return new ExtractionException(400, "duplicate_key", path,
                     "duplicate key " + (path == null || path.isEmpty() ? "" : path + " ") + "in a JSON object");
+        }
+        if (!Utf8.isValid(body)) {
+            // Jackson does not check every byte (field names, for one), so a syntax error may be the
+            // symptom of an encoding error; name the cause.
+            return invalidEncoding();
         }
         String where = "";
         if (e.getLocation() != null && e.getLocation().getLineNr() > 0) {
