@@ -120,7 +120,7 @@ final class Extraction {
         this.tools = new Segment(256);
         this.functions = new Segment(16);
         this.system = new Segment(256);
-        this.main = new Segment(Math.min(body.length, 1 << 18));
+        this.main = new Segment(Math.min(body.length, 1 << 16));
     }
 
     /** Parses the body; then {@link #result()} or {@link #keyText()}. */

@@ -53,6 +53,11 @@ public final class PromptExtractor {
         return options;
     }
 
+    /** The configured parser factory (for the timing harness). */
+    JsonFactory factory() {
+        return factory;
+    }
+
     /**
      * Extracts the routing key, the model and the stream flag from a request body.
      *
