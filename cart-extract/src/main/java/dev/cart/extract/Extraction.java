@@ -39,7 +39,8 @@ import java.util.Arrays;
  *       bytes ({@link #mediaRef}): the parser only marks where the string starts, this class finds its
  *       end and digests the bytes, and the parser then skips it (validating UTF-8) without building a
  *       String. Strings with escapes take a slower path that decodes them first; both hash the same
- *       UTF-8 bytes, so both give the same digest.</li>
+ *       UTF-8 bytes, so both give the same digest. The body's UTF-8 is validated up front
+ *       ({@link Utf8}), since Jackson does not check every sequence.</li>
  * </ul>
  * Errors are {@link ExtractionException}s built here, or Jackson's exceptions mapped by
  * {@link #mapJackson}; neither ever carries prompt text or client-supplied values.
@@ -178,6 +179,7 @@ final class Extraction {
 
     // ---------------------------------------------------------------- top level
 
+    /** UTF-8 only (RFC 8259 §8.1): UTF-16/32 (zero bytes up front) and invalid sequences are rejected. */
     private void checkEncoding() throws ExtractionException {
         int n = body.length;
         for (int i = 0; i < Math.min(n, 4); i++) {
@@ -185,8 +187,7 @@ final class Extraction {
                 throw invalidEncoding();
             }
         }
-        if (n >= 2 && ((body[0] & 0xFF) == 0xFE && (body[1] & 0xFF) == 0xFF
-                || (body[0] & 0xFF) == 0xFF && (body[1] & 0xFF) == 0xFE)) {
+        if (!Utf8.isValid(body)) {
             throw invalidEncoding();
         }
     }
@@ -1358,11 +1359,6 @@ final class Extraction {
             String path = safePath();
             return new ExtractionException(400, "duplicate_key", path,
                     "duplicate key " + (path == null || path.isEmpty() ? "" : path + " ") + "in a JSON object");
-        }
-        if (!Utf8.isValid(body)) {
-            // Jackson does not check every byte (field names, for one), so a syntax error may be the
-            // symptom of an encoding error; name the cause.
-            return invalidEncoding();
         }
         String where = "";
         if (e.getLocation() != null && e.getLocation().getLineNr() > 0) {

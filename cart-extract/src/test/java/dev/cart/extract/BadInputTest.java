@@ -167,7 +167,9 @@ class BadInputTest {
 
     @Test
     void invalidUtf8() {
-        byte[][] bad = {{(byte) 0xFF}, {(byte) 0xC3, (byte) 0x28}, {(byte) 0xE2, (byte) 0x82}, {(byte) 0x80}};
+        byte[][] bad = {{(byte) 0xFF}, {(byte) 0xC3, (byte) 0x28}, {(byte) 0xE2, (byte) 0x82}, {(byte) 0x80},
+                {(byte) 0xC0, (byte) 0xAF}, {(byte) 0xE0, (byte) 0x80, (byte) 0xAF}, {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+                {(byte) 0xF5, (byte) 0x80, (byte) 0x80, (byte) 0x80}, {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}};
         for (byte[] b : bad) {
             fails(Endpoint.CHAT_COMPLETIONS, concat("{\"messages\":[{\"role\":\"user\",\"content\":\"ab", b, "cd\"}]}"),
                     "invalid_encoding", null);
@@ -182,6 +184,19 @@ class BadInputTest {
         fails(Endpoint.CHAT_COMPLETIONS, CHAT.getBytes(StandardCharsets.UTF_16BE), "invalid_encoding", null);
         fails(Endpoint.CHAT_COMPLETIONS, CHAT.getBytes(StandardCharsets.UTF_16), "invalid_encoding", null);
         fails(Endpoint.CHAT_COMPLETIONS, CHAT.getBytes(StandardCharsets.UTF_16LE), "invalid_encoding", null);
+    }
+
+    @Test
+    void validMultiByteTextIsAccepted() throws Exception {
+        String text = "caf\u00e9 \u65e5\u672c\u8a9e \ud83d\ude00 \u0444";
+        byte[] raw = ("{\"messages\":[{\"role\":\"user\",\"content\":\"" + text + "\"}]}").getBytes(StandardCharsets.UTF_8);
+        for (int pad = 0; pad < 40; pad++) { // non-ASCII at every alignment of the 16-byte fast path
+            byte[] b = ("{\"p\":\"" + "x".repeat(pad) + "\"," + new String(raw, 1, raw.length - 1, StandardCharsets.UTF_8))
+                    .getBytes(StandardCharsets.UTF_8);
+            assertEquals(extractor.extract(Endpoint.CHAT_COMPLETIONS, raw).key(), extractor.extract(Endpoint.CHAT_COMPLETIONS, b).key());
+        }
+        assertFalse(Utf8.isValid(new byte[] {(byte) 0xF0, (byte) 0x9F, (byte) 0x98}));
+        assertEquals(true, Utf8.isValid("\ud83d\ude00".getBytes(StandardCharsets.UTF_8)));
     }
 
     @Test
