@@ -12,7 +12,7 @@ import java.util.Random;
 
 /**
  * A rough timing of extraction, run by hand (not a test, never asserted):
- * {@code java -cp <test classpath> dev.cart.extract.ExtractionTiming}. For each body it reports the
+ * {@code java -cp <test classpath> dev.cart.extract.ExtractionTiming [32k|32k-sdk|1m|image]}. For each body it reports the
  * median over 15 rounds of the mean time per call, after a warm-up, for: the whole {@code extract}; the
  * same parse without building the key; building a {@link PromptKey} from the key's
  * characters alone; and, as floors, a Jackson pass that skips every value and one that decodes every string.
@@ -27,10 +27,19 @@ public final class ExtractionTiming {
     public static void main(String[] args) throws Exception {
         System.out.println(System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
                 + ", " + Runtime.getRuntime().availableProcessors() + " CPUs");
-        report("chat 32 KB (model first)", chatBody(32 * 1024, false), Endpoint.CHAT_COMPLETIONS);
-        report("chat 32 KB (messages first, as the Python SDK)", chatBody(32 * 1024, true), Endpoint.CHAT_COMPLETIONS);
-        report("chat 1 MB", chatBody(1024 * 1024, true), Endpoint.CHAT_COMPLETIONS);
-        report("chat 5 MB inline image + short text", imageBody(5 * 1024 * 1024), Endpoint.CHAT_COMPLETIONS);
+        String only = args.length > 0 ? args[0] : "all"; // 32k, 32k-sdk, 1m, image: one body per JVM
+        if (only.equals("all") || only.equals("32k")) {
+            report("chat 32 KB (model first)", chatBody(32 * 1024, false), Endpoint.CHAT_COMPLETIONS);
+        }
+        if (only.equals("all") || only.equals("32k-sdk")) {
+            report("chat 32 KB (messages first, as the Python SDK)", chatBody(32 * 1024, true), Endpoint.CHAT_COMPLETIONS);
+        }
+        if (only.equals("all") || only.equals("1m")) {
+            report("chat 1 MB", chatBody(1024 * 1024, true), Endpoint.CHAT_COMPLETIONS);
+        }
+        if (only.equals("all") || only.equals("image")) {
+            report("chat 5 MB inline image + short text", imageBody(5 * 1024 * 1024), Endpoint.CHAT_COMPLETIONS);
+        }
     }
 
     /** A system prompt, two tools and alternating turns of English-like text, about {@code size} bytes. */
@@ -97,6 +106,9 @@ public final class ExtractionTiming {
             new Extraction(x.factory(), x.options(), endpoint, body).parse();
             sink++;
         });
+        Extraction parsed = new Extraction(x.factory(), x.options(), endpoint, body);
+        parsed.parse();
+        time("key from parsed segments (result())", iterations, () -> sink += parsed.result().key().length());
         time("PromptKey from the key's chars alone", iterations,
                 () -> sink += PromptKey.textBuilder(64, 1024).append(keyChars, 0, keyChars.length).build().length());
         time("floor: Jackson skipping every value", iterations, () -> {
