@@ -129,7 +129,27 @@ final class ConfigLoader {
             problems.add(name + ": the top level must be a mapping of sections, was a " + kind(root));
             return null;
         }
-        return root;
+        return emptyToNull(root);
+    }
+
+    /** YAML's empty value ({@code key:} with nothing after it) means "not set", like null. */
+    private static JsonNode emptyToNull(JsonNode n) {
+        if (n.isObject()) {
+            ObjectNode o = (ObjectNode) n;
+            List<String> names = new ArrayList<>();
+            o.fieldNames().forEachRemaining(names::add);
+            for (String k : names) {
+                o.set(k, emptyToNull(o.get(k)));
+            }
+        } else if (n.isArray()) {
+            com.fasterxml.jackson.databind.node.ArrayNode a = (com.fasterxml.jackson.databind.node.ArrayNode) n;
+            for (int i = 0; i < a.size(); i++) {
+                a.set(i, emptyToNull(a.get(i)));
+            }
+        } else if (n.isTextual() && n.asText().isEmpty()) {
+            return JsonNodeFactory.instance.nullNode();
+        }
+        return n;
     }
 
     /**
@@ -450,10 +470,11 @@ final class ConfigLoader {
             return new Section(name, (ObjectNode) n, problems);
         }
 
+        /** The value of {@code key}, or null when absent or empty (then the default applies). */
         private JsonNode get(String key) {
             known.add(key);
             JsonNode v = node.get(key);
-            return v == null ? null : v;
+            return v == null || v.isNull() ? null : v;
         }
 
         private String key(String key) {
