@@ -34,6 +34,7 @@ final class Engine {
     private final List<EngineRequest> running = new ArrayList<>();
     private final List<EngineRequest> batch = new ArrayList<>();
     private boolean planned;
+    private int aborts;
 
     private long steps;
     private long busyNanos;
@@ -77,8 +78,35 @@ final class Engine {
         return true;
     }
 
+    /**
+     * Drops a request whose client went away: it leaves the engine (releasing its blocks) before the next
+     * step is planned. Its sink may still see the step in progress.
+     */
+    void abort(EngineRequest r) {
+        if (!r.finished() && !r.rejected) {
+            r.aborted = true;
+            aborts++;
+        }
+    }
+
+    private void purgeAborted() {
+        if (aborts == 0 || planned) {
+            return; // a planned step may include the request; the next plan drops it
+        }
+        aborts = 0;
+        waiting.removeIf(r -> r.aborted);
+        for (int i = running.size() - 1; i >= 0; i--) {
+            EngineRequest r = running.get(i);
+            if (r.aborted) {
+                running.remove(i);
+                releaseBlocks(r);
+            }
+        }
+    }
+
     /** True when some request is waiting or running. */
     boolean hasWork() {
+        purgeAborted();
         return !waiting.isEmpty() || !running.isEmpty();
     }
 
@@ -99,6 +127,7 @@ final class Engine {
         if (planned) {
             throw new IllegalStateException("the previous step has not been completed");
         }
+        purgeAborted();
         batch.clear();
         int budget = config.maxBatchedTokens();
         int prefillTokens = 0;

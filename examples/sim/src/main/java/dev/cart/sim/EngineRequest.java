@@ -44,6 +44,7 @@ final class EngineRequest {
     int scheduled;
     int preemptions;
     boolean rejected;
+    boolean aborted;
 
     /**
      * @param blocks       chained hashes of the prompt's full blocks
