@@ -56,6 +56,8 @@ final class Extraction {
     static final char FIELD = '\u001D';
     static final char ATTR = '\u001E';
     static final char SEP = '\u001F';
+    /** Shown at boundaries by {@link #keyText()}; never part of a key. */
+    static final char BOUNDARY_MARK = '\u2016';
 
     /** Media references (URLs) longer than this many UTF-8 bytes enter the key as a digest. */
     static final int MAX_REF_BYTES = 2048;
@@ -121,7 +123,8 @@ final class Extraction {
         this.main = new Segment(Math.min(body.length, 1 << 18));
     }
 
-    ExtractedRequest run() throws ExtractionException {
+    /** Parses the body; then {@link #result()} or {@link #keyText()}. */
+    void parse() throws ExtractionException {
         checkEncoding();
         JsonParser parser;
         try {
@@ -146,7 +149,31 @@ final class Extraction {
                 // nothing to release for a byte array
             }
         }
-        return new ExtractedRequest(buildKey(), model, stream);
+    }
+
+    ExtractedRequest result() {
+        PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
+        assemble(Segment.Sink.of(key));
+        return new ExtractedRequest(key.build(), model, stream);
+    }
+
+    /** The key's characters, with {@link #BOUNDARY_MARK} at each message boundary (for tests). */
+    String keyText() {
+        StringBuilder sb = new StringBuilder();
+        assemble(new Segment.Sink() {
+            @Override
+            public void append(char[] chars, int off, int len) {
+                sb.append(chars, off, len);
+            }
+
+            @Override
+            public void boundary() {
+                if (sb.length() > 0 && sb.charAt(sb.length() - 1) != BOUNDARY_MARK) {
+                    sb.append(BOUNDARY_MARK);
+                }
+            }
+        });
+        return sb.toString();
     }
 
     // ---------------------------------------------------------------- top level
@@ -229,13 +256,14 @@ final class Extraction {
         }
     }
 
-    private PromptKey buildKey() {
-        PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
+    /** Model marker, tools, system, messages: the key's fixed order, whatever the body's field order. */
+    private void assemble(Segment.Sink key) {
         boolean hasTools = !tools.isEmpty() || !functions.isEmpty();
         if (!hasTools && system.isEmpty() && main.isEmpty()) {
-            return key.build();
+            return;
         }
-        key.append(modelMarker(model));
+        char[] marker = modelMarker(model).toCharArray();
+        key.append(marker, 0, marker.length);
         if (hasTools) {
             tools.appendTo(key);
             functions.appendTo(key);
@@ -246,7 +274,6 @@ final class Extraction {
             key.boundary();
         }
         main.appendTo(key);
-        return key.build();
     }
 
     /** {@code NUL "model:" <16 hex digits of the name's digest> NUL}: fixed length, so it fits block 0. */

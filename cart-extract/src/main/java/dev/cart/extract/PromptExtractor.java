@@ -65,6 +65,15 @@ public final class PromptExtractor {
     public ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
         Objects.requireNonNull(endpoint, "endpoint");
         Objects.requireNonNull(body, "body");
-        return new Extraction(factory, options, endpoint, body).run();
+        Extraction x = new Extraction(factory, options, endpoint, body);
+        x.parse();
+        return x.result();
+    }
+
+    /** The key's characters with boundaries shown as U+2016, for tests of the key format. */
+    String keyText(Endpoint endpoint, byte[] body) throws ExtractionException {
+        Extraction x = new Extraction(factory, options, endpoint, body);
+        x.parse();
+        return x.keyText();
     }
 }

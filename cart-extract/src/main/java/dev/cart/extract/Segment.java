@@ -112,8 +112,29 @@ final class Segment extends Writer {
         bounds[boundCount++] = at;
     }
 
+    /** Where assembled key characters go: the key builder, or a String for tests. */
+    interface Sink {
+        void append(char[] chars, int off, int len);
+
+        void boundary();
+
+        static Sink of(PromptKey.Builder key) {
+            return new Sink() {
+                @Override
+                public void append(char[] chars, int off, int len) {
+                    key.append(chars, off, len);
+                }
+
+                @Override
+                public void boundary() {
+                    key.boundary();
+                }
+            };
+        }
+    }
+
     /** Replays the characters into {@code key}, calling {@code boundary()} at each recorded offset. */
-    void appendTo(PromptKey.Builder key) {
+    void appendTo(Sink key) {
         int from = 0;
         for (int i = 0; i < boundCount; i++) {
             int to = bounds[i];
