@@ -245,9 +245,10 @@ final class Forwarder {
                 if (prefix.length <= MODELS_CACHE_LIMIT) {
                     models.put(prefix, contentType.isEmpty() ? "application/json" : contentType);
                     ex.sendResponseHeaders(status, prefix.length == 0 ? -1 : prefix.length);
+                    finish(lease, status, log);
+                    lease.close();
                     write(ex.getResponseBody(), prefix, 0, prefix.length, false, body, lease, log);
                     ex.getResponseBody().close();
-                    finish(lease, status, log);
                     return;
                 }
             }
@@ -281,17 +282,15 @@ final class Forwarder {
                     write(out, buf, 0, n, flushEach, body, lease, log);
                 }
             }
+            // the replica is done: give its slot back before the last bytes go to the client
+            finish(lease, status, log);
+            lease.close();
             try {
                 out.close();
             } catch (IOException e) {
-                if (fixed) { // the replica sent fewer bytes than its Content-Length announced
-                    upstreamBroke(lease, log, false, e);
-                } else {
-                    clientGone(body, lease, log);
-                }
+                log.result("client_closed");
                 throw new Abort("response could not be completed");
             }
-            finish(lease, status, log);
         } finally {
             timer.cancel(false);
             closeQuietly(body);

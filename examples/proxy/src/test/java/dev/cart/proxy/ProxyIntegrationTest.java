@@ -436,9 +436,10 @@ class ProxyIntegrationTest {
         try (ProxyHarness h = ProxyHarness.start(2, yaml, "load_penalty: 0", "load_penalty: 50")) {
             h.replica(0).forcedStatus = 500; // not retryable: relayed, but counted as a failure
             assertEquals(500, h.post("/v1/chat/completions", chat("one", false)).statusCode());
+            await("first request finished", () -> h.member(0).inFlight() == 0);
             assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
             assertEquals(500, h.post("/v1/chat/completions", chat("two", false)).statusCode());
-            assertEquals(CircuitState.OPEN, h.member(0).circuitState());
+            await("circuit open", () -> h.member(0).circuitState() == CircuitState.OPEN);
             assertEquals("open", json(h.get("/workers").body()).get("workers").get(0).get("circuit").asText());
 
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("three", false));
@@ -452,7 +453,7 @@ class ProxyIntegrationTest {
             h.replica(0).forcedStatus = 0;
             HttpResponse<String> trial = h.post("/v1/chat/completions", chat("four", false));
             assertTrue(trial.body().contains("Hello from r0"), "half-open admits a trial request");
-            assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
+            await("circuit closed", () -> h.member(0).circuitState() == CircuitState.CLOSED);
             assertEquals("closed", json(h.get("/workers").body()).get("workers").get(0).get("circuit").asText());
         }
     }
