@@ -533,4 +533,31 @@ class ProxyIntegrationTest {
             assertEquals(0, h.member(1).inFlight());
         }
     }
+
+    @Test
+    void remoteMediaIsRefusedWithTheConfiguredStatus() throws Exception {
+        String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                + "\"text\":\"what is this\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+                + "\"https://example.com/cat.png\"}}]}]}";
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  remote_media_url_policy: 403\n")) {
+            HttpResponse<String> r = h.post("/v1/chat/completions", body);
+            assertError(r, 403, "remote_media_rejected");
+            assertTrue(json(r.body()).get("error").get("param").asText().contains("image_url"), r.body());
+            assertEquals(0, h.replica(0).count());
+        }
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
+            assertEquals(200, h.post("/v1/chat/completions", body).statusCode(), "allowed by default");
+        }
+    }
+
+    @Test
+    void sighupTriggersTheReloadHook() throws Exception {
+        CountDownLatch reloaded = new CountDownLatch(1);
+        org.junit.jupiter.api.Assumptions.assumeTrue(SignalReload.install(reloaded::countDown),
+                "signals are not available on this JVM");
+        Class<?> signal = Class.forName("sun.misc.Signal");
+        Object hup = signal.getConstructor(String.class).newInstance("HUP");
+        signal.getMethod("raise", signal).invoke(null, hup);
+        assertTrue(reloaded.await(20, java.util.concurrent.TimeUnit.SECONDS));
+    }
 }
