@@ -560,4 +560,23 @@ class ProxyIntegrationTest {
         signal.getMethod("raise", signal).invoke(null, hup);
         assertTrue(reloaded.await(20, java.util.concurrent.TimeUnit.SECONDS));
     }
+
+    @Test
+    void backgroundHealthChecksPollTheConfiguredEndpoint() throws Exception {
+        FakeReplica r = FakeReplica.start("polled");
+        r.healthy = false;
+        String yaml = "server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + r.url() + "\n"
+                + "health:\n  interval_secs: 1\n  timeout_secs: 1\n  failure_threshold: 1\n  success_threshold: 1\n";
+        ProxyHarness h = new ProxyHarness();
+        h.replicas.add(r);
+        h.proxy = ProxyServer.start(ConfigLoader.parse(yaml), h.options().healthChecks(true));
+        try (h) {
+            await("first probe marks it unhealthy", () -> !h.member(0).isHealthy());
+            assertEquals(503, h.get("/health").statusCode());
+            r.healthy = true;
+            await("a later probe brings it back", () -> h.member(0).isHealthy());
+            assertEquals(200, h.get("/health").statusCode());
+            assertTrue(r.healthProbes.get() >= 2);
+        }
+    }
 }
