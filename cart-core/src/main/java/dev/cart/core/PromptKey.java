@@ -155,6 +155,12 @@ public final class PromptKey {
         return anchorHash;
     }
 
+    /** A key made of the given block hashes (tests and tools in this package). */
+    static PromptKey forBlocks(long[] blocks, int blockSize) {
+        return new PromptKey(Unit.TOKENS, blockSize, blocks.length * blockSize, blocks.clone(), NO_BOUNDARIES,
+                blocks.length == 0 ? SEED : blocks[0]);
+    }
+
     /** Package-private access to the block hashes for the tree; never modified. */
     long[] blocks() {
         return blocks;
