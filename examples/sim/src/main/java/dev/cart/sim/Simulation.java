@@ -1,0 +1,388 @@
+package dev.cart.sim;
+
+import dev.cart.core.Lease;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.PrefixTree;
+import dev.cart.core.Reason;
+import dev.cart.core.Replica;
+import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.Router;
+import dev.cart.core.RoutingPolicies;
+import dev.cart.core.RoutingPolicy;
+import dev.cart.core.ReplicaSpec;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.PriorityQueue;
+import java.util.SplittableRandom;
+import java.util.function.Supplier;
+
+/**
+ * Runs a workload through the real {@link Router} over a cluster of simulated replicas, on a virtual
+ * clock: a discrete-event simulation, fast and deterministic for a given seed.
+ *
+ * <p>Design: two kinds of events, ordered by time and then by creation (so ties resolve the same way on
+ * every run): a request arriving, and a replica's engine step ending. A request is routed when it is sent
+ * (the virtual clock is the router's clock, the tree's clock and the replica set's clock, the router's
+ * randomness is seeded, and eviction passes are off), its lease taken, and it is queued on the chosen
+ * replica's {@link Engine}; an idle engine starts a step at once, a busy one picks it up at its next
+ * step, as vLLM does. When the engine reports the request finished, the lease is marked succeeded and
+ * closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
+ * previous one is still running waits for it. Arrivals are open-loop (each request's own arrival time)
+ * or closed-loop (N clients, each sending its next request when its previous one finished).
+ *
+ * <p>A fresh cluster, tree and router are built for every run. Not thread-safe; one run per instance at
+ * a time.
+ */
+public final class Simulation {
+
+    private final int replicas;
+    private final EngineConfig engine;
+    private final String policyName;
+    private final Supplier<RoutingPolicy> policy;
+    private final long seed;
+    private final int closedClients;
+    private final int maxLoad;
+
+    private Simulation(Builder b) {
+        this.replicas = b.replicas;
+        this.engine = b.engine;
+        this.policyName = b.policyName;
+        this.policy = b.policy;
+        this.seed = b.seed;
+        this.closedClients = b.closedClients;
+        this.maxLoad = b.maxLoad;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Runs {@code workload} on a fresh cluster. */
+    public RunResult run(Workload workload) {
+        return run(PreparedWorkload.of(workload, engine));
+    }
+
+    RunResult run(PreparedWorkload w) {
+        return new Run(w).execute();
+    }
+
+    EngineConfig engineConfig() {
+        return engine;
+    }
+
+    private static final int ARRIVAL = 0;
+    private static final int STEP_END = 1;
+
+    private static final class Event implements Comparable<Event> {
+        final long time;
+        final long seq;
+        final int kind;
+        final int index;
+
+        Event(long time, long seq, int kind, int index) {
+            this.time = time;
+            this.seq = seq;
+            this.kind = kind;
+            this.index = index;
+        }
+
+        @Override
+        public int compareTo(Event o) {
+            int c = Long.compare(time, o.time);
+            return c != 0 ? c : Long.compare(seq, o.seq);
+        }
+    }
+
+    /** One run: all its state, thrown away afterwards. */
+    private final class Run {
+        final PreparedWorkload w;
+        final VirtualClock clock = new VirtualClock();
+        final PriorityQueue<Event> events = new PriorityQueue<>();
+        final ManagedReplicaSet set;
+        final List<ManagedReplicaSet.Member> members;
+        final Router router;
+        final Engine[] engines;
+        final boolean[] stepping;
+        final boolean[] sessionBusy;
+        final ArrayDeque<Integer>[] sessionQueue;
+        final int n;
+        long seq;
+        int nextClosed;
+
+        final long[] ttft;
+        int ttftCount;
+        final int[] routed;
+        final int[] peak;
+        final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
+        int completed;
+        int noReplica;
+        int refused;
+        long promptTokens;
+        long cachedTokens;
+        long outputTokens;
+        long firstArrival = Long.MAX_VALUE;
+        long lastFinish;
+
+        @SuppressWarnings("unchecked")
+        Run(PreparedWorkload w) {
+            this.w = w;
+            this.n = w.size();
+            ManagedReplicaSet.Builder sb = ManagedReplicaSet.builder().clock(clock);
+            for (int i = 0; i < replicas; i++) {
+                sb.add(new ReplicaSpec("replica-" + i, maxLoad, 0));
+            }
+            set = sb.build();
+            members = set.replicas();
+            SplittableRandom rnd = new SplittableRandom(seed);
+            router = Router.builder()
+                    .replicas(set)
+                    .policy(policy.get())
+                    .tree(PrefixTree.builder().clock(clock).build())
+                    .random(() -> rnd)
+                    .clock(clock)
+                    .evictionInterval(Duration.ZERO)
+                    .build();
+            engines = new Engine[replicas];
+            for (int i = 0; i < replicas; i++) {
+                engines[i] = new Engine(engine);
+            }
+            stepping = new boolean[replicas];
+            sessionBusy = new boolean[w.sessions];
+            sessionQueue = new ArrayDeque[w.sessions];
+            ttft = new long[n];
+            routed = new int[replicas];
+            peak = new int[replicas];
+        }
+
+        RunResult execute() {
+            if (closedClients > 0) {
+                for (nextClosed = 0; nextClosed < Math.min(closedClients, n); nextClosed++) {
+                    push(0, ARRIVAL, nextClosed);
+                }
+            } else {
+                for (int i = 0; i < n; i++) {
+                    push(w.arrivals[i], ARRIVAL, i);
+                }
+            }
+            Event e;
+            while ((e = events.poll()) != null) {
+                clock.set(e.time);
+                if (e.kind == ARRIVAL) {
+                    arrive(e.index, e.time);
+                } else {
+                    stepEnded(e.index, e.time);
+                }
+            }
+            router.close();
+            if (set.totalInFlight() != 0) {
+                throw new IllegalStateException("leases left open after the run: " + set.totalInFlight());
+            }
+            long[] busy = new long[replicas];
+            long pre = 0;
+            for (int i = 0; i < replicas; i++) {
+                busy[i] = engines[i].busyNanos();
+                pre += engines[i].preemptions();
+            }
+            return new RunResult(w.workload.name(), policyName, n, completed, noReplica, refused, promptTokens,
+                    cachedTokens, w.idealHitRatio(), java.util.Arrays.copyOf(ttft, ttftCount),
+                    firstArrival == Long.MAX_VALUE ? 0 : firstArrival, lastFinish, outputTokens, routed, peak, busy,
+                    pre, reasons);
+        }
+
+        void push(long time, int kind, int index) {
+            events.add(new Event(time, seq++, kind, index));
+        }
+
+        void arrive(int i, long t) {
+            int s = w.session[i];
+            if (s >= 0) {
+                if (sessionBusy[s]) {
+                    if (sessionQueue[s] == null) {
+                        sessionQueue[s] = new ArrayDeque<>();
+                    }
+                    sessionQueue[s].addLast(i);
+                    return;
+                }
+                sessionBusy[s] = true;
+            }
+            dispatch(i, t);
+        }
+
+        void done(int i, long t) {
+            int s = w.session[i];
+            if (s >= 0) {
+                ArrayDeque<Integer> q = sessionQueue[s];
+                if (q != null && !q.isEmpty()) {
+                    dispatch(q.pollFirst(), t);
+                } else {
+                    sessionBusy[s] = false;
+                }
+            }
+            if (closedClients > 0 && nextClosed < n) {
+                push(t, ARRIVAL, nextClosed++);
+            }
+        }
+
+        void dispatch(int i, long t) {
+            firstArrival = Math.min(firstArrival, t);
+            RouteDecision d = router.choose(RouteRequest.of(w.keys[i]));
+            reasons.merge(d.reason(), 1, Integer::sum);
+            if (!d.routed()) {
+                noReplica++;
+                done(i, t);
+                return;
+            }
+            int rep = indexOf(d.replica());
+            routed[rep]++;
+            peak[rep] = Math.max(peak[rep], d.replica().inFlight());
+            EngineRequest er = new EngineRequest(w.blocks[i], w.promptTokens[i], w.maxTokens[i],
+                    new Completion(i, d.lease()));
+            if (engines[rep].submit(er, t) && !stepping[rep]) {
+                startStep(rep, t);
+            }
+        }
+
+        int indexOf(Replica r) {
+            for (int k = 0; k < members.size(); k++) {
+                if (members.get(k) == r) {
+                    return k;
+                }
+            }
+            throw new IllegalStateException("router chose a replica outside the set: " + r.id());
+        }
+
+        void startStep(int rep, long t) {
+            long d = engines[rep].planStep(t);
+            if (d < 0) {
+                stepping[rep] = false;
+                return;
+            }
+            stepping[rep] = true;
+            push(t + d, STEP_END, rep);
+        }
+
+        void stepEnded(int rep, long t) {
+            engines[rep].completeStep(t);
+            if (engines[rep].hasWork()) {
+                startStep(rep, t);
+            } else {
+                stepping[rep] = false;
+            }
+        }
+
+        /** Closes the request's lease when the engine is done with it. */
+        final class Completion implements EngineRequest.Sink {
+            final int index;
+            final Lease lease;
+
+            Completion(int index, Lease lease) {
+                this.index = index;
+                this.lease = lease;
+            }
+
+            @Override
+            public void onFinished(EngineRequest r, long nanos) {
+                try (lease) {
+                    lease.succeeded();
+                }
+                completed++;
+                promptTokens += r.promptTokens;
+                cachedTokens += r.cachedTokens();
+                outputTokens += r.generated();
+                ttft[ttftCount++] = r.ttftNanos();
+                lastFinish = Math.max(lastFinish, nanos);
+                done(index, nanos);
+            }
+
+            @Override
+            public void onRejected(EngineRequest r, String message) {
+                try (lease) {
+                    lease.succeeded(); // a 400 is the client's fault, not the replica's
+                }
+                refused++;
+                done(index, r.submitNanos);
+            }
+        }
+    }
+
+    /** Configures a {@link Simulation}. */
+    public static final class Builder {
+        private int replicas = 4;
+        private EngineConfig engine = EngineConfig.defaults();
+        private String policyName;
+        private Supplier<RoutingPolicy> policy;
+        private long seed = 1;
+        private int closedClients;
+        private int maxLoad = ReplicaSpec.DEFAULT_MAX_LOAD;
+
+        private Builder() {
+        }
+
+        /** Number of replicas (default 4). */
+        public Builder replicas(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("replicas must be at least 1, was " + n);
+            }
+            this.replicas = n;
+            return this;
+        }
+
+        /** KV-cache capacity of each replica in tokens (default 150,000). */
+        public Builder cacheTokens(long tokens) {
+            this.engine = engine.withCacheTokens(tokens);
+            return this;
+        }
+
+        Builder engine(EngineConfig config) {
+            this.engine = Objects.requireNonNull(config);
+            return this;
+        }
+
+        /** The policy registered as {@code name}, created fresh for each run with {@code settings}. */
+        public Builder policy(String name, Map<String, ?> settings) {
+            Map<String, ?> copy = Map.copyOf(settings);
+            RoutingPolicies.create(name, copy); // fail now on a bad name or setting
+            return policy(name, () -> RoutingPolicies.create(name, copy));
+        }
+
+        /** A policy made by {@code factory} for each run, reported as {@code label}. */
+        public Builder policy(String label, Supplier<RoutingPolicy> factory) {
+            this.policyName = Objects.requireNonNull(label);
+            this.policy = Objects.requireNonNull(factory);
+            return this;
+        }
+
+        /** Seed of the router's randomness (default 1). */
+        public Builder seed(long seed) {
+            this.seed = seed;
+            return this;
+        }
+
+        /** Closed loop with {@code clients} concurrent clients; 0 (the default) uses the arrival times. */
+        public Builder closedLoop(int clients) {
+            if (clients < 0) {
+                throw new IllegalArgumentException("clients must not be negative, was " + clients);
+            }
+            this.closedClients = clients;
+            return this;
+        }
+
+        /** Each replica's {@code max_load} in the router (default 256). */
+        public Builder maxLoad(int maxLoad) {
+            this.maxLoad = maxLoad;
+            return this;
+        }
+
+        public Simulation build() {
+            if (policy == null) {
+                throw new IllegalStateException("a simulation needs a routing policy");
+            }
+            return new Simulation(this);
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package dev.cart.sim;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cart.extract.Endpoint;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One request of a {@link Workload}: when it is sent, to which endpoint, its prompt and how many tokens
+ * it asks for. Immutable.
+ *
+ * <p>A request with a session is part of a conversation: a client sends a session's requests in order and
+ * never two at once (the next turn waits for the previous answer).
+ */
+public final class WorkloadRequest {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final long arrivalNanos;
+    private final Endpoint endpoint;
+    private final List<Message> messages;
+    private final String prompt;
+    private final int maxTokens;
+    private final String session;
+
+    private WorkloadRequest(long arrivalNanos, Endpoint endpoint, List<Message> messages, String prompt,
+                            int maxTokens, String session) {
+        if (maxTokens < 1) {
+            throw new IllegalArgumentException("max tokens must be at least 1, was " + maxTokens);
+        }
+        this.arrivalNanos = arrivalNanos;
+        this.endpoint = Objects.requireNonNull(endpoint);
+        this.messages = messages;
+        this.prompt = prompt;
+        this.maxTokens = maxTokens;
+        this.session = session;
+    }
+
+    /** A chat request ({@code /v1/chat/completions}, or {@code /v1/messages} for {@link Endpoint#MESSAGES}). */
+    public static WorkloadRequest chat(Endpoint endpoint, List<Message> messages, int maxTokens, String session) {
+        if (endpoint == Endpoint.COMPLETIONS) {
+            throw new IllegalArgumentException("a chat request needs a chat endpoint");
+        }
+        return new WorkloadRequest(0, endpoint, List.copyOf(messages), null, maxTokens, session);
+    }
+
+    /** A plain completion request ({@code /v1/completions}). */
+    public static WorkloadRequest completion(String prompt, int maxTokens, String session) {
+        return new WorkloadRequest(0, Endpoint.COMPLETIONS, null, Objects.requireNonNull(prompt), maxTokens,
+                session);
+    }
+
+    /** The same request arriving at {@code nanos} after the start of the run. */
+    public WorkloadRequest at(long nanos) {
+        return new WorkloadRequest(nanos, endpoint, messages, prompt, maxTokens, session);
+    }
+
+    /** Arrival time, nanoseconds after the start of the run (open-loop arrivals). */
+    public long arrivalNanos() {
+        return arrivalNanos;
+    }
+
+    public Endpoint endpoint() {
+        return endpoint;
+    }
+
+    /** The chat messages; empty for a completion. */
+    public List<Message> messages() {
+        return messages == null ? List.of() : messages;
+    }
+
+    /** The completion prompt; null for a chat request. */
+    public String prompt() {
+        return prompt;
+    }
+
+    public int maxTokens() {
+        return maxTokens;
+    }
+
+    /** The session (user or conversation) id, or null for an independent request. */
+    public String session() {
+        return session;
+    }
+
+    /** The prompt text the replica computes: the chat template applied to the messages, or the prompt. */
+    public String replicaPrompt() {
+        return messages == null ? ChatTemplate.renderCompletion(prompt) : ChatTemplate.render(messages);
+    }
+
+    /**
+     * The HTTP request body a client would send: OpenAI chat or completions shape, or Anthropic messages
+     * shape (system messages go to the {@code system} field).
+     */
+    public byte[] body(String model, boolean stream) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("model", model);
+        switch (endpoint) {
+            case COMPLETIONS -> root.put("prompt", prompt);
+            case CHAT_COMPLETIONS -> {
+                ArrayNode arr = root.putArray("messages");
+                for (Message m : messages) {
+                    arr.addObject().put("role", m.role()).put("content", m.content());
+                }
+            }
+            case MESSAGES -> {
+                StringBuilder system = new StringBuilder();
+                ArrayNode arr = JSON.createArrayNode();
+                for (Message m : messages) {
+                    if (m.role().equals("system")) {
+                        system.append(system.length() == 0 ? "" : "\n").append(m.content());
+                    } else {
+                        arr.addObject().put("role", m.role()).put("content", m.content());
+                    }
+                }
+                if (system.length() > 0) {
+                    root.put("system", system.toString());
+                }
+                root.set("messages", arr);
+            }
+        }
+        root.put("max_tokens", maxTokens);
+        if (stream) {
+            root.put("stream", true);
+            if (endpoint != Endpoint.MESSAGES) {
+                root.putObject("stream_options").put("include_usage", true);
+            }
+        }
+        try {
+            return JSON.writeValueAsBytes(root);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException("cannot serialise a request body", e);
+        }
+    }
+
+    /** Lengths only, never the text. */
+    @Override
+    public String toString() {
+        return "WorkloadRequest[" + endpoint.path() + " at=" + arrivalNanos / 1_000_000 + "ms messages="
+                + messages().size() + " maxTokens=" + maxTokens + (session == null ? "" : " session=" + session)
+                + "]";
+    }
+}
