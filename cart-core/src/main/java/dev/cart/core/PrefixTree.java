@@ -1,17 +1,23 @@
 package dev.cart.core;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.concurrent.locks.StampedLock;
+import java.util.function.LongFunction;
 
 /**
  * A concurrent radix tree over the block hashes of {@link PromptKey}s that remembers which replicas were
@@ -20,30 +26,30 @@ import java.util.concurrent.locks.StampedLock;
  * <h2>Shape</h2>
  * Edges are compressed: each edge carries a run of block hashes (its label) and leads to a node. A node
  * holds the replicas that were sent a prompt passing through it, each with the time it was last used.
- * A replica recorded for a key holds every prefix of that key, so {@link #insert} refreshes the whole
- * path. The edges out of a node live in one immutable {@code Edges} snapshot, sorted by the first block
- * of each label and searched by binary search.
+ * A replica recorded for a key holds every prefix of that key, so {@link #insert} marks the whole path.
+ * The edges out of a node are immutable {@code Edge} objects in a small open-addressing table keyed by
+ * the label's first block, so a lookup costs the same for 2 children or 100,000.
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
  * not at all, in an order consistent with real time. How:
  * <ul>
- *   <li>Every node carries a version, even when stable. A writer makes a node's version odd before it
- *       changes the node's edges or holders and even again after; all the nodes one insert changes are
- *       made odd before the first change and even after the last, so the insert is one step for anyone
- *       who checks the versions.</li>
- *   <li>{@link #match} takes no lock and writes nothing. It reads each node's version before its fields
- *       and checks every version again at the end; if one was odd or has moved, a writer touched a node
- *       on <em>this</em> path meanwhile and the match walks again. Writes elsewhere in the tree never
- *       make it retry, and a pass of maintenance never makes it wait.</li>
+ *   <li>Every change a reader can see is one atomic store: a new {@code Edge} in a table slot (a new
+ *       leaf, a split edge, a merged edge, a tombstone), a new table, or a new holder array.</li>
+ *   <li>An insert that adds its replica to existing nodes changes several of them. Every node carries a
+ *       version, even when stable; the insert makes the version of each node it will add the replica to
+ *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
+ *   <li>{@link #match} takes no lock and writes nothing. It reads each node's version before its fields,
+ *       then looks again: every edge it followed still in its slot, every version unchanged. If not, a
+ *       writer changed <em>this</em> path meanwhile and the match walks again. Writes elsewhere (most
+ *       structural writes: a new leaf under another node) never make it retry, and maintenance never
+ *       makes it wait.</li>
  *   <li>{@link #insert} of a key the replica already holds entirely only refreshes last-use times: no
- *       lock, no version change, and no write at all when the stored time would not change (nodes near
- *       the root are touched by every request). Any other insert takes the shared side of a
- *       {@link StampedLock} with {@code tryReadLock} and then a writer mutex: inserts that change what a
- *       match can see are serialised with each other (each takes about a microsecond).</li>
- *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) takes the exclusive side of
- *       the stamped lock. While it runs, an insert that would change the tree is skipped and counted
- *       rather than made to wait. Each of its steps is versioned like an insert.</li>
+ *       lock, no version change, no write when the stored time would not change (nodes near the root
+ *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.</li>
+ *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
+ *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
+ *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
  * </ul>
  *
  * <h2>Size and eviction</h2>
@@ -58,12 +64,16 @@ public final class PrefixTree {
     public static final long DEFAULT_MAX_SIZE = 1_000_000;
 
     private static final Holder[] NO_HOLDERS = new Holder[0];
+    private static final Edge[] NO_EDGES = new Edge[0];
+    /** Marks a removed slot; probes continue past it. */
+    private static final Edge TOMBSTONE = new Edge(0, new long[0], null);
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Edge[].class);
 
     private final long maxSize;
     private final long ttlMillis;
     private final Clock clock;
-    private final StampedLock structure = new StampedLock();
     private final ReentrantLock writers = new ReentrantLock();
+    private final AtomicInteger maintenance = new AtomicInteger();
     private final AtomicLong size = new AtomicLong();
     private final AtomicLong nodes = new AtomicLong();
     private final AtomicLong entries = new AtomicLong();
@@ -90,8 +100,8 @@ public final class PrefixTree {
 
     /**
      * Finds the longest stored prefix of {@code key} and every replica holding part of it. Lock-free;
-     * never waits for maintenance, and walks again only if an insert changed a node on this key's path
-     * while it looked.
+     * never waits for maintenance, and walks again only if an insert was adding a replica to a node on
+     * this key's path while it looked.
      */
     public Match match(PromptKey key) {
         long[] b = key.blocks();
@@ -100,55 +110,57 @@ public final class PrefixTree {
             return Match.none(key.length());
         }
         Node[] seen = new Node[8];
+        Edge[] via = new Edge[8];
         int[] versions = new int[8];
         Holder[][] holders = new Holder[8][];
         int[] reach = new int[8];
         int spins = 0;
         attempt:
         for (;; backOff(++spins)) {
-            Node node = root;
-            int rootVersion = node.version;
-            if ((rootVersion & 1) != 0) {
-                continue;
-            }
+            Node start = root;
+            Node node = start;
             int depth = 0;
             int i = 0;
             while (i < n) {
-                Edges e = node.edges;
-                int idx = e.find(b[i]);
-                if (idx < 0) {
+                Edge e = find(node.edges, b[i]);
+                if (e == null) {
                     break;
                 }
-                long[] label = e.labels[idx];
-                Node target = e.targets[idx];
+                Node target = e.target;
                 int v = target.version;
                 if ((v & 1) != 0) {
                     continue attempt;
                 }
-                int m = commonPrefix(label, b, i);
+                int m = commonPrefix(e.label, b, i);
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
+                    via = Arrays.copyOf(via, depth * 2);
                     versions = Arrays.copyOf(versions, depth * 2);
                     holders = Arrays.copyOf(holders, depth * 2);
                     reach = Arrays.copyOf(reach, depth * 2);
                 }
                 seen[depth] = target;
+                via[depth] = e;
                 versions[depth] = v;
                 holders[depth] = target.holders;
                 reach[depth++] = i + m;
                 i += m;
-                if (m < label.length) {
+                if (m < e.label.length) {
                     break;
                 }
                 node = target;
             }
-            if (root.version != rootVersion) {
+            // Second look: every edge still in place and every node unchanged means all that was read
+            // was current at once (edges and holder arrays are never reused, versions only grow).
+            if (root != start) {
                 continue;
             }
+            Node parent = start;
             for (int d = 0; d < depth; d++) {
-                if (seen[d].version != versions[d]) {
+                if (find(parent.edges, via[d].first) != via[d] || seen[d].version != versions[d]) {
                     continue attempt;
                 }
+                parent = seen[d];
             }
             return result(key, depth, holders, reach);
         }
@@ -203,8 +215,8 @@ public final class PrefixTree {
     /**
      * Records that {@code replica} was sent {@code key}: it now holds every prefix of the key, used now.
      *
-     * @return false if the insert had to change the tree while a maintenance pass held it, and was
-     *         skipped (counted in {@link TreeStats#skippedInserts()})
+     * @return false if the insert had to change the tree while maintenance held it, and was skipped
+     *         (counted in {@link TreeStats#skippedInserts()})
      */
     public boolean insert(PromptKey key, Replica replica) {
         Objects.requireNonNull(replica, "replica");
@@ -216,19 +228,51 @@ public final class PrefixTree {
         if (refresh(b, replica, now)) {
             return true;
         }
-        long stamp = structure.tryReadLock();
-        if (stamp == 0L) {
+        if (!lockForWrite()) {
             skipped.increment();
             return false;
         }
-        writers.lock();
         try {
             write(b, replica, now);
             return true;
         } finally {
             writers.unlock();
-            structure.unlockRead(stamp);
         }
+    }
+
+    /**
+     * Takes the writer mutex unless maintenance is running or waiting; never waits for maintenance.
+     * Waits (parked, in short slices) only for another writer.
+     */
+    private boolean lockForWrite() {
+        for (;;) {
+            if (maintenance.get() > 0) {
+                return false;
+            }
+            try {
+                if (writers.tryLock(50, TimeUnit.MICROSECONDS)) {
+                    if (maintenance.get() > 0) {
+                        writers.unlock();
+                        return false;
+                    }
+                    return true;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+    }
+
+    /** Takes the mutex for maintenance: new writes are refused from now on, running ones finish. */
+    private void lockForMaintenance() {
+        maintenance.incrementAndGet();
+        writers.lock();
+    }
+
+    private void unlockMaintenance() {
+        maintenance.decrementAndGet();
+        writers.unlock();
     }
 
     /**
@@ -241,16 +285,15 @@ public final class PrefixTree {
         Node[] path = null;
         int depth = 0;
         while (i < b.length) {
-            Edges e = node.edges;
-            int idx = e.find(b[i]);
-            if (idx < 0) {
+            Edge e = find(node.edges, b[i]);
+            if (e == null) {
                 return false;
             }
-            long[] label = e.labels[idx];
+            long[] label = e.label;
             if (label.length > b.length - i || commonPrefix(label, b, i) < label.length) {
                 return false;
             }
-            node = e.targets[idx];
+            node = e.target;
             if (holder(node.holders, replica) == null) {
                 return false;
             }
@@ -272,9 +315,9 @@ public final class PrefixTree {
     }
 
     /**
-     * The writing case, under the writer mutex and the shared structure lock: adds the missing edge (a
-     * new leaf, after splitting an edge if the key leaves it midway) and the replica to every node of the
-     * path that lacks it, with every changed node's version odd meanwhile.
+     * The writing case, under the writer mutex: adds the missing edge (a new leaf, after splitting an edge
+     * if the key leaves it midway) and the replica to every node of the path that lacks it. The nodes
+     * that gain the replica are odd from before the first change to after the last.
      */
     private void write(long[] b, Replica replica, long now) {
         int n = b.length;
@@ -282,112 +325,99 @@ public final class PrefixTree {
         int depth = 0;
         Node node = root;
         int i = 0;
-        int splitAt = -1; // edge index at the divergence point, when the key leaves an edge midway
+        Edge split = null; // the edge the key leaves midway, if any
         int splitLen = 0;
         boolean needLeaf = false;
         while (i < n) {
-            Edges e = node.edges;
-            int idx = e.find(b[i]);
-            if (idx < 0) {
+            Edge e = find(node.edges, b[i]);
+            if (e == null) {
                 needLeaf = true;
                 break;
             }
-            long[] label = e.labels[idx];
-            int m = commonPrefix(label, b, i);
-            if (m < label.length) {
-                splitAt = idx;
+            int m = commonPrefix(e.label, b, i);
+            if (m < e.label.length) {
+                split = e;
                 splitLen = m;
                 needLeaf = i + m < n;
                 break;
             }
-            node = e.targets[idx];
+            node = e.target;
             if (depth == path.length) {
                 path = Arrays.copyOf(path, depth * 2);
             }
             path[depth++] = node;
             i += m;
         }
-        Node divergence = node; // the node whose edges change, if any
-        boolean structural = needLeaf || splitAt >= 0;
-
-        // Mark every node this insert changes before changing any of them.
-        boolean[] marked = new boolean[depth];
+        boolean[] lacking = new boolean[depth];
+        int marked = 0;
         for (int d = 0; d < depth; d++) {
-            marked[d] = holder(path[d].holders, replica) == null && !(structural && path[d] == divergence);
-        }
-        if (structural) {
-            divergence.version++;
-        }
-        for (int d = 0; d < depth; d++) {
-            if (marked[d]) {
-                path[d].version++;
+            if (holder(path[d].holders, replica) == null) {
+                lacking[d] = true;
+                marked++;
             }
         }
-
-        if (structural) {
-            Edges cur = divergence.edges;
-            Node parentOfLeaf = divergence;
-            Edges leafEdges = cur;
-            if (splitAt >= 0) {
-                Node mid = split(divergence, splitAt, splitLen, replica, now);
-                parentOfLeaf = mid;
-                leafEdges = mid.edges;
-                i += splitLen;
+        try {
+            for (int d = 0; d < depth; d++) {
+                if (lacking[d]) {
+                    path[d].version++;
+                }
             }
-            if (needLeaf) {
-                Node leaf = new Node(n);
-                leaf.parent = parentOfLeaf;
-                leaf.edgeFirst = b[i];
-                leaf.holders = new Holder[] {new Holder(replica, now)};
-                size.addAndGet(n - i);
-                nodes.incrementAndGet();
-                entries.incrementAndGet();
-                leafEdges = leafEdges.insert(Arrays.copyOfRange(b, i, n), leaf);
+            // The new structure below the path holds the replica from birth and appears in one store.
+            if (split != null) {
+                Node mid = newMid(node, split, splitLen, replica, now);
+                if (needLeaf) {
+                    addEdge(mid, newLeaf(mid, b, i + splitLen, replica, now));
+                }
+                replaceEdge(node, new Edge(split.first, Arrays.copyOf(split.label, splitLen), mid));
+            } else if (needLeaf) {
+                addEdge(node, newLeaf(node, b, i, replica, now));
             }
-            if (splitAt >= 0) {
-                Node mid = parentOfLeaf;
-                mid.edges = leafEdges;
-                divergence.edges = cur.replace(splitAt, Arrays.copyOf(cur.labels[splitAt], splitLen), mid);
-            } else {
-                divergence.edges = leafEdges;
+            for (int d = 0; d < depth; d++) {
+                if (lacking[d]) {
+                    Holder[] hs = path[d].holders;
+                    Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
+                    grown[hs.length] = new Holder(replica, now);
+                    path[d].holders = grown;
+                    entries.incrementAndGet();
+                } else {
+                    Holder h = holder(path[d].holders, replica);
+                    if (h.lastAccess < now) {
+                        h.lastAccess = now;
+                    }
+                }
             }
-        }
-        for (int d = 0; d < depth; d++) {
-            Holder h = holder(path[d].holders, replica);
-            if (h == null) {
-                Holder[] hs = path[d].holders;
-                Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
-                grown[hs.length] = new Holder(replica, now);
-                path[d].holders = grown;
-                entries.incrementAndGet();
-            } else if (h.lastAccess < now) {
-                h.lastAccess = now;
-            }
-        }
-
-        // Unmark, in the same order.
-        if (structural) {
-            divergence.version++;
-        }
-        for (int d = 0; d < depth; d++) {
-            if (marked[d]) {
-                path[d].version++;
+        } finally {
+            if (marked > 0) {
+                for (int d = 0; d < depth; d++) {
+                    if (lacking[d]) {
+                        path[d].version++;
+                    }
+                }
             }
         }
     }
 
+    private Edge newLeaf(Node parent, long[] b, int from, Replica replica, long now) {
+        Node leaf = new Node(b.length);
+        leaf.parent = parent;
+        leaf.edgeFirst = b[from];
+        leaf.holders = new Holder[] {new Holder(replica, now)};
+        size.addAndGet(b.length - from);
+        nodes.incrementAndGet();
+        entries.incrementAndGet();
+        return new Edge(b[from], Arrays.copyOfRange(b, from, b.length), leaf);
+    }
+
     /**
-     * Builds the node that splits edge {@code at} of {@code parent} after {@code m} blocks; it holds what
-     * the old target held (they hold every prefix) plus {@code replica}, and leads to the old target. Not
-     * yet published: the caller stores the parent's new edges.
+     * Builds the node that splits {@code edge} of {@code parent} after {@code m} blocks; it holds what the
+     * old target held (they hold every prefix) plus {@code replica}, and leads to the old target. Not yet
+     * published: the caller replaces the parent's edge.
      */
-    private Node split(Node parent, int at, int m, Replica replica, long now) {
-        Edges cur = parent.edges;
-        long[] label = cur.labels[at];
-        Node target = cur.targets[at];
-        Node mid = new Node(target.depth - (label.length - m));
+    private Node newMid(Node parent, Edge edge, int m, Replica replica, long now) {
+        Node target = edge.target;
+        Node mid = new Node(target.depth - (edge.label.length - m));
         mid.parent = parent;
-        mid.edgeFirst = label[0];
+        mid.edgeFirst = edge.first;
         Holder[] th = target.holders;
         Holder[] copy = new Holder[th.length + 1];
         int k = 0;
@@ -398,8 +428,8 @@ public final class PrefixTree {
         }
         copy[k++] = new Holder(replica, now);
         mid.holders = k == copy.length ? copy : Arrays.copyOf(copy, k);
-        long[] tail = Arrays.copyOfRange(label, m, label.length);
-        mid.edges = Edges.EMPTY.insert(tail, target);
+        long[] tail = Arrays.copyOfRange(edge.label, m, edge.label.length);
+        addEdge(mid, new Edge(tail[0], tail, target));
         target.parent = mid;
         target.edgeFirst = tail[0];
         nodes.incrementAndGet();
@@ -419,7 +449,7 @@ public final class PrefixTree {
     /**
      * Drops {@code replica}'s claim on every node of {@code key}'s path that ends beyond
      * {@code keepLength} units (a route the replica turned out not to hold any more). Runs as a writer:
-     * skipped, returning -1, while a maintenance pass holds the tree.
+     * skipped, returning -1, while maintenance holds the tree.
      *
      * @return the number of entries dropped, or -1 if skipped
      */
@@ -429,35 +459,30 @@ public final class PrefixTree {
         if (b.length <= keepBlocks) {
             return 0;
         }
-        long stamp = structure.tryReadLock();
-        if (stamp == 0L) {
+        if (!lockForWrite()) {
             skipped.increment();
             return -1;
         }
-        writers.lock();
         try {
             Node[] path = new Node[8];
             int depth = 0;
             Node node = root;
             int i = 0;
             while (i < b.length) {
-                Edges e = node.edges;
-                int idx = e.find(b[i]);
-                if (idx < 0) {
+                Edge e = find(node.edges, b[i]);
+                if (e == null) {
                     break;
                 }
-                long[] label = e.labels[idx];
-                Node target = e.targets[idx];
                 if (depth == path.length) {
                     path = Arrays.copyOf(path, depth * 2);
                 }
-                path[depth++] = target;
-                int m = commonPrefix(label, b, i);
-                if (m < label.length) {
+                path[depth++] = e.target;
+                int m = commonPrefix(e.label, b, i);
+                if (m < e.label.length) {
                     break;
                 }
                 i += m;
-                node = target;
+                node = e.target;
             }
             int dropped = 0;
             for (int d = depth - 1; d >= 0 && path[d].depth > keepBlocks; d--) {
@@ -469,7 +494,6 @@ public final class PrefixTree {
             return dropped;
         } finally {
             writers.unlock();
-            structure.unlockRead(stamp);
         }
     }
 
@@ -478,10 +502,10 @@ public final class PrefixTree {
 
     /**
      * One maintenance pass: drops entries idle longer than the TTL, then least-recently-used entries
-     * until the size is within the cap. Holds the exclusive lock for its duration.
+     * until the size is within the cap. Inserts that would change the tree meanwhile are skipped.
      */
     public EvictionReport evict() {
-        long stamp = structure.writeLock();
+        lockForMaintenance();
         long t0 = System.nanoTime();
         try {
             long before = size.get();
@@ -524,7 +548,7 @@ public final class PrefixTree {
             return new EvictionReport(expired, evicted, nodesBefore - nodes.get(), before, size.get(),
                     System.nanoTime() - t0);
         } finally {
-            structure.unlockWrite(stamp);
+            unlockMaintenance();
         }
     }
 
@@ -533,9 +557,9 @@ public final class PrefixTree {
         return c != 0 ? c : Integer.compare(y.node.depth, x.node.depth);
     };
 
-    /** Forgets every entry of {@code replica}, for a replica leaving the pool. Waits for the tree. */
+    /** Forgets every entry of {@code replica}, for a replica leaving the pool. */
     public void removeReplica(Replica replica) {
-        long stamp = structure.writeLock();
+        lockForMaintenance();
         try {
             for (Entry en : collectEntries()) {
                 if (en.holder.replica == replica) {
@@ -543,20 +567,20 @@ public final class PrefixTree {
                 }
             }
         } finally {
-            structure.unlockWrite(stamp);
+            unlockMaintenance();
         }
     }
 
-    /** Drops everything (the daily reset). Waits for in-progress structural inserts. */
+    /** Drops everything (the daily reset). */
     public void clear() {
-        long stamp = structure.writeLock();
+        lockForMaintenance();
         try {
             root = new Node(0);
             size.set(0);
             nodes.set(0);
             entries.set(0);
         } finally {
-            structure.unlockWrite(stamp);
+            unlockMaintenance();
         }
     }
 
@@ -566,58 +590,59 @@ public final class PrefixTree {
     }
 
     /**
-     * Walks the whole tree under the exclusive lock and counts what is really there. For diagnostics
-     * and tests: the result must equal {@link #stats()} whenever no insert is running.
+     * Walks the whole tree while no writer runs and counts what is really there. For diagnostics and
+     * tests: the result equals {@link #stats()} whenever no insert is running.
      */
     public TreeStats recount() {
-        long stamp = structure.writeLock();
+        lockForMaintenance();
         try {
-            long s = 0, nd = 0, en = 0;
+            long s = 0;
+            long nd = 0;
+            long en = 0;
             ArrayDeque<Node> stack = new ArrayDeque<>();
             stack.push(root);
             while (!stack.isEmpty()) {
-                Node node = stack.pop();
-                Edges e = node.edges;
-                for (int k = 0; k < e.size(); k++) {
-                    s += e.labels[k].length;
+                for (Edge e : live(stack.pop().edges)) {
+                    s += e.label.length;
                     nd++;
-                    en += e.targets[k].holders.length;
-                    stack.push(e.targets[k]);
+                    en += e.target.holders.length;
+                    stack.push(e.target);
                 }
             }
             return new TreeStats(s, nd, en, skipped.sum());
         } finally {
-            structure.unlockWrite(stamp);
+            unlockMaintenance();
         }
     }
 
     /**
-     * Draws the tree, one node per line, children in block order: {@code <label blocks> [replica@time]}.
+     * Draws the tree, one node per line, children in block order: {@code <label blocks> [replicas]}.
      * Block hashes print as short ids given by {@code names}. For tests and debugging only.
      */
-    public String draw(java.util.function.LongFunction<String> names) {
+    public String draw(LongFunction<String> names) {
         StringBuilder sb = new StringBuilder("○\n");
         drawChildren(root, "", names, sb);
         return sb.toString();
     }
 
-    private static void drawChildren(Node node, String indent, java.util.function.LongFunction<String> names,
-                                     StringBuilder sb) {
-        Edges e = node.edges;
-        for (int k = 0; k < e.size(); k++) {
-            boolean last = k == e.size() - 1;
+    private static void drawChildren(Node node, String indent, LongFunction<String> names, StringBuilder sb) {
+        List<Edge> edges = live(node.edges);
+        edges.sort(Comparator.comparingLong(e -> e.first));
+        for (int k = 0; k < edges.size(); k++) {
+            Edge e = edges.get(k);
+            boolean last = k == edges.size() - 1;
             sb.append(indent).append(last ? "└── " : "├── ");
-            for (int j = 0; j < e.labels[k].length; j++) {
-                sb.append(names.apply(e.labels[k][j]));
+            for (long block : e.label) {
+                sb.append(names.apply(block));
             }
-            Holder[] hs = e.targets[k].holders.clone();
+            Holder[] hs = e.target.holders.clone();
             Arrays.sort(hs, Comparator.comparing(h -> h.replica.id()));
             sb.append(" [");
             for (int j = 0; j < hs.length; j++) {
                 sb.append(j == 0 ? "" : " ").append(hs[j].replica.id());
             }
             sb.append("]\n");
-            drawChildren(e.targets[k], indent + (last ? "    " : "│   "), names, sb);
+            drawChildren(e.target, indent + (last ? "    " : "│   "), names, sb);
         }
     }
 
@@ -626,23 +651,19 @@ public final class PrefixTree {
         ArrayDeque<Node> stack = new ArrayDeque<>();
         stack.push(root);
         while (!stack.isEmpty()) {
-            Node node = stack.pop();
-            Edges e = node.edges;
-            for (int k = 0; k < e.size(); k++) {
-                Node t = e.targets[k];
-                for (Holder h : t.holders) {
-                    out.add(new Entry(t, h));
+            for (Edge e : live(stack.pop().edges)) {
+                for (Holder h : e.target.holders) {
+                    out.add(new Entry(e.target, h));
                 }
-                stack.push(t);
+                stack.push(e.target);
             }
         }
         return out;
     }
 
     /**
-     * Removes one entry and repairs the shape around it. Caller holds the exclusive lock, or the shared
-     * lock and the writer mutex, so no other writer changes the tree meanwhile; each change is versioned
-     * for concurrent matches.
+     * Removes one entry and repairs the shape around it. Caller holds the writer mutex. Each change is
+     * one store, so a concurrent match sees the tree before or after it.
      *
      * @return true if the entry was still there
      */
@@ -664,9 +685,7 @@ public final class PrefixTree {
         Holder[] less = new Holder[hs.length - 1];
         System.arraycopy(hs, 0, less, 0, at);
         System.arraycopy(hs, at + 1, less, at, hs.length - at - 1);
-        node.version++;
         node.holders = less.length == 0 ? NO_HOLDERS : less;
-        node.version++;
         entries.decrementAndGet();
         tidy(node);
         return true;
@@ -677,40 +696,154 @@ public final class PrefixTree {
      * nobody holds it; then looks at the parent, whose shape may have changed too.
      */
     private void tidy(Node node) {
-        while (node != root && !node.detached && node.holders.length == 0) {
-            Edges own = node.edges;
-            if (own.size() > 1) {
-                return;
-            }
+        while (node != root && !node.detached && node.holders.length == 0 && node.edgeCount <= 1) {
             Node parent = node.parent;
-            Edges pe = parent.edges;
-            int at = pe.find(node.edgeFirst);
-            if (at < 0 || pe.targets[at] != node) {
+            Edge own = find(parent.edges, node.edgeFirst);
+            if (own == null || own.target != node) {
                 throw new IllegalStateException("tree corrupted: node not found under its parent");
             }
-            long[] label = pe.labels[at];
-            if (own.size() == 0) {
-                parent.version++;
-                parent.edges = pe.remove(at);
-                parent.version++;
-                size.addAndGet(-label.length);
+            if (node.edgeCount == 0) {
+                removeEdge(parent, own.first);
+                size.addAndGet(-own.label.length);
                 nodes.decrementAndGet();
                 node.detached = true;
                 node = parent;
             } else {
-                Node child = own.targets[0];
-                long[] joined = Arrays.copyOf(label, label.length + own.labels[0].length);
-                System.arraycopy(own.labels[0], 0, joined, label.length, own.labels[0].length);
-                child.parent = parent;
-                child.edgeFirst = node.edgeFirst;
-                parent.version++;
-                parent.edges = pe.replace(at, joined, child);
-                parent.version++;
+                Edge only = live(node.edges).get(0);
+                long[] joined = Arrays.copyOf(own.label, own.label.length + only.label.length);
+                System.arraycopy(only.label, 0, joined, own.label.length, only.label.length);
+                only.target.parent = parent;
+                only.target.edgeFirst = own.first;
+                replaceEdge(parent, new Edge(own.first, joined, only.target));
                 nodes.decrementAndGet();
                 node.detached = true;
                 return; // the parent kept as many children as before
             }
         }
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // edge tables: open addressing with linear probing, keyed by the label's first block. Readers probe
+    // with acquire loads; the single writer (under the mutex) publishes each slot with a release store,
+    // or a whole new table with a volatile store when it grows or sheds tombstones.
+
+    private static int spread(long key, int mask) {
+        long h = key * 0x9E3779B97F4A7C15L;
+        return (int) (h ^ (h >>> 32)) & mask;
+    }
+
+    /** The live edge whose label starts with {@code first}, or null. */
+    private static Edge find(Edge[] table, long first) {
+        int len = table.length;
+        if (len == 0) {
+            return null;
+        }
+        int mask = len - 1;
+        for (int i = spread(first, mask); ; i = (i + 1) & mask) {
+            Edge e = (Edge) SLOT.getAcquire(table, i);
+            if (e == null) {
+                return null;
+            }
+            if (e != TOMBSTONE && e.first == first) {
+                return e;
+            }
+        }
+    }
+
+    /** Live edges of a table (a snapshot list). */
+    private static List<Edge> live(Edge[] table) {
+        List<Edge> out = new ArrayList<>(Math.min(table.length, 16));
+        for (int i = 0; i < table.length; i++) {
+            Edge e = (Edge) SLOT.getAcquire(table, i);
+            if (e != null && e != TOMBSTONE) {
+                out.add(e);
+            }
+        }
+        return out;
+    }
+
+    /** Adds an edge whose first block is not yet in the node's table. Writer only. */
+    private static void addEdge(Node node, Edge edge) {
+        Edge[] table = node.edges;
+        if ((node.edgeCount + node.tombstones + 1) * 2 > table.length) {
+            Edge[] grown = rebuild(table, Math.max(2, Integer.highestOneBit((node.edgeCount + 1) * 4 - 1)));
+            place(grown, edge);
+            node.tombstones = 0;
+            node.edgeCount++;
+            node.edges = grown; // one volatile store publishes the new table with the new edge
+            return;
+        }
+        int mask = table.length - 1;
+        int i = spread(edge.first, mask);
+        while (true) {
+            Edge e = table[i];
+            if (e == null || e == TOMBSTONE) {
+                if (e == TOMBSTONE) {
+                    node.tombstones--;
+                }
+                SLOT.setRelease(table, i, edge);
+                node.edgeCount++;
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /** Replaces the edge with the same first block. Writer only. */
+    private static void replaceEdge(Node node, Edge edge) {
+        Edge[] table = node.edges;
+        int mask = table.length - 1;
+        for (int i = spread(edge.first, mask); ; i = (i + 1) & mask) {
+            Edge e = table[i];
+            if (e != null && e != TOMBSTONE && e.first == edge.first) {
+                SLOT.setRelease(table, i, edge);
+                return;
+            }
+        }
+    }
+
+    /** Removes the edge starting with {@code first}. Writer only. */
+    private static void removeEdge(Node node, long first) {
+        Edge[] table = node.edges;
+        if (node.edgeCount == 1) {
+            node.edgeCount = 0;
+            node.tombstones = 0;
+            node.edges = NO_EDGES;
+            return;
+        }
+        int mask = table.length - 1;
+        for (int i = spread(first, mask); ; i = (i + 1) & mask) {
+            Edge e = table[i];
+            if (e != null && e != TOMBSTONE && e.first == first) {
+                SLOT.setRelease(table, i, TOMBSTONE);
+                node.edgeCount--;
+                node.tombstones++;
+                break;
+            }
+        }
+        if (node.tombstones > node.edgeCount && table.length > 8) {
+            node.edges = rebuild(table, Math.max(2, Integer.highestOneBit(node.edgeCount * 4 - 1)));
+            node.tombstones = 0;
+        }
+    }
+
+    private static Edge[] rebuild(Edge[] table, int capacity) {
+        Edge[] t = new Edge[capacity];
+        for (Edge e : table) {
+            if (e != null && e != TOMBSTONE) {
+                place(t, e);
+            }
+        }
+        return t;
+    }
+
+    private static void place(Edge[] t, Edge e) {
+        int mask = t.length - 1;
+        int i = spread(e.first, mask);
+        while (t[i] != null) {
+            i = (i + 1) & mask;
+        }
+        t[i] = e;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -724,21 +857,20 @@ public final class PrefixTree {
      * Every (prefix, replica) the tree holds, one entry per block prefix (a node's entries cover every
      * prefix that ends on its edge). Call only while nothing else uses the tree.
      */
-    java.util.Map<List<Long>, java.util.Map<Replica, Route>> snapshot() {
-        java.util.Map<List<Long>, java.util.Map<Replica, Route>> out = new java.util.HashMap<>();
+    Map<List<Long>, Map<Replica, Route>> snapshot() {
+        Map<List<Long>, Map<Replica, Route>> out = new HashMap<>();
         snapshot(root, new ArrayList<>(), out);
         return out;
     }
 
-    private static void snapshot(Node node, List<Long> path, java.util.Map<List<Long>, java.util.Map<Replica, Route>> out) {
-        Edges e = node.edges;
-        for (int k = 0; k < e.size(); k++) {
-            Node t = e.targets[k];
+    private static void snapshot(Node node, List<Long> path, Map<List<Long>, Map<Replica, Route>> out) {
+        for (Edge e : live(node.edges)) {
+            Node t = e.target;
             List<Long> p = new ArrayList<>(path);
-            for (long b : e.labels[k]) {
-                p.add(b);
+            for (long block : e.label) {
+                p.add(block);
                 if (t.holders.length > 0) {
-                    java.util.Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new java.util.HashMap<>());
+                    Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
                     for (Holder h : t.holders) {
                         m.put(h.replica, new Route(h.lastAccess, t.depth));
                     }
@@ -749,33 +881,37 @@ public final class PrefixTree {
     }
 
     /**
-     * Checks the shape invariants: sorted unique edges, labels non-empty and consistent with depths and
-     * parent links, no holderless leaf, no holderless node with a single child. Throws on violation.
+     * Checks the shape invariants: edge tables findable and counted right, labels consistent with depths
+     * and parent links, versions even, no holderless leaf, no holderless node with a single child.
+     * Throws on violation.
      */
     void checkInvariants() {
         check(root, 0, true);
     }
 
     private static void check(Node node, int depth, boolean isRoot) {
-        Edges e = node.edges;
+        List<Edge> edges = live(node.edges);
         if (node.depth != depth) {
             throw new IllegalStateException("depth " + node.depth + " != path length " + depth);
         }
-        if (!isRoot && node.holders.length == 0 && e.size() < 2) {
-            throw new IllegalStateException("holderless node with " + e.size() + " children at depth " + depth);
+        if ((node.version & 1) != 0) {
+            throw new IllegalStateException("odd version at rest");
         }
-        for (int k = 0; k < e.size(); k++) {
-            if (k > 0 && e.first[k - 1] >= e.first[k]) {
-                throw new IllegalStateException("edges not sorted");
+        if (edges.size() != node.edgeCount) {
+            throw new IllegalStateException("edge count " + node.edgeCount + " != " + edges.size());
+        }
+        if (!isRoot && node.holders.length == 0 && edges.size() < 2) {
+            throw new IllegalStateException("holderless node with " + edges.size() + " children at depth " + depth);
+        }
+        for (Edge e : edges) {
+            if (e.label.length == 0 || e.label[0] != e.first || find(node.edges, e.first) != e) {
+                throw new IllegalStateException("bad edge");
             }
-            if (e.labels[k].length == 0 || e.labels[k][0] != e.first[k]) {
-                throw new IllegalStateException("bad label");
-            }
-            Node t = e.targets[k];
-            if (t.parent != node || t.edgeFirst != e.first[k] || t.detached || (t.version & 1) != 0) {
+            Node t = e.target;
+            if (t.parent != node || t.edgeFirst != e.first || t.detached) {
                 throw new IllegalStateException("bad parent link");
             }
-            check(t, depth + e.labels[k].length, false);
+            check(t, depth + e.label.length, false);
         }
     }
 
@@ -783,17 +919,19 @@ public final class PrefixTree {
     // internals
 
     /**
-     * A node: the end of one edge. Its edge label lives in the parent's {@link Edges}. {@code edges} and
-     * {@code holders} are replaced (never mutated) by writers, between two increments of {@code version}.
-     * The other fields are only used by writers, under the writer mutex or the exclusive lock.
+     * A node: the end of one edge (its label lives in the parent's {@link Edge}). {@code edges} and
+     * {@code holders} are replaced or published slot by slot, never half-written. The other fields are
+     * only used by writers, under the writer mutex.
      */
     static final class Node {
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
-        /** Even when stable, odd while a writer changes this node. */
+        /** Even when stable, odd while an insert adds a replica to this node and others. */
         volatile int version;
-        volatile Edges edges = Edges.EMPTY;
+        volatile Edge[] edges = NO_EDGES;
         volatile Holder[] holders = NO_HOLDERS;
+        int edgeCount;
+        int tombstones;
         /** The node above; null only for a root. */
         Node parent;
         /** First block of the edge leading here. */
@@ -806,6 +944,19 @@ public final class PrefixTree {
         }
     }
 
+    /** An edge: a label (run of block hashes, {@code first} = label[0]) and the node it leads to. Immutable. */
+    static final class Edge {
+        final long first;
+        final long[] label;
+        final Node target;
+
+        Edge(long first, long[] label, Node target) {
+            this.first = first;
+            this.label = label;
+            this.target = target;
+        }
+    }
+
     /** A replica holding a node, with the time (clock millis) it was last sent a prompt through it. */
     static final class Holder {
         final Replica replica;
@@ -814,82 +965,6 @@ public final class PrefixTree {
         Holder(Replica replica, long lastAccess) {
             this.replica = replica;
             this.lastAccess = lastAccess;
-        }
-    }
-
-    /** Immutable sorted edge list of one node. */
-    static final class Edges {
-        static final Edges EMPTY = new Edges(new long[0], new long[0][], new Node[0]);
-
-        final long[] first;
-        final long[][] labels;
-        final Node[] targets;
-
-        private Edges(long[] first, long[][] labels, Node[] targets) {
-            this.first = first;
-            this.labels = labels;
-            this.targets = targets;
-        }
-
-        int size() {
-            return first.length;
-        }
-
-        int find(long key) {
-            long[] f = first;
-            if (f.length <= 4) {
-                for (int k = 0; k < f.length; k++) {
-                    if (f[k] == key) {
-                        return k;
-                    }
-                }
-                return -1;
-            }
-            int r = Arrays.binarySearch(f, key);
-            return r < 0 ? -1 : r;
-        }
-
-        Edges insert(long[] label, Node target) {
-            int pos = -Arrays.binarySearch(first, label[0]) - 1;
-            int n = first.length;
-            long[] f = new long[n + 1];
-            long[][] l = new long[n + 1][];
-            Node[] t = new Node[n + 1];
-            System.arraycopy(first, 0, f, 0, pos);
-            System.arraycopy(labels, 0, l, 0, pos);
-            System.arraycopy(targets, 0, t, 0, pos);
-            f[pos] = label[0];
-            l[pos] = label;
-            t[pos] = target;
-            System.arraycopy(first, pos, f, pos + 1, n - pos);
-            System.arraycopy(labels, pos, l, pos + 1, n - pos);
-            System.arraycopy(targets, pos, t, pos + 1, n - pos);
-            return new Edges(f, l, t);
-        }
-
-        Edges replace(int at, long[] label, Node target) {
-            long[][] l = labels.clone();
-            Node[] t = targets.clone();
-            l[at] = label;
-            t[at] = target;
-            return new Edges(first, l, t);
-        }
-
-        Edges remove(int at) {
-            int n = first.length;
-            if (n == 1) {
-                return EMPTY;
-            }
-            long[] f = new long[n - 1];
-            long[][] l = new long[n - 1][];
-            Node[] t = new Node[n - 1];
-            System.arraycopy(first, 0, f, 0, at);
-            System.arraycopy(labels, 0, l, 0, at);
-            System.arraycopy(targets, 0, t, 0, at);
-            System.arraycopy(first, at + 1, f, at, n - at - 1);
-            System.arraycopy(labels, at + 1, l, at, n - at - 1);
-            System.arraycopy(targets, at + 1, t, at, n - at - 1);
-            return new Edges(f, l, t);
         }
     }
 

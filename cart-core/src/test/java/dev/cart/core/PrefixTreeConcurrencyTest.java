@@ -19,6 +19,45 @@ import org.junit.jupiter.api.Test;
  */
 class PrefixTreeConcurrencyTest {
 
+    /** Writers that never stop must not keep maintenance out: each pass gets in and ends under the cap. */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void continuousInsertsDoNotStarveMaintenance() throws Exception {
+        PrefixTree tree = PrefixTree.builder().maxSize(20_000).build();
+        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("a").add("b").build().replicas();
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        AtomicBoolean stop = new AtomicBoolean();
+        try {
+            List<Future<?>> writers = new ArrayList<>();
+            for (int t = 0; t < 3; t++) {
+                int seed = t;
+                writers.add(pool.submit(() -> {
+                    SplittableRandom rnd = new SplittableRandom(seed);
+                    while (!stop.get()) {
+                        long[] key = new long[1 + rnd.nextInt(8)];
+                        for (int j = 0; j < key.length; j++) {
+                            key[j] = rnd.nextLong();
+                        }
+                        tree.insert(PromptKey.forBlocks(key, 16), reps.get(rnd.nextInt(2)));
+                    }
+                    return null;
+                }));
+            }
+            for (int pass = 0; pass < 20; pass++) {
+                EvictionReport r = tree.evict();
+                assertTrue(r.sizeAfter() <= 20_000, "pass " + pass + " ended at " + r.sizeAfter());
+            }
+            stop.set(true);
+            for (Future<?> f : writers) {
+                f.get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            stop.set(true);
+            pool.shutdownNow();
+        }
+        assertEquals(tree.recount(), tree.stats());
+    }
+
     @Test
     void maintenanceRacingWithInsertsAndMatchesKeepsTheTreeConsistent() throws Exception {
         PrefixTree tree = PrefixTree.builder().maxSize(2_000).build();

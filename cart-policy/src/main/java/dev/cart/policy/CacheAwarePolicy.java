@@ -22,7 +22,9 @@ import java.util.Map;
  *   <li>A hit when matched/length &ge; {@code threshold} or matched &ge; {@code match_abs_threshold}.</li>
  *   <li>Among the holders of the longest match that are candidates, the least loaded that the guard
  *       does not call overloaded; failing that, holders of the next-longest match that still counts as
- *       a hit. No such holder: the least-loaded candidate, reason {@code hit_overloaded}.</li>
+ *       a hit. Holders exist but the guard calls all of them overloaded: the least-loaded candidate,
+ *       reason {@code hit_overloaded}. Holders that cannot take the request (excluded by a retry,
+ *       unhealthy, full) do not count: for this request it is a miss.</li>
  *   <li>Otherwise a miss, placed on the least-loaded candidate, or by consistent hashing with bounded
  *       load on the key's anchor when {@code miss_placement = consistent_hash}.</li>
  * </ol>
@@ -125,42 +127,45 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         if (key.isEmpty()) {
             return Choice.of(least, Reason.EMPTY_TEXT);
         }
-        Match match = ctx.match();
-        if (isHit(match.matchedLength(), key.length())) {
-            long leastLoad = least.load();
-            double median = guard == Guard.MEDIAN ? medianLoad(candidates) : 0;
-            long total = guard == Guard.BOUNDED_LOAD ? totalLoad(candidates) : 0;
-            List<Match.Holding> holders = match.holders(); // longest first
-            int i = 0;
-            while (i < holders.size()) {
-                int tier = holders.get(i).matchedLength();
-                if (!isHit(tier, key.length())) {
-                    break;
+        // Only holders that can take the request count: a hit held by an excluded, unhealthy or full
+        // replica is a miss for this request, not an overload.
+        List<Match.Holding> holders = ctx.match().holders(); // longest first
+        boolean hit = false;
+        long leastLoad = least.load();
+        double median = guard == Guard.MEDIAN ? medianLoad(candidates) : 0;
+        long total = guard == Guard.BOUNDED_LOAD ? totalLoad(candidates) : 0;
+        int i = 0;
+        while (i < holders.size()) {
+            int tier = holders.get(i).matchedLength();
+            if (!isHit(tier, key.length())) {
+                break;
+            }
+            Replica best = null;
+            long bestLoad = Long.MAX_VALUE;
+            int ties = 0;
+            for (; i < holders.size() && holders.get(i).matchedLength() == tier; i++) {
+                Replica r = holders.get(i).replica();
+                if (!ctx.isCandidate(r)) {
+                    continue;
                 }
-                Replica best = null;
-                long bestLoad = Long.MAX_VALUE;
-                int ties = 0;
-                for (; i < holders.size() && holders.get(i).matchedLength() == tier; i++) {
-                    Replica r = holders.get(i).replica();
-                    if (!ctx.isCandidate(r)) {
-                        continue;
-                    }
-                    long load = r.load();
-                    if (overloaded(load, leastLoad, median, total, candidates.size())) {
-                        continue;
-                    }
-                    if (load < bestLoad) {
-                        best = r;
-                        bestLoad = load;
-                        ties = 1;
-                    } else if (load == bestLoad && ctx.random().nextInt(++ties) == 0) {
-                        best = r;
-                    }
+                hit = true;
+                long load = r.load();
+                if (overloaded(load, leastLoad, median, total, candidates.size())) {
+                    continue;
                 }
-                if (best != null) {
-                    return new Choice(best, Reason.CACHE_HIT, tier);
+                if (load < bestLoad) {
+                    best = r;
+                    bestLoad = load;
+                    ties = 1;
+                } else if (load == bestLoad && ctx.random().nextInt(++ties) == 0) {
+                    best = r; // ties among holders at random, like RoutingContext.leastLoaded
                 }
             }
+            if (best != null) {
+                return new Choice(best, Reason.CACHE_HIT, tier);
+            }
+        }
+        if (hit) {
             return Choice.of(least, Reason.HIT_OVERLOADED);
         }
         if (missPlacement == MissPlacement.CONSISTENT_HASH) {
@@ -177,7 +182,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return switch (guard) {
             case ABS_REL -> load - leastLoad > balanceAbsThreshold && load > leastLoad * balanceRelThreshold;
             case MEDIAN -> load > medianFactor * Math.max(median, 1.0);
-            case BOUNDED_LOAD -> load + 1 > Math.ceil(boundedLoadFactor * (total + 1) / n);
+            case BOUNDED_LOAD -> load + 1 > Rendezvous.boundedCap(boundedLoadFactor, total, n);
         };
     }
 

@@ -31,7 +31,7 @@ final class Rendezvous {
             for (int i = 0; i < n; i++) {
                 total += candidates.get(i).load();
             }
-            cap = (long) Math.ceil(loadFactor * (total + 1) / n);
+            cap = boundedCap(loadFactor, total, n);
         }
         Replica best = null;
         long bestScore = 0;
@@ -54,6 +54,15 @@ final class Rendezvous {
             }
         }
         return best != null ? best : fallback;
+    }
+
+    /**
+     * The most load one replica may carry after taking one more request: {@code ceil(c * (total + 1) / n)},
+     * the bound of consistent hashing with bounded loads (also the bounded-load guard of the cache-aware
+     * policy).
+     */
+    static long boundedCap(double c, long total, int n) {
+        return (long) Math.ceil(c * (total + 1) / n);
     }
 
     static long score(long keyHash, Replica r) {

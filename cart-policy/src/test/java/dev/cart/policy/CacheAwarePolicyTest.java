@@ -82,7 +82,9 @@ class CacheAwarePolicyTest {
             // shares 1,152 of 1,160 + 3,000 characters: ratio 0.28 < 0.5
             RouteDecision d = router.choose(RouteRequest.of(key(SYSTEM + "x".repeat(3_000))));
             assertEquals(Reason.MISS, d.reason());
-            assertEquals(0, d.matchedLength());
+            // A miss reports what the chosen replica holds, which may be the short shared part.
+            assertTrue(d.matchedRatio() < 0.5, "ratio " + d.matchedRatio());
+            assertTrue(d.matchedLength() == 0 || d.matchedLength() == 1152, "matched " + d.matchedLength());
             d.lease().close();
         }
     }
@@ -177,14 +179,14 @@ class CacheAwarePolicyTest {
     }
 
     @Test
-    void aHolderThatIsNotACandidateIsPassedOver() {
+    void aHolderThatCannotTakeTheRequestMakesItAMissNotAnOverload() {
         ManagedReplicaSet set = pool(2);
         Replica a = set.replicas().get(0);
         try (Router router = router(set, Policies.cacheAware())) {
             router.tree().insert(key(SYSTEM), a);
             RouteDecision d = router.choose(RouteRequest.of(key(SYSTEM)).excluding(a));
             assertNotSame(a, d.replica());
-            assertEquals(Reason.HIT_OVERLOADED, d.reason());
+            assertEquals(Reason.MISS, d.reason(), "the holder is excluded (a retry), not overloaded");
             d.lease().close();
         }
     }
