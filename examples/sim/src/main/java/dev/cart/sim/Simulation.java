@@ -116,6 +116,10 @@ public final class Simulation {
 
         final long[] ttft;
         int ttftCount;
+        final long[] sent;
+        final long[] finished;
+        final int[] replicaOf;
+        final int[] cachedOf;
         final int[] routed;
         final int[] peak;
         final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
@@ -155,6 +159,13 @@ public final class Simulation {
             sessionBusy = new boolean[w.sessions];
             sessionQueue = new ArrayDeque[w.sessions];
             ttft = new long[n];
+            sent = new long[n];
+            finished = new long[n];
+            replicaOf = new int[n];
+            cachedOf = new int[n];
+            java.util.Arrays.fill(sent, -1);
+            java.util.Arrays.fill(finished, -1);
+            java.util.Arrays.fill(replicaOf, -1);
             routed = new int[replicas];
             peak = new int[replicas];
         }
@@ -191,7 +202,7 @@ public final class Simulation {
             return new RunResult(w.workload.name(), policyName, n, completed, noReplica, refused, promptTokens,
                     cachedTokens, w.idealHitRatio(), java.util.Arrays.copyOf(ttft, ttftCount),
                     firstArrival == Long.MAX_VALUE ? 0 : firstArrival, lastFinish, outputTokens, routed, peak, busy,
-                    pre, reasons);
+                    pre, reasons, new RunResult.Trace(sent, finished, replicaOf, cachedOf));
         }
 
         void push(long time, int kind, int index) {
@@ -230,6 +241,7 @@ public final class Simulation {
 
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
+            sent[i] = t;
             RouteDecision d = router.choose(RouteRequest.of(w.keys[i]));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
@@ -239,6 +251,7 @@ public final class Simulation {
             }
             int rep = indexOf(d.replica());
             routed[rep]++;
+            replicaOf[i] = rep;
             peak[rep] = Math.max(peak[rep], d.replica().inFlight());
             EngineRequest er = new EngineRequest(w.blocks[i], w.promptTokens[i], w.maxTokens[i],
                     new Completion(i, d.lease()));
@@ -295,6 +308,8 @@ public final class Simulation {
                 cachedTokens += r.cachedTokens();
                 outputTokens += r.generated();
                 ttft[ttftCount++] = r.ttftNanos();
+                finished[index] = nanos;
+                cachedOf[index] = r.cachedTokens();
                 lastFinish = Math.max(lastFinish, nanos);
                 done(index, nanos);
             }
