@@ -1,6 +1,8 @@
 package dev.cart.sim;
 
 import dev.cart.core.Reason;
+import dev.cart.core.RoutingPolicies;
+import dev.cart.core.RoutingPolicy;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
@@ -14,6 +16,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The routing-quality benchmark: every workload through every policy on the in-process simulation, side by
@@ -206,24 +210,33 @@ public final class Report {
     }
 
     static List<ScenarioResult> run(Settings s, List<Variant> variants, boolean progress) {
-        EngineConfig cfg = EngineConfig.defaults();
         List<ScenarioResult> all = new ArrayList<>();
         for (Scenario sc : scenarios(s)) {
-            PreparedWorkload p = PreparedWorkload.of(sc.workload(), cfg);
-            List<Row> rows = new ArrayList<>();
-            for (Variant v : variants) {
-                Simulation sim = Simulation.builder().replicas(s.replicas).seed(s.seed)
-                        .closedLoop(sc.closedClients()).policy(v.label(), () -> dev.cart.core.RoutingPolicies
-                                .create(v.policy(), v.settings())).build();
-                RunResult r = sim.run(p);
-                rows.add(new Row(v, r));
-                if (progress) {
-                    System.out.println(r);
-                }
-            }
-            all.add(new ScenarioResult(sc, p, rows));
+            all.add(runScenario(sc, s, variants, Report::registered, progress));
         }
         return all;
+    }
+
+    /** The policy a variant names, from the registered providers. */
+    static Supplier<RoutingPolicy> registered(Variant v) {
+        return () -> RoutingPolicies.create(v.policy(), v.settings());
+    }
+
+    /** Runs one scenario under every variant, each on a fresh cluster. */
+    static ScenarioResult runScenario(Scenario sc, Settings s, List<Variant> variants,
+                                      Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+        PreparedWorkload p = PreparedWorkload.of(sc.workload(), EngineConfig.defaults());
+        List<Row> rows = new ArrayList<>();
+        for (Variant v : variants) {
+            Simulation sim = Simulation.builder().replicas(s.replicas).seed(s.seed)
+                    .closedLoop(sc.closedClients()).policy(v.label(), policies.apply(v)).build();
+            RunResult r = sim.run(p);
+            rows.add(new Row(v, r));
+            if (progress) {
+                System.out.println(r);
+            }
+        }
+        return new ScenarioResult(sc, p, rows);
     }
 
     // ------------------------------------------------------------------------------------------------
