@@ -158,12 +158,13 @@ public final class Report {
         Settings s = Settings.parse(args);
         long t0 = System.nanoTime();
         List<ScenarioResult> results = run(s, variants(), true);
+        List<Sensitivity> sens = sensitivity(s, Report::registered);
         double seconds = (System.nanoTime() - t0) / 1e9;
         Path dir = s.outDir();
         Files.createDirectories(dir);
         Path md = dir.resolve("routing-quality.md");
         Path png = dir.resolve("routing-quality.png");
-        Files.writeString(md, markdown(s, results, seconds, s.nonDefault()), StandardCharsets.UTF_8);
+        Files.writeString(md, markdown(s, results, sens, seconds, s.nonDefault()), StandardCharsets.UTF_8);
         chart(png, s, results);
         System.out.printf(Locale.ROOT, "wrote %s and %s in %.1f s%n", md, png, seconds);
     }
@@ -203,10 +204,44 @@ public final class Report {
 
     /** The load rule: prompt tokens with no cache reuse would need {@code load} of nominal prefill throughput. */
     static double rateFor(Settings s, Workload w) {
+        return rateFor(s.load, s.replicas, w);
+    }
+
+    static double rateFor(double load, int replicas, Workload w) {
         EngineConfig cfg = EngineConfig.defaults();
-        double tokensPerSecond = 1e9 / cfg.prefillTokenNanos() * s.replicas;
+        double tokensPerSecond = 1e9 / cfg.prefillTokenNanos() * replicas;
         double meanTokens = w.meanPromptChars() / cfg.charsPerToken();
-        return s.load * tokensPerSecond / meanTokens;
+        return load * tokensPerSecond / meanTokens;
+    }
+
+    /** Loads of the sensitivity table. */
+    static final double[] SENSITIVITY_LOADS = {0.4, 0.7, 1.0, 1.3};
+
+    /** One line of the load-sensitivity table: two policies on one workload at one load. */
+    record Sensitivity(String workload, double load, double rate, RunResult roundRobin, RunResult cacheAware) {
+    }
+
+    /**
+     * RAG and multi-turn at several loads, round robin against cache_aware: shows how the P99 comparison
+     * depends on the load the load rule fixes. Not used for the verdicts.
+     */
+    static List<Sensitivity> sensitivity(Settings s, Function<Variant, Supplier<RoutingPolicy>> policies) {
+        EngineConfig cfg = EngineConfig.defaults();
+        Variant rr = variants().get(0);
+        Variant ca = variants().get(3);
+        List<Sensitivity> out = new ArrayList<>();
+        for (Workload w : List.of(Workloads.rag(s.seed, s.replicas * cfg.cacheTokens()), Workloads.multiTurn(s.seed))) {
+            for (double load : SENSITIVITY_LOADS) {
+                double rate = rateFor(load, s.replicas, w);
+                PreparedWorkload p = PreparedWorkload.of(w.poisson(rate, s.seed), cfg);
+                RunResult a = Simulation.builder().replicas(s.replicas).seed(s.seed)
+                        .policy(rr.label(), policies.apply(rr)).build().run(p);
+                RunResult b = Simulation.builder().replicas(s.replicas).seed(s.seed)
+                        .policy(ca.label(), policies.apply(ca)).build().run(p);
+                out.add(new Sensitivity(w.name(), load, rate, a, b));
+            }
+        }
+        return out;
     }
 
     static List<ScenarioResult> run(Settings s, List<Variant> variants, boolean progress) {
@@ -242,7 +277,8 @@ public final class Report {
     // ------------------------------------------------------------------------------------------------
     // output
 
-    static String markdown(Settings s, List<ScenarioResult> results, double seconds, String args) {
+    static String markdown(Settings s, List<ScenarioResult> results, List<Sensitivity> sens, double seconds,
+                           String args) {
         EngineConfig cfg = EngineConfig.defaults();
         StringBuilder md = new StringBuilder();
         md.append("# Routing quality: policies side by side on simulated vLLM replicas\n\n");
@@ -266,7 +302,7 @@ public final class Report {
                 + "tokens, with no cache reuse, would need %.0f%% of the cluster's nominal prefill throughput "
                 + "(%d x 20,000 tokens/s) |\n", 100 * s.load, s.replicas));
         md.append(String.format(Locale.ROOT, "| run time | %.1f s for %d simulated runs |\n\n", seconds,
-                results.stream().mapToInt(r -> r.rows().size()).sum()));
+                results.stream().mapToInt(r -> r.rows().size()).sum() + 2 * sens.size()));
 
         md.append("Hit ratio is measured by the replicas (sum of `cached_tokens` over sum of `prompt_tokens`); "
                 + "*ideal* is the workload's hit ratio with an infinite cache and perfect placement (tokens in "
@@ -302,6 +338,20 @@ public final class Report {
             }
         }
         md.append("\n![hit ratio and P99 TTFT per workload and policy](routing-quality.png)\n");
+        if (!sens.isEmpty()) {
+            md.append("\n## Load sensitivity (not used for the verdicts)\n\n");
+            md.append("The same workloads at other loads (share of nominal prefill throughput the prompts would need "
+                    + "with no cache reuse; the results above use ").append(String.format(Locale.ROOT, "%.1f", s.load))
+                    .append("), round_robin against cache_aware with its defaults.\n\n");
+            md.append("| workload | load | req/s offered | round_robin hit | cache_aware hit | round_robin TTFT p99 (ms) "
+                    + "| cache_aware TTFT p99 (ms) | p99 ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+            for (Sensitivity x : sens) {
+                md.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.3f | %.3f | %.0f | %.0f | %.2f |%n",
+                        x.workload(), x.load(), x.rate(), x.roundRobin().hitRatio(), x.cacheAware().hitRatio(),
+                        x.roundRobin().ttftP99Millis(), x.cacheAware().ttftP99Millis(),
+                        x.cacheAware().ttftP99Millis() / x.roundRobin().ttftP99Millis()));
+            }
+        }
         return md.toString();
     }
 
