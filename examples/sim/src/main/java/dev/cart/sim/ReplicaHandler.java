@@ -164,6 +164,9 @@ final class ReplicaHandler implements HttpHandler {
         call.request = r;
         server.engine().submit(r);
         if (r.rejected) {
+            if (server.isClosed()) {
+                throw new IOException("replica closed");
+            }
             Event e = call.events.poll();
             sendError(ex, ep, 400, "context_length_exceeded", e == null ? "request refused" : e.message);
             return;
