@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.StampedLock;
 
 /**
@@ -24,22 +25,25 @@ import java.util.concurrent.locks.StampedLock;
  * of each label and searched by binary search.
  *
  * <h2>Concurrency contract</h2>
+ * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
+ * not at all, in an order consistent with real time. How:
  * <ul>
- *   <li>{@link #match} takes no lock and writes nothing. It reads volatile snapshots; every structural
- *       change publishes a new {@code Edges} snapshot with one volatile store, so a reader sees either
- *       the old or the new shape, both consistent.</li>
- *   <li>{@link #insert} refreshes timestamps on the existing path without any lock, and skips the write
- *       when the stored time would not change (hot nodes near the root are touched by every request).
- *       Adding a replica to a node's holders takes that node's monitor only. A structural change (a new
- *       leaf or a split edge) takes the shared side of a {@link StampedLock} with {@code tryReadLock}
- *       and the monitor of the node it changes; structural inserts in different parts of the tree run
- *       in parallel.</li>
- *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) takes the exclusive side.
- *       While it runs, an insert that needs a structural change is skipped and counted rather than
- *       made to wait; matches are not affected at all.</li>
- *   <li>Nodes removed by maintenance are marked detached; an insert that reaches one after the fact
- *       restarts from the root, so nothing is ever added to a node outside the tree and the size
- *       accounting stays exact.</li>
+ *   <li>Every node carries a version, even when stable. A writer makes a node's version odd before it
+ *       changes the node's edges or holders and even again after; all the nodes one insert changes are
+ *       made odd before the first change and even after the last, so the insert is one step for anyone
+ *       who checks the versions.</li>
+ *   <li>{@link #match} takes no lock and writes nothing. It reads each node's version before its fields
+ *       and checks every version again at the end; if one was odd or has moved, a writer touched a node
+ *       on <em>this</em> path meanwhile and the match walks again. Writes elsewhere in the tree never
+ *       make it retry, and a pass of maintenance never makes it wait.</li>
+ *   <li>{@link #insert} of a key the replica already holds entirely only refreshes last-use times: no
+ *       lock, no version change, and no write at all when the stored time would not change (nodes near
+ *       the root are touched by every request). Any other insert takes the shared side of a
+ *       {@link StampedLock} with {@code tryReadLock} and then a writer mutex: inserts that change what a
+ *       match can see are serialised with each other (each takes about a microsecond).</li>
+ *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) takes the exclusive side of
+ *       the stamped lock. While it runs, an insert that would change the tree is skipped and counted
+ *       rather than made to wait. Each of its steps is versioned like an insert.</li>
  * </ul>
  *
  * <h2>Size and eviction</h2>
@@ -59,6 +63,7 @@ public final class PrefixTree {
     private final long ttlMillis;
     private final Clock clock;
     private final StampedLock structure = new StampedLock();
+    private final ReentrantLock writers = new ReentrantLock();
     private final AtomicLong size = new AtomicLong();
     private final AtomicLong nodes = new AtomicLong();
     private final AtomicLong entries = new AtomicLong();
@@ -85,7 +90,8 @@ public final class PrefixTree {
 
     /**
      * Finds the longest stored prefix of {@code key} and every replica holding part of it. Lock-free;
-     * never waits for an insert or a maintenance pass.
+     * never waits for maintenance, and walks again only if an insert changed a node on this key's path
+     * while it looked.
      */
     public Match match(PromptKey key) {
         long[] b = key.blocks();
@@ -93,33 +99,71 @@ public final class PrefixTree {
         if (n == 0) {
             return Match.none(key.length());
         }
-        Node[] path = new Node[8];
+        Node[] seen = new Node[8];
+        int[] versions = new int[8];
+        Holder[][] holders = new Holder[8][];
         int[] reach = new int[8];
-        int depth = 0;
-        Node node = root;
-        int i = 0;
-        while (i < n) {
-            Edges e = node.edges;
-            int idx = e.find(b[i]);
-            if (idx < 0) {
-                break;
+        int spins = 0;
+        attempt:
+        for (;; backOff(++spins)) {
+            Node node = root;
+            int rootVersion = node.version;
+            if ((rootVersion & 1) != 0) {
+                continue;
             }
-            long[] label = e.labels[idx];
-            Node target = e.targets[idx];
-            int m = commonPrefix(label, b, i);
-            if (depth == path.length) {
-                path = Arrays.copyOf(path, depth * 2);
-                reach = Arrays.copyOf(reach, depth * 2);
-            }
-            path[depth] = target;
-            reach[depth++] = i + m;
-            if (m < label.length) {
+            int depth = 0;
+            int i = 0;
+            while (i < n) {
+                Edges e = node.edges;
+                int idx = e.find(b[i]);
+                if (idx < 0) {
+                    break;
+                }
+                long[] label = e.labels[idx];
+                Node target = e.targets[idx];
+                int v = target.version;
+                if ((v & 1) != 0) {
+                    continue attempt;
+                }
+                int m = commonPrefix(label, b, i);
+                if (depth == seen.length) {
+                    seen = Arrays.copyOf(seen, depth * 2);
+                    versions = Arrays.copyOf(versions, depth * 2);
+                    holders = Arrays.copyOf(holders, depth * 2);
+                    reach = Arrays.copyOf(reach, depth * 2);
+                }
+                seen[depth] = target;
+                versions[depth] = v;
+                holders[depth] = target.holders;
+                reach[depth++] = i + m;
                 i += m;
-                break;
+                if (m < label.length) {
+                    break;
+                }
+                node = target;
             }
-            i += m;
-            node = target;
+            if (root.version != rootVersion) {
+                continue;
+            }
+            for (int d = 0; d < depth; d++) {
+                if (seen[d].version != versions[d]) {
+                    continue attempt;
+                }
+            }
+            return result(key, depth, holders, reach);
         }
+    }
+
+    /** Spins briefly, then yields, so a descheduled writer gets the processor back. */
+    private static void backOff(int spins) {
+        if (spins < 64) {
+            Thread.onSpinWait();
+        } else {
+            Thread.yield();
+        }
+    }
+
+    private static Match result(PromptKey key, int depth, Holder[][] path, int[] reach) {
         if (depth == 0) {
             return Match.none(key.length());
         }
@@ -127,7 +171,7 @@ public final class PrefixTree {
         List<Match.Holding> holders = new ArrayList<>(4);
         int matched = 0;
         for (int d = depth - 1; d >= 0; d--) {
-            for (Holder h : path[d].holders) {
+            for (Holder h : path[d]) {
                 if (!contains(holders, h.replica)) {
                     holders.add(new Match.Holding(h.replica, reach[d] * unit));
                     matched = Math.max(matched, reach[d] * unit);
@@ -159,88 +203,185 @@ public final class PrefixTree {
     /**
      * Records that {@code replica} was sent {@code key}: it now holds every prefix of the key, used now.
      *
-     * @return false if the insert needed a structural change while a maintenance pass held the tree,
-     *         and was skipped (counted in {@link TreeStats#skippedInserts()})
+     * @return false if the insert had to change the tree while a maintenance pass held it, and was
+     *         skipped (counted in {@link TreeStats#skippedInserts()})
      */
     public boolean insert(PromptKey key, Replica replica) {
         Objects.requireNonNull(replica, "replica");
         long[] b = key.blocks();
-        int n = b.length;
-        if (n == 0) {
+        if (b.length == 0) {
             return true;
         }
         long now = clock.millis();
-        long stamp = 0L;
+        if (refresh(b, replica, now)) {
+            return true;
+        }
+        long stamp = structure.tryReadLock();
+        if (stamp == 0L) {
+            skipped.increment();
+            return false;
+        }
+        writers.lock();
         try {
-            restart:
-            for (;;) {
-                Node start = root;
-                Node node = start;
-                int i = 0;
-                while (i < n) {
-                    Edges e = node.edges;
-                    int idx = e.find(b[i]);
-                    if (idx >= 0) {
-                        long[] label = e.labels[idx];
-                        if (commonPrefix(label, b, i) == label.length) {
-                            Node target = e.targets[idx];
-                            touch(target, replica, now);
-                            node = target;
-                            i += label.length;
-                            continue;
-                        }
-                    }
-                    // The key leaves the stored path here: a new leaf or a split is needed.
-                    if (stamp == 0L) {
-                        stamp = structure.tryReadLock();
-                        if (stamp == 0L) {
-                            skipped.increment();
-                            return false;
-                        }
-                        if (root != start) {
-                            continue restart; // cleared meanwhile
-                        }
-                    }
-                    synchronized (node) {
-                        if (node.detached) {
-                            continue restart; // removed by maintenance before we locked it
-                        }
-                        Edges cur = node.edges;
-                        int at = cur.find(b[i]);
-                        if (at < 0) {
-                            Node leaf = new Node(n);
-                            leaf.parent = node;
-                            leaf.edgeFirst = b[i];
-                            leaf.holders = new Holder[] {new Holder(replica, now)};
-                            node.edges = cur.insert(Arrays.copyOfRange(b, i, n), leaf);
-                            size.addAndGet(n - i);
-                            nodes.incrementAndGet();
-                            entries.incrementAndGet();
-                            return true;
-                        }
-                        long[] label = cur.labels[at];
-                        int m = commonPrefix(label, b, i);
-                        if (m < label.length) {
-                            split(node, at, m);
-                        }
-                        // else another insert extended the path meanwhile; walk on from here
-                    }
-                }
-                return true;
-            }
+            write(b, replica, now);
+            return true;
         } finally {
-            if (stamp != 0L) {
-                structure.unlockRead(stamp);
+            writers.unlock();
+            structure.unlockRead(stamp);
+        }
+    }
+
+    /**
+     * The lock-free case: the whole key is stored and the replica holds every node on it. Refreshes the
+     * last-use times and returns true; returns false as soon as anything would have to change.
+     */
+    private boolean refresh(long[] b, Replica replica, long now) {
+        Node node = root;
+        int i = 0;
+        Node[] path = null;
+        int depth = 0;
+        while (i < b.length) {
+            Edges e = node.edges;
+            int idx = e.find(b[i]);
+            if (idx < 0) {
+                return false;
+            }
+            long[] label = e.labels[idx];
+            if (label.length > b.length - i || commonPrefix(label, b, i) < label.length) {
+                return false;
+            }
+            node = e.targets[idx];
+            if (holder(node.holders, replica) == null) {
+                return false;
+            }
+            if (path == null) {
+                path = new Node[4];
+            } else if (depth == path.length) {
+                path = Arrays.copyOf(path, depth * 2);
+            }
+            path[depth++] = node;
+            i += label.length;
+        }
+        for (int d = 0; d < depth; d++) {
+            Holder h = holder(path[d].holders, replica);
+            if (h != null && h.lastAccess < now) {
+                h.lastAccess = now;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The writing case, under the writer mutex and the shared structure lock: adds the missing edge (a
+     * new leaf, after splitting an edge if the key leaves it midway) and the replica to every node of the
+     * path that lacks it, with every changed node's version odd meanwhile.
+     */
+    private void write(long[] b, Replica replica, long now) {
+        int n = b.length;
+        Node[] path = new Node[8];
+        int depth = 0;
+        Node node = root;
+        int i = 0;
+        int splitAt = -1; // edge index at the divergence point, when the key leaves an edge midway
+        int splitLen = 0;
+        boolean needLeaf = false;
+        while (i < n) {
+            Edges e = node.edges;
+            int idx = e.find(b[i]);
+            if (idx < 0) {
+                needLeaf = true;
+                break;
+            }
+            long[] label = e.labels[idx];
+            int m = commonPrefix(label, b, i);
+            if (m < label.length) {
+                splitAt = idx;
+                splitLen = m;
+                needLeaf = i + m < n;
+                break;
+            }
+            node = e.targets[idx];
+            if (depth == path.length) {
+                path = Arrays.copyOf(path, depth * 2);
+            }
+            path[depth++] = node;
+            i += m;
+        }
+        Node divergence = node; // the node whose edges change, if any
+        boolean structural = needLeaf || splitAt >= 0;
+
+        // Mark every node this insert changes before changing any of them.
+        boolean[] marked = new boolean[depth];
+        for (int d = 0; d < depth; d++) {
+            marked[d] = holder(path[d].holders, replica) == null && !(structural && path[d] == divergence);
+        }
+        if (structural) {
+            divergence.version++;
+        }
+        for (int d = 0; d < depth; d++) {
+            if (marked[d]) {
+                path[d].version++;
+            }
+        }
+
+        if (structural) {
+            Edges cur = divergence.edges;
+            Node parentOfLeaf = divergence;
+            Edges leafEdges = cur;
+            if (splitAt >= 0) {
+                Node mid = split(divergence, splitAt, splitLen, replica, now);
+                parentOfLeaf = mid;
+                leafEdges = mid.edges;
+                i += splitLen;
+            }
+            if (needLeaf) {
+                Node leaf = new Node(n);
+                leaf.parent = parentOfLeaf;
+                leaf.edgeFirst = b[i];
+                leaf.holders = new Holder[] {new Holder(replica, now)};
+                size.addAndGet(n - i);
+                nodes.incrementAndGet();
+                entries.incrementAndGet();
+                leafEdges = leafEdges.insert(Arrays.copyOfRange(b, i, n), leaf);
+            }
+            if (splitAt >= 0) {
+                Node mid = parentOfLeaf;
+                mid.edges = leafEdges;
+                divergence.edges = cur.replace(splitAt, Arrays.copyOf(cur.labels[splitAt], splitLen), mid);
+            } else {
+                divergence.edges = leafEdges;
+            }
+        }
+        for (int d = 0; d < depth; d++) {
+            Holder h = holder(path[d].holders, replica);
+            if (h == null) {
+                Holder[] hs = path[d].holders;
+                Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
+                grown[hs.length] = new Holder(replica, now);
+                path[d].holders = grown;
+                entries.incrementAndGet();
+            } else if (h.lastAccess < now) {
+                h.lastAccess = now;
+            }
+        }
+
+        // Unmark, in the same order.
+        if (structural) {
+            divergence.version++;
+        }
+        for (int d = 0; d < depth; d++) {
+            if (marked[d]) {
+                path[d].version++;
             }
         }
     }
 
     /**
-     * Splits the edge {@code at} of {@code parent} after {@code m} blocks: a new node takes the first
-     * {@code m} blocks and inherits the old target's holders (they hold every prefix). Caller holds the
-     * shared structure lock and the parent's monitor.
+     * Builds the node that splits edge {@code at} of {@code parent} after {@code m} blocks; it holds what
+     * the old target held (they hold every prefix) plus {@code replica}, and leads to the old target. Not
+     * yet published: the caller stores the parent's new edges.
      */
-    private void split(Node parent, int at, int m) {
+    private Node split(Node parent, int at, int m, Replica replica, long now) {
         Edges cur = parent.edges;
         long[] label = cur.labels[at];
         Node target = cur.targets[at];
@@ -248,50 +389,31 @@ public final class PrefixTree {
         mid.parent = parent;
         mid.edgeFirst = label[0];
         Holder[] th = target.holders;
-        Holder[] copy = new Holder[th.length];
-        for (int k = 0; k < th.length; k++) {
-            copy[k] = new Holder(th[k].replica, th[k].lastAccess);
+        Holder[] copy = new Holder[th.length + 1];
+        int k = 0;
+        for (Holder h : th) {
+            if (h.replica != replica) {
+                copy[k++] = new Holder(h.replica, h.lastAccess);
+            }
         }
-        mid.holders = copy;
+        copy[k++] = new Holder(replica, now);
+        mid.holders = k == copy.length ? copy : Arrays.copyOf(copy, k);
         long[] tail = Arrays.copyOfRange(label, m, label.length);
         mid.edges = Edges.EMPTY.insert(tail, target);
-        synchronized (target) {
-            target.parent = mid;
-            target.edgeFirst = tail[0];
-        }
-        parent.edges = cur.replace(at, Arrays.copyOf(label, m), mid);
+        target.parent = mid;
+        target.edgeFirst = tail[0];
         nodes.incrementAndGet();
-        entries.addAndGet(copy.length);
+        entries.addAndGet(mid.holders.length);
+        return mid;
     }
 
-    /** Marks {@code replica} as holding {@code node}, used at {@code now}. */
-    private void touch(Node node, Replica replica, long now) {
-        for (Holder h : node.holders) {
+    private static Holder holder(Holder[] hs, Replica replica) {
+        for (Holder h : hs) {
             if (h.replica == replica) {
-                if (h.lastAccess < now) {
-                    h.lastAccess = now;
-                }
-                return;
+                return h;
             }
         }
-        synchronized (node) {
-            Holder[] hs = node.holders;
-            for (Holder h : hs) {
-                if (h.replica == replica) {
-                    if (h.lastAccess < now) {
-                        h.lastAccess = now;
-                    }
-                    return;
-                }
-            }
-            if (node.detached) {
-                return;
-            }
-            Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
-            grown[hs.length] = new Holder(replica, now);
-            node.holders = grown;
-            entries.incrementAndGet();
-        }
+        return null;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -372,21 +494,7 @@ public final class PrefixTree {
     public void clear() {
         long stamp = structure.writeLock();
         try {
-            Node old = root;
             root = new Node(0);
-            // Mark every old node, so a holder refresh racing with the reset cannot count an entry
-            // in a tree that is gone; the counters are zeroed only after that.
-            ArrayDeque<Node> stack = new ArrayDeque<>();
-            stack.push(old);
-            while (!stack.isEmpty()) {
-                Node node = stack.pop();
-                synchronized (node) {
-                    node.detached = true;
-                }
-                for (Node t : node.edges.targets) {
-                    stack.push(t);
-                }
-            }
             size.set(0);
             nodes.set(0);
             entries.set(0);
@@ -475,33 +583,33 @@ public final class PrefixTree {
     }
 
     /**
-     * Removes one entry and repairs the shape around it. Caller holds the exclusive lock, so no structural
-     * insert runs; concurrent holder refreshes are serialised by the node's monitor.
+     * Removes one entry and repairs the shape around it. Caller holds the exclusive lock, so no insert
+     * changes the tree meanwhile; each change is versioned for concurrent matches.
      *
      * @return true if the entry was still there
      */
     private boolean removeHolder(Node node, Holder holder) {
-        synchronized (node) {
-            if (node.detached) {
-                return false;
-            }
-            Holder[] hs = node.holders;
-            int at = -1;
-            for (int k = 0; k < hs.length; k++) {
-                if (hs[k] == holder) {
-                    at = k;
-                    break;
-                }
-            }
-            if (at < 0) {
-                return false;
-            }
-            Holder[] less = new Holder[hs.length - 1];
-            System.arraycopy(hs, 0, less, 0, at);
-            System.arraycopy(hs, at + 1, less, at, hs.length - at - 1);
-            node.holders = less.length == 0 ? NO_HOLDERS : less;
-            entries.decrementAndGet();
+        if (node.detached) {
+            return false;
         }
+        Holder[] hs = node.holders;
+        int at = -1;
+        for (int k = 0; k < hs.length; k++) {
+            if (hs[k] == holder) {
+                at = k;
+                break;
+            }
+        }
+        if (at < 0) {
+            return false;
+        }
+        Holder[] less = new Holder[hs.length - 1];
+        System.arraycopy(hs, 0, less, 0, at);
+        System.arraycopy(hs, at + 1, less, at, hs.length - at - 1);
+        node.version++;
+        node.holders = less.length == 0 ? NO_HOLDERS : less;
+        node.version++;
+        entries.decrementAndGet();
         tidy(node);
         return true;
     }
@@ -511,59 +619,129 @@ public final class PrefixTree {
      * nobody holds it; then looks at the parent, whose shape may have changed too.
      */
     private void tidy(Node node) {
-        while (node != root && node.parent != null) {
+        while (node != root && !node.detached && node.holders.length == 0) {
+            Edges own = node.edges;
+            if (own.size() > 1) {
+                return;
+            }
             Node parent = node.parent;
-            synchronized (node) {
-                if (node.detached || node.holders.length > 0) {
-                    return;
-                }
-                Edges own = node.edges;
-                if (own.size() > 1) {
-                    return;
-                }
-                Edges pe = parent.edges;
-                int at = pe.find(node.edgeFirst);
-                if (at < 0 || pe.targets[at] != node) {
-                    throw new IllegalStateException("tree corrupted: node not found under its parent");
-                }
-                long[] label = pe.labels[at];
-                if (own.size() == 0) {
-                    parent.edges = pe.remove(at);
-                    size.addAndGet(-label.length);
-                    nodes.decrementAndGet();
-                    node.detached = true;
-                } else {
-                    Node child = own.targets[0];
-                    long[] joined = Arrays.copyOf(label, label.length + own.labels[0].length);
-                    System.arraycopy(own.labels[0], 0, joined, label.length, own.labels[0].length);
-                    synchronized (child) {
-                        child.parent = parent;
-                        child.edgeFirst = node.edgeFirst;
+            Edges pe = parent.edges;
+            int at = pe.find(node.edgeFirst);
+            if (at < 0 || pe.targets[at] != node) {
+                throw new IllegalStateException("tree corrupted: node not found under its parent");
+            }
+            long[] label = pe.labels[at];
+            if (own.size() == 0) {
+                parent.version++;
+                parent.edges = pe.remove(at);
+                parent.version++;
+                size.addAndGet(-label.length);
+                nodes.decrementAndGet();
+                node.detached = true;
+                node = parent;
+            } else {
+                Node child = own.targets[0];
+                long[] joined = Arrays.copyOf(label, label.length + own.labels[0].length);
+                System.arraycopy(own.labels[0], 0, joined, label.length, own.labels[0].length);
+                child.parent = parent;
+                child.edgeFirst = node.edgeFirst;
+                parent.version++;
+                parent.edges = pe.replace(at, joined, child);
+                parent.version++;
+                nodes.decrementAndGet();
+                node.detached = true;
+                return; // the parent kept as many children as before
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // test hooks (package-private)
+
+    /** One route as the tree holds it, expanded per block prefix. */
+    record Route(long time, int nodeDepth) {
+    }
+
+    /**
+     * Every (prefix, replica) the tree holds, one entry per block prefix (a node's entries cover every
+     * prefix that ends on its edge). Call only while nothing else uses the tree.
+     */
+    java.util.Map<List<Long>, java.util.Map<Replica, Route>> snapshot() {
+        java.util.Map<List<Long>, java.util.Map<Replica, Route>> out = new java.util.HashMap<>();
+        snapshot(root, new ArrayList<>(), out);
+        return out;
+    }
+
+    private static void snapshot(Node node, List<Long> path, java.util.Map<List<Long>, java.util.Map<Replica, Route>> out) {
+        Edges e = node.edges;
+        for (int k = 0; k < e.size(); k++) {
+            Node t = e.targets[k];
+            List<Long> p = new ArrayList<>(path);
+            for (long b : e.labels[k]) {
+                p.add(b);
+                if (t.holders.length > 0) {
+                    java.util.Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new java.util.HashMap<>());
+                    for (Holder h : t.holders) {
+                        m.put(h.replica, new Route(h.lastAccess, t.depth));
                     }
-                    parent.edges = pe.replace(at, joined, child);
-                    nodes.decrementAndGet();
-                    node.detached = true;
-                    return; // the parent kept as many children as before
                 }
             }
-            node = parent;
+            snapshot(t, p, out);
+        }
+    }
+
+    /**
+     * Checks the shape invariants: sorted unique edges, labels non-empty and consistent with depths and
+     * parent links, no holderless leaf, no holderless node with a single child. Throws on violation.
+     */
+    void checkInvariants() {
+        check(root, 0, true);
+    }
+
+    private static void check(Node node, int depth, boolean isRoot) {
+        Edges e = node.edges;
+        if (node.depth != depth) {
+            throw new IllegalStateException("depth " + node.depth + " != path length " + depth);
+        }
+        if (!isRoot && node.holders.length == 0 && e.size() < 2) {
+            throw new IllegalStateException("holderless node with " + e.size() + " children at depth " + depth);
+        }
+        for (int k = 0; k < e.size(); k++) {
+            if (k > 0 && e.first[k - 1] >= e.first[k]) {
+                throw new IllegalStateException("edges not sorted");
+            }
+            if (e.labels[k].length == 0 || e.labels[k][0] != e.first[k]) {
+                throw new IllegalStateException("bad label");
+            }
+            Node t = e.targets[k];
+            if (t.parent != node || t.edgeFirst != e.first[k] || t.detached || (t.version & 1) != 0) {
+                throw new IllegalStateException("bad parent link");
+            }
+            check(t, depth + e.labels[k].length, false);
         }
     }
 
     // ------------------------------------------------------------------------------------------------
     // internals
 
-    /** A node: the end of one edge. Its edge label lives in the parent's {@link Edges}. */
+    /**
+     * A node: the end of one edge. Its edge label lives in the parent's {@link Edges}. {@code edges} and
+     * {@code holders} are replaced (never mutated) by writers, between two increments of {@code version}.
+     * The other fields are only used by writers, under the writer mutex or the exclusive lock.
+     */
     static final class Node {
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
+        /** Even when stable, odd while a writer changes this node. */
+        volatile int version;
         volatile Edges edges = Edges.EMPTY;
         volatile Holder[] holders = NO_HOLDERS;
-        /** Set under this node's monitor; once true the node is no longer reachable from the root. */
-        volatile boolean detached;
-        /** Maintained under structural locks; read by maintenance under the exclusive lock. */
+        /** The node above; null only for a root. */
         Node parent;
+        /** First block of the edge leading here. */
         long edgeFirst;
+        /** True once maintenance removed the node from the tree. */
+        boolean detached;
 
         Node(int depth) {
             this.depth = depth;

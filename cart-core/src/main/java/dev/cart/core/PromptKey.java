@@ -155,6 +155,12 @@ public final class PromptKey {
         return anchorHash;
     }
 
+    /** A key made of the given block hashes (tests and tools in this package). */
+    static PromptKey forBlocks(long[] blocks, int blockSize) {
+        return new PromptKey(Unit.TOKENS, blockSize, blocks.length * blockSize, blocks.clone(), NO_BOUNDARIES,
+                blocks.length == 0 ? SEED : blocks[0]);
+    }
+
     /** Package-private access to the block hashes for the tree; never modified. */
     long[] blocks() {
         return blocks;
@@ -181,13 +187,15 @@ public final class PromptKey {
 
     /**
      * Builds a key incrementally, hashing each block as it fills, so the whole prompt never has to be
-     * held as one string. Not thread-safe; one builder per key.
+     * held as one string. Text is copied into the block buffer in runs (no per-character bookkeeping).
+     * Not thread-safe; one builder per key.
      */
     public static final class Builder {
         private final Unit unit;
         private final int blockSize;
         private final int anchorLimit;
-        private final long[] buf;
+        private final char[] chars;
+        private final int[] tokens;
         private int fill;
         private int length;
         private long chain = SEED;
@@ -208,14 +216,30 @@ public final class PromptKey {
             this.unit = unit;
             this.blockSize = blockSize;
             this.anchorLimit = anchorLimit;
-            this.buf = new long[blockSize];
+            this.chars = unit == Unit.CHARS ? new char[blockSize] : null;
+            this.tokens = unit == Unit.TOKENS ? new int[blockSize] : null;
         }
 
         /** Appends the characters of {@code s}. */
         public Builder append(CharSequence s) {
             requireUnit(Unit.CHARS);
-            for (int i = 0, n = s.length(); i < n; i++) {
-                appendUnit(s.charAt(i));
+            int n = s.length();
+            if (s instanceof String str) {
+                for (int pos = 0; pos < n; ) {
+                    int take = room(n - pos);
+                    str.getChars(pos, pos + take, chars, fill);
+                    advance(take);
+                    pos += take;
+                }
+            } else {
+                for (int pos = 0; pos < n; ) {
+                    int take = room(n - pos);
+                    for (int k = 0; k < take; k++) {
+                        chars[fill + k] = s.charAt(pos + k);
+                    }
+                    advance(take);
+                    pos += take;
+                }
             }
             return this;
         }
@@ -223,41 +247,56 @@ public final class PromptKey {
         /** Appends one character. */
         public Builder append(char c) {
             requireUnit(Unit.CHARS);
-            appendUnit(c);
+            chars[fill] = c;
+            advance(1);
             return this;
         }
 
-        /** Appends {@code len} characters of {@code chars} from {@code off}. */
-        public Builder append(char[] chars, int off, int len) {
+        /** Appends {@code len} characters of {@code src} from {@code off}. */
+        public Builder append(char[] src, int off, int len) {
             requireUnit(Unit.CHARS);
-            for (int i = off, end = off + len; i < end; i++) {
-                appendUnit(chars[i]);
+            for (int pos = 0; pos < len; ) {
+                int take = room(len - pos);
+                System.arraycopy(src, off + pos, chars, fill, take);
+                advance(take);
+                pos += take;
             }
             return this;
         }
 
-        void appendUnit(int v) {
-            if (!anchorSet && length == anchorLimit) {
-                setAnchor();
+        void appendUnit(int token) {
+            tokens[fill] = token;
+            advance(1);
+        }
+
+        /** How many units can go into the buffer now: up to the block's end and to the anchor limit. */
+        private int room(int want) {
+            int r = Math.min(want, blockSize - fill);
+            if (!anchorSet && length < anchorLimit) {
+                r = Math.min(r, anchorLimit - length);
             }
-            buf[fill++] = v & 0xFFFFFFFFL;
-            length++;
+            return r;
+        }
+
+        private void advance(int k) {
+            fill += k;
+            length += k;
             if (fill == blockSize) {
-                chain = hash(buf, blockSize, chain);
+                chain = unit == Unit.CHARS ? hashChars(chars, blockSize, chain) : hashInts(tokens, blockSize, chain);
                 if (blockCount == blocks.length) {
                     blocks = Arrays.copyOf(blocks, blockCount * 2);
                 }
                 blocks[blockCount++] = chain;
                 fill = 0;
             }
+            if (!anchorSet && length == anchorLimit) {
+                setAnchor();
+            }
         }
 
         /** Marks the end of a message at the current length. Repeated marks at one offset count once. */
         public Builder boundary() {
-            if (boundCount > 0 && bounds[boundCount - 1] == length) {
-                return this;
-            }
-            if (length == 0) {
+            if (length == 0 || (boundCount > 0 && bounds[boundCount - 1] == length)) {
                 return this;
             }
             if (!anchorSet) {
@@ -276,7 +315,11 @@ public final class PromptKey {
         }
 
         private void setAnchor() {
-            anchor = fill == 0 ? chain : hash(buf, fill, chain) ^ fill;
+            if (fill == 0) {
+                anchor = chain;
+            } else {
+                anchor = (unit == Unit.CHARS ? hashChars(chars, fill, chain) : hashInts(tokens, fill, chain)) ^ fill;
+            }
             anchorSet = true;
         }
 
@@ -295,29 +338,86 @@ public final class PromptKey {
         }
     }
 
-    /**
-     * Hashes {@code n} units (each at most 32 bits) chained on {@code seed}. Four independent lanes keep
-     * the multiplier pipeline busy; the finaliser is Stafford's mix13 (as in SplittableRandom).
-     */
-    static long hash(long[] v, int n, long seed) {
-        long h0 = seed, h1 = seed ^ 0x632BE59BD9B4E019L, h2 = seed + 0x85EBCA77C2B2AE63L, h3 = ~seed;
-        int i = 0;
-        for (; i + 8 <= n; i += 8) {
-            h0 = (h0 ^ (v[i] | v[i + 1] << 32)) * 0x9E3779B97F4A7C15L;
-            h1 = (h1 ^ (v[i + 2] | v[i + 3] << 32)) * 0xC2B2AE3D27D4EB4FL;
-            h2 = (h2 ^ (v[i + 4] | v[i + 5] << 32)) * 0x165667B19E3779F9L;
-            h3 = (h3 ^ (v[i + 6] | v[i + 7] << 32)) * 0x27D4EB2F165667C5L;
-        }
-        for (; i < n; i++) {
-            h0 = (h0 ^ v[i]) * 0x9E3779B97F4A7C15L;
-        }
-        long h = mix(h0) ^ Long.rotateLeft(mix(h1), 17) ^ Long.rotateLeft(mix(h2), 31) ^ Long.rotateLeft(mix(h3), 47);
-        return mix(h + n);
+    // Block hashing: the structure of xxHash64 (four accumulator lanes, each round a multiply, a rotate
+    // and a multiply, so a difference in any input bit spreads to every output bit), over 64-bit words
+    // made of four characters or two token ids. Not cryptographic: a crafted collision could only
+    // misroute a request. Chained: the seed is the previous block's hash.
+    private static final long P1 = 0x9E3779B185EBCA87L;
+    private static final long P2 = 0xC2B2AE3D27D4EB4FL;
+    private static final long P3 = 0x165667B19E3779F9L;
+    private static final long P4 = 0x85EBCA77C2B2AE63L;
+    private static final long P5 = 0x27D4EB2F165667C5L;
+
+    private static long round(long acc, long input) {
+        return Long.rotateLeft(acc + input * P2, 31) * P1;
     }
 
-    private static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        return z ^ (z >>> 31);
+    private static long merge(long h, long acc) {
+        return (h ^ round(0, acc)) * P1 + P4;
+    }
+
+    private static long word(char[] c, int i) {
+        return c[i] | (long) c[i + 1] << 16 | (long) c[i + 2] << 32 | (long) c[i + 3] << 48;
+    }
+
+    private static long word(int[] t, int i) {
+        return (t[i] & 0xFFFFFFFFL) | (long) t[i + 1] << 32;
+    }
+
+    /** Hash of the first {@code n} characters of {@code c}, chained on {@code seed}. */
+    static long hashChars(char[] c, int n, long seed) {
+        long a1 = seed + P1 + P2, a2 = seed + P2, a3 = seed, a4 = seed - P1;
+        int i = 0;
+        for (; i + 16 <= n; i += 16) {
+            a1 = round(a1, word(c, i));
+            a2 = round(a2, word(c, i + 4));
+            a3 = round(a3, word(c, i + 8));
+            a4 = round(a4, word(c, i + 12));
+        }
+        long h = finish(a1, a2, a3, a4, seed, n);
+        for (; i + 4 <= n; i += 4) {
+            h = Long.rotateLeft(h ^ round(0, word(c, i)), 27) * P1 + P4;
+        }
+        for (; i < n; i++) {
+            h = Long.rotateLeft(h ^ (c[i] * P5), 11) * P1;
+        }
+        return avalanche(h);
+    }
+
+    /** Hash of the first {@code n} token ids of {@code t}, chained on {@code seed}. */
+    static long hashInts(int[] t, int n, long seed) {
+        long a1 = seed + P1 + P2, a2 = seed + P2, a3 = seed, a4 = seed - P1;
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            a1 = round(a1, word(t, i));
+            a2 = round(a2, word(t, i + 2));
+            a3 = round(a3, word(t, i + 4));
+            a4 = round(a4, word(t, i + 6));
+        }
+        long h = finish(a1, a2, a3, a4, seed, n);
+        for (; i + 2 <= n; i += 2) {
+            h = Long.rotateLeft(h ^ round(0, word(t, i)), 27) * P1 + P4;
+        }
+        for (; i < n; i++) {
+            h = Long.rotateLeft(h ^ ((t[i] & 0xFFFFFFFFL) * P1), 23) * P2 + P3;
+        }
+        return avalanche(h);
+    }
+
+    private static long finish(long a1, long a2, long a3, long a4, long seed, int n) {
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h = merge(h, a1);
+        h = merge(h, a2);
+        h = merge(h, a3);
+        h = merge(h, a4);
+        return h + n + seed * P5;
+    }
+
+    private static long avalanche(long h) {
+        h ^= h >>> 33;
+        h *= P2;
+        h ^= h >>> 29;
+        h *= P3;
+        return h ^ (h >>> 32);
     }
 }

@@ -1,0 +1,136 @@
+package dev.cart.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ManagedReplicaSetTest {
+
+    private final MutableClock clock = new MutableClock();
+    private final List<String> transitions = new ArrayList<>();
+
+    private ManagedReplicaSet.Member member(int maxLoad) {
+        return ManagedReplicaSet.builder()
+                .add(new ReplicaSpec("a", maxLoad, 0))
+                .clock(clock)
+                .health(new HealthConfig(3, 2))
+                .circuitBreaker(new CircuitBreakerConfig(3, 2, Duration.ofSeconds(30), 1))
+                .listener(new ManagedReplicaSet.Listener() {
+                    @Override
+                    public void onCircuitTransition(ManagedReplicaSet.Member r, CircuitState from, CircuitState to) {
+                        transitions.add(from.label() + "->" + to.label());
+                    }
+
+                    @Override
+                    public void onHealthChange(ManagedReplicaSet.Member r, boolean healthy) {
+                        transitions.add(healthy ? "healthy" : "unhealthy");
+                    }
+                })
+                .build().replicas().get(0);
+    }
+
+    private static void request(Replica r, Outcome o) {
+        assertTrue(r.tryAcquire());
+        r.release(o);
+    }
+
+    @Test
+    void admissionCapIsNeverExceeded() {
+        ManagedReplicaSet.Member m = member(2);
+        assertTrue(m.tryAcquire());
+        assertTrue(m.tryAcquire());
+        assertFalse(m.tryAcquire());
+        assertFalse(m.isAvailable());
+        m.release(Outcome.SUCCESS);
+        assertTrue(m.isAvailable());
+        m.release(Outcome.SUCCESS);
+        assertThrows(IllegalStateException.class, () -> m.release(Outcome.SUCCESS));
+        assertEquals(0, m.inFlight());
+    }
+
+    @Test
+    void circuitOpensHalfOpensAndCloses() {
+        ManagedReplicaSet.Member m = member(10);
+        request(m, Outcome.FAILURE);
+        request(m, Outcome.FAILURE);
+        request(m, Outcome.SUCCESS); // a success resets the count
+        request(m, Outcome.FAILURE);
+        request(m, Outcome.FAILURE);
+        assertEquals(CircuitState.CLOSED, m.circuitState());
+        request(m, Outcome.FAILURE);
+        assertEquals(CircuitState.OPEN, m.circuitState());
+        assertFalse(m.isAvailable());
+        assertFalse(m.tryAcquire());
+        clock.advance(Duration.ofSeconds(29));
+        assertFalse(m.tryAcquire());
+        clock.advance(Duration.ofSeconds(1));
+        assertEquals(CircuitState.HALF_OPEN, m.circuitState());
+        assertTrue(m.tryAcquire(), "one trial request");
+        assertFalse(m.tryAcquire(), "only one at a time while half-open");
+        m.release(Outcome.SUCCESS);
+        assertEquals(CircuitState.HALF_OPEN, m.circuitState());
+        request(m, Outcome.SUCCESS);
+        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(List.of("closed->open", "open->half_open", "half_open->closed"), transitions);
+    }
+
+    @Test
+    void aFailedTrialReopens() {
+        ManagedReplicaSet.Member m = member(10);
+        for (int i = 0; i < 3; i++) {
+            request(m, Outcome.FAILURE);
+        }
+        clock.advance(Duration.ofSeconds(30));
+        request(m, Outcome.FAILURE);
+        assertEquals(CircuitState.OPEN, m.circuitState());
+        clock.advance(Duration.ofSeconds(29));
+        assertEquals(CircuitState.OPEN, m.circuitState(), "the open period restarts");
+    }
+
+    @Test
+    void cancelledRequestsSayNothingAboutTheReplica() {
+        ManagedReplicaSet.Member m = member(10);
+        for (int i = 0; i < 10; i++) {
+            request(m, Outcome.CANCELLED);
+        }
+        assertEquals(CircuitState.CLOSED, m.circuitState());
+    }
+
+    @Test
+    void healthFlipsAfterConsecutiveProbes() {
+        ManagedReplicaSet.Member m = member(10);
+        m.recordProbe(false);
+        m.recordProbe(false);
+        m.recordProbe(true);
+        m.recordProbe(false);
+        m.recordProbe(false);
+        assertTrue(m.isHealthy());
+        m.recordProbe(false);
+        assertFalse(m.isHealthy());
+        assertFalse(m.tryAcquire());
+        m.recordProbe(true);
+        assertFalse(m.isHealthy());
+        m.recordProbe(true);
+        assertTrue(m.isHealthy());
+        assertEquals(List.of("unhealthy", "healthy"), transitions);
+    }
+
+    @Test
+    void configErrorsNameTheSetting() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new CircuitBreakerConfig(0, 1, Duration.ofSeconds(1), 1));
+        assertTrue(e.getMessage().contains("circuit_breaker.failure_threshold"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> new ReplicaSpec("http://x", 0, 0));
+        assertTrue(e.getMessage().contains("max_load"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> ManagedReplicaSet.builder().build());
+        assertTrue(e.getMessage().contains("workers"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> ManagedReplicaSet.builder().add("a").add("a").build());
+        assertTrue(e.getMessage().contains("duplicate"), e.getMessage());
+    }
+}

@@ -1,0 +1,43 @@
+package dev.cart.core;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+
+/** A clock tests move by hand. */
+final class MutableClock extends Clock {
+    private volatile Instant now;
+
+    MutableClock(Instant start) {
+        this.now = start;
+    }
+
+    MutableClock() {
+        this(Instant.parse("2026-01-01T00:00:00Z"));
+    }
+
+    void advance(Duration d) {
+        now = now.plus(d);
+    }
+
+    void set(Instant t) {
+        now = t;
+    }
+
+    @Override
+    public ZoneId getZone() {
+        return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(ZoneId zone) {
+        return this;
+    }
+
+    @Override
+    public Instant instant() {
+        return now;
+    }
+}

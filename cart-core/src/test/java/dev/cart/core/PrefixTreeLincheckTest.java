@@ -1,0 +1,66 @@
+package dev.cart.core;
+
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import org.jetbrains.lincheck.datastructures.IntGen;
+import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
+import org.jetbrains.lincheck.datastructures.Operation;
+import org.jetbrains.lincheck.datastructures.Param;
+import org.jetbrains.lincheck.datastructures.StressOptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Linearizability of concurrent {@code insert} and {@code match}: every concurrent history must be
+ * explainable by some sequential order of the same operations. Keys come from a small set that shares
+ * prefixes, so concurrent inserts split the same edges.
+ */
+@Param(name = "key", gen = IntGen.class, conf = "0:5")
+@Param(name = "replica", gen = IntGen.class, conf = "0:1")
+public class PrefixTreeLincheckTest {
+
+    private static final long[][] KEYS = {
+        {1, 2, 3, 4},
+        {1, 2, 3},
+        {1, 2, 5, 6},
+        {1, 7},
+        {1, 2, 3, 4, 8, 9},
+        {10, 11},
+    };
+
+    private static final List<ManagedReplicaSet.Member> REPLICAS =
+            ManagedReplicaSet.builder().add("r0").add("r1").build().replicas();
+
+    private final PrefixTree tree = PrefixTree.builder()
+            .clock(Clock.fixed(Instant.parse("2026-01-01T00:00:00Z"), ZoneOffset.UTC)).build();
+
+    @Operation
+    public boolean insert(@Param(name = "key") int key, @Param(name = "replica") int replica) {
+        return tree.insert(PromptKey.forBlocks(KEYS[key], 1), REPLICAS.get(replica));
+    }
+
+    @Operation
+    public String match(@Param(name = "key") int key) {
+        Match m = tree.match(PromptKey.forBlocks(KEYS[key], 1));
+        List<String> parts = new ArrayList<>();
+        for (Match.Holding h : m.holders()) {
+            parts.add(h.replica().id() + "=" + h.matchedLength());
+        }
+        parts.sort(null);
+        return m.matchedLength() + " " + parts;
+    }
+
+    @Test
+    void stress() {
+        new StressOptions().iterations(20).invocationsPerIteration(300).threads(2).actorsPerThread(3)
+                .check(PrefixTreeLincheckTest.class);
+    }
+
+    @Test
+    void modelChecking() {
+        new ModelCheckingOptions().iterations(10).invocationsPerIteration(100).threads(2).actorsPerThread(3)
+                .check(PrefixTreeLincheckTest.class);
+    }
+}

@@ -1,0 +1,202 @@
+package dev.cart.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The tree's shape after splits, merges and detaches, compared as an ASCII drawing. Blocks are written
+ * as letters: key "ABC" is three blocks A, B, C.
+ */
+class PrefixTreeShapeTest {
+
+    private final MutableClock clock = new MutableClock();
+    private PrefixTree tree;
+    private Replica r1;
+    private Replica r2;
+
+    @BeforeEach
+    void setUp() {
+        tree = PrefixTree.builder().clock(clock).maxSize(1_000).build();
+        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("r1").add("r2").build().replicas();
+        r1 = reps.get(0);
+        r2 = reps.get(1);
+    }
+
+    private static PromptKey key(String letters) {
+        long[] b = new long[letters.length()];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = letters.charAt(i);
+        }
+        return PromptKey.forBlocks(b, 1);
+    }
+
+    private String drawing() {
+        tree.checkInvariants();
+        return tree.draw(b -> String.valueOf((char) b));
+    }
+
+    private void insert(String k, Replica r) {
+        clock.advance(Duration.ofMillis(1));
+        tree.insert(key(k), r);
+    }
+
+    @Test
+    void firstInsertIsOneEdge() {
+        insert("ABCD", r1);
+        assertEquals("""
+                ○
+                └── ABCD [r1]
+                """, drawing());
+        assertEquals(new TreeStats(4, 1, 1, 0), tree.stats());
+    }
+
+    @Test
+    void divergingKeySplitsTheEdge() {
+        insert("ABCD", r1);
+        insert("ABXY", r2);
+        assertEquals("""
+                ○
+                └── AB [r1 r2]
+                    ├── CD [r1]
+                    └── XY [r2]
+                """, drawing());
+        assertEquals(6, tree.stats().size());
+        assertEquals(3, tree.stats().nodes());
+    }
+
+    @Test
+    void shorterKeySplitsInsideTheEdge() {
+        insert("ABCD", r1);
+        insert("AB", r2);
+        assertEquals("""
+                ○
+                └── AB [r1 r2]
+                    └── CD [r1]
+                """, drawing());
+    }
+
+    @Test
+    void longerKeyExtendsALeaf() {
+        insert("AB", r1);
+        insert("ABCD", r2);
+        assertEquals("""
+                ○
+                └── AB [r1 r2]
+                    └── CD [r2]
+                """, drawing());
+    }
+
+    @Test
+    void disjointKeysAreSiblingsInOrder() {
+        insert("XY", r1);
+        insert("AB", r1);
+        insert("MN", r2);
+        assertEquals("""
+                ○
+                ├── AB [r1]
+                ├── MN [r2]
+                └── XY [r1]
+                """, drawing());
+    }
+
+    @Test
+    void removingABranchMergesTheHolderlessParentIntoItsOnlyChild() {
+        insert("ABCD", r1);
+        insert("ABXY", r2);
+        tree.removeReplica(r1);
+        // AB keeps r2; CD (held by r1 only) is detached; AB now has one child and a holder: no merge.
+        assertEquals("""
+                ○
+                └── AB [r2]
+                    └── XY [r2]
+                """, drawing());
+        tree.removeReplica(r2);
+        assertEquals("○\n", drawing());
+        assertEquals(new TreeStats(0, 0, 0, 0), tree.stats());
+    }
+
+    @Test
+    void holderlessBranchNodeMergesWhenItIsLeftWithOneChild() {
+        insert("ABCD", r1);
+        insert("ABXY", r1);
+        insert("ABCD", r2);
+        insert("ABXY", r2);
+        insert("AB", r2);
+        // Drop r1 everywhere and the A-B route of r2 by TTL-like surgery: evict only what is oldest.
+        tree.removeReplica(r1);
+        assertEquals("""
+                ○
+                └── AB [r2]
+                    ├── CD [r2]
+                    └── XY [r2]
+                """, drawing());
+    }
+
+    @Test
+    void evictionDropsLeastRecentlyUsedLeavesFirstAndMergesWhatIsLeft() {
+        PrefixTree small = PrefixTree.builder().clock(clock).maxSize(4).build();
+        tree = small;
+        insert("ABCD", r1); // t1
+        insert("ABXY", r2); // t2
+        insert("ABXY", r2); // t3: r2's path is fresher
+        EvictionReport report = tree.evict();
+        // r1's entries are oldest; among them the deepest (CD) goes first, which frees two blocks and
+        // brings the tree to its cap, so r1's older AB entry stays: a pass evicts no more than it must.
+        assertEquals("""
+                ○
+                └── AB [r1 r2]
+                    └── XY [r2]
+                """, drawing());
+        assertEquals(1, report.evicted());
+        assertEquals(4, tree.stats().size());
+        insert("QR", r1);
+        report = tree.evict();
+        // Over the cap again (6 > 4). Oldest first: r1's AB (t1) goes but frees nothing, since r2 still
+        // holds AB; then r2's XY (t3, deeper than r2's AB) goes and frees two blocks. The fresh QR stays.
+        assertEquals("""
+                ○
+                ├── AB [r2]
+                └── QR [r1]
+                """, drawing());
+        assertEquals(2, report.evicted());
+    }
+
+    @Test
+    void ttlExpiryDetachesAndMerges() {
+        tree = PrefixTree.builder().clock(clock).ttl(Duration.ofSeconds(10)).build();
+        insert("ABCD", r1);
+        insert("ABXY", r1);
+        clock.advance(Duration.ofSeconds(20));
+        insert("ABXY", r2);
+        tree.evict();
+        // r1's three entries expired; CD, held by nobody, is detached. AB keeps r2, so it stays a node
+        // of its own (it carries its own last-use time).
+        assertEquals("""
+                ○
+                └── AB [r2]
+                    └── XY [r2]
+                """, drawing());
+        assertEquals(new TreeStats(4, 2, 2, 0), tree.stats());
+        clock.advance(Duration.ofSeconds(20));
+        tree.evict();
+        assertEquals("○\n", drawing());
+    }
+
+    @Test
+    void clearDropsEverything() {
+        insert("ABCD", r1);
+        insert("ABXY", r2);
+        tree.clear();
+        assertEquals("○\n", drawing());
+        assertEquals(new TreeStats(0, 0, 0, 0), tree.stats());
+        insert("AB", r1);
+        assertEquals("""
+                ○
+                └── AB [r1]
+                """, drawing());
+    }
+}

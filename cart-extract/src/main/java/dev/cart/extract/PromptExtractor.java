@@ -1,0 +1,84 @@
+package dev.cart.extract;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.util.JsonRecyclerPools;
+import dev.cart.core.PromptKey;
+
+import java.util.Objects;
+
+/**
+ * Turns the body of an OpenAI or Anthropic request into the {@link PromptKey} CART routes by.
+ *
+ * <pre>{@code
+ * PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
+ * try {
+ *     ExtractedRequest req = extractor.extract(Endpoint.CHAT_COMPLETIONS, bodyBytes);
+ *     router.choose(...req.key()...);
+ * } catch (ExtractionException e) {
+ *     // answer e.status() with {"error": {"message", "type", "code", "param"}}
+ * }
+ * }</pre>
+ *
+ * <p>What goes into a key, per endpoint, is documented in the module README. In short: a marker for
+ * the model, then tool definitions, then the system prompt and every message in order, with a message
+ * boundary after the tools, the system prompt and each message; inline media enters as a digest.
+ *
+ * <p>Design: one forward pass of Jackson's streaming parser over the bytes, never a tree; see
+ * {@code Extraction}. Thread-safe: instances share one immutable, configured {@link JsonFactory}
+ * (thread-safe by Jackson's contract) and keep no other state, so one extractor serves every request.
+ * Its buffer pool is a concurrent deque rather than Jackson's thread-local default, so that virtual
+ * threads, which are never reused, still reuse buffers. It never logs.
+ */
+public final class PromptExtractor {
+
+    private final ExtractOptions options;
+    private final JsonFactory factory;
+
+    public PromptExtractor(ExtractOptions options) {
+        this.options = Objects.requireNonNull(options, "options");
+        this.factory = JsonFactory.builder()
+                .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+                .streamReadConstraints(StreamReadConstraints.builder()
+                        .maxNestingDepth(options.maxNestingDepth())
+                        .maxStringLength(options.maxStringLength())
+                        .build())
+                .recyclerPool(JsonRecyclerPools.newConcurrentDequePool())
+                .build();
+    }
+
+    public ExtractOptions options() {
+        return options;
+    }
+
+    /** The configured parser factory (for the timing harness). */
+    JsonFactory factory() {
+        return factory;
+    }
+
+    /**
+     * Extracts the routing key, the model and the stream flag from a request body.
+     *
+     * @param endpoint which API the body is for
+     * @param body     the whole request body, UTF-8 JSON; not modified, not retained
+     * @return the key (empty when the body holds no prompt text, e.g. a completion prompt of {@code ""})
+     * @throws ExtractionException when the body is malformed (status 400) or refers to remote media while
+     *                             {@link ExtractOptions#remoteMediaUrlPolicy()} is set (that status)
+     */
+    public ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
+        Objects.requireNonNull(endpoint, "endpoint");
+        Objects.requireNonNull(body, "body");
+        Extraction x = new Extraction(factory, options, endpoint, body);
+        x.parse();
+        return x.result();
+    }
+
+    /** The key's characters with boundaries shown as U+2016, for tests of the key format. */
+    String keyText(Endpoint endpoint, byte[] body) throws ExtractionException {
+        Extraction x = new Extraction(factory, options, endpoint, body);
+        x.parse();
+        return x.keyText();
+    }
+}

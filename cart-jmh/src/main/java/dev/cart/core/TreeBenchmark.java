@@ -1,0 +1,122 @@
+package dev.cart.core;
+
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Group;
+import org.openjdk.jmh.annotations.GroupThreads;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Tree {@code match} and {@code insert} on the fixed workload ({@link TreeWorkload}), the concurrent tree
+ * against a plain synchronized trie in the same run (as Caffeine's GetPutBenchmark compares caches).
+ *
+ * <ul>
+ *   <li>{@code matchRepeat}: a query that repeats an inserted key.</li>
+ *   <li>{@code matchUnseen}: a query sharing a prefix with inserted keys but ending in unseen text.</li>
+ *   <li>{@code insertRepeat}: re-recording a key its replica already holds (refreshes times).</li>
+ *   <li>{@code insertFresh}: recording a key whose last two blocks were never seen (a new leaf, often a
+ *       split); includes one array copy to make the fresh key.</li>
+ *   <li>{@code mixed}: two threads, one matching unseen queries, one inserting fresh keys.</li>
+ * </ul>
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
+public class TreeBenchmark {
+
+    @State(Scope.Benchmark)
+    public static class Trees {
+        @Param({"concurrent", "synchronized"})
+        public String impl;
+
+        TreeWorkload w;
+        PrefixTree tree;
+        SynchronizedTree plain;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            w = new TreeWorkload(42);
+            if (impl.equals("concurrent")) {
+                tree = w.filledTree(Long.MAX_VALUE);
+            } else {
+                plain = new SynchronizedTree();
+                for (int k = 0; k < TreeWorkload.KEYS; k++) {
+                    plain.insert(w.keys[k], w.owners[k], 0);
+                }
+            }
+        }
+
+        Match match(PromptKey key) {
+            return tree != null ? tree.match(key) : plain.match(key);
+        }
+
+        void insert(PromptKey key, Replica r) {
+            if (tree != null) {
+                tree.insert(key, r);
+            } else {
+                plain.insert(key, r, System.currentTimeMillis());
+            }
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class Cursor {
+        int i;
+        long salt = Thread.currentThread().getId() << 40;
+
+        int next() {
+            int k = i;
+            i = k + 1 == TreeWorkload.KEYS ? 0 : k + 1;
+            return k;
+        }
+    }
+
+    @Benchmark
+    public Match matchRepeat(Trees s, Cursor c) {
+        return s.match(s.w.keys[c.next()]);
+    }
+
+    @Benchmark
+    public Match matchUnseen(Trees s, Cursor c) {
+        return s.match(s.w.unseen[c.next()]);
+    }
+
+    @Benchmark
+    public void insertRepeat(Trees s, Cursor c) {
+        int k = c.next();
+        s.insert(s.w.keys[k], s.w.owners[k]);
+    }
+
+    @Benchmark
+    public void insertFresh(Trees s, Cursor c) {
+        int k = c.next();
+        s.insert(s.w.freshVariant(k, ++c.salt, 2), s.w.owners[k]);
+    }
+
+    @Benchmark
+    @Group("mixed")
+    @GroupThreads(1)
+    public Match mixedMatch(Trees s, Cursor c) {
+        return s.match(s.w.unseen[c.next()]);
+    }
+
+    @Benchmark
+    @Group("mixed")
+    @GroupThreads(1)
+    public void mixedInsert(Trees s, Cursor c) {
+        int k = c.next();
+        s.insert(s.w.freshVariant(k, ++c.salt, 2), s.w.owners[k]);
+    }
+}

@@ -1,0 +1,40 @@
+package dev.cart.policy.testing;
+
+import dev.cart.core.Choice;
+import dev.cart.core.Reason;
+import dev.cart.core.RoutingContext;
+import dev.cart.core.RoutingPolicy;
+import dev.cart.core.RoutingPolicyProvider;
+import java.util.Map;
+
+/**
+ * A third-party policy, as another jar would ship it: registered in this test tree's
+ * META-INF/services and selectable by name.
+ */
+public final class FirstCandidateProvider implements RoutingPolicyProvider {
+
+    @Override
+    public String name() {
+        return "first_candidate";
+    }
+
+    @Override
+    public RoutingPolicy create(Map<String, ?> settings) {
+        return new RoutingPolicy() {
+            @Override
+            public Choice choose(RoutingContext ctx) {
+                return Choice.of(ctx.candidates().get(0), Reason.POLICY);
+            }
+
+            @Override
+            public boolean usesPrefixTree() {
+                return false;
+            }
+
+            @Override
+            public String name() {
+                return "first_candidate";
+            }
+        };
+    }
+}

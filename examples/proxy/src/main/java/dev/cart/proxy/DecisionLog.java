@@ -1,0 +1,119 @@
+package dev.cart.proxy;
+
+import dev.cart.core.RouteDecision;
+import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One structured line per proxied request on the logger {@code cart.decision}, in a stable
+ * {@code key=value} format (documented in docs/configuration.md):
+ *
+ * <pre>
+ * decision endpoint=/v1/chat/completions method=POST model=llama-3 stream=true reason=cache_hit
+ *   replica=http://node1:8000 matched=4096 key_len=5000 ratio=0.819 decision_us=3 status=200
+ *   upstream_ms=812 retries=0 result=ok
+ * </pre>
+ *
+ * Keys always appear in this order; a value that does not apply is {@code -}. Values never contain
+ * spaces. The line never carries prompt text, header values or credentials: the model name is the only
+ * request field logged, reduced to a safe character set.
+ *
+ * <p>Not thread-safe: one record per request, filled in by the thread handling it.
+ */
+final class DecisionLog {
+
+    static final Logger LOG = LoggerFactory.getLogger("cart.decision");
+
+    private final boolean enabled;
+    private final String endpoint;
+    private final String method;
+    private final long startNanos = System.nanoTime();
+    private String model = "-";
+    private String stream = "-";
+    private RouteDecision decision;
+    private int status;
+    private long upstreamNanos = -1;
+    private int retries;
+    private String result = "-";
+
+    DecisionLog(boolean enabled, String endpoint, String method) {
+        this.enabled = enabled;
+        this.endpoint = safe(endpoint, 200);
+        this.method = safe(method, 16);
+    }
+
+    void request(String modelName, boolean streamed) {
+        this.model = modelName == null ? "-" : safe(modelName, 100);
+        this.stream = Boolean.toString(streamed);
+    }
+
+    void decision(RouteDecision d) {
+        this.decision = d;
+    }
+
+    void retries(int n) {
+        this.retries = n;
+    }
+
+    void upstreamStarted() {
+        if (upstreamNanos < 0) {
+            upstreamNanos = System.nanoTime();
+        }
+    }
+
+    void status(int s) {
+        this.status = s;
+    }
+
+    void result(String r) {
+        this.result = r;
+    }
+
+    String line() {
+        StringBuilder b = new StringBuilder(256);
+        b.append("decision endpoint=").append(endpoint)
+                .append(" method=").append(method)
+                .append(" model=").append(model)
+                .append(" stream=").append(stream);
+        if (decision != null) {
+            b.append(" reason=").append(decision.reason().code())
+                    .append(" replica=").append(decision.replica() == null ? "-" : decision.replica().id())
+                    .append(" matched=").append(decision.matchedLength())
+                    .append(" key_len=").append(decision.keyLength())
+                    .append(" ratio=").append(String.format(Locale.ROOT, "%.3f", decision.matchedRatio()))
+                    .append(" decision_us=").append(decision.decisionNanos() / 1000);
+        } else {
+            b.append(" reason=- replica=- matched=- key_len=- ratio=- decision_us=-");
+        }
+        b.append(" status=").append(status == 0 ? "-" : Integer.toString(status))
+                .append(" upstream_ms=").append(upstreamNanos < 0 ? "-"
+                        : Long.toString((System.nanoTime() - upstreamNanos) / 1_000_000))
+                .append(" retries=").append(retries)
+                .append(" result=").append(result)
+                .append(" total_ms=").append((System.nanoTime() - startNanos) / 1_000_000);
+        return b.toString();
+    }
+
+    void emit() {
+        if (enabled && LOG.isInfoEnabled()) {
+            LOG.info(line());
+        }
+    }
+
+    /** Keeps a value to letters, digits and {@code ._:/-+@}, at most {@code max} characters. */
+    static String safe(String s, int max) {
+        if (s == null || s.isEmpty()) {
+            return "-";
+        }
+        StringBuilder b = new StringBuilder(Math.min(s.length(), max));
+        for (int i = 0; i < s.length() && b.length() < max; i++) {
+            char c = s.charAt(i);
+            boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                    || c == '.' || c == '_' || c == ':' || c == '/' || c == '-' || c == '+' || c == '@'
+                    || c == '%';
+            b.append(ok ? c : '?');
+        }
+        return b.toString();
+    }
+}

@@ -1,0 +1,35 @@
+package dev.cart.proxy;
+
+import dev.cart.extract.Endpoint;
+import dev.cart.extract.ExtractOptions;
+import dev.cart.extract.ExtractedRequest;
+import dev.cart.extract.ExtractionException;
+import dev.cart.extract.PromptExtractor;
+
+/**
+ * Turns a routed request body into its routing key with cart-extract's {@link PromptExtractor}, set up
+ * from the configuration: {@code cache.block_chars} for the key's blocks (it must match the tree's) and
+ * {@code proxy.remote_media_url_policy} for requests that would make a replica fetch remote media.
+ */
+final class Extraction {
+
+    /** Characters of the key's stable start that the anchor hash covers (consistent-hash placement). */
+    static final int ANCHOR_LIMIT = 1024;
+    /** Deepest JSON nesting accepted in a body; deeper is a 400. */
+    static final int MAX_NESTING_DEPTH = 64;
+
+    private final PromptExtractor extractor;
+
+    Extraction(ProxyConfig config) {
+        this.extractor = new PromptExtractor(ExtractOptions.builder()
+                .blockChars(config.cache().blockChars())
+                .anchorLimit(ANCHOR_LIMIT)
+                .remoteMediaUrlPolicy(config.proxy().remoteMediaUrlPolicy())
+                .maxNestingDepth(MAX_NESTING_DEPTH)
+                .build());
+    }
+
+    ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
+        return extractor.extract(endpoint, body);
+    }
+}

@@ -1,0 +1,97 @@
+package dev.cart.proxy;
+
+import com.sun.net.httpserver.Headers;
+import java.net.http.HttpHeaders;
+import java.net.http.HttpRequest;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Header copying between the client side and the replica side. Hop-by-hop headers (RFC 9110 §7.6.1:
+ * Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade, and every header the
+ * Connection header names) describe one connection, so they are dropped in both directions. Framing
+ * headers (Content-Length) are dropped too: each side frames its own body. Host and Expect never go
+ * upstream; the HTTP client sets its own.
+ */
+final class HopByHop {
+
+    static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
+            "proxy-authorization", "proxy-connection", "te", "trailer", "trailers", "transfer-encoding", "upgrade");
+
+    /** Never copied upstream: set by the HTTP client itself, or refused by it. */
+    private static final Set<String> REQUEST_OWN = Set.of("host", "content-length", "expect", "http2-settings");
+
+    /** Never copied downstream: the proxy's HTTP server frames and dates the response itself. */
+    private static final Set<String> RESPONSE_OWN = Set.of("content-length", "date");
+
+    private HopByHop() {
+    }
+
+    /** Lower-cased names listed in Connection header values ({@code Connection: close, X-Foo}). */
+    static Set<String> connectionTokens(List<String> connectionValues) {
+        Set<String> out = new HashSet<>();
+        if (connectionValues == null) {
+            return out;
+        }
+        for (String v : connectionValues) {
+            for (String token : v.split(",")) {
+                String t = token.trim().toLowerCase(Locale.ROOT);
+                if (!t.isEmpty()) {
+                    out.add(t);
+                }
+            }
+        }
+        return out;
+    }
+
+    static boolean isHopByHop(String lowerName, Set<String> connectionTokens) {
+        return HOP_BY_HOP.contains(lowerName) || lowerName.startsWith("proxy-")
+                || connectionTokens.contains(lowerName);
+    }
+
+    /** Copies the client's end-to-end headers onto the upstream request. */
+    static void copyRequestHeaders(Headers from, HttpRequest.Builder to) {
+        Set<String> named = connectionTokens(getIgnoreCase(from, "connection"));
+        for (Map.Entry<String, List<String>> e : from.entrySet()) {
+            String name = e.getKey();
+            String lower = name.toLowerCase(Locale.ROOT);
+            if (isHopByHop(lower, named) || REQUEST_OWN.contains(lower)) {
+                continue;
+            }
+            for (String value : e.getValue()) {
+                try {
+                    to.header(name, value);
+                } catch (IllegalArgumentException refused) {
+                    // a header the JDK client will not send (restricted or malformed): drop it
+                }
+            }
+        }
+    }
+
+    /** Copies the replica's end-to-end headers onto the client response. */
+    static void copyResponseHeaders(HttpHeaders from, Headers to) {
+        Set<String> named = connectionTokens(from.allValues("connection"));
+        for (Map.Entry<String, List<String>> e : from.map().entrySet()) {
+            String name = e.getKey();
+            String lower = name.toLowerCase(Locale.ROOT);
+            if (lower.startsWith(":") || isHopByHop(lower, named) || RESPONSE_OWN.contains(lower)) {
+                continue;
+            }
+            for (String value : e.getValue()) {
+                to.add(name, value);
+            }
+        }
+    }
+
+    private static List<String> getIgnoreCase(Headers h, String name) {
+        for (Map.Entry<String, List<String>> e : h.entrySet()) {
+            if (e.getKey().equalsIgnoreCase(name)) {
+                return e.getValue();
+            }
+        }
+        return null;
+    }
+}

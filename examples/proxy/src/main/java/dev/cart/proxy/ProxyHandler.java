@@ -1,0 +1,256 @@
+package dev.cart.proxy;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.RouteRequest;
+import dev.cart.extract.Endpoint;
+import dev.cart.extract.ExtractedRequest;
+import dev.cart.extract.ExtractionException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The proxy's single HTTP handler: dispatches by path, answers its own endpoints ({@code /health},
+ * {@code /workers}, the cached {@code /v1/models}) and hands routed and pass-through requests to the
+ * {@link Forwarder}.
+ *
+ * <p>Every error the proxy produces itself is an OpenAI-style JSON error with a 4xx/5xx status; an
+ * unexpected exception in the proxy's own code becomes a 500 if the response has not started, and a
+ * dropped connection otherwise. The exchange is always closed.
+ */
+final class ProxyHandler implements HttpHandler {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProxyHandler.class);
+
+    private final ProxyServer server;
+
+    ProxyHandler(ProxyServer server) {
+        this.server = server;
+    }
+
+    @Override
+    public void handle(HttpExchange ex) throws IOException {
+        boolean abort = false;
+        try {
+            dispatch(ex);
+        } catch (Forwarder.Abort e) {
+            abort = true;
+            throw e; // the server drops the connection without completing the response
+        } catch (IOException e) {
+            abort = true; // writing to the client failed: nothing more can be said to it
+            throw new Forwarder.Abort("client connection failed: " + e.getMessage());
+        } catch (RuntimeException | Error e) {
+            LOG.error("internal error handling {} {}", ex.getRequestMethod(),
+                    DecisionLog.safe(ex.getRequestURI().getRawPath(), 200), e);
+            if (ex.getResponseCode() != -1) {
+                abort = true;
+                throw new Forwarder.Abort("internal error after the response started");
+            }
+            try {
+                Responses.error(ex, 500, "internal_error", "the proxy failed to handle the request");
+            } catch (IOException ignored) {
+                abort = true;
+                throw new Forwarder.Abort("internal error");
+            }
+        } finally {
+            if (!abort) {
+                ex.close();
+            }
+        }
+    }
+
+    private void dispatch(HttpExchange ex) throws IOException {
+        String method = ex.getRequestMethod();
+        String path = ex.getRequestURI().getRawPath();
+        if (path == null || path.isEmpty()) {
+            path = "/";
+        }
+        Optional<Endpoint> endpoint = Endpoint.forPath(path);
+        if (endpoint.isPresent()) {
+            if (!"POST".equals(method)) {
+                methodNotAllowed(ex, "POST", path);
+                return;
+            }
+            routed(ex, endpoint.get(), path);
+            return;
+        }
+        switch (path) {
+            case "/health" -> {
+                if (isGet(method)) {
+                    health(ex);
+                } else {
+                    methodNotAllowed(ex, "GET, HEAD", path);
+                }
+            }
+            case "/workers" -> {
+                if (isGet(method)) {
+                    workers(ex);
+                } else {
+                    methodNotAllowed(ex, "GET, HEAD", path);
+                }
+            }
+            case "/v1/models" -> {
+                if ("GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
+                    models(ex, path);
+                } else {
+                    passThrough(ex, path);
+                }
+            }
+            default -> passThrough(ex, path);
+        }
+    }
+
+    private static boolean isGet(String method) {
+        return "GET".equals(method) || "HEAD".equals(method);
+    }
+
+    private void methodNotAllowed(HttpExchange ex, String allow, String path) throws IOException {
+        ex.getResponseHeaders().set("Allow", allow);
+        Responses.error(ex, 405, "method_not_allowed", ex.getRequestMethod() + " is not allowed on "
+                + DecisionLog.safe(path, 200) + "; use " + allow);
+    }
+
+    private void routed(HttpExchange ex, Endpoint endpoint, String path) throws IOException {
+        ProxyConfig config = server.config();
+        DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "POST");
+        try {
+            byte[] body = readBody(ex, config.proxy().maxBodyBytes(), log);
+            if (body == null) {
+                return;
+            }
+            ExtractedRequest req;
+            try {
+                req = server.extraction().extract(endpoint, body);
+            } catch (ExtractionException e) {
+                log.status(e.status());
+                log.result("bad_request");
+                Responses.error(ex, e.status(), e.type(), e.code(), e.param(), e.getMessage());
+                return;
+            }
+            log.request(req.model(), req.stream());
+            Forwarder.Inbound in = new Forwarder.Inbound("POST", path, ex.getRequestURI().getRawQuery(), body,
+                    false);
+            server.forwarder().forward(ex, in, RouteRequest.of(req.key()), server.routing(), log);
+        } finally {
+            log.emit();
+        }
+    }
+
+    private void passThrough(HttpExchange ex, String path) throws IOException {
+        ProxyConfig config = server.config();
+        DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, ex.getRequestMethod());
+        try {
+            byte[] body = readBody(ex, config.proxy().maxBodyBytes(), log);
+            if (body == null) {
+                return;
+            }
+            Forwarder.Inbound in = new Forwarder.Inbound(ex.getRequestMethod(), path,
+                    ex.getRequestURI().getRawQuery(), body, false);
+            server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
+        } finally {
+            log.emit();
+        }
+    }
+
+    private void models(HttpExchange ex, String path) throws IOException {
+        ModelsCache.Entry cached = server.models().fresh();
+        if (cached != null) {
+                ex.getResponseHeaders().set("Content-Type", cached.contentType());
+            Responses.bytes(ex, 200, cached.body());
+            return;
+        }
+        ProxyConfig config = server.config();
+        DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "GET");
+        try {
+                Forwarder.Inbound in = new Forwarder.Inbound("GET", path, null, new byte[0], true);
+            server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
+        } finally {
+            log.emit();
+        }
+    }
+
+    private void health(HttpExchange ex) throws IOException {
+        ManagedReplicaSet set = server.routing().replicas;
+        int healthy = set.healthyCount();
+        ObjectNode root = Responses.JSON.createObjectNode();
+        root.put("status", healthy > 0 ? "ok" : "unavailable");
+        root.put("healthy", healthy);
+        root.put("total", set.replicas().size());
+        Responses.json(ex, healthy > 0 ? 200 : 503, root);
+    }
+
+    private void workers(HttpExchange ex) throws IOException {
+        Routing routing = server.routing();
+        ObjectNode root = Responses.JSON.createObjectNode();
+        root.put("policy", routing.router.policy().name());
+        root.put("healthy", routing.replicas.healthyCount());
+        root.put("tree_size", routing.router.tree().stats().size());
+        ArrayNode list = root.putArray("workers");
+        for (ManagedReplicaSet.Member m : routing.replicas.replicas()) {
+            ObjectNode w = list.addObject();
+            w.put("url", m.id());
+            w.put("healthy", m.isHealthy());
+            w.put("circuit", m.circuitState().label());
+            w.put("in_flight", m.inFlight());
+            w.put("max_load", m.maxLoad());
+            w.put("load_penalty", m.loadPenalty());
+        }
+        Responses.json(ex, 200, root);
+    }
+
+    /**
+     * Reads the request body, refusing more than {@code limit} bytes with a 413 (then returns null).
+     * A declared Content-Length above the limit is refused before reading anything.
+     */
+    private static byte[] readBody(HttpExchange ex, int limit, DecisionLog log) throws IOException {
+        String declared = ex.getRequestHeaders().getFirst("Content-Length");
+        if (declared != null) {
+            long n;
+            try {
+                n = Long.parseLong(declared.trim());
+            } catch (NumberFormatException e) {
+                n = -1;
+            }
+            if (n > limit) {
+                tooLarge(ex, limit, log);
+                return null;
+            }
+        }
+        ByteArrayOutputStream buf = new ByteArrayOutputStream(
+                declared != null ? (int) Math.max(0, Math.min(limit, parseOrZero(declared))) : 8192);
+        byte[] chunk = new byte[16 * 1024];
+        try (InputStream in = ex.getRequestBody()) {
+            int n;
+            while ((n = in.read(chunk)) >= 0) {
+                if (buf.size() + (long) n > limit) {
+                    tooLarge(ex, limit, log);
+                    return null;
+                }
+                buf.write(chunk, 0, n);
+            }
+        }
+        return buf.toByteArray();
+    }
+
+    private static long parseOrZero(String s) {
+        try {
+            return Long.parseLong(s.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    private static void tooLarge(HttpExchange ex, int limit, DecisionLog log) throws IOException {
+        log.status(413);
+        log.result("body_too_large");
+        Responses.error(ex, 413, "request_too_large",
+                "the request body is larger than proxy.max_body_bytes (" + limit + " bytes)");
+    }
+}

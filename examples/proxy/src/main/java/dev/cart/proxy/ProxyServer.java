@@ -1,0 +1,263 @@
+package dev.cart.proxy;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
+import java.util.random.RandomGenerator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running proxy: the JDK {@link HttpServer} on {@code server.host:port}, one {@link HttpClient} to
+ * the replicas (HTTP/1.1, so plain-http replicas never see an h2c upgrade attempt; connect timeout from
+ * {@code proxy.connect_timeout_secs}; no redirects followed), and the current {@link Routing}.
+ *
+ * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
+ * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
+ * with the sections that differ, and the running configuration kept. An accepted reload builds a new
+ * replica set, tree, router and health checker, publishes them with one atomic store and then closes
+ * the old ones: requests already in flight finish on their old lease. Reloads are serialised.
+ *
+ * <p>Concurrency: the configuration and the routing state are read through volatile/atomic references
+ * once per request; everything else is immutable or thread-safe.
+ */
+final class ProxyServer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProxyServer.class);
+
+    /** Injected collaborators; the defaults are the real ones. */
+    static final class Options {
+        Clock clock = Clock.systemUTC();
+        Sleeper sleeper = Sleeper.SYSTEM;
+        Supplier<RandomGenerator> random = ThreadLocalRandom::current;
+        /** Where {@link #reload()} reads the configuration from; null means reload is unavailable. */
+        Callable<ProxyConfig> configSource;
+        boolean healthChecks = true;
+
+        Options clock(Clock c) {
+            this.clock = Objects.requireNonNull(c);
+            return this;
+        }
+
+        Options sleeper(Sleeper s) {
+            this.sleeper = Objects.requireNonNull(s);
+            return this;
+        }
+
+        Options random(Supplier<RandomGenerator> r) {
+            this.random = Objects.requireNonNull(r);
+            return this;
+        }
+
+        Options configSource(Callable<ProxyConfig> source) {
+            this.configSource = source;
+            return this;
+        }
+
+        /** False to start no background probing (tests drive {@link HealthChecker#probeAll()} instead). */
+        Options healthChecks(boolean on) {
+            this.healthChecks = on;
+            return this;
+        }
+    }
+
+    /** What a reload did. */
+    record ReloadResult(boolean accepted, boolean changed, String message) {
+    }
+
+    private final Options options;
+    private final ProxyConfig config;
+    private final HttpServer server;
+    private final ServerRuntime.Executor executor;
+    private final HttpClient client;
+    private final ScheduledExecutorService scheduler;
+    private final ProxyListener listener = new ProxyListener();
+    private final ModelsCache models;
+    private final Extraction extraction;
+    private final Forwarder forwarder;
+    private final AtomicReference<Routing> routing = new AtomicReference<>();
+    private final Object reloadLock = new Object();
+    private volatile ProxyConfig running;
+
+    private ProxyServer(ProxyConfig config, Options options) throws IOException {
+        this.options = options;
+        this.config = config;
+        this.running = config;
+        ScheduledThreadPoolExecutor ses = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "cart-scheduler");
+            t.setDaemon(true);
+            return t;
+        });
+        ses.setRemoveOnCancelPolicy(true);
+        this.scheduler = ses;
+        this.client = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .build();
+        this.models = new ModelsCache(options.clock);
+        this.extraction = new Extraction(config);
+        this.forwarder = new Forwarder(client, scheduler, options.sleeper, options.random, config.proxy(), models);
+        Routing first = Routing.build(config, options.clock, listener, client, scheduler);
+        routing.set(first);
+        this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
+        try {
+            this.server = HttpServer.create(new InetSocketAddress(config.server().host(), config.server().port()),
+                    1024);
+        } catch (IOException e) {
+            first.close();
+            executor.service().shutdownNow();
+            scheduler.shutdownNow();
+            throw new IOException("cannot listen on " + config.server().host() + ":" + config.server().port()
+                    + ": " + e.getMessage(), e);
+        }
+        server.createContext("/", new ProxyHandler(this));
+        server.setExecutor(executor.service());
+    }
+
+    /** Builds and starts the proxy. */
+    static ProxyServer start(ProxyConfig config, Options options) throws IOException {
+        ProxyServer p = new ProxyServer(config, options);
+        p.server.start();
+        if (options.healthChecks) {
+            p.routing.get().health.start();
+        }
+        LOG.info("CART listening on {}:{} with {} worker(s), policy {}, request handlers on {}",
+                config.server().host(), p.port(), config.workers().size(), config.cache().policy(),
+                p.executor.description());
+        return p;
+    }
+
+    /** Logs a warning when the open-file limit is below what thousands of streams need. */
+    static void warnAboutOpenFileLimit() {
+        OptionalLong limit = ServerRuntime.openFileLimit();
+        if (limit.isPresent() && limit.getAsLong() < ServerRuntime.RECOMMENDED_OPEN_FILES) {
+            LOG.warn("the open-file limit is {} (ulimit -n); below {} the proxy can run out of file "
+                    + "descriptors under many concurrent streams", limit.getAsLong(),
+                    ServerRuntime.RECOMMENDED_OPEN_FILES);
+        }
+    }
+
+    int port() {
+        return server.getAddress().getPort();
+    }
+
+    /** The base URI clients use, on loopback when bound to the wildcard address. */
+    URI baseUri() {
+        String host = config.server().host();
+        if (host.equals("0.0.0.0") || host.equals("::") || host.isEmpty()) {
+            host = "127.0.0.1";
+        }
+        return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port());
+    }
+
+    ProxyConfig config() {
+        return running;
+    }
+
+    Routing routing() {
+        return routing.get();
+    }
+
+    Forwarder forwarder() {
+        return forwarder;
+    }
+
+    Extraction extraction() {
+        return extraction;
+    }
+
+    ModelsCache models() {
+        return models;
+    }
+
+    ProxyListener listener() {
+        return listener;
+    }
+
+    /** Re-reads the configuration from the configured source (SIGHUP does this). */
+    ReloadResult reload() {
+        if (options.configSource == null) {
+            return rejected("reload is not available: the proxy was started without configuration files");
+        }
+        ProxyConfig fresh;
+        try {
+            fresh = options.configSource.call();
+        } catch (ConfigException e) {
+            return rejected("reload rejected, keeping the running configuration: " + e.getMessage());
+        } catch (Exception e) {
+            return rejected("reload rejected, keeping the running configuration: " + e);
+        }
+        return reload(fresh);
+    }
+
+    /** Applies {@code fresh} if only its workers differ from the running configuration. */
+    ReloadResult reload(ProxyConfig fresh) {
+        synchronized (reloadLock) {
+            ProxyConfig current = running;
+            List<String> differing = current.sectionsDifferingFrom(fresh);
+            if (!differing.isEmpty()) {
+                return rejected("reload rejected, keeping the running configuration: only 'workers' may change "
+                        + "on reload, but " + String.join(", ", differing) + " differ(s); restart to apply");
+            }
+            if (current.workers().equals(fresh.workers())) {
+                LOG.info("reload: configuration unchanged, nothing to do");
+                return new ReloadResult(true, false, "unchanged");
+            }
+            Routing next;
+            try {
+                next = Routing.build(fresh, options.clock, listener, client, scheduler);
+            } catch (RuntimeException e) {
+                return rejected("reload rejected, keeping the running configuration: " + e.getMessage());
+            }
+            Routing old = routing.getAndSet(next);
+            running = fresh;
+            models.clear();
+            if (options.healthChecks) {
+                next.health.start();
+            }
+            old.close();
+            String msg = "reload accepted: " + fresh.workers().size() + " worker(s) "
+                    + fresh.workers().stream().map(ProxyConfig.Worker::url).toList()
+                    + "; the prefix tree starts empty";
+            LOG.info(msg);
+            return new ReloadResult(true, true, msg);
+        }
+    }
+
+    private static ReloadResult rejected(String message) {
+        LOG.warn(message);
+        return new ReloadResult(false, false, message);
+    }
+
+    /** Stops accepting, closes the routing state and the threads. In-flight exchanges are cut off. */
+    @Override
+    public void close() {
+        server.stop(0);
+        Routing r = routing.get();
+        if (r != null) {
+            r.close();
+        }
+        scheduler.shutdownNow();
+        executor.service().shutdownNow();
+        try {
+            executor.service().awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,257 @@
+package dev.cart.proxy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ConfigTest {
+
+    @TempDir
+    Path dir;
+
+    private Path file(String name, String text) throws Exception {
+        Path p = dir.resolve(name);
+        Files.writeString(p, text);
+        return p;
+    }
+
+    private static List<String> problems(String yaml) {
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.parse(yaml));
+        return e.problems();
+    }
+
+    private static void assertProblem(List<String> problems, String start) {
+        assertTrue(problems.stream().anyMatch(p -> p.startsWith(start)), "expected a problem starting with '"
+                + start + "' in " + problems);
+    }
+
+    @Test
+    void defaultsAreTheDocumentedOnes() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://node1:8000/\n");
+        assertEquals("0.0.0.0", c.server().host());
+        assertEquals(6700, c.server().port());
+        assertEquals(512, c.server().maxThreads());
+        assertEquals(List.of(new ProxyConfig.Worker("http://node1:8000", 256, 0)), c.workers());
+        assertEquals("cache_aware", c.cache().policy());
+        assertEquals(Map.of(), c.cache().policySettings(), "the policy applies its own defaults");
+        assertEquals(1_000_000, c.cache().maxTreeSize());
+        assertEquals(64, c.cache().blockChars());
+        assertEquals(60, c.cache().evictionIntervalSecs());
+        assertEquals(-1, c.cache().dailyCleanupHourUtc());
+        assertEquals(0, c.cache().routeTtlSecs());
+        assertEquals(new ProxyConfig.Health("/health", 10, 5, 3, 2), c.health());
+        assertEquals(new ProxyConfig.Circuit(5, 2, 30, 2), c.circuitBreaker());
+        ProxyConfig.Proxy p = c.proxy();
+        assertEquals(2, p.maxRetries());
+        assertEquals(100, p.initialBackoffMs());
+        assertEquals(2.0, p.backoffMultiplier());
+        assertEquals(0.2, p.jitterFactor());
+        assertEquals(List.of(502, 503, 504), p.retryableStatuses());
+        assertEquals(2, p.connectTimeoutSecs());
+        assertEquals(600, p.requestTimeoutSecs());
+        assertEquals(false, p.addRoutedPeerHeader());
+        assertNull(p.remoteMediaUrlPolicy());
+        assertEquals(33_554_432, p.maxBodyBytes());
+        assertEquals(true, p.decisionLog());
+        assertEquals(ProxyConfig.Proxy.defaults(), p);
+    }
+
+    @Test
+    void theExampleConfigIsValidAndStatesTheDefaults() throws Exception {
+        Path example = Path.of(System.getProperty("user.dir")).resolve("../../config.example.yaml").normalize();
+        ProxyConfig c = ConfigLoader.load(List.of(example));
+        ProxyConfig defaults = ConfigLoader.parse("workers:\n  - url: http://x:1\n");
+        assertEquals(defaults.server(), c.server());
+        assertEquals(defaults.health(), c.health());
+        assertEquals(defaults.circuitBreaker(), c.circuitBreaker());
+        assertEquals(defaults.proxy(), c.proxy());
+        assertEquals(defaults.cache().maxTreeSize(), c.cache().maxTreeSize());
+        assertEquals(defaults.cache().evictionIntervalSecs(), c.cache().evictionIntervalSecs());
+        assertTrue(c.workers().size() >= 1);
+    }
+
+    @Test
+    void overlaysMergeMappingsKeyByKey() throws Exception {
+        Path base = file("base.yaml", """
+                server:
+                  host: 127.0.0.1
+                  port: 7000
+                workers:
+                  - url: http://a:1
+                cache:
+                  threshold: 0.5
+                  match_abs_threshold: 100
+                """);
+        Path tuning = file("tuning.yaml", """
+                cache:
+                  threshold: 0.7
+                server:
+                  port: 7001
+                """);
+        ProxyConfig c = ConfigLoader.load(List.of(base, tuning));
+        assertEquals("127.0.0.1", c.server().host(), "untouched key of a merged mapping survives");
+        assertEquals(7001, c.server().port());
+        assertEquals(0.7, c.cache().policySettings().get("threshold"));
+        assertEquals(100, c.cache().policySettings().get("match_abs_threshold"));
+    }
+
+    @Test
+    void overlaysReplaceListsWhole() throws Exception {
+        Path base = file("base.yaml", """
+                workers:
+                  - url: http://a:1
+                  - url: http://b:1
+                proxy:
+                  retryable_statuses: [502, 503, 504]
+                """);
+        Path workers = file("workers.yaml", """
+                workers:
+                  - url: http://c:1
+                    max_load: 4
+                proxy:
+                  retryable_statuses: [503]
+                """);
+        ProxyConfig c = ConfigLoader.load(List.of(base, workers));
+        assertEquals(List.of(new ProxyConfig.Worker("http://c:1", 4, 0)), c.workers());
+        assertEquals(List.of(503), c.proxy().retryableStatuses());
+        ProxyConfig reversed = ConfigLoader.load(List.of(workers, base));
+        assertEquals(2, reversed.workers().size(), "last one wins");
+    }
+
+    @Test
+    void emptyAndCommentOnlyFilesChangeNothing() throws Exception {
+        Path base = file("base.yaml", "workers:\n  - url: http://a:1\ncache:\n  threshold: 0.4\n");
+        Path empty = file("empty.yaml", "");
+        Path comments = file("comments.yaml", "# generated later\n   \n# nothing yet\n");
+        Path emptySection = file("section.yaml", "cache:\n");
+        ProxyConfig alone = ConfigLoader.load(List.of(base));
+        assertEquals(alone, ConfigLoader.load(List.of(base, empty, comments, emptySection)));
+        assertEquals(alone, ConfigLoader.load(List.of(empty, base, comments)));
+    }
+
+    @Test
+    void unknownKeysAreNamedWithTheirPath() {
+        List<String> p = problems("""
+                workers:
+                  - url: http://a:1
+                    maxload: 3
+                cache:
+                  treshold: 0.3
+                proxi:
+                  max_retries: 1
+                """);
+        assertProblem(p, "cache.treshold: unknown key (did you mean 'threshold'?)");
+        assertProblem(p, "workers[0].maxload: unknown key (did you mean 'max_load'?)");
+        assertProblem(p, "proxi: unknown key (did you mean 'proxy'?)");
+        assertEquals(3, p.size(), p.toString());
+    }
+
+    @Test
+    void everyBadValueIsReportedWithItsRange() {
+        List<String> p = problems("""
+                server:
+                  port: 70000
+                workers:
+                  - url: http://a:1
+                    max_load: 0
+                  - url: ftp://b
+                  - url: http://a:1
+                  - "http://plain-string"
+                cache:
+                  threshold: 1.5
+                  guard: sometimes
+                  block_chars: 0
+                  daily_cleanup_hour_utc: 24
+                health:
+                  endpoint: health
+                  interval_secs: 0
+                proxy:
+                  jitter_factor: 2
+                  retryable_statuses: [503, 200]
+                  remote_media_url_policy: 302
+                  connect_timeout_secs: "2s"
+                  add_routed_peer_header: yes please
+                """);
+        assertProblem(p, "server.port: must be in [0, 65535], was 70000");
+        assertProblem(p, "workers[0].max_load: must be in [1, ");
+        assertProblem(p, "workers[1].url: must be an http:// or https:// URL");
+        assertProblem(p, "workers[2].url: duplicate worker http://a:1");
+        assertProblem(p, "workers[3]: must be a mapping");
+        assertProblem(p, "cache.threshold must be in [0, 1], was 1.5");
+        assertProblem(p, "cache.guard must be one of abs_rel, median, bounded_load, was 'sometimes'");
+        assertProblem(p, "cache.block_chars: must be in [1, 65536], was 0");
+        assertProblem(p, "cache.daily_cleanup_hour_utc: must be in [-1, 23], was 24");
+        assertProblem(p, "health.endpoint: must be a path starting with '/'");
+        assertProblem(p, "health.interval_secs: must be in [1, 86400], was 0");
+        assertProblem(p, "proxy.jitter_factor: must be in [0.0, 1.0], was 2.0");
+        assertProblem(p, "proxy.retryable_statuses[1]: must be an HTTP status in [400, 599], was 200");
+        assertProblem(p, "proxy.remote_media_url_policy: must be null (off) or an HTTP status in [400, 599]");
+        assertProblem(p, "proxy.connect_timeout_secs: must be an integer");
+        assertProblem(p, "proxy.add_routed_peer_header: must be true or false");
+        assertEquals(16, p.size(), String.join("\n", p));
+    }
+
+    @Test
+    void emptyOrMissingWorkersRefuseToStart() {
+        assertProblem(problems("workers: []\n"), "workers: the list is empty");
+        assertProblem(problems("server:\n  port: 1\n"), "workers: the list is empty");
+        assertProblem(problems("workers:\n"), "workers: the list is empty");
+        assertProblem(problems("workers:\n  - max_load: 3\n"), "workers[0].url: required");
+    }
+
+    @Test
+    void unknownPolicyListsTheAvailableOnes() {
+        List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  policy: fastest\n");
+        assertProblem(p, "cache.policy: unknown routing policy 'fastest'; available: ");
+        assertTrue(p.get(0).contains("round_robin"), p.get(0));
+    }
+
+    @Test
+    void otherPoliciesAreAccepted() throws Exception {
+        for (String name : List.of("round_robin", "random", "least_loaded", "power_of_two", "consistent_hash")) {
+            assertEquals(name, ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: " + name + "\n")
+                    .cache().policy());
+        }
+    }
+
+    @Test
+    void yamlErrorsNameTheFileAndLine() throws Exception {
+        Path bad = file("bad.yaml", "workers:\n  - url: [unclosed\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(bad)));
+        assertTrue(e.problems().get(0).startsWith(bad + ": not valid YAML (line "), e.problems().toString());
+        Path list = file("list.yaml", "- a\n- b\n");
+        e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(list)));
+        assertTrue(e.problems().get(0).contains("top level must be a mapping"), e.problems().toString());
+        Path dup = file("dup.yaml", "workers:\n  - url: http://a:1\nserver:\n  port: 1\nserver:\n  port: 2\n");
+        e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(dup)));
+        assertTrue(e.problems().get(0).contains("Duplicate field 'server'"), e.problems().toString());
+        e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(dir.resolve("missing.yaml"))));
+        assertTrue(e.problems().get(0).endsWith("missing.yaml: no such file"), e.problems().toString());
+    }
+
+    @Test
+    void onlyWorkersMayDifferOnReload() throws Exception {
+        ProxyConfig a = ConfigLoader.parse("workers:\n  - url: http://a:1\n");
+        ProxyConfig b = ConfigLoader.parse("workers:\n  - url: http://b:1\n");
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  threshold: 0.9\n"
+                + "proxy:\n  max_retries: 0\n");
+        assertEquals(List.of(), a.sectionsDifferingFrom(b));
+        assertEquals(List.of("cache", "proxy"), a.sectionsDifferingFrom(c));
+    }
+
+    @Test
+    void recordsValidateWhenBuiltInCode() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new ProxyConfig.Server("h", 70000, 1));
+        assertEquals("server.port must be in [0, 65535], was 70000", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new ProxyConfig.Health("x", 1, 1, 1, 1));
+    }
+}

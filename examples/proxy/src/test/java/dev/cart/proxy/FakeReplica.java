@@ -1,0 +1,264 @@
+package dev.cart.proxy;
+
+import com.sun.net.httpserver.Headers;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A small in-process replica on loopback for the proxy's integration tests. Speaks just enough of the
+ * OpenAI and Anthropic APIs for the official SDKs (chat completions, completions, messages, streaming,
+ * models), answers {@code /health}, echoes anything else, and can be told to fail, hang, or pause a
+ * stream on a latch the test controls. Every answer names the replica, so a test sees who served it.
+ */
+final class FakeReplica implements AutoCloseable {
+
+    record Recorded(String method, String path, String query, Headers headers, byte[] body) {
+        String bodyText() {
+            return new String(body, StandardCharsets.UTF_8);
+        }
+    }
+
+    final String name;
+    private final HttpServer server;
+    private final ExecutorService executor = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "fake-replica");
+        t.setDaemon(true);
+        return t;
+    });
+    final List<Recorded> requests = new CopyOnWriteArrayList<>();
+    final AtomicInteger healthProbes = new AtomicInteger();
+    final AtomicInteger modelsCalls = new AtomicInteger();
+
+    /** When non-zero, every request except /health is answered with this status and a JSON error. */
+    volatile int forcedStatus;
+    volatile boolean healthy = true;
+    /** When set, a stream sends its first chunk and then waits for this latch before the rest. */
+    volatile CountDownLatch gate;
+    /** Counted down when a stream has sent its first chunk. */
+    volatile CountDownLatch firstChunkSent = new CountDownLatch(1);
+    /** When true, requests get no answer at all until {@link #release} is counted down. */
+    volatile boolean hangBeforeHeaders;
+    /** When true, streams send one chunk and then wait for {@link #release}. */
+    volatile boolean hangAfterFirstChunk;
+    final CountDownLatch release = new CountDownLatch(1);
+    /** Content chunks per stream. */
+    volatile int streamChunks = 3;
+    /** Set when writing to the proxy failed (the proxy cancelled the upstream request). */
+    volatile boolean writeFailed;
+    /** Extra response headers on every answer. */
+    final Headers extraResponseHeaders = new Headers();
+
+    private FakeReplica(String name) throws IOException {
+        this.name = name;
+        this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
+        server.createContext("/", this::handle);
+        server.setExecutor(executor);
+        server.start();
+    }
+
+    static FakeReplica start(String name) throws IOException {
+        return new FakeReplica(name);
+    }
+
+    String url() {
+        return "http://127.0.0.1:" + server.getAddress().getPort();
+    }
+
+    int port() {
+        return server.getAddress().getPort();
+    }
+
+    /** Requests other than health probes. */
+    int count() {
+        return requests.size();
+    }
+
+    Recorded last() {
+        return requests.get(requests.size() - 1);
+    }
+
+    private void handle(HttpExchange ex) throws IOException {
+        try (ex) {
+            String path = ex.getRequestURI().getRawPath();
+            byte[] body = ex.getRequestBody().readAllBytes();
+            if (path.equals("/health")) {
+                healthProbes.incrementAndGet();
+                send(ex, healthy ? 200 : 503, "application/json", "{\"status\":\"" + (healthy ? "ok" : "down") + "\"}");
+                return;
+            }
+            Headers copy = new Headers();
+            copy.putAll(ex.getRequestHeaders());
+            requests.add(new Recorded(ex.getRequestMethod(), path, ex.getRequestURI().getRawQuery(), copy, body));
+            if (hangBeforeHeaders) {
+                await(release);
+                return;
+            }
+            int forced = forcedStatus;
+            if (forced != 0) {
+                send(ex, forced, "application/json", "{\"error\":{\"message\":\"forced failure on " + name
+                        + "\",\"type\":\"server_error\",\"code\":null,\"param\":null}}");
+                return;
+            }
+            String text = new String(body, StandardCharsets.UTF_8);
+            boolean stream = text.replace(" ", "").contains("\"stream\":true");
+            switch (path) {
+                case "/v1/chat/completions" -> {
+                    if (stream) {
+                        streamChat(ex);
+                    } else {
+                        send(ex, 200, "application/json", chatCompletion());
+                    }
+                }
+                case "/v1/completions" -> send(ex, 200, "application/json", "{\"id\":\"cmpl-1\",\"object\":"
+                        + "\"text_completion\",\"created\":1700000000,\"model\":\"fake\",\"choices\":[{\"index\":0,"
+                        + "\"text\":\"Hello from " + name + "\",\"logprobs\":null,\"finish_reason\":\"stop\"}],"
+                        + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}");
+                case "/v1/messages" -> {
+                    if (stream) {
+                        streamMessages(ex);
+                    } else {
+                        send(ex, 200, "application/json", anthropicMessage());
+                    }
+                }
+                case "/v1/models" -> {
+                    modelsCalls.incrementAndGet();
+                    send(ex, 200, "application/json", "{\"object\":\"list\",\"data\":[{\"id\":\"fake\",\"object\":"
+                            + "\"model\",\"created\":1700000000,\"owned_by\":\"" + name + "\"}]}");
+                }
+                default -> {
+                    ex.getResponseHeaders().set("x-echo-method", ex.getRequestMethod());
+                    send(ex, 200, "application/octet-stream", "echo " + name + " " + ex.getRequestMethod() + " "
+                            + path + (ex.getRequestURI().getRawQuery() == null ? ""
+                            : "?" + ex.getRequestURI().getRawQuery()) + " " + text);
+                }
+            }
+        }
+    }
+
+    private String chatCompletion() {
+        return "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"fake\","
+                + "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello from " + name
+                + "\"},\"finish_reason\":\"stop\",\"logprobs\":null}],"
+                + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}";
+    }
+
+    private String anthropicMessage() {
+        return "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":"
+                + "[{\"type\":\"text\",\"text\":\"Hello from " + name + "\"}],\"stop_reason\":\"end_turn\","
+                + "\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":3}}";
+    }
+
+    private static String chatChunk(String delta, String finish) {
+        return "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                + "\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"finish_reason\":"
+                + (finish == null ? "null" : "\"" + finish + "\"") + "}]}\n\n";
+    }
+
+    private void streamChat(HttpExchange ex) throws IOException {
+        ex.getResponseHeaders().putAll(extraResponseHeaders);
+        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
+        ex.getResponseHeaders().set("Cache-Control", "no-cache");
+        ex.sendResponseHeaders(200, 0);
+        OutputStream out = ex.getResponseBody();
+        if (!write(out, chatChunk("{\"role\":\"assistant\",\"content\":\"Hello\"}", null))) {
+            return;
+        }
+        afterFirstChunk();
+        for (int i = 0; i < streamChunks; i++) {
+            if (!write(out, chatChunk("{\"content\":\" from " + name + " " + i + "\"}", null))) {
+                return;
+            }
+        }
+        if (write(out, chatChunk("{}", "stop"))) {
+            write(out, "data: [DONE]\n\n");
+        }
+    }
+
+    private void streamMessages(HttpExchange ex) throws IOException {
+        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
+        ex.sendResponseHeaders(200, 0);
+        OutputStream out = ex.getResponseBody();
+        if (!write(out, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
+                + "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":[],"
+                + "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+                + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+                + "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")) {
+            return;
+        }
+        afterFirstChunk();
+        String[] parts = {"Hello", " from ", name};
+        for (String p : parts) {
+            if (!write(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                    + "\"delta\":{\"type\":\"text_delta\",\"text\":\"" + p + "\"}}\n\n")) {
+                return;
+            }
+        }
+        write(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+                + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\","
+                + "\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n"
+                + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    }
+
+    private void afterFirstChunk() {
+        firstChunkSent.countDown();
+        CountDownLatch g = gate;
+        if (g != null) {
+            await(g);
+        }
+        if (hangAfterFirstChunk) {
+            await(release);
+        }
+    }
+
+    private boolean write(OutputStream out, String s) {
+        try {
+            out.write(s.getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            return true;
+        } catch (IOException e) {
+            writeFailed = true;
+            return false;
+        }
+    }
+
+    private void send(HttpExchange ex, int status, String contentType, String body) throws IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().putAll(extraResponseHeaders);
+        ex.getResponseHeaders().set("Content-Type", contentType);
+        ex.sendResponseHeaders(status, bytes.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(bytes);
+        }
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            latch.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        release.countDown();
+        CountDownLatch g = gate;
+        if (g != null) {
+            g.countDown();
+        }
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,151 @@
+package dev.cart.proxy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.Headers;
+import java.net.URI;
+import java.net.http.HttpHeaders;
+import java.net.http.HttpRequest;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Unit tests of the proxy's small parts. */
+class PiecesTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void hopByHopRequestHeadersAreDropped() {
+        Headers in = new Headers();
+        in.add("Connection", "keep-alive, X-Private");
+        in.add("X-Private", "1");
+        in.add("Keep-Alive", "timeout=5");
+        in.add("Proxy-Authorization", "x");
+        in.add("TE", "trailers");
+        in.add("Transfer-Encoding", "chunked");
+        in.add("Upgrade", "h2c");
+        in.add("Host", "evil.example");
+        in.add("Content-Length", "12");
+        in.add("Expect", "100-continue");
+        in.add("Authorization", "Bearer k");
+        in.add("X-Multi", "a");
+        in.add("X-Multi", "b");
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:1/x"));
+        HopByHop.copyRequestHeaders(in, b);
+        HttpHeaders out = b.GET().build().headers();
+        assertEquals(Map.of("Authorization", List.of("Bearer k"), "X-multi", List.of("a", "b")).keySet().size(),
+                out.map().size(), out.map().toString());
+        assertEquals(List.of("Bearer k"), out.allValues("authorization"));
+        assertEquals(List.of("a", "b"), out.allValues("x-multi"));
+    }
+
+    @Test
+    void hopByHopResponseHeadersAreDropped() {
+        HttpHeaders in = HttpHeaders.of(Map.of(
+                "connection", List.of("X-Conn-Only"),
+                "x-conn-only", List.of("1"),
+                "transfer-encoding", List.of("chunked"),
+                "content-length", List.of("5"),
+                "trailer", List.of("X-Sum"),
+                "proxy-authenticate", List.of("Basic"),
+                "content-type", List.of("text/event-stream"),
+                "x-request-id", List.of("abc")), (a, b) -> true);
+        Headers out = new Headers();
+        HopByHop.copyResponseHeaders(in, out);
+        assertEquals(2, out.size(), out.keySet().toString());
+        assertEquals("text/event-stream", out.getFirst("Content-Type"));
+        assertEquals("abc", out.getFirst("X-Request-Id"));
+    }
+
+    @Test
+    void backoffGrowsExponentiallyWithinTheJitter() {
+        Backoff exact = new Backoff(100, 2.0, 0.0);
+        SplittableRandom r = new SplittableRandom(1);
+        assertEquals(Duration.ofMillis(100), exact.delay(1, r));
+        assertEquals(Duration.ofMillis(200), exact.delay(2, r));
+        assertEquals(Duration.ofMillis(400), exact.delay(3, r));
+        Backoff jittered = new Backoff(100, 2.0, 0.2);
+        for (int i = 0; i < 1000; i++) {
+            long ms = jittered.delay(2, r).toMillis();
+            assertTrue(ms >= 160 && ms <= 240, "200ms +-20%: " + ms);
+        }
+        assertEquals(Duration.ZERO, new Backoff(0, 2.0, 0.5).delay(4, r));
+    }
+
+    @Test
+    void upstreamTargetsStayOnTheReplica() throws Exception {
+        assertEquals(URI.create("http://n:8000/v1/x?a=1&b=%20"),
+                Forwarder.target("http://n:8000", "/v1/x", "a=1&b=%20"));
+        assertEquals(URI.create("http://n:8000/base/v1/x"), Forwarder.target("http://n:8000/base", "/v1/x", null));
+        assertEquals(URI.create("http://n:8000/"), Forwarder.target("http://n:8000", "", null));
+        assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "*", null));
+        assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "@evil/x", null));
+        assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "/a b", null));
+        // a path starting with // stays a path on the replica
+        assertEquals("n", Forwarder.target("http://n:8000", "//evil:1/x", null).getHost());
+    }
+
+    @Test
+    void decisionLineValuesAreSafeAndStable() {
+        DecisionLog log = new DecisionLog(true, "/v1/chat/completions", "POST");
+        log.request("llama 3\nINJECTED key=value", true);
+        log.status(503);
+        log.result("no_replica");
+        String line = log.line();
+        assertTrue(line.startsWith("decision endpoint=/v1/chat/completions method=POST "
+                + "model=llama?3?INJECTED?key?value stream=true reason=- replica=- matched=- key_len=- ratio=- "
+                + "decision_us=- status=503 upstream_ms=- retries=0 result=no_replica total_ms="), line);
+        assertEquals(1, line.lines().count());
+        assertEquals("-", DecisionLog.safe(null, 10));
+        assertEquals("abc", DecisionLog.safe("abcdef", 3));
+    }
+
+    @Test
+    void modelsCacheExpiresAfterTenMinutes() {
+        MutableClock clock = new MutableClock();
+        ModelsCache cache = new ModelsCache(clock);
+        assertNull(cache.fresh());
+        cache.put(new byte[] {1}, "application/json");
+        clock.advance(Duration.ofMinutes(10).minusMillis(1));
+        assertEquals("application/json", cache.fresh().contentType());
+        clock.advance(Duration.ofMillis(1));
+        assertNull(cache.fresh());
+        cache.put(new byte[] {2}, "application/json");
+        cache.clear();
+        assertNull(cache.fresh());
+    }
+
+    @Test
+    void openFileLimitIsReadFromProcLimits() throws Exception {
+        Path limits = dir.resolve("limits");
+        Files.writeString(limits, "Limit                     Soft Limit           Hard Limit           Units\n"
+                + "Max open files            1024                 524288               files\n");
+        assertEquals(OptionalLong.of(1024), ServerRuntime.openFileLimit(limits));
+        Files.writeString(limits, "Max open files            unlimited            unlimited            files\n");
+        assertEquals(OptionalLong.of(Long.MAX_VALUE), ServerRuntime.openFileLimit(limits));
+        assertEquals(OptionalLong.empty(), ServerRuntime.openFileLimit(dir.resolve("absent")));
+    }
+
+    @Test
+    void requestExecutorUsesVirtualThreadsWhenTheRuntimeHasThem() throws Exception {
+        ServerRuntime.Executor e = ServerRuntime.requestExecutor(4);
+        try {
+            boolean vt = Runtime.version().feature() >= 21;
+            assertEquals(vt, e.description().startsWith("virtual threads"), e.description());
+            assertEquals(Boolean.TRUE, e.service().submit(() -> true).get());
+        } finally {
+            e.service().shutdownNow();
+        }
+    }
+}
