@@ -7,7 +7,6 @@ import dev.cart.core.RoutingPolicy;
 import java.awt.image.BufferedImage;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Supplier;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
@@ -20,14 +19,11 @@ class ReportTest {
     void writesTablesTargetsAndAChart(@TempDir Path dir) throws Exception {
         System.setProperty("java.awt.headless", "true");
         Report.Settings s = Report.Settings.parse(new String[] {"--replicas", "2", "--seed", "3"});
-        List<Report.Variant> variants = List.of(
-                new Report.Variant(Report.ROUND_ROBIN, "x", Map.of()),
-                new Report.Variant(Report.LEAST_LOADED, "x", Map.of()),
-                new Report.Variant(Report.CACHE_AWARE, "x", Map.of()),
-                new Report.Variant(Report.STRICT, "x", Map.of()));
-        java.util.function.Function<Report.Variant, Supplier<RoutingPolicy>> policies = v ->
-                v.label().equals(Report.ROUND_ROBIN) || v.label().equals(Report.LEAST_LOADED)
-                        ? TestPolicies::roundRobin : TestPolicies::longestMatch;
+        List<Report.Variant> variants = Report.variants().stream()
+                .filter(v -> List.of(Report.ROUND_ROBIN, Report.LEAST_LOADED, Report.CACHE_AWARE, Report.STRICT)
+                        .contains(v.label())).toList();
+        assertEquals(4, variants.size());
+        java.util.function.Function<Report.Variant, Supplier<RoutingPolicy>> policies = Report::registered;
         Workload rag = Workloads.rag(3, 2 * 150_000L, new Workloads.RagSpec(120, 256, 512, 1.1, 0.7, 32, 8, 16, 8));
         Workload hot = Workloads.hotPrefix(3, new Workloads.HotSpec(80, 1.0, 512, 32, 8));
         List<Report.ScenarioResult> results = List.of(

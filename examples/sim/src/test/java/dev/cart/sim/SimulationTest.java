@@ -4,8 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.cart.core.RoutingPolicy;
-import java.util.function.Supplier;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** Small, fixed-seed runs of the whole simulation: router, replicas, workloads. */
@@ -16,20 +15,20 @@ class SimulationTest {
         return Workloads.sharedPrefix(11, 16, 8, 1024, 64, 32).poisson(12, 11);
     }
 
-    static RunResult run(Workload w, String label, Supplier<RoutingPolicy> policy) {
-        return Simulation.builder().replicas(4).seed(5).policy(label, policy).build().run(w);
+    static RunResult run(Workload w, String policy) {
+        return Simulation.builder().replicas(4).seed(5).policy(policy, Map.of()).build().run(w);
     }
 
     @Test
-    void prefixAffinityBeatsRoundRobinOnHitRatio() {
+    void cacheAwareBeatsRoundRobinOnHitRatio() {
         Workload w = smallSharedPrefix();
-        RunResult rr = run(w, "round_robin", TestPolicies::roundRobin);
-        RunResult affinity = run(w, "longest_match", TestPolicies::longestMatch);
+        RunResult rr = run(w, "round_robin");
+        RunResult affinity = run(w, "cache_aware");
         assertEquals(w.size(), rr.completed());
         assertEquals(w.size(), affinity.completed());
-        // Round robin computes each group's system prompt on up to four replicas, affinity on one.
+        // Round robin computes each group's system prompt on up to four replicas, cache_aware on one.
         assertTrue(affinity.hitRatio() > rr.hitRatio() + 0.15,
-                "affinity " + affinity.hitRatio() + " vs round robin " + rr.hitRatio());
+                "cache_aware " + affinity.hitRatio() + " vs round robin " + rr.hitRatio());
         assertTrue(affinity.hitRatio() <= affinity.idealHitRatio() + 1e-9);
         assertEquals(affinity.idealHitRatio(), rr.idealHitRatio());
         assertEquals(0.82, affinity.idealHitRatio(), 0.05);
@@ -38,8 +37,8 @@ class SimulationTest {
     @Test
     void aFixedSeedGivesTheSameRun() {
         Workload w = smallSharedPrefix();
-        RunResult a = run(w, "lm", TestPolicies::longestMatch);
-        RunResult b = run(w, "lm", TestPolicies::longestMatch);
+        RunResult a = run(w, "cache_aware");
+        RunResult b = run(w, "cache_aware");
         assertEquals(a.cachedTokens(), b.cachedTokens());
         assertEquals(a.ttftP99Millis(), b.ttftP99Millis());
         assertArrayEquals(a.routed(), b.routed());
@@ -50,7 +49,7 @@ class SimulationTest {
     void aSessionSendsOneTurnAtATimeAndReusesItsHistory() {
         Workload w = Workloads.multiTurn(3, new Workloads.ChatSpec(3, 5, 256, 16, 32, 16, 32));
         // every turn arrives at time zero: only session ordering keeps them apart
-        RunResult r = Simulation.builder().replicas(1).policy("rr", TestPolicies::roundRobin).build().run(w);
+        RunResult r = Simulation.builder().replicas(1).policy("round_robin", Map.of()).build().run(w);
         RunResult.Trace t = r.trace();
         java.util.Map<String, Integer> last = new java.util.HashMap<>();
         for (int i = 0; i < w.size(); i++) {
@@ -67,8 +66,8 @@ class SimulationTest {
     @Test
     void aClosedLoopKeepsItsClientsBusyAndNoMore() {
         Workload w = Workloads.hotPrefix(2, new Workloads.HotSpec(60, 1.0, 256, 64, 16));
-        RunResult r = Simulation.builder().replicas(2).closedLoop(3).policy("rr", TestPolicies::roundRobin)
-                .build().run(w);
+        RunResult r = Simulation.builder().replicas(2).closedLoop(3).policy("round_robin", Map.of()).build()
+                .run(w);
         assertEquals(60, r.completed());
         int[] peak = r.peakInFlight();
         assertTrue(peak[0] + peak[1] <= 3 + 1, "at most three requests in flight: " + java.util.Arrays.toString(peak));
