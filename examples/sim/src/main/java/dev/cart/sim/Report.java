@@ -217,28 +217,37 @@ public final class Report {
     /** Loads of the sensitivity table. */
     static final double[] SENSITIVITY_LOADS = {0.4, 0.7, 1.0, 1.3};
 
-    /** One line of the load-sensitivity table: two policies on one workload at one load. */
-    record Sensitivity(String workload, double load, double rate, RunResult roundRobin, RunResult cacheAware) {
+    /** One line of the load-sensitivity table: one workload at one load under four policies. */
+    record Sensitivity(String workload, double load, double rate, RunResult roundRobin, RunResult leastLoaded,
+                       RunResult strict, RunResult cacheAware) {
     }
 
     /**
-     * RAG and multi-turn at several loads, round robin against cache_aware: shows how the P99 comparison
-     * depends on the load the load rule fixes. Not used for the verdicts.
+     * RAG, multi-turn and the hot prefixes at several loads under round_robin, least_loaded, strict affinity
+     * and cache_aware: how the comparisons behind the targets depend on the load the load rule fixes. Not
+     * used for the verdicts.
      */
     static List<Sensitivity> sensitivity(Settings s, Function<Variant, Supplier<RoutingPolicy>> policies) {
         EngineConfig cfg = EngineConfig.defaults();
-        Variant rr = variants().get(0);
-        Variant ca = variants().get(3);
+        Map<String, Variant> byLabel = new LinkedHashMap<>();
+        for (Variant v : variants()) {
+            byLabel.put(v.label(), v);
+        }
+        List<Variant> four = List.of(byLabel.get(ROUND_ROBIN), byLabel.get(LEAST_LOADED), byLabel.get(STRICT),
+                byLabel.get(CACHE_AWARE));
         List<Sensitivity> out = new ArrayList<>();
-        for (Workload w : List.of(Workloads.rag(s.seed, s.replicas * cfg.cacheTokens()), Workloads.multiTurn(s.seed))) {
+        for (Workload w : List.of(Workloads.rag(s.seed, s.replicas * cfg.cacheTokens()), Workloads.multiTurn(s.seed),
+                Workloads.hotPrefix(s.seed, 0.8), Workloads.hotPrefix(s.seed, 1.0))) {
             for (double load : SENSITIVITY_LOADS) {
                 double rate = rateFor(load, s.replicas, w);
                 PreparedWorkload p = PreparedWorkload.of(w.poisson(rate, s.seed), cfg);
-                RunResult a = Simulation.builder().replicas(s.replicas).seed(s.seed)
-                        .policy(rr.label(), policies.apply(rr)).build().run(p);
-                RunResult b = Simulation.builder().replicas(s.replicas).seed(s.seed)
-                        .policy(ca.label(), policies.apply(ca)).build().run(p);
-                out.add(new Sensitivity(w.name(), load, rate, a, b));
+                RunResult[] r = new RunResult[four.size()];
+                for (int i = 0; i < r.length; i++) {
+                    Variant v = four.get(i);
+                    r[i] = Simulation.builder().replicas(s.replicas).seed(s.seed).policy(v.label(), policies.apply(v))
+                            .build().run(p);
+                }
+                out.add(new Sensitivity(w.name(), load, rate, r[0], r[1], r[2], r[3]));
             }
         }
         return out;
@@ -336,23 +345,71 @@ public final class Report {
                             + "| | | | | |%n", r.noReplica(), r.refused()));
                 }
             }
+            md.append('\n').append(tails(sr)).append('\n');
         }
         md.append("\n![hit ratio and P99 TTFT per workload and policy](routing-quality.png)\n");
         if (!sens.isEmpty()) {
             md.append("\n## Load sensitivity (not used for the verdicts)\n\n");
-            md.append("The same workloads at other loads (share of nominal prefill throughput the prompts would need "
-                    + "with no cache reuse; the results above use ").append(String.format(Locale.ROOT, "%.1f", s.load))
-                    .append("), round_robin against cache_aware with its defaults.\n\n");
-            md.append("| workload | load | req/s offered | round_robin hit | cache_aware hit | round_robin TTFT p99 (ms) "
-                    + "| cache_aware TTFT p99 (ms) | p99 ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+            md.append("The same workloads at other loads (the share of the cluster's nominal prefill throughput the "
+                    + "prompts would need with no cache reuse; the results above use ")
+                    .append(String.format(Locale.ROOT, "%.1f", s.load)).append("). TTFT p99 in ms; hit ratio of "
+                    + "cache_aware; ratios as in the targets.\n\n");
+            md.append("| workload | load | req/s | round_robin | least_loaded | strict affinity | cache_aware "
+                    + "| cache_aware hit | cache_aware max/mean | ca / rr | ca / ll | ca / strict |\n"
+                    + "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
             for (Sensitivity x : sens) {
-                md.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.3f | %.3f | %.0f | %.0f | %.2f |%n",
-                        x.workload(), x.load(), x.rate(), x.roundRobin().hitRatio(), x.cacheAware().hitRatio(),
-                        x.roundRobin().ttftP99Millis(), x.cacheAware().ttftP99Millis(),
-                        x.cacheAware().ttftP99Millis() / x.roundRobin().ttftP99Millis()));
+                double ca = x.cacheAware().ttftP99Millis();
+                md.append(String.format(Locale.ROOT,
+                        "| %s | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.3f | %.2f | %.2f | %.2f | %.2f |%n",
+                        x.workload(), x.load(), x.rate(), x.roundRobin().ttftP99Millis(),
+                        x.leastLoaded().ttftP99Millis(), x.strict().ttftP99Millis(), ca, x.cacheAware().hitRatio(),
+                        x.cacheAware().maxOverMeanRequests(), ca / x.roundRobin().ttftP99Millis(),
+                        ca / x.leastLoaded().ttftP99Millis(), ca / x.strict().ttftP99Millis()));
             }
         }
         return md.toString();
+    }
+
+    /**
+     * Where each policy's slowest 1% come from: how many of those requests were sent in the first 5% of the
+     * run (warm-up: cold caches, a tree still learning) and how many had less than half their prompt cached.
+     */
+    static String tails(ScenarioResult sr) {
+        StringBuilder sb = new StringBuilder("Slowest 1% of requests by TTFT (sent in the first 5% of the run / "
+                + "with under half the prompt cached): ");
+        boolean first = true;
+        for (Row row : sr.rows()) {
+            RunResult.Trace t = row.result().trace();
+            long start = Long.MAX_VALUE;
+            long end = 0;
+            int n = t.sent().length;
+            List<long[]> ttfts = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                if (t.firstToken()[i] >= 0) {
+                    start = Math.min(start, t.sent()[i]);
+                    end = Math.max(end, t.sent()[i]);
+                    ttfts.add(new long[] {t.firstToken()[i] - t.sent()[i], i});
+                }
+            }
+            ttfts.sort((a, b) -> Long.compare(b[0], a[0]));
+            int k = Math.max(1, (int) Math.ceil(ttfts.size() * 0.01));
+            long warmEnd = start + (end - start) / 20;
+            int warm = 0;
+            int cold = 0;
+            for (int j = 0; j < Math.min(k, ttfts.size()); j++) {
+                int i = (int) ttfts.get(j)[1];
+                if (t.sent()[i] <= warmEnd) {
+                    warm++;
+                }
+                if (t.cached()[i] * 2 < sr.prepared().promptTokens[i]) {
+                    cold++;
+                }
+            }
+            sb.append(first ? "" : "; ").append(row.variant().label()).append(' ').append(warm).append('/')
+                    .append(cold).append(" of ").append(k);
+            first = false;
+        }
+        return sb.append(".\n").toString();
     }
 
     /** The targets, each with its figures and a verdict. */

@@ -34,9 +34,10 @@ public final class RunResult {
 
     /**
      * Per-request outcomes, indexed like the workload (for tests and diagnostics): when each request was
-     * sent and finished (-1 if it never was), where it went (-1 for none), and its cached prompt tokens.
+     * sent, got its first token and finished (-1 if it never did), where it went (-1 for none), and its
+     * cached prompt tokens.
      */
-    record Trace(long[] sent, long[] finished, int[] replica, int[] cached) {
+    record Trace(long[] sent, long[] firstToken, long[] finished, int[] replica, int[] cached) {
     }
 
     RunResult(String workload, String policy, int requests, int completed, int noReplica, int refused,

@@ -118,6 +118,7 @@ public final class Simulation {
         int ttftCount;
         final long[] sent;
         final long[] finished;
+        final long[] firstToken;
         final int[] replicaOf;
         final int[] cachedOf;
         final int[] routed;
@@ -161,10 +162,12 @@ public final class Simulation {
             ttft = new long[n];
             sent = new long[n];
             finished = new long[n];
+            firstToken = new long[n];
             replicaOf = new int[n];
             cachedOf = new int[n];
             java.util.Arrays.fill(sent, -1);
             java.util.Arrays.fill(finished, -1);
+            java.util.Arrays.fill(firstToken, -1);
             java.util.Arrays.fill(replicaOf, -1);
             routed = new int[replicas];
             peak = new int[replicas];
@@ -202,7 +205,7 @@ public final class Simulation {
             return new RunResult(w.workload.name(), policyName, n, completed, noReplica, refused, promptTokens,
                     cachedTokens, w.idealHitRatio(), java.util.Arrays.copyOf(ttft, ttftCount),
                     firstArrival == Long.MAX_VALUE ? 0 : firstArrival, lastFinish, outputTokens, routed, peak, busy,
-                    pre, reasons, new RunResult.Trace(sent, finished, replicaOf, cachedOf));
+                    pre, reasons, new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf));
         }
 
         void push(long time, int kind, int index) {
@@ -309,6 +312,7 @@ public final class Simulation {
                 outputTokens += r.generated();
                 ttft[ttftCount++] = r.ttftNanos();
                 finished[index] = nanos;
+                firstToken[index] = r.firstTokenNanos;
                 cachedOf[index] = r.cachedTokens();
                 lastFinish = Math.max(lastFinish, nanos);
                 done(index, nanos);
