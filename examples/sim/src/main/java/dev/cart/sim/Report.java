@@ -79,6 +79,8 @@ public final class Report {
         v.add(new Variant("cache_aware guard=abs_rel", "cache_aware", Map.of("guard", "abs_rel")));
         v.add(new Variant("cache_aware guard=median", "cache_aware", Map.of("guard", "median")));
         v.add(new Variant("cache_aware guard=bounded_load", "cache_aware", Map.of("guard", "bounded_load")));
+        v.add(new Variant("cache_aware miss=consistent_hash", "cache_aware",
+                Map.of("miss_placement", "consistent_hash")));
         v.add(new Variant(STRICT, "cache_aware", Map.of("guard", "abs_rel",
                 "balance_abs_threshold", 1_000_000, "balance_rel_threshold", 1_000_000.0)));
         return v;
