@@ -23,7 +23,7 @@ final class Chart {
     private static final Color[] PALETTE = {
         new Color(0x4E79A7), new Color(0xF28E2B), new Color(0x59A14F), new Color(0xE15759),
         new Color(0x76B7B2), new Color(0xEDC948), new Color(0xB07AA1), new Color(0xFF9DA7),
-        new Color(0x9C755F), new Color(0xBAB0AC),
+        new Color(0x9C755F), new Color(0xBAB0AC), new Color(0x1B3A5C), new Color(0x8CD17D),
     };
 
     private Chart() {

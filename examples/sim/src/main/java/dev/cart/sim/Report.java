@@ -1,5 +1,6 @@
 package dev.cart.sim;
 
+import dev.cart.core.LearnMode;
 import dev.cart.core.Reason;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.RoutingPolicy;
@@ -38,8 +39,15 @@ import java.util.function.Supplier;
  */
 public final class Report {
 
-    /** A policy configuration compared in the report. */
-    record Variant(String label, String policy, Map<String, Object> settings) {
+    /**
+     * A routing configuration compared in the report: a policy with settings, and how the router learns
+     * ({@code learn}) and whether the replica's usage reaches the lease ({@code usage}, for the router's
+     * cache feedback).
+     */
+    record Variant(String label, String policy, Map<String, Object> settings, LearnMode learn, boolean usage) {
+        Variant(String label, String policy, Map<String, Object> settings) {
+            this(label, policy, settings, LearnMode.ON_ROUTE, false);
+        }
     }
 
     /** A workload with its arrivals, ready to run. */
@@ -81,6 +89,8 @@ public final class Report {
         v.add(new Variant("cache_aware guard=bounded_load", "cache_aware", Map.of("guard", "bounded_load")));
         v.add(new Variant("cache_aware miss=consistent_hash", "cache_aware",
                 Map.of("miss_placement", "consistent_hash")));
+        v.add(new Variant("cache_aware learn=on_success", "cache_aware", Map.of(), LearnMode.ON_SUCCESS, false));
+        v.add(new Variant("cache_aware + usage feedback", "cache_aware", Map.of(), LearnMode.ON_ROUTE, true));
         v.add(new Variant(STRICT, "cache_aware", Map.of("guard", "abs_rel",
                 "balance_abs_threshold", 1_000_000, "balance_rel_threshold", 1_000_000.0)));
         return v;
@@ -275,7 +285,8 @@ public final class Report {
         List<Row> rows = new ArrayList<>();
         for (Variant v : variants) {
             Simulation sim = Simulation.builder().replicas(s.replicas).seed(s.seed)
-                    .closedLoop(sc.closedClients()).policy(v.label(), policies.apply(v)).build();
+                    .closedLoop(sc.closedClients()).policy(v.label(), policies.apply(v)).learn(v.learn())
+                    .reportUsage(v.usage()).build();
             RunResult r = sim.run(p);
             rows.add(new Row(v, r));
             if (progress) {

@@ -1,5 +1,6 @@
 package dev.cart.sim;
 
+import dev.cart.core.LearnMode;
 import dev.cart.core.Lease;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PrefixTree;
@@ -11,6 +12,7 @@ import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.RoutingPolicy;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.core.ServedUsage;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.EnumMap;
@@ -30,8 +32,8 @@ import java.util.function.Supplier;
  * (the virtual clock is the router's clock, the tree's clock and the replica set's clock, the router's
  * randomness is seeded, and eviction passes are off), its lease taken, and it is queued on the chosen
  * replica's {@link Engine}; an idle engine starts a step at once, a busy one picks it up at its next
- * step, as vLLM does. When the engine reports the request finished, the lease is marked succeeded and
- * closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
+ * step, as vLLM does. When the engine reports the request finished, the lease is marked succeeded (with
+ * the replica's usage, if so configured) and closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
  * previous one is still running waits for it. Arrivals are open-loop (each request's own arrival time)
  * or closed-loop (N clients, each sending its next request when its previous one finished).
  *
@@ -47,6 +49,9 @@ public final class Simulation {
     private final long seed;
     private final int closedClients;
     private final int maxLoad;
+    private final LearnMode learn;
+    private final boolean feedback;
+    private final boolean reportUsage;
 
     private Simulation(Builder b) {
         this.replicas = b.replicas;
@@ -56,6 +61,9 @@ public final class Simulation {
         this.seed = b.seed;
         this.closedClients = b.closedClients;
         this.maxLoad = b.maxLoad;
+        this.learn = b.learn;
+        this.feedback = b.feedback;
+        this.reportUsage = b.reportUsage;
     }
 
     public static Builder builder() {
@@ -151,6 +159,8 @@ public final class Simulation {
                     .random(() -> rnd)
                     .clock(clock)
                     .evictionInterval(Duration.ZERO)
+                    .learn(learn)
+                    .feedback(feedback)
                     .build();
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
@@ -304,7 +314,11 @@ public final class Simulation {
             @Override
             public void onFinished(EngineRequest r, long nanos) {
                 try (lease) {
-                    lease.succeeded();
+                    if (reportUsage) {
+                        lease.succeeded(new ServedUsage(r.promptTokens, r.cachedTokens()));
+                    } else {
+                        lease.succeeded();
+                    }
                 }
                 completed++;
                 promptTokens += r.promptTokens;
@@ -338,8 +352,34 @@ public final class Simulation {
         private long seed = 1;
         private int closedClients;
         private int maxLoad = ReplicaSpec.DEFAULT_MAX_LOAD;
+        private LearnMode learn = LearnMode.ON_ROUTE;
+        private boolean feedback = true;
+        private boolean reportUsage;
 
         private Builder() {
+        }
+
+        /** When the router records routed prefixes (default {@link LearnMode#ON_ROUTE}). */
+        public Builder learn(LearnMode mode) {
+            this.learn = Objects.requireNonNull(mode);
+            return this;
+        }
+
+        /** Whether the router drops routes the replica's reported cache hits contradict (default on). */
+        public Builder feedback(boolean enabled) {
+            this.feedback = enabled;
+            return this;
+        }
+
+        /**
+         * Whether a finished request hands the replica's usage ({@code prompt_tokens}, {@code cached_tokens})
+         * to its lease ({@code succeeded(usage)}), as a host reading vLLM's usage would, so the router can
+         * compare its prediction; off (the default, as the proxy does today) the lease hears
+         * {@code succeeded()}.
+         */
+        public Builder reportUsage(boolean enabled) {
+            this.reportUsage = enabled;
+            return this;
         }
 
         /** Number of replicas (default 4). */
