@@ -15,6 +15,7 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.ServedUsage;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -117,7 +118,7 @@ public final class Simulation {
         final Engine[] engines;
         final boolean[] stepping;
         final boolean[] sessionBusy;
-        final ArrayDeque<Integer>[] sessionQueue;
+        final List<ArrayDeque<Integer>> sessionQueue;
         final int n;
         long seq;
         int nextClosed;
@@ -141,7 +142,6 @@ public final class Simulation {
         long firstArrival = Long.MAX_VALUE;
         long lastFinish;
 
-        @SuppressWarnings("unchecked")
         Run(PreparedWorkload w) {
             this.w = w;
             this.n = w.size();
@@ -168,7 +168,7 @@ public final class Simulation {
             }
             stepping = new boolean[replicas];
             sessionBusy = new boolean[w.sessions];
-            sessionQueue = new ArrayDeque[w.sessions];
+            sessionQueue = new ArrayList<>(java.util.Collections.nCopies(w.sessions, null));
             ttft = new long[n];
             sent = new long[n];
             finished = new long[n];
@@ -226,10 +226,10 @@ public final class Simulation {
             int s = w.session[i];
             if (s >= 0) {
                 if (sessionBusy[s]) {
-                    if (sessionQueue[s] == null) {
-                        sessionQueue[s] = new ArrayDeque<>();
+                    if (sessionQueue.get(s) == null) {
+                        sessionQueue.set(s, new ArrayDeque<>());
                     }
-                    sessionQueue[s].addLast(i);
+                    sessionQueue.get(s).addLast(i);
                     return;
                 }
                 sessionBusy[s] = true;
@@ -240,7 +240,7 @@ public final class Simulation {
         void done(int i, long t) {
             int s = w.session[i];
             if (s >= 0) {
-                ArrayDeque<Integer> q = sessionQueue[s];
+                ArrayDeque<Integer> q = sessionQueue.get(s);
                 if (q != null && !q.isEmpty()) {
                     dispatch(q.pollFirst(), t);
                 } else {
