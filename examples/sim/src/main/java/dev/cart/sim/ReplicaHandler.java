@@ -135,6 +135,9 @@ final class ReplicaHandler implements HttpHandler {
         }
         server.countRequest();
         Fault fault = server.fault();
+        if (fault != Fault.NONE) {
+            ex.getResponseHeaders().set("x-sim-fault", fault.name().toLowerCase(java.util.Locale.ROOT));
+        }
         switch (fault) {
             case ERROR_500 -> {
                 sendError(ex, ep, 500, "internal_error", "simulated internal server error");
@@ -164,6 +167,9 @@ final class ReplicaHandler implements HttpHandler {
         call.request = r;
         server.engine().submit(r);
         if (r.rejected) {
+            if (server.isClosed()) {
+                throw new IOException("replica closed");
+            }
             Event e = call.events.poll();
             sendError(ex, ep, 400, "context_length_exceeded", e == null ? "request refused" : e.message);
             return;
@@ -331,7 +337,7 @@ final class ReplicaHandler implements HttpHandler {
                 throw new IOException("interrupted", ie);
             }
             if (dilation > 1) {
-                long due = start + (long) (dilation * (e.stamp() - start));
+                long due = stretched(start, e.stamp(), dilation);
                 for (long left; (left = due - System.nanoTime()) > 0; ) {
                     if (server.isClosed()) {
                         throw new IOException("replica closed");
@@ -341,6 +347,14 @@ final class ReplicaHandler implements HttpHandler {
             }
             return e;
         }
+    }
+
+    /**
+     * When an event the engine produced at {@code stamp} is delivered to a request that arrived at
+     * {@code start} and is slowed by {@code factor}: its delay since arrival, multiplied.
+     */
+    static long stretched(long start, long stamp, double factor) {
+        return start + (long) (factor * (stamp - start));
     }
 
     // ------------------------------------------------------------------------------------------------

@@ -30,11 +30,20 @@ public final class RunResult {
     private final long[] busyNanos;
     private final long preemptions;
     private final Map<Reason, Integer> reasons;
+    private final Trace trace;
+
+    /**
+     * Per-request outcomes, indexed like the workload (for tests and diagnostics): when each request was
+     * sent, got its first token and finished (-1 if it never did), where it went (-1 for none), and its
+     * cached prompt tokens.
+     */
+    record Trace(long[] sent, long[] firstToken, long[] finished, int[] replica, int[] cached) {
+    }
 
     RunResult(String workload, String policy, int requests, int completed, int noReplica, int refused,
               long promptTokens, long cachedTokens, double idealHitRatio, long[] ttft, long firstArrival,
               long lastFinish, long outputTokens, int[] routed, int[] peakInFlight, long[] busyNanos,
-              long preemptions, Map<Reason, Integer> reasons) {
+              long preemptions, Map<Reason, Integer> reasons, Trace trace) {
         this.workload = workload;
         this.policy = policy;
         this.requests = requests;
@@ -54,6 +63,11 @@ public final class RunResult {
         this.busyNanos = busyNanos.clone();
         this.preemptions = preemptions;
         this.reasons = Collections.unmodifiableMap(new EnumMap<>(reasons));
+        this.trace = trace;
+    }
+
+    Trace trace() {
+        return trace;
     }
 
     public String workload() {

@@ -1,5 +1,6 @@
 package dev.cart.sim;
 
+import dev.cart.core.LearnMode;
 import dev.cart.core.Lease;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PrefixTree;
@@ -11,8 +12,10 @@ import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.RoutingPolicy;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.core.ServedUsage;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -30,8 +33,8 @@ import java.util.function.Supplier;
  * (the virtual clock is the router's clock, the tree's clock and the replica set's clock, the router's
  * randomness is seeded, and eviction passes are off), its lease taken, and it is queued on the chosen
  * replica's {@link Engine}; an idle engine starts a step at once, a busy one picks it up at its next
- * step, as vLLM does. When the engine reports the request finished, the lease is marked succeeded and
- * closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
+ * step, as vLLM does. When the engine reports the request finished, the lease is marked succeeded (with
+ * the replica's usage, if so configured) and closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
  * previous one is still running waits for it. Arrivals are open-loop (each request's own arrival time)
  * or closed-loop (N clients, each sending its next request when its previous one finished).
  *
@@ -47,6 +50,9 @@ public final class Simulation {
     private final long seed;
     private final int closedClients;
     private final int maxLoad;
+    private final LearnMode learn;
+    private final boolean feedback;
+    private final boolean reportUsage;
 
     private Simulation(Builder b) {
         this.replicas = b.replicas;
@@ -56,6 +62,9 @@ public final class Simulation {
         this.seed = b.seed;
         this.closedClients = b.closedClients;
         this.maxLoad = b.maxLoad;
+        this.learn = b.learn;
+        this.feedback = b.feedback;
+        this.reportUsage = b.reportUsage;
     }
 
     public static Builder builder() {
@@ -109,13 +118,18 @@ public final class Simulation {
         final Engine[] engines;
         final boolean[] stepping;
         final boolean[] sessionBusy;
-        final ArrayDeque<Integer>[] sessionQueue;
+        final List<ArrayDeque<Integer>> sessionQueue;
         final int n;
         long seq;
         int nextClosed;
 
         final long[] ttft;
         int ttftCount;
+        final long[] sent;
+        final long[] finished;
+        final long[] firstToken;
+        final int[] replicaOf;
+        final int[] cachedOf;
         final int[] routed;
         final int[] peak;
         final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
@@ -128,7 +142,6 @@ public final class Simulation {
         long firstArrival = Long.MAX_VALUE;
         long lastFinish;
 
-        @SuppressWarnings("unchecked")
         Run(PreparedWorkload w) {
             this.w = w;
             this.n = w.size();
@@ -146,6 +159,8 @@ public final class Simulation {
                     .random(() -> rnd)
                     .clock(clock)
                     .evictionInterval(Duration.ZERO)
+                    .learn(learn)
+                    .feedback(feedback)
                     .build();
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
@@ -153,8 +168,17 @@ public final class Simulation {
             }
             stepping = new boolean[replicas];
             sessionBusy = new boolean[w.sessions];
-            sessionQueue = new ArrayDeque[w.sessions];
+            sessionQueue = new ArrayList<>(java.util.Collections.nCopies(w.sessions, null));
             ttft = new long[n];
+            sent = new long[n];
+            finished = new long[n];
+            firstToken = new long[n];
+            replicaOf = new int[n];
+            cachedOf = new int[n];
+            java.util.Arrays.fill(sent, -1);
+            java.util.Arrays.fill(finished, -1);
+            java.util.Arrays.fill(firstToken, -1);
+            java.util.Arrays.fill(replicaOf, -1);
             routed = new int[replicas];
             peak = new int[replicas];
         }
@@ -191,7 +215,7 @@ public final class Simulation {
             return new RunResult(w.workload.name(), policyName, n, completed, noReplica, refused, promptTokens,
                     cachedTokens, w.idealHitRatio(), java.util.Arrays.copyOf(ttft, ttftCount),
                     firstArrival == Long.MAX_VALUE ? 0 : firstArrival, lastFinish, outputTokens, routed, peak, busy,
-                    pre, reasons);
+                    pre, reasons, new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf));
         }
 
         void push(long time, int kind, int index) {
@@ -202,10 +226,10 @@ public final class Simulation {
             int s = w.session[i];
             if (s >= 0) {
                 if (sessionBusy[s]) {
-                    if (sessionQueue[s] == null) {
-                        sessionQueue[s] = new ArrayDeque<>();
+                    if (sessionQueue.get(s) == null) {
+                        sessionQueue.set(s, new ArrayDeque<>());
                     }
-                    sessionQueue[s].addLast(i);
+                    sessionQueue.get(s).addLast(i);
                     return;
                 }
                 sessionBusy[s] = true;
@@ -216,7 +240,7 @@ public final class Simulation {
         void done(int i, long t) {
             int s = w.session[i];
             if (s >= 0) {
-                ArrayDeque<Integer> q = sessionQueue[s];
+                ArrayDeque<Integer> q = sessionQueue.get(s);
                 if (q != null && !q.isEmpty()) {
                     dispatch(q.pollFirst(), t);
                 } else {
@@ -230,6 +254,7 @@ public final class Simulation {
 
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
+            sent[i] = t;
             RouteDecision d = router.choose(RouteRequest.of(w.keys[i]));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
@@ -239,6 +264,7 @@ public final class Simulation {
             }
             int rep = indexOf(d.replica());
             routed[rep]++;
+            replicaOf[i] = rep;
             peak[rep] = Math.max(peak[rep], d.replica().inFlight());
             EngineRequest er = new EngineRequest(w.blocks[i], w.promptTokens[i], w.maxTokens[i],
                     new Completion(i, d.lease()));
@@ -288,13 +314,20 @@ public final class Simulation {
             @Override
             public void onFinished(EngineRequest r, long nanos) {
                 try (lease) {
-                    lease.succeeded();
+                    if (reportUsage) {
+                        lease.succeeded(new ServedUsage(r.promptTokens, r.cachedTokens()));
+                    } else {
+                        lease.succeeded();
+                    }
                 }
                 completed++;
                 promptTokens += r.promptTokens;
                 cachedTokens += r.cachedTokens();
                 outputTokens += r.generated();
                 ttft[ttftCount++] = r.ttftNanos();
+                finished[index] = nanos;
+                firstToken[index] = r.firstTokenNanos;
+                cachedOf[index] = r.cachedTokens();
                 lastFinish = Math.max(lastFinish, nanos);
                 done(index, nanos);
             }
@@ -319,8 +352,34 @@ public final class Simulation {
         private long seed = 1;
         private int closedClients;
         private int maxLoad = ReplicaSpec.DEFAULT_MAX_LOAD;
+        private LearnMode learn = LearnMode.ON_ROUTE;
+        private boolean feedback = true;
+        private boolean reportUsage;
 
         private Builder() {
+        }
+
+        /** When the router records routed prefixes (default {@link LearnMode#ON_ROUTE}). */
+        public Builder learn(LearnMode mode) {
+            this.learn = Objects.requireNonNull(mode);
+            return this;
+        }
+
+        /** Whether the router drops routes the replica's reported cache hits contradict (default on). */
+        public Builder feedback(boolean enabled) {
+            this.feedback = enabled;
+            return this;
+        }
+
+        /**
+         * Whether a finished request hands the replica's usage ({@code prompt_tokens}, {@code cached_tokens})
+         * to its lease ({@code succeeded(usage)}), as a host reading vLLM's usage would, so the router can
+         * compare its prediction; off (the default, as the proxy does today) the lease hears
+         * {@code succeeded()}.
+         */
+        public Builder reportUsage(boolean enabled) {
+            this.reportUsage = enabled;
+            return this;
         }
 
         /** Number of replicas (default 4). */

@@ -262,7 +262,6 @@ public final class Workloads {
         String system = "You are a helpful assistant. " + text(Filler.seed(seed, 30), c.systemTokens());
         SplittableRandom rnd = new SplittableRandom(Filler.seed(seed, 31));
         List<List<Message>> main = new ArrayList<>();
-        int[] generation = new int[spec.conversations()];
         for (int k = 0; k < spec.conversations(); k++) {
             List<Message> h = new ArrayList<>();
             h.add(Message.system(system));
@@ -288,7 +287,6 @@ public final class Workloads {
                 h.add(Message.assistant(text(Filler.seed(seed, 33, i), replyTokens)));
                 continued++;
                 if ((h.size() - 1) / 2 >= spec.maxTurns()) {
-                    generation[k]++;
                     h.subList(1, h.size()).clear();
                 }
                 continue;

@@ -1,0 +1,537 @@
+package dev.cart.sim;
+
+import dev.cart.core.LearnMode;
+import dev.cart.core.Reason;
+import dev.cart.core.RoutingPolicies;
+import dev.cart.core.RoutingPolicy;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+/**
+ * The routing-quality benchmark: every workload through every policy on the in-process simulation, side by
+ * side, written as a Markdown table ({@code routing-quality.md}) and a chart ({@code routing-quality.png}).
+ *
+ * <p>Each (workload, policy) pair gets a fresh cluster, tree and router, the same requests with the same
+ * arrival times, and the same seed. Arrival rates follow one rule for every workload, fixed before any
+ * result was seen: the rate at which the workload's prompt tokens, if none were cached, would need
+ * {@code --load} (default 70%) of the cluster's nominal prefill throughput. The Mooncake trace keeps its
+ * own inter-arrival pattern, compressed to the same rate.
+ *
+ * <pre>
+ * java dev.cart.sim.Report [--root .] [--out docs] [--trace ../shared/traces/mooncake_synthetic_trace.jsonl]
+ *                          [--seed 1] [--replicas 4] [--load 0.7] [--trace-block-chars 256]
+ * </pre>
+ * {@code --out} and {@code --trace} are relative to {@code --root}, the repository root (by default the
+ * working directory).
+ */
+public final class Report {
+
+    /**
+     * A routing configuration compared in the report: a policy with settings, and how the router learns
+     * ({@code learn}) and whether the replica's usage reaches the lease ({@code usage}, for the router's
+     * cache feedback).
+     */
+    record Variant(String label, String policy, Map<String, Object> settings, LearnMode learn, boolean usage) {
+        Variant(String label, String policy, Map<String, Object> settings) {
+            this(label, policy, settings, LearnMode.ON_ROUTE, false);
+        }
+    }
+
+    /** A workload with its arrivals, ready to run. */
+    record Scenario(String name, String description, String arrivals, Workload workload, int closedClients) {
+    }
+
+    record Row(Variant variant, RunResult result) {
+    }
+
+    record ScenarioResult(Scenario scenario, PreparedWorkload prepared, List<Row> rows) {
+        RunResult of(String label) {
+            for (Row r : rows) {
+                if (r.variant().label().equals(label)) {
+                    return r.result();
+                }
+            }
+            return null;
+        }
+    }
+
+    static final String ROUND_ROBIN = "round_robin";
+    static final String LEAST_LOADED = "least_loaded";
+    static final String CONSISTENT_HASH = "consistent_hash";
+    static final String CACHE_AWARE = "cache_aware";
+    static final String STRICT = "cache_aware strict affinity";
+
+    private Report() {
+    }
+
+    /** The policies compared, in table and legend order. */
+    static List<Variant> variants() {
+        List<Variant> v = new ArrayList<>();
+        v.add(new Variant(ROUND_ROBIN, "round_robin", Map.of()));
+        v.add(new Variant(LEAST_LOADED, "least_loaded", Map.of()));
+        v.add(new Variant(CONSISTENT_HASH, "consistent_hash", Map.of()));
+        v.add(new Variant(CACHE_AWARE, "cache_aware", Map.of()));
+        v.add(new Variant("cache_aware guard=abs_rel", "cache_aware", Map.of("guard", "abs_rel")));
+        v.add(new Variant("cache_aware guard=median", "cache_aware", Map.of("guard", "median")));
+        v.add(new Variant("cache_aware guard=bounded_load", "cache_aware", Map.of("guard", "bounded_load")));
+        v.add(new Variant("cache_aware miss=consistent_hash", "cache_aware",
+                Map.of("miss_placement", "consistent_hash")));
+        v.add(new Variant("cache_aware learn=on_success", "cache_aware", Map.of(), LearnMode.ON_SUCCESS, false));
+        v.add(new Variant("cache_aware + usage feedback", "cache_aware", Map.of(), LearnMode.ON_ROUTE, true));
+        v.add(new Variant(STRICT, "cache_aware", Map.of("guard", "abs_rel",
+                "balance_abs_threshold", 1_000_000, "balance_rel_threshold", 1_000_000.0)));
+        return v;
+    }
+
+    /** Options of one report run. */
+    static final class Settings {
+        Path root = Path.of("");
+        Path out = Path.of("docs");
+        Path trace = Path.of("../shared/traces/mooncake_synthetic_trace.jsonl");
+        long seed = 1;
+        int replicas = 4;
+        double load = 0.7;
+        int traceBlockChars = Workloads.MOONCAKE_BLOCK_CHARS;
+
+        static Settings parse(String[] args) {
+            Settings s = new Settings();
+            for (int i = 0; i < args.length; i++) {
+                String a = args[i];
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException("missing value after " + a);
+                }
+                String v = args[++i];
+                switch (a) {
+                    case "--root" -> s.root = Path.of(v);
+                    case "--out" -> s.out = Path.of(v);
+                    case "--trace" -> s.trace = Path.of(v);
+                    case "--seed" -> s.seed = Long.parseLong(v);
+                    case "--replicas" -> s.replicas = Integer.parseInt(v);
+                    case "--load" -> s.load = Double.parseDouble(v);
+                    case "--trace-block-chars" -> s.traceBlockChars = Integer.parseInt(v);
+                    default -> throw new IllegalArgumentException("unknown option " + a + "; options: --root, --out, "
+                            + "--trace, --seed, --replicas, --load, --trace-block-chars");
+                }
+            }
+            return s;
+        }
+
+        /** {@code out} resolved against the repository root. */
+        Path outDir() {
+            return root.resolve(out).normalize();
+        }
+
+        /** {@code trace} resolved against the repository root. */
+        Path tracePath() {
+            return root.resolve(trace).normalize();
+        }
+
+        /** The options that differ from the defaults, as they would be typed (paths as given, relative). */
+        String nonDefault() {
+            Settings d = new Settings();
+            StringBuilder sb = new StringBuilder();
+            if (!out.equals(d.out)) {
+                sb.append(" --out ").append(out);
+            }
+            if (!trace.equals(d.trace)) {
+                sb.append(" --trace ").append(trace);
+            }
+            if (seed != d.seed) {
+                sb.append(" --seed ").append(seed);
+            }
+            if (replicas != d.replicas) {
+                sb.append(" --replicas ").append(replicas);
+            }
+            if (load != d.load) {
+                sb.append(" --load ").append(load);
+            }
+            if (traceBlockChars != d.traceBlockChars) {
+                sb.append(" --trace-block-chars ").append(traceBlockChars);
+            }
+            return sb.toString().trim();
+        }
+    }
+
+    public static void main(String[] args) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        Settings s = Settings.parse(args);
+        long t0 = System.nanoTime();
+        List<ScenarioResult> results = run(s, variants(), true);
+        List<Sensitivity> sens = sensitivity(s, Report::registered);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        Path dir = s.outDir();
+        Files.createDirectories(dir);
+        Path md = dir.resolve("routing-quality.md");
+        Path png = dir.resolve("routing-quality.png");
+        Files.writeString(md, markdown(s, results, sens, seconds, s.nonDefault()), StandardCharsets.UTF_8);
+        chart(png, s, results);
+        System.out.printf(Locale.ROOT, "wrote %s and %s in %.1f s%n", md, png, seconds);
+    }
+
+    /** Builds the scenarios of the report for these settings. */
+    static List<Scenario> scenarios(Settings s) {
+        EngineConfig cfg = EngineConfig.defaults();
+        long clusterCache = s.replicas * cfg.cacheTokens();
+        List<Scenario> out = new ArrayList<>();
+        List<Workload> base = new ArrayList<>();
+        base.add(Workloads.sharedPrefix(s.seed));
+        base.add(Workloads.rag(s.seed, clusterCache));
+        base.add(Workloads.multiTurn(s.seed));
+        base.add(Workloads.branching(s.seed));
+        base.add(Workloads.hotPrefix(s.seed, 0.8));
+        base.add(Workloads.hotPrefix(s.seed, 1.0));
+        for (Workload w : base) {
+            double rate = rateFor(s, w);
+            out.add(new Scenario(w.name(), w.description(), String.format(Locale.ROOT, "Poisson, %.1f req/s", rate),
+                    w.poisson(rate, s.seed), 0));
+        }
+        if (Files.isReadable(s.tracePath())) {
+            Workload w = Workloads.mooncake(s.tracePath(), s.traceBlockChars);
+            double rate = rateFor(s, w);
+            double factor = w.meanRate() / rate;
+            out.add(new Scenario(w.name(), w.description(), String.format(Locale.ROOT,
+                    "trace timestamps x%.3f (%.1f req/s)", factor, rate), w.timeScaled(factor), 0));
+        } else {
+            System.err.println("trace not found, skipping the replay: " + s.tracePath().toAbsolutePath());
+        }
+        Workload rag = base.get(1);
+        int clients = 16 * s.replicas;
+        out.add(new Scenario(rag.name() + "-closed", rag.description(),
+                "closed loop, " + clients + " clients", rag, clients));
+        return out;
+    }
+
+    /** The load rule: prompt tokens with no cache reuse would need {@code load} of nominal prefill throughput. */
+    static double rateFor(Settings s, Workload w) {
+        return rateFor(s.load, s.replicas, w);
+    }
+
+    static double rateFor(double load, int replicas, Workload w) {
+        EngineConfig cfg = EngineConfig.defaults();
+        double tokensPerSecond = 1e9 / cfg.prefillTokenNanos() * replicas;
+        double meanTokens = w.meanPromptChars() / cfg.charsPerToken();
+        return load * tokensPerSecond / meanTokens;
+    }
+
+    /** Loads of the sensitivity table. */
+    static final double[] SENSITIVITY_LOADS = {0.4, 0.7, 1.0, 1.3};
+
+    /** One line of the load-sensitivity table: one workload at one load under four policies. */
+    record Sensitivity(String workload, double load, double rate, RunResult roundRobin, RunResult leastLoaded,
+                       RunResult strict, RunResult cacheAware) {
+    }
+
+    /**
+     * RAG, multi-turn and the hot prefixes at several loads under round_robin, least_loaded, strict affinity
+     * and cache_aware: how the comparisons behind the targets depend on the load the load rule fixes. Not
+     * used for the verdicts.
+     */
+    static List<Sensitivity> sensitivity(Settings s, Function<Variant, Supplier<RoutingPolicy>> policies) {
+        EngineConfig cfg = EngineConfig.defaults();
+        Map<String, Variant> byLabel = new LinkedHashMap<>();
+        for (Variant v : variants()) {
+            byLabel.put(v.label(), v);
+        }
+        List<Variant> four = List.of(byLabel.get(ROUND_ROBIN), byLabel.get(LEAST_LOADED), byLabel.get(STRICT),
+                byLabel.get(CACHE_AWARE));
+        List<Sensitivity> out = new ArrayList<>();
+        for (Workload w : List.of(Workloads.rag(s.seed, s.replicas * cfg.cacheTokens()), Workloads.multiTurn(s.seed),
+                Workloads.hotPrefix(s.seed, 0.8), Workloads.hotPrefix(s.seed, 1.0))) {
+            for (double load : SENSITIVITY_LOADS) {
+                double rate = rateFor(load, s.replicas, w);
+                PreparedWorkload p = PreparedWorkload.of(w.poisson(rate, s.seed), cfg);
+                RunResult[] r = new RunResult[four.size()];
+                for (int i = 0; i < r.length; i++) {
+                    Variant v = four.get(i);
+                    r[i] = Simulation.builder().replicas(s.replicas).seed(s.seed).policy(v.label(), policies.apply(v))
+                            .build().run(p);
+                }
+                out.add(new Sensitivity(w.name(), load, rate, r[0], r[1], r[2], r[3]));
+            }
+        }
+        return out;
+    }
+
+    static List<ScenarioResult> run(Settings s, List<Variant> variants, boolean progress) {
+        List<ScenarioResult> all = new ArrayList<>();
+        for (Scenario sc : scenarios(s)) {
+            all.add(runScenario(sc, s, variants, Report::registered, progress));
+        }
+        return all;
+    }
+
+    /** The policy a variant names, from the registered providers. */
+    static Supplier<RoutingPolicy> registered(Variant v) {
+        return () -> RoutingPolicies.create(v.policy(), v.settings());
+    }
+
+    /** Runs one scenario under every variant, each on a fresh cluster. */
+    static ScenarioResult runScenario(Scenario sc, Settings s, List<Variant> variants,
+                                      Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+        PreparedWorkload p = PreparedWorkload.of(sc.workload(), EngineConfig.defaults());
+        List<Row> rows = new ArrayList<>();
+        for (Variant v : variants) {
+            Simulation sim = Simulation.builder().replicas(s.replicas).seed(s.seed)
+                    .closedLoop(sc.closedClients()).policy(v.label(), policies.apply(v)).learn(v.learn())
+                    .reportUsage(v.usage()).build();
+            RunResult r = sim.run(p);
+            rows.add(new Row(v, r));
+            if (progress) {
+                System.out.println(r);
+            }
+        }
+        return new ScenarioResult(sc, p, rows);
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // output
+
+    static String markdown(Settings s, List<ScenarioResult> results, List<Sensitivity> sens, double seconds,
+                           String args) {
+        EngineConfig cfg = EngineConfig.defaults();
+        StringBuilder md = new StringBuilder();
+        md.append("# Routing quality: policies side by side on simulated vLLM replicas\n\n");
+        md.append("Generated by `dev.cart.sim.Report` (see `examples/sim/README.md`); do not edit by hand.\n\n");
+        md.append("| | |\n|---|---|\n");
+        md.append("| date | ").append(DateTimeFormatter.ISO_INSTANT.format(Instant.now().atOffset(ZoneOffset.UTC)
+                .withNano(0).toInstant())).append(" |\n");
+        md.append("| command | `mvn -B -ntp -pl examples/sim -am -Preport package -DskipTests`")
+                .append(args.isBlank() ? "" : " (options: `" + args + "`)").append(" |\n");
+        md.append("| machine | ").append(System.getProperty("os.name")).append(' ')
+                .append(System.getProperty("os.arch")).append(", ").append(Runtime.getRuntime().availableProcessors())
+                .append(" cores, ").append(physicalMemory()).append(" |\n");
+        md.append("| JDK | ").append(System.getProperty("java.vm.name")).append(' ')
+                .append(System.getProperty("java.runtime.version")).append(" |\n");
+        md.append("| seed | ").append(s.seed).append(" |\n");
+        md.append(String.format(Locale.ROOT, "| cluster | %d simulated replicas, each Llama-3.1-8B on an A100-40GB "
+                        + "as modelled in `examples/sim/README.md`: %,d-token prefix cache in %d-token blocks, "
+                        + "%,d-token step budget, max_num_seqs %d |\n", s.replicas, cfg.cacheTokens(),
+                cfg.blockTokens(), cfg.maxBatchedTokens(), cfg.maxNumSeqs()));
+        md.append(String.format(Locale.ROOT, "| load rule | each workload arrives at the rate where its prompt "
+                + "tokens, with no cache reuse, would need %.0f%% of the cluster's nominal prefill throughput "
+                + "(%d x 20,000 tokens/s) |\n", 100 * s.load, s.replicas));
+        md.append(String.format(Locale.ROOT, "| run time | %.1f s for %d simulated runs |\n\n", seconds,
+                results.stream().mapToInt(r -> r.rows().size()).sum() + 2 * sens.size()));
+
+        md.append("Hit ratio is measured by the replicas (sum of `cached_tokens` over sum of `prompt_tokens`); "
+                + "*ideal* is the workload's hit ratio with an infinite cache and perfect placement (tokens in "
+                + "blocks some earlier request already had). TTFT is from the moment a request is sent to its "
+                + "first token. *max/mean* is requests on the busiest replica over the mean; *peak in-flight* "
+                + "is the highest in-flight count the router saw on each replica. *Decisions* counts the "
+                + "router's reasons (hit = cache_hit, over = hit_overloaded, miss, hashed = miss_hashed, "
+                + "policy = a cache-blind policy).\n\n");
+
+        md.append("## Issue 6 targets\n\n");
+        md.append(targets(results));
+
+        md.append("\n## Results\n");
+        for (ScenarioResult sr : results) {
+            Scenario sc = sr.scenario();
+            md.append("\n### ").append(sc.name()).append("\n\n");
+            md.append(sc.description()).append(". Arrivals: ").append(sc.arrivals()).append(". ");
+            md.append(String.format(Locale.ROOT, "%d requests, mean prompt %,.0f tokens, ideal hit ratio %.3f.%n%n",
+                    sr.prepared().size(), sr.prepared().meanPromptTokens(), sr.prepared().idealHitRatio()));
+            md.append("| policy | hit ratio | of ideal | TTFT p50 (ms) | TTFT p99 (ms) | req/s | max/mean req "
+                    + "| requests per replica | peak in-flight per replica | decisions |\n");
+            md.append("|---|---:|---:|---:|---:|---:|---:|---|---|---|\n");
+            for (Row row : sr.rows()) {
+                RunResult r = row.result();
+                md.append(String.format(Locale.ROOT, "| %s | %.3f | %.2f | %.0f | %.0f | %.2f | %.2f | %s | %s | %s |%n",
+                        row.variant().label(), r.hitRatio(), r.hitRatio() / Math.max(1e-9, r.idealHitRatio()),
+                        r.ttftP50Millis(), r.ttftP99Millis(), r.requestsPerSecond(), r.maxOverMeanRequests(),
+                        join(r.routed()), join(r.peakInFlight()), decisions(r)));
+                if (r.noReplica() > 0 || r.refused() > 0) {
+                    md.append(String.format(Locale.ROOT, "|   ↳ %d requests found no replica, %d were refused | | | | "
+                            + "| | | | | |%n", r.noReplica(), r.refused()));
+                }
+            }
+            md.append('\n').append(tails(sr)).append('\n');
+        }
+        md.append("\n![hit ratio and P99 TTFT per workload and policy](routing-quality.png)\n");
+        if (!sens.isEmpty()) {
+            md.append("\n## Load sensitivity (not used for the verdicts)\n\n");
+            md.append("The same workloads at other loads (the share of the cluster's nominal prefill throughput the "
+                    + "prompts would need with no cache reuse; the results above use ")
+                    .append(String.format(Locale.ROOT, "%.1f", s.load)).append("). TTFT p99 in ms; hit ratio of "
+                    + "cache_aware; ratios as in the targets.\n\n");
+            md.append("| workload | load | req/s | round_robin | least_loaded | strict affinity | cache_aware "
+                    + "| cache_aware hit | cache_aware max/mean | ca / rr | ca / ll | ca / strict |\n"
+                    + "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+            for (Sensitivity x : sens) {
+                double ca = x.cacheAware().ttftP99Millis();
+                md.append(String.format(Locale.ROOT,
+                        "| %s | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.3f | %.2f | %.2f | %.2f | %.2f |%n",
+                        x.workload(), x.load(), x.rate(), x.roundRobin().ttftP99Millis(),
+                        x.leastLoaded().ttftP99Millis(), x.strict().ttftP99Millis(), ca, x.cacheAware().hitRatio(),
+                        x.cacheAware().maxOverMeanRequests(), ca / x.roundRobin().ttftP99Millis(),
+                        ca / x.leastLoaded().ttftP99Millis(), ca / x.strict().ttftP99Millis()));
+            }
+        }
+        return md.toString();
+    }
+
+    /**
+     * Where each policy's slowest 1% come from: how many of those requests were sent in the first 5% of the
+     * run (warm-up: cold caches, a tree still learning) and how many had less than half their prompt cached.
+     */
+    static String tails(ScenarioResult sr) {
+        StringBuilder sb = new StringBuilder("Slowest 1% of requests by TTFT (sent in the first 5% of the run / "
+                + "with under half the prompt cached): ");
+        boolean first = true;
+        for (Row row : sr.rows()) {
+            RunResult.Trace t = row.result().trace();
+            long start = Long.MAX_VALUE;
+            long end = 0;
+            int n = t.sent().length;
+            List<long[]> ttfts = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                if (t.firstToken()[i] >= 0) {
+                    start = Math.min(start, t.sent()[i]);
+                    end = Math.max(end, t.sent()[i]);
+                    ttfts.add(new long[] {t.firstToken()[i] - t.sent()[i], i});
+                }
+            }
+            ttfts.sort((a, b) -> Long.compare(b[0], a[0]));
+            int k = Math.max(1, (int) Math.ceil(ttfts.size() * 0.01));
+            long warmEnd = start + (end - start) / 20;
+            int warm = 0;
+            int cold = 0;
+            for (int j = 0; j < Math.min(k, ttfts.size()); j++) {
+                int i = (int) ttfts.get(j)[1];
+                if (t.sent()[i] <= warmEnd) {
+                    warm++;
+                }
+                if (t.cached()[i] * 2 < sr.prepared().promptTokens[i]) {
+                    cold++;
+                }
+            }
+            sb.append(first ? "" : "; ").append(row.variant().label()).append(' ').append(warm).append('/')
+                    .append(cold).append(" of ").append(k);
+            first = false;
+        }
+        return sb.append(".\n").toString();
+    }
+
+    /** The issue's targets, each with its figures and a verdict. */
+    static String targets(List<ScenarioResult> results) {
+        StringBuilder t = new StringBuilder();
+        t.append("| target | workload | measured | met |\n|---|---|---|---|\n");
+        for (ScenarioResult sr : results) {
+            String name = sr.scenario().name();
+            RunResult ca = sr.of(CACHE_AWARE);
+            if (ca == null) {
+                continue;
+            }
+            if (name.equals("rag-zipf") || name.equals("multi-turn")) {
+                double share = ca.hitRatio() / ca.idealHitRatio();
+                t.append(String.format(Locale.ROOT, "| cache_aware hit ratio >= 0.9 x ideal | %s | %.3f / %.3f = %.2f "
+                        + "| %s |%n", name, ca.hitRatio(), ca.idealHitRatio(), share, yes(share >= 0.9)));
+                RunResult rr = sr.of(ROUND_ROBIN);
+                if (rr != null) {
+                    double ratio = ca.ttftP99Millis() / rr.ttftP99Millis();
+                    t.append(String.format(Locale.ROOT, "| cache_aware P99 TTFT <= 0.5 x round_robin | %s | %.0f / "
+                            + "%.0f ms = %.2f | %s |%n", name, ca.ttftP99Millis(), rr.ttftP99Millis(), ratio,
+                            yes(ratio <= 0.5)));
+                }
+            }
+            if (name.startsWith("hot-prefix")) {
+                t.append(String.format(Locale.ROOT, "| cache_aware max/mean load <= 1.5 | %s | %.2f (requests %s) "
+                        + "| %s |%n", name, ca.maxOverMeanRequests(), join(ca.routed()),
+                        yes(ca.maxOverMeanRequests() <= 1.5)));
+                RunResult strict = sr.of(STRICT);
+                if (strict != null) {
+                    double ratio = ca.ttftP99Millis() / strict.ttftP99Millis();
+                    t.append(String.format(Locale.ROOT, "| cache_aware P99 TTFT <= 0.6 x strict affinity | %s | %.0f"
+                            + " / %.0f ms = %.2f | %s |%n", name, ca.ttftP99Millis(), strict.ttftP99Millis(), ratio,
+                            yes(ratio <= 0.6)));
+                }
+            }
+            RunResult ll = sr.of(LEAST_LOADED);
+            if (ll != null) {
+                double ratio = ca.ttftP99Millis() / ll.ttftP99Millis();
+                t.append(String.format(Locale.ROOT, "| cache_aware P99 TTFT <= 1.1 x least_loaded | %s | %.0f / %.0f "
+                        + "ms = %.2f | %s |%n", name, ca.ttftP99Millis(), ll.ttftP99Millis(), ratio,
+                        yes(ratio <= 1.1)));
+            }
+        }
+        return t.toString();
+    }
+
+    static void chart(Path png, Settings s, List<ScenarioResult> results) throws IOException {
+        List<String> labels = new ArrayList<>();
+        for (Row r : results.get(0).rows()) {
+            labels.add(r.variant().label());
+        }
+        List<Chart.Group> groups = new ArrayList<>();
+        for (ScenarioResult sr : results) {
+            double[] hit = new double[labels.size()];
+            double[] p99 = new double[labels.size()];
+            for (int i = 0; i < labels.size(); i++) {
+                RunResult r = sr.of(labels.get(i));
+                hit[i] = r == null ? Double.NaN : r.hitRatio();
+                p99[i] = r == null ? Double.NaN : r.ttftP99Millis();
+            }
+            groups.add(new Chart.Group(sr.scenario().name(), sr.prepared().idealHitRatio(), hit, p99));
+        }
+        Chart.write(png, String.format(Locale.ROOT, "CART routing quality: %d simulated replicas, seed %d",
+                s.replicas, s.seed), labels, groups);
+    }
+
+    private static String yes(boolean met) {
+        return met ? "yes" : "**no**";
+    }
+
+    private static String join(int[] v) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < v.length; i++) {
+            sb.append(i == 0 ? "" : " · ").append(v[i]);
+        }
+        return sb.toString();
+    }
+
+    private static String decisions(RunResult r) {
+        Map<String, Integer> shown = new LinkedHashMap<>();
+        for (Map.Entry<Reason, Integer> e : r.reasons().entrySet()) {
+            String k = switch (e.getKey()) {
+                case CACHE_HIT -> "hit";
+                case HIT_OVERLOADED -> "over";
+                case MISS -> "miss";
+                case MISS_HASHED -> "hashed";
+                case EMPTY_TEXT -> "empty";
+                case POLICY -> "policy";
+                case NO_REPLICA -> "none";
+            };
+            shown.merge(k, e.getValue(), Integer::sum);
+        }
+        StringBuilder sb = new StringBuilder();
+        for (Map.Entry<String, Integer> e : shown.entrySet()) {
+            sb.append(sb.length() == 0 ? "" : " · ").append(e.getKey()).append(' ').append(e.getValue());
+        }
+        return sb.toString();
+    }
+
+    private static String physicalMemory() {
+        try {
+            java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+            if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
+                return String.format(Locale.ROOT, "%.0f GiB RAM", sun.getTotalMemorySize() / (double) (1L << 30));
+            }
+        } catch (RuntimeException | LinkageError e) {
+            // not available on this JVM
+        }
+        return "RAM unknown";
+    }
+}

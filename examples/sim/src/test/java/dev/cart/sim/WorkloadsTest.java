@@ -1,0 +1,163 @@
+package dev.cart.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.cart.extract.Endpoint;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class WorkloadsTest {
+
+    @Test
+    void sharedPrefixHasSglangDefaults() {
+        Workload w = Workloads.sharedPrefix(1);
+        assertEquals(1024, w.size());
+        Set<String> systems = new HashSet<>();
+        for (WorkloadRequest r : w.requests()) {
+            assertEquals(Endpoint.COMPLETIONS, r.endpoint());
+            assertEquals(256, r.maxTokens());
+            assertEquals((2048 + 128) * 4 + 2, r.prompt().length());
+            systems.add(r.prompt().substring(0, 2048 * 4));
+        }
+        assertEquals(64, systems.size());
+        assertEquals(w.requests().get(5).prompt(), Workloads.sharedPrefix(1).requests().get(5).prompt());
+        assertNotEquals(w.requests().get(5).prompt(), Workloads.sharedPrefix(2).requests().get(5).prompt());
+    }
+
+    @Test
+    void ragDocumentsOutgrowOneReplicaAndFollowZipf() {
+        long replicaCache = 150_000;
+        Workload w = Workloads.rag(3, 4 * replicaCache);
+        Map<String, Integer> byDoc = new HashMap<>();
+        Map<String, Integer> docChars = new HashMap<>();
+        for (WorkloadRequest r : w.requests()) {
+            String user = r.messages().get(1).content();
+            String doc = user.substring(0, user.indexOf("\n\nQuestion: "));
+            String id = doc.substring(0, doc.indexOf(':'));
+            byDoc.merge(id, 1, Integer::sum);
+            docChars.put(id, doc.length());
+        }
+        assertEquals(2048, w.size());
+        int top = byDoc.getOrDefault("Document 0", 0);
+        assertTrue(top > 2048 / 10, "rank 1 of Zipf(1.1) over ~160 documents draws ~20%: " + top);
+        assertTrue(top > byDoc.getOrDefault("Document 10", 0) * 5);
+        long totalTokens = docChars.values().stream().mapToLong(c -> c / 4).sum();
+        assertTrue(totalTokens > replicaCache, "requested documents exceed one replica's cache: " + totalTokens);
+        assertTrue(w.description().contains("of the cluster cache"));
+    }
+
+    @Test
+    void multiTurnPromptsGrowByAppendingAndInterleaveUsers() {
+        Workloads.ChatSpec spec = new Workloads.ChatSpec(5, 4, 64, 8, 16, 8, 16);
+        Workload w = Workloads.multiTurn(4, spec);
+        assertEquals(20, w.size());
+        Set<String> firstRound = new HashSet<>();
+        for (int i = 0; i < 5; i++) {
+            firstRound.add(w.requests().get(i).session());
+        }
+        assertEquals(5, firstRound.size(), "round 1 visits every user before anyone's round 2");
+        Map<String, WorkloadRequest> last = new HashMap<>();
+        for (WorkloadRequest r : w.requests()) {
+            WorkloadRequest prev = last.put(r.session(), r);
+            if (prev != null) {
+                List<Message> before = prev.messages();
+                List<Message> now = r.messages();
+                assertEquals(before, now.subList(0, before.size()), "the history is kept verbatim");
+                assertEquals("assistant", now.get(before.size()).role());
+                assertEquals(prev.maxTokens() * 4, now.get(before.size()).content().length(),
+                        "the reply has as many tokens as the turn asked for");
+                assertTrue(r.replicaPrompt().startsWith(prev.replicaPrompt()), "turn N is a prefix of turn N+1");
+            }
+            assertEquals("system", r.messages().get(0).role());
+        }
+    }
+
+    @Test
+    void branchesShareTheMainLineAndResumptionsTruncateIt() {
+        Workload w = Workloads.branching(5, new Workloads.BranchSpec(4, 200, 0.5, 0.3, 6,
+                new Workloads.ChatSpec(0, 0, 32, 8, 16, 8, 16)));
+        int branchLike = 0;
+        Map<String, WorkloadRequest> prevInSession = new HashMap<>();
+        for (WorkloadRequest r : w.requests()) {
+            WorkloadRequest prev = prevInSession.put(r.session(), r);
+            if (prev != null && !r.replicaPrompt().startsWith(prev.replicaPrompt())) {
+                // not a continuation of the previous request: shares a shorter prefix (branch or resumption)
+                String a = prev.replicaPrompt();
+                String b = r.replicaPrompt();
+                int common = 0;
+                while (common < Math.min(a.length(), b.length()) && a.charAt(common) == b.charAt(common)) {
+                    common++;
+                }
+                assertTrue(common >= r.messages().get(0).content().length(), "at least the system prompt is shared");
+                branchLike++;
+            }
+        }
+        assertTrue(branchLike > 20, "branches and resumptions happen: " + branchLike);
+        assertTrue(w.description().contains("branch") && w.description().contains("resume"));
+    }
+
+    @Test
+    void hotPrefixShare() {
+        Workload w80 = Workloads.hotPrefix(6, 0.8);
+        Workload w100 = Workloads.hotPrefix(6, 1.0);
+        String hot = w100.requests().get(0).messages().get(0).content();
+        long hot80 = w80.requests().stream().filter(r -> r.messages().get(0).content().equals(hot)).count();
+        assertTrue(hot80 > 0.75 * 1024 && hot80 < 0.85 * 1024, "about 80%: " + hot80);
+        assertTrue(w100.requests().stream().allMatch(r -> r.messages().get(0).content().equals(hot)));
+        assertEquals("hot-prefix-80", w80.name());
+    }
+
+    @Test
+    void poissonArrivalsHaveTheRequestedRateAndAreSeeded() {
+        Workload w = Workloads.hotPrefix(1, 1.0).poisson(20, 9);
+        assertEquals(20, w.meanRate(), 2.0);
+        assertEquals(w.requests().get(100).arrivalNanos(),
+                Workloads.hotPrefix(1, 1.0).poisson(20, 9).requests().get(100).arrivalNanos());
+        for (int i = 1; i < w.size(); i++) {
+            assertTrue(w.requests().get(i).arrivalNanos() >= w.requests().get(i - 1).arrivalNanos());
+        }
+    }
+
+    @Test
+    void traceBlocksBecomeDeterministicText(@TempDir Path dir) throws IOException {
+        Path trace = dir.resolve("t.jsonl");
+        Files.writeString(trace, String.join("\n",
+                "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 7, \"hash_ids\": [1, 2, 3]}",
+                "{\"timestamp\": 40, \"input_length\": 600, \"output_length\": 3, \"hash_ids\": [1, 4]}",
+                "{\"timestamp\": 90, \"input_length\": 100, \"output_length\": 0, \"hash_ids\": [5]}"));
+        Workload w = Workloads.mooncake(trace, 256);
+        List<WorkloadRequest> rs = w.requests();
+        assertEquals(3, rs.size());
+        assertEquals((int) Math.ceil(1100 * 256 / 512.0), rs.get(0).prompt().length());
+        assertEquals(300, rs.get(1).prompt().length());
+        assertEquals(rs.get(0).prompt().substring(0, 256), rs.get(1).prompt().substring(0, 256), "same id, same text");
+        assertNotEquals(rs.get(0).prompt().charAt(257), rs.get(1).prompt().charAt(257),
+                "different ids differ from their first characters");
+        assertEquals(40_000_000L, rs.get(1).arrivalNanos());
+        assertEquals(7, rs.get(0).maxTokens());
+        assertEquals(1, rs.get(2).maxTokens(), "a zero-length output still generates one token");
+        assertEquals(Workloads.blockText(9, 256), Workloads.blockText(9, 256));
+    }
+
+    @Test
+    void theMooncakeTraceKeepsItsReuseWhenScaled() {
+        Path trace = Path.of("../../../shared/traces/mooncake_synthetic_trace.jsonl");
+        assumeTrue(Files.isReadable(trace), "the shared trace is not next to the repository");
+        Workload w = Workloads.mooncake(trace);
+        assertEquals(3993, w.size());
+        double ideal = PreparedWorkload.of(w, EngineConfig.defaults()).idealHitRatio();
+        // The trace's README measures 65.1% of input tokens reusable with 512-token blocks.
+        assertTrue(ideal > 0.62 && ideal < 0.70, "ideal hit ratio " + ideal);
+    }
+}
