@@ -4,13 +4,16 @@ import java.time.Clock;
 
 /**
  * One replica's circuit breaker: CLOSED counts consecutive failures and opens at the threshold; OPEN
- * refuses traffic until the timeout passes; HALF_OPEN admits at most {@code halfOpenMaxRequests} requests
- * at once (the caller enforces that through the in-flight count), closes after {@code successThreshold}
- * successes and reopens on any failure.
+ * refuses traffic until the timeout passes; HALF_OPEN admits at most {@code halfOpenMaxRequests} trial
+ * requests at once, closes after {@code successThreshold} successful trials and reopens on a failed one.
  *
- * <p>Concurrency: the state is a volatile field read without locking on the hot path ({@link #state});
- * every transition and counter update happens under the object's monitor. The clock is injected so the
- * open timeout is testable without sleeping.
+ * <p>Every transition starts a new generation. A request is admitted under the current generation and
+ * reports its outcome with it; outcomes of an older generation (a request admitted before the circuit
+ * opened, finishing while it is half-open) are ignored, so only trials decide a half-open circuit and
+ * old requests do not take trial slots.
+ *
+ * <p>Concurrency: state, generation and the open time are volatile and read without locking on the hot
+ * path; every transition and counter update happens under the object's monitor. The clock is injected.
  */
 final class CircuitBreaker {
 
@@ -22,9 +25,11 @@ final class CircuitBreaker {
     private final Clock clock;
     private final Listener listener;
     private volatile CircuitState state = CircuitState.CLOSED;
-    private int consecutiveFailures;
+    private volatile long generation;
+    private volatile long openedAtMillis;
+    private volatile int consecutiveFailures;
     private int halfOpenSuccesses;
-    private long openedAtMillis;
+    private int trials;
 
     CircuitBreaker(CircuitBreakerConfig config, Clock clock, Listener listener) {
         this.config = config;
@@ -35,11 +40,10 @@ final class CircuitBreaker {
     /** The state now, moving OPEN to HALF_OPEN once the timeout has passed. */
     CircuitState state() {
         CircuitState s = state;
-        if (s == CircuitState.OPEN) {
+        if (s == CircuitState.OPEN && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
             synchronized (this) {
                 if (state == CircuitState.OPEN
                         && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
-                    halfOpenSuccesses = 0;
                     transition(CircuitState.HALF_OPEN);
                 }
                 return state;
@@ -48,56 +52,100 @@ final class CircuitBreaker {
         return s;
     }
 
-    /** Most requests admitted at once in the current state (0 when open). */
-    int admissionLimit(int maxLoad) {
+    long generation() {
+        return generation;
+    }
+
+    /** True if {@link #admit()} would admit a request now. */
+    boolean admits() {
         return switch (state()) {
-            case CLOSED -> maxLoad;
-            case HALF_OPEN -> Math.min(maxLoad, config.halfOpenMaxRequests());
-            case OPEN -> 0;
+            case CLOSED -> true;
+            case OPEN -> false;
+            case HALF_OPEN -> trialsAvailable();
         };
     }
 
-    void onSuccess() {
-        CircuitState s = state;
-        if (s == CircuitState.CLOSED && consecutiveFailures == 0) {
+    private synchronized boolean trialsAvailable() {
+        return state != CircuitState.HALF_OPEN || trials < config.halfOpenMaxRequests();
+    }
+
+    /** Admits one request: its generation, or -1 if refused (open, or no trial slot free). */
+    long admit() {
+        CircuitState s = state();
+        if (s == CircuitState.CLOSED) {
+            long g = generation;
+            if (state == CircuitState.CLOSED) {
+                return g;
+            }
+        }
+        synchronized (this) {
+            switch (state()) {
+                case CLOSED:
+                    return generation;
+                case HALF_OPEN:
+                    if (trials < config.halfOpenMaxRequests()) {
+                        trials++;
+                        return generation;
+                    }
+                    return -1;
+                default:
+                    return -1;
+            }
+        }
+    }
+
+    /** Gives back an admission that did not become a request (the replica was full). */
+    synchronized void unadmit(long g) {
+        if (g == generation && state == CircuitState.HALF_OPEN && trials > 0) {
+            trials--;
+        }
+    }
+
+    /** Records the outcome of a request admitted under generation {@code g}. */
+    void record(long g, Outcome outcome) {
+        if (g != generation) {
+            return; // evidence from before the last transition
+        }
+        if (state == CircuitState.CLOSED && outcome == Outcome.SUCCESS && consecutiveFailures == 0) {
             return; // the common case: nothing to write
         }
         synchronized (this) {
+            if (g != generation) {
+                return;
+            }
             switch (state) {
-                case CLOSED -> consecutiveFailures = 0;
-                case HALF_OPEN -> {
-                    if (++halfOpenSuccesses >= config.successThreshold()) {
+                case CLOSED -> {
+                    if (outcome == Outcome.SUCCESS) {
                         consecutiveFailures = 0;
+                    } else if (outcome == Outcome.FAILURE && ++consecutiveFailures >= config.failureThreshold()) {
+                        transition(CircuitState.OPEN);
+                    }
+                }
+                case HALF_OPEN -> {
+                    trials--;
+                    if (outcome == Outcome.FAILURE) {
+                        transition(CircuitState.OPEN);
+                    } else if (outcome == Outcome.SUCCESS && ++halfOpenSuccesses >= config.successThreshold()) {
                         transition(CircuitState.CLOSED);
                     }
                 }
-                case OPEN -> { } // a request admitted before the circuit opened; it proves nothing new
+                case OPEN -> { } // cannot happen: no admission under an open generation
             }
         }
     }
 
-    synchronized void onFailure() {
-        switch (state) {
-            case CLOSED -> {
-                if (++consecutiveFailures >= config.failureThreshold()) {
-                    open();
-                }
-            }
-            case HALF_OPEN -> open();
-            case OPEN -> { } // admitted before the circuit opened; the open period is not extended
-        }
-    }
-
-    private void open() {
-        openedAtMillis = clock.millis();
-        halfOpenSuccesses = 0;
-        transition(CircuitState.OPEN);
-    }
-
+    /** Caller holds the monitor. */
     private void transition(CircuitState to) {
         CircuitState from = state;
         if (from == to) {
             return;
+        }
+        generation++;
+        trials = 0;
+        halfOpenSuccesses = 0;
+        consecutiveFailures = 0;
+        if (to == CircuitState.OPEN) {
+            openedAtMillis = clock.millis();
         }
         state = to;
         listener.onTransition(from, to);

@@ -83,7 +83,7 @@ public final class Lease implements AutoCloseable {
             return;
         }
         Outcome o = outcome;
-        decision.replica().release(o);
+        Router.release(decision.replica(), o, decision.ticket());
         router.closed(decision, o, System.nanoTime() - startNanos);
     }
 }

@@ -185,38 +185,52 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         @Override
         public boolean isAvailable() {
-            return healthy && inFlight.get() < breaker.admissionLimit(maxLoad);
+            return healthy && inFlight.get() < maxLoad && breaker.admits();
         }
 
         @Override
         public boolean tryAcquire() {
+            return acquire() >= 0;
+        }
+
+        /**
+         * Admits one request: the circuit generation it was admitted under (pass it back to
+         * {@link #release(Outcome, long)}), or -1 if refused.
+         */
+        long acquire() {
             if (!healthy) {
-                return false;
+                return -1;
             }
-            int limit = breaker.admissionLimit(maxLoad);
+            long g = breaker.admit();
+            if (g < 0) {
+                return -1;
+            }
             for (;;) {
                 int n = inFlight.get();
-                if (n >= limit) {
-                    return false;
+                if (n >= maxLoad) {
+                    breaker.unadmit(g);
+                    return -1;
                 }
                 if (inFlight.compareAndSet(n, n + 1)) {
-                    return true;
+                    return g;
                 }
             }
         }
 
+        /** Ends a request admitted by {@link #tryAcquire()}; its outcome counts for the current generation. */
         @Override
         public void release(Outcome outcome) {
+            release(outcome, breaker.generation());
+        }
+
+        /** Ends a request admitted by {@link #acquire()} under generation {@code g}. */
+        void release(Outcome outcome, long g) {
             int left = inFlight.decrementAndGet();
             if (left < 0) {
                 inFlight.incrementAndGet();
                 throw new IllegalStateException("release without acquire on replica " + id);
             }
-            switch (outcome) {
-                case SUCCESS -> breaker.onSuccess();
-                case FAILURE -> breaker.onFailure();
-                case CANCELLED -> { }
-            }
+            breaker.record(g, outcome);
         }
 
         /** Records one health probe result; thresholds decide when the health state flips. */

@@ -15,17 +15,24 @@ public final class RouteDecision {
     private final int keyLength;
     private final long decisionNanos;
     private final PromptKey key;
+    private final long ticket;
     private final Lease lease;
 
-    RouteDecision(Replica replica, Reason reason, int matchedLength, PromptKey key, long decisionNanos,
-                  Router router) {
+    RouteDecision(Replica replica, long ticket, Reason reason, int matchedLength, PromptKey key,
+                  long decisionNanos, Router router) {
         this.replica = replica;
+        this.ticket = ticket;
         this.reason = reason;
         this.matchedLength = matchedLength;
         this.keyLength = key.length();
         this.key = key;
         this.decisionNanos = decisionNanos;
         this.lease = new Lease(this, router);
+    }
+
+    /** What the replica's admission returned; handed back when the lease is released. */
+    long ticket() {
+        return ticket;
     }
 
     /** The key the decision was made for. */

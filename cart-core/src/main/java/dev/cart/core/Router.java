@@ -112,7 +112,8 @@ public final class Router implements AutoCloseable {
                 throw new IllegalStateException("policy " + policy.name() + " chose " + chosen.id()
                         + ", which was not among the candidates");
             }
-            if (chosen.tryAcquire()) {
+            long ticket = acquire(chosen);
+            if (ticket >= 0) {
                 if (learnMode == LearnMode.ON_ROUTE) {
                     record(key, chosen);
                 }
@@ -120,15 +121,34 @@ public final class Router implements AutoCloseable {
                 if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0) {
                     matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
                 }
-                return decided(chosen, choice.reason(), matched, key, t0);
+                return decided(chosen, ticket, choice.reason(), matched, key, t0);
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
-        return decided(null, Reason.NO_REPLICA, 0, key, t0);
+        return decided(null, -1, Reason.NO_REPLICA, 0, key, t0);
     }
 
-    private RouteDecision decided(Replica r, Reason reason, int matched, PromptKey key, long t0) {
-        RouteDecision d = new RouteDecision(r, reason, matched, key, System.nanoTime() - t0, this);
+    /**
+     * Takes an in-flight slot: for a managed replica, the circuit generation it was admitted under (so a
+     * late outcome cannot sway a newer circuit state); for any other, 0. -1 if refused.
+     */
+    private static long acquire(Replica r) {
+        if (r instanceof ManagedReplicaSet.Member m) {
+            return m.acquire();
+        }
+        return r.tryAcquire() ? 0 : -1;
+    }
+
+    static void release(Replica r, Outcome outcome, long ticket) {
+        if (r instanceof ManagedReplicaSet.Member m) {
+            m.release(outcome, ticket);
+        } else {
+            r.release(outcome);
+        }
+    }
+
+    private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, PromptKey key, long t0) {
+        RouteDecision d = new RouteDecision(r, ticket, reason, matched, key, System.nanoTime() - t0, this);
         listener.onDecision(d);
         return d;
     }

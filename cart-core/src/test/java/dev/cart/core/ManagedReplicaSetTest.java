@@ -94,6 +94,47 @@ class ManagedReplicaSetTest {
     }
 
     @Test
+    void aRequestFromBeforeTheCircuitOpenedNeitherTakesATrialSlotNorDecidesTheTrial() {
+        ManagedReplicaSet.Member m = member(10);
+        long old = m.acquire(); // a long request admitted while closed
+        assertTrue(old >= 0);
+        for (int i = 0; i < 3; i++) {
+            request(m, Outcome.FAILURE);
+        }
+        assertEquals(CircuitState.OPEN, m.circuitState());
+        clock.advance(Duration.ofSeconds(30));
+        long trial = m.acquire();
+        assertTrue(trial >= 0, "the old request does not occupy the single trial slot");
+        assertTrue(m.acquire() < 0, "but only one trial at a time");
+        m.release(Outcome.SUCCESS, old);
+        assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "an old success proves nothing about now");
+        m.release(Outcome.SUCCESS, trial);
+        assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "two successful trials are needed");
+        long trial2 = m.acquire();
+        m.release(Outcome.SUCCESS, trial2);
+        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(0, m.inFlight());
+    }
+
+    @Test
+    void anOldFailureDoesNotReopenAClosedCircuit() {
+        ManagedReplicaSet.Member m = member(10);
+        long old = m.acquire();
+        for (int i = 0; i < 3; i++) {
+            request(m, Outcome.FAILURE);
+        }
+        clock.advance(Duration.ofSeconds(30));
+        for (int i = 0; i < 2; i++) {
+            request(m, Outcome.SUCCESS);
+        }
+        assertEquals(CircuitState.CLOSED, m.circuitState());
+        m.release(Outcome.FAILURE, old);
+        m.release(Outcome.FAILURE, m.acquire());
+        m.release(Outcome.FAILURE, m.acquire());
+        assertEquals(CircuitState.CLOSED, m.circuitState(), "two current failures, not three: the old one is ignored");
+    }
+
+    @Test
     void cancelledRequestsSayNothingAboutTheReplica() {
         ManagedReplicaSet.Member m = member(10);
         for (int i = 0; i < 10; i++) {
