@@ -14,15 +14,17 @@ public final class RouteDecision {
     private final int matchedLength;
     private final int keyLength;
     private final long decisionNanos;
+    private final int attempt;
     private final Lease lease;
 
     RouteDecision(Replica replica, Reason reason, int matchedLength, int keyLength, long decisionNanos,
-                  RoutingListener listener) {
+                  int attempt, RoutingListener listener) {
         this.replica = replica;
         this.reason = reason;
         this.matchedLength = matchedLength;
         this.keyLength = keyLength;
         this.decisionNanos = decisionNanos;
+        this.attempt = attempt;
         this.lease = new Lease(this, listener);
     }
 
@@ -58,6 +60,11 @@ public final class RouteDecision {
     /** Time spent in {@link Router#choose}, in nanoseconds. */
     public long decisionNanos() {
         return decisionNanos;
+    }
+
+    /** The request's {@link RouteRequest#attempt()}: 0 for a first attempt, n for the n-th retry. */
+    public int attempt() {
+        return attempt;
     }
 
     /** The in-flight guard; a no-op lease for a decision without a replica. */

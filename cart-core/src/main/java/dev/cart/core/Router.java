@@ -112,15 +112,16 @@ public final class Router implements AutoCloseable {
                 if (policy.usesPrefixTree() && key.blockCount() > 0 && !tree.insert(key, chosen)) {
                     listener.onInsertSkipped();
                 }
-                return decided(chosen, choice.reason(), choice.matchedLength(), key, t0);
+                return decided(chosen, choice.reason(), choice.matchedLength(), request, t0);
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
-        return decided(null, Reason.NO_REPLICA, 0, key, t0);
+        return decided(null, Reason.NO_REPLICA, 0, request, t0);
     }
 
-    private RouteDecision decided(Replica r, Reason reason, int matched, PromptKey key, long t0) {
-        RouteDecision d = new RouteDecision(r, reason, matched, key.length(), System.nanoTime() - t0, listener);
+    private RouteDecision decided(Replica r, Reason reason, int matched, RouteRequest request, long t0) {
+        RouteDecision d = new RouteDecision(r, reason, matched, request.key().length(), System.nanoTime() - t0,
+                request.attempt(), listener);
         listener.onDecision(d);
         return d;
     }
