@@ -12,6 +12,7 @@ import dev.cart.extract.ExtractionException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,11 +36,21 @@ final class ProxyHandler implements HttpHandler {
         this.server = server;
     }
 
+    /**
+     * Per-request facts for the request metric, filled in by the thread handling it. (Not an exchange
+     * attribute: the JDK server keeps attributes per context, shared by every exchange.)
+     */
+    private static final class Facts {
+        String replica;
+    }
+
     @Override
     public void handle(HttpExchange ex) throws IOException {
+        long start = System.nanoTime();
+        Facts facts = new Facts();
         boolean abort = false;
         try {
-            dispatch(ex);
+            dispatch(ex, facts);
         } catch (Forwarder.Abort e) {
             abort = true;
             throw e; // the server drops the connection without completing the response
@@ -63,10 +74,12 @@ final class ProxyHandler implements HttpHandler {
             if (!abort) {
                 ex.close();
             }
+            server.metrics().request(ex.getRequestURI().getRawPath(), ex.getResponseCode(), facts.replica,
+                    System.nanoTime() - start);
         }
     }
 
-    private void dispatch(HttpExchange ex) throws IOException {
+    private void dispatch(HttpExchange ex, Facts facts) throws IOException {
         String method = ex.getRequestMethod();
         String path = ex.getRequestURI().getRawPath();
         if (path == null || path.isEmpty()) {
@@ -78,7 +91,7 @@ final class ProxyHandler implements HttpHandler {
                 methodNotAllowed(ex, "POST", path);
                 return;
             }
-            routed(ex, endpoint.get(), path);
+            routed(ex, endpoint.get(), path, facts);
             return;
         }
         switch (path) {
@@ -96,14 +109,21 @@ final class ProxyHandler implements HttpHandler {
                     methodNotAllowed(ex, "GET, HEAD", path);
                 }
             }
-            case "/v1/models" -> {
-                if ("GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
-                    models(ex, path);
+            case "/metrics" -> {
+                if (isGet(method)) {
+                    metrics(ex);
                 } else {
-                    passThrough(ex, path);
+                    methodNotAllowed(ex, "GET, HEAD", path);
                 }
             }
-            default -> passThrough(ex, path);
+            case "/v1/models" -> {
+                if ("GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
+                    models(ex, path, facts);
+                } else {
+                    passThrough(ex, path, facts);
+                }
+            }
+            default -> passThrough(ex, path, facts);
         }
     }
 
@@ -117,7 +137,7 @@ final class ProxyHandler implements HttpHandler {
                 + DecisionLog.safe(path, 200) + "; use " + allow);
     }
 
-    private void routed(HttpExchange ex, Endpoint endpoint, String path) throws IOException {
+    private void routed(HttpExchange ex, Endpoint endpoint, String path, Facts facts) throws IOException {
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "POST");
         try {
@@ -139,11 +159,12 @@ final class ProxyHandler implements HttpHandler {
                     false);
             server.forwarder().forward(ex, in, RouteRequest.of(req.key()), server.routing(), log);
         } finally {
+            facts.replica = log.replica();
             log.emit();
         }
     }
 
-    private void passThrough(HttpExchange ex, String path) throws IOException {
+    private void passThrough(HttpExchange ex, String path, Facts facts) throws IOException {
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, ex.getRequestMethod());
         try {
@@ -155,23 +176,26 @@ final class ProxyHandler implements HttpHandler {
                     ex.getRequestURI().getRawQuery(), body, false);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
+            facts.replica = log.replica();
             log.emit();
         }
     }
 
-    private void models(HttpExchange ex, String path) throws IOException {
+    private void models(HttpExchange ex, String path, Facts facts) throws IOException {
         ModelsCache.Entry cached = server.models().fresh();
+        server.metrics().modelsCache(cached != null);
         if (cached != null) {
-                ex.getResponseHeaders().set("Content-Type", cached.contentType());
+            ex.getResponseHeaders().set("Content-Type", cached.contentType());
             Responses.bytes(ex, 200, cached.body());
             return;
         }
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "GET");
         try {
-                Forwarder.Inbound in = new Forwarder.Inbound("GET", path, null, new byte[0], true);
+            Forwarder.Inbound in = new Forwarder.Inbound("GET", path, null, new byte[0], true);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
+            facts.replica = log.replica();
             log.emit();
         }
     }
@@ -186,12 +210,23 @@ final class ProxyHandler implements HttpHandler {
         Responses.json(ex, healthy > 0 ? 200 : 503, root);
     }
 
+    private void metrics(HttpExchange ex) throws IOException {
+        byte[] body = server.metrics().scrape().getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        Responses.bytes(ex, 200, body);
+    }
+
     private void workers(HttpExchange ex) throws IOException {
         Routing routing = server.routing();
+        DecisionWindow.Snapshot recent = server.window().snapshot();
         ObjectNode root = Responses.JSON.createObjectNode();
         root.put("policy", routing.router.policy().name());
         root.put("healthy", routing.replicas.healthyCount());
         root.put("tree_size", routing.router.tree().stats().size());
+        ObjectNode window = root.putObject("recent");
+        window.put("window", DecisionWindow.SIZE);
+        window.put("decisions", recent.decisions());
+        window.put("cache_hits", recent.hits());
         ArrayNode list = root.putArray("workers");
         for (ManagedReplicaSet.Member m : routing.replicas.replicas()) {
             ObjectNode w = list.addObject();
@@ -201,8 +236,14 @@ final class ProxyHandler implements HttpHandler {
             w.put("in_flight", m.inFlight());
             w.put("max_load", m.maxLoad());
             w.put("load_penalty", m.loadPenalty());
+            w.put("decision_share", round3(recent.decisionShare(m.id())));
+            w.put("cache_hit_share", round3(recent.hitShare(m.id())));
         }
         Responses.json(ex, 200, root);
+    }
+
+    private static double round3(double x) {
+        return Math.round(x * 1000.0) / 1000.0;
     }
 
     /**
