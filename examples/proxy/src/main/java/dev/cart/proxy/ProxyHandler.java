@@ -13,7 +13,10 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,9 +34,12 @@ final class ProxyHandler implements HttpHandler {
     private static final Logger LOG = LoggerFactory.getLogger(ProxyHandler.class);
 
     private final ProxyServer server;
+    /** Requests holding a slot of {@code server.max_concurrent_requests}. */
+    private final AtomicInteger inProgress = new AtomicInteger();
 
     ProxyHandler(ProxyServer server) {
         this.server = server;
+        server.metrics().inProgress(inProgress);
     }
 
     /**
@@ -85,6 +91,76 @@ final class ProxyHandler implements HttpHandler {
         if (path == null || path.isEmpty()) {
             path = "/";
         }
+        if (!withinHeadLimits(ex)) {
+            return;
+        }
+        boolean own = path.equals("/health") || path.equals("/workers") || path.equals("/metrics");
+        if (own) {
+            ownEndpoint(ex, method, path);
+            return;
+        }
+        int limit = server.config().server().maxConcurrentRequests();
+        if (inProgress.incrementAndGet() > limit) {
+            inProgress.decrementAndGet();
+            server.metrics().rejected("concurrency");
+            ex.getResponseHeaders().set("Retry-After", "1");
+            Responses.error(ex, 503, "overloaded", "the proxy is handling server.max_concurrent_requests ("
+                    + limit + ") requests; retry shortly");
+            return;
+        }
+        try {
+            proxied(ex, method, path, facts);
+        } finally {
+            inProgress.decrementAndGet();
+        }
+    }
+
+    /**
+     * The head limits the JDK server does not enforce itself: the request line's length (414) and the
+     * number of header lines counting repeated names (431); the total header size is checked again here
+     * as a second line behind the JDK's own limit. Answers and returns false when one is exceeded.
+     */
+    private boolean withinHeadLimits(HttpExchange ex) throws IOException {
+        ProxyConfig.Server limits = server.config().server();
+        int line = ex.getRequestMethod().length() + ex.getRequestURI().toString().length()
+                + ex.getProtocol().length() + 2;
+        if (line > limits.maxRequestLineBytes()) {
+            server.metrics().rejected("request_line");
+            Responses.error(ex, 414, "uri_too_long", "the request line is longer than "
+                    + "server.max_request_line_bytes (" + limits.maxRequestLineBytes() + " bytes)");
+            return false;
+        }
+        int count = 0;
+        long bytes = 0;
+        for (Map.Entry<String, List<String>> h : ex.getRequestHeaders().entrySet()) {
+            for (String v : h.getValue()) {
+                count++;
+                bytes += h.getKey().length() + 4L + (v == null ? 0 : v.length());
+            }
+        }
+        if (count > limits.maxHeaders() || bytes > limits.maxHeaderBytes()) {
+            server.metrics().rejected("headers");
+            Responses.error(ex, 431, "request_header_fields_too_large", "the request has more than "
+                    + "server.max_headers (" + limits.maxHeaders() + ") header lines or more than "
+                    + "server.max_header_bytes (" + limits.maxHeaderBytes() + ") bytes of headers");
+            return false;
+        }
+        return true;
+    }
+
+    private void ownEndpoint(HttpExchange ex, String method, String path) throws IOException {
+        if (!isGet(method)) {
+            methodNotAllowed(ex, "GET, HEAD", path);
+            return;
+        }
+        switch (path) {
+            case "/health" -> health(ex);
+            case "/workers" -> workers(ex);
+            default -> metrics(ex);
+        }
+    }
+
+    private void proxied(HttpExchange ex, String method, String path, Facts facts) throws IOException {
         Optional<Endpoint> endpoint = Endpoint.forPath(path);
         if (endpoint.isPresent()) {
             if (!"POST".equals(method)) {
@@ -95,27 +171,6 @@ final class ProxyHandler implements HttpHandler {
             return;
         }
         switch (path) {
-            case "/health" -> {
-                if (isGet(method)) {
-                    health(ex);
-                } else {
-                    methodNotAllowed(ex, "GET, HEAD", path);
-                }
-            }
-            case "/workers" -> {
-                if (isGet(method)) {
-                    workers(ex);
-                } else {
-                    methodNotAllowed(ex, "GET, HEAD", path);
-                }
-            }
-            case "/metrics" -> {
-                if (isGet(method)) {
-                    metrics(ex);
-                } else {
-                    methodNotAllowed(ex, "GET, HEAD", path);
-                }
-            }
             case "/v1/models" -> {
                 if ("GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
                     models(ex, path, facts);
@@ -276,6 +331,15 @@ final class ProxyHandler implements HttpHandler {
                 }
                 buf.write(chunk, 0, n);
             }
+        } catch (IOException e) {
+            // broken chunked framing, or a body that ended before its Content-Length: the connection is
+            // no longer usable, but the client may still be reading (the JDK server closes it afterwards)
+            log.status(400);
+            log.result("bad_request");
+            ex.getResponseHeaders().set("Connection", "close");
+            Responses.error(ex, 400, "invalid_body", "the request body could not be read: broken chunked "
+                    + "encoding, or the body ended before its Content-Length");
+            return null;
         }
         return buf.toByteArray();
     }

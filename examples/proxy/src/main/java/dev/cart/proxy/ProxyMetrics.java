@@ -285,6 +285,13 @@ final class ProxyMetrics implements AutoCloseable {
         counter("cart.reloads", "Configuration reloads by result", "result", result).increment();
     }
 
+    /** Registers the gauge of requests being handled (those counted against the concurrency limit). */
+    void inProgress(java.util.concurrent.atomic.AtomicInteger counter) {
+        Gauge.builder("cart.requests.in.progress", counter, java.util.concurrent.atomic.AtomicInteger::get)
+                .description("Requests being handled now (counted against server.max_concurrent_requests)")
+                .register(registry);
+    }
+
     /** A request refused before any work because a limit was reached (503 or 4xx from the proxy). */
     void rejected(String cause) {
         counter("cart.requests.rejected", "Requests refused by a proxy limit, by cause", "cause", cause)

@@ -128,6 +128,7 @@ final class ProxyServer implements AutoCloseable {
         routing.set(first);
         metrics.syncReplicas(first.replicas);
         this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
+        ServerLimits.apply(config.server());
         try {
             this.server = HttpServer.create(new InetSocketAddress(config.server().host(), config.server().port()),
                     1024);
