@@ -9,6 +9,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link Outcome#CANCELLED}, which the circuit breaker ignores. {@link #status(int)} adds the replica's
  * answer for listeners; the close reports a {@link LeaseCompletion} to {@link RoutingListener}.
  *
+ * <p>{@link #succeeded(ServedUsage)} also hands the router what the replica reported about its prefix
+ * cache: with {@code learn: on_success} the route is recorded then, and a predicted hit the replica did not
+ * deliver corrects the tree.
+ *
  * <pre>{@code
  * RouteDecision d = router.choose(request);
  * try (Lease lease = d.lease()) {
@@ -20,23 +24,44 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class Lease implements AutoCloseable {
 
     private final RouteDecision decision;
-    private final RoutingListener listener;
+    private final Router router;
     private final long startNanos = System.nanoTime();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean learned = new AtomicBoolean();
+    private final AtomicBoolean fedBack = new AtomicBoolean();
     private volatile Outcome outcome = Outcome.CANCELLED;
     private volatile int status;
 
-    Lease(RouteDecision decision, RoutingListener listener) {
+    Lease(RouteDecision decision, Router router) {
         this.decision = decision;
-        this.listener = listener;
+        this.router = router;
         if (decision.replica() == null) {
             closed.set(true);
         }
     }
 
-    /** Records that the replica served the request. */
+    /** Records that the replica served the request (it reported nothing about its cache). */
     public void succeeded() {
+        succeeded(ServedUsage.unknown());
+    }
+
+    /**
+     * Records that the replica served the request and what it reported about its prefix cache. May be
+     * called twice: when the answer starts (usage unknown yet) and when its usage arrives (at the end of
+     * a stream). The first call learns the route (with {@code learn: on_success}); the first call with a
+     * {@linkplain ServedUsage#known() known} usage is compared with the prediction.
+     */
+    public void succeeded(ServedUsage usage) {
         outcome = Outcome.SUCCESS;
+        if (closed.get()) {
+            return;
+        }
+        if (learned.compareAndSet(false, true)) {
+            router.learnOnSuccess(decision);
+        }
+        if (usage.known() && fedBack.compareAndSet(false, true)) {
+            router.feedback(decision, usage);
+        }
     }
 
     /** Records that the replica failed the request (counts towards opening its circuit). */
@@ -75,7 +100,6 @@ public final class Lease implements AutoCloseable {
         }
         Outcome o = outcome;
         decision.replica().release(o);
-        listener.onLeaseCompleted(new LeaseCompletion(decision, o, status, System.nanoTime() - startNanos,
-                decision.attempt()));
+        router.closed(decision, o, status, System.nanoTime() - startNanos);
     }
 }

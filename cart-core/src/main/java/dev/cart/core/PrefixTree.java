@@ -416,6 +416,63 @@ public final class PrefixTree {
         return null;
     }
 
+    /**
+     * Drops {@code replica}'s claim on every node of {@code key}'s path that ends beyond
+     * {@code keepLength} units (a route the replica turned out not to hold any more). Runs as a writer:
+     * skipped, returning -1, while a maintenance pass holds the tree.
+     *
+     * @return the number of entries dropped, or -1 if skipped
+     */
+    public int forget(PromptKey key, Replica replica, int keepLength) {
+        long[] b = key.blocks();
+        int keepBlocks = Math.max(0, keepLength / key.blockSize());
+        if (b.length <= keepBlocks) {
+            return 0;
+        }
+        long stamp = structure.tryReadLock();
+        if (stamp == 0L) {
+            skipped.increment();
+            return -1;
+        }
+        writers.lock();
+        try {
+            Node[] path = new Node[8];
+            int depth = 0;
+            Node node = root;
+            int i = 0;
+            while (i < b.length) {
+                Edges e = node.edges;
+                int idx = e.find(b[i]);
+                if (idx < 0) {
+                    break;
+                }
+                long[] label = e.labels[idx];
+                Node target = e.targets[idx];
+                if (depth == path.length) {
+                    path = Arrays.copyOf(path, depth * 2);
+                }
+                path[depth++] = target;
+                int m = commonPrefix(label, b, i);
+                if (m < label.length) {
+                    break;
+                }
+                i += m;
+                node = target;
+            }
+            int dropped = 0;
+            for (int d = depth - 1; d >= 0 && path[d].depth > keepBlocks; d--) {
+                Holder h = holder(path[d].holders, replica);
+                if (h != null && removeHolder(path[d], h)) {
+                    dropped++;
+                }
+            }
+            return dropped;
+        } finally {
+            writers.unlock();
+            structure.unlockRead(stamp);
+        }
+    }
+
     // ------------------------------------------------------------------------------------------------
     // maintenance
 
@@ -583,8 +640,9 @@ public final class PrefixTree {
     }
 
     /**
-     * Removes one entry and repairs the shape around it. Caller holds the exclusive lock, so no insert
-     * changes the tree meanwhile; each change is versioned for concurrent matches.
+     * Removes one entry and repairs the shape around it. Caller holds the exclusive lock, or the shared
+     * lock and the writer mutex, so no other writer changes the tree meanwhile; each change is versioned
+     * for concurrent matches.
      *
      * @return true if the entry was still there
      */

@@ -14,18 +14,25 @@ public final class RouteDecision {
     private final int matchedLength;
     private final int keyLength;
     private final long decisionNanos;
+    private final PromptKey key;
     private final int attempt;
     private final Lease lease;
 
-    RouteDecision(Replica replica, Reason reason, int matchedLength, int keyLength, long decisionNanos,
-                  int attempt, RoutingListener listener) {
+    RouteDecision(Replica replica, Reason reason, int matchedLength, PromptKey key, long decisionNanos,
+                  int attempt, Router router) {
         this.replica = replica;
         this.reason = reason;
         this.matchedLength = matchedLength;
-        this.keyLength = keyLength;
+        this.keyLength = key.length();
+        this.key = key;
         this.decisionNanos = decisionNanos;
         this.attempt = attempt;
-        this.lease = new Lease(this, listener);
+        this.lease = new Lease(this, router);
+    }
+
+    /** The key the decision was made for. */
+    public PromptKey key() {
+        return key;
     }
 
     /** True when a replica was chosen (and its in-flight slot taken). */
@@ -42,7 +49,10 @@ public final class RouteDecision {
         return reason;
     }
 
-    /** Prefix length (units) the chosen replica was believed to hold; 0 on a miss. */
+    /**
+     * Prefix length (units) the tree believed the chosen replica holds: the matched prefix on a hit, and
+     * on a miss whatever shorter prefix the chosen replica holds (often 0).
+     */
     public int matchedLength() {
         return matchedLength;
     }

@@ -49,6 +49,8 @@ public final class Router implements AutoCloseable {
     private final boolean ownsScheduler;
     private final Duration evictionInterval;
     private final int dailyResetHourUtc;
+    private final LearnMode learnMode;
+    private final boolean feedback;
     private volatile boolean closed;
     private volatile Scheduler.Task evictionTask;
     private volatile Scheduler.Task resetTask;
@@ -62,6 +64,8 @@ public final class Router implements AutoCloseable {
         this.clock = b.clock;
         this.evictionInterval = b.evictionInterval;
         this.dailyResetHourUtc = b.dailyResetHourUtc;
+        this.learnMode = b.learnMode;
+        this.feedback = b.feedback;
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
         if (b.scheduler != null) {
             this.scheduler = b.scheduler;
@@ -109,10 +113,14 @@ public final class Router implements AutoCloseable {
                         + ", which was not among the candidates");
             }
             if (chosen.tryAcquire()) {
-                if (policy.usesPrefixTree() && key.blockCount() > 0 && !tree.insert(key, chosen)) {
-                    listener.onInsertSkipped();
+                if (learnMode == LearnMode.ON_ROUTE) {
+                    record(key, chosen);
                 }
-                return decided(chosen, choice.reason(), choice.matchedLength(), request, t0);
+                int matched = choice.matchedLength();
+                if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0) {
+                    matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
+                }
+                return decided(chosen, choice.reason(), matched, request, t0);
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
@@ -120,10 +128,55 @@ public final class Router implements AutoCloseable {
     }
 
     private RouteDecision decided(Replica r, Reason reason, int matched, RouteRequest request, long t0) {
-        RouteDecision d = new RouteDecision(r, reason, matched, request.key().length(), System.nanoTime() - t0,
-                request.attempt(), listener);
+        RouteDecision d = new RouteDecision(r, reason, matched, request.key(), System.nanoTime() - t0,
+                request.attempt(), this);
         listener.onDecision(d);
         return d;
+    }
+
+    /**
+     * Records that {@code replica} now holds {@code key} (if the policy uses the tree). The router does
+     * this itself when a request is routed or served (see {@link LearnMode}); a host calls it to teach the
+     * tree a prefix it knows the replica holds, such as a conversation followed by the reply the replica
+     * just generated, which the next turn will start with.
+     */
+    public void record(PromptKey key, Replica replica) {
+        if (policy.usesPrefixTree() && key.blockCount() > 0 && !tree.insert(key, replica)) {
+            listener.onInsertSkipped();
+        }
+    }
+
+    void learnOnSuccess(RouteDecision d) {
+        if (learnMode == LearnMode.ON_SUCCESS) {
+            record(d.key(), d.replica());
+        }
+    }
+
+    /**
+     * Compares what the tree predicted for the chosen replica with what it reported. The prediction is in
+     * key units; the replica's own prompt/key length ratio converts it to tokens. A prediction above the
+     * delivery by more than two blocks and a tenth of the prediction means the route is stale: the
+     * replica's claim beyond what it delivered is dropped, so the next request does not follow it.
+     */
+    void feedback(RouteDecision d, ServedUsage usage) {
+        int keyLength = d.keyLength();
+        if (keyLength == 0) {
+            return;
+        }
+        double tokensPerUnit = (double) usage.promptTokens() / keyLength;
+        long predicted = Math.round(d.matchedLength() * tokensPerUnit);
+        long delivered = usage.cachedTokens();
+        int deliveredUnits = (int) Math.min(keyLength, Math.floor(delivered / tokensPerUnit));
+        int tolerance = 2 * d.key().blockSize() + d.matchedLength() / 10;
+        boolean stale = d.matchedLength() - deliveredUnits > tolerance;
+        if (stale && feedback && policy.usesPrefixTree()) {
+            tree.forget(d.key(), d.replica(), deliveredUnits);
+        }
+        listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
+    }
+
+    void closed(RouteDecision d, Outcome outcome, int status, long nanos) {
+        listener.onLeaseCompleted(new LeaseCompletion(d, outcome, status, nanos, d.attempt()));
     }
 
     /** The replica set routed over. */
@@ -227,8 +280,25 @@ public final class Router implements AutoCloseable {
         private Scheduler scheduler;
         private Duration evictionInterval = DEFAULT_EVICTION_INTERVAL;
         private int dailyResetHourUtc = -1;
+        private LearnMode learnMode = LearnMode.ON_ROUTE;
+        private boolean feedback = true;
 
         private Builder() {
+        }
+
+        /** When routed prefixes are recorded ({@code cache.learn}); {@link LearnMode#ON_ROUTE} by default. */
+        public Builder learn(LearnMode mode) {
+            this.learnMode = Objects.requireNonNull(mode);
+            return this;
+        }
+
+        /**
+         * Whether a predicted hit that the replica reports it did not deliver drops the stale route
+         * ({@code cache.feedback}, on by default). The comparison is reported to the listener either way.
+         */
+        public Builder feedback(boolean enabled) {
+            this.feedback = enabled;
+            return this;
         }
 
         public Builder replicas(ReplicaSet replicas) {

@@ -35,6 +35,13 @@ public interface RoutingListener {
         onLeaseClosed(completion.decision(), completion.outcome(), completion.durationNanos());
     }
 
+    /**
+     * The replica reported its prompt and cached token counts for a routed request: the router's
+     * prediction against the delivery (the figure that says whether cache affinity is working).
+     */
+    default void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
+    }
+
     /** A prefix could not be recorded because a maintenance pass held the tree. */
     default void onInsertSkipped() {
     }

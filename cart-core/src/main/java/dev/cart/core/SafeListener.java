@@ -51,6 +51,15 @@ final class SafeListener implements RoutingListener {
     }
 
     @Override
+    public void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
+        try {
+            delegate.onCacheFeedback(decision, feedback);
+        } catch (RuntimeException e) {
+            failed("onCacheFeedback", e);
+        }
+    }
+
+    @Override
     public void onInsertSkipped() {
         try {
             delegate.onInsertSkipped();

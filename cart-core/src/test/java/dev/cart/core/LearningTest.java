@@ -1,0 +1,191 @@
+package dev.cart.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/** Learning: every depth of a conversation, block alignment, learning on success, and feedback. */
+class LearningTest {
+
+    static final String SYSTEM = "You are a careful assistant for a travel agency. ".repeat(12);
+
+    /** A chat key as the extractor builds it: each message then a boundary. */
+    static PromptKey conversation(String... messages) {
+        PromptKey.Builder b = PromptKey.textBuilder(64);
+        for (String m : messages) {
+            b.append(m).boundary();
+        }
+        return b.build();
+    }
+
+    private static Router router(ManagedReplicaSet set, LearnMode mode, List<CacheFeedback> feedback) {
+        SplittableRandom rnd = new SplittableRandom(1);
+        return Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
+                .evictionInterval(Duration.ZERO).learn(mode).listener(new RoutingListener() {
+                    @Override
+                    public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
+                        feedback.add(f);
+                    }
+                }).build();
+    }
+
+    private static Replica route(Router router, PromptKey key) {
+        RouteDecision d = router.choose(RouteRequest.of(key));
+        try (Lease lease = d.lease()) {
+            lease.succeeded();
+            return d.replica();
+        }
+    }
+
+    @Test
+    void branchingContinuingAndResumedConversationsFindTheReplicaThatServedTheOriginal() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").add("c").add("d").build();
+        try (Router router = router(set, LearnMode.ON_ROUTE, new ArrayList<>())) {
+            String u1 = "user: I want to fly from Oslo to Lisbon in May, what are my options? ".repeat(3);
+            String a1 = "assistant: There are direct flights on Tuesdays and Saturdays, and connections. ".repeat(3);
+            String u2 = "user: Which one is cheapest if I can travel any day of the week? ".repeat(3);
+            Replica original = route(router, conversation(SYSTEM, u1, a1, u2));
+            // Other traffic lands elsewhere meanwhile.
+            for (int i = 0; i < 6; i++) {
+                route(router, conversation("another system prompt entirely " + i + " ".repeat(80), "user: hi"));
+            }
+            Replica branching = route(router, conversation(SYSTEM, "user: A different first question, about trains. "
+                    .repeat(3)));
+            Replica continuing = route(router, conversation(SYSTEM, u1, a1, u2, "assistant: The Tuesday flight. "
+                    .repeat(3), "user: Book it."));
+            Replica resumed = route(router, conversation(SYSTEM, u1, a1, "user: Actually, what about June? ".repeat(3)));
+            assertSame(original, branching, "same system prompt, different question");
+            assertSame(original, continuing, "the next turn");
+            assertSame(original, resumed, "history cut in the middle");
+        }
+    }
+
+    @Test
+    void boundariesInsideOneBlockMakeOneRoute() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
+        PrefixTree tree = PrefixTree.builder().build();
+        String head = "x".repeat(128); // two full blocks
+        // Three short messages ending inside the third block, then different endings.
+        tree.insert(conversation(head, "yes", "ok", "no" + "p".repeat(200)), set.replicas().get(0));
+        tree.insert(conversation(head, "yes", "ok", "no" + "q".repeat(200)), set.replicas().get(0));
+        // The keys agree up to inside block 3 (128 + 3 + 2 + 2 chars): the shared route ends at block 2.
+        // Three message boundaries fall inside block 3, yet the tree has one shared node (blocks 1-2) and
+        // the two endings: no node per boundary.
+        assertEquals(3, tree.stats().nodes());
+        Match m = tree.match(conversation(head, "yes", "ok", "nor"));
+        assertEquals(128, m.matchedLength(), "matches stop at the block boundary before the divergence");
+    }
+
+    @Test
+    void learningOnSuccessRecordsOnlyWhatWasServed() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+        try (Router router = router(set, LearnMode.ON_SUCCESS, new ArrayList<>())) {
+            PromptKey key = conversation(SYSTEM, "user: question");
+            RouteDecision failed = router.choose(RouteRequest.of(key));
+            failed.lease().failed();
+            failed.lease().close();
+            assertEquals(0, router.tree().stats().size(), "a failed request teaches nothing");
+            RouteDecision ok = router.choose(RouteRequest.of(key));
+            assertEquals(0, router.tree().stats().size(), "nothing before the answer");
+            ok.lease().succeeded();
+            assertTrue(router.tree().stats().size() > 0);
+            ok.lease().close();
+            RouteDecision next = router.choose(RouteRequest.of(key));
+            assertSame(ok.replica(), next.replica());
+            assertEquals(Reason.CACHE_HIT, next.reason());
+            next.lease().close();
+        }
+    }
+
+    @Test
+    void aPredictedHitTheReplicaDidNotDeliverIsForgotten() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+        List<CacheFeedback> feedback = new ArrayList<>();
+        try (Router router = router(set, LearnMode.ON_ROUTE, feedback)) {
+            PromptKey key = conversation(SYSTEM, "user: question one");
+            RouteDecision first = router.choose(RouteRequest.of(key));
+            first.lease().succeeded(new ServedUsage(150, 0));
+            first.lease().close();
+            assertEquals(1, feedback.size());
+            assertFalse(feedback.get(0).stale(), "a miss predicted nothing");
+
+            // The replica evicted the prompt behind the router's back: predicted a hit, delivered 16 tokens.
+            RouteDecision second = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.CACHE_HIT, second.reason());
+            second.lease().succeeded(new ServedUsage(150, 16));
+            second.lease().close();
+            CacheFeedback f = feedback.get(1);
+            assertTrue(f.stale());
+            assertTrue(f.predictedTokens() > 100, "predicted " + f.predictedTokens());
+            assertEquals(16, f.deliveredTokens());
+
+            Match after = router.tree().match(key);
+            assertTrue(after.matchedLength(second.replica()) <= 128,
+                    "the claim beyond what was delivered is gone: " + after.matchedLength(second.replica()));
+            RouteDecision third = router.choose(RouteRequest.of(key));
+            third.lease().succeeded(new ServedUsage(150, 140));
+            third.lease().close();
+            assertFalse(feedback.get(2).stale(), "a delivered hit is not stale");
+        }
+    }
+
+    @Test
+    void feedbackCanBeTurnedOffButIsStillReported() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
+        List<CacheFeedback> feedback = new ArrayList<>();
+        SplittableRandom rnd = new SplittableRandom(1);
+        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
+                .evictionInterval(Duration.ZERO).feedback(false).listener(new RoutingListener() {
+                    @Override
+                    public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
+                        feedback.add(f);
+                    }
+                }).build()) {
+            PromptKey key = conversation(SYSTEM, "user: q");
+            router.choose(RouteRequest.of(key)).lease().close();
+            long size = router.tree().stats().size();
+            RouteDecision d = router.choose(RouteRequest.of(key));
+            d.lease().succeeded(new ServedUsage(150, 0));
+            d.lease().close();
+            assertFalse(feedback.get(0).stale());
+            assertEquals(size, router.tree().stats().size());
+        }
+    }
+
+    @Test
+    void unknownUsageIsNotZero() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
+        List<CacheFeedback> feedback = new ArrayList<>();
+        try (Router router = router(set, LearnMode.ON_ROUTE, feedback)) {
+            PromptKey key = conversation(SYSTEM, "user: q");
+            router.choose(RouteRequest.of(key)).lease().close();
+            RouteDecision d = router.choose(RouteRequest.of(key));
+            d.lease().succeeded(ServedUsage.unknown());
+            d.lease().succeeded(new ServedUsage(100, ServedUsage.UNKNOWN));
+            d.lease().close();
+            assertTrue(feedback.isEmpty());
+            assertTrue(router.tree().match(key).matchedLength() > 0);
+        }
+    }
+
+    @Test
+    void recordTeachesTheTreeWhatAReplicaHolds() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+        try (Router router = router(set, LearnMode.ON_ROUTE, new ArrayList<>())) {
+            PromptKey withReply = conversation(SYSTEM, "user: q", "assistant: a long answer ".repeat(10));
+            router.record(withReply, set.replicas().get(1));
+            RouteDecision d = router.choose(RouteRequest.of(conversation(SYSTEM, "user: q",
+                    "assistant: a long answer ".repeat(10), "user: thanks")));
+            assertSame(set.replicas().get(1), d.replica());
+            assertTrue(d.matchedLength() >= withReply.blockCount() * 64);
+            d.lease().close();
+        }
+    }
+}
