@@ -6,7 +6,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Owns one in-flight slot on the chosen replica. Exactly one {@link #close()} releases it: later calls,
  * from any thread, do nothing. Record how the request ended with {@link #succeeded()} or {@link #failed()}
  * before closing (the last one recorded before the close counts); a lease closed without either ends as
- * {@link Outcome#CANCELLED}, which the circuit breaker ignores.
+ * {@link Outcome#CANCELLED}, which the circuit breaker ignores. {@link #status(int)} adds the replica's
+ * answer for listeners; the close reports a {@link LeaseCompletion} to {@link RoutingListener}.
  *
  * <p>{@link #succeeded(ServedUsage)} also hands the router what the replica reported about its prefix
  * cache: with {@code learn: on_success} the route is recorded then, and a predicted hit the replica did not
@@ -29,6 +30,7 @@ public final class Lease implements AutoCloseable {
     private final AtomicBoolean learned = new AtomicBoolean();
     private final AtomicBoolean fedBack = new AtomicBoolean();
     private volatile Outcome outcome = Outcome.CANCELLED;
+    private volatile int status;
 
     Lease(RouteDecision decision, Router router) {
         this.decision = decision;
@@ -67,6 +69,20 @@ public final class Lease implements AutoCloseable {
         outcome = Outcome.FAILURE;
     }
 
+    /**
+     * Records the status the replica answered with (for an HTTP host, the response status), reported to
+     * listeners with the close. Informational only: the circuit breaker goes by {@link #succeeded()} and
+     * {@link #failed()}. The last value recorded before the close counts.
+     */
+    public void status(int status) {
+        this.status = status;
+    }
+
+    /** The status recorded so far; 0 when none was. */
+    public int status() {
+        return status;
+    }
+
     /** The outcome recorded so far. */
     public Outcome outcome() {
         return outcome;
@@ -84,6 +100,6 @@ public final class Lease implements AutoCloseable {
         }
         Outcome o = outcome;
         Router.release(decision.replica(), o, decision.ticket());
-        router.closed(decision, o, System.nanoTime() - startNanos);
+        router.closed(decision, o, status, System.nanoTime() - startNanos);
     }
 }

@@ -16,10 +16,11 @@ public final class RouteDecision {
     private final long decisionNanos;
     private final PromptKey key;
     private final long ticket;
+    private final int attempt;
     private final Lease lease;
 
     RouteDecision(Replica replica, long ticket, Reason reason, int matchedLength, PromptKey key,
-                  long decisionNanos, Router router) {
+                  long decisionNanos, int attempt, Router router) {
         this.replica = replica;
         this.ticket = ticket;
         this.reason = reason;
@@ -27,6 +28,7 @@ public final class RouteDecision {
         this.keyLength = key.length();
         this.key = key;
         this.decisionNanos = decisionNanos;
+        this.attempt = attempt;
         this.lease = new Lease(this, router);
     }
 
@@ -75,6 +77,11 @@ public final class RouteDecision {
     /** Time spent in {@link Router#choose}, in nanoseconds. */
     public long decisionNanos() {
         return decisionNanos;
+    }
+
+    /** The request's {@link RouteRequest#attempt()}: 0 for a first attempt, n for the n-th retry. */
+    public int attempt() {
+        return attempt;
     }
 
     /** The in-flight guard; a no-op lease for a decision without a replica. */

@@ -12,20 +12,22 @@ public final class RouteRequest {
 
     private final PromptKey key;
     private final List<Replica> excluded;
+    private final int attempt;
 
-    private RouteRequest(PromptKey key, List<Replica> excluded) {
+    private RouteRequest(PromptKey key, List<Replica> excluded, int attempt) {
         this.key = Objects.requireNonNull(key, "key");
         this.excluded = excluded;
+        this.attempt = attempt;
     }
 
     /** A first attempt for {@code key}. */
     public static RouteRequest of(PromptKey key) {
-        return new RouteRequest(key, List.of());
+        return new RouteRequest(key, List.of(), 0);
     }
 
     /** A request with no prompt text (routed by load alone). */
     public static RouteRequest empty() {
-        return new RouteRequest(PromptKey.empty(), List.of());
+        return new RouteRequest(PromptKey.empty(), List.of(), 0);
     }
 
     /** The same request, also excluding {@code replica} (for a retry). */
@@ -33,7 +35,7 @@ public final class RouteRequest {
         Objects.requireNonNull(replica, "replica");
         Replica[] all = excluded.toArray(new Replica[excluded.size() + 1]);
         all[excluded.size()] = replica;
-        return new RouteRequest(key, List.of(all));
+        return new RouteRequest(key, List.of(all), attempt);
     }
 
     /** The same request, also excluding every replica in {@code replicas}. */
@@ -43,6 +45,22 @@ public final class RouteRequest {
             r = r.excluding(x);
         }
         return r;
+    }
+
+    /**
+     * The same request marked as attempt {@code n} (0 is the first; a first retry is 1). Routing ignores
+     * it; it reaches listeners as {@link RouteDecision#attempt()} and {@link LeaseCompletion#retries()}.
+     */
+    public RouteRequest attempt(int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("attempt must be >= 0, was " + n);
+        }
+        return new RouteRequest(key, excluded, n);
+    }
+
+    /** Attempts that came before this one for the same request; 0 for a first attempt. */
+    public int attempt() {
+        return attempt;
     }
 
     public PromptKey key() {
@@ -66,6 +84,6 @@ public final class RouteRequest {
 
     @Override
     public String toString() {
-        return "RouteRequest[" + key + " excluded=" + excluded.size() + "]";
+        return "RouteRequest[" + key + " excluded=" + excluded.size() + " attempt=" + attempt + "]";
     }
 }

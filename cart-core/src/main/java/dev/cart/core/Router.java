@@ -121,11 +121,11 @@ public final class Router implements AutoCloseable {
                 if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0) {
                     matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
                 }
-                return decided(chosen, ticket, choice.reason(), matched, key, t0);
+                return decided(chosen, ticket, choice.reason(), matched, request, t0);
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
-        return decided(null, -1, Reason.NO_REPLICA, 0, key, t0);
+        return decided(null, -1, Reason.NO_REPLICA, 0, request, t0);
     }
 
     /**
@@ -147,8 +147,10 @@ public final class Router implements AutoCloseable {
         }
     }
 
-    private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, PromptKey key, long t0) {
-        RouteDecision d = new RouteDecision(r, ticket, reason, matched, key, System.nanoTime() - t0, this);
+    private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, RouteRequest request,
+                                  long t0) {
+        RouteDecision d = new RouteDecision(r, ticket, reason, matched, request.key(), System.nanoTime() - t0,
+                request.attempt(), this);
         listener.onDecision(d);
         return d;
     }
@@ -194,8 +196,8 @@ public final class Router implements AutoCloseable {
         listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
     }
 
-    void closed(RouteDecision d, Outcome outcome, long nanos) {
-        listener.onLeaseClosed(d, outcome, nanos);
+    void closed(RouteDecision d, Outcome outcome, int status, long nanos) {
+        listener.onLeaseCompleted(new LeaseCompletion(d, outcome, status, nanos, d.attempt()));
     }
 
     /** The replica set routed over. */

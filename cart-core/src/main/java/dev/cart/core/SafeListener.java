@@ -42,6 +42,15 @@ final class SafeListener implements RoutingListener {
     }
 
     @Override
+    public void onLeaseCompleted(LeaseCompletion completion) {
+        try {
+            delegate.onLeaseCompleted(completion);
+        } catch (RuntimeException e) {
+            failed("onLeaseCompleted", e);
+        }
+    }
+
+    @Override
     public void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
         try {
             delegate.onCacheFeedback(decision, feedback);

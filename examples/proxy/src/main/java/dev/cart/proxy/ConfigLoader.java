@@ -192,6 +192,13 @@ final class ConfigLoader {
         }
         int port = (int) s.integer("port", sd.port(), 0, 65535);
         int maxThreads = (int) s.integer("max_threads", sd.maxThreads(), 1, 100_000);
+        int maxConnections = (int) s.integer("max_connections", sd.maxConnections(), 1, 1_000_000);
+        int maxConcurrent = (int) s.integer("max_concurrent_requests", sd.maxConcurrentRequests(), 1, 1_000_000);
+        int maxHeaderBytes = (int) s.integer("max_header_bytes", sd.maxHeaderBytes(), 1024, 16 * 1024 * 1024);
+        int maxHeaders = (int) s.integer("max_headers", sd.maxHeaders(), 1, 10_000);
+        int maxLine = (int) s.integer("max_request_line_bytes", sd.maxRequestLineBytes(), 256, 16 * 1024 * 1024);
+        int readTimeout = (int) s.integer("request_read_timeout_secs", sd.requestReadTimeoutSecs(), 1, 3_600);
+        int idleTimeout = (int) s.integer("idle_timeout_secs", sd.idleTimeoutSecs(), 1, 3_600);
         s.finish();
 
         List<ProxyConfig.Worker> workers = workers(root.get("workers"), requireWorkers, problems);
@@ -256,7 +263,8 @@ final class ConfigLoader {
         }
         try {
             return new ProxyConfig(
-                    new ProxyConfig.Server(host, port, maxThreads),
+                    new ProxyConfig.Server(host, port, maxThreads, maxConnections, maxConcurrent, maxHeaderBytes,
+                            maxHeaders, maxLine, readTimeout, idleTimeout),
                     workers,
                     new ProxyConfig.Cache(policy, policySettings, maxTreeSize, blockChars, eviction, dailyHour, ttl),
                     new ProxyConfig.Health(endpoint, interval, timeout, hFail, hOk),

@@ -52,6 +52,11 @@ final class DecisionLog {
         this.decision = d;
     }
 
+    /** Id of the replica of the last attempt, or null when no replica was chosen. */
+    String replica() {
+        return decision == null || decision.replica() == null ? null : decision.replica().id();
+    }
+
     void retries(int n) {
         this.retries = n;
     }

@@ -84,9 +84,10 @@ final class Forwarder {
     private final Backoff backoff;
     private final Set<Integer> retryable;
     private final ModelsCache models;
+    private final ProxyMetrics metrics;
 
     Forwarder(HttpClient client, ScheduledExecutorService scheduler, Sleeper sleeper,
-              Supplier<RandomGenerator> random, ProxyConfig.Proxy config, ModelsCache models) {
+              Supplier<RandomGenerator> random, ProxyConfig.Proxy config, ModelsCache models, ProxyMetrics metrics) {
         this.client = client;
         this.scheduler = scheduler;
         this.sleeper = sleeper;
@@ -95,6 +96,7 @@ final class Forwarder {
         this.backoff = Backoff.of(config);
         this.retryable = new HashSet<>(config.retryableStatuses());
         this.models = models;
+        this.metrics = metrics;
     }
 
     void forward(HttpExchange ex, Inbound in, RouteRequest first, Routing routing, DecisionLog log)
@@ -102,6 +104,7 @@ final class Forwarder {
         long deadline = System.nanoTime() + Duration.ofSeconds(config.requestTimeoutSecs()).toNanos();
         RouteRequest request = first;
         String lastFailure = null;
+        String retryCause = null;
         for (int attempt = 0; ; attempt++) {
             RouteDecision d = routing.router.choose(request);
             log.decision(d);
@@ -136,12 +139,14 @@ final class Forwarder {
                     return;
                 }
                 log.upstreamStarted();
+                long sent = System.nanoTime();
                 HttpResponse<InputStream> resp;
                 try {
                     resp = client.send(upstream, HttpResponse.BodyHandlers.ofInputStream());
                 } catch (HttpConnectTimeoutException | ConnectException e) {
                     lease.failed();
                     lastFailure = replica.id() + ": " + describe(e);
+                    retryCause = "connect_error";
                     retry = attempt < config.maxRetries();
                     if (!retry) {
                         reply(ex, log, 502, "connect_failed", "upstream_unreachable",
@@ -157,6 +162,7 @@ final class Forwarder {
                 } catch (IOException e) {
                     lease.failed();
                     lastFailure = replica.id() + ": " + describe(e);
+                    retryCause = "io_error";
                     retry = attempt < config.maxRetries();
                     if (!retry) {
                         reply(ex, log, 502, "upstream_error", "upstream_connection_error",
@@ -170,6 +176,7 @@ final class Forwarder {
                     throw new Abort("interrupted while waiting for the replica");
                 }
                 int status = resp.statusCode();
+                lease.status(status);
                 if (retryable.contains(status) && attempt < config.maxRetries()) {
                     closeQuietly(resp.body());
                     if (status >= 500) {
@@ -178,15 +185,17 @@ final class Forwarder {
                         lease.succeeded();
                     }
                     lastFailure = replica.id() + ": HTTP " + status;
+                    retryCause = "status";
                     retry = true;
                     continue;
                 }
-                relay(ex, in, replica, resp, lease, deadline, log);
+                relay(ex, in, replica, resp, lease, deadline, sent, log);
                 return;
             } finally {
                 lease.close();
                 if (retry) {
-                    request = request.excluding(replica);
+                    metrics.retry(replica.id(), retryCause);
+                    request = request.excluding(replica).attempt(attempt + 1);
                     pause(attempt + 1);
                 }
             }
@@ -212,7 +221,7 @@ final class Forwarder {
 
     /** Relays status, headers and body of {@code resp}; closes nothing but the upstream body. */
     private void relay(HttpExchange ex, Inbound in, Replica replica, HttpResponse<InputStream> resp, Lease lease,
-                       long deadline, DecisionLog log) throws IOException {
+                       long deadline, long sent, DecisionLog log) throws IOException {
         int status = resp.statusCode();
         InputStream body = resp.body();
         log.status(status);
@@ -230,6 +239,7 @@ final class Forwarder {
             boolean noBody = "HEAD".equalsIgnoreCase(in.method()) || status == 204 || status == 304
                     || status < 200;
             if (noBody) {
+                metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 ex.sendResponseHeaders(status, -1);
                 closeQuietly(body);
                 finish(lease, status, log);
@@ -242,6 +252,7 @@ final class Forwarder {
             byte[] prefix = null;
             if (in.cacheModels() && status == 200) {
                 prefix = readUpTo(body, MODELS_CACHE_LIMIT + 1, timedOut, lease, log);
+                metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 if (prefix.length <= MODELS_CACHE_LIMIT) {
                     models.put(prefix, contentType.isEmpty() ? "application/json" : contentType);
                     ex.sendResponseHeaders(status, prefix.length == 0 ? -1 : prefix.length);
@@ -255,6 +266,7 @@ final class Forwarder {
             boolean fixed = !sse && !chunkedUpstream && length.isPresent() && length.getAsLong() >= 0
                     && prefix == null;
             if (fixed && length.getAsLong() == 0) {
+                metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 ex.sendResponseHeaders(status, -1);
                 closeQuietly(body);
                 finish(lease, status, log);
@@ -267,6 +279,7 @@ final class Forwarder {
                 write(out, prefix, 0, prefix.length, flushEach, body, lease, log);
             }
             byte[] buf = new byte[16 * 1024];
+            boolean first = prefix == null;
             while (true) {
                 int n;
                 try {
@@ -274,6 +287,10 @@ final class Forwarder {
                 } catch (IOException e) {
                     upstreamBroke(lease, log, timedOut.get(), e);
                     throw new Abort("upstream body failed");
+                }
+                if (first) {
+                    first = false;
+                    metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 }
                 if (n < 0) {
                     break;

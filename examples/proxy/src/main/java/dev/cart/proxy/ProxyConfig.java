@@ -54,16 +54,41 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         return diff;
     }
 
-    /** Section {@code server}. */
-    record Server(String host, int port, int maxThreads) {
+    /**
+     * Section {@code server}: where to listen, request threads, and the limits that protect the proxy from
+     * its clients (see docs/hardening.md for who enforces each: the JDK HTTP server or the handler).
+     */
+    record Server(String host, int port, int maxThreads, int maxConnections, int maxConcurrentRequests,
+                  int maxHeaderBytes, int maxHeaders, int maxRequestLineBytes, int requestReadTimeoutSecs,
+                  int idleTimeoutSecs) {
         static final String DEFAULT_HOST = "0.0.0.0";
         static final int DEFAULT_PORT = 6700;
         static final int DEFAULT_MAX_THREADS = 512;
+        static final int DEFAULT_MAX_CONNECTIONS = 10_000;
+        static final int DEFAULT_MAX_CONCURRENT_REQUESTS = 1024;
+        static final int DEFAULT_MAX_HEADER_BYTES = 64 * 1024;
+        static final int DEFAULT_MAX_HEADERS = 100;
+        static final int DEFAULT_MAX_REQUEST_LINE_BYTES = 8 * 1024;
+        static final int DEFAULT_REQUEST_READ_TIMEOUT_SECS = 60;
+        static final int DEFAULT_IDLE_TIMEOUT_SECS = 30;
 
         Server {
             Objects.requireNonNull(host, "server.host");
             Ranges.check("server.port", port, 0, 65535);
             Ranges.check("server.max_threads", maxThreads, 1, 100_000);
+            Ranges.check("server.max_connections", maxConnections, 1, 1_000_000);
+            Ranges.check("server.max_concurrent_requests", maxConcurrentRequests, 1, 1_000_000);
+            Ranges.check("server.max_header_bytes", maxHeaderBytes, 1024, 16 * 1024 * 1024);
+            Ranges.check("server.max_headers", maxHeaders, 1, 10_000);
+            Ranges.check("server.max_request_line_bytes", maxRequestLineBytes, 256, 16 * 1024 * 1024);
+            Ranges.check("server.request_read_timeout_secs", requestReadTimeoutSecs, 1, 3_600);
+            Ranges.check("server.idle_timeout_secs", idleTimeoutSecs, 1, 3_600);
+        }
+
+        Server(String host, int port, int maxThreads) {
+            this(host, port, maxThreads, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONCURRENT_REQUESTS,
+                    DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_REQUEST_LINE_BYTES,
+                    DEFAULT_REQUEST_READ_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS);
         }
 
         static Server defaults() {

@@ -12,7 +12,11 @@ import dev.cart.extract.ExtractionException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,16 +34,29 @@ final class ProxyHandler implements HttpHandler {
     private static final Logger LOG = LoggerFactory.getLogger(ProxyHandler.class);
 
     private final ProxyServer server;
+    /** Requests holding a slot of {@code server.max_concurrent_requests}. */
+    private final AtomicInteger inProgress = new AtomicInteger();
 
     ProxyHandler(ProxyServer server) {
         this.server = server;
+        server.metrics().inProgress(inProgress);
+    }
+
+    /**
+     * Per-request facts for the request metric, filled in by the thread handling it. (Not an exchange
+     * attribute: the JDK server keeps attributes per context, shared by every exchange.)
+     */
+    private static final class Facts {
+        String replica;
     }
 
     @Override
     public void handle(HttpExchange ex) throws IOException {
+        long start = System.nanoTime();
+        Facts facts = new Facts();
         boolean abort = false;
         try {
-            dispatch(ex);
+            dispatch(ex, facts);
         } catch (Forwarder.Abort e) {
             abort = true;
             throw e; // the server drops the connection without completing the response
@@ -63,47 +80,105 @@ final class ProxyHandler implements HttpHandler {
             if (!abort) {
                 ex.close();
             }
+            server.metrics().request(ex.getRequestURI().getRawPath(), ex.getResponseCode(), facts.replica,
+                    System.nanoTime() - start);
         }
     }
 
-    private void dispatch(HttpExchange ex) throws IOException {
+    private void dispatch(HttpExchange ex, Facts facts) throws IOException {
         String method = ex.getRequestMethod();
         String path = ex.getRequestURI().getRawPath();
         if (path == null || path.isEmpty()) {
             path = "/";
         }
+        if (!withinHeadLimits(ex)) {
+            return;
+        }
+        boolean own = path.equals("/health") || path.equals("/workers") || path.equals("/metrics");
+        if (own) {
+            ownEndpoint(ex, method, path);
+            return;
+        }
+        int limit = server.config().server().maxConcurrentRequests();
+        if (inProgress.incrementAndGet() > limit) {
+            inProgress.decrementAndGet();
+            server.metrics().rejected("concurrency");
+            ex.getResponseHeaders().set("Retry-After", "1");
+            Responses.error(ex, 503, "overloaded", "the proxy is handling server.max_concurrent_requests ("
+                    + limit + ") requests; retry shortly");
+            return;
+        }
+        try {
+            proxied(ex, method, path, facts);
+        } finally {
+            inProgress.decrementAndGet();
+        }
+    }
+
+    /**
+     * The head limits the JDK server does not enforce itself: the request line's length (414) and the
+     * number of header lines counting repeated names (431); the total header size is checked again here
+     * as a second line behind the JDK's own limit. Answers and returns false when one is exceeded.
+     */
+    private boolean withinHeadLimits(HttpExchange ex) throws IOException {
+        ProxyConfig.Server limits = server.config().server();
+        int line = ex.getRequestMethod().length() + ex.getRequestURI().toString().length()
+                + ex.getProtocol().length() + 2;
+        if (line > limits.maxRequestLineBytes()) {
+            server.metrics().rejected("request_line");
+            Responses.error(ex, 414, "uri_too_long", "the request line is longer than "
+                    + "server.max_request_line_bytes (" + limits.maxRequestLineBytes() + " bytes)");
+            return false;
+        }
+        int count = 0;
+        long bytes = 0;
+        for (Map.Entry<String, List<String>> h : ex.getRequestHeaders().entrySet()) {
+            for (String v : h.getValue()) {
+                count++;
+                bytes += h.getKey().length() + 4L + (v == null ? 0 : v.length());
+            }
+        }
+        if (count > limits.maxHeaders() || bytes > limits.maxHeaderBytes()) {
+            server.metrics().rejected("headers");
+            Responses.error(ex, 431, "request_header_fields_too_large", "the request has more than "
+                    + "server.max_headers (" + limits.maxHeaders() + ") header lines or more than "
+                    + "server.max_header_bytes (" + limits.maxHeaderBytes() + ") bytes of headers");
+            return false;
+        }
+        return true;
+    }
+
+    private void ownEndpoint(HttpExchange ex, String method, String path) throws IOException {
+        if (!isGet(method)) {
+            methodNotAllowed(ex, "GET, HEAD", path);
+            return;
+        }
+        switch (path) {
+            case "/health" -> health(ex);
+            case "/workers" -> workers(ex);
+            default -> metrics(ex);
+        }
+    }
+
+    private void proxied(HttpExchange ex, String method, String path, Facts facts) throws IOException {
         Optional<Endpoint> endpoint = Endpoint.forPath(path);
         if (endpoint.isPresent()) {
             if (!"POST".equals(method)) {
                 methodNotAllowed(ex, "POST", path);
                 return;
             }
-            routed(ex, endpoint.get(), path);
+            routed(ex, endpoint.get(), path, facts);
             return;
         }
         switch (path) {
-            case "/health" -> {
-                if (isGet(method)) {
-                    health(ex);
-                } else {
-                    methodNotAllowed(ex, "GET, HEAD", path);
-                }
-            }
-            case "/workers" -> {
-                if (isGet(method)) {
-                    workers(ex);
-                } else {
-                    methodNotAllowed(ex, "GET, HEAD", path);
-                }
-            }
             case "/v1/models" -> {
                 if ("GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
-                    models(ex, path);
+                    models(ex, path, facts);
                 } else {
-                    passThrough(ex, path);
+                    passThrough(ex, path, facts);
                 }
             }
-            default -> passThrough(ex, path);
+            default -> passThrough(ex, path, facts);
         }
     }
 
@@ -117,7 +192,7 @@ final class ProxyHandler implements HttpHandler {
                 + DecisionLog.safe(path, 200) + "; use " + allow);
     }
 
-    private void routed(HttpExchange ex, Endpoint endpoint, String path) throws IOException {
+    private void routed(HttpExchange ex, Endpoint endpoint, String path, Facts facts) throws IOException {
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "POST");
         try {
@@ -139,11 +214,12 @@ final class ProxyHandler implements HttpHandler {
                     false);
             server.forwarder().forward(ex, in, RouteRequest.of(req.key()), server.routing(), log);
         } finally {
+            facts.replica = log.replica();
             log.emit();
         }
     }
 
-    private void passThrough(HttpExchange ex, String path) throws IOException {
+    private void passThrough(HttpExchange ex, String path, Facts facts) throws IOException {
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, ex.getRequestMethod());
         try {
@@ -155,23 +231,26 @@ final class ProxyHandler implements HttpHandler {
                     ex.getRequestURI().getRawQuery(), body, false);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
+            facts.replica = log.replica();
             log.emit();
         }
     }
 
-    private void models(HttpExchange ex, String path) throws IOException {
+    private void models(HttpExchange ex, String path, Facts facts) throws IOException {
         ModelsCache.Entry cached = server.models().fresh();
+        server.metrics().modelsCache(cached != null);
         if (cached != null) {
-                ex.getResponseHeaders().set("Content-Type", cached.contentType());
+            ex.getResponseHeaders().set("Content-Type", cached.contentType());
             Responses.bytes(ex, 200, cached.body());
             return;
         }
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "GET");
         try {
-                Forwarder.Inbound in = new Forwarder.Inbound("GET", path, null, new byte[0], true);
+            Forwarder.Inbound in = new Forwarder.Inbound("GET", path, null, new byte[0], true);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
+            facts.replica = log.replica();
             log.emit();
         }
     }
@@ -186,12 +265,23 @@ final class ProxyHandler implements HttpHandler {
         Responses.json(ex, healthy > 0 ? 200 : 503, root);
     }
 
+    private void metrics(HttpExchange ex) throws IOException {
+        byte[] body = server.metrics().scrape().getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        Responses.bytes(ex, 200, body);
+    }
+
     private void workers(HttpExchange ex) throws IOException {
         Routing routing = server.routing();
+        DecisionWindow.Snapshot recent = server.window().snapshot();
         ObjectNode root = Responses.JSON.createObjectNode();
         root.put("policy", routing.router.policy().name());
         root.put("healthy", routing.replicas.healthyCount());
         root.put("tree_size", routing.router.tree().stats().size());
+        ObjectNode window = root.putObject("recent");
+        window.put("window", DecisionWindow.SIZE);
+        window.put("decisions", recent.decisions());
+        window.put("cache_hits", recent.hits());
         ArrayNode list = root.putArray("workers");
         for (ManagedReplicaSet.Member m : routing.replicas.replicas()) {
             ObjectNode w = list.addObject();
@@ -201,8 +291,14 @@ final class ProxyHandler implements HttpHandler {
             w.put("in_flight", m.inFlight());
             w.put("max_load", m.maxLoad());
             w.put("load_penalty", m.loadPenalty());
+            w.put("decision_share", round3(recent.decisionShare(m.id())));
+            w.put("cache_hit_share", round3(recent.hitShare(m.id())));
         }
         Responses.json(ex, 200, root);
+    }
+
+    private static double round3(double x) {
+        return Math.round(x * 1000.0) / 1000.0;
     }
 
     /**
@@ -235,6 +331,15 @@ final class ProxyHandler implements HttpHandler {
                 }
                 buf.write(chunk, 0, n);
             }
+        } catch (IOException e) {
+            // broken chunked framing, or a body that ended before its Content-Length: the connection is
+            // no longer usable, but the client may still be reading (the JDK server closes it afterwards)
+            log.status(400);
+            log.result("bad_request");
+            ex.getResponseHeaders().set("Connection", "close");
+            Responses.error(ex, 400, "invalid_body", "the request body could not be read: broken chunked "
+                    + "encoding, or the body ended before its Content-Length");
+            return null;
         }
         return buf.toByteArray();
     }

@@ -1,47 +1,93 @@
 package dev.cart.proxy;
 
 import dev.cart.core.CircuitState;
+import dev.cart.core.EvictionReport;
+import dev.cart.core.LeaseCompletion;
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.RouteDecision;
 import dev.cart.core.RoutingListener;
-import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Receives what the router and the replica set do: logs health and circuit transitions, counts what
- * is worth counting. This is the hook for metrics: a metrics registry plugs in here (counters per
- * reason, per replica, per outcome) without touching the request path.
+ * Receives what the router and the replica set do: feeds {@link ProxyMetrics}, logs health and circuit
+ * transitions, then passes each event to an optional extra listener (for embedding and tests).
+ *
+ * <p>Failure isolation: the router wraps this listener so that an exception never reaches routing (core's
+ * guard); the metrics are fed first, so an extra listener that throws costs no metric. Replica-set events
+ * come without such a guard from core, so they are guarded here: a failure is logged once and dropped.
  */
 final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener {
 
     private static final Logger LOG = LoggerFactory.getLogger("cart.replicas");
 
-    final LongAdder insertsSkipped = new LongAdder();
-    final LongAdder circuitTransitions = new LongAdder();
-    final LongAdder healthChanges = new LongAdder();
+    private final ProxyMetrics metrics;
+    private final RoutingListener extra;
+    private final AtomicBoolean failureLogged = new AtomicBoolean();
+
+    ProxyListener(ProxyMetrics metrics, RoutingListener extra) {
+        this.metrics = metrics;
+        this.extra = extra;
+    }
+
+    @Override
+    public void onDecision(RouteDecision decision) {
+        metrics.decision(decision);
+        extra.onDecision(decision);
+    }
+
+    @Override
+    public void onLeaseCompleted(LeaseCompletion completion) {
+        metrics.leaseCompleted(completion);
+        extra.onLeaseCompleted(completion);
+    }
 
     @Override
     public void onInsertSkipped() {
-        insertsSkipped.increment();
+        metrics.insertSkipped();
+        extra.onInsertSkipped();
+    }
+
+    @Override
+    public void onEviction(EvictionReport report) {
+        metrics.eviction(report);
+        extra.onEviction(report);
+    }
+
+    @Override
+    public void onReset() {
+        metrics.treeReset();
+        extra.onReset();
     }
 
     @Override
     public void onCircuitTransition(ManagedReplicaSet.Member replica, CircuitState from, CircuitState to) {
-        circuitTransitions.increment();
         if (to == CircuitState.OPEN) {
             LOG.warn("circuit {} -> {} for {}", from.label(), to.label(), replica.id());
         } else {
             LOG.info("circuit {} -> {} for {}", from.label(), to.label(), replica.id());
         }
+        guarded(() -> metrics.circuitTransition(replica.id(), from, to));
     }
 
     @Override
     public void onHealthChange(ManagedReplicaSet.Member replica, boolean healthy) {
-        healthChanges.increment();
         if (healthy) {
             LOG.info("replica {} is healthy again", replica.id());
         } else {
             LOG.warn("replica {} is unhealthy (health checks failing)", replica.id());
+        }
+        guarded(() -> metrics.healthTransition(replica.id(), healthy));
+    }
+
+    private void guarded(Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            if (failureLogged.compareAndSet(false, true)) {
+                LOG.warn("recording a replica event failed; ignoring this and later failures", e);
+            }
         }
     }
 }

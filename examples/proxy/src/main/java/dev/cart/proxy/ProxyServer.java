@@ -1,6 +1,7 @@
 package dev.cart.proxy;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.cart.core.RoutingListener;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -47,6 +48,8 @@ final class ProxyServer implements AutoCloseable {
         /** Where {@link #reload()} reads the configuration from; null means reload is unavailable. */
         Callable<ProxyConfig> configSource;
         boolean healthChecks = true;
+        /** Hears every routing event after the metrics do; its exceptions never reach routing. */
+        RoutingListener listener = RoutingListener.NONE;
 
         Options clock(Clock c) {
             this.clock = Objects.requireNonNull(c);
@@ -68,6 +71,11 @@ final class ProxyServer implements AutoCloseable {
             return this;
         }
 
+        Options listener(RoutingListener l) {
+            this.listener = Objects.requireNonNull(l);
+            return this;
+        }
+
         /** False to start no background probing (tests drive {@link HealthChecker#probeAll()} instead). */
         Options healthChecks(boolean on) {
             this.healthChecks = on;
@@ -85,7 +93,9 @@ final class ProxyServer implements AutoCloseable {
     private final ServerRuntime.Executor executor;
     private final HttpClient client;
     private final ScheduledExecutorService scheduler;
-    private final ProxyListener listener = new ProxyListener();
+    private final DecisionWindow window = new DecisionWindow();
+    private final ProxyMetrics metrics;
+    private final ProxyListener listener;
     private final ModelsCache models;
     private final Extraction extraction;
     private final Forwarder forwarder;
@@ -104,6 +114,8 @@ final class ProxyServer implements AutoCloseable {
         });
         ses.setRemoveOnCancelPolicy(true);
         this.scheduler = ses;
+        this.metrics = new ProxyMetrics(routing::get, config.cache().blockChars(), window);
+        this.listener = new ProxyListener(metrics, options.listener);
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))
@@ -111,15 +123,18 @@ final class ProxyServer implements AutoCloseable {
                 .build();
         this.models = new ModelsCache(options.clock);
         this.extraction = new Extraction(config);
-        this.forwarder = new Forwarder(client, scheduler, options.sleeper, options.random, config.proxy(), models);
+        this.forwarder = new Forwarder(client, scheduler, options.sleeper, options.random, config.proxy(), models, metrics);
         Routing first = Routing.build(config, options.clock, listener, client, scheduler);
         routing.set(first);
+        metrics.syncReplicas(first.replicas);
         this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
+        ServerLimits.apply(config.server());
         try {
             this.server = HttpServer.create(new InetSocketAddress(config.server().host(), config.server().port()),
                     1024);
         } catch (IOException e) {
             first.close();
+            metrics.close();
             executor.service().shutdownNow();
             scheduler.shutdownNow();
             throw new IOException("cannot listen on " + config.server().host() + ":" + config.server().port()
@@ -189,6 +204,14 @@ final class ProxyServer implements AutoCloseable {
         return listener;
     }
 
+    ProxyMetrics metrics() {
+        return metrics;
+    }
+
+    DecisionWindow window() {
+        return window;
+    }
+
     /** Re-reads the configuration from the configured source (SIGHUP does this). */
     ReloadResult reload() {
         if (options.configSource == null) {
@@ -215,6 +238,7 @@ final class ProxyServer implements AutoCloseable {
                         + "on reload, but " + String.join(", ", differing) + " differ(s); restart to apply");
             }
             if (current.workers().equals(fresh.workers())) {
+                metrics.reload("unchanged");
                 LOG.info("reload: configuration unchanged, nothing to do");
                 return new ReloadResult(true, false, "unchanged");
             }
@@ -227,6 +251,9 @@ final class ProxyServer implements AutoCloseable {
             Routing old = routing.getAndSet(next);
             running = fresh;
             models.clear();
+            window.clear();
+            metrics.syncReplicas(next.replicas);
+            metrics.reload("applied");
             if (options.healthChecks) {
                 next.health.start();
             }
@@ -239,7 +266,8 @@ final class ProxyServer implements AutoCloseable {
         }
     }
 
-    private static ReloadResult rejected(String message) {
+    private ReloadResult rejected(String message) {
+        metrics.reload("rejected");
         LOG.warn(message);
         return new ReloadResult(false, false, message);
     }
@@ -254,6 +282,7 @@ final class ProxyServer implements AutoCloseable {
         }
         scheduler.shutdownNow();
         executor.service().shutdownNow();
+        metrics.close();
         try {
             executor.service().awaitTermination(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {

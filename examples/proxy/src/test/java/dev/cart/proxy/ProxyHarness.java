@@ -59,8 +59,14 @@ final class ProxyHarness implements AutoCloseable {
     }
 
     String yaml(String base, String... perWorkerExtra) {
-        StringBuilder b = new StringBuilder(base == null ? "" : base);
-        b.append("\nserver:\n  host: 127.0.0.1\n  port: 0\n");
+        String given = base == null ? "" : base;
+        StringBuilder b;
+        if (given.startsWith("server:\n") || given.contains("\nserver:\n")) {
+            b = new StringBuilder(given.replace("server:\n", "server:\n  host: 127.0.0.1\n  port: 0\n"));
+            b.append('\n');
+        } else {
+            b = new StringBuilder(given).append("\nserver:\n  host: 127.0.0.1\n  port: 0\n");
+        }
         b.append("workers:\n");
         for (int i = 0; i < replicas.size(); i++) {
             b.append("  - url: \"").append(replicas.get(i).url()).append("\"\n");
@@ -103,11 +109,19 @@ final class ProxyHarness implements AutoCloseable {
 
     /** Sends raw bytes on a new connection and returns the socket (the caller reads and closes it). */
     Socket raw(String request) throws IOException {
+        return raw(request.getBytes(StandardCharsets.ISO_8859_1), false);
+    }
+
+    /** Sends raw bytes, then half-closes the connection when {@code shutdownOutput}. */
+    Socket raw(byte[] request, boolean shutdownOutput) throws IOException {
         Socket s = new Socket("127.0.0.1", proxy.port());
         s.setSoTimeout(20_000);
         OutputStream out = s.getOutputStream();
-        out.write(request.getBytes(StandardCharsets.ISO_8859_1));
+        out.write(request);
         out.flush();
+        if (shutdownOutput) {
+            s.shutdownOutput();
+        }
         return s;
     }
 
@@ -116,7 +130,12 @@ final class ProxyHarness implements AutoCloseable {
      * body is framed by Content-Length, chunked encoding, or the end of the connection.
      */
     String rawExchange(String request) throws IOException {
-        try (Socket s = raw(request)) {
+        return rawExchange(request.getBytes(StandardCharsets.ISO_8859_1), false);
+    }
+
+    /** {@link #rawExchange(String)} with bytes, optionally half-closing after sending. */
+    String rawExchange(byte[] request, boolean shutdownOutput) throws IOException {
+        try (Socket s = raw(request, shutdownOutput)) {
             InputStream in = new java.io.BufferedInputStream(s.getInputStream());
             StringBuilder head = new StringBuilder();
             while (!head.toString().endsWith("\r\n\r\n")) {
@@ -173,10 +192,15 @@ final class ProxyHarness implements AutoCloseable {
         }
     }
 
+    /** Nothing lost: every replica set's in-flight count is 0 and the tree's counters match a recount. */
     void assertNoInFlight() {
         for (ManagedReplicaSet set : seenSets) {
             await("in-flight back to 0 on " + set.replicas(), () -> set.totalInFlight() == 0);
             assertEquals(0, set.totalInFlight());
+        }
+        if (proxy != null) {
+            dev.cart.core.PrefixTree tree = proxy.routing().router.tree();
+            assertEquals(tree.recount(), tree.stats(), "tree size accounting matches a recount");
         }
     }
 

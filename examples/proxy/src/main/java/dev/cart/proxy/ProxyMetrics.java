@@ -1,0 +1,358 @@
+package dev.cart.proxy;
+
+import dev.cart.core.CircuitState;
+import dev.cart.core.EvictionReport;
+import dev.cart.core.LeaseCompletion;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.Reason;
+import dev.cart.core.RouteDecision;
+import dev.cart.core.TreeStats;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The proxy's metrics, in one Micrometer {@link PrometheusMeterRegistry} scraped by {@code GET /metrics}.
+ * Every name and label is listed in {@code docs/metrics.md}; a metric added here must be added there.
+ *
+ * <p>How: counters and histograms are looked up once per label combination and cached in a
+ * {@link ConcurrentHashMap}, so an event on the request path costs a map lookup and an atomic add.
+ * Gauges read live state at scrape time through a supplier of the current {@link Routing}, so they follow
+ * a reload; per-replica gauges are registered for the replicas of the current set and removed when a
+ * reload drops a replica (its counters stay, as Prometheus counters do, until the process restarts).
+ *
+ * <p>Cardinality: label values come only from fixed sets (endpoints, reasons, outcomes, status classes,
+ * circuit states, causes) and from the configured replica URLs. Nothing from a request body, path or
+ * header ever becomes a label value: an unknown path is {@code endpoint="other"}.
+ *
+ * <p>Concurrency: every method is thread-safe and never throws to its caller on the request path
+ * (Micrometer meters are thread-safe; the caches are concurrent maps).
+ */
+final class ProxyMetrics implements AutoCloseable {
+
+    static final String NONE = "none";
+    static final String OTHER = "other";
+
+    /** Endpoints that are their own label value; every other path is {@link #OTHER}. */
+    static final Set<String> ENDPOINTS = Set.of("/v1/chat/completions", "/v1/completions", "/v1/messages",
+            "/v1/models", "/health", "/workers", "/metrics");
+
+    private static final Duration[] LATENCY_BUCKETS = {
+        Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50),
+        Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1),
+        Duration.ofMillis(2500), Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(30),
+        Duration.ofSeconds(60), Duration.ofSeconds(120), Duration.ofSeconds(300), Duration.ofSeconds(600)};
+    private static final Duration[] DECISION_BUCKETS = {
+        Duration.ofNanos(1_000), Duration.ofNanos(2_500), Duration.ofNanos(5_000), Duration.ofNanos(10_000),
+        Duration.ofNanos(25_000), Duration.ofNanos(50_000), Duration.ofNanos(100_000), Duration.ofNanos(250_000),
+        Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(25)};
+    private static final double[] RATIO_BUCKETS = {0.001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+
+    final PrometheusMeterRegistry registry;
+    private final Supplier<Routing> routing;
+    private final int blockChars;
+    private final JvmGcMetrics gc;
+    private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+    private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+    private final Map<String, Meter> replicaGauges = new ConcurrentHashMap<>();
+    private final Timer decisionDuration;
+    private final DistributionSummary matchedRatio;
+    private final Timer evictionDuration;
+    private final DecisionWindow window;
+
+    /**
+     * @param routing    the current routing state (read at scrape time)
+     * @param blockChars characters per tree block, for {@code cart_tree_characters}
+     * @param window     recent decisions, fed here, read by {@code /workers}
+     */
+    ProxyMetrics(Supplier<Routing> routing, int blockChars, DecisionWindow window) {
+        this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        this.routing = routing;
+        this.blockChars = blockChars;
+        this.window = window;
+        new JvmMemoryMetrics().bindTo(registry);
+        this.gc = new JvmGcMetrics();
+        gc.bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ClassLoaderMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+        new FileDescriptorMetrics().bindTo(registry);
+
+        decisionDuration = Timer.builder("cart.decision.duration")
+                .description("Time spent choosing a replica (Router.choose)")
+                .serviceLevelObjectives(DECISION_BUCKETS)
+                .register(registry);
+        matchedRatio = DistributionSummary.builder("cart.decision.matched.ratio")
+                .description("Matched prefix length over key length, per routed decision with prompt text")
+                .serviceLevelObjectives(RATIO_BUCKETS)
+                .register(registry);
+        evictionDuration = Timer.builder("cart.tree.eviction.duration")
+                .description("Eviction passes and the time each held the tree")
+                .register(registry);
+
+        treeGauge("cart.tree.blocks", "Blocks stored in the prefix tree (the unit cache.max_tree_size bounds)",
+                s -> s.size());
+        treeGauge("cart.tree.characters", "Prompt characters the tree's blocks cover (blocks x block_chars)",
+                s -> (double) s.size() * blockChars);
+        treeGauge("cart.tree.nodes", "Nodes of the prefix tree", TreeStats::nodes);
+        treeGauge("cart.tree.entries", "(node, replica) routes the tree remembers", TreeStats::entries);
+        Gauge.builder("cart.tree.max.blocks", routing, r -> r.get().router.tree().maxSize())
+                .description("Size cap of the tree (cache.max_tree_size)")
+                .register(registry);
+        Gauge.builder("cart.replicas", routing, r -> r.get().replicas.replicas().size())
+                .description("Configured replicas")
+                .register(registry);
+        Gauge.builder("cart.replicas.healthy", routing, r -> r.get().replicas.healthyCount())
+                .description("Replicas whose health checks pass")
+                .register(registry);
+        // the counters that must read 0 before the first event, so that rate() works from the start
+        for (String cause : List.of("ttl", "lru")) {
+            counter("cart.tree.evicted.entries", "Tree entries evicted, by cause", "cause", cause);
+        }
+        counter("cart.tree.nodes.removed", "Tree nodes detached or merged by eviction");
+        counter("cart.tree.inserts.skipped", "Prefixes not recorded because an eviction pass held the tree");
+        counter("cart.tree.resets", "Whole-tree resets (daily cleanup)");
+        for (String r : List.of("hit", "miss")) {
+            counter("cart.models.cache", "GET /v1/models answers, from the cache (hit) or a replica (miss)",
+                    "result", r);
+        }
+    }
+
+    private void treeGauge(String name, String help, ToDoubleFunction<TreeStats> f) {
+        Gauge.builder(name, routing, r -> f.applyAsDouble(r.get().router.tree().stats()))
+                .description(help)
+                .register(registry);
+    }
+
+    /** The endpoint label for a path: the path itself for the proxy's known endpoints, else "other". */
+    static String endpointLabel(String path) {
+        return path != null && ENDPOINTS.contains(path) ? path : OTHER;
+    }
+
+    /** "2xx" ... "5xx" for a status, "none" for 0 or -1 (nothing answered). */
+    static String statusClass(int status) {
+        if (status >= 100 && status <= 599) {
+            return (status / 100) + "xx";
+        }
+        return status <= 0 ? NONE : OTHER;
+    }
+
+    private Counter counter(String name, String help, String... tags) {
+        String key = cacheKey(name, tags);
+        Counter c = counters.get(key);
+        if (c == null) {
+            c = counters.computeIfAbsent(key, k -> Counter.builder(name).description(help).tags(tags)
+                    .register(registry));
+        }
+        return c;
+    }
+
+    private Timer timer(String name, String help, Duration[] buckets, String... tags) {
+        String key = cacheKey(name, tags);
+        Timer t = timers.get(key);
+        if (t == null) {
+            t = timers.computeIfAbsent(key, k -> Timer.builder(name).description(help).tags(tags)
+                    .serviceLevelObjectives(buckets).register(registry));
+        }
+        return t;
+    }
+
+    private static String cacheKey(String name, String... tags) {
+        if (tags.length == 0) {
+            return name;
+        }
+        StringBuilder b = new StringBuilder(name);
+        for (String t : tags) {
+            b.append('\u0000').append(t);
+        }
+        return b.toString();
+    }
+
+    // ---- events ----
+
+    /** One client request finished (counted by the handler; the JDK server's own rejections are not). */
+    void request(String path, int status, String replica, long nanos) {
+        String endpoint = endpointLabel(path);
+        counter("cart.requests", "Client requests by endpoint, status class and the replica of the last attempt",
+                "endpoint", endpoint, "status", statusClass(status), "replica", replica == null ? NONE : replica)
+                .increment();
+        timer("cart.request.duration", "Time from the request's arrival to its end, by endpoint", LATENCY_BUCKETS,
+                "endpoint", endpoint).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** A routing decision (from the router's listener). */
+    void decision(RouteDecision d) {
+        String replica = d.routed() ? d.replica().id() : NONE;
+        counter("cart.decisions", "Routing decisions by reason and chosen replica", "reason", d.reason().code(),
+                "replica", replica).increment();
+        decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
+        if (d.routed()) {
+            if (d.keyLength() > 0) {
+                matchedRatio.record(d.matchedRatio());
+            }
+            window.record(replica, d.reason() == Reason.CACHE_HIT);
+        }
+    }
+
+    /** A lease closed: one upstream attempt ended (from the router's listener). */
+    void leaseCompleted(LeaseCompletion c) {
+        String replica = c.decision().replica().id();
+        counter("cart.upstream.requests", "Upstream attempts by replica, outcome and the replica's status class",
+                "replica", replica, "outcome", c.outcome().name().toLowerCase(java.util.Locale.ROOT),
+                "status", statusClass(c.status())).increment();
+        timer("cart.upstream.duration", "Upstream attempt time, from the decision to the end of the replica's "
+                + "answer (the lease's lifetime)", LATENCY_BUCKETS, "replica", replica)
+                .record(c.durationNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /** Time from sending the upstream request to the first byte of the answer's body (or its head). */
+    void firstByte(String replica, long nanos) {
+        timer("cart.upstream.first.byte", "Time from sending an upstream request to the first byte of its "
+                + "answer's body (the head when there is no body)", LATENCY_BUCKETS, "replica", replica)
+                .record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** An attempt on {@code replica} failed and the request is retried elsewhere. */
+    void retry(String replica, String cause) {
+        counter("cart.retries", "Retries, by the replica whose attempt failed and the cause", "replica", replica,
+                "cause", cause).increment();
+    }
+
+    void circuitTransition(String replica, CircuitState from, CircuitState to) {
+        counter("cart.circuit.transitions", "Circuit breaker transitions by replica", "replica", replica,
+                "from", from.label(), "to", to.label()).increment();
+    }
+
+    void healthTransition(String replica, boolean healthy) {
+        counter("cart.health.transitions", "Health state changes by replica", "replica", replica,
+                "to", healthy ? "healthy" : "unhealthy").increment();
+    }
+
+    void insertSkipped() {
+        counter("cart.tree.inserts.skipped", "Prefixes not recorded because an eviction pass held the tree")
+                .increment();
+    }
+
+    void eviction(EvictionReport r) {
+        evictionDuration.record(r.durationNanos(), TimeUnit.NANOSECONDS);
+        if (r.expired() > 0) {
+            counter("cart.tree.evicted.entries", "Tree entries evicted, by cause", "cause", "ttl")
+                    .increment(r.expired());
+        }
+        if (r.evicted() > 0) {
+            counter("cart.tree.evicted.entries", "Tree entries evicted, by cause", "cause", "lru")
+                    .increment(r.evicted());
+        }
+        if (r.nodesRemoved() > 0) {
+            counter("cart.tree.nodes.removed", "Tree nodes detached or merged by eviction")
+                    .increment(r.nodesRemoved());
+        }
+    }
+
+    void treeReset() {
+        counter("cart.tree.resets", "Whole-tree resets (daily cleanup)").increment();
+    }
+
+    void modelsCache(boolean hit) {
+        counter("cart.models.cache", "GET /v1/models answers, from the cache (hit) or a replica (miss)",
+                "result", hit ? "hit" : "miss").increment();
+    }
+
+    void reload(String result) {
+        counter("cart.reloads", "Configuration reloads by result", "result", result).increment();
+    }
+
+    /** Registers the gauge of requests being handled (those counted against the concurrency limit). */
+    void inProgress(java.util.concurrent.atomic.AtomicInteger counter) {
+        Gauge.builder("cart.requests.in.progress", counter, java.util.concurrent.atomic.AtomicInteger::get)
+                .description("Requests being handled now (counted against server.max_concurrent_requests)")
+                .register(registry);
+    }
+
+    /** A request refused before any work because a limit was reached (503 or 4xx from the proxy). */
+    void rejected(String cause) {
+        counter("cart.requests.rejected", "Requests refused by a proxy limit, by cause", "cause", cause)
+                .increment();
+    }
+
+    /**
+     * Registers the per-replica gauges for the current replica set and removes those of replicas it no
+     * longer has. Called at start and after every accepted reload.
+     */
+    synchronized void syncReplicas(ManagedReplicaSet set) {
+        Set<String> ids = new HashSet<>();
+        for (ManagedReplicaSet.Member m : set.replicas()) {
+            ids.add(m.id());
+            replicaGauge("cart.replica.in.flight", "Requests in flight on the replica", m.id(),
+                    x -> x.inFlight());
+            replicaGauge("cart.replica.max.load", "Admission cap of the replica (max_load)", m.id(),
+                    x -> x.maxLoad());
+            replicaGauge("cart.replica.healthy", "1 when the replica's health checks pass, else 0", m.id(),
+                    x -> x.isHealthy() ? 1 : 0);
+            for (CircuitState s : CircuitState.values()) {
+                String key = cacheKey("cart.replica.circuit.state", m.id(), s.label());
+                replicaGauges.computeIfAbsent(key, k -> Gauge.builder("cart.replica.circuit.state", routing,
+                                r -> member(r, m.id(), x -> x.circuitState() == s ? 1 : 0))
+                        .description("1 for the replica's current circuit state, 0 for the others")
+                        .tags("replica", m.id(), "state", s.label())
+                        .register(registry));
+            }
+        }
+        List<String> gone = new ArrayList<>();
+        for (Map.Entry<String, Meter> e : replicaGauges.entrySet()) {
+            String replica = e.getValue().getId().getTag("replica");
+            if (!ids.contains(replica)) {
+                registry.remove(e.getValue());
+                gone.add(e.getKey());
+            }
+        }
+        gone.forEach(replicaGauges::remove);
+    }
+
+    private void replicaGauge(String name, String help, String id,
+                              ToDoubleFunction<ManagedReplicaSet.Member> f) {
+        replicaGauges.computeIfAbsent(cacheKey(name, id), k -> Gauge.builder(name, routing,
+                        r -> member(r, id, f::applyAsDouble))
+                .description(help)
+                .tags("replica", id)
+                .register(registry));
+    }
+
+    private static double member(Supplier<Routing> r, String id, Function<ManagedReplicaSet.Member, Number> f) {
+        return r.get().replicas.member(id).map(m -> f.apply(m).doubleValue()).orElse(Double.NaN);
+    }
+
+    /** The Prometheus text exposition of every meter. */
+    String scrape() {
+        return registry.scrape();
+    }
+
+    @Override
+    public void close() {
+        gc.close();
+        registry.close();
+    }
+}

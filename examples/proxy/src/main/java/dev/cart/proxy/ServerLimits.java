@@ -1,0 +1,55 @@
+package dev.cart.proxy;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Hands the connection-level limits of {@code server.*} to the JDK HTTP server, which reads them only from
+ * system properties, once per process, when its first server is created (present on Java 17.0.15+ and 25,
+ * checked): {@code jdk.httpserver.maxConnections}, {@code sun.net.httpserver.maxReqHeaderSize},
+ * {@code sun.net.httpserver.maxReqHeaders} (distinct header names), {@code sun.net.httpserver.maxReqTime}
+ * (seconds to read a request's head and body, which is what stops a client trickling bytes) and
+ * {@code sun.net.httpserver.idleInterval} (seconds a kept-alive or newly accepted connection may stay
+ * silent). The values from the configuration override any {@code -D} given for the same properties.
+ *
+ * <p>Because the JDK reads them once, {@link #apply} must run before anything in the process creates an
+ * {@code HttpServer} ({@link Main} calls it first, before demo replicas start). A later call with other
+ * values cannot change what the JDK already read: it logs a warning (only tests and embedders start several
+ * proxies in one process). The limits the JDK does not offer (header count across repeated names, request
+ * line length, concurrent requests) are enforced by {@link ProxyHandler}.
+ */
+final class ServerLimits {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ServerLimits.class);
+
+    private static Map<String, String> applied;
+
+    private ServerLimits() {
+    }
+
+    /** The JDK system properties for {@code s}. */
+    static Map<String, String> properties(ProxyConfig.Server s) {
+        Map<String, String> p = new LinkedHashMap<>();
+        p.put("jdk.httpserver.maxConnections", Integer.toString(s.maxConnections()));
+        p.put("sun.net.httpserver.maxReqHeaderSize", Integer.toString(s.maxHeaderBytes()));
+        p.put("sun.net.httpserver.maxReqHeaders", Integer.toString(s.maxHeaders()));
+        p.put("sun.net.httpserver.maxReqTime", Integer.toString(s.requestReadTimeoutSecs()));
+        p.put("sun.net.httpserver.idleInterval", Integer.toString(s.idleTimeoutSecs()));
+        return p;
+    }
+
+    /** Sets the properties for {@code s}; see the class comment for when this has an effect. */
+    static synchronized void apply(ProxyConfig.Server s) {
+        Map<String, String> p = properties(s);
+        if (applied != null) {
+            if (!applied.equals(p)) {
+                LOG.warn("the JDK HTTP server reads its limits once per process; keeping {} (wanted {})", applied, p);
+            }
+            return;
+        }
+        p.forEach(System::setProperty);
+        applied = p;
+    }
+}

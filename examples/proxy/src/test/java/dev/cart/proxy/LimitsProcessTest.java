@@ -1,0 +1,184 @@
+package dev.cart.proxy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The connection limits the JDK HTTP server enforces, set from {@code server.*} by {@link ServerLimits}.
+ * The JDK reads them once per process, so each test runs the real command ({@link Main}) in a child JVM
+ * on loopback, as an operator would. The JDK timer granularity properties are lowered for the child so
+ * that the test does not wait for the default 10-second idle sweep.
+ */
+class LimitsProcessTest {
+
+    @TempDir
+    Path dir;
+
+    private static final Pattern LISTENING = Pattern.compile("CART listening on [^:]+:(\\d+)");
+
+    /** A proxy in a child JVM; closing it destroys the process. */
+    private record Child(Process process, int port) implements AutoCloseable {
+        @Override
+        public void close() throws Exception {
+            process.destroy();
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
+        }
+    }
+
+    private Child start(String serverYaml, FakeReplica replica) throws Exception {
+        Path cfg = dir.resolve("cfg-" + System.nanoTime() + ".yaml");
+        Files.writeString(cfg, "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml
+                + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n");
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> cmd = new ArrayList<>(List.of(java, "-Xmx128m", "-Dsun.net.httpserver.clockTick=100",
+                "-Dsun.net.httpserver.timerMillis=100", "-cp", System.getProperty("java.class.path"),
+                Main.class.getName(), "-c", cfg.toString()));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        CompletableFuture<Integer> port = new CompletableFuture<>();
+        Thread reader = new Thread(() -> {
+            try {
+                for (String line; (line = out.readLine()) != null; ) {
+                    Matcher m = LISTENING.matcher(line);
+                    if (m.find()) {
+                        port.complete(Integer.parseInt(m.group(1)));
+                    }
+                }
+            } catch (IOException ignored) {
+                // the child ended
+            }
+            port.completeExceptionally(new IllegalStateException("the child ended before listening"));
+        }, "child-output");
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            return new Child(p, port.get(60, TimeUnit.SECONDS));
+        } catch (Exception e) {
+            p.destroyForcibly();
+            throw e;
+        }
+    }
+
+    /** Waits, bounded, until the server closes {@code s}; sends {@code trickle} one byte per poll meanwhile. */
+    private static boolean closedByServer(Socket s, byte[] trickle) throws IOException {
+        s.setSoTimeout(100); // the poll interval of a bounded wait for the server's close
+        OutputStream out = s.getOutputStream();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        int i = 0;
+        while (System.nanoTime() < deadline) {
+            if (trickle != null) {
+                try {
+                    out.write(trickle[i++ % trickle.length]);
+                    out.flush();
+                } catch (IOException closed) {
+                    return true;
+                }
+            }
+            try {
+                if (s.getInputStream().read() < 0) {
+                    return true;
+                }
+            } catch (SocketTimeoutException stillOpen) {
+                continue;
+            } catch (IOException reset) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static int health(int port) throws Exception {
+        HttpClient c = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        return c.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health")).build(),
+                HttpResponse.BodyHandlers.discarding()).statusCode();
+    }
+
+    @Test
+    void clientsTricklingBytesOrStayingSilentCannotHoldAConnection() throws Exception {
+        try (FakeReplica r = FakeReplica.start("r");
+             Child child = start("  request_read_timeout_secs: 1\n  idle_timeout_secs: 1\n", r)) {
+            try (Socket head = new Socket("127.0.0.1", child.port())) {
+                head.getOutputStream().write("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        .getBytes(StandardCharsets.ISO_8859_1));
+                assertTrue(closedByServer(head, "X-Slow: a\r\n".getBytes(StandardCharsets.ISO_8859_1)),
+                        "a head trickled byte by byte is cut off by request_read_timeout_secs");
+            }
+            try (Socket body = new Socket("127.0.0.1", child.port())) {
+                body.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        + "Content-Length: 100000\r\n\r\n{").getBytes(StandardCharsets.ISO_8859_1));
+                assertTrue(closedByServer(body, "\"a\":1,".getBytes(StandardCharsets.ISO_8859_1)),
+                        "a body trickled byte by byte is cut off too");
+            }
+            try (Socket silent = new Socket("127.0.0.1", child.port())) {
+                assertTrue(closedByServer(silent, null), "a connection that sends nothing is closed");
+            }
+            assertEquals(0, r.count(), "nothing reached the replica");
+            assertEquals(200, health(child.port()), "the proxy still serves");
+        }
+    }
+
+    @Test
+    void connectionsBeyondMaxConnectionsAreClosedAtOnce() throws Exception {
+        try (FakeReplica r = FakeReplica.start("r");
+             Child child = start("  max_connections: 3\n  idle_timeout_secs: 600\n"
+                     + "  request_read_timeout_secs: 600\n", r)) {
+            List<Socket> held = new ArrayList<>();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    Socket s = new Socket("127.0.0.1", child.port());
+                    s.getOutputStream().write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                    s.setSoTimeout(20_000);
+                    BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
+                            StandardCharsets.ISO_8859_1));
+                    assertTrue(in.readLine().startsWith("HTTP/1.1 200"), "kept-alive connection " + i);
+                    held.add(s);
+                }
+                try (Socket extra = new Socket("127.0.0.1", child.port())) {
+                    assertTrue(closedByServer(extra, null), "the fourth connection is closed");
+                }
+            } finally {
+                for (Socket s : held) {
+                    s.close();
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (true) { // the held connections are gone: new ones are served again
+                try {
+                    if (health(child.port()) == 200) {
+                        break;
+                    }
+                } catch (IOException closedWhileTheSlotsFree) {
+                    // the server has not noticed the closes yet
+                }
+                if (System.nanoTime() > deadline) {
+                    fail("the proxy did not serve again after the connections closed");
+                }
+            }
+        }
+    }
+}
