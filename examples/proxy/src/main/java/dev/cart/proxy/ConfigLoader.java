@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.cart.core.LearnMode;
 import dev.cart.core.RoutingPolicies;
 import java.io.IOException;
 import java.net.URI;
@@ -38,10 +39,6 @@ import java.util.Set;
  * refuses. {@code --config-check} prints them all.
  */
 final class ConfigLoader {
-
-    /** Keys of {@code cache} that the proxy applies to the tree and the router itself. */
-    static final Set<String> CACHE_TREE_KEYS = Set.of("policy", "max_tree_size", "block_chars",
-            "eviction_interval_secs", "daily_cleanup_hour_utc", "route_ttl_secs");
 
     /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
     static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of("threshold", "match_abs_threshold",
@@ -190,15 +187,21 @@ final class ConfigLoader {
         if (host != null && host.isBlank()) {
             problems.add("server.host: must not be empty");
         }
-        int port = (int) s.integer("port", sd.port(), 0, 65535);
-        int maxThreads = (int) s.integer("max_threads", sd.maxThreads(), 1, 100_000);
-        int maxConnections = (int) s.integer("max_connections", sd.maxConnections(), 1, 1_000_000);
-        int maxConcurrent = (int) s.integer("max_concurrent_requests", sd.maxConcurrentRequests(), 1, 1_000_000);
-        int maxHeaderBytes = (int) s.integer("max_header_bytes", sd.maxHeaderBytes(), 1024, 16 * 1024 * 1024);
-        int maxHeaders = (int) s.integer("max_headers", sd.maxHeaders(), 1, 10_000);
-        int maxLine = (int) s.integer("max_request_line_bytes", sd.maxRequestLineBytes(), 256, 16 * 1024 * 1024);
-        int readTimeout = (int) s.integer("request_read_timeout_secs", sd.requestReadTimeoutSecs(), 1, 3_600);
-        int idleTimeout = (int) s.integer("idle_timeout_secs", sd.idleTimeoutSecs(), 1, 3_600);
+        int port = (int) s.integer("port", sd.port(), ProxyConfig.Server.PORT);
+        int maxThreads = (int) s.integer("max_threads", sd.maxThreads(), ProxyConfig.Server.MAX_THREADS);
+        int maxConnections = (int) s.integer("max_connections", sd.maxConnections(),
+                ProxyConfig.Server.MAX_CONNECTIONS);
+        int maxConcurrent = (int) s.integer("max_concurrent_requests", sd.maxConcurrentRequests(),
+                ProxyConfig.Server.MAX_CONCURRENT_REQUESTS);
+        int maxHeaderBytes = (int) s.integer("max_header_bytes", sd.maxHeaderBytes(),
+                ProxyConfig.Server.MAX_HEADER_BYTES);
+        int maxHeaders = (int) s.integer("max_headers", sd.maxHeaders(), ProxyConfig.Server.MAX_HEADERS);
+        int maxLine = (int) s.integer("max_request_line_bytes", sd.maxRequestLineBytes(),
+                ProxyConfig.Server.MAX_REQUEST_LINE_BYTES);
+        int readTimeout = (int) s.integer("request_read_timeout_secs", sd.requestReadTimeoutSecs(),
+                ProxyConfig.Server.REQUEST_READ_TIMEOUT_SECS);
+        int idleTimeout = (int) s.integer("idle_timeout_secs", sd.idleTimeoutSecs(),
+                ProxyConfig.Server.IDLE_TIMEOUT_SECS);
         s.finish();
 
         List<ProxyConfig.Worker> workers = workers(root.get("workers"), requireWorkers, problems);
@@ -206,11 +209,16 @@ final class ConfigLoader {
         Section c = Section.of(root, "cache", problems);
         ProxyConfig.Cache cd = ProxyConfig.Cache.defaults();
         String policy = c.string("policy", cd.policy());
-        long maxTreeSize = c.integer("max_tree_size", cd.maxTreeSize(), 1, Long.MAX_VALUE);
-        int blockChars = (int) c.integer("block_chars", cd.blockChars(), 1, 65536);
-        long eviction = c.integer("eviction_interval_secs", cd.evictionIntervalSecs(), 0, Integer.MAX_VALUE);
-        int dailyHour = (int) c.integer("daily_cleanup_hour_utc", cd.dailyCleanupHourUtc(), -1, 23);
-        long ttl = c.integer("route_ttl_secs", cd.routeTtlSecs(), 0, Integer.MAX_VALUE);
+        long maxTreeSize = c.integer("max_tree_size", cd.maxTreeSize(), ProxyConfig.Cache.MAX_TREE_SIZE);
+        int blockChars = (int) c.integer("block_chars", cd.blockChars(), ProxyConfig.Cache.BLOCK_CHARS);
+        long eviction = c.integer("eviction_interval_secs", cd.evictionIntervalSecs(),
+                ProxyConfig.Cache.EVICTION_INTERVAL_SECS);
+        int dailyHour = (int) c.integer("daily_cleanup_hour_utc", cd.dailyCleanupHourUtc(),
+                ProxyConfig.Cache.DAILY_CLEANUP_HOUR_UTC);
+        long ttl = c.integer("route_ttl_secs", cd.routeTtlSecs(), ProxyConfig.Cache.ROUTE_TTL_SECS);
+        LearnMode learn = c.learnMode("learn", cd.learn());
+        boolean feedback = c.bool("feedback", cd.feedback());
+        boolean learnAnswer = c.bool("learn_answer", cd.learnAnswer());
         Map<String, Object> policySettings = new LinkedHashMap<>();
         for (String key : CACHE_POLICY_KEYS) {
             Object v = c.scalar(key);
@@ -229,32 +237,36 @@ final class ConfigLoader {
         if (endpoint != null && !endpoint.startsWith("/")) {
             problems.add("health.endpoint: must be a path starting with '/', was '" + endpoint + "'");
         }
-        int interval = (int) h.integer("interval_secs", hd.intervalSecs(), 1, 86_400);
-        int timeout = (int) h.integer("timeout_secs", hd.timeoutSecs(), 1, 3_600);
-        int hFail = (int) h.integer("failure_threshold", hd.failureThreshold(), 1, 1_000);
-        int hOk = (int) h.integer("success_threshold", hd.successThreshold(), 1, 1_000);
+        int interval = (int) h.integer("interval_secs", hd.intervalSecs(), ProxyConfig.Health.INTERVAL_SECS);
+        int timeout = (int) h.integer("timeout_secs", hd.timeoutSecs(), ProxyConfig.Health.TIMEOUT_SECS);
+        int hFail = (int) h.integer("failure_threshold", hd.failureThreshold(), ProxyConfig.Health.FAILURE_THRESHOLD);
+        int hOk = (int) h.integer("success_threshold", hd.successThreshold(), ProxyConfig.Health.SUCCESS_THRESHOLD);
         h.finish();
 
         Section b = Section.of(root, "circuit_breaker", problems);
         ProxyConfig.Circuit bd = ProxyConfig.Circuit.defaults();
-        int cbFail = (int) b.integer("failure_threshold", bd.failureThreshold(), 1, 1_000_000);
-        int cbOk = (int) b.integer("success_threshold", bd.successThreshold(), 1, 1_000_000);
-        int cbTimeout = (int) b.integer("timeout_secs", bd.timeoutSecs(), 1, 86_400);
-        int cbHalfOpen = (int) b.integer("half_open_max_requests", bd.halfOpenMaxRequests(), 1, 1_000_000);
+        int cbFail = (int) b.integer("failure_threshold", bd.failureThreshold(), ProxyConfig.Circuit.FAILURE_THRESHOLD);
+        int cbOk = (int) b.integer("success_threshold", bd.successThreshold(), ProxyConfig.Circuit.SUCCESS_THRESHOLD);
+        int cbTimeout = (int) b.integer("timeout_secs", bd.timeoutSecs(), ProxyConfig.Circuit.TIMEOUT_SECS);
+        int cbHalfOpen = (int) b.integer("half_open_max_requests", bd.halfOpenMaxRequests(),
+                ProxyConfig.Circuit.HALF_OPEN_MAX_REQUESTS);
         b.finish();
 
         Section p = Section.of(root, "proxy", problems);
         ProxyConfig.Proxy pd = ProxyConfig.Proxy.defaults();
-        int maxRetries = (int) p.integer("max_retries", pd.maxRetries(), 0, 10);
-        long backoff = p.integer("initial_backoff_ms", pd.initialBackoffMs(), 0, 60_000);
-        double multiplier = p.number("backoff_multiplier", pd.backoffMultiplier(), 1.0, 10.0);
-        double jitter = p.number("jitter_factor", pd.jitterFactor(), 0.0, 1.0);
+        int maxRetries = (int) p.integer("max_retries", pd.maxRetries(), ProxyConfig.Proxy.MAX_RETRIES);
+        long backoff = p.integer("initial_backoff_ms", pd.initialBackoffMs(), ProxyConfig.Proxy.INITIAL_BACKOFF_MS);
+        double multiplier = p.number("backoff_multiplier", pd.backoffMultiplier(),
+                ProxyConfig.Proxy.BACKOFF_MULTIPLIER);
+        double jitter = p.number("jitter_factor", pd.jitterFactor(), ProxyConfig.Proxy.JITTER_FACTOR);
         List<Integer> retryable = p.statusList("retryable_statuses", pd.retryableStatuses());
-        int connect = (int) p.integer("connect_timeout_secs", pd.connectTimeoutSecs(), 1, 3_600);
-        int request = (int) p.integer("request_timeout_secs", pd.requestTimeoutSecs(), 1, 86_400);
+        int connect = (int) p.integer("connect_timeout_secs", pd.connectTimeoutSecs(),
+                ProxyConfig.Proxy.CONNECT_TIMEOUT_SECS);
+        int request = (int) p.integer("request_timeout_secs", pd.requestTimeoutSecs(),
+                ProxyConfig.Proxy.REQUEST_TIMEOUT_SECS);
         boolean peerHeader = p.bool("add_routed_peer_header", pd.addRoutedPeerHeader());
         Integer mediaPolicy = p.optionalStatus("remote_media_url_policy");
-        int maxBody = (int) p.integer("max_body_bytes", pd.maxBodyBytes(), 1, ProxyConfig.Proxy.MAX_BODY_LIMIT);
+        int maxBody = (int) p.integer("max_body_bytes", pd.maxBodyBytes(), ProxyConfig.Proxy.MAX_BODY_BYTES);
         boolean decisionLog = p.bool("decision_log", pd.decisionLog());
         p.finish();
 
@@ -266,7 +278,8 @@ final class ConfigLoader {
                     new ProxyConfig.Server(host, port, maxThreads, maxConnections, maxConcurrent, maxHeaderBytes,
                             maxHeaders, maxLine, readTimeout, idleTimeout),
                     workers,
-                    new ProxyConfig.Cache(policy, policySettings, maxTreeSize, blockChars, eviction, dailyHour, ttl),
+                    new ProxyConfig.Cache(policy, policySettings, maxTreeSize, blockChars, eviction, dailyHour, ttl,
+                            learn, feedback, learnAnswer),
                     new ProxyConfig.Health(endpoint, interval, timeout, hFail, hOk),
                     new ProxyConfig.Circuit(cbFail, cbOk, cbTimeout, cbHalfOpen),
                     new ProxyConfig.Proxy(maxRetries, backoff, multiplier, jitter, retryable, connect, request,
@@ -304,9 +317,10 @@ final class ConfigLoader {
             }
             Section w = new Section(path, (ObjectNode) item, problems);
             String url = w.string("url", null);
-            int maxLoad = (int) w.integer("max_load", ProxyConfig.Worker.DEFAULT_MAX_LOAD, 1, Integer.MAX_VALUE);
-            int penalty = (int) w.integer("load_penalty", ProxyConfig.Worker.DEFAULT_LOAD_PENALTY, 0,
-                    Integer.MAX_VALUE);
+            int maxLoad = (int) w.integer("max_load", ProxyConfig.Worker.DEFAULT_MAX_LOAD,
+                    ProxyConfig.Worker.MAX_LOAD);
+            int penalty = (int) w.integer("load_penalty", ProxyConfig.Worker.DEFAULT_LOAD_PENALTY,
+                    ProxyConfig.Worker.LOAD_PENALTY);
             w.finish();
             if (url == null) {
                 if (!item.has("url")) {
@@ -322,7 +336,7 @@ final class ConfigLoader {
                 problems.add(path + ".url: duplicate worker " + normalized);
                 continue;
             }
-            out.add(new ProxyConfig.Worker(normalized, Math.max(1, maxLoad), Math.max(0, penalty)));
+            out.add(new ProxyConfig.Worker(normalized, maxLoad, penalty));
         }
         return out;
     }
@@ -501,7 +515,10 @@ final class ConfigLoader {
             return v.asText();
         }
 
-        long integer(String key, long def, long min, long max) {
+        /** An integer in {@code range}; out of range or of the wrong type, a problem and the default. */
+        long integer(String key, long def, ProxyConfig.IntRange range) {
+            long min = range.min();
+            long max = range.max();
             JsonNode v = get(key);
             if (v == null) {
                 return def;
@@ -524,7 +541,10 @@ final class ConfigLoader {
             return value;
         }
 
-        double number(String key, double def, double min, double max) {
+        /** A number in {@code range}; out of range or of the wrong type, a problem and the default. */
+        double number(String key, double def, ProxyConfig.RealRange range) {
+            double min = range.min();
+            double max = range.max();
             JsonNode v = get(key);
             if (v == null) {
                 return def;
@@ -559,8 +579,9 @@ final class ConfigLoader {
             if (v == null || v.isNull()) {
                 return null;
             }
-            if (!v.isIntegralNumber() || v.asLong() < 400 || v.asLong() > 599) {
-                problems.add(key(key) + ": must be null (off) or an HTTP status in [400, 599], was " + describe(v));
+            if (!v.isIntegralNumber() || !ProxyConfig.Proxy.REMOTE_MEDIA_URL_POLICY.contains(v.asLong())) {
+                problems.add(key(key) + ": must be null (off) or an HTTP status in "
+                        + ProxyConfig.Proxy.REMOTE_MEDIA_URL_POLICY + ", was " + describe(v));
                 return null;
             }
             return v.asInt();
@@ -578,13 +599,29 @@ final class ConfigLoader {
             List<Integer> out = new ArrayList<>();
             for (int i = 0; i < v.size(); i++) {
                 JsonNode s = v.get(i);
-                if (!s.isIntegralNumber() || s.asLong() < 400 || s.asLong() > 599) {
-                    problems.add(key(key) + "[" + i + "]: must be an HTTP status in [400, 599], was " + describe(s));
+                if (!s.isIntegralNumber() || !ProxyConfig.Proxy.ERROR_STATUS.contains(s.asLong())) {
+                    problems.add(key(key) + "[" + i + "]: must be an HTTP status in " + ProxyConfig.Proxy.ERROR_STATUS
+                            + ", was " + describe(s));
                 } else {
                     out.add(s.asInt());
                 }
             }
             return out;
+        }
+
+        /** {@code on_route} or {@code on_success}. */
+        LearnMode learnMode(String key, LearnMode def) {
+            JsonNode v = get(key);
+            if (v == null) {
+                return def;
+            }
+            for (LearnMode m : LearnMode.values()) {
+                if (v.isTextual() && m.label().equals(v.asText())) {
+                    return m;
+                }
+            }
+            problems.add(key(key) + ": must be one of on_route, on_success, was " + describe(v));
+            return def;
         }
 
         /** A scalar handed to the policy as-is: Integer/Long, Double, String or Boolean; null if absent. */

@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * decision endpoint=/v1/chat/completions method=POST model=llama-3 stream=true reason=cache_hit
  *   replica=http://node1:8000 matched=4096 key_len=5000 ratio=0.819 decision_us=3 status=200
- *   upstream_ms=812 retries=0 result=ok
+ *   prompt_tokens=1250 cached=1024 upstream_ms=812 retries=0 result=ok
  * </pre>
  *
  * Keys always appear in this order; a value that does not apply is {@code -}. Values never contain
@@ -33,6 +33,8 @@ final class DecisionLog {
     private String stream = "-";
     private RouteDecision decision;
     private int status;
+    private long promptTokens = -1;
+    private long cachedTokens = -1;
     private long upstreamNanos = -1;
     private int retries;
     private String result = "-";
@@ -71,6 +73,12 @@ final class DecisionLog {
         this.status = s;
     }
 
+    /** What the replica reported about its prompt cache (each figure -1 when it did not report it). */
+    void usage(dev.cart.core.ServedUsage usage) {
+        this.promptTokens = usage.promptTokens();
+        this.cachedTokens = usage.cachedTokens();
+    }
+
     void result(String r) {
         this.result = r;
     }
@@ -92,6 +100,8 @@ final class DecisionLog {
             b.append(" reason=- replica=- matched=- key_len=- ratio=- decision_us=-");
         }
         b.append(" status=").append(status == 0 ? "-" : Integer.toString(status))
+                .append(" prompt_tokens=").append(promptTokens < 0 ? "-" : Long.toString(promptTokens))
+                .append(" cached=").append(cachedTokens < 0 ? "-" : Long.toString(cachedTokens))
                 .append(" upstream_ms=").append(upstreamNanos < 0 ? "-"
                         : Long.toString((System.nanoTime() - upstreamNanos) / 1_000_000))
                 .append(" retries=").append(retries)

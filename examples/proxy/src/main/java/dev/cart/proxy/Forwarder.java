@@ -1,10 +1,13 @@
 package dev.cart.proxy;
 
 import com.sun.net.httpserver.HttpExchange;
+import dev.cart.core.CacheFeedback;
 import dev.cart.core.Lease;
 import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
+import dev.cart.core.ServedUsage;
+import dev.cart.extract.Endpoint;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -19,6 +22,7 @@ import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.OptionalLong;
@@ -26,35 +30,49 @@ import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Sends one client request to a replica and relays the answer, with retries.
+ * Sends one client request to a replica and relays the answer, with retries; reads the replica's cache
+ * usage and the answer's text as they pass, and hands them to the router.
  *
- * <p>How: each attempt asks the router for a replica (excluding every replica that already failed this
- * request), sends the buffered body with the JDK client and waits for the response head. A connection
- * error, or a status in {@code proxy.retryable_statuses}, ends the attempt before anything reaches the
- * client: the lease is closed as failed (5xx and connection errors) and, while retries remain, the next
- * attempt starts after an exponential backoff with jitter. Otherwise the head is sent to the client and
- * the body copied as it arrives: a {@code text/event-stream} (or any body of unknown length) is sent
- * chunked and flushed after every read, so each upstream chunk reaches the client immediately; a body
- * of known length keeps its length. The last attempt's response is relayed as it is.
+ * <p>Attempts: each asks the router for a replica (excluding every replica that already failed this
+ * request) and sends the buffered body with the JDK client. A connection error, or a status in
+ * {@code proxy.retryable_statuses}, is retried only if retries remain, another replica could take the
+ * request now, and the backoff (exponential, with jitter) ends before {@code request_timeout_secs}
+ * does; otherwise the replica's own answer is relayed as it is (status, body, {@code Retry-After}), or,
+ * for a connection error, 502. A retried attempt's lease is closed as failed (5xx and connection errors)
+ * before the wait.
  *
- * <p>Timeouts: {@code connect_timeout_secs} is the client's connect timeout; {@code request_timeout_secs}
- * bounds the whole exchange: the request's own timeout covers the wait for the head, and a scheduled task
- * closes the upstream body stream at the deadline, which wakes the copying thread.
+ * <p>Relaying: the head goes to the client, then the body as it arrives: a {@code text/event-stream} (or
+ * any body of unknown length) chunked and flushed after every read, a body of known length with its
+ * length. Each chunk is written first and then given to a {@link ResponseObserver}, so reading the usage
+ * delays nothing. When the replica's body ends (for a body of known length: as soon as its last byte has
+ * been read, before it is written), the lease is marked succeeded with the usage the response reported
+ * ({@link ServedUsage}; the router compares it with its prediction) and closed, so a slow client never
+ * holds the replica's slot. After the last byte has reached the client, a chat answer is learned as the
+ * start of the next turn ({@link AnswerLearning}, {@code cache.learn_answer}).
+ *
+ * <p>Deadline: {@code request_timeout_secs} bounds the whole exchange. The request's own timeout covers
+ * the wait for the head; a scheduled task fires at the deadline and closes the upstream body (which
+ * wakes a thread waiting for the replica) and the lease (which frees the replica's slot even while the
+ * relaying thread is blocked writing to a client that stopped reading; the JDK server then drops that
+ * connection at its response limit, see {@link ServerLimits}). A deadline that ends a body that was
+ * flowing closes the lease as cancelled: the replica was working, the request was simply too long. A
+ * deadline reached before any byte of the body arrived counts as the replica's failure, as a missing
+ * head does.
  *
  * <p>Failure while relaying: if the client goes away, the upstream stream is closed (cancelling the
- * upstream request) and the lease closed with no outcome; if the replica fails or the deadline passes,
- * the lease is closed as failed. In both cases the client connection is dropped by throwing
- * {@link Abort} out of the handler, so a truncated body is never framed as complete.
+ * upstream request) and the lease closed with no outcome; if the replica fails mid-body, the lease is
+ * closed as failed. In both cases the client connection is dropped by throwing {@link Abort} out of the
+ * handler, so a truncated body is never framed as complete.
  *
- * <p>Concurrency: one instance serves all requests; per-request state lives on the handling thread. The
- * lease is closed exactly once on every path (try/finally plus the lease's own idempotence).
+ * <p>Concurrency: one instance serves all requests; per-request state lives on the handling thread and,
+ * for what the deadline task touches, in {@link Attempt}. The lease is closed exactly once on every path
+ * (try/finally plus the lease's own idempotent, thread-safe close).
  */
 final class Forwarder {
 
@@ -72,8 +90,51 @@ final class Forwarder {
         }
     }
 
-    /** What is forwarded: method, target path and query (raw), body, and whether to cache the answer. */
-    record Inbound(String method, String rawPath, String rawQuery, byte[] body, boolean cacheModels) {
+    /**
+     * What is forwarded: method, target path (for routed endpoints and {@code /v1/models} the canonical
+     * path) and raw query, body, the routed endpoint (null for anything else) and, for a cacheable
+     * {@code GET /v1/models}, its {@link ModelsCache} key.
+     */
+    record Inbound(String method, String rawPath, String rawQuery, byte[] body, Endpoint endpoint, String modelsKey) {
+
+        static Inbound routed(Endpoint endpoint, String rawQuery, byte[] body) {
+            return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, null);
+        }
+
+        static Inbound passThrough(String method, String rawPath, String rawQuery, byte[] body) {
+            return new Inbound(method, rawPath, rawQuery, body, null, null);
+        }
+
+        static Inbound models(String path, String cacheKey) {
+            return new Inbound("GET", path, null, new byte[0], null, cacheKey);
+        }
+    }
+
+    /**
+     * One upstream attempt's state that the deadline task shares with the relaying thread. The deadline
+     * may fire at any moment; everything it reads or writes is volatile or the lease (thread-safe).
+     */
+    private static final class Attempt {
+        final Lease lease;
+        volatile InputStream body;
+        volatile boolean timedOut;
+        volatile boolean bodyStarted;
+        /** The router's verdict on the usage the response reported, if it gave one. */
+        CacheFeedback feedback;
+
+        Attempt(Lease lease) {
+            this.lease = lease;
+        }
+
+        /** The deadline: cancel the upstream exchange and give the replica's slot back. */
+        void deadline() {
+            timedOut = true;
+            closeQuietly(body);
+            if (!bodyStarted) {
+                lease.failed(); // no byte of the body in the whole time: as good as no answer
+            }
+            lease.close(); // a body that was flowing ends as cancelled: no verdict on the replica
+        }
     }
 
     private final HttpClient client;
@@ -81,22 +142,27 @@ final class Forwarder {
     private final Sleeper sleeper;
     private final Supplier<RandomGenerator> random;
     private final ProxyConfig.Proxy config;
+    private final boolean learnAnswer;
     private final Backoff backoff;
     private final Set<Integer> retryable;
     private final ModelsCache models;
     private final ProxyMetrics metrics;
+    private final Extraction extraction;
 
     Forwarder(HttpClient client, ScheduledExecutorService scheduler, Sleeper sleeper,
-              Supplier<RandomGenerator> random, ProxyConfig.Proxy config, ModelsCache models, ProxyMetrics metrics) {
+              Supplier<RandomGenerator> random, ProxyConfig config, ModelsCache models, ProxyMetrics metrics,
+              Extraction extraction) {
         this.client = client;
         this.scheduler = scheduler;
         this.sleeper = sleeper;
         this.random = random;
-        this.config = config;
-        this.backoff = Backoff.of(config);
-        this.retryable = new HashSet<>(config.retryableStatuses());
+        this.config = config.proxy();
+        this.learnAnswer = config.cache().learnAnswer();
+        this.backoff = Backoff.of(config.proxy());
+        this.retryable = new HashSet<>(config.proxy().retryableStatuses());
         this.models = models;
         this.metrics = metrics;
+        this.extraction = extraction;
     }
 
     void forward(HttpExchange ex, Inbound in, RouteRequest first, Routing routing, DecisionLog log)
@@ -123,7 +189,7 @@ final class Forwarder {
             }
             Replica replica = d.replica();
             Lease lease = d.lease();
-            boolean retry = false;
+            Duration pause = null;
             try {
                 long remaining = deadline - System.nanoTime();
                 if (remaining <= 0) {
@@ -147,8 +213,8 @@ final class Forwarder {
                     lease.failed();
                     lastFailure = replica.id() + ": " + describe(e);
                     retryCause = "connect_error";
-                    retry = attempt < config.maxRetries();
-                    if (!retry) {
+                    pause = retryPause(attempt, routing, request, replica, deadline);
+                    if (pause == null) {
                         reply(ex, log, 502, "connect_failed", "upstream_unreachable",
                                 "could not connect to the replica: " + lastFailure);
                         return;
@@ -163,8 +229,8 @@ final class Forwarder {
                     lease.failed();
                     lastFailure = replica.id() + ": " + describe(e);
                     retryCause = "io_error";
-                    retry = attempt < config.maxRetries();
-                    if (!retry) {
+                    pause = retryPause(attempt, routing, request, replica, deadline);
+                    if (pause == null) {
                         reply(ex, log, 502, "upstream_error", "upstream_connection_error",
                                 "the connection to the replica failed: " + lastFailure);
                         return;
@@ -177,33 +243,57 @@ final class Forwarder {
                 }
                 int status = resp.statusCode();
                 lease.status(status);
-                if (retryable.contains(status) && attempt < config.maxRetries()) {
-                    closeQuietly(resp.body());
-                    if (status >= 500) {
-                        lease.failed();
-                    } else {
-                        lease.succeeded();
+                if (retryable.contains(status)) {
+                    pause = retryPause(attempt, routing, request, replica, deadline);
+                    if (pause != null) {
+                        closeQuietly(resp.body());
+                        if (status >= 500) {
+                            lease.failed();
+                        } else {
+                            lease.succeeded();
+                        }
+                        lastFailure = replica.id() + ": HTTP " + status;
+                        retryCause = "status";
+                        continue;
                     }
-                    lastFailure = replica.id() + ": HTTP " + status;
-                    retryCause = "status";
-                    retry = true;
-                    continue;
                 }
-                relay(ex, in, replica, resp, lease, deadline, sent, log);
+                relay(ex, in, routing, d, resp, deadline, sent, log);
                 return;
             } finally {
                 lease.close();
-                if (retry) {
+                if (pause != null) {
                     metrics.retry(replica.id(), retryCause);
                     request = request.excluding(replica).attempt(attempt + 1);
-                    pause(attempt + 1);
+                    pause(pause);
                 }
             }
         }
     }
 
-    private void pause(int retry) throws Abort {
-        Duration delay = backoff.delay(retry, random.get());
+    /**
+     * The wait before retrying after {@code attempt} failed on {@code failed}, or null when there is to be
+     * no retry: none left, no other replica could take the request now, or the wait would end after the
+     * deadline.
+     */
+    private Duration retryPause(int attempt, Routing routing, RouteRequest request, Replica failed, long deadline) {
+        if (attempt >= config.maxRetries() || !anotherCandidate(routing, request, failed)) {
+            return null;
+        }
+        Duration delay = backoff.delay(attempt + 1, random.get());
+        return delay.toNanos() < deadline - System.nanoTime() ? delay : null;
+    }
+
+    /** True if a replica other than {@code failed} and those already excluded could take the request now. */
+    private static boolean anotherCandidate(Routing routing, RouteRequest request, Replica failed) {
+        for (Replica r : routing.router.replicas().replicas()) {
+            if (r != failed && !request.isExcluded(r) && r.isAvailable() && r.inFlight() < r.maxLoad()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void pause(Duration delay) throws Abort {
         try {
             sleeper.sleep(delay);
         } catch (InterruptedException e) {
@@ -219,22 +309,21 @@ final class Forwarder {
         Responses.error(ex, status, code, message);
     }
 
-    /** Relays status, headers and body of {@code resp}; closes nothing but the upstream body. */
-    private void relay(HttpExchange ex, Inbound in, Replica replica, HttpResponse<InputStream> resp, Lease lease,
+    /** Relays status, headers and body of {@code resp}; closes nothing but the upstream body and the lease. */
+    private void relay(HttpExchange ex, Inbound in, Routing routing, RouteDecision d, HttpResponse<InputStream> resp,
                        long deadline, long sent, DecisionLog log) throws IOException {
+        Replica replica = d.replica();
         int status = resp.statusCode();
+        Attempt a = new Attempt(d.lease());
         InputStream body = resp.body();
+        a.body = body;
         log.status(status);
         HopByHop.copyResponseHeaders(resp.headers(), ex.getResponseHeaders());
         if (config.addRoutedPeerHeader()) {
             ex.getResponseHeaders().set("x-routed-peer", replica.id());
         }
-        AtomicBoolean timedOut = new AtomicBoolean();
         long remaining = Math.max(1, deadline - System.nanoTime());
-        ScheduledFuture<?> timer = scheduler.schedule(() -> {
-            timedOut.set(true);
-            closeQuietly(body);
-        }, remaining, TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> timer = scheduler.schedule(a::deadline, remaining, TimeUnit.NANOSECONDS);
         try {
             boolean noBody = "HEAD".equalsIgnoreCase(in.method()) || status == 204 || status == 304
                     || status < 200;
@@ -242,50 +331,43 @@ final class Forwarder {
                 metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 ex.sendResponseHeaders(status, -1);
                 closeQuietly(body);
-                finish(lease, status, log);
+                upstreamDone(a, status, null, log);
                 return;
             }
             String contentType = resp.headers().firstValue("content-type").orElse("");
             boolean sse = contentType.toLowerCase(Locale.ROOT).startsWith("text/event-stream");
             OptionalLong length = resp.headers().firstValueAsLong("content-length");
             boolean chunkedUpstream = resp.headers().firstValue("transfer-encoding").isPresent();
-            byte[] prefix = null;
-            if (in.cacheModels() && status == 200) {
-                prefix = readUpTo(body, MODELS_CACHE_LIMIT + 1, timedOut, lease, log);
-                metrics.firstByte(replica.id(), System.nanoTime() - sent);
-                if (prefix.length <= MODELS_CACHE_LIMIT) {
-                    models.put(prefix, contentType.isEmpty() ? "application/json" : contentType);
-                    ex.sendResponseHeaders(status, prefix.length == 0 ? -1 : prefix.length);
-                    finish(lease, status, log);
-                    lease.close();
-                    write(ex.getResponseBody(), prefix, 0, prefix.length, false, body, lease, log);
-                    ex.getResponseBody().close();
-                    return;
-                }
+            if (in.modelsKey() != null && status == 200) {
+                relayModels(ex, in, a, replica, sent, log);
+                return;
             }
-            boolean fixed = !sse && !chunkedUpstream && length.isPresent() && length.getAsLong() >= 0
-                    && prefix == null;
+            ResponseObserver observer = status / 100 != 2 ? null : ResponseObserver.create(in.endpoint(),
+                    contentType, resp.headers().firstValue("content-encoding").orElse(null),
+                    learnAnswer && status == 200);
+            boolean fixed = !sse && !chunkedUpstream && length.isPresent() && length.getAsLong() >= 0;
             if (fixed && length.getAsLong() == 0) {
                 metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 ex.sendResponseHeaders(status, -1);
                 closeQuietly(body);
-                finish(lease, status, log);
+                if (observer != null) {
+                    observer.finish();
+                }
+                upstreamDone(a, status, observer, log);
                 return;
             }
             ex.sendResponseHeaders(status, fixed ? length.getAsLong() : 0);
             OutputStream out = ex.getResponseBody();
             boolean flushEach = !fixed;
-            if (prefix != null) {
-                write(out, prefix, 0, prefix.length, flushEach, body, lease, log);
-            }
             byte[] buf = new byte[16 * 1024];
-            boolean first = prefix == null;
+            boolean first = true;
+            long total = 0;
             while (true) {
                 int n;
                 try {
                     n = body.read(buf);
                 } catch (IOException e) {
-                    upstreamBroke(lease, log, timedOut.get(), e);
+                    upstreamBroke(a, log, e);
                     throw new Abort("upstream body failed");
                 }
                 if (first) {
@@ -293,20 +375,40 @@ final class Forwarder {
                     metrics.firstByte(replica.id(), System.nanoTime() - sent);
                 }
                 if (n < 0) {
+                    if (observer != null) {
+                        observer.finish();
+                    }
+                    upstreamDone(a, status, observer, log);
                     break;
                 }
-                if (n > 0) {
-                    write(out, buf, 0, n, flushEach, body, lease, log);
+                if (n == 0) {
+                    continue;
+                }
+                a.bodyStarted = true;
+                total += n;
+                if (fixed && total >= length.getAsLong()) {
+                    // the replica is done: give its slot back before the last bytes go to the client
+                    if (observer != null) {
+                        observer.accept(buf, 0, n);
+                        observer.finish();
+                    }
+                    upstreamDone(a, status, observer, log);
+                    write(out, buf, 0, n, false, a, log);
+                    break;
+                }
+                write(out, buf, 0, n, flushEach, a, log);
+                if (observer != null) {
+                    observer.accept(buf, 0, n);
                 }
             }
-            // the replica is done: give its slot back before the last bytes go to the client
-            finish(lease, status, log);
-            lease.close();
             try {
                 out.close();
             } catch (IOException e) {
                 log.result("client_closed");
                 throw new Abort("response could not be completed");
+            }
+            if (observer != null && learnAnswer && status == 200 && in.endpoint() != Endpoint.COMPLETIONS) {
+                learnAnswer(routing, in, replica, observer, a);
             }
         } finally {
             timer.cancel(false);
@@ -314,54 +416,135 @@ final class Forwarder {
         }
     }
 
-    private static void finish(Lease lease, int status, DecisionLog log) {
+    /**
+     * A {@code /v1/models} answer: read whole (up to {@link #MODELS_CACHE_LIMIT}), cached for the asker's
+     * key when its headers allow, then sent; a larger one is relayed as it comes and not cached.
+     */
+    private void relayModels(HttpExchange ex, Inbound in, Attempt a, Replica replica, long sent, DecisionLog log)
+            throws IOException {
+        byte[] whole = readUpTo(a, MODELS_CACHE_LIMIT + 1, log);
+        metrics.firstByte(replica.id(), System.nanoTime() - sent);
+        if (whole.length > 0) {
+            a.bodyStarted = true;
+        }
+        boolean fits = whole.length <= MODELS_CACHE_LIMIT;
+        if (fits && ModelsCache.cacheable(ex.getResponseHeaders())) {
+            com.sun.net.httpserver.Headers cached = new com.sun.net.httpserver.Headers();
+            cached.putAll(ex.getResponseHeaders());
+            cached.remove("x-routed-peer"); // a cached answer comes from no replica in particular
+            models.put(in.modelsKey(), whole, cached);
+        }
+        if (fits) {
+            ex.sendResponseHeaders(200, whole.length == 0 ? -1 : whole.length);
+            upstreamDone(a, 200, null, log);
+            write(ex.getResponseBody(), whole, 0, whole.length, false, a, log);
+            ex.getResponseBody().close();
+            return;
+        }
+        // too large to cache: relay what was read and the rest as it comes
+        ex.sendResponseHeaders(200, 0);
+        OutputStream out = ex.getResponseBody();
+        write(out, whole, 0, whole.length, true, a, log);
+        byte[] buf = new byte[16 * 1024];
+        for (int n; ; ) {
+            try {
+                n = a.body.read(buf);
+            } catch (IOException e) {
+                upstreamBroke(a, log, e);
+                throw new Abort("upstream body failed");
+            }
+            if (n < 0) {
+                break;
+            }
+            write(out, buf, 0, n, true, a, log);
+        }
+        upstreamDone(a, 200, null, log);
+        out.close();
+    }
+
+    /**
+     * The replica has sent its whole answer: records how it went (with the usage it reported, which the
+     * router compares with its prediction) and closes the lease.
+     */
+    private static void upstreamDone(Attempt a, int status, ResponseObserver observer, DecisionLog log) {
+        ServedUsage usage = observer == null ? ServedUsage.unknown() : observer.usage();
+        log.usage(usage);
+        Lease lease = a.lease;
         if (status >= 500) {
             lease.failed();
         } else {
-            lease.succeeded();
+            ProxyListener.takeFeedback(); // nothing stale from an earlier lease on this thread
+            lease.succeeded(usage);
+            a.feedback = ProxyListener.takeFeedback();
         }
+        lease.close();
         log.result("ok");
     }
 
-    private static void write(OutputStream out, byte[] b, int off, int len, boolean flush, InputStream upstream,
-                              Lease lease, DecisionLog log) throws Abort {
+    /**
+     * Records the route of the next turn (this request's messages and the reply) for the replica that
+     * served it, unless the reply is not plain text, too long, or the replica has just shown that it
+     * does not keep what the router believes it does (a stale prediction).
+     */
+    private void learnAnswer(Routing routing, Inbound in, Replica replica, ResponseObserver observer, Attempt a) {
+        String result;
+        List<String> reply = observer.reply();
+        if (a.timedOut) {
+            return;
+        }
+        if (reply == null) {
+            result = observer.replyProblem();
+        } else if (a.feedback != null && a.feedback.stale()) {
+            result = "stale_route";
+        } else {
+            try {
+                result = AnswerLearning.learn(routing.router, extraction, in.endpoint(), in.body(), reply, replica);
+            } catch (RuntimeException e) {
+                LOG.debug("learning an answer failed: {}", e.toString());
+                result = "unusable_request";
+            }
+        }
+        metrics.answerLearned(result);
+    }
+
+    private static void write(OutputStream out, byte[] b, int off, int len, boolean flush, Attempt a,
+                              DecisionLog log) throws Abort {
         try {
             out.write(b, off, len);
             if (flush) {
                 out.flush();
             }
         } catch (IOException e) {
-            clientGone(upstream, lease, log);
+            closeQuietly(a.body); // cancels the upstream exchange
+            // the lease closes with no outcome recorded: cancelled, which says nothing about the replica
+            log.result(a.timedOut ? "timeout_mid_body" : "client_closed");
             throw new Abort("client went away");
         }
     }
 
-    private static void clientGone(InputStream upstream, Lease lease, DecisionLog log) {
-        closeQuietly(upstream); // cancels the upstream exchange
-        log.result("client_closed");
-        // the lease closes with no outcome recorded: cancelled, which says nothing about the replica
-    }
-
-    private static void upstreamBroke(Lease lease, DecisionLog log, boolean timedOut, IOException e) {
-        lease.failed();
-        log.result(timedOut ? "timeout_mid_body" : "upstream_broke_mid_body");
+    private static void upstreamBroke(Attempt a, DecisionLog log, IOException e) {
+        if (a.timedOut) {
+            log.result("timeout_mid_body"); // the deadline task closed the body and the lease
+        } else {
+            a.lease.failed();
+            log.result("upstream_broke_mid_body");
+        }
         LOG.debug("upstream body failed after the response started: {}", e.toString());
     }
 
-    private static byte[] readUpTo(InputStream in, int limit, AtomicBoolean timedOut, Lease lease, DecisionLog log)
-            throws Abort {
+    private static byte[] readUpTo(Attempt a, int limit, DecisionLog log) throws Abort {
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         byte[] chunk = new byte[8192];
         try {
             while (buf.size() < limit) {
-                int n = in.read(chunk, 0, Math.min(chunk.length, limit - buf.size()));
+                int n = a.body.read(chunk, 0, Math.min(chunk.length, limit - buf.size()));
                 if (n < 0) {
                     break;
                 }
                 buf.write(chunk, 0, n);
             }
         } catch (IOException e) {
-            upstreamBroke(lease, log, timedOut.get(), e);
+            upstreamBroke(a, log, e);
             throw new Abort("upstream body failed");
         }
         return buf.toByteArray();

@@ -139,7 +139,7 @@ public final class Main {
 
     private static int serve(Args args, ProxyConfig config, PrintStream err) {
         ProxyServer.warnAboutOpenFileLimit();
-        ServerLimits.apply(config.server()); // before any HttpServer of this process exists (demo replicas too)
+        ServerLimits.apply(config); // before any HttpServer of this process exists (demo replicas too)
         Demo demo = null;
         ProxyServer server;
         try {

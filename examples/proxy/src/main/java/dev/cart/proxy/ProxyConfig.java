@@ -2,6 +2,7 @@ package dev.cart.proxy;
 
 import dev.cart.core.CircuitBreakerConfig;
 import dev.cart.core.HealthConfig;
+import dev.cart.core.LearnMode;
 import dev.cart.core.ReplicaSpec;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,9 +13,11 @@ import java.util.Objects;
 
 /**
  * The proxy's whole configuration, immutable. Built by {@link ConfigLoader} from layered YAML files,
- * which checks every key and reports all problems at once; the records' constructors check their
- * invariants again so that a configuration built in code is just as safe. Key names and defaults are
- * those of {@code config.example.yaml} and {@code docs/configuration.md}.
+ * which checks every key and reports all problems at once; the records' constructors check the same
+ * ranges so that a configuration built in code is just as safe. Every numeric range is declared once,
+ * as an {@link IntRange} or {@link RealRange} constant of its record, and both the loader and the
+ * constructors read it from there. Key names and defaults are those of {@code config.example.yaml} and
+ * {@code docs/configuration.md}.
  */
 record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker,
                    Proxy proxy) {
@@ -72,17 +75,28 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         static final int DEFAULT_REQUEST_READ_TIMEOUT_SECS = 60;
         static final int DEFAULT_IDLE_TIMEOUT_SECS = 30;
 
+        static final IntRange PORT = new IntRange("server.port", 0, 65535);
+        static final IntRange MAX_THREADS = new IntRange("server.max_threads", 1, 100_000);
+        static final IntRange MAX_CONNECTIONS = new IntRange("server.max_connections", 1, 1_000_000);
+        static final IntRange MAX_CONCURRENT_REQUESTS = new IntRange("server.max_concurrent_requests", 1, 1_000_000);
+        static final IntRange MAX_HEADER_BYTES = new IntRange("server.max_header_bytes", 1024, 16 * 1024 * 1024);
+        static final IntRange MAX_HEADERS = new IntRange("server.max_headers", 1, 10_000);
+        static final IntRange MAX_REQUEST_LINE_BYTES = new IntRange("server.max_request_line_bytes", 256,
+                16 * 1024 * 1024);
+        static final IntRange REQUEST_READ_TIMEOUT_SECS = new IntRange("server.request_read_timeout_secs", 1, 3_600);
+        static final IntRange IDLE_TIMEOUT_SECS = new IntRange("server.idle_timeout_secs", 1, 3_600);
+
         Server {
             Objects.requireNonNull(host, "server.host");
-            Ranges.check("server.port", port, 0, 65535);
-            Ranges.check("server.max_threads", maxThreads, 1, 100_000);
-            Ranges.check("server.max_connections", maxConnections, 1, 1_000_000);
-            Ranges.check("server.max_concurrent_requests", maxConcurrentRequests, 1, 1_000_000);
-            Ranges.check("server.max_header_bytes", maxHeaderBytes, 1024, 16 * 1024 * 1024);
-            Ranges.check("server.max_headers", maxHeaders, 1, 10_000);
-            Ranges.check("server.max_request_line_bytes", maxRequestLineBytes, 256, 16 * 1024 * 1024);
-            Ranges.check("server.request_read_timeout_secs", requestReadTimeoutSecs, 1, 3_600);
-            Ranges.check("server.idle_timeout_secs", idleTimeoutSecs, 1, 3_600);
+            PORT.check(port);
+            MAX_THREADS.check(maxThreads);
+            MAX_CONNECTIONS.check(maxConnections);
+            MAX_CONCURRENT_REQUESTS.check(maxConcurrentRequests);
+            MAX_HEADER_BYTES.check(maxHeaderBytes);
+            MAX_HEADERS.check(maxHeaders);
+            MAX_REQUEST_LINE_BYTES.check(maxRequestLineBytes);
+            REQUEST_READ_TIMEOUT_SECS.check(requestReadTimeoutSecs);
+            IDLE_TIMEOUT_SECS.check(idleTimeoutSecs);
         }
 
         Server(String host, int port, int maxThreads) {
@@ -101,10 +115,13 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         static final int DEFAULT_MAX_LOAD = ReplicaSpec.DEFAULT_MAX_LOAD;
         static final int DEFAULT_LOAD_PENALTY = 0;
 
+        static final IntRange MAX_LOAD = new IntRange("workers[].max_load", 1, Integer.MAX_VALUE);
+        static final IntRange LOAD_PENALTY = new IntRange("workers[].load_penalty", 0, Integer.MAX_VALUE);
+
         Worker {
             Objects.requireNonNull(url, "url");
-            Ranges.check("max_load", maxLoad, 1, Integer.MAX_VALUE);
-            Ranges.check("load_penalty", loadPenalty, 0, Integer.MAX_VALUE);
+            MAX_LOAD.check(maxLoad);
+            LOAD_PENALTY.check(loadPenalty);
         }
 
         static Worker of(String url) {
@@ -118,30 +135,46 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
 
     /**
      * Section {@code cache}: the policy by name, the settings handed to it (only those the file sets; the
-     * policy applies its own defaults), and the tree and maintenance settings the proxy applies itself.
+     * policy applies its own defaults), the tree and maintenance settings the proxy applies itself, and
+     * how the router learns: when routes are recorded ({@code learn}), whether the replicas' reported
+     * cache hits correct the tree ({@code feedback}), and whether a finished chat answer is recorded as
+     * the start of the next turn ({@code learn_answer}).
      */
     record Cache(String policy, Map<String, Object> policySettings, long maxTreeSize, int blockChars,
-                 long evictionIntervalSecs, int dailyCleanupHourUtc, long routeTtlSecs) {
+                 long evictionIntervalSecs, int dailyCleanupHourUtc, long routeTtlSecs, LearnMode learn,
+                 boolean feedback, boolean learnAnswer) {
         static final String DEFAULT_POLICY = "cache_aware";
         static final long DEFAULT_MAX_TREE_SIZE = 1_000_000;
         static final int DEFAULT_BLOCK_CHARS = 64;
         static final long DEFAULT_EVICTION_INTERVAL_SECS = 60;
         static final int DEFAULT_DAILY_CLEANUP_HOUR_UTC = -1;
         static final long DEFAULT_ROUTE_TTL_SECS = 0;
+        static final LearnMode DEFAULT_LEARN = LearnMode.ON_ROUTE;
+        static final boolean DEFAULT_FEEDBACK = true;
+        static final boolean DEFAULT_LEARN_ANSWER = true;
+
+        static final IntRange MAX_TREE_SIZE = new IntRange("cache.max_tree_size", 1, Long.MAX_VALUE);
+        static final IntRange BLOCK_CHARS = new IntRange("cache.block_chars", 1, 65536);
+        static final IntRange EVICTION_INTERVAL_SECS = new IntRange("cache.eviction_interval_secs", 0,
+                Integer.MAX_VALUE);
+        static final IntRange DAILY_CLEANUP_HOUR_UTC = new IntRange("cache.daily_cleanup_hour_utc", -1, 23);
+        static final IntRange ROUTE_TTL_SECS = new IntRange("cache.route_ttl_secs", 0, Integer.MAX_VALUE);
 
         Cache {
             Objects.requireNonNull(policy, "cache.policy");
+            Objects.requireNonNull(learn, "cache.learn");
             policySettings = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(policySettings));
-            Ranges.check("cache.max_tree_size", maxTreeSize, 1, Long.MAX_VALUE);
-            Ranges.check("cache.block_chars", blockChars, 1, 65536);
-            Ranges.check("cache.eviction_interval_secs", evictionIntervalSecs, 0, Integer.MAX_VALUE);
-            Ranges.check("cache.daily_cleanup_hour_utc", dailyCleanupHourUtc, -1, 23);
-            Ranges.check("cache.route_ttl_secs", routeTtlSecs, 0, Integer.MAX_VALUE);
+            MAX_TREE_SIZE.check(maxTreeSize);
+            BLOCK_CHARS.check(blockChars);
+            EVICTION_INTERVAL_SECS.check(evictionIntervalSecs);
+            DAILY_CLEANUP_HOUR_UTC.check(dailyCleanupHourUtc);
+            ROUTE_TTL_SECS.check(routeTtlSecs);
         }
 
         static Cache defaults() {
             return new Cache(DEFAULT_POLICY, Map.of(), DEFAULT_MAX_TREE_SIZE, DEFAULT_BLOCK_CHARS,
-                    DEFAULT_EVICTION_INTERVAL_SECS, DEFAULT_DAILY_CLEANUP_HOUR_UTC, DEFAULT_ROUTE_TTL_SECS);
+                    DEFAULT_EVICTION_INTERVAL_SECS, DEFAULT_DAILY_CLEANUP_HOUR_UTC, DEFAULT_ROUTE_TTL_SECS,
+                    DEFAULT_LEARN, DEFAULT_FEEDBACK, DEFAULT_LEARN_ANSWER);
         }
     }
 
@@ -149,15 +182,20 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
     record Health(String endpoint, int intervalSecs, int timeoutSecs, int failureThreshold, int successThreshold) {
         static final String DEFAULT_ENDPOINT = "/health";
 
+        static final IntRange INTERVAL_SECS = new IntRange("health.interval_secs", 1, 86_400);
+        static final IntRange TIMEOUT_SECS = new IntRange("health.timeout_secs", 1, 3_600);
+        static final IntRange FAILURE_THRESHOLD = new IntRange("health.failure_threshold", 1, 1_000);
+        static final IntRange SUCCESS_THRESHOLD = new IntRange("health.success_threshold", 1, 1_000);
+
         Health {
             Objects.requireNonNull(endpoint, "health.endpoint");
             if (!endpoint.startsWith("/")) {
                 throw new IllegalArgumentException("health.endpoint must start with '/', was " + endpoint);
             }
-            Ranges.check("health.interval_secs", intervalSecs, 1, 86_400);
-            Ranges.check("health.timeout_secs", timeoutSecs, 1, 3_600);
-            Ranges.check("health.failure_threshold", failureThreshold, 1, 1_000);
-            Ranges.check("health.success_threshold", successThreshold, 1, 1_000);
+            INTERVAL_SECS.check(intervalSecs);
+            TIMEOUT_SECS.check(timeoutSecs);
+            FAILURE_THRESHOLD.check(failureThreshold);
+            SUCCESS_THRESHOLD.check(successThreshold);
         }
 
         static Health defaults() {
@@ -172,11 +210,17 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
 
     /** Section {@code circuit_breaker}. */
     record Circuit(int failureThreshold, int successThreshold, int timeoutSecs, int halfOpenMaxRequests) {
+        static final IntRange FAILURE_THRESHOLD = new IntRange("circuit_breaker.failure_threshold", 1, 1_000_000);
+        static final IntRange SUCCESS_THRESHOLD = new IntRange("circuit_breaker.success_threshold", 1, 1_000_000);
+        static final IntRange TIMEOUT_SECS = new IntRange("circuit_breaker.timeout_secs", 1, 86_400);
+        static final IntRange HALF_OPEN_MAX_REQUESTS = new IntRange("circuit_breaker.half_open_max_requests", 1,
+                1_000_000);
+
         Circuit {
-            Ranges.check("circuit_breaker.failure_threshold", failureThreshold, 1, 1_000_000);
-            Ranges.check("circuit_breaker.success_threshold", successThreshold, 1, 1_000_000);
-            Ranges.check("circuit_breaker.timeout_secs", timeoutSecs, 1, 86_400);
-            Ranges.check("circuit_breaker.half_open_max_requests", halfOpenMaxRequests, 1, 1_000_000);
+            FAILURE_THRESHOLD.check(failureThreshold);
+            SUCCESS_THRESHOLD.check(successThreshold);
+            TIMEOUT_SECS.check(timeoutSecs);
+            HALF_OPEN_MAX_REQUESTS.check(halfOpenMaxRequests);
         }
 
         static Circuit defaults() {
@@ -197,21 +241,32 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
                  boolean addRoutedPeerHeader, Integer remoteMediaUrlPolicy, int maxBodyBytes, boolean decisionLog) {
         static final int MAX_BODY_LIMIT = Integer.MAX_VALUE - 16;
 
+        static final IntRange MAX_RETRIES = new IntRange("proxy.max_retries", 0, 10);
+        static final IntRange INITIAL_BACKOFF_MS = new IntRange("proxy.initial_backoff_ms", 0, 60_000);
+        static final RealRange BACKOFF_MULTIPLIER = new RealRange("proxy.backoff_multiplier", 1.0, 10.0);
+        static final RealRange JITTER_FACTOR = new RealRange("proxy.jitter_factor", 0.0, 1.0);
+        /** An HTTP error status: the elements of {@code retryable_statuses}, and {@code remote_media_url_policy}. */
+        static final IntRange ERROR_STATUS = new IntRange("proxy.retryable_statuses[]", 400, 599);
+        static final IntRange REMOTE_MEDIA_URL_POLICY = new IntRange("proxy.remote_media_url_policy", 400, 599);
+        static final IntRange CONNECT_TIMEOUT_SECS = new IntRange("proxy.connect_timeout_secs", 1, 3_600);
+        static final IntRange REQUEST_TIMEOUT_SECS = new IntRange("proxy.request_timeout_secs", 1, 86_400);
+        static final IntRange MAX_BODY_BYTES = new IntRange("proxy.max_body_bytes", 1, MAX_BODY_LIMIT);
+
         Proxy {
-            Ranges.check("proxy.max_retries", maxRetries, 0, 10);
-            Ranges.check("proxy.initial_backoff_ms", initialBackoffMs, 0, 60_000);
-            Ranges.check("proxy.backoff_multiplier", backoffMultiplier, 1.0, 10.0);
-            Ranges.check("proxy.jitter_factor", jitterFactor, 0.0, 1.0);
+            MAX_RETRIES.check(maxRetries);
+            INITIAL_BACKOFF_MS.check(initialBackoffMs);
+            BACKOFF_MULTIPLIER.check(backoffMultiplier);
+            JITTER_FACTOR.check(jitterFactor);
             retryableStatuses = List.copyOf(retryableStatuses);
             for (int s : retryableStatuses) {
-                Ranges.check("proxy.retryable_statuses[]", s, 400, 599);
+                ERROR_STATUS.check(s);
             }
-            Ranges.check("proxy.connect_timeout_secs", connectTimeoutSecs, 1, 3_600);
-            Ranges.check("proxy.request_timeout_secs", requestTimeoutSecs, 1, 86_400);
+            CONNECT_TIMEOUT_SECS.check(connectTimeoutSecs);
+            REQUEST_TIMEOUT_SECS.check(requestTimeoutSecs);
             if (remoteMediaUrlPolicy != null) {
-                Ranges.check("proxy.remote_media_url_policy", remoteMediaUrlPolicy, 400, 599);
+                REMOTE_MEDIA_URL_POLICY.check(remoteMediaUrlPolicy);
             }
-            Ranges.check("proxy.max_body_bytes", maxBodyBytes, 1, MAX_BODY_LIMIT);
+            MAX_BODY_BYTES.check(maxBodyBytes);
         }
 
         static Proxy defaults() {
@@ -220,21 +275,40 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
     }
 
-    /** Range checks whose messages name the key and the allowed range. */
-    static final class Ranges {
-        private Ranges() {
-        }
-
-        static void check(String key, long value, long min, long max) {
-            if (value < min || value > max) {
-                throw new IllegalArgumentException(key + " must be in [" + min + ", " + max + "], was " + value);
+    /** The allowed range of an integer key; the one place its bounds are written. */
+    record IntRange(String key, long min, long max) {
+        /** Throws, naming the key and the range, when {@code value} is outside. */
+        void check(long value) {
+            if (!contains(value)) {
+                throw new IllegalArgumentException(key + " must be in " + this + ", was " + value);
             }
         }
 
-        static void check(String key, double value, double min, double max) {
-            if (!(value >= min && value <= max)) {
-                throw new IllegalArgumentException(key + " must be in [" + min + ", " + max + "], was " + value);
+        boolean contains(long value) {
+            return value >= min && value <= max;
+        }
+
+        @Override
+        public String toString() {
+            return "[" + min + ", " + max + "]";
+        }
+    }
+
+    /** The allowed range of a real-valued key; the one place its bounds are written. */
+    record RealRange(String key, double min, double max) {
+        void check(double value) {
+            if (!contains(value)) {
+                throw new IllegalArgumentException(key + " must be in " + this + ", was " + value);
             }
+        }
+
+        boolean contains(double value) {
+            return value >= min && value <= max;
+        }
+
+        @Override
+        public String toString() {
+            return "[" + min + ", " + max + "]";
         }
     }
 }

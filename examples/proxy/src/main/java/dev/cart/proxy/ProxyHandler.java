@@ -25,6 +25,12 @@ import org.slf4j.LoggerFactory;
  * {@code /workers}, the cached {@code /v1/models}) and hands routed and pass-through requests to the
  * {@link Forwarder}.
  *
+ * <p>Dispatch goes by the request's <em>normalised</em> path ({@link #normalise}): percent-decoded, with
+ * empty and dot segments removed, because that is what the replica's server matches (vLLM's Starlette
+ * decodes {@code /v1/chat/completion%73} into {@code /v1/chat/completions}). So every spelling of a routed
+ * endpoint is extracted, vetted (remote-media policy) and routed, and goes upstream in its canonical form;
+ * only paths that are not the proxy's go upstream as they came.
+ *
  * <p>Every error the proxy produces itself is an OpenAI-style JSON error with a 4xx/5xx status; an
  * unexpected exception in the proxy's own code becomes a 500 if the response has not started, and a
  * dropped connection otherwise. The exchange is always closed.
@@ -33,12 +39,18 @@ final class ProxyHandler implements HttpHandler {
 
     private static final Logger LOG = LoggerFactory.getLogger(ProxyHandler.class);
 
+    /** Initial capacity of a request body buffer; it grows as bytes arrive, never ahead of them. */
+    static final int INITIAL_BODY_CAPACITY = 64 * 1024;
+
     private final ProxyServer server;
     /** Requests holding a slot of {@code server.max_concurrent_requests}. */
     private final AtomicInteger inProgress = new AtomicInteger();
+    /** Proxied requests the request threads can hold at once (Java 17-20; see {@link ServerRuntime}). */
+    private final int threadLimit;
 
-    ProxyHandler(ProxyServer server) {
+    ProxyHandler(ProxyServer server, int threadLimit) {
         this.server = server;
+        this.threadLimit = threadLimit;
         server.metrics().inProgress(inProgress);
     }
 
@@ -48,6 +60,7 @@ final class ProxyHandler implements HttpHandler {
      */
     private static final class Facts {
         String replica;
+        String path;
     }
 
     @Override
@@ -80,17 +93,14 @@ final class ProxyHandler implements HttpHandler {
             if (!abort) {
                 ex.close();
             }
-            server.metrics().request(ex.getRequestURI().getRawPath(), ex.getResponseCode(), facts.replica,
-                    System.nanoTime() - start);
+            server.metrics().request(facts.path, ex.getResponseCode(), facts.replica, System.nanoTime() - start);
         }
     }
 
     private void dispatch(HttpExchange ex, Facts facts) throws IOException {
         String method = ex.getRequestMethod();
-        String path = ex.getRequestURI().getRawPath();
-        if (path == null || path.isEmpty()) {
-            path = "/";
-        }
+        String path = normalise(ex.getRequestURI().getPath());
+        facts.path = path;
         if (!withinHeadLimits(ex)) {
             return;
         }
@@ -100,12 +110,15 @@ final class ProxyHandler implements HttpHandler {
             return;
         }
         int limit = server.config().server().maxConcurrentRequests();
-        if (inProgress.incrementAndGet() > limit) {
+        int n = inProgress.incrementAndGet();
+        if (n > limit || n > threadLimit) {
             inProgress.decrementAndGet();
-            server.metrics().rejected("concurrency");
+            boolean threads = n <= limit;
+            server.metrics().rejected(threads ? "threads" : "concurrency");
             ex.getResponseHeaders().set("Retry-After", "1");
-            Responses.error(ex, 503, "overloaded", "the proxy is handling server.max_concurrent_requests ("
-                    + limit + ") requests; retry shortly");
+            Responses.error(ex, 503, "overloaded", threads
+                    ? "every request thread (server.max_threads: " + threadLimit + ") is busy; retry shortly"
+                    : "the proxy is handling server.max_concurrent_requests (" + limit + ") requests; retry shortly");
             return;
         }
         try {
@@ -113,6 +126,36 @@ final class ProxyHandler implements HttpHandler {
         } finally {
             inProgress.decrementAndGet();
         }
+    }
+
+    /**
+     * The path as the replica's server will match it: percent-decoded (the caller passes
+     * {@link java.net.URI#getPath()}), then with empty segments ({@code //}, a trailing {@code /}) and
+     * dot segments ({@code .}, {@code ..}) removed. {@code "/"} for an empty path.
+     */
+    static String normalise(String decoded) {
+        if (decoded == null || decoded.isEmpty()) {
+            return "/";
+        }
+        java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
+        for (String seg : decoded.split("/", -1)) {
+            if (seg.isEmpty() || seg.equals(".")) {
+                continue;
+            }
+            if (seg.equals("..")) {
+                segments.pollLast();
+                continue;
+            }
+            segments.addLast(seg);
+        }
+        if (segments.isEmpty()) {
+            return "/";
+        }
+        StringBuilder b = new StringBuilder(decoded.length());
+        for (String seg : segments) {
+            b.append('/').append(seg);
+        }
+        return b.toString();
     }
 
     /**
@@ -160,6 +203,7 @@ final class ProxyHandler implements HttpHandler {
         }
     }
 
+    /** {@code path} is normalised: routed endpoints and {@code /v1/models} go upstream in that form. */
     private void proxied(HttpExchange ex, String method, String path, Facts facts) throws IOException {
         Optional<Endpoint> endpoint = Endpoint.forPath(path);
         if (endpoint.isPresent()) {
@@ -167,19 +211,14 @@ final class ProxyHandler implements HttpHandler {
                 methodNotAllowed(ex, "POST", path);
                 return;
             }
-            routed(ex, endpoint.get(), path, facts);
+            routed(ex, endpoint.get(), facts);
             return;
         }
-        switch (path) {
-            case "/v1/models" -> {
-                if ("GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
-                    models(ex, path, facts);
-                } else {
-                    passThrough(ex, path, facts);
-                }
-            }
-            default -> passThrough(ex, path, facts);
+        if (path.equals("/v1/models") && "GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
+            models(ex, path, facts);
+            return;
         }
+        passThrough(ex, facts);
     }
 
     private static boolean isGet(String method) {
@@ -192,9 +231,9 @@ final class ProxyHandler implements HttpHandler {
                 + DecisionLog.safe(path, 200) + "; use " + allow);
     }
 
-    private void routed(HttpExchange ex, Endpoint endpoint, String path, Facts facts) throws IOException {
+    private void routed(HttpExchange ex, Endpoint endpoint, Facts facts) throws IOException {
         ProxyConfig config = server.config();
-        DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "POST");
+        DecisionLog log = new DecisionLog(config.proxy().decisionLog(), endpoint.path(), "POST");
         try {
             byte[] body = readBody(ex, config.proxy().maxBodyBytes(), log);
             if (body == null) {
@@ -210,8 +249,7 @@ final class ProxyHandler implements HttpHandler {
                 return;
             }
             log.request(req.model(), req.stream());
-            Forwarder.Inbound in = new Forwarder.Inbound("POST", path, ex.getRequestURI().getRawQuery(), body,
-                    false);
+            Forwarder.Inbound in = Forwarder.Inbound.routed(endpoint, ex.getRequestURI().getRawQuery(), body);
             server.forwarder().forward(ex, in, RouteRequest.of(req.key()), server.routing(), log);
         } finally {
             facts.replica = log.replica();
@@ -219,16 +257,21 @@ final class ProxyHandler implements HttpHandler {
         }
     }
 
-    private void passThrough(HttpExchange ex, String path, Facts facts) throws IOException {
+    /** Anything that is not the proxy's: forwarded with the raw path and query it came with. */
+    private void passThrough(HttpExchange ex, Facts facts) throws IOException {
         ProxyConfig config = server.config();
+        String path = ex.getRequestURI().getRawPath();
+        if (path == null || path.isEmpty()) {
+            path = "/";
+        }
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, ex.getRequestMethod());
         try {
             byte[] body = readBody(ex, config.proxy().maxBodyBytes(), log);
             if (body == null) {
                 return;
             }
-            Forwarder.Inbound in = new Forwarder.Inbound(ex.getRequestMethod(), path,
-                    ex.getRequestURI().getRawQuery(), body, false);
+            Forwarder.Inbound in = Forwarder.Inbound.passThrough(ex.getRequestMethod(), path,
+                    ex.getRequestURI().getRawQuery(), body);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
             facts.replica = log.replica();
@@ -237,17 +280,18 @@ final class ProxyHandler implements HttpHandler {
     }
 
     private void models(HttpExchange ex, String path, Facts facts) throws IOException {
-        ModelsCache.Entry cached = server.models().fresh();
+        String key = ModelsCache.keyOf(ex.getRequestHeaders());
+        ModelsCache.Entry cached = server.models().fresh(key);
         server.metrics().modelsCache(cached != null);
         if (cached != null) {
-            ex.getResponseHeaders().set("Content-Type", cached.contentType());
+            ex.getResponseHeaders().putAll(cached.headers());
             Responses.bytes(ex, 200, cached.body());
             return;
         }
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "GET");
         try {
-            Forwarder.Inbound in = new Forwarder.Inbound("GET", path, null, new byte[0], true);
+            Forwarder.Inbound in = Forwarder.Inbound.models(path, key);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
             facts.replica = log.replica();
@@ -302,25 +346,19 @@ final class ProxyHandler implements HttpHandler {
     }
 
     /**
-     * Reads the request body, refusing more than {@code limit} bytes with a 413 (then returns null).
-     * A declared Content-Length above the limit is refused before reading anything.
+     * Reads the request body, refusing more than {@code limit} bytes with a 413 (then returns null). A
+     * declared Content-Length above the limit is refused before reading anything. The buffer starts at
+     * most {@link #INITIAL_BODY_CAPACITY} bytes and grows with what actually arrives: a declared length
+     * reserves nothing (idle uploads declaring 32 MiB each must not take 32 MiB of heap each).
      */
     private static byte[] readBody(HttpExchange ex, int limit, DecisionLog log) throws IOException {
-        String declared = ex.getRequestHeaders().getFirst("Content-Length");
-        if (declared != null) {
-            long n;
-            try {
-                n = Long.parseLong(declared.trim());
-            } catch (NumberFormatException e) {
-                n = -1;
-            }
-            if (n > limit) {
-                tooLarge(ex, limit, log);
-                return null;
-            }
+        long declared = declaredLength(ex);
+        if (declared > limit) {
+            tooLarge(ex, limit, log);
+            return null;
         }
-        ByteArrayOutputStream buf = new ByteArrayOutputStream(
-                declared != null ? (int) Math.max(0, Math.min(limit, parseOrZero(declared))) : 8192);
+        int initial = (int) Math.min(declared >= 0 ? declared : 8192, INITIAL_BODY_CAPACITY);
+        ByteArrayOutputStream buf = new ByteArrayOutputStream(initial);
         byte[] chunk = new byte[16 * 1024];
         try (InputStream in = ex.getRequestBody()) {
             int n;
@@ -344,11 +382,16 @@ final class ProxyHandler implements HttpHandler {
         return buf.toByteArray();
     }
 
-    private static long parseOrZero(String s) {
+    /** The declared Content-Length, or -1 when there is none (the JDK server refuses a malformed one). */
+    private static long declaredLength(HttpExchange ex) {
+        String declared = ex.getRequestHeaders().getFirst("Content-Length");
+        if (declared == null) {
+            return -1;
+        }
         try {
-            return Long.parseLong(s.trim());
+            return Long.parseLong(declared.trim());
         } catch (NumberFormatException e) {
-            return 0;
+            return -1;
         }
     }
 

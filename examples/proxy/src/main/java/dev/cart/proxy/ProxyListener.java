@@ -1,5 +1,6 @@
 package dev.cart.proxy;
 
+import dev.cart.core.CacheFeedback;
 import dev.cart.core.CircuitState;
 import dev.cart.core.EvictionReport;
 import dev.cart.core.LeaseCompletion;
@@ -17,10 +18,17 @@ import org.slf4j.LoggerFactory;
  * <p>Failure isolation: the router wraps this listener so that an exception never reaches routing (core's
  * guard); the metrics are fed first, so an extra listener that throws costs no metric. Replica-set events
  * come without such a guard from core, so they are guarded here: a failure is logged once and dropped.
+ *
+ * <p>Cache feedback: the router reports its prediction against the replica's usage from inside
+ * {@code Lease.succeeded(usage)}, on the caller's thread. The forwarder needs that verdict for the same
+ * request (a stale route is not learned again), so the last one is kept in a thread-local that the
+ * forwarder reads and clears right after the call ({@link #takeFeedback()}).
  */
 final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener {
 
     private static final Logger LOG = LoggerFactory.getLogger("cart.replicas");
+
+    private static final ThreadLocal<CacheFeedback> LAST_FEEDBACK = new ThreadLocal<>();
 
     private final ProxyMetrics metrics;
     private final RoutingListener extra;
@@ -41,6 +49,22 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
     public void onLeaseCompleted(LeaseCompletion completion) {
         metrics.leaseCompleted(completion);
         extra.onLeaseCompleted(completion);
+    }
+
+    @Override
+    public void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
+        LAST_FEEDBACK.set(feedback);
+        metrics.cacheFeedback(decision, feedback);
+        extra.onCacheFeedback(decision, feedback);
+    }
+
+    /** The feedback reported on this thread since the last call, or null; clears it. */
+    static CacheFeedback takeFeedback() {
+        CacheFeedback f = LAST_FEEDBACK.get();
+        if (f != null) {
+            LAST_FEEDBACK.remove();
+        }
+        return f;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.cart.proxy;
 
+import dev.cart.core.CacheFeedback;
 import dev.cart.core.CircuitState;
 import dev.cart.core.EvictionReport;
 import dev.cart.core.LeaseCompletion;
@@ -290,6 +291,30 @@ final class ProxyMetrics implements AutoCloseable {
         Gauge.builder("cart.requests.in.progress", counter, java.util.concurrent.atomic.AtomicInteger::get)
                 .description("Requests being handled now (counted against server.max_concurrent_requests)")
                 .register(registry);
+    }
+
+    /**
+     * The replica reported its cache usage for a routed request (from the router's listener): the tokens
+     * the router predicted it held, the tokens it delivered from its cache, its prompt tokens, and whether
+     * the prediction was stale (the router then dropped the route).
+     */
+    void cacheFeedback(RouteDecision d, CacheFeedback f) {
+        String replica = d.replica() == null ? NONE : d.replica().id();
+        counter("cart.cache.predicted.tokens", "Prompt tokens the router predicted the replica had cached, "
+                + "for requests whose usage the replica reported", "replica", replica)
+                .increment(Math.max(0, f.predictedTokens()));
+        counter("cart.cache.delivered.tokens", "Prompt tokens the replica reported as served from its cache",
+                "replica", replica).increment(Math.max(0, f.deliveredTokens()));
+        counter("cart.cache.prompt.tokens", "Prompt tokens of the requests whose cache usage the replica reported",
+                "replica", replica).increment(Math.max(0, f.promptTokens()));
+        counter("cart.cache.feedback", "Replica usage reports compared with the router's prediction, by verdict",
+                "replica", replica, "verdict", f.stale() ? "stale" : "ok").increment();
+    }
+
+    /** A finished chat answer was (or was not) learned as the start of the next turn. */
+    void answerLearned(String result) {
+        counter("cart.learned.answers", "Chat answers recorded as the next turn's prefix (learned), or why not",
+                "result", result).increment();
     }
 
     /** A request refused before any work because a limit was reached (503 or 4xx from the proxy). */

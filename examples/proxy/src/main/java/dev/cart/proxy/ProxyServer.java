@@ -123,12 +123,13 @@ final class ProxyServer implements AutoCloseable {
                 .build();
         this.models = new ModelsCache(options.clock);
         this.extraction = new Extraction(config);
-        this.forwarder = new Forwarder(client, scheduler, options.sleeper, options.random, config.proxy(), models, metrics);
+        this.forwarder = new Forwarder(client, scheduler, options.sleeper, options.random, config, models, metrics,
+                extraction);
         Routing first = Routing.build(config, options.clock, listener, client, scheduler);
         routing.set(first);
         metrics.syncReplicas(first.replicas);
         this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
-        ServerLimits.apply(config.server());
+        ServerLimits.apply(config);
         try {
             this.server = HttpServer.create(new InetSocketAddress(config.server().host(), config.server().port()),
                     1024);
@@ -140,7 +141,7 @@ final class ProxyServer implements AutoCloseable {
             throw new IOException("cannot listen on " + config.server().host() + ":" + config.server().port()
                     + ": " + e.getMessage(), e);
         }
-        server.createContext("/", new ProxyHandler(this));
+        server.createContext("/", new ProxyHandler(this, executor.proxiedLimit()));
         server.setExecutor(executor.service());
     }
 

@@ -60,6 +60,8 @@ final class Routing implements AutoCloseable {
                 .listener(listener)
                 .evictionInterval(Duration.ofSeconds(cache.evictionIntervalSecs()))
                 .dailyResetHourUtc(cache.dailyCleanupHourUtc())
+                .learn(cache.learn())
+                .feedback(cache.feedback())
                 .build();
         HealthChecker health = new HealthChecker(set, client, config.health(), scheduler);
         return new Routing(config.workers(), set, router, health);

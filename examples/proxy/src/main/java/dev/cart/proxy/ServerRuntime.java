@@ -17,26 +17,38 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Where request handlers run, and checks of the process environment.
  *
  * <p>On Java 21+ every request gets a virtual thread (looked up reflectively: the code is compiled for
- * Java 17), so thousands of concurrent streams cost no platform threads. On Java 17 a bounded pool of
- * {@code server.max_threads} platform threads serves requests; a request beyond that waits in the queue
- * (each thread is busy for the whole of a stream, so size it for the concurrent streams expected).
+ * Java 17), so thousands of concurrent streams cost no platform threads. On Java 17-20 a pool of
+ * platform threads serves requests: {@code server.max_threads} of them for proxied requests (each is busy
+ * for the whole of a stream) plus {@link #RESERVE_THREADS} that proxied requests never keep. The JDK
+ * server hands an exchange to the pool before anyone knows its path, so the pool cannot tell a
+ * {@code /health} probe from a stream; the handler does, and answers a proxied request that would need
+ * more than {@code max_threads} threads with 503 at once ({@link Executor#proxiedLimit}). So the reserve
+ * is only ever held for the short work of the proxy's own endpoints and of those refusals, and
+ * {@code /health}, {@code /workers} and {@code /metrics} keep answering while every other thread holds a
+ * stream.
  */
 final class ServerRuntime {
 
     static final long RECOMMENDED_OPEN_FILES = 65535;
 
+    /** Platform threads beyond {@code server.max_threads} that proxied requests never keep (Java 17-20). */
+    static final int RESERVE_THREADS = 8;
+
     private ServerRuntime() {
     }
 
-    /** The request executor and a description of it for the startup log. */
-    record Executor(ExecutorService service, String description) {
+    /**
+     * The request executor, a description of it for the startup log, and how many proxied requests it can
+     * run at once ({@link Integer#MAX_VALUE} with virtual threads).
+     */
+    record Executor(ExecutorService service, String description, int proxiedLimit) {
     }
 
     static Executor requestExecutor(int maxThreads) {
         try {
             Method m = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
             ExecutorService vt = (ExecutorService) m.invoke(null);
-            return new Executor(vt, "virtual threads (Java " + Runtime.version().feature() + ")");
+            return new Executor(vt, "virtual threads (Java " + Runtime.version().feature() + ")", Integer.MAX_VALUE);
         } catch (ReflectiveOperationException | RuntimeException notAvailable) {
             AtomicInteger n = new AtomicInteger();
             ThreadFactory tf = r -> {
@@ -44,11 +56,13 @@ final class ServerRuntime {
                 t.setDaemon(true);
                 return t;
             };
-            ThreadPoolExecutor pool = new ThreadPoolExecutor(maxThreads, maxThreads, 60, TimeUnit.SECONDS,
+            int threads = maxThreads + RESERVE_THREADS;
+            ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 60, TimeUnit.SECONDS,
                     new LinkedBlockingQueue<>(), tf);
             pool.allowCoreThreadTimeOut(true);
-            return new Executor(pool, "a pool of up to " + maxThreads + " threads (server.max_threads; Java "
-                    + Runtime.version().feature() + ", virtual threads need 21+)");
+            return new Executor(pool, "a pool of up to " + maxThreads + " threads for proxied requests "
+                    + "(server.max_threads) and " + RESERVE_THREADS + " for the proxy's own endpoints (Java "
+                    + Runtime.version().feature() + ", virtual threads need 21+)", maxThreads);
         }
     }
 

@@ -47,6 +47,10 @@ class ConfigTest {
         assertEquals(60, c.cache().evictionIntervalSecs());
         assertEquals(-1, c.cache().dailyCleanupHourUtc());
         assertEquals(0, c.cache().routeTtlSecs());
+        assertEquals(dev.cart.core.LearnMode.ON_ROUTE, c.cache().learn());
+        assertTrue(c.cache().feedback());
+        assertTrue(c.cache().learnAnswer());
+        assertEquals(ProxyConfig.Cache.defaults(), c.cache());
         assertEquals(new ProxyConfig.Health("/health", 10, 5, 3, 2), c.health());
         assertEquals(new ProxyConfig.Circuit(5, 2, 30, 2), c.circuitBreaker());
         ProxyConfig.Proxy p = c.proxy();
@@ -245,6 +249,31 @@ class ConfigTest {
                 + "proxy:\n  max_retries: 0\n");
         assertEquals(List.of(), a.sectionsDifferingFrom(b));
         assertEquals(List.of("cache", "proxy"), a.sectionsDifferingFrom(c));
+    }
+
+    @Test
+    void learningKeysAreReadAndValidated() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  learn: on_success\n"
+                + "  feedback: false\n  learn_answer: false\n");
+        assertEquals(dev.cart.core.LearnMode.ON_SUCCESS, c.cache().learn());
+        assertEquals(false, c.cache().feedback());
+        assertEquals(false, c.cache().learnAnswer());
+        List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  learn: sometimes\n  feedback: 1\n"
+                + "  learn_answer: \"yes\"\n");
+        assertProblem(p, "cache.learn: must be one of on_route, on_success, was the string 'sometimes'");
+        assertProblem(p, "cache.feedback: must be true or false");
+        assertProblem(p, "cache.learn_answer: must be true or false");
+    }
+
+    @Test
+    void theLoaderAndTheRecordsReportOneRange() {
+        // the same bounds, written once: the loader's problem and the constructor's exception agree
+        List<String> p = problems("workers:\n  - url: http://a:1\n    max_load: 0\nserver:\n  port: 70000\n");
+        assertProblem(p, "server.port: must be in [0, 65535], was 70000");
+        assertProblem(p, "workers[0].max_load: must be in [1, 2147483647], was 0");
+        IllegalArgumentException w = assertThrows(IllegalArgumentException.class,
+                () -> new ProxyConfig.Worker("http://a:1", 0, 0));
+        assertEquals("workers[].max_load must be in [1, 2147483647], was 0", w.getMessage());
     }
 
     @Test

@@ -251,6 +251,15 @@ final class FakeReplica implements AutoCloseable {
         }
     }
 
+    /**
+     * The replica process dies: every connection is closed first, then held requests are let go (they
+     * find their connection gone). Unlike {@link #close()}, a held stream cannot finish in between.
+     */
+    void kill() {
+        server.stop(0);
+        close();
+    }
+
     @Override
     public void close() {
         release.countDown();

@@ -100,7 +100,7 @@ class FaultTest {
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, r.statusCode());
             killed.firstChunkSent.await(20, TimeUnit.SECONDS);
-            killed.close(); // the replica process dies with the stream open
+            killed.kill(); // the replica process dies with the stream open
             boolean complete;
             try (InputStream in = r.body()) {
                 complete = new String(in.readAllBytes(), StandardCharsets.UTF_8).contains("[DONE]");

@@ -51,9 +51,13 @@ class LimitsProcessTest {
     }
 
     private Child start(String serverYaml, FakeReplica replica) throws Exception {
+        return start(serverYaml, "", replica);
+    }
+
+    private Child start(String serverYaml, String moreYaml, FakeReplica replica) throws Exception {
         Path cfg = dir.resolve("cfg-" + System.nanoTime() + ".yaml");
         Files.writeString(cfg, "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml
-                + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n");
+                + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = new ArrayList<>(List.of(java, "-Xmx128m", "-Dsun.net.httpserver.clockTick=100",
                 "-Dsun.net.httpserver.timerMillis=100", "-cp", System.getProperty("java.class.path"),
@@ -139,6 +143,38 @@ class LimitsProcessTest {
             }
             assertEquals(0, r.count(), "nothing reached the replica");
             assertEquals(200, health(child.port()), "the proxy still serves");
+        }
+    }
+
+    private static double inProgress(int port) throws Exception {
+        HttpClient c = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        String text = c.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        return PromText.parse(text).value("cart_requests_in_progress");
+    }
+
+    @Test
+    void aClientThatStopsReadingIsCutOffAfterTheRequestTimeout() throws Exception {
+        try (FakeReplica r = FakeReplica.start("r");
+             Child child = start("", "proxy:\n  request_timeout_secs: 1\n", r)) {
+            r.streamChunks = 2_000_000; // far more than the socket buffers hold
+            String body = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}";
+            try (Socket s = new Socket("127.0.0.1", child.port())) {
+                s.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                        + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.ISO_8859_1));
+                s.setSoTimeout(20_000);
+                assertTrue(s.getInputStream().read(new byte[64]) > 0, "the stream started");
+                assertEquals(1, inProgress(child.port()));
+                // the client reads nothing more; the handler blocked writing to it must still be freed
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (inProgress(child.port()) != 0) {
+                    if (System.nanoTime() > deadline) {
+                        fail("the request is still being handled long after request_timeout_secs");
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(20_000_000); // bounded poll interval
+                }
+            }
+            assertEquals(200, health(child.port()));
         }
     }
 

@@ -300,7 +300,8 @@ class MetricsTest {
     @Test
     void decisionLogLineHasTheDocumentedKeysInOrder() throws Exception {
         Pattern format = Pattern.compile("decision endpoint=\\S+ method=\\S+ model=\\S+ stream=\\S+ reason=\\S+ "
-                + "replica=\\S+ matched=\\S+ key_len=\\S+ ratio=\\S+ decision_us=\\S+ status=\\S+ upstream_ms=\\S+ "
+                + "replica=\\S+ matched=\\S+ key_len=\\S+ ratio=\\S+ decision_us=\\S+ status=\\S+ prompt_tokens=\\S+ "
+                + "cached=\\S+ upstream_ms=\\S+ "
                 + "retries=\\d+ result=\\S+ total_ms=\\d+");
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(1, "")) {

@@ -105,7 +105,8 @@ class PiecesTest {
         String line = log.line();
         assertTrue(line.startsWith("decision endpoint=/v1/chat/completions method=POST "
                 + "model=llama?3?INJECTED?key?value stream=true reason=- replica=- matched=- key_len=- ratio=- "
-                + "decision_us=- status=503 upstream_ms=- retries=0 result=no_replica total_ms="), line);
+                + "decision_us=- status=503 prompt_tokens=- cached=- upstream_ms=- retries=0 result=no_replica total_ms="),
+                line);
         assertEquals(1, line.lines().count());
         assertEquals("-", DecisionLog.safe(null, 10));
         assertEquals("abc", DecisionLog.safe("abcdef", 3));
@@ -115,15 +116,48 @@ class PiecesTest {
     void modelsCacheExpiresAfterTenMinutes() {
         MutableClock clock = new MutableClock();
         ModelsCache cache = new ModelsCache(clock);
-        assertNull(cache.fresh());
-        cache.put(new byte[] {1}, "application/json");
+        String key = ModelsCache.keyOf(new com.sun.net.httpserver.Headers());
+        assertNull(cache.fresh(key));
+        com.sun.net.httpserver.Headers json = new com.sun.net.httpserver.Headers();
+        json.set("Content-Type", "application/json");
+        cache.put(key, new byte[] {1}, json);
         clock.advance(Duration.ofMinutes(10).minusMillis(1));
-        assertEquals("application/json", cache.fresh().contentType());
+        assertEquals("application/json", cache.fresh(key).contentType());
         clock.advance(Duration.ofMillis(1));
-        assertNull(cache.fresh());
-        cache.put(new byte[] {2}, "application/json");
+        assertNull(cache.fresh(key));
+        cache.put(key, new byte[] {2}, json);
         cache.clear();
-        assertNull(cache.fresh());
+        assertNull(cache.fresh(key));
+    }
+
+    @Test
+    void modelsCacheKeysOnCredentialsWithoutKeepingThemAndStaysBounded() {
+        MutableClock clock = new MutableClock();
+        ModelsCache cache = new ModelsCache(clock);
+        com.sun.net.httpserver.Headers a = new com.sun.net.httpserver.Headers();
+        a.set("Authorization", "Bearer secret-a");
+        com.sun.net.httpserver.Headers b = new com.sun.net.httpserver.Headers();
+        b.set("authorization", "Bearer secret-b");
+        com.sun.net.httpserver.Headers none = new com.sun.net.httpserver.Headers();
+        String ka = ModelsCache.keyOf(a);
+        assertEquals(ka, ModelsCache.keyOf(a));
+        assertTrue(!ka.equals(ModelsCache.keyOf(b)) && !ka.equals(ModelsCache.keyOf(none)));
+        assertTrue(!ka.contains("secret") && ka.matches("[0-9a-f]{64}"), ka);
+        com.sun.net.httpserver.Headers gz = new com.sun.net.httpserver.Headers();
+        gz.set("Vary", "Accept-Encoding, Authorization");
+        assertTrue(ModelsCache.cacheable(gz));
+        gz.set("Vary", "Origin");
+        assertTrue(!ModelsCache.cacheable(gz));
+        com.sun.net.httpserver.Headers cookie = new com.sun.net.httpserver.Headers();
+        cookie.set("Set-Cookie", "s=1");
+        assertTrue(!ModelsCache.cacheable(cookie));
+        for (int i = 0; i < ModelsCache.MAX_ENTRIES + 10; i++) {
+            clock.advance(Duration.ofSeconds(1));
+            cache.put("k" + i, new byte[] {(byte) i}, none);
+        }
+        assertEquals(ModelsCache.MAX_ENTRIES, cache.size());
+        assertNull(cache.fresh("k0"), "the oldest went first");
+        assertEquals(ModelsCache.MAX_ENTRIES + 9, cache.fresh("k" + (ModelsCache.MAX_ENTRIES + 9)).body()[0]);
     }
 
     @Test

@@ -18,6 +18,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 
@@ -386,15 +387,32 @@ class ProxyIntegrationTest {
     }
 
     @Test
-    void retriesBackOffExponentiallyThenGive502() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_retries: 3\n  jitter_factor: 0\n")) {
-            h.replica(0).forcedStatus = 502;
-            h.replica(1).forcedStatus = 504;
+    void retriesBackOffExponentiallyAndTheLastAnswerIsRelayed() throws Exception {
+        try (ProxyHarness h = ProxyHarness.start(3, "proxy:\n  max_retries: 3\n  jitter_factor: 0\n")) {
+            for (int i = 0; i < 3; i++) {
+                h.replica(i).forcedStatus = 503;
+            }
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("nobody", false));
-            assertError(r, 502, "upstream_failed");
-            assertEquals(1, h.replica(0).count());
-            assertEquals(1, h.replica(1).count(), "each replica is tried once");
-            assertEquals(java.util.List.of(Duration.ofMillis(100), Duration.ofMillis(200)), h.sleeps);
+            assertEquals(List.of(1, 1, 1), List.of(h.replica(0).count(), h.replica(1).count(), h.replica(2).count()),
+                    "each replica is tried once");
+            assertEquals(List.of(Duration.ofMillis(100), Duration.ofMillis(200)), h.sleeps);
+            assertEquals(503, r.statusCode(), r.body());
+            assertTrue(r.body().contains("forced failure on r"), "the last replica's own answer: " + r.body());
+        }
+    }
+
+    @Test
+    void aConnectionErrorWithNobodyLeftToTryIs502() throws Exception {
+        int deadPort;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            deadPort = s.getLocalPort();
+        }
+        ProxyHarness h = new ProxyHarness();
+        h.proxy = ProxyServer.start(ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n"
+                + "  - url: http://127.0.0.1:" + deadPort + "\n"), h.options());
+        try (h) {
+            assertError(h.post("/v1/chat/completions", chat("anyone?", false)), 502, "upstream_unreachable");
+            assertTrue(h.sleeps.isEmpty(), "no backoff when no other replica can take it: " + h.sleeps);
         }
     }
 
