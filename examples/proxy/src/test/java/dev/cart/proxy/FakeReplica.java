@@ -59,6 +59,17 @@ final class FakeReplica implements AutoCloseable {
     volatile boolean writeFailed;
     /** Extra response headers on every answer. */
     final Headers extraResponseHeaders = new Headers();
+    /** The answer's text; null for "Hello from NAME" (streamed in pieces). */
+    volatile String reply;
+    /** When set, chat answers carry this JSON as the assistant message's tool_calls. */
+    volatile String toolCalls;
+    /** Prompt tokens every answer reports. */
+    volatile long usagePrompt = 5;
+    /** Cached prompt tokens every answer reports; -1 leaves the field out. */
+    volatile long usageCached = -1;
+    /** Every byte of the last streamed body, exactly as written. */
+    volatile byte[] lastStream = new byte[0];
+    private final ThreadLocal<java.io.ByteArrayOutputStream> streamed = new ThreadLocal<>();
 
     private FakeReplica(String name) throws IOException {
         this.name = name;
@@ -116,7 +127,7 @@ final class FakeReplica implements AutoCloseable {
             switch (path) {
                 case "/v1/chat/completions" -> {
                     if (stream) {
-                        streamChat(ex);
+                        streamChat(ex, text.replace(" ", "").contains("\"include_usage\":true"));
                     } else {
                         send(ex, 200, "application/json", chatCompletion());
                     }
@@ -147,17 +158,68 @@ final class FakeReplica implements AutoCloseable {
         }
     }
 
+    private String replyText() {
+        String r = reply;
+        return r == null ? "Hello from " + name : r;
+    }
+
+    private static String quote(String s) {
+        try {
+            return Responses.JSON.writeValueAsString(s);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private String openAiUsage() {
+        long cached = usageCached;
+        return "{\"prompt_tokens\":" + usagePrompt + ",\"completion_tokens\":3,\"total_tokens\":" + (usagePrompt + 3)
+                + (cached < 0 ? "" : ",\"prompt_tokens_details\":{\"cached_tokens\":" + cached + "}") + "}";
+    }
+
+    private String anthropicUsage(long output) {
+        long cached = usageCached;
+        return "{\"input_tokens\":" + (usagePrompt - Math.max(0, cached)) + ",\"output_tokens\":" + output
+                + (cached < 0 ? "" : ",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":" + cached) + "}";
+    }
+
     private String chatCompletion() {
+        String tools = toolCalls;
         return "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"fake\","
-                + "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello from " + name
-                + "\"},\"finish_reason\":\"stop\",\"logprobs\":null}],"
-                + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}";
+                + "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":" + quote(replyText())
+                + (tools == null ? ",\"tool_calls\":[]" : ",\"tool_calls\":" + tools)
+                + "},\"finish_reason\":\"stop\",\"logprobs\":null}],"
+                + "\"usage\":" + openAiUsage() + "}";
     }
 
     private String anthropicMessage() {
         return "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":"
-                + "[{\"type\":\"text\",\"text\":\"Hello from " + name + "\"}],\"stop_reason\":\"end_turn\","
-                + "\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":3}}";
+                + "[{\"type\":\"text\",\"text\":" + quote(replyText()) + "}],\"stop_reason\":\"end_turn\","
+                + "\"stop_sequence\":null,\"usage\":" + anthropicUsage(3) + "}";
+    }
+
+    /** The reply cut into pieces of at most 7 characters, as a model streams tokens; made as they are used. */
+    private java.util.Iterator<String> pieces() {
+        String r = reply;
+        int chunks = streamChunks;
+        return new java.util.Iterator<>() {
+            int i;
+
+            @Override
+            public boolean hasNext() {
+                return r == null ? i <= chunks : i < r.length();
+            }
+
+            @Override
+            public String next() {
+                if (r == null) {
+                    return i++ == 0 ? "Hello" : " from " + name + " " + (i - 2);
+                }
+                String p = r.substring(i, Math.min(r.length(), i + 7));
+                i += 7;
+                return p;
+            }
+        };
     }
 
     private static String chatChunk(String delta, String finish) {
@@ -166,23 +228,40 @@ final class FakeReplica implements AutoCloseable {
                 + (finish == null ? "null" : "\"" + finish + "\"") + "}]}\n\n";
     }
 
-    private void streamChat(HttpExchange ex) throws IOException {
+    private void streamChat(HttpExchange ex, boolean includeUsage) throws IOException {
         ex.getResponseHeaders().putAll(extraResponseHeaders);
         ex.getResponseHeaders().set("Content-Type", "text/event-stream");
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
-        if (!write(out, chatChunk("{\"role\":\"assistant\",\"content\":\"Hello\"}", null))) {
-            return;
-        }
-        afterFirstChunk();
-        for (int i = 0; i < streamChunks; i++) {
-            if (!write(out, chatChunk("{\"content\":\" from " + name + " " + i + "\"}", null))) {
+        streamed.set(new java.io.ByteArrayOutputStream());
+        try {
+            java.util.Iterator<String> pieces = pieces();
+            if (!write(out, chatChunk("{\"role\":\"assistant\",\"content\":" + quote(pieces.next()) + "}", null))) {
                 return;
             }
-        }
-        if (write(out, chatChunk("{}", "stop"))) {
+            afterFirstChunk();
+            while (pieces.hasNext()) {
+                if (!write(out, chatChunk("{\"content\":" + quote(pieces.next()) + "}", null))) {
+                    return;
+                }
+            }
+            if (!write(out, chatChunk("{}", "stop"))) {
+                return;
+            }
+            if (includeUsage) { // the usage chunk, written in three pieces that split its line
+                String usage = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                        + "\"model\":\"fake\",\"choices\":[],\"usage\":" + openAiUsage() + "}\n\n";
+                int a = usage.length() / 3;
+                if (!write(out, usage.substring(0, a)) || !write(out, usage.substring(a, 2 * a))
+                        || !write(out, usage.substring(2 * a))) {
+                    return;
+                }
+            }
             write(out, "data: [DONE]\n\n");
+        } finally {
+            lastStream = streamed.get().toByteArray();
+            streamed.remove();
         }
     }
 
@@ -192,16 +271,17 @@ final class FakeReplica implements AutoCloseable {
         OutputStream out = ex.getResponseBody();
         if (!write(out, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
                 + "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":[],"
-                + "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+                + "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":" + anthropicUsage(1) + "}}\n\n"
                 + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
                 + "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")) {
             return;
         }
         afterFirstChunk();
-        String[] parts = {"Hello", " from ", name};
-        for (String p : parts) {
+        java.util.Iterator<String> parts = reply == null ? List.of("Hello", " from ", name).iterator() : pieces();
+        while (parts.hasNext()) {
+            String p = parts.next();
             if (!write(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
-                    + "\"delta\":{\"type\":\"text_delta\",\"text\":\"" + p + "\"}}\n\n")) {
+                    + "\"delta\":{\"type\":\"text_delta\",\"text\":" + quote(p) + "}}\n\n")) {
                 return;
             }
         }
@@ -224,7 +304,12 @@ final class FakeReplica implements AutoCloseable {
 
     private boolean write(OutputStream out, String s) {
         try {
-            out.write(s.getBytes(StandardCharsets.UTF_8));
+            byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+            java.io.ByteArrayOutputStream record = streamed.get();
+            if (record != null && record.size() < 1024 * 1024) { // long streams are not kept whole
+                record.write(bytes);
+            }
+            out.write(bytes);
             out.flush();
             return true;
         } catch (IOException e) {

@@ -1,0 +1,143 @@
+package dev.cart.proxy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.core.ServedUsage;
+import dev.cart.extract.Endpoint;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/** The observer reads usage and answers from bytes however they are cut; the continuation splice. */
+class ResponseObserverTest {
+
+    private static final String OPENAI_STREAM = ""
+            + "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},"
+            + "\"finish_reason\":null}],\"usage\":null}\r\n\r\n"
+            + ": a comment line\n"
+            + "data: {\"choices\":[{\"delta\":{\"content\":\"lo, \\\"w\\u00f6rld\\\"\\n\"},\"index\":0}]}\n\n"
+            + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\u4e2d\",\"tool_calls\":[]}}]}\n\n"
+            + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1200,\"completion_tokens\":9,"
+            + "\"prompt_tokens_details\":{\"cached_tokens\":1024}}}\n\n"
+            + "data: [DONE]\n\n";
+
+    private static ResponseObserver feed(Endpoint e, String contentType, byte[] bytes, int... cuts) {
+        ResponseObserver o = ResponseObserver.create(e, contentType, null, true);
+        int from = 0;
+        for (int cut : cuts) {
+            o.accept(bytes, from, cut - from);
+            from = cut;
+        }
+        o.accept(bytes, from, bytes.length - from);
+        o.finish();
+        return o;
+    }
+
+    @Test
+    void anOpenAiStreamGivesTheSameUsageAndAnswerCutAnywhere() {
+        byte[] bytes = OPENAI_STREAM.getBytes(StandardCharsets.UTF_8);
+        String expected = "Hello, \"w\u00f6rld\"\n\u4e2d";
+        for (int cut = 0; cut <= bytes.length; cut++) {
+            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, cut);
+            assertEquals(new ServedUsage(1200, 1024), o.usage(), "cut at " + cut);
+            assertEquals(List.of(expected), o.reply(), "cut at " + cut);
+        }
+        SplittableRandom rnd = new SplittableRandom(7);
+        for (int i = 0; i < 200; i++) {
+            int a = rnd.nextInt(bytes.length + 1);
+            int b = a + rnd.nextInt(bytes.length + 1 - a);
+            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream; charset=utf-8", bytes, a, b);
+            assertEquals(new ServedUsage(1200, 1024), o.usage());
+            assertEquals(List.of(expected), o.reply());
+        }
+    }
+
+    @Test
+    void anAnthropicStreamAndMessage() {
+        String stream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"content\":[],"
+                + "\"usage\":{\"input_tokens\":100,\"cache_creation_input_tokens\":50,\"cache_read_input_tokens\":850,"
+                + "\"output_tokens\":1}}}\n\n"
+                + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+                + "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+                + "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+                + "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"One\"}}\n\n"
+                + "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+                + "data: {\"index\":1,\"type\":\"content_block_start\",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+                + "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"text\":\"Two\",\"type\":\"text_delta\"}}\n\n"
+                + "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\n"
+                + "data: {\"type\":\"message_stop\"}\n\n";
+        ResponseObserver s = feed(Endpoint.MESSAGES, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
+        assertEquals(new ServedUsage(1000, 850), s.usage());
+        assertEquals(List.of("One", "Two"), s.reply());
+
+        String whole = "{\"id\":\"m\",\"type\":\"message\",\"content\":[{\"type\":\"text\",\"text\":\"Only\"}],"
+                + "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}";
+        ResponseObserver m = feed(Endpoint.MESSAGES, "application/json", whole.getBytes(StandardCharsets.UTF_8), 7);
+        assertEquals(new ServedUsage(10, ServedUsage.UNKNOWN), m.usage(), "no cache fields: cached is unknown");
+        assertEquals(List.of("Only"), m.reply());
+
+        String thinking = "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\"}}\n\n";
+        ResponseObserver t = feed(Endpoint.MESSAGES, "text/event-stream", thinking.getBytes(StandardCharsets.UTF_8));
+        assertNull(t.reply());
+        assertEquals("not_text", t.replyProblem());
+    }
+
+    @Test
+    void whatCannotBeReadIsUnknownNotZero() {
+        ResponseObserver none = feed(Endpoint.CHAT_COMPLETIONS, "application/json",
+                "{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}".getBytes(StandardCharsets.UTF_8));
+        assertEquals(ServedUsage.unknown(), none.usage());
+        assertEquals(List.of("hi"), none.reply());
+
+        byte[] big = ("{\"pad\":\"" + "x".repeat(ResponseObserver.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":5,"
+                + "\"prompt_tokens_details\":{\"cached_tokens\":5}}}").getBytes(StandardCharsets.UTF_8);
+        ResponseObserver tooBig = feed(Endpoint.CHAT_COMPLETIONS, "application/json", big, 1000);
+        assertEquals(ServedUsage.unknown(), tooBig.usage());
+        assertNull(tooBig.reply());
+
+        String longLine = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + "y".repeat(ResponseObserver.MAX_LINE_BYTES)
+                + "\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"prompt_tokens_details\":"
+                + "{\"cached_tokens\":3}}}\n\n";
+        ResponseObserver skipped = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream",
+                longLine.getBytes(StandardCharsets.UTF_8), 4096, 8192);
+        assertEquals(new ServedUsage(9, 3), skipped.usage(), "the usage after a skipped line is still read");
+        assertEquals("too_long", skipped.replyProblem());
+
+        assertNull(ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", "gzip", true));
+        assertNull(ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "text/html", null, true));
+        assertNull(ResponseObserver.create(null, "application/json", null, true));
+        ResponseObserver several = feed(Endpoint.CHAT_COMPLETIONS, "application/json",
+                "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"a\"}},{\"index\":1,\"message\":{\"content\":\"b\"}}]}"
+                        .getBytes(StandardCharsets.UTF_8));
+        assertEquals("several_choices", several.replyProblem());
+    }
+
+    @Test
+    void theContinuationAppendsTheAssistantMessageToTheTopLevelMessages() throws Exception {
+        String body = "{ \"metadata\": {\"messages\": [1]}, \"messages\" : [ {\"content\":\"q\",\"role\":\"user\"} ] ,"
+                + "\"model\":\"m\" }";
+        byte[] next = AnswerLearning.continuation(body.getBytes(StandardCharsets.UTF_8), List.of("a \"reply\""), false);
+        JsonNode n = Responses.JSON.readTree(next);
+        assertEquals(2, n.get("messages").size());
+        assertEquals("assistant", n.get("messages").get(1).get("role").asText());
+        assertEquals("a \"reply\"", n.get("messages").get(1).get("content").asText());
+        assertEquals(1, n.get("metadata").get("messages").size(), "nested arrays are left alone");
+        assertEquals("m", n.get("model").asText());
+
+        byte[] blocks = AnswerLearning.continuation("{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}"
+                .getBytes(StandardCharsets.UTF_8), List.of("one", "two"), true);
+        assertEquals("two", Responses.JSON.readTree(blocks).get("messages").get(1).get("content").get(1).get("text")
+                .asText());
+
+        String prefill = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+                + "{\"role\":\"assistant\",\"content\":\"prefill\"}]}";
+        assertNull(AnswerLearning.continuation(prefill.getBytes(StandardCharsets.UTF_8), List.of("x"), true),
+                "a reply continuing a prefill is not a new message");
+        assertNull(AnswerLearning.continuation("{\"prompt\":\"x\"}".getBytes(StandardCharsets.UTF_8), List.of("x"),
+                false));
+        assertNull(AnswerLearning.continuation("not json".getBytes(StandardCharsets.UTF_8), List.of("x"), false));
+    }
+}
