@@ -9,7 +9,8 @@ import java.util.Objects;
  * @param outcome        whether the key is in tokens, and if not, why
  * @param segments       how many key segments there were (model marker and tools, system prompt, each
  *                       message; each batch element of a completions prompt); 0 in character mode
- * @param cacheHits      how many of them the token cache supplied
+ * @param cacheHits      how many of them the token cache supplied (every segment is looked up before a
+ *                       permit is asked for, so this is counted for a fallback too)
  * @param tokenizerNanos time spent in {@link Tokenizer#encode} for this request (0 when every segment
  *                       was cached, when the request fell back for saturation, and in character mode)
  */
