@@ -158,6 +158,17 @@ final class Extraction {
         return new ExtractedRequest(key.build(), model, stream);
     }
 
+    /** The result in token mode, or in character mode when {@code tokens} is null. */
+    ExtractedRequest result(TokenMode tokens) {
+        if (tokens == null) {
+            return result();
+        }
+        TokenMode.Chunks chunks = new TokenMode.Chunks();
+        assemble(chunks);
+        TokenMode.Keyed k = tokens.key(chunks);
+        return new ExtractedRequest(k.key(), model, stream, k.tokenization());
+    }
+
     /** The key's characters, with {@link #BOUNDARY_MARK} at each message boundary (for tests). */
     String keyText() {
         StringBuilder sb = new StringBuilder();
