@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import dev.cart.core.Tokenization;
+
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;

@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import dev.cart.core.Tokenization;
+
 import dev.cart.core.PromptKey;
 import org.junit.jupiter.api.Test;
 

@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import dev.cart.core.Tokenization;
+
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.cart.core.PromptKey;

@@ -1,4 +1,4 @@
-package dev.cart.extract;
+package dev.cart.core;
 
 import java.util.Objects;
 
@@ -11,7 +11,7 @@ import java.util.Objects;
  *                       message; each batch element of a completions prompt); 0 in character mode
  * @param cacheHits      how many of them the token cache supplied (every segment is looked up before a
  *                       permit is asked for, so this is counted for a fallback too)
- * @param tokenizerNanos time spent in {@link Tokenizer#encode} for this request (0 when every segment
+ * @param tokenizerNanos time spent in the tokenizer for this request (0 when every segment
  *                       was cached, when the request fell back for saturation, and in character mode)
  */
 public record Tokenization(Outcome outcome, int segments, int cacheHits, long tokenizerNanos) {
