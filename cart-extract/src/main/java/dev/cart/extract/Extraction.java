@@ -1014,8 +1014,14 @@ final class Extraction {
         if (kind == MEDIA_BASE64) {
             return MediaDigest.of(b, s, e);
         }
-        if (startsWithIgnoreCase(b, s, e, "data:")) {
-            int from = s + 5;
+        // Python's URL parsing (and so vLLM's) strips leading C0 controls and spaces: so do we, before
+        // deciding what the reference is.
+        int t = s;
+        while (t < e && (b[t] & 0xFF) <= 0x20) {
+            t++;
+        }
+        if (startsWithIgnoreCase(b, t, e, "data:")) {
+            int from = t + 5;
             int limit = Math.min(e, from + MAX_DATA_HEADER);
             for (int i = from; i < limit; i++) {
                 if (b[i] == ',') {
@@ -1025,11 +1031,13 @@ final class Extraction {
             }
             return "data:," + MediaDigest.of(b, from, e);
         }
-        boolean scheme = hasScheme(b, s, e);
+        boolean scheme = hasScheme(b, t, e);
         if (!scheme && kind == MEDIA_FILE_DATA) {
             return MediaDigest.of(b, s, e);
         }
-        if (scheme && opts.remoteMediaUrlPolicy() != null) {
+        // With the policy set, a URL position may hold only inline data: anything else (any scheme, a
+        // bare path, a string the replica might resolve some other way) is refused.
+        if (opts.remoteMediaUrlPolicy() != null && (scheme || kind == MEDIA_URL)) {
             String path = pathHere();
             throw new ExtractionException(opts.remoteMediaUrlPolicy(), "remote_media_rejected", path,
                     path + " refers to remote media by URL, which this server does not allow;"
