@@ -94,6 +94,9 @@ final class Extraction {
     private final Endpoint endpoint;
     private final byte[] body;
 
+    /** Bytes typed() may still re-read: eight times the body (eight levels of nesting), plus 64 KiB. */
+    private long rereadBudget;
+
     /** The parser being read: the main one, or a sub-parser re-reading one object (see typed()). */
     private JsonParser p;
     /** Offset in {@link #body} of {@link #p}'s first byte. */
@@ -118,6 +121,7 @@ final class Extraction {
         this.opts = opts;
         this.endpoint = endpoint;
         this.body = body;
+        this.rereadBudget = 8L * body.length + 65_536;
         this.tools = new Segment(256);
         this.functions = new Segment(16);
         this.system = new Segment(256);
@@ -940,6 +944,15 @@ final class Extraction {
         String objectPath = pathHere();
         if (value == null) {
             throw missingField(objectPath + "." + key);
+        }
+        // Re-reading costs the object's bytes once more; nested re-reads would cost them once per level,
+        // so the total is bounded (a body cannot make extraction quadratic).
+        long end = baseOffset + p.currentTokenLocation().getByteOffset();
+        rereadBudget -= end - start;
+        if (rereadBudget < 0) {
+            throw new ExtractionException(400, "too_complex", objectPath, "objects whose '" + key
+                    + "' is not their first member are nested too deeply at " + objectPath
+                    + "; put '" + key + "' first");
         }
         JsonParser mainParser = p;
         int mainOffset = baseOffset;
