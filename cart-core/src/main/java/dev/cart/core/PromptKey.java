@@ -75,6 +75,11 @@ public final class PromptKey {
         return new Builder(Unit.CHARS, blockChars, anchorLimit);
     }
 
+    /** Starts a token key with blocks of {@code blockTokens} token ids and the given anchor limit (tokens). */
+    public static Builder tokenBuilder(int blockTokens, int anchorLimit) {
+        return new Builder(Unit.TOKENS, blockTokens, anchorLimit);
+    }
+
     /**
      * A key over token ids, hashed in blocks of {@code blockTokens} tokens.
      *
@@ -87,16 +92,10 @@ public final class PromptKey {
             if (bound < next || bound > tokens.length) {
                 throw new IllegalArgumentException("boundaries must be ascending and within the key: " + bound);
             }
-            for (int i = next; i < bound; i++) {
-                b.appendUnit(tokens[i]);
-            }
-            b.boundary();
+            b.append(tokens, next, bound - next).boundary();
             next = bound;
         }
-        for (int i = next; i < tokens.length; i++) {
-            b.appendUnit(tokens[i]);
-        }
-        return b.build();
+        return b.append(tokens, next, tokens.length - next).build();
     }
 
     public Unit unit() {
@@ -267,6 +266,18 @@ public final class PromptKey {
         void appendUnit(int token) {
             tokens[fill] = token;
             advance(1);
+        }
+
+        /** Appends {@code len} token ids of {@code src} from {@code off} (token keys only). */
+        public Builder append(int[] src, int off, int len) {
+            requireUnit(Unit.TOKENS);
+            for (int pos = 0; pos < len; ) {
+                int take = room(len - pos);
+                System.arraycopy(src, off + pos, tokens, fill, take);
+                advance(take);
+                pos += take;
+            }
+            return this;
         }
 
         /** How many units can go into the buffer now: up to the block's end and to the anchor limit. */

@@ -17,10 +17,11 @@ public final class RouteDecision {
     private final PromptKey key;
     private final long ticket;
     private final int attempt;
+    private final Tokenization tokenization;
     private final Lease lease;
 
     RouteDecision(Replica replica, long ticket, Reason reason, int matchedLength, PromptKey key,
-                  long decisionNanos, int attempt, Router router) {
+                  long decisionNanos, int attempt, Tokenization tokenization, Router router) {
         this.replica = replica;
         this.ticket = ticket;
         this.reason = reason;
@@ -29,12 +30,18 @@ public final class RouteDecision {
         this.key = key;
         this.decisionNanos = decisionNanos;
         this.attempt = attempt;
+        this.tokenization = tokenization;
         this.lease = new Lease(this, router);
     }
 
     /** What the replica's admission returned; handed back when the lease is released. */
     long ticket() {
         return ticket;
+    }
+
+    /** How the request's key was made (token mode figures), as the host reported it. */
+    public Tokenization tokenization() {
+        return tokenization;
     }
 
     /** The key the decision was made for. */

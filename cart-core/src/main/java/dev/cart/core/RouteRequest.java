@@ -13,8 +13,14 @@ public final class RouteRequest {
     private final PromptKey key;
     private final List<Replica> excluded;
     private final int attempt;
+    private final Tokenization tokenization;
 
     private RouteRequest(PromptKey key, List<Replica> excluded, int attempt) {
+        this(key, excluded, attempt, Tokenization.CHARACTER_MODE);
+    }
+
+    private RouteRequest(PromptKey key, List<Replica> excluded, int attempt, Tokenization tokenization) {
+        this.tokenization = Objects.requireNonNull(tokenization, "tokenization");
         this.key = Objects.requireNonNull(key, "key");
         this.excluded = excluded;
         this.attempt = attempt;
@@ -35,7 +41,7 @@ public final class RouteRequest {
         Objects.requireNonNull(replica, "replica");
         Replica[] all = excluded.toArray(new Replica[excluded.size() + 1]);
         all[excluded.size()] = replica;
-        return new RouteRequest(key, List.of(all), attempt);
+        return new RouteRequest(key, List.of(all), attempt, tokenization);
     }
 
     /** The same request, also excluding every replica in {@code replicas}. */
@@ -55,7 +61,17 @@ public final class RouteRequest {
         if (n < 0) {
             throw new IllegalArgumentException("attempt must be >= 0, was " + n);
         }
-        return new RouteRequest(key, excluded, n);
+        return new RouteRequest(key, excluded, n, tokenization);
+    }
+
+    /** The same request, carrying how its key was tokenized (reported with the decision). */
+    public RouteRequest withTokenization(Tokenization t) {
+        return new RouteRequest(key, excluded, attempt, t);
+    }
+
+    /** How the key was made, as the host reported it ({@link Tokenization#CHARACTER_MODE} if not said). */
+    public Tokenization tokenization() {
+        return tokenization;
     }
 
     /** Attempts that came before this one for the same request; 0 for a first attempt. */

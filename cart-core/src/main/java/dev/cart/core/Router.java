@@ -51,6 +51,8 @@ public final class Router implements AutoCloseable {
     private final int dailyResetHourUtc;
     private final LearnMode learnMode;
     private final boolean feedback;
+    private final PromptKey.Unit keyUnit;
+    private final int keyBlockSize;
     private volatile boolean closed;
     private volatile Scheduler.Task evictionTask;
     private volatile Scheduler.Task resetTask;
@@ -66,6 +68,8 @@ public final class Router implements AutoCloseable {
         this.dailyResetHourUtc = b.dailyResetHourUtc;
         this.learnMode = b.learnMode;
         this.feedback = b.feedback;
+        this.keyUnit = b.keyUnit;
+        this.keyBlockSize = b.keyBlockSize;
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
         if (b.scheduler != null) {
             this.scheduler = b.scheduler;
@@ -104,7 +108,7 @@ public final class Router implements AutoCloseable {
             }
         }
         PromptKey key = request.key();
-        RoutingContext ctx = new RoutingContext(request, candidates, tree, random.get());
+        RoutingContext ctx = new RoutingContext(request, candidates, fits(key) ? tree : null, random.get());
         while (!candidates.isEmpty()) {
             Choice choice = policy.choose(ctx);
             Replica chosen = choice.replica();
@@ -118,7 +122,7 @@ public final class Router implements AutoCloseable {
                     record(key, chosen);
                 }
                 int matched = choice.matchedLength();
-                if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0) {
+                if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
                     matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
                 }
                 return decided(chosen, ticket, choice.reason(), matched, request, t0);
@@ -150,7 +154,7 @@ public final class Router implements AutoCloseable {
     private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, RouteRequest request,
                                   long t0) {
         RouteDecision d = new RouteDecision(r, ticket, reason, matched, request.key(), System.nanoTime() - t0,
-                request.attempt(), this);
+                request.attempt(), request.tokenization(), this);
         listener.onDecision(d);
         return d;
     }
@@ -162,9 +166,18 @@ public final class Router implements AutoCloseable {
      * just generated, which the next turn will start with.
      */
     public void record(PromptKey key, Replica replica) {
-        if (policy.usesPrefixTree() && key.blockCount() > 0 && !tree.insert(key, replica)) {
+        if (policy.usesPrefixTree() && key.blockCount() > 0 && fits(key) && !tree.insert(key, replica)) {
             listener.onInsertSkipped();
         }
+    }
+
+    /**
+     * True if {@code key} is in the tree's unit and block size. A key in another format (a character key
+     * made because tokenization was saturated, in a router of token keys) neither matches nor is learned:
+     * it is routed as a miss.
+     */
+    private boolean fits(PromptKey key) {
+        return key.unit() == keyUnit && key.blockSize() == keyBlockSize;
     }
 
     void learnOnSuccess(RouteDecision d) {
@@ -303,8 +316,22 @@ public final class Router implements AutoCloseable {
         private int dailyResetHourUtc = -1;
         private LearnMode learnMode = LearnMode.ON_ROUTE;
         private boolean feedback = true;
+        private PromptKey.Unit keyUnit = PromptKey.Unit.CHARS;
+        private int keyBlockSize = PromptKey.DEFAULT_BLOCK_CHARS;
 
         private Builder() {
+        }
+
+        /**
+         * The format of the keys this router's tree holds: characters in 64-character blocks by default,
+         * or token ids in blocks of {@code blockSize} tokens. Keys of another format are routed as misses
+         * and never learned (a token-mode extractor falls back to a character key when saturated).
+         */
+        public Builder keyFormat(PromptKey.Unit unit, int blockSize) {
+            this.keyUnit = Objects.requireNonNull(unit);
+            Checks.atLeast("block size", blockSize, 1);
+            this.keyBlockSize = blockSize;
+            return this;
         }
 
         /** When routed prefixes are recorded ({@code cache.learn}); {@link LearnMode#ON_ROUTE} by default. */

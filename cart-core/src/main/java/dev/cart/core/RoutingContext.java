@@ -16,6 +16,7 @@ public final class RoutingContext {
     private final RandomGenerator random;
     private Match match;
 
+    /** @param tree the tree to match against, or null when the key cannot match it (another unit) */
     RoutingContext(RouteRequest request, List<Replica> candidates, PrefixTree tree, RandomGenerator random) {
         this.request = request;
         this.candidates = candidates;
@@ -49,7 +50,7 @@ public final class RoutingContext {
     public Match match() {
         Match m = match;
         if (m == null) {
-            m = tree.match(request.key());
+            m = tree == null ? Match.none(request.key().length()) : tree.match(request.key());
             match = m;
         }
         return m;

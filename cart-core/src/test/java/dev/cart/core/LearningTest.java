@@ -176,6 +176,40 @@ class LearningTest {
     }
 
     @Test
+    void aKeyInAnotherFormatIsRoutedAsAMissAndNeverLearned() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+        SplittableRandom rnd = new SplittableRandom(1);
+        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
+                .evictionInterval(Duration.ZERO).keyFormat(PromptKey.Unit.TOKENS, 16).build()) {
+            int[] tokens = new int[100];
+            java.util.Arrays.fill(tokens, 7);
+            PromptKey tokenKey = PromptKey.ofTokens(tokens, new int[0], 16, 256);
+            router.choose(RouteRequest.of(tokenKey)).lease().close();
+            long learned = router.tree().stats().size();
+            assertTrue(learned > 0, "a token key is learned");
+            // The extractor fell back to characters (tokenization saturated): same prompt, other format.
+            RouteDecision d = router.choose(RouteRequest.of(conversation(SYSTEM, "user: q"))
+                    .withTokenization(new Tokenization(Tokenization.Outcome.SATURATED, 2, 0, 0)));
+            assertEquals(Reason.MISS, d.reason());
+            assertEquals(0, d.matchedLength());
+            assertEquals(Tokenization.Outcome.SATURATED, d.tokenization().outcome());
+            d.lease().close();
+            assertEquals(learned, router.tree().stats().size(), "the character key was not learned");
+        }
+    }
+
+    @Test
+    void tokenKeysBuiltInRunsEqualKeysBuiltOneByOne() {
+        int[] tokens = new int[300];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = i * 7919;
+        }
+        PromptKey bulk = PromptKey.tokenBuilder(16, 64).append(tokens, 0, 123).boundary()
+                .append(tokens, 123, 177).build();
+        assertEquals(PromptKey.ofTokens(tokens, new int[] {123}, 16, 64), bulk);
+    }
+
+    @Test
     void recordTeachesTheTreeWhatAReplicaHolds() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
         try (Router router = router(set, LearnMode.ON_ROUTE, new ArrayList<>())) {

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 /** What a {@link RoutingListener} is told: lease completions with status and retries, tree events. */
 class ListenerEventsTest {
 
-    private static final PromptKey KEY = PromptKey.ofText("the same long system prompt ".repeat(10), 8);
+    private static final PromptKey KEY = PromptKey.ofText("the same long system prompt ".repeat(10), 64);
 
     @Test
     void leaseCompletionCarriesOutcomeStatusDurationAndRetries() {

@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import dev.cart.core.Tokenization;
+
 import dev.cart.core.PromptKey;
 
 /**
@@ -9,6 +11,11 @@ import dev.cart.core.PromptKey;
  * ExtractOptions opts = ExtractOptions.builder()
  *         .blockChars(64)
  *         .remoteMediaUrlPolicy(403)   // refuse media the replica would fetch from a URL
+ *         .build();
+ *
+ * ExtractOptions tokens = ExtractOptions.builder()
+ *         .tokenizer(Tokenizers.jtokkit("cl100k_base"))   // token mode
+ *         .blockTokens(16)
  *         .build();
  * }</pre>
  */
@@ -20,6 +27,12 @@ public final class ExtractOptions {
     public static final int MAX_NESTING_DEPTH_LIMIT = 1000;
     /** Default {@link Builder#maxStringLength(int)}: room for 20 MB of inline media and then some. */
     public static final int DEFAULT_MAX_STRING_LENGTH = 50_000_000;
+    /** Default {@link Builder#tokenCacheEntries(int)}. */
+    public static final int DEFAULT_TOKEN_CACHE_ENTRIES = 1000;
+    /** Default {@link Builder#tokenCacheMaxChars(int)}: 64 Ki characters. */
+    public static final int DEFAULT_TOKEN_CACHE_MAX_CHARS = 64 * 1024;
+    /** Characters per token assumed when the token anchor limit is derived from the character one. */
+    static final int CHARS_PER_TOKEN = 4;
 
     private static final ExtractOptions DEFAULTS = builder().build();
 
@@ -28,6 +41,12 @@ public final class ExtractOptions {
     private final Integer remoteMediaUrlPolicy;
     private final int maxNestingDepth;
     private final int maxStringLength;
+    private final Tokenizer tokenizer;
+    private final int blockTokens;
+    private final int anchorTokens;
+    private final int tokenCacheEntries;
+    private final int tokenCacheMaxChars;
+    private final int maxConcurrentTokenizations;
 
     private ExtractOptions(Builder b) {
         this.blockChars = b.blockChars;
@@ -35,9 +54,19 @@ public final class ExtractOptions {
         this.remoteMediaUrlPolicy = b.remoteMediaUrlPolicy;
         this.maxNestingDepth = b.maxNestingDepth;
         this.maxStringLength = b.maxStringLength;
+        this.tokenizer = b.tokenizer;
+        this.blockTokens = b.blockTokens;
+        this.anchorTokens = b.anchorTokens != null ? b.anchorTokens : Math.max(1, b.anchorLimit / CHARS_PER_TOKEN);
+        this.tokenCacheEntries = b.tokenCacheEntries;
+        this.tokenCacheMaxChars = b.tokenCacheMaxChars;
+        this.maxConcurrentTokenizations = b.maxConcurrentTokenizations != null
+                ? b.maxConcurrentTokenizations : Runtime.getRuntime().availableProcessors();
     }
 
-    /** Block size 64 characters, anchor limit 1024, remote media allowed, nesting depth 64, strings up to 50 M. */
+    /**
+     * Character mode, block size 64 characters, anchor limit 1024, remote media allowed, nesting depth 64,
+     * strings up to 50 M.
+     */
     public static ExtractOptions defaults() {
         return DEFAULTS;
     }
@@ -71,11 +100,45 @@ public final class ExtractOptions {
         return maxStringLength;
     }
 
+    /** The tokenizer of token mode, or null in character mode (the default). */
+    public Tokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    /** Token ids per key block in token mode. */
+    public int blockTokens() {
+        return blockTokens;
+    }
+
+    /** Longest prefix, in tokens, that the key's anchor hash covers in token mode. */
+    public int anchorTokens() {
+        return anchorTokens;
+    }
+
+    /** Most segments the token cache holds (0: no cache). */
+    public int tokenCacheEntries() {
+        return tokenCacheEntries;
+    }
+
+    /** Longest segment, in characters, the token cache holds. */
+    public int tokenCacheMaxChars() {
+        return tokenCacheMaxChars;
+    }
+
+    /** Most tokenizations of uncached segments running at once; a request that finds none free falls back. */
+    public int maxConcurrentTokenizations() {
+        return maxConcurrentTokenizations;
+    }
+
     @Override
     public String toString() {
         return "ExtractOptions[blockChars=" + blockChars + ", anchorLimit=" + anchorLimit
                 + ", remoteMediaUrlPolicy=" + remoteMediaUrlPolicy + ", maxNestingDepth=" + maxNestingDepth
-                + ", maxStringLength=" + maxStringLength + "]";
+                + ", maxStringLength=" + maxStringLength
+                + (tokenizer == null ? ", tokenizer=none" : ", tokenizer=" + tokenizer.name()
+                + ", blockTokens=" + blockTokens + ", anchorTokens=" + anchorTokens
+                + ", tokenCacheEntries=" + tokenCacheEntries + ", tokenCacheMaxChars=" + tokenCacheMaxChars
+                + ", maxConcurrentTokenizations=" + maxConcurrentTokenizations) + "]";
     }
 
     /** Builds {@link ExtractOptions}; {@link #build()} rejects a bad value naming it and its allowed range. */
@@ -85,6 +148,12 @@ public final class ExtractOptions {
         private Integer remoteMediaUrlPolicy;
         private int maxNestingDepth = DEFAULT_MAX_NESTING_DEPTH;
         private int maxStringLength = DEFAULT_MAX_STRING_LENGTH;
+        private Tokenizer tokenizer;
+        private int blockTokens = PromptKey.DEFAULT_BLOCK_TOKENS;
+        private Integer anchorTokens; // null: derived from anchorLimit
+        private int tokenCacheEntries = DEFAULT_TOKEN_CACHE_ENTRIES;
+        private int tokenCacheMaxChars = DEFAULT_TOKEN_CACHE_MAX_CHARS;
+        private Integer maxConcurrentTokenizations; // null: the number of processors
 
         private Builder() {
         }
@@ -122,6 +191,49 @@ public final class ExtractOptions {
             return this;
         }
 
+        /**
+         * Token mode: keys become token ids from {@code tokenizerOrNull} (e.g.
+         * {@link Tokenizers#jtokkit(String) Tokenizers.jtokkit("cl100k_base")}); null (the default) keeps
+         * character mode. See the module README, "Token mode".
+         */
+        public Builder tokenizer(Tokenizer tokenizerOrNull) {
+            this.tokenizer = tokenizerOrNull;
+            return this;
+        }
+
+        /** Token ids per key block in token mode, in [1, 65536]; default 16 (vLLM's block). Must match the tree's. */
+        public Builder blockTokens(int blockTokens) {
+            this.blockTokens = blockTokens;
+            return this;
+        }
+
+        /** Anchor limit in tokens for token mode, at least 1; default {@code anchorLimit / 4} (256 by default). */
+        public Builder anchorTokens(int anchorTokens) {
+            this.anchorTokens = anchorTokens;
+            return this;
+        }
+
+        /** Most segments the token cache holds, at least 0 (no cache); default 1,000. */
+        public Builder tokenCacheEntries(int entries) {
+            this.tokenCacheEntries = entries;
+            return this;
+        }
+
+        /** Longest segment, in characters, the token cache holds, at least 0; default 65,536. */
+        public Builder tokenCacheMaxChars(int maxChars) {
+            this.tokenCacheMaxChars = maxChars;
+            return this;
+        }
+
+        /**
+         * Most tokenizations of uncached segments running at once, at least 1; default the number of
+         * processors. A request that finds none free does not wait: its key is made in characters.
+         */
+        public Builder maxConcurrentTokenizations(int max) {
+            this.maxConcurrentTokenizations = max;
+            return this;
+        }
+
         /** @throws IllegalArgumentException naming the first out-of-range option and its allowed range */
         public ExtractOptions build() {
             if (blockChars < 1 || blockChars > 1 << 16) {
@@ -140,6 +252,22 @@ public final class ExtractOptions {
             }
             if (maxStringLength < 1) {
                 throw new IllegalArgumentException("maxStringLength must be at least 1, was " + maxStringLength);
+            }
+            if (blockTokens < 1 || blockTokens > 1 << 16) {
+                throw new IllegalArgumentException("blockTokens must be in [1, 65536], was " + blockTokens);
+            }
+            if (anchorTokens != null && anchorTokens < 1) {
+                throw new IllegalArgumentException("anchorTokens must be at least 1, was " + anchorTokens);
+            }
+            if (tokenCacheEntries < 0) {
+                throw new IllegalArgumentException("tokenCacheEntries must be at least 0, was " + tokenCacheEntries);
+            }
+            if (tokenCacheMaxChars < 0) {
+                throw new IllegalArgumentException("tokenCacheMaxChars must be at least 0, was " + tokenCacheMaxChars);
+            }
+            if (maxConcurrentTokenizations != null && maxConcurrentTokenizations < 1) {
+                throw new IllegalArgumentException(
+                        "maxConcurrentTokenizations must be at least 1, was " + maxConcurrentTokenizations);
             }
             return new ExtractOptions(this);
         }

@@ -94,6 +94,9 @@ final class Extraction {
     private final Endpoint endpoint;
     private final byte[] body;
 
+    /** Bytes typed() may still re-read: eight times the body (eight levels of nesting), plus 64 KiB. */
+    private long rereadBudget;
+
     /** The parser being read: the main one, or a sub-parser re-reading one object (see typed()). */
     private JsonParser p;
     /** Offset in {@link #body} of {@link #p}'s first byte. */
@@ -118,6 +121,7 @@ final class Extraction {
         this.opts = opts;
         this.endpoint = endpoint;
         this.body = body;
+        this.rereadBudget = 8L * body.length + 65_536;
         this.tools = new Segment(256);
         this.functions = new Segment(16);
         this.system = new Segment(256);
@@ -156,6 +160,17 @@ final class Extraction {
         PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
         assemble(Segment.Sink.of(key));
         return new ExtractedRequest(key.build(), model, stream);
+    }
+
+    /** The result in token mode, or in character mode when {@code tokens} is null. */
+    ExtractedRequest result(TokenMode tokens) {
+        if (tokens == null) {
+            return result();
+        }
+        TokenMode.Chunks chunks = new TokenMode.Chunks();
+        assemble(chunks);
+        TokenMode.Keyed k = tokens.key(chunks);
+        return new ExtractedRequest(k.key(), model, stream, k.tokenization());
     }
 
     /** The key's characters, with {@link #BOUNDARY_MARK} at each message boundary (for tests). */
@@ -930,6 +945,15 @@ final class Extraction {
         if (value == null) {
             throw missingField(objectPath + "." + key);
         }
+        // Re-reading costs the object's bytes once more; nested re-reads would cost them once per level,
+        // so the total is bounded (a body cannot make extraction quadratic).
+        long end = baseOffset + p.currentTokenLocation().getByteOffset();
+        rereadBudget -= end - start;
+        if (rereadBudget < 0) {
+            throw new ExtractionException(400, "too_complex", objectPath, "objects whose '" + key
+                    + "' is not their first member are nested too deeply at " + objectPath
+                    + "; put '" + key + "' first");
+        }
         JsonParser mainParser = p;
         int mainOffset = baseOffset;
         String mainPath = basePath;
@@ -1003,8 +1027,14 @@ final class Extraction {
         if (kind == MEDIA_BASE64) {
             return MediaDigest.of(b, s, e);
         }
-        if (startsWithIgnoreCase(b, s, e, "data:")) {
-            int from = s + 5;
+        // Python's URL parsing (and so vLLM's) strips leading C0 controls and spaces: so do we, before
+        // deciding what the reference is.
+        int t = s;
+        while (t < e && (b[t] & 0xFF) <= 0x20) {
+            t++;
+        }
+        if (startsWithIgnoreCase(b, t, e, "data:")) {
+            int from = t + 5;
             int limit = Math.min(e, from + MAX_DATA_HEADER);
             for (int i = from; i < limit; i++) {
                 if (b[i] == ',') {
@@ -1014,11 +1044,13 @@ final class Extraction {
             }
             return "data:," + MediaDigest.of(b, from, e);
         }
-        boolean scheme = hasScheme(b, s, e);
+        boolean scheme = hasScheme(b, t, e);
         if (!scheme && kind == MEDIA_FILE_DATA) {
             return MediaDigest.of(b, s, e);
         }
-        if (scheme && opts.remoteMediaUrlPolicy() != null) {
+        // With the policy set, a URL position may hold only inline data: anything else (any scheme, a
+        // bare path, a string the replica might resolve some other way) is refused.
+        if (opts.remoteMediaUrlPolicy() != null && (scheme || kind == MEDIA_URL)) {
             String path = pathHere();
             throw new ExtractionException(opts.remoteMediaUrlPolicy(), "remote_media_rejected", path,
                     path + " refers to remote media by URL, which this server does not allow;"

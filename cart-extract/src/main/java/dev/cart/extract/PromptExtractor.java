@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import dev.cart.core.Tokenization;
+
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
@@ -25,9 +27,16 @@ import java.util.Objects;
  * the model, then tool definitions, then the system prompt and every message in order, with a message
  * boundary after the tools, the system prompt and each message; inline media enters as a digest.
  *
+ * <p>In token mode ({@link ExtractOptions#tokenizer()} set) the key is made of token ids: each segment
+ * (model marker and tools, system prompt, each message) is tokenized on its own, through a cache of
+ * recent segments ({@link #tokenCache()}), with at most {@link ExtractOptions#maxConcurrentTokenizations()}
+ * tokenizations running at once; a request that finds them all busy gets a character key instead of
+ * waiting. {@link ExtractedRequest#tokenization()} says which happened.
+ *
  * <p>Design: one forward pass of Jackson's streaming parser over the bytes, never a tree; see
  * {@code Extraction}. Thread-safe: instances share one immutable, configured {@link JsonFactory}
- * (thread-safe by Jackson's contract) and keep no other state, so one extractor serves every request.
+ * (thread-safe by Jackson's contract) and, in token mode, one thread-safe {@code TokenMode} (tokenizer,
+ * cache, permits); a call keeps everything else to itself, so one extractor serves every request.
  * Its buffer pool is a concurrent deque rather than Jackson's thread-local default, so that virtual
  * threads, which are never reused, still reuse buffers. It never logs.
  */
@@ -35,9 +44,12 @@ public final class PromptExtractor {
 
     private final ExtractOptions options;
     private final JsonFactory factory;
+    /** Null in character mode. */
+    private final TokenMode tokens;
 
     public PromptExtractor(ExtractOptions options) {
         this.options = Objects.requireNonNull(options, "options");
+        this.tokens = options.tokenizer() == null ? null : new TokenMode(options);
         this.factory = JsonFactory.builder()
                 .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
                 .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
@@ -53,6 +65,14 @@ public final class PromptExtractor {
         return options;
     }
 
+    /**
+     * The token cache, whose {@link TokenCache#stats()} are cumulative hits, misses, evictions and size;
+     * null in character mode.
+     */
+    public TokenCache tokenCache() {
+        return tokens == null ? null : tokens.cache();
+    }
+
     /** The configured parser factory (for the timing harness). */
     JsonFactory factory() {
         return factory;
@@ -63,7 +83,8 @@ public final class PromptExtractor {
      *
      * @param endpoint which API the body is for
      * @param body     the whole request body, UTF-8 JSON; not modified, not retained
-     * @return the key (empty when the body holds no prompt text, e.g. a completion prompt of {@code ""})
+     * @return the key (empty when the body holds no prompt text, e.g. a completion prompt of {@code ""}),
+     *         and in token mode how it was made
      * @throws ExtractionException when the body is malformed (status 400) or refers to remote media while
      *                             {@link ExtractOptions#remoteMediaUrlPolicy()} is set (that status)
      */
@@ -72,7 +93,7 @@ public final class PromptExtractor {
         Objects.requireNonNull(body, "body");
         Extraction x = new Extraction(factory, options, endpoint, body);
         x.parse();
-        return x.result();
+        return x.result(tokens);
     }
 
     /** The key's characters with boundaries shown as U+2016, for tests of the key format. */

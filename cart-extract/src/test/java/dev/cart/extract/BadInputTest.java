@@ -245,4 +245,23 @@ class BadInputTest {
         assertFalse(e.getMessage().contains("Unrecognized"), e.getMessage());
         assertFalse(e.getMessage().contains("TOP"), e.getMessage());
     }
+
+    private static String nestedTypeLast(int levels, String text) {
+        String inner = "{\"text\":\"" + text + "\",\"type\":\"text\"}";
+        for (int i = 0; i < levels; i++) {
+            inner = "{\"tool_use_id\":\"t" + i + "\",\"content\":[" + inner + "],\"type\":\"tool_result\"}";
+        }
+        return "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"content\":[" + inner + "],\"role\":\"user\"}]}";
+    }
+
+    @Test
+    void reReadingOutOfOrderObjectsIsBoundedSoABodyCannotMakeExtractionQuadratic() throws Exception {
+        // A few levels with 'type' last are fine, as real clients send them.
+        extractor.extract(Endpoint.MESSAGES, nestedTypeLast(3, "x".repeat(100_000)).getBytes(StandardCharsets.UTF_8));
+        // Twenty levels over a large text would be re-read twenty times: refused instead.
+        ExtractionException e = assertThrows(ExtractionException.class, () -> extractor.extract(Endpoint.MESSAGES,
+                nestedTypeLast(20, "x".repeat(200_000)).getBytes(StandardCharsets.UTF_8)));
+        assertEquals(400, e.status());
+        assertEquals("too_complex", e.code());
+    }
 }

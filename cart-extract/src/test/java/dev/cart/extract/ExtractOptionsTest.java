@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import dev.cart.core.Tokenization;
+
 import dev.cart.core.PromptKey;
 import org.junit.jupiter.api.Test;
 
@@ -26,6 +28,28 @@ class ExtractOptionsTest {
         assertEquals(64, o.maxNestingDepth());
         assertEquals(50_000_000, o.maxStringLength());
         assertTrue(o.toString().contains("maxNestingDepth=64"));
+        assertNull(o.tokenizer());
+        assertTrue(o.toString().contains("tokenizer=none"));
+        assertEquals(16, o.blockTokens());
+        assertEquals(256, o.anchorTokens());
+        assertEquals(1000, o.tokenCacheEntries());
+        assertEquals(65536, o.tokenCacheMaxChars());
+        assertEquals(Runtime.getRuntime().availableProcessors(), o.maxConcurrentTokenizations());
+    }
+
+    @Test
+    void tokenModeOptions() {
+        ExtractOptions o = ExtractOptions.builder().tokenizer(Tokenizers.jtokkit("o200k_base")).blockTokens(32)
+                .anchorTokens(100).tokenCacheEntries(0).tokenCacheMaxChars(10).maxConcurrentTokenizations(1).build();
+        assertEquals("o200k_base", o.tokenizer().name());
+        assertEquals(32, o.blockTokens());
+        assertEquals(100, o.anchorTokens());
+        assertEquals(0, o.tokenCacheEntries());
+        assertEquals(10, o.tokenCacheMaxChars());
+        assertEquals(1, o.maxConcurrentTokenizations());
+        assertTrue(o.toString().contains("tokenizer=o200k_base, blockTokens=32, anchorTokens=100"), o.toString());
+        assertEquals(25, ExtractOptions.builder().anchorLimit(100).build().anchorTokens(), "derived: a quarter");
+        assertEquals(1, ExtractOptions.builder().anchorLimit(3).build().anchorTokens(), "never below 1");
     }
 
     private static void rejects(ExtractOptions.Builder b, String name, String range) {
@@ -44,6 +68,12 @@ class ExtractOptionsTest {
         rejects(ExtractOptions.builder().maxNestingDepth(0), "maxNestingDepth", "[1, 1000]");
         rejects(ExtractOptions.builder().maxNestingDepth(1001), "maxNestingDepth", "[1, 1000]");
         rejects(ExtractOptions.builder().maxStringLength(0), "maxStringLength", "at least 1");
+        rejects(ExtractOptions.builder().blockTokens(0), "blockTokens", "[1, 65536]");
+        rejects(ExtractOptions.builder().blockTokens(65537), "blockTokens", "[1, 65536]");
+        rejects(ExtractOptions.builder().anchorTokens(0), "anchorTokens", "at least 1");
+        rejects(ExtractOptions.builder().tokenCacheEntries(-1), "tokenCacheEntries", "at least 0");
+        rejects(ExtractOptions.builder().tokenCacheMaxChars(-1), "tokenCacheMaxChars", "at least 0");
+        rejects(ExtractOptions.builder().maxConcurrentTokenizations(0), "maxConcurrentTokenizations", "at least 1");
         assertEquals(599, ExtractOptions.builder().remoteMediaUrlPolicy(599).build().remoteMediaUrlPolicy());
     }
 

@@ -37,6 +37,23 @@ class RemoteMediaPolicyTest {
     }
 
     @Test
+    void urlsDisguisedWithLeadingControlsOrSpacesOrNoSchemeAreRefused() throws Exception {
+        // Python's urlsplit strips leading C0 controls and spaces, so the replica would see https here.
+        for (String prefix : new String[] {" ", "\\t", "\\u0000", "\\u001f ", "\\n"}) {
+            rejected(Endpoint.CHAT_COMPLETIONS, "{\"messages\":[{\"role\":\"user\",\"content\":["
+                    + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"" + prefix + URL + "\"}}]}]}",
+                    "messages[0].content[0].image_url.url");
+        }
+        // A URL position that is not inline data is refused whatever it looks like.
+        rejected(Endpoint.CHAT_COMPLETIONS, "{\"messages\":[{\"role\":\"user\",\"content\":["
+                + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"//secret.example.com/x.png\"}}]}]}",
+                "messages[0].content[0].image_url.url");
+        // Inline data stays allowed, also with leading spaces.
+        allowed(Endpoint.CHAT_COMPLETIONS, "{\"messages\":[{\"role\":\"user\",\"content\":["
+                + "{\"type\":\"image_url\",\"image_url\":{\"url\":\" data:image/png;base64,iVBORw0KGgo=\"}}]}]}");
+    }
+
+    @Test
     void chatImageUrl() throws Exception {
         rejected(Endpoint.CHAT_COMPLETIONS, "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"s\"},"
                 + "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"look\"},"

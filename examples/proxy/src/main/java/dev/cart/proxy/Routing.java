@@ -2,6 +2,7 @@ package dev.cart.proxy;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PrefixTree;
+import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
 import java.net.http.HttpClient;
@@ -56,6 +57,7 @@ final class Routing implements AutoCloseable {
                 .replicas(set)
                 .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
                 .tree(tree)
+                .keyFormat(PromptKey.Unit.CHARS, cache.blockChars())
                 .clock(clock)
                 .listener(listener)
                 .evictionInterval(Duration.ofSeconds(cache.evictionIntervalSecs()))

@@ -1,0 +1,202 @@
+package dev.cart.extract;
+
+import dev.cart.core.Tokenization;
+
+import dev.cart.core.PromptKey;
+
+import java.util.Arrays;
+import java.util.concurrent.Semaphore;
+
+/**
+ * Makes keys in token mode: the key's text is tokenized one segment at a time (model marker and tools,
+ * system prompt, each message: the runs between message boundaries), and the ids are concatenated.
+ *
+ * <p>Why per segment. A boundary then falls exactly on a token position, by construction: it is the
+ * sum of the token counts of the segments before it. Nothing has to be found again in the token array
+ * (no scan for template markers, which only works for templates with single-token markers) or estimated
+ * (no proportional mapping of character offsets, which is off by a few tokens). It also makes keys
+ * prefix-stable: a segment's ids depend on its text alone, so two requests that share their first k
+ * segments share the first k segments' ids, and so every full block before the first difference. And it
+ * makes the cache work: the segments that repeat (system prompt, tools, earlier turns) are cached one by
+ * one, while a whole prompt would be new every time. The replica's template, too, separates messages
+ * with special tokens no merge crosses, so per-segment tokenization breaks tokens where it does.
+ *
+ * <p>The bound. Tokenizing is CPU work on the calling thread (one request, one thread; no event loop to
+ * keep free), so there is no handoff to a pool: a {@link Semaphore} of {@code maxConcurrentTokenizations}
+ * permits is taken with {@code tryAcquire()}, once per request that has an uncached segment, and held
+ * while that request's uncached segments are tokenized. When no permit is free the request does not
+ * wait: its key is made in characters, exactly as character mode would make it, and it says so
+ * ({@link Tokenization.Outcome#SATURATED}). A request whose segments are all cached needs no permit.
+ * An executor would add a queue, a context switch and a thread blocked on a future, and buy nothing here.
+ *
+ * <p>Thread-safe: the tokenizer is thread-safe by contract, the cache by its monitor, the semaphore by
+ * itself; a {@link Chunks} belongs to one extraction.
+ */
+final class TokenMode {
+
+    private final Tokenizer tokenizer;
+    private final TokenCache cache;
+    private final Semaphore permits;
+    private final int blockTokens;
+    private final int anchorTokens;
+    private final int blockChars;
+    private final int anchorChars;
+
+    TokenMode(ExtractOptions opts) {
+        this.tokenizer = opts.tokenizer();
+        this.cache = new TokenCache(opts.tokenCacheEntries(), opts.tokenCacheMaxChars());
+        this.permits = new Semaphore(opts.maxConcurrentTokenizations());
+        this.blockTokens = opts.blockTokens();
+        this.anchorTokens = opts.anchorTokens();
+        this.blockChars = opts.blockChars();
+        this.anchorChars = opts.anchorLimit();
+    }
+
+    TokenCache cache() {
+        return cache;
+    }
+
+    /** A key and how it was made. */
+    record Keyed(PromptKey key, Tokenization tokenization) {
+    }
+
+    /** The key for the segments collected in {@code chunks}. */
+    Keyed key(Chunks chunks) {
+        chunks.finish();
+        int n = chunks.count;
+        String[] texts = chunks.texts;
+        int[][] ids = new int[n][];
+        int hits = 0;
+        for (int i = 0; i < n; i++) {
+            ids[i] = cache.get(texts[i]);
+            if (ids[i] != null) {
+                hits++;
+            }
+        }
+        long nanos = 0;
+        if (hits < n) {
+            if (!permits.tryAcquire()) {
+                return new Keyed(chars(chunks), new Tokenization(Tokenization.Outcome.SATURATED, n, hits, 0));
+            }
+            try {
+                for (int i = 0; i < n; i++) {
+                    if (ids[i] == null) {
+                        long t0 = System.nanoTime();
+                        int[] t = tokenizer.encode(texts[i]);
+                        nanos += System.nanoTime() - t0;
+                        if (t == null) {
+                            throw new IllegalStateException("tokenizer returned null");
+                        }
+                        ids[i] = t;
+                        cache.put(texts[i], t);
+                    }
+                }
+            } catch (RuntimeException | StackOverflowError e) {
+                // A tokenizer bug (or a regular expression recursing too deep on a pathological text) must
+                // not fail the request: route it by characters. Nothing is logged; the outcome says it.
+                return new Keyed(chars(chunks), new Tokenization(Tokenization.Outcome.FAILED, n, hits, nanos));
+            } finally {
+                permits.release();
+            }
+        }
+        return new Keyed(tokens(ids, chunks), new Tokenization(Tokenization.Outcome.TOKENIZED, n, hits, nanos));
+    }
+
+    private PromptKey tokens(int[][] ids, Chunks chunks) {
+        int n = chunks.count;
+        long total = 0;
+        for (int[] t : ids) {
+            total += t.length;
+        }
+        if (total > Integer.MAX_VALUE - 8) {
+            throw new OutOfMemoryError("key too long");
+        }
+        int[] all = new int[(int) total];
+        int[] bounds = new int[n];
+        int nb = 0;
+        int at = 0;
+        for (int i = 0; i < n; i++) {
+            System.arraycopy(ids[i], 0, all, at, ids[i].length);
+            at += ids[i].length;
+            if (i < n - 1 || chunks.endsWithBoundary) {
+                bounds[nb++] = at;
+            }
+        }
+        return PromptKey.ofTokens(all, nb == n ? bounds : Arrays.copyOf(bounds, nb), blockTokens, anchorTokens);
+    }
+
+    /** The character key of the same segments: identical to the one character mode makes. */
+    private PromptKey chars(Chunks chunks) {
+        PromptKey.Builder b = PromptKey.textBuilder(blockChars, anchorChars);
+        int n = chunks.count;
+        for (int i = 0; i < n; i++) {
+            b.append(chunks.texts[i]);
+            if (i < n - 1 || chunks.endsWithBoundary) {
+                b.boundary();
+            }
+        }
+        return b.build();
+    }
+
+    /**
+     * Receives the assembled key (from {@code Extraction.assemble}) and cuts it into segments at its
+     * boundaries. A boundary with nothing before it (at offset 0, or repeated) is dropped, as the key
+     * builder drops it. Not thread-safe; one per extraction.
+     */
+    static final class Chunks implements Segment.Sink {
+        private String[] texts = new String[8];
+        private int count;
+        private boolean endsWithBoundary;
+        private char[] pending = new char[256];
+        private int pendingLen;
+        private boolean finished;
+
+        @Override
+        public void append(char[] chars, int off, int len) {
+            if (pendingLen + len > pending.length) {
+                int need = pendingLen + len;
+                if (need < 0) {
+                    throw new OutOfMemoryError("key segment too large");
+                }
+                pending = Arrays.copyOf(pending, Math.max(need, pending.length + (pending.length >> 1)));
+            }
+            System.arraycopy(chars, off, pending, pendingLen, len);
+            pendingLen += len;
+        }
+
+        @Override
+        public void boundary() {
+            if (pendingLen > 0) {
+                add(true);
+            }
+        }
+
+        private void add(boolean boundaryAfter) {
+            if (count == texts.length) {
+                texts = Arrays.copyOf(texts, count * 2);
+            }
+            texts[count++] = new String(pending, 0, pendingLen);
+            pendingLen = 0;
+            endsWithBoundary = boundaryAfter;
+        }
+
+        void finish() {
+            if (!finished) {
+                finished = true;
+                if (pendingLen > 0) {
+                    add(false);
+                }
+            }
+        }
+
+        /** Number of segments (after {@link #finish()}). */
+        int count() {
+            return count;
+        }
+
+        /** Segment {@code i}'s text (tests). */
+        String text(int i) {
+            return texts[i];
+        }
+    }
+}
