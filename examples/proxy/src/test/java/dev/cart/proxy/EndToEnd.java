@@ -1,0 +1,298 @@
+package dev.cart.proxy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.core.LearnMode;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.sim.RunResult;
+import dev.cart.sim.SimulatedReplicaServer;
+import dev.cart.sim.Simulation;
+import dev.cart.sim.Workload;
+import dev.cart.sim.WorkloadRequest;
+import dev.cart.sim.Workloads;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A workload through the real proxy over HTTP, in front of simulated vLLM replicas running as HTTP
+ * servers, set against the in-process simulation of the same workload, seed and cluster: the check that
+ * extraction and proxying preserve what the policy decides (issue 6, item 4).
+ *
+ * <p>How: {@code replicas} {@link SimulatedReplicaServer}s (each with {@code cacheTokens} of KV cache,
+ * engine time {@code speedup} times faster than the modelled GPU) and a {@link ProxyServer} routing to them
+ * with the given policy, learning on route, feedback on, eviction off, as {@link Simulation} runs its
+ * router. The workload's requests are sent with the JDK {@link HttpClient} in a closed loop of
+ * {@code clients} concurrent clients, with the simulation's rules: a client sends the next request in
+ * workload order as soon as its previous one finished, and a request whose session (chat user) still has
+ * a request running waits for it, then goes out at once. The replica-measured hit ratio is the sum of
+ * {@code usage.prompt_tokens_details.cached_tokens} over the sum of {@code usage.prompt_tokens}, read from
+ * the responses (the usage chunk of a stream when streaming). The simulation runs the same workload with
+ * {@code closedLoop(clients)} and the replicas' usage handed to the leases ({@code reportUsage}), as the
+ * proxy does.
+ *
+ * <p>The two cannot agree exactly: over HTTP, time is real (thread scheduling, the proxy's and the
+ * replicas' own work), so which requests overlap, and hence the load the guard sees and the order in which
+ * the replicas' caches evict, differ from the virtual clock's. They should agree within a few points.
+ *
+ * <p>Run the full comparison (default RAG and multi-turn workloads, four replicas) with {@link #main}; the
+ * command is in {@code docs/end-to-end.md}. {@code EndToEndTest} runs a small version in the suite.
+ */
+final class EndToEnd {
+
+    /** How a comparison is run. */
+    record Settings(int replicas, long cacheTokens, double speedup, int clients, long seed, boolean stream,
+                    boolean learnAnswer) {
+    }
+
+    /** What the replay over HTTP measured. */
+    record HttpRun(String workload, String policy, int requests, int failed, long promptTokens, long cachedTokens,
+                   long proxyPromptTokens, long proxyDeliveredTokens, double seconds, int leftInFlight) {
+        double hitRatio() {
+            return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
+        }
+    }
+
+    /** One line of the comparison. */
+    record Row(HttpRun http, RunResult sim) {
+        double difference() {
+            return http.hitRatio() - sim.hitRatio();
+        }
+    }
+
+    private EndToEnd() {
+    }
+
+    /** The in-process simulation's figure for the same workload, policy, seed and cluster. */
+    static RunResult simulate(Workload w, String policy, Settings s) {
+        return Simulation.builder().replicas(s.replicas()).cacheTokens(s.cacheTokens()).seed(s.seed())
+                .policy(policy, Map.of()).closedLoop(s.clients()).learn(LearnMode.ON_ROUTE).feedback(true)
+                .reportUsage(true).build().run(w);
+    }
+
+    /** Replays {@code w} through a fresh proxy and fresh simulated replicas. */
+    static HttpRun overHttp(Workload w, String policy, Settings s) throws Exception {
+        List<SimulatedReplicaServer> sims = new ArrayList<>();
+        ProxyServer proxy = null;
+        try {
+            StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: 0\n  max_threads: ")
+                    .append(Math.max(64, 4 * s.clients())).append("\ncache:\n  policy: ").append(policy)
+                    .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n  learn_answer: ")
+                    .append(s.learnAnswer()).append("\nproxy:\n  max_retries: 0\n  decision_log: false\nworkers:\n");
+            for (int i = 0; i < s.replicas(); i++) {
+                SimulatedReplicaServer r = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
+                        .name("e2e-" + i).port(0).model("sim").cacheTokens(s.cacheTokens()).speedup(s.speedup()));
+                sims.add(r);
+                yaml.append("  - url: ").append(r.baseUri()).append('\n');
+            }
+            proxy = ProxyServer.start(ConfigLoader.parse(yaml.toString()),
+                    new ProxyServer.Options().healthChecks(false));
+            HttpRun run = new Replay(w, policy, s, proxy).run();
+            ManagedReplicaSet set = proxy.routing().replicas;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (set.totalInFlight() != 0 && System.nanoTime() < deadline) {
+                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // bounded wait for the last closes
+            }
+            PromText m = PromText.parse(proxy.metrics().scrape());
+            return new HttpRun(run.workload(), run.policy(), run.requests(), run.failed(), run.promptTokens(),
+                    run.cachedTokens(), (long) m.sum("cart_cache_prompt_tokens_total"),
+                    (long) m.sum("cart_cache_delivered_tokens_total"), run.seconds(), set.totalInFlight());
+        } finally {
+            if (proxy != null) {
+                proxy.close();
+            }
+            for (SimulatedReplicaServer r : sims) {
+                r.close();
+            }
+        }
+    }
+
+    /** The closed-loop replay over HTTP, with the simulation's session rule. */
+    private static final class Replay {
+        private final List<WorkloadRequest> requests;
+        private final String workload;
+        private final String policy;
+        private final Settings s;
+        private final URI base;
+        private final HttpClient http;
+        private final CountDownLatch done;
+        private final Map<String, ArrayDeque<Integer>> waiting = new HashMap<>();
+        private final Map<String, Boolean> busy = new HashMap<>();
+        private final AtomicLong prompt = new AtomicLong();
+        private final AtomicLong cached = new AtomicLong();
+        private final AtomicInteger failed = new AtomicInteger();
+        private int next;
+
+        Replay(Workload w, String policy, Settings s, ProxyServer proxy) {
+            this.requests = w.requests();
+            this.workload = w.name();
+            this.policy = policy;
+            this.s = s;
+            this.base = proxy.baseUri();
+            this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(10)).build();
+            this.done = new CountDownLatch(requests.size());
+        }
+
+        HttpRun run() throws InterruptedException {
+            long t0 = System.nanoTime();
+            synchronized (this) {
+                for (next = 0; next < Math.min(s.clients(), requests.size()); next++) {
+                    arrive(next);
+                }
+            }
+            if (!done.await(30, TimeUnit.MINUTES)) {
+                throw new IllegalStateException("the replay did not finish");
+            }
+            return new HttpRun(workload, policy, requests.size(), failed.get(), prompt.get(), cached.get(), 0, 0,
+                    (System.nanoTime() - t0) / 1e9, 0);
+        }
+
+        /** Called with the lock held. */
+        private void arrive(int i) {
+            String session = requests.get(i).session();
+            if (session != null) {
+                if (busy.getOrDefault(session, false)) {
+                    waiting.computeIfAbsent(session, k -> new ArrayDeque<>()).addLast(i);
+                    return;
+                }
+                busy.put(session, true);
+            }
+            send(i);
+        }
+
+        private synchronized void finished(int i) {
+            String session = requests.get(i).session();
+            if (session != null) {
+                ArrayDeque<Integer> q = waiting.get(session);
+                if (q != null && !q.isEmpty()) {
+                    send(q.pollFirst());
+                } else {
+                    busy.put(session, false);
+                }
+            }
+            if (next < requests.size()) {
+                arrive(next++);
+            }
+            done.countDown();
+        }
+
+        private void send(int i) {
+            WorkloadRequest r = requests.get(i);
+            HttpRequest req = HttpRequest.newBuilder(base.resolve(r.endpoint().path()))
+                    .timeout(Duration.ofMinutes(5))
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", s.stream()))).build();
+            http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
+                try {
+                    if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
+                        failed.incrementAndGet();
+                    }
+                } finally {
+                    finished(i);
+                }
+            });
+        }
+
+        /** Adds the response's usage to the sums; false if it had none. */
+        private boolean count(String body) {
+            try {
+                JsonNode usage = null;
+                if (body.startsWith("{")) {
+                    usage = Responses.JSON.readTree(body).get("usage");
+                } else {
+                    for (String line : body.split("\n")) {
+                        if (line.startsWith("data: {") && line.contains("\"usage\"")) {
+                            JsonNode u = Responses.JSON.readTree(line.substring(6)).get("usage");
+                            if (u != null && u.isObject()) {
+                                usage = u;
+                            }
+                        }
+                    }
+                }
+                if (usage == null || !usage.has("prompt_tokens")) {
+                    return false;
+                }
+                prompt.addAndGet(usage.get("prompt_tokens").asLong());
+                cached.addAndGet(usage.path("prompt_tokens_details").path("cached_tokens").asLong());
+                return true;
+            } catch (Exception e) {
+                return false;
+            }
+        }
+    }
+
+    static String table(List<Row> rows) {
+        StringBuilder b = new StringBuilder();
+        b.append("| workload | policy | requests | hit ratio over HTTP | hit ratio in process | difference (points) "
+                + "| failed | proxy saw prompt / cached tokens | HTTP run (s) |\n");
+        b.append("|---|---|---:|---:|---:|---:|---:|---|---:|\n");
+        for (Row r : rows) {
+            HttpRun h = r.http();
+            b.append(String.format(Locale.ROOT, "| %s | %s | %d | %.3f | %.3f | %+.1f | %d | %,d / %,d | %.1f |%n",
+                    h.workload(), h.policy(), h.requests(), h.hitRatio(), r.sim().hitRatio(),
+                    100 * r.difference(), h.failed(), h.proxyPromptTokens(), h.proxyDeliveredTokens(), h.seconds()));
+        }
+        return b.toString();
+    }
+
+    /**
+     * The full comparison. Options: {@code --seed N} (1), {@code --replicas N} (4), {@code --clients N}
+     * (16), {@code --speedup X} (100), {@code --cache-tokens N} (150000, the simulated replica's default),
+     * {@code --stream} (stream every answer, usage read from its last chunk), {@code --learn-answer}.
+     */
+    public static void main(String[] args) throws Exception {
+        long seed = 1;
+        int replicas = 4;
+        int clients = 16;
+        double speedup = 100;
+        long cacheTokens = 150_000;
+        boolean stream = false;
+        boolean learnAnswer = false;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--seed" -> seed = Long.parseLong(args[++i]);
+                case "--replicas" -> replicas = Integer.parseInt(args[++i]);
+                case "--clients" -> clients = Integer.parseInt(args[++i]);
+                case "--speedup" -> speedup = Double.parseDouble(args[++i]);
+                case "--cache-tokens" -> cacheTokens = Long.parseLong(args[++i]);
+                case "--stream" -> stream = true;
+                case "--learn-answer" -> learnAnswer = true;
+                default -> throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        Settings s = new Settings(replicas, cacheTokens, speedup, clients, seed, stream, learnAnswer);
+        List<Workload> workloads = List.of(Workloads.rag(seed, replicas * cacheTokens), Workloads.multiTurn(seed));
+        List<Row> rows = new ArrayList<>();
+        for (Workload w : workloads) {
+            for (String policy : List.of("round_robin", "cache_aware")) {
+                HttpRun h = overHttp(w, policy, s);
+                RunResult sim = simulate(w, policy, s);
+                rows.add(new Row(h, sim));
+                System.out.printf(Locale.ROOT, "%s %s: HTTP %.3f (%d failed, %.1f s), in process %.3f%n", w.name(),
+                        policy, h.hitRatio(), h.failed(), h.seconds(), sim.hitRatio());
+            }
+        }
+        System.out.println();
+        System.out.printf(Locale.ROOT, "seed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, "
+                + "%s, learn_answer %s, Java %s%n%n", seed, replicas, cacheTokens, clients, speedup,
+                stream ? "streamed" : "not streamed", learnAnswer, Runtime.version());
+        System.out.print(table(rows));
+    }
+
+    static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
