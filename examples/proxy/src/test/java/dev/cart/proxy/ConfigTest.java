@@ -79,6 +79,9 @@ class ConfigTest {
         assertEquals(defaults.proxy(), c.proxy());
         assertEquals(defaults.cache().maxTreeSize(), c.cache().maxTreeSize());
         assertEquals(defaults.cache().evictionIntervalSecs(), c.cache().evictionIntervalSecs());
+        assertEquals(defaults.cache().learn(), c.cache().learn());
+        assertEquals(defaults.cache().feedback(), c.cache().feedback());
+        assertEquals(defaults.cache().learnAnswer(), c.cache().learnAnswer());
         assertTrue(c.workers().size() >= 1);
     }
 

@@ -13,7 +13,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -59,10 +58,15 @@ final class EndToEnd {
 
     /** What the replay over HTTP measured. */
     record HttpRun(String workload, String policy, int requests, int failed, long promptTokens, long cachedTokens,
-                   long proxyPromptTokens, long proxyDeliveredTokens, double seconds, int leftInFlight) {
+                   long proxyPromptTokens, long proxyDeliveredTokens, double seconds, int leftInFlight,
+                   Map<String, Long> reasons, List<Long> perReplica, Trace trace) {
         double hitRatio() {
             return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
         }
+    }
+
+    /** Per request, in workload order: the replica that served it (index, -1 if unknown) and its usage. */
+    record Trace(int[] replica, long[] prompt, long[] cached) {
     }
 
     /** One line of the comparison. */
@@ -90,7 +94,7 @@ final class EndToEnd {
             StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: 0\n  max_threads: ")
                     .append(Math.max(64, 4 * s.clients())).append("\ncache:\n  policy: ").append(policy)
                     .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n  learn_answer: ")
-                    .append(s.learnAnswer()).append("\nproxy:\n  max_retries: 0\n  decision_log: false\nworkers:\n");
+                    .append(s.learnAnswer()).append("\nproxy:\n  max_retries: 0\n  decision_log: false\n  add_routed_peer_header: true\nworkers:\n");
             for (int i = 0; i < s.replicas(); i++) {
                 SimulatedReplicaServer r = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
                         .name("e2e-" + i).port(0).model("sim").cacheTokens(s.cacheTokens()).speedup(s.speedup()));
@@ -99,16 +103,29 @@ final class EndToEnd {
             }
             proxy = ProxyServer.start(ConfigLoader.parse(yaml.toString()),
                     new ProxyServer.Options().healthChecks(false));
-            HttpRun run = new Replay(w, policy, s, proxy).run();
+            List<String> urls = new ArrayList<>();
+            for (SimulatedReplicaServer r : sims) {
+                urls.add(r.baseUri().toString());
+            }
+            HttpRun run = new Replay(w, policy, s, proxy, urls).run();
             ManagedReplicaSet set = proxy.routing().replicas;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             while (set.totalInFlight() != 0 && System.nanoTime() < deadline) {
                 java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // bounded wait for the last closes
             }
             PromText m = PromText.parse(proxy.metrics().scrape());
+            Map<String, Long> reasons = new java.util.TreeMap<>();
+            for (PromText.Sample x : m.named("cart_decisions_total")) {
+                reasons.merge(x.labels().get("reason"), (long) x.value(), Long::sum);
+            }
+            List<Long> perReplica = new ArrayList<>();
+            for (SimulatedReplicaServer r : sims) {
+                perReplica.add(r.requestCount());
+            }
             return new HttpRun(run.workload(), run.policy(), run.requests(), run.failed(), run.promptTokens(),
                     run.cachedTokens(), (long) m.sum("cart_cache_prompt_tokens_total"),
-                    (long) m.sum("cart_cache_delivered_tokens_total"), run.seconds(), set.totalInFlight());
+                    (long) m.sum("cart_cache_delivered_tokens_total"), run.seconds(), set.totalInFlight(), reasons,
+                    perReplica, run.trace());
         } finally {
             if (proxy != null) {
                 proxy.close();
@@ -133,9 +150,12 @@ final class EndToEnd {
         private final AtomicLong prompt = new AtomicLong();
         private final AtomicLong cached = new AtomicLong();
         private final AtomicInteger failed = new AtomicInteger();
+        private final List<String> urls;
+        private final Trace trace;
         private int next;
 
-        Replay(Workload w, String policy, Settings s, ProxyServer proxy) {
+        Replay(Workload w, String policy, Settings s, ProxyServer proxy, List<String> urls) {
+            this.urls = urls;
             this.requests = w.requests();
             this.workload = w.name();
             this.policy = policy;
@@ -144,6 +164,9 @@ final class EndToEnd {
             this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                     .connectTimeout(Duration.ofSeconds(10)).build();
             this.done = new CountDownLatch(requests.size());
+            int n = requests.size();
+            this.trace = new Trace(new int[n], new long[n], new long[n]);
+            java.util.Arrays.fill(trace.replica(), -1);
         }
 
         HttpRun run() throws InterruptedException {
@@ -157,7 +180,7 @@ final class EndToEnd {
                 throw new IllegalStateException("the replay did not finish");
             }
             return new HttpRun(workload, policy, requests.size(), failed.get(), prompt.get(), cached.get(), 0, 0,
-                    (System.nanoTime() - t0) / 1e9, 0);
+                    (System.nanoTime() - t0) / 1e9, 0, Map.of(), List.of(), trace);
         }
 
         /** Called with the lock held. */
@@ -197,8 +220,10 @@ final class EndToEnd {
                     .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", s.stream()))).build();
             http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
                 try {
-                    if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
+                    if (err != null || resp.statusCode() != 200 || !count(i, resp.body())) {
                         failed.incrementAndGet();
+                    } else {
+                        trace.replica()[i] = urls.indexOf(resp.headers().firstValue("x-routed-peer").orElse(""));
                     }
                 } finally {
                     finished(i);
@@ -206,8 +231,8 @@ final class EndToEnd {
             });
         }
 
-        /** Adds the response's usage to the sums; false if it had none. */
-        private boolean count(String body) {
+        /** Adds the response's usage to the sums and the trace; false if it had none. */
+        private boolean count(int i, String body) {
             try {
                 JsonNode usage = null;
                 if (body.startsWith("{")) {
@@ -225,8 +250,12 @@ final class EndToEnd {
                 if (usage == null || !usage.has("prompt_tokens")) {
                     return false;
                 }
-                prompt.addAndGet(usage.get("prompt_tokens").asLong());
-                cached.addAndGet(usage.path("prompt_tokens_details").path("cached_tokens").asLong());
+                long p = usage.get("prompt_tokens").asLong();
+                long c = usage.path("prompt_tokens_details").path("cached_tokens").asLong();
+                prompt.addAndGet(p);
+                cached.addAndGet(c);
+                trace.prompt()[i] = p;
+                trace.cached()[i] = c;
                 return true;
             } catch (Exception e) {
                 return false;
@@ -250,13 +279,13 @@ final class EndToEnd {
 
     /**
      * The full comparison. Options: {@code --seed N} (1), {@code --replicas N} (4), {@code --clients N}
-     * (16), {@code --speedup X} (100), {@code --cache-tokens N} (150000, the simulated replica's default),
+     * (16 per replica, as the report's closed-loop scenario), {@code --speedup X} (100), {@code --cache-tokens N} (150000, the simulated replica's default),
      * {@code --stream} (stream every answer, usage read from its last chunk), {@code --learn-answer}.
      */
     public static void main(String[] args) throws Exception {
         long seed = 1;
         int replicas = 4;
-        int clients = 16;
+        int clients = -1;
         double speedup = 100;
         long cacheTokens = 150_000;
         boolean stream = false;
@@ -273,6 +302,9 @@ final class EndToEnd {
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
+        if (clients < 0) {
+            clients = 16 * replicas;
+        }
         Settings s = new Settings(replicas, cacheTokens, speedup, clients, seed, stream, learnAnswer);
         List<Workload> workloads = List.of(Workloads.rag(seed, replicas * cacheTokens), Workloads.multiTurn(seed));
         List<Row> rows = new ArrayList<>();
@@ -281,8 +313,10 @@ final class EndToEnd {
                 HttpRun h = overHttp(w, policy, s);
                 RunResult sim = simulate(w, policy, s);
                 rows.add(new Row(h, sim));
-                System.out.printf(Locale.ROOT, "%s %s: HTTP %.3f (%d failed, %.1f s), in process %.3f%n", w.name(),
-                        policy, h.hitRatio(), h.failed(), h.seconds(), sim.hitRatio());
+                System.out.printf(Locale.ROOT, "%s %s: HTTP %.3f (%d failed, %.1f s) requests per replica %s %s; "
+                        + "in process %.3f requests per replica %s %s%n", w.name(), policy, h.hitRatio(), h.failed(),
+                        h.seconds(), h.perReplica(), h.reasons(), sim.hitRatio(), java.util.Arrays.toString(sim.routed()),
+                        sim.reasons());
             }
         }
         System.out.println();
@@ -292,7 +326,4 @@ final class EndToEnd {
         System.out.print(table(rows));
     }
 
-    static byte[] utf8(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
 }
