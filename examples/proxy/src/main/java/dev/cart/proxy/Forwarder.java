@@ -500,7 +500,7 @@ final class Forwarder {
             try {
                 result = AnswerLearning.learn(routing.router, extraction, in.endpoint(), in.body(), reply, replica);
             } catch (RuntimeException e) {
-                LOG.debug("learning an answer failed: {}", e.toString());
+                LOG.debug("learning an answer failed: {}", e.getClass().getName()); // never the message: no prompt text
                 result = "unusable_request";
             }
         }
