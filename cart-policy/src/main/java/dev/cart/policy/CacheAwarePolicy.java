@@ -17,18 +17,39 @@ import java.util.Map;
  *
  * <ol>
  *   <li>The router has already filtered the pool to usable candidates.</li>
- *   <li>The least-loaded candidate (load = in-flight + penalty; ties at random).</li>
+ *   <li>The least-loaded candidate (load = in-flight + penalty; ties at random): the guard's reference.</li>
  *   <li>Prefix-match the key.</li>
  *   <li>A hit when matched/length &ge; {@code threshold} or matched &ge; {@code match_abs_threshold}.</li>
- *   <li>Among the holders of the longest match that are candidates, the least loaded that the guard
- *       does not call overloaded; failing that, holders of the next-longest match that still counts as
- *       a hit. Holders exist but the guard calls all of them overloaded: the least-loaded candidate,
- *       reason {@code hit_overloaded}. Holders that cannot take the request (excluded by a retry,
- *       unhealthy, full) do not count: for this request it is a miss.</li>
- *   <li>Otherwise a miss, placed on the least-loaded candidate, or by consistent hashing with bounded
- *       load on the key's anchor when {@code miss_placement = consistent_hash}.</li>
+ *   <li>Among the holders of the longest match that are candidates, the best that the guard does not
+ *       call overloaded; failing that, holders of the next-longest match that still counts as a hit.
+ *       Holders exist but none qualifies: a new replica is chosen (below), reason {@code hit_overloaded}.
+ *       Holders that cannot take the request (excluded by a retry, unhealthy, full) do not count: for
+ *       this request it is a miss.</li>
+ *   <li>Otherwise a miss, placed like a diversion, or by consistent hashing with bounded load on the
+ *       key's anchor when {@code miss_placement = consistent_hash}.</li>
  * </ol>
  * The router then records the routed prefix in the tree, so the next similar request follows it.
+ *
+ * <p><b>Prefill-aware ranking</b> ({@code prefill_aware}, on by default). The in-flight count says how
+ * many requests a replica has, not how long a new one will wait for its first token there: that is the
+ * prompt work queued ahead of it ({@link Replica#pendingPrefill()}: uncached units of the requests
+ * routed there that have not had their first token) plus its own uncached part. A 2,000-token cold
+ * prompt and a 50-token cached one count the same in flight; in the prefill queue they differ 40-fold.
+ * So, with the guard unchanged (it still balances the in-flight load, which the decode batch and the
+ * replica's memory follow):
+ * <ul>
+ *   <li>the best holder is the one with the least pending prefill, then the least load;</li>
+ *   <li>a miss or a diversion goes to the candidate with the least pending prefill, then the least load
+ *       (a cold prompt no longer lands on the replica the hot traffic avoids just because it has fewer
+ *       requests, when those requests are cold prompts too);</li>
+ *   <li>a holder whose pending prefill is at least the whole key is passed over when some candidate is
+ *       idle (nothing in flight): the idle replica computes the whole prompt in no more time than the
+ *       holder needs to reach it, with capacity that is otherwise wasted. Early in a hot prefix's life
+ *       this spreads it while the pool is idle, instead of queueing every follower behind its first
+ *       computation.</li>
+ * </ul>
+ * Off, every comparison is by load alone, as the specification words it. A replica set that does not
+ * track pending prefill reports 0 for it, and the ranking falls back to load.
  *
  * <p>Guards ({@code guard}) decide when a holder is overloaded:
  * <ul>
@@ -58,6 +79,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public static final double DEFAULT_MEDIAN_FACTOR = 2.0;
     public static final double DEFAULT_BOUNDED_LOAD_FACTOR = 1.25;
     public static final double DEFAULT_HASH_LOAD_FACTOR = 1.25;
+    public static final boolean DEFAULT_PREFILL_AWARE = true;
 
     private final double threshold;
     private final int matchAbsThreshold;
@@ -68,6 +90,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     private final double boundedLoadFactor;
     private final MissPlacement missPlacement;
     private final double hashLoadFactor;
+    private final boolean prefillAware;
 
     private CacheAwarePolicy(Builder b) {
         this.threshold = b.threshold;
@@ -79,6 +102,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         this.boundedLoadFactor = b.boundedLoadFactor;
         this.missPlacement = b.missPlacement;
         this.hashLoadFactor = b.hashLoadFactor;
+        this.prefillAware = b.prefillAware;
     }
 
     public static Builder builder() {
@@ -94,7 +118,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * Reads the settings of the config's {@code cache} section: {@code threshold},
      * {@code match_abs_threshold}, {@code balance_abs_threshold}, {@code balance_rel_threshold},
      * {@code guard}, {@code median_factor}, {@code bounded_load_factor}, {@code miss_placement},
-     * {@code hash_load_factor}. Other keys are ignored.
+     * {@code hash_load_factor}, {@code prefill_aware}. Other keys are ignored.
      */
     public static CacheAwarePolicy fromSettings(Map<String, ?> settings) {
         Settings s = new Settings(settings, "cache.");
@@ -111,6 +135,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 .boundedLoadFactor(s.decimal("bounded_load_factor", DEFAULT_BOUNDED_LOAD_FACTOR, 1.0, 1000.0))
                 .missPlacement(s.choice("miss_placement", MissPlacement.LEAST_LOADED, MissPlacement.class))
                 .hashLoadFactor(s.loadFactor("hash_load_factor", DEFAULT_HASH_LOAD_FACTOR))
+                .prefillAware(s.bool("prefill_aware", DEFAULT_PREFILL_AWARE))
                 .build();
     }
 
@@ -125,7 +150,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         Replica least = ctx.leastLoaded();
         PromptKey key = ctx.key();
         if (key.isEmpty()) {
-            return Choice.of(least, Reason.EMPTY_TEXT);
+            return Choice.of(place(ctx, least), Reason.EMPTY_TEXT);
         }
         // Only holders that can take the request count: a hit held by an excluded, unhealthy or full
         // replica is a miss for this request, not an overload.
@@ -134,6 +159,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         long leastLoad = least.load();
         double median = guard == Guard.MEDIAN ? medianLoad(candidates) : 0;
         long total = guard == Guard.BOUNDED_LOAD ? totalLoad(candidates) : 0;
+        int idle = -1; // whether some candidate has nothing in flight: unknown until needed
         int i = 0;
         while (i < holders.size()) {
             int tier = holders.get(i).matchedLength();
@@ -141,6 +167,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 break;
             }
             Replica best = null;
+            long bestPending = Long.MAX_VALUE;
             long bestLoad = Long.MAX_VALUE;
             int ties = 0;
             for (; i < holders.size() && holders.get(i).matchedLength() == tier; i++) {
@@ -153,11 +180,25 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 if (overloaded(load, leastLoad, median, total, candidates.size())) {
                     continue;
                 }
-                if (load < bestLoad) {
+                long pending = 0;
+                if (prefillAware) {
+                    pending = r.pendingPrefill();
+                    if (pending >= key.length()) {
+                        if (idle < 0) {
+                            idle = anyIdle(candidates) ? 1 : 0;
+                        }
+                        if (idle == 1) {
+                            continue; // an idle replica computes the whole prompt before this one reaches it
+                        }
+                    }
+                }
+                int c = pending != bestPending ? Long.compare(pending, bestPending) : Long.compare(load, bestLoad);
+                if (c < 0) {
                     best = r;
+                    bestPending = pending;
                     bestLoad = load;
                     ties = 1;
-                } else if (load == bestLoad && ctx.random().nextInt(++ties) == 0) {
+                } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
                     best = r; // ties among holders at random, like RoutingContext.leastLoaded
                 }
             }
@@ -166,12 +207,58 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             }
         }
         if (hit) {
-            return Choice.of(least, Reason.HIT_OVERLOADED);
+            return Choice.of(place(ctx, least), Reason.HIT_OVERLOADED);
         }
         if (missPlacement == MissPlacement.CONSISTENT_HASH) {
             return Choice.of(Rendezvous.pick(key.anchorHash(), candidates, hashLoadFactor), Reason.MISS_HASHED);
         }
-        return Choice.of(least, Reason.MISS);
+        return Choice.of(place(ctx, least), Reason.MISS);
+    }
+
+    /**
+     * Where a request goes when no holder takes it: the candidate with the least pending prefill, then the
+     * least load (ties at random); without prefill awareness, {@code least}.
+     */
+    private Replica place(RoutingContext ctx, Replica least) {
+        if (!prefillAware) {
+            return least;
+        }
+        List<Replica> candidates = ctx.candidates();
+        long minPending = Long.MAX_VALUE;
+        for (int k = 0; k < candidates.size(); k++) {
+            minPending = Math.min(minPending, candidates.get(k).pendingPrefill());
+        }
+        if (least.pendingPrefill() == minPending) {
+            return least; // the least loaded of all is also among the least pending: no second draw
+        }
+        Replica best = null;
+        long bestPending = Long.MAX_VALUE;
+        long bestLoad = Long.MAX_VALUE;
+        int ties = 0;
+        for (int k = 0; k < candidates.size(); k++) {
+            Replica r = candidates.get(k);
+            long pending = r.pendingPrefill();
+            long load = r.load();
+            int c = pending != bestPending ? Long.compare(pending, bestPending) : Long.compare(load, bestLoad);
+            if (c < 0) {
+                best = r;
+                bestPending = pending;
+                bestLoad = load;
+                ties = 1;
+            } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
+                best = r;
+            }
+        }
+        return best;
+    }
+
+    private static boolean anyIdle(List<Replica> candidates) {
+        for (int k = 0; k < candidates.size(); k++) {
+            if (candidates.get(k).inFlight() == 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private boolean isHit(int matched, int length) {
@@ -228,12 +315,16 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return missPlacement;
     }
 
+    public boolean prefillAware() {
+        return prefillAware;
+    }
+
     @Override
     public String toString() {
         return "cache_aware[threshold=" + threshold + " match_abs_threshold=" + matchAbsThreshold
                 + " guard=" + guard.name().toLowerCase() + " balance_abs_threshold=" + balanceAbsThreshold
                 + " balance_rel_threshold=" + balanceRelThreshold + " miss_placement="
-                + missPlacement.name().toLowerCase() + "]";
+                + missPlacement.name().toLowerCase() + " prefill_aware=" + prefillAware + "]";
     }
 
     /** Builds a {@link CacheAwarePolicy}; every setting has the documented default. */
@@ -247,8 +338,19 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         private double boundedLoadFactor = DEFAULT_BOUNDED_LOAD_FACTOR;
         private MissPlacement missPlacement = MissPlacement.LEAST_LOADED;
         private double hashLoadFactor = DEFAULT_HASH_LOAD_FACTOR;
+        private boolean prefillAware = DEFAULT_PREFILL_AWARE;
 
         private Builder() {
+        }
+
+        /**
+         * Whether holders, misses and diversions are ranked by pending prefill before load, and a holder
+         * with more prefill queued than the whole key is passed over for an idle replica (default true;
+         * false compares by load alone, as the specification words it).
+         */
+        public Builder prefillAware(boolean v) {
+            prefillAware = v;
+            return this;
         }
 
         /** Matched fraction of the key, in [0, 1], at or above which a match is a hit. */
