@@ -25,8 +25,9 @@ import java.util.Map;
  *       Holders exist but none qualifies: a new replica is chosen (below), reason {@code hit_overloaded}.
  *       Holders that cannot take the request (excluded by a retry, unhealthy, full) do not count: for
  *       this request it is a miss.</li>
- *   <li>Otherwise a miss, placed like a diversion, or by consistent hashing with bounded load on the
- *       key's anchor when {@code miss_placement = consistent_hash}.</li>
+ *   <li>Otherwise a miss, placed like a diversion, or by consistent hashing with bounded load when
+ *       {@code miss_placement = consistent_hash} (on the key's start through the beginning of its second
+ *       message, see {@link #hashAnchor}).</li>
  * </ol>
  * The router then records the routed prefix in the tree, so the next similar request follows it.
  *
@@ -51,13 +52,14 @@ import java.util.Map;
  * Off, every comparison is by load alone, as the specification words it. A replica set that does not
  * track pending prefill reports 0 for it, and the ranking falls back to load.
  *
- * <p>Guards ({@code guard}) decide when a holder is overloaded:
+ * <p>Guards ({@code guard}) decide when a holder is overloaded (by load, whatever the ranking):
  * <ul>
  *   <li>{@code abs_rel} (default): its load exceeds the least-loaded candidate's by more than
  *       {@code balance_abs_threshold} <em>and</em> by more than the factor {@code balance_rel_threshold}.
  *       Requiring both ignores noise in a lightly loaded pool.</li>
- *   <li>{@code median}: its load exceeds {@code median_factor} (2) times the median candidate load
- *       (the median taken as at least 1, so an idle pool does not divert everything).</li>
+ *   <li>{@code median}: its load exceeds {@code median_factor} (2) times the median load of the other
+ *       candidates (the lower middle one for an even count; taken as at least 1, so an idle pool does not
+ *       divert everything).</li>
  *   <li>{@code bounded_load}: taking this request would put it above {@code bounded_load_factor} (1.25)
  *       times the mean load, rounded up; the tightest balance, at some cost in hit rate.</li>
  * </ul>
@@ -157,7 +159,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         List<Match.Holding> holders = ctx.match().holders(); // longest first
         boolean hit = false;
         long leastLoad = least.load();
-        double median = guard == Guard.MEDIAN ? medianLoad(candidates) : 0;
+        long[] sorted = guard == Guard.MEDIAN ? sortedLoads(candidates) : null;
         long total = guard == Guard.BOUNDED_LOAD ? totalLoad(candidates) : 0;
         int idle = -1; // whether some candidate has nothing in flight: unknown until needed
         int i = 0;
@@ -177,7 +179,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 }
                 hit = true;
                 long load = r.load();
-                if (overloaded(load, leastLoad, median, total, candidates.size())) {
+                if (overloaded(load, leastLoad, sorted, total, candidates.size())) {
                     continue;
                 }
                 long pending = 0;
@@ -210,7 +212,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             return Choice.of(place(ctx, least), Reason.HIT_OVERLOADED);
         }
         if (missPlacement == MissPlacement.CONSISTENT_HASH) {
-            return Choice.of(Rendezvous.pick(key.anchorHash(), candidates, hashLoadFactor), Reason.MISS_HASHED);
+            return Choice.of(Rendezvous.pick(hashAnchor(key), candidates, hashLoadFactor), Reason.MISS_HASHED);
         }
         return Choice.of(place(ctx, least), Reason.MISS);
     }
@@ -252,6 +254,25 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return best;
     }
 
+    /**
+     * What consistent-hash miss placement hashes: the key's prefix through the start of its second
+     * message (at most {@link PromptKey#DEFAULT_ANCHOR_LIMIT} units of it) when the key has one, else
+     * the key's own anchor (its first message). The first message is very often a system prompt every
+     * request shares; hashing it alone sent every miss to one replica (only the load bound spread them).
+     * With the second message's start, requests about the same document or from the same conversation
+     * still meet, and different ones spread.
+     */
+    static long hashAnchor(PromptKey key) {
+        if (key.boundaryCount() >= 2) {
+            int end = Math.min(key.boundary(1), key.boundary(0) + PromptKey.DEFAULT_ANCHOR_LIMIT);
+            int blocks = Math.min(end / key.blockSize(), key.blockCount());
+            if (blocks > 0) {
+                return key.blockHash(blocks - 1);
+            }
+        }
+        return key.anchorHash();
+    }
+
     private static boolean anyIdle(List<Replica> candidates) {
         for (int k = 0; k < candidates.size(); k++) {
             if (candidates.get(k).inFlight() == 0) {
@@ -265,22 +286,38 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return matched > 0 && (matched >= matchAbsThreshold || (double) matched / length >= threshold);
     }
 
-    private boolean overloaded(long load, long leastLoad, double median, long total, int n) {
+    private boolean overloaded(long load, long leastLoad, long[] sorted, long total, int n) {
         return switch (guard) {
             case ABS_REL -> load - leastLoad > balanceAbsThreshold && load > leastLoad * balanceRelThreshold;
-            case MEDIAN -> load > medianFactor * Math.max(median, 1.0);
+            case MEDIAN -> load > medianFactor * Math.max(medianOfOthers(sorted, load), 1.0);
             case BOUNDED_LOAD -> load + 1 > Rendezvous.boundedCap(boundedLoadFactor, total, n);
         };
     }
 
-    private static double medianLoad(List<Replica> candidates) {
+    private static long[] sortedLoads(List<Replica> candidates) {
         int n = candidates.size();
         long[] loads = new long[n];
         for (int i = 0; i < n; i++) {
             loads[i] = candidates.get(i).load();
         }
         Arrays.sort(loads);
-        return n % 2 == 1 ? loads[n / 2] : (loads[n / 2 - 1] + loads[n / 2]) / 2.0;
+        return loads;
+    }
+
+    /**
+     * The median load of the other candidates (the lower middle one when they are an even number): the
+     * holder is compared with the rest of the pool. Taking the holder and other hot holders into their
+     * own median let two busy replicas beside two idle ones raise it to half their load, so the guard
+     * could never trip (loads L, L, 0, 0: median L/2, and L &gt; 2 &times; L/2 never holds).
+     */
+    static long medianOfOthers(long[] sorted, long own) {
+        int n = sorted.length - 1;
+        if (n <= 0) {
+            return 0;
+        }
+        int mid = (n - 1) / 2; // index among the others, lower middle for an even count
+        int skip = Arrays.binarySearch(sorted, own); // one occurrence of the holder's own load
+        return sorted[mid < skip || skip < 0 ? mid : mid + 1];
     }
 
     private static long totalLoad(List<Replica> candidates) {
