@@ -48,7 +48,7 @@ public final class Lease implements AutoCloseable {
      * diverted request's route, held back until the replica holds the prefix, is recorded (see
      * {@link Router.Builder#deferDivertedRoutes}). The router counts pending prefill only once its host
      * has reported a first token. Idempotent and thread-safe; a lease closed without it does the same
-     * when it closes.
+     * when it closes (but a diverted route is not recorded if it closes as failed).
      */
     public void firstToken() {
         prefillDone(true);
@@ -56,7 +56,7 @@ public final class Lease implements AutoCloseable {
 
     private void prefillDone(boolean reported) {
         if (prefilled.compareAndSet(false, true)) {
-            router.prefillDone(decision, reported);
+            router.prefillDone(decision, reported, outcome);
         }
     }
 

@@ -151,20 +151,21 @@ public final class Router implements AutoCloseable {
     }
 
     /**
-     * The replica has computed {@code d}'s prompt (once per lease): its estimate leaves the replica's
-     * pending prefill, and a route held back until now is recorded. {@code reported} is true when the host
-     * said so ({@link Lease#firstToken()}) rather than the lease closing: from the first such report on,
-     * routed requests count in their replica's pending prefill (a host that never reports first tokens
-     * would leave every request counted until it ends, long after its prefill).
+     * {@code d}'s prefill is over (once per lease): its estimate leaves the replica's pending prefill, and
+     * a route held back until now is recorded, unless the lease is closing as failed without the replica
+     * having answered. {@code reported} is true when the host said the first token came
+     * ({@link Lease#firstToken()}) rather than the lease closing: from the first such report on, routed
+     * requests count in their replica's pending prefill (a host that never reports first tokens would leave
+     * every request counted until it ends, long after its prefill).
      */
-    void prefillDone(RouteDecision d, boolean reported) {
+    void prefillDone(RouteDecision d, boolean reported, Outcome outcome) {
         if (reported && !tracksPrefill) {
             tracksPrefill = true;
         }
         if (d.pendingCounted() != 0 && d.replica() instanceof ManagedReplicaSet.Member m) {
             m.addPendingPrefill(-d.pendingCounted());
         }
-        if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason())) {
+        if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
             record(d.key(), d.replica());
         }
     }
@@ -201,7 +202,6 @@ public final class Router implements AutoCloseable {
     private boolean deferred(Reason reason) {
         return deferDiverted && reason == Reason.HIT_OVERLOADED;
     }
-
 
     void learnOnSuccess(RouteDecision d) {
         if (learnMode == LearnMode.ON_SUCCESS) {

@@ -193,10 +193,18 @@ class LearningTest {
 
             RouteDecision again = router.choose(RouteRequest.of(key));
             assertEquals(Reason.HIT_OVERLOADED, again.reason());
-            again.lease().failed();
+            again.lease().succeeded();
             again.lease().close();
             assertTrue(router.tree().match(key).matchedLength(again.replica()) > 0,
                     "a lease closed without a first token learns when it closes");
+
+            router.tree().removeReplica(again.replica());
+            RouteDecision failing = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.HIT_OVERLOADED, failing.reason());
+            failing.lease().failed();
+            failing.lease().close();
+            assertEquals(0, router.tree().match(key).matchedLength(failing.replica()),
+                    "nor does a replica that failed before answering");
             miss.lease().close();
             diverted.lease().close();
         }
