@@ -29,6 +29,7 @@ public final class Lease implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean learned = new AtomicBoolean();
     private final AtomicBoolean fedBack = new AtomicBoolean();
+    private final AtomicBoolean prefilled = new AtomicBoolean();
     private volatile Outcome outcome = Outcome.CANCELLED;
     private volatile int status;
 
@@ -37,6 +38,27 @@ public final class Lease implements AutoCloseable {
         this.router = router;
         if (decision.replica() == null) {
             closed.set(true);
+            prefilled.set(true);
+        }
+    }
+
+    /**
+     * Records that the replica has computed the prompt: its first token arrived (for a host, the first
+     * bytes of the answer's body: the first chunk of a stream, or a whole unstreamed answer). The
+     * request's {@linkplain RouteDecision#prefillEstimate() prefill estimate} leaves the replica's
+     * {@link Replica#pendingPrefill()}, so policies see the prefill work still queued there, and a
+     * diverted request's route, held back until the replica holds the prefix, is recorded (see
+     * {@link Router.Builder#deferDivertedRoutes}). The router counts pending prefill only once its host
+     * has reported a first token. Idempotent and thread-safe; a lease closed without it does the same
+     * when it closes (but a diverted route is not recorded if it closes as failed).
+     */
+    public void firstToken() {
+        prefillDone(true);
+    }
+
+    private void prefillDone(boolean reported) {
+        if (prefilled.compareAndSet(false, true)) {
+            router.prefillDone(decision, reported, outcome);
         }
     }
 
@@ -98,6 +120,7 @@ public final class Lease implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        prefillDone(false);
         Outcome o = outcome;
         Router.release(decision.replica(), o, decision.ticket());
         router.closed(decision, o, status, System.nanoTime() - startNanos);

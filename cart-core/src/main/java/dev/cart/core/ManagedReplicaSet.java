@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The default {@link ReplicaSet}: a fixed list of replicas, each with an in-flight count capped at its
@@ -140,6 +141,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private final Listener listener;
         private final CircuitBreaker breaker;
         private final AtomicInteger inFlight = new AtomicInteger();
+        private final AtomicLong pendingPrefill = new AtomicLong();
         private volatile boolean healthy = true;
         private int probeFailures;
         private int probeSuccesses;
@@ -168,6 +170,17 @@ public final class ManagedReplicaSet implements ReplicaSet {
         @Override
         public int maxLoad() {
             return maxLoad;
+        }
+
+        /** Prefill work routed here and not yet past its first token (kept by the router). */
+        @Override
+        public long pendingPrefill() {
+            return pendingPrefill.get();
+        }
+
+        /** Adds (or, negative, takes back) one request's prefill estimate. */
+        void addPendingPrefill(long units) {
+            pendingPrefill.addAndGet(units);
         }
 
         @Override

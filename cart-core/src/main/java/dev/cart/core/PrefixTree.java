@@ -447,6 +447,109 @@ public final class PrefixTree {
     }
 
     /**
+     * Drops {@code replica}'s claim on every prefix that shares {@code key}'s first {@code keepLength}
+     * units and the block after them but then leaves {@code key}'s path; the path itself is kept. For a
+     * replica that reported serving only {@code keepLength} units of {@code key} from its cache: it had
+     * lost the block after them, and with it everything it held through that block, except what this
+     * request has just computed again (its whole prompt). If the key ends or leaves the tree inside an
+     * edge the replica holds beyond that point, the edge is split there first, as an insert would. Runs
+     * as a writer: the nodes it changes are odd while it works, so a match through them walks again
+     * rather than see a branch half dropped; skipped, returning -1, while maintenance holds the tree.
+     *
+     * @return the number of entries dropped, or -1 if skipped
+     */
+    public int forgetBranches(PromptKey key, Replica replica, int keepLength) {
+        long[] b = key.blocks();
+        int keepBlocks = Math.max(0, keepLength / key.blockSize());
+        if (b.length <= keepBlocks) {
+            return 0;
+        }
+        if (!lockForWrite()) {
+            skipped.increment();
+            return -1;
+        }
+        try {
+            List<Node> path = new ArrayList<>();
+            Node node = root;
+            int i = 0;
+            while (i < b.length) {
+                Edge e = find(node.edges, b[i]);
+                if (e == null) {
+                    break;
+                }
+                int m = commonPrefix(e.label, b, i);
+                if (m < e.label.length) {
+                    // The key ends or leaves inside this edge: what the edge goes on to is a branch. If the
+                    // replica holds it below the lost block, split the edge where the key stops following
+                    // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
+                    Holder below = holder(e.target.holders, replica);
+                    if (i + m > keepBlocks && below != null) {
+                        Node mid = newMid(node, e, m, replica, below.lastAccess); // every holder as it was
+                        replaceEdge(node, new Edge(e.first, Arrays.copyOf(e.label, m), mid));
+                        path.add(mid);
+                    }
+                    break;
+                }
+                path.add(e.target);
+                i += m;
+                node = e.target;
+            }
+            List<Node> doomed = new ArrayList<>();
+            for (int k = 0; k < path.size(); k++) {
+                Node p = path.get(k);
+                if (p.depth <= keepBlocks) {
+                    continue; // branches off here start at or before the lost block: not below it
+                }
+                Node next = k + 1 < path.size() ? path.get(k + 1) : null;
+                for (Edge e : live(p.edges)) {
+                    if (e.target != next) {
+                        heldBelow(e.target, replica, doomed);
+                    }
+                }
+            }
+            // Odd from before the first removal to after the last, as an insert does: a match through
+            // these nodes walks again rather than see the branch half dropped.
+            for (Node v : doomed) {
+                v.version++;
+            }
+            int dropped = 0;
+            try {
+                for (Node v : doomed) {
+                    Holder h = holder(v.holders, replica);
+                    if (h != null && removeHolder(v, h)) {
+                        dropped++;
+                    }
+                }
+            } finally {
+                for (Node v : doomed) {
+                    v.version++;
+                }
+            }
+            return dropped;
+        } finally {
+            writers.unlock();
+        }
+    }
+
+    /** Adds the nodes under (and including) {@code top} that {@code replica} holds, children before parents. */
+    private static void heldBelow(Node top, Replica replica, List<Node> out) {
+        ArrayDeque<Node> stack = new ArrayDeque<>();
+        ArrayDeque<Node> order = new ArrayDeque<>();
+        stack.push(top);
+        while (!stack.isEmpty()) {
+            Node n = stack.pop();
+            if (holder(n.holders, replica) == null) {
+                continue; // a replica holding a node holds its parent: nothing of it below either
+            }
+            order.push(n);
+            for (Edge e : live(n.edges)) {
+                stack.push(e.target);
+            }
+        }
+        out.addAll(order); // popped in reverse discovery order: every node after all of its descendants
+    }
+
+    /**
      * Drops {@code replica}'s claim on every node of {@code key}'s path that ends beyond
      * {@code keepLength} units (a route the replica turned out not to hold any more). Runs as a writer:
      * skipped, returning -1, while maintenance holds the tree.

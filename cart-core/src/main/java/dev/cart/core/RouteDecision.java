@@ -13,6 +13,8 @@ public final class RouteDecision {
     private final Reason reason;
     private final int matchedLength;
     private final int keyLength;
+    private final int prefillEstimate;
+    private final int pendingCounted;
     private final long decisionNanos;
     private final PromptKey key;
     private final long ticket;
@@ -20,13 +22,16 @@ public final class RouteDecision {
     private final Tokenization tokenization;
     private final Lease lease;
 
-    RouteDecision(Replica replica, long ticket, Reason reason, int matchedLength, PromptKey key,
-                  long decisionNanos, int attempt, Tokenization tokenization, Router router) {
+    RouteDecision(Replica replica, long ticket, Reason reason, int matchedLength, int prefillEstimate,
+                  int pendingCounted, PromptKey key, long decisionNanos, int attempt, Tokenization tokenization,
+                  Router router) {
         this.replica = replica;
         this.ticket = ticket;
         this.reason = reason;
         this.matchedLength = matchedLength;
         this.keyLength = key.length();
+        this.prefillEstimate = prefillEstimate;
+        this.pendingCounted = pendingCounted;
         this.key = key;
         this.decisionNanos = decisionNanos;
         this.attempt = attempt;
@@ -69,6 +74,19 @@ public final class RouteDecision {
      */
     public int matchedLength() {
         return matchedLength;
+    }
+
+    /**
+     * Units of the prompt the router expects the replica to compute: key length minus
+     * {@link #matchedLength()}. 0 for a decision without a replica.
+     */
+    public int prefillEstimate() {
+        return prefillEstimate;
+    }
+
+    /** What this request added to its replica's {@link Replica#pendingPrefill()} (0 while not tracked). */
+    int pendingCounted() {
+        return pendingCounted;
     }
 
     /** Length of the request's key in units. */

@@ -53,6 +53,9 @@ public final class Router implements AutoCloseable {
     private final boolean feedback;
     private final PromptKey.Unit keyUnit;
     private final int keyBlockSize;
+    private final boolean deferDiverted;
+    /** Set by the first {@link Lease#firstToken()} report; from then on routed prefill is counted. */
+    private volatile boolean tracksPrefill;
     private volatile boolean closed;
     private volatile Scheduler.Task evictionTask;
     private volatile Scheduler.Task resetTask;
@@ -70,6 +73,8 @@ public final class Router implements AutoCloseable {
         this.feedback = b.feedback;
         this.keyUnit = b.keyUnit;
         this.keyBlockSize = b.keyBlockSize;
+        this.deferDiverted = b.deferDiverted;
+        this.tracksPrefill = b.firstTokenReports;
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
         if (b.scheduler != null) {
             this.scheduler = b.scheduler;
@@ -118,18 +123,24 @@ public final class Router implements AutoCloseable {
             }
             long ticket = acquire(chosen);
             if (ticket >= 0) {
-                if (learnMode == LearnMode.ON_ROUTE) {
+                if (learnMode == LearnMode.ON_ROUTE && !deferred(choice.reason())) {
                     record(key, chosen);
                 }
                 int matched = choice.matchedLength();
                 if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
                     matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
                 }
-                return decided(chosen, ticket, choice.reason(), matched, request, t0);
+                int prefill = Math.max(0, key.length() - matched);
+                int counted = 0;
+                if (tracksPrefill && chosen instanceof ManagedReplicaSet.Member m) {
+                    m.addPendingPrefill(prefill);
+                    counted = prefill;
+                }
+                return decided(chosen, ticket, choice.reason(), matched, prefill, counted, request, t0);
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
-        return decided(null, -1, Reason.NO_REPLICA, 0, request, t0);
+        return decided(null, -1, Reason.NO_REPLICA, 0, 0, 0, request, t0);
     }
 
     /**
@@ -143,6 +154,26 @@ public final class Router implements AutoCloseable {
         return r.tryAcquire() ? 0 : -1;
     }
 
+    /**
+     * {@code d}'s prefill is over (once per lease): its estimate leaves the replica's pending prefill, and
+     * a route held back until now is recorded, unless the lease is closing as failed without the replica
+     * having answered. {@code reported} is true when the host said the first token came
+     * ({@link Lease#firstToken()}) rather than the lease closing: from the first such report on, routed
+     * requests count in their replica's pending prefill (a host that never reports first tokens would leave
+     * every request counted until it ends, long after its prefill).
+     */
+    void prefillDone(RouteDecision d, boolean reported, Outcome outcome) {
+        if (reported && !tracksPrefill) {
+            tracksPrefill = true;
+        }
+        if (d.pendingCounted() != 0 && d.replica() instanceof ManagedReplicaSet.Member m) {
+            m.addPendingPrefill(-d.pendingCounted());
+        }
+        if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
+            record(d.key(), d.replica());
+        }
+    }
+
     static void release(Replica r, Outcome outcome, long ticket) {
         if (r instanceof ManagedReplicaSet.Member m) {
             m.release(outcome, ticket);
@@ -151,10 +182,10 @@ public final class Router implements AutoCloseable {
         }
     }
 
-    private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, RouteRequest request,
-                                  long t0) {
-        RouteDecision d = new RouteDecision(r, ticket, reason, matched, request.key(), System.nanoTime() - t0,
-                request.attempt(), request.tokenization(), this);
+    private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, int prefill, int counted,
+                                  RouteRequest request, long t0) {
+        RouteDecision d = new RouteDecision(r, ticket, reason, matched, prefill, counted, request.key(),
+                System.nanoTime() - t0, request.attempt(), request.tokenization(), this);
         listener.onDecision(d);
         return d;
     }
@@ -180,6 +211,11 @@ public final class Router implements AutoCloseable {
         return key.unit() == keyUnit && key.blockSize() == keyBlockSize;
     }
 
+    /** True if the route of an {@link LearnMode#ON_ROUTE} decision waits for its first token (a diversion). */
+    private boolean deferred(Reason reason) {
+        return deferDiverted && reason == Reason.HIT_OVERLOADED;
+    }
+
     void learnOnSuccess(RouteDecision d) {
         if (learnMode == LearnMode.ON_SUCCESS) {
             record(d.key(), d.replica());
@@ -189,8 +225,11 @@ public final class Router implements AutoCloseable {
     /**
      * Compares what the tree predicted for the chosen replica with what it reported. The prediction is in
      * key units; the replica's own prompt/key length ratio converts it to tokens. A prediction above the
-     * delivery by more than two blocks and a tenth of the prediction means the route is stale: the
-     * replica's claim beyond what it delivered is dropped, so the next request does not follow it.
+     * delivery by more than two blocks and a tenth of the prediction means the replica had lost the
+     * prefix beyond what it delivered (its cache evicted it). By the time the usage arrives the replica
+     * has computed this whole prompt again, so the request's own route is true again and is kept; what is
+     * dropped is the replica's claim on every other prefix that continued through the lost part, which
+     * went with it ({@link PrefixTree#forgetBranches}).
      */
     void feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
@@ -204,7 +243,7 @@ public final class Router implements AutoCloseable {
         int tolerance = 2 * d.key().blockSize() + d.matchedLength() / 10;
         boolean stale = d.matchedLength() - deliveredUnits > tolerance;
         if (stale && feedback && policy.usesPrefixTree()) {
-            tree.forget(d.key(), d.replica(), deliveredUnits);
+            tree.forgetBranches(d.key(), d.replica(), deliveredUnits);
         }
         listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
     }
@@ -318,6 +357,8 @@ public final class Router implements AutoCloseable {
         private boolean feedback = true;
         private PromptKey.Unit keyUnit = PromptKey.Unit.CHARS;
         private int keyBlockSize = PromptKey.DEFAULT_BLOCK_CHARS;
+        private boolean deferDiverted = true;
+        private boolean firstTokenReports;
 
         private Builder() {
         }
@@ -334,6 +375,31 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Declares that the host calls {@link Lease#firstToken()} when a request's first token (the first
+         * bytes of its answer) arrives, so routed requests count in their replica's
+         * {@link Replica#pendingPrefill()} from the first request on. Without it (the default) they count
+         * from the first such report on: a host that never reports would otherwise leave every request
+         * counted as pending prefill until it ends.
+         */
+        public Builder firstTokenReports(boolean enabled) {
+            this.firstTokenReports = enabled;
+            return this;
+        }
+
+        /**
+         * Whether, with {@link LearnMode#ON_ROUTE}, a request the policy diverted away from the prefix's
+         * holders ({@link Reason#HIT_OVERLOADED}) has its route recorded only when its first token arrives
+         * ({@link Lease#firstToken()}, or the lease's close) instead of when it is routed (on by default;
+         * off is the specification's behaviour). Recorded at once, the diverted-to replica becomes a holder
+         * while it is still computing the prefix, and as the least-loaded holder it draws the next requests,
+         * which all wait for that computation instead of going to the replica that already holds it.
+         */
+        public Builder deferDivertedRoutes(boolean enabled) {
+            this.deferDiverted = enabled;
+            return this;
+        }
+
         /** When routed prefixes are recorded ({@code cache.learn}); {@link LearnMode#ON_ROUTE} by default. */
         public Builder learn(LearnMode mode) {
             this.learnMode = Objects.requireNonNull(mode);
@@ -341,8 +407,10 @@ public final class Router implements AutoCloseable {
         }
 
         /**
-         * Whether a predicted hit that the replica reports it did not deliver drops the stale route
-         * ({@code cache.feedback}, on by default). The comparison is reported to the listener either way.
+         * Whether a predicted hit that the replica reports it did not deliver drops the replica's stale
+         * claims ({@code cache.feedback}, on by default): every other prefix it was believed to hold through
+         * the part it had lost. The request's own route is kept (the replica has just computed the prompt
+         * again). The comparison is reported to the listener either way.
          */
         public Builder feedback(boolean enabled) {
             this.feedback = enabled;

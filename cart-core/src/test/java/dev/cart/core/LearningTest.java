@@ -105,34 +105,123 @@ class LearningTest {
     }
 
     @Test
-    void aPredictedHitTheReplicaDidNotDeliverIsForgotten() {
+    void aPredictedHitTheReplicaDidNotDeliverKeepsItsOwnRouteAndDropsWhatHungBelowTheLoss() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
         List<CacheFeedback> feedback = new ArrayList<>();
         try (Router router = router(set, LearnMode.ON_ROUTE, feedback)) {
-            PromptKey key = conversation(SYSTEM, "user: question one");
-            RouteDecision first = router.choose(RouteRequest.of(key));
-            first.lease().succeeded(new ServedUsage(150, 0));
+            String u1 = "user: question one about the itinerary and the hotels on the way ".repeat(6);
+            String a1 = "assistant: an answer about the itinerary that goes on for a while ".repeat(2);
+            PromptKey key = conversation(SYSTEM, u1);
+            PromptKey longer = conversation(SYSTEM, u1, a1, "user: and the trains?");
+            PromptKey sibling = conversation(SYSTEM, "user: something else entirely, about the weather ".repeat(2));
+            RouteDecision first = router.choose(RouteRequest.of(longer));
+            first.lease().succeeded(new ServedUsage(300, 0));
             first.lease().close();
             assertEquals(1, feedback.size());
             assertFalse(feedback.get(0).stale(), "a miss predicted nothing");
+            Replica holder = first.replica();
+            router.tree().insert(sibling, holder);
 
-            // The replica evicted the prompt behind the router's back: predicted a hit, delivered 16 tokens.
+            // The replica evicted the conversation behind the router's back: a hit was predicted for the
+            // shorter key, but only the system prompt's blocks were still there.
             RouteDecision second = router.choose(RouteRequest.of(key));
             assertEquals(Reason.CACHE_HIT, second.reason());
-            second.lease().succeeded(new ServedUsage(150, 16));
+            assertSame(holder, second.replica());
+            int systemTokens = SYSTEM.length() / 4;
+            second.lease().succeeded(new ServedUsage(key.length() / 4, systemTokens));
             second.lease().close();
             CacheFeedback f = feedback.get(1);
             assertTrue(f.stale());
-            assertTrue(f.predictedTokens() > 100, "predicted " + f.predictedTokens());
-            assertEquals(16, f.deliveredTokens());
+            assertTrue(f.predictedTokens() > f.deliveredTokens() + 32, f.toString());
 
             Match after = router.tree().match(key);
-            assertTrue(after.matchedLength(second.replica()) <= 128,
-                    "the claim beyond what was delivered is gone: " + after.matchedLength(second.replica()));
+            assertEquals(key.blockCount() * 64, after.matchedLength(holder),
+                    "the replica has just computed this prompt again: its route stays");
+            int lostAt = (SYSTEM.length() / 64) * 64;
+            assertTrue(router.tree().match(longer).matchedLength(holder) <= key.blockCount() * 64,
+                    "what continued through the lost blocks beyond this prompt went with them");
+            assertTrue(router.tree().match(longer).matchedLength(holder) >= lostAt);
+            assertEquals(sibling.blockCount() * 64, router.tree().match(sibling).matchedLength(holder),
+                    "a prefix that left before the lost block is not affected");
+
             RouteDecision third = router.choose(RouteRequest.of(key));
-            third.lease().succeeded(new ServedUsage(150, 140));
+            assertSame(holder, third.replica());
+            third.lease().succeeded(new ServedUsage(key.length() / 4, key.length() / 4 - 10));
             third.lease().close();
             assertFalse(feedback.get(2).stale(), "a delivered hit is not stale");
+        }
+    }
+
+    /** Sends every request that has a holder to another replica, as a guard diverting it would. */
+    private static RoutingPolicy divertFromHolders() {
+        return new RoutingPolicy() {
+            @Override
+            public Choice choose(RoutingContext ctx) {
+                Match m = ctx.match();
+                for (Replica r : ctx.candidates()) {
+                    if (m.matchedLength(r) == 0) {
+                        return Choice.of(r, m.matchedLength() > 0 ? Reason.HIT_OVERLOADED : Reason.MISS);
+                    }
+                }
+                return Choice.of(ctx.leastLoaded(), Reason.MISS);
+            }
+
+            @Override
+            public String name() {
+                return "divert";
+            }
+        };
+    }
+
+    @Test
+    void aDivertedRequestIsLearnedWhenItsFirstTokenArrivesNotWhenRouted() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").add("c").build();
+        SplittableRandom rnd = new SplittableRandom(1);
+        try (Router router = Router.builder().replicas(set).policy(divertFromHolders()).random(() -> rnd)
+                .evictionInterval(Duration.ZERO).build()) {
+            PromptKey key = conversation(SYSTEM, "user: q");
+            RouteDecision miss = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.MISS, miss.reason());
+            assertTrue(router.tree().match(key).matchedLength(miss.replica()) > 0, "a miss is learned on route");
+
+            RouteDecision diverted = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.HIT_OVERLOADED, diverted.reason());
+            assertEquals(0, router.tree().match(key).matchedLength(diverted.replica()),
+                    "not a holder while it is still computing the prefix");
+            diverted.lease().firstToken();
+            assertTrue(router.tree().match(key).matchedLength(diverted.replica()) > 0, "a holder once it has it");
+
+            RouteDecision again = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.HIT_OVERLOADED, again.reason());
+            again.lease().succeeded();
+            again.lease().close();
+            assertTrue(router.tree().match(key).matchedLength(again.replica()) > 0,
+                    "a lease closed without a first token learns when it closes");
+
+            router.tree().removeReplica(again.replica());
+            RouteDecision failing = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.HIT_OVERLOADED, failing.reason());
+            failing.lease().failed();
+            failing.lease().close();
+            assertEquals(0, router.tree().match(key).matchedLength(failing.replica()),
+                    "nor does a replica that failed before answering");
+            miss.lease().close();
+            diverted.lease().close();
+        }
+    }
+
+    @Test
+    void divertedRoutesCanBeLearnedOnRouteAsSpecified() {
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+        SplittableRandom rnd = new SplittableRandom(1);
+        try (Router router = Router.builder().replicas(set).policy(divertFromHolders()).random(() -> rnd)
+                .evictionInterval(Duration.ZERO).deferDivertedRoutes(false).build()) {
+            PromptKey key = conversation(SYSTEM, "user: q");
+            router.choose(RouteRequest.of(key)).lease().close();
+            RouteDecision diverted = router.choose(RouteRequest.of(key));
+            assertEquals(Reason.HIT_OVERLOADED, diverted.reason());
+            assertTrue(router.tree().match(key).matchedLength(diverted.replica()) > 0);
+            diverted.lease().close();
         }
     }
 

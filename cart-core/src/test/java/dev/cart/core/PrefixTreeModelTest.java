@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
 import org.quicktheories.core.Gen;
 
 /**
- * Model-based test: random sequences of insert / match / removeReplica / evict / clear applied to the
+ * Model-based test: random sequences of insert / match / removeReplica / evict / clear / forgetBranches
+ * applied to the
  * real tree and to a naive model (a map from every block prefix to the replicas holding it and when),
  * compared after every step. QuickTheories shrinks a failing sequence to a minimal one.
  */
@@ -35,13 +36,14 @@ class PrefixTreeModelTest {
                 case 6 -> "removeReplica(r" + replica + ")";
                 case 7 -> "evict +" + step + "ms";
                 case 8 -> "clear";
+                case 9 -> "forgetBranches(" + key + ", r" + replica + ", keep " + step % (key.size() + 1) + ")";
                 default -> "noop";
             };
         }
     }
 
     static Gen<Op> ops() {
-        return integers().between(0, 9).zip(
+        return integers().between(0, 10).zip(
                 lists().of(integers().between(1, 3)).ofSizeBetween(1, 7),
                 integers().between(0, 2),
                 integers().between(0, 40),
@@ -79,6 +81,29 @@ class PrefixTreeModelTest {
         void removeReplica(Replica r) {
             routes.values().forEach(m -> m.remove(r));
             routes.values().removeIf(Map::isEmpty);
+        }
+
+        /** Drops r from every prefix that shares more than keep blocks with key but is not one of its prefixes. */
+        void forgetBranches(long[] key, Replica r, int keep) {
+            for (Map.Entry<List<Long>, Map<Replica, Long>> e : routes.entrySet()) {
+                List<Long> q = e.getKey();
+                int lcp = 0;
+                while (lcp < q.size() && lcp < key.length && q.get(lcp) == key[lcp]) {
+                    lcp++;
+                }
+                if (lcp < q.size() && lcp > keep) {
+                    e.getValue().remove(r);
+                }
+            }
+            routes.values().removeIf(Map::isEmpty);
+        }
+
+        boolean storesWhole(long[] key) {
+            List<Long> p = new ArrayList<>();
+            for (long b : key) {
+                p.add(b);
+            }
+            return routes.containsKey(p);
         }
 
         void resetFrom(Map<List<Long>, Map<Replica, PrefixTree.Route>> snap) {
@@ -144,6 +169,14 @@ class PrefixTreeModelTest {
                 case 8 -> {
                     tree.clear();
                     model.routes.clear();
+                }
+                case 9 -> {
+                    // as the router uses it: for a key the tree stores whole (it was learned when routed)
+                    if (model.storesWhole(key)) {
+                        int keep = op.step() % (key.length + 1);
+                        tree.forgetBranches(PromptKey.forBlocks(key, BLOCK), reps.get(op.replica()), keep * BLOCK);
+                        model.forgetBranches(key, reps.get(op.replica()), keep);
+                    }
                 }
                 default -> { }
             }

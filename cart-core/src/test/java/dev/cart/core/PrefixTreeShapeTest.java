@@ -137,6 +137,44 @@ class PrefixTreeShapeTest {
     }
 
     @Test
+    void forgettingBranchesDropsWhatContinuedThroughTheLostBlockButKeepsThePathAndEarlierBranches() {
+        insert("ABCDE", r1);
+        insert("ABCDXY", r1);
+        insert("ABCZ", r1);
+        insert("ABQ", r1);
+        insert("ABCZ", r2);
+        insert("ABCDEFG", r1);
+        // r1 served ABCDE having only AB cached: it had lost C, and with it CZ, CDXY and CDEFG beyond the
+        // path. ABCDE itself was just computed again; ABQ left before C.
+        assertEquals(3, tree.forgetBranches(key("ABCDE"), r1, 2));
+        assertEquals("""
+                ○
+                └── AB [r1 r2]
+                    ├── C [r1 r2]
+                    │   ├── D [r1]
+                    │   │   └── E [r1]
+                    │   └── Z [r2]
+                    └── Q [r1]
+                """, drawing());
+        assertEquals(0, tree.forgetBranches(key("ABCDE"), r1, 5), "nothing was lost");
+        assertEquals(0, tree.forgetBranches(key("ABCDE"), r1, 9), "keep beyond the key: nothing to do");
+    }
+
+    @Test
+    void forgettingBranchesFromTheFirstBlockKeepsOtherPrompts() {
+        insert("ABC", r1);
+        insert("ABX", r1);
+        insert("QRS", r1);
+        assertEquals(1, tree.forgetBranches(key("ABC"), r1, 0));
+        assertEquals("""
+                ○
+                ├── AB [r1]
+                │   └── C [r1]
+                └── QRS [r1]
+                """, drawing());
+    }
+
+    @Test
     void evictionDropsLeastRecentlyUsedLeavesFirstAndMergesWhatIsLeft() {
         PrefixTree small = PrefixTree.builder().clock(clock).maxSize(4).build();
         tree = small;

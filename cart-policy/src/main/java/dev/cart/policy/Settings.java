@@ -67,6 +67,24 @@ final class Settings {
         return (int) l;
     }
 
+    boolean bool(String key, boolean def) {
+        Object v = values.get(key);
+        if (v == null) {
+            return def;
+        }
+        if (v instanceof Boolean b) {
+            return b;
+        }
+        String s = v.toString().trim().toLowerCase(Locale.ROOT);
+        if (s.equals("true")) {
+            return true;
+        }
+        if (s.equals("false")) {
+            return false;
+        }
+        throw bad(key, "true or false", v);
+    }
+
     /** A load-bound factor: 0 for unbounded, otherwise at least 1. */
     double loadFactor(String key, double def) {
         double c = decimal(key, def, 0.0, 1000.0);

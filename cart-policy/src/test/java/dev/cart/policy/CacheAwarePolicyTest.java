@@ -1,9 +1,13 @@
 package dev.cart.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.lists;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PrefixTree;
@@ -211,6 +215,61 @@ class CacheAwarePolicyTest {
                 c.close();
             }
         }
+    }
+
+    @Test
+    void medianGuardComparesAHolderWithTheRestOfThePool() throws Exception {
+        ManagedReplicaSet set = pool(4);
+        CacheAwarePolicy p = CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.MEDIAN).build();
+        try (Router router = router(set, p)) {
+            Replica a = set.replicas().get(0);
+            Replica b = set.replicas().get(1);
+            router.tree().insert(key(SYSTEM), a);
+            router.tree().insert(key(SYSTEM), b);
+            // a=4, b=4, c=0, d=0. The median of all four is 2 and 4 > 2 * 2 never holds, however busy the
+            // two holders get; the median of the others (0, 0, 4) is 0, taken as 1: 4 > 2 -> divert.
+            List<AutoCloseable> held = load(a, 4);
+            held.addAll(load(b, 4));
+            RouteDecision d = router.choose(RouteRequest.of(key(SYSTEM)));
+            assertEquals(Reason.HIT_OVERLOADED, d.reason());
+            assertTrue(d.replica() != a && d.replica() != b);
+            d.lease().close();
+            for (AutoCloseable c : held) {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void medianOfOthersLeavesOutOneCopyOfTheHoldersLoad() {
+        qt().withFixedSeed(41L).withExamples(500)
+                .forAll(lists().of(integers().between(0, 20)).ofSizeBetween(1, 9), integers().between(0, 8))
+                .checkAssert((loads, pick) -> {
+                    long[] sorted = loads.stream().mapToLong(Integer::longValue).sorted().toArray();
+                    long own = loads.get(pick % loads.size());
+                    List<Long> others = new ArrayList<>();
+                    for (long l : sorted) {
+                        others.add(l);
+                    }
+                    others.remove(own);
+                    long expected = others.isEmpty() ? 0 : others.get((others.size() - 1) / 2);
+                    assertEquals(expected, CacheAwarePolicy.medianOfOthers(sorted, own), loads + " own " + own);
+                });
+    }
+
+    @Test
+    void hashPlacementLooksPastTheFirstMessage() {
+        PromptKey a1 = PromptKey.textBuilder(64).append(SYSTEM).boundary().append("Document A. " .repeat(100))
+                .append("question one").boundary().build();
+        PromptKey a2 = PromptKey.textBuilder(64).append(SYSTEM).boundary().append("Document A. ".repeat(100))
+                .append("question two").boundary().build();
+        PromptKey b1 = PromptKey.textBuilder(64).append(SYSTEM).boundary().append("Document B. ".repeat(100))
+                .append("question one").boundary().build();
+        PromptKey alone = PromptKey.textBuilder(64).append(SYSTEM).boundary().build();
+        assertEquals(a1.anchorHash(), b1.anchorHash(), "the key's own anchor is the shared system prompt");
+        assertEquals(CacheAwarePolicy.hashAnchor(a1), CacheAwarePolicy.hashAnchor(a2), "same document");
+        assertNotEquals(CacheAwarePolicy.hashAnchor(a1), CacheAwarePolicy.hashAnchor(b1), "another document");
+        assertEquals(alone.anchorHash(), CacheAwarePolicy.hashAnchor(alone), "one message: the key's anchor");
     }
 
     @Test

@@ -1,6 +1,7 @@
 package dev.cart.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -41,8 +42,13 @@ class PluggingTest {
         assertEquals(2.0, p.balanceRelThreshold());
         assertEquals(CacheAwarePolicy.Guard.BOUNDED_LOAD, p.guard());
         assertEquals(CacheAwarePolicy.MissPlacement.CONSISTENT_HASH, p.missPlacement());
+        assertTrue(p.prefillAware());
+        assertFalse(CacheAwarePolicy.fromSettings(Map.of("prefill_aware", false)).prefillAware());
+        assertFalse(CacheAwarePolicy.fromSettings(Map.of("prefill_aware", "false")).prefillAware());
 
         assertMessage("cache.threshold must be in [0, 1], was 1.5", Map.of("threshold", 1.5));
+        assertMessage("cache.prefill_aware must be true or false, was 'sometimes'",
+                Map.of("prefill_aware", "sometimes"));
         assertMessage("cache.balance_rel_threshold must be in [1, ", Map.of("balance_rel_threshold", 0.5));
         assertMessage("cache.guard must be one of abs_rel, median, bounded_load, was 'loose'", Map.of("guard", "loose"));
         assertMessage("cache.match_abs_threshold must be an integer, was 'lots'", Map.of("match_abs_threshold", "lots"));
@@ -64,5 +70,6 @@ class PluggingTest {
         assertEquals(1.5, p.balanceRelThreshold());
         assertEquals(CacheAwarePolicy.Guard.ABS_REL, p.guard());
         assertEquals(CacheAwarePolicy.MissPlacement.LEAST_LOADED, p.missPlacement());
+        assertTrue(p.prefillAware());
     }
 }

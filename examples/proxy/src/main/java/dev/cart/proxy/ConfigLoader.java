@@ -43,7 +43,7 @@ final class ConfigLoader {
     /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
     static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of("threshold", "match_abs_threshold",
             "balance_abs_threshold", "balance_rel_threshold", "guard", "median_factor", "bounded_load_factor",
-            "miss_placement", "hash_load_factor"));
+            "miss_placement", "hash_load_factor", "prefill_aware"));
 
     private static final Set<String> SECTIONS = new LinkedHashSet<>(List.of("server", "workers", "cache", "health",
             "circuit_breaker", "proxy"));

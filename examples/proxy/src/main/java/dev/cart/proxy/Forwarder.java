@@ -309,6 +309,15 @@ final class Forwarder {
         Responses.error(ex, status, code, message);
     }
 
+    /**
+     * The replica's first answer bytes arrived: the time to first byte is measured and the lease told,
+     * so the router stops counting this request's prefill against the replica.
+     */
+    private void firstByte(Attempt a, Replica replica, long sent) {
+        metrics.firstByte(replica.id(), System.nanoTime() - sent);
+        a.lease.firstToken();
+    }
+
     /** Relays status, headers and body of {@code resp}; closes nothing but the upstream body and the lease. */
     private void relay(HttpExchange ex, Inbound in, Routing routing, RouteDecision d, HttpResponse<InputStream> resp,
                        long deadline, long sent, DecisionLog log) throws IOException {
@@ -328,7 +337,7 @@ final class Forwarder {
             boolean noBody = "HEAD".equalsIgnoreCase(in.method()) || status == 204 || status == 304
                     || status < 200;
             if (noBody) {
-                metrics.firstByte(replica.id(), System.nanoTime() - sent);
+                firstByte(a, replica, sent);
                 ex.sendResponseHeaders(status, -1);
                 closeQuietly(body);
                 upstreamDone(a, status, null, log);
@@ -347,7 +356,7 @@ final class Forwarder {
                     learnAnswer && status == 200);
             boolean fixed = !sse && !chunkedUpstream && length.isPresent() && length.getAsLong() >= 0;
             if (fixed && length.getAsLong() == 0) {
-                metrics.firstByte(replica.id(), System.nanoTime() - sent);
+                firstByte(a, replica, sent);
                 ex.sendResponseHeaders(status, -1);
                 closeQuietly(body);
                 if (observer != null) {
@@ -372,7 +381,7 @@ final class Forwarder {
                 }
                 if (first) {
                     first = false;
-                    metrics.firstByte(replica.id(), System.nanoTime() - sent);
+                    firstByte(a, replica, sent);
                 }
                 if (n < 0) {
                     if (observer != null) {
@@ -423,7 +432,7 @@ final class Forwarder {
     private void relayModels(HttpExchange ex, Inbound in, Attempt a, Replica replica, long sent, DecisionLog log)
             throws IOException {
         byte[] whole = readUpTo(a, MODELS_CACHE_LIMIT + 1, log);
-        metrics.firstByte(replica.id(), System.nanoTime() - sent);
+        firstByte(a, replica, sent);
         if (whole.length > 0) {
             a.bodyStarted = true;
         }

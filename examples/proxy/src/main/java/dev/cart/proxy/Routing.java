@@ -64,6 +64,7 @@ final class Routing implements AutoCloseable {
                 .dailyResetHourUtc(cache.dailyCleanupHourUtc())
                 .learn(cache.learn())
                 .feedback(cache.feedback())
+                .firstTokenReports(true) // Forwarder reports each answer's first bytes
                 .build();
         HealthChecker health = new HealthChecker(set, client, config.health(), scheduler);
         return new Routing(config.workers(), set, router, health);

@@ -91,20 +91,45 @@ class CacheFeedbackTest {
     @Test
     void aReplicaThatEvictedBehindTheRoutersBackIsNoLongerPredictedAfterOneResponse() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(2, "")) {
+             ProxyHarness h = ProxyHarness.start(2, "cache:\n  learn_answer: false\n")) {
             for (FakeReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = 0; // whatever the router believes, nothing was in the cache
             }
-            for (int i = 0; i < 3; i++) {
+            String a = PROMPT + "First conversation: where is my parcel? ".repeat(4);
+            String b = PROMPT + "Second conversation: can I change my address? ".repeat(4);
+            assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode()); // miss
+            assertEquals(200, h.post("/v1/chat/completions", chat(b, false, false)).statusCode()); // hit on the prompt
+            assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode());
+            await("three decision lines", () -> log.lines().size() >= 3);
+            List<Map<String, String>> d = log.lines().stream().map(CacheFeedbackTest::fields).toList();
+            assertEquals(List.of("miss", "cache_hit", "cache_hit"), d.stream().map(x -> x.get("reason")).toList(),
+                    String.join("\n", log.lines()));
+            int shared = Integer.parseInt(d.get(1).get("matched"));
+            // b was predicted to find the shared prompt cached and found nothing: the replica had lost that
+            // block, and with it a's conversation beyond it. b's own prompt was just computed again, so it is
+            // kept; a is now predicted only up to what b recomputed, not its whole conversation.
+            int aAgain = Integer.parseInt(d.get(2).get("matched"));
+            assertTrue(aAgain <= shared, "a's own branch was dropped: matched " + aAgain + " > shared " + shared);
+            assertTrue(aAgain < Integer.parseInt(d.get(2).get("key_len")) - 64, "a no longer fully predicted");
+            PromText m = PromText.parse(h.get("/metrics").body());
+            // b and a's second request were both predicted hits the replica did not deliver
+            assertEquals(2, m.sum("cart_cache_feedback_total", "verdict", "stale"), m.dump("cart_cache_feedback_total"));
+            assertEquals(0, m.sum("cart_cache_delivered_tokens_total"));
+        }
+    }
+
+    @Test
+    void aStaleRoutesAnswerIsNotLearned() throws Exception {
+        try (ProxyHarness h = ProxyHarness.start(2, "")) {
+            for (FakeReplica r : h.replicas) {
+                r.usagePrompt = 1000;
+                r.usageCached = 0;
+            }
+            for (int i = 0; i < 2; i++) {
                 assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
             }
-            await("three decision lines", () -> log.lines().size() >= 3);
-            List<String> reasons = log.lines().stream().map(l -> fields(l).get("reason")).toList();
-            assertEquals(List.of("miss", "cache_hit", "miss"), reasons, String.join("\n", log.lines()));
             PromText m = PromText.parse(h.get("/metrics").body());
-            assertEquals(1, m.sum("cart_cache_feedback_total", "verdict", "stale"), m.dump("cart_cache_feedback_total"));
-            assertEquals(0, m.sum("cart_cache_delivered_tokens_total"));
             assertEquals(1, m.value("cart_learned_answers_total", "result", "stale_route"),
                     "a stale route's answer is not learned: " + m.dump("cart_learned_answers_total"));
         }

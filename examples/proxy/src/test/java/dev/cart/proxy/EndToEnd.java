@@ -221,6 +221,7 @@ final class EndToEnd {
             http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
                 try {
                     if (err != null || resp.statusCode() != 200 || !count(i, resp.body())) {
+                        System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode() + " " + resp.body()));
                         failed.incrementAndGet();
                     } else {
                         trace.replica()[i] = urls.indexOf(resp.headers().firstValue("x-routed-peer").orElse(""));

@@ -24,6 +24,7 @@ final class Chart {
         new Color(0x4E79A7), new Color(0xF28E2B), new Color(0x59A14F), new Color(0xE15759),
         new Color(0x76B7B2), new Color(0xEDC948), new Color(0xB07AA1), new Color(0xFF9DA7),
         new Color(0x9C755F), new Color(0xBAB0AC), new Color(0x1B3A5C), new Color(0x8CD17D),
+        new Color(0x6B3E00), new Color(0x7F3C8D),
     };
 
     private Chart() {

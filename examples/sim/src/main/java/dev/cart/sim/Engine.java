@@ -114,6 +114,29 @@ final class Engine {
         return running.size();
     }
 
+    /**
+     * Prompt tokens queued here that still have to be computed before their first token: for a running
+     * request the rest of its prompt, for a waiting one its prompt minus what the cache holds now (what it
+     * would get if admitted at once). For diagnostics; costs a cache lookup per waiting request.
+     */
+    long pendingPrefillTokens() {
+        long p = 0;
+        for (int i = 0; i < running.size(); i++) {
+            EngineRequest r = running.get(i);
+            if (r.firstTokenNanos < 0) {
+                p += r.known() - r.computed;
+            }
+        }
+        int bt = config.blockTokens();
+        for (EngineRequest r : waiting) {
+            if (!r.aborted) {
+                int maxHit = Math.min(r.blocks.length, (r.known() - 1) / bt);
+                p += r.known() - (long) cache.matchPrefix(r.blocks, maxHit) * bt;
+            }
+        }
+        return p;
+    }
+
     int waitingCount() {
         return waiting.size();
     }

@@ -25,6 +25,8 @@ final class PreparedWorkload {
     final int sessions;
     final long totalPromptTokens;
     final long idealCachedTokens;
+    /** Per request, TTFT in an ideal world (see {@link #ttftFloorMillis}), sorted ascending. */
+    private final long[] floorNanos;
 
     private PreparedWorkload(Workload w, EngineConfig config) {
         this.workload = w;
@@ -38,6 +40,7 @@ final class PreparedWorkload {
         session = new int[n];
         Map<String, Integer> ids = new HashMap<>();
         Set<Long> seen = new HashSet<>();
+        floorNanos = new long[n];
         long total = 0;
         long ideal = 0;
         int bt = config.blockTokens();
@@ -65,10 +68,19 @@ final class PreparedWorkload {
             for (long h : b) {
                 seen.add(h);
             }
+            int uncached = promptTokens[i] - hit * bt;
+            long t = 0;
+            while (uncached > 0) {
+                int chunk = Math.min(uncached, config.maxBatchedTokens());
+                t += config.stepNanos(chunk, 0);
+                uncached -= chunk;
+            }
+            floorNanos[i] = t;
         }
         sessions = ids.size();
         totalPromptTokens = total;
         idealCachedTokens = ideal;
+        java.util.Arrays.sort(floorNanos);
     }
 
     static PreparedWorkload of(Workload w, EngineConfig config) {
@@ -86,6 +98,20 @@ final class PreparedWorkload {
      */
     double idealHitRatio() {
         return totalPromptTokens == 0 ? 0 : (double) idealCachedTokens / totalPromptTokens;
+    }
+
+    /**
+     * A lower bound on any router's TTFT quantile {@code q} (ranked like {@link RunResult#ttftMillis}): each
+     * request alone on an idle replica whose cache holds every block an earlier request had, computing the
+     * rest in chunks of the step budget with nothing else in the batch. What remains of it is the prompts
+     * no earlier request shared: no placement avoids computing them.
+     */
+    double ttftFloorMillis(double q) {
+        if (floorNanos.length == 0) {
+            return Double.NaN;
+        }
+        int rank = (int) Math.ceil(q * floorNanos.length);
+        return floorNanos[Math.max(0, Math.min(floorNanos.length - 1, rank - 1))] / 1e6;
     }
 
     double meanPromptTokens() {

@@ -33,8 +33,9 @@ import java.util.function.Supplier;
  * (the virtual clock is the router's clock, the tree's clock and the replica set's clock, the router's
  * randomness is seeded, and eviction passes are off), its lease taken, and it is queued on the chosen
  * replica's {@link Engine}; an idle engine starts a step at once, a busy one picks it up at its next
- * step, as vLLM does. When the engine reports the request finished, the lease is marked succeeded (with
- * the replica's usage, if so configured) and closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
+ * step, as vLLM does. When the engine samples the request's first token the lease hears
+ * {@code firstToken()} (unless so configured), and when it reports the request finished, the lease is
+ * marked succeeded (with the replica's usage, if so configured) and closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
  * previous one is still running waits for it. Arrivals are open-loop (each request's own arrival time)
  * or closed-loop (N clients, each sending its next request when its previous one finished).
  *
@@ -53,6 +54,34 @@ public final class Simulation {
     private final LearnMode learn;
     private final boolean feedback;
     private final boolean reportUsage;
+    private final Probe probe;
+    private final boolean signalFirstToken;
+    private final boolean deferDiverted;
+
+    /**
+     * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
+     * just before the request is queued, and every first token. Called on the simulation's thread.
+     */
+    interface Probe {
+        /** A request was routed; {@code state} is each replica's state before it was queued. */
+        default void dispatched(long nanos, int request, RouteDecision decision, int replica, ReplicaState[] state) {
+        }
+
+        /** A request got its first token. */
+        default void firstToken(long nanos, int request, int replica, int cachedTokens, long ttftNanos) {
+        }
+    }
+
+    /**
+     * One replica as the probe sees it: the router's in-flight count, the engine's waiting and running
+     * requests and its pending prefill (prompt tokens not yet computed by requests that have no first token).
+     */
+    record ReplicaState(int inFlight, int waiting, int running, long pendingPrefill) {
+        @Override
+        public String toString() {
+            return inFlight + "/" + waiting + "/" + running + "/" + pendingPrefill;
+        }
+    }
 
     private Simulation(Builder b) {
         this.replicas = b.replicas;
@@ -65,6 +94,9 @@ public final class Simulation {
         this.learn = b.learn;
         this.feedback = b.feedback;
         this.reportUsage = b.reportUsage;
+        this.probe = b.probe;
+        this.signalFirstToken = b.signalFirstToken;
+        this.deferDiverted = b.deferDiverted;
     }
 
     public static Builder builder() {
@@ -161,6 +193,8 @@ public final class Simulation {
                     .evictionInterval(Duration.ZERO)
                     .learn(learn)
                     .feedback(feedback)
+                    .deferDivertedRoutes(deferDiverted)
+                    .firstTokenReports(signalFirstToken)
                     .build();
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
@@ -205,6 +239,12 @@ public final class Simulation {
             router.close();
             if (set.totalInFlight() != 0) {
                 throw new IllegalStateException("leases left open after the run: " + set.totalInFlight());
+            }
+            for (ManagedReplicaSet.Member m : members) {
+                if (m.pendingPrefill() != 0) {
+                    throw new IllegalStateException("pending prefill left after the run on " + m.id() + ": "
+                            + m.pendingPrefill());
+                }
             }
             long[] busy = new long[replicas];
             long pre = 0;
@@ -266,6 +306,14 @@ public final class Simulation {
             routed[rep]++;
             replicaOf[i] = rep;
             peak[rep] = Math.max(peak[rep], d.replica().inFlight());
+            if (probe != null) {
+                ReplicaState[] st = new ReplicaState[replicas];
+                for (int k = 0; k < replicas; k++) {
+                    st[k] = new ReplicaState(members.get(k).inFlight(), engines[k].waitingCount(),
+                            engines[k].runningCount(), engines[k].pendingPrefillTokens());
+                }
+                probe.dispatched(t, i, d, rep, st);
+            }
             EngineRequest er = new EngineRequest(w.blocks[i], w.promptTokens[i], w.maxTokens[i],
                     new Completion(i, d.lease()));
             if (engines[rep].submit(er, t) && !stepping[rep]) {
@@ -312,6 +360,19 @@ public final class Simulation {
             }
 
             @Override
+            public void onToken(EngineRequest r, long nanos) {
+                if (r.generated() != 1) {
+                    return;
+                }
+                if (signalFirstToken) {
+                    lease.firstToken();
+                }
+                if (probe != null) {
+                    probe.firstToken(nanos, index, replicaOf[index], r.cachedTokens(), r.ttftNanos());
+                }
+            }
+
+            @Override
             public void onFinished(EngineRequest r, long nanos) {
                 try (lease) {
                     if (reportUsage) {
@@ -355,8 +416,29 @@ public final class Simulation {
         private LearnMode learn = LearnMode.ON_ROUTE;
         private boolean feedback = true;
         private boolean reportUsage;
+        private Probe probe;
+        private boolean signalFirstToken = true;
+        private boolean deferDiverted = true;
 
         private Builder() {
+        }
+
+        /**
+         * Whether a request's first token is reported to its lease ({@code Lease.firstToken()}), as a host
+         * does when the first chunk of a streamed answer arrives, and the router is told so
+         * ({@code Router.Builder.firstTokenReports}): it counts each replica's pending prefill from the first
+         * request (default on). Off, as a host that reports nothing: the router counts no pending prefill,
+         * and a diverted request's route is recorded when it finishes.
+         */
+        public Builder signalFirstToken(boolean enabled) {
+            this.signalFirstToken = enabled;
+            return this;
+        }
+
+        /** Watches the run (diagnostics); none by default. */
+        Builder probe(Probe probe) {
+            this.probe = probe;
+            return this;
         }
 
         /** When the router records routed prefixes (default {@link LearnMode#ON_ROUTE}). */
@@ -379,6 +461,12 @@ public final class Simulation {
          */
         public Builder reportUsage(boolean enabled) {
             this.reportUsage = enabled;
+            return this;
+        }
+
+        /** The router's {@code Router.Builder.deferDivertedRoutes} (default on, as the router's default). */
+        public Builder deferDivertedRoutes(boolean enabled) {
+            this.deferDiverted = enabled;
             return this;
         }
 

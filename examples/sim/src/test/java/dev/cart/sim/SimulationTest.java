@@ -82,4 +82,40 @@ class SimulationTest {
             assertTrue(inFlight <= 2, "request " + i + " was sent with " + inFlight + " others in flight");
         }
     }
+
+    @Test
+    void theRoutersPendingPrefillFollowsTheEnginesQueue() {
+        Workload w = Workloads.hotPrefix(4, new Workloads.HotSpec(200, 0.8, 1024, 64, 16)).poisson(20, 4);
+        long[] seen = new long[2];
+        Simulation.Probe probe = new Simulation.Probe() {
+            @Override
+            public void dispatched(long nanos, int request, dev.cart.core.RouteDecision d, int replica,
+                                   Simulation.ReplicaState[] state) {
+                assertTrue(d.replica().pendingPrefill() >= d.prefillEstimate(), "the request itself is counted");
+                seen[0]++;
+                if (state[replica].pendingPrefill() > 0) {
+                    seen[1]++;
+                }
+            }
+        };
+        RunResult r = Simulation.builder().replicas(3).seed(2).policy("cache_aware", Map.of()).probe(probe).build()
+                .run(w);
+        assertEquals(200, r.completed()); // and the run checks that every count went back to zero
+        assertEquals(200, seen[0]);
+        assertTrue(seen[1] > 0, "some requests were queued behind prefill");
+    }
+
+    @Test
+    void aHotPrefixSpreadsWhileThePoolIsIdleInsteadOfQueueingBehindItsFirstComputation() {
+        Workload w = Workloads.hotPrefix(5, new Workloads.HotSpec(300, 1.0, 2048, 128, 64)).poisson(30, 5);
+        RunResult now = run(w, "cache_aware");
+        RunResult specified = Simulation.builder().replicas(4).seed(5)
+                .policy("cache_aware", Map.of("prefill_aware", false)).deferDivertedRoutes(false).build().run(w);
+        assertEquals(300, now.completed());
+        // As specified, every request of the first ~0.3 s follows the first holder and waits for its cold
+        // prefill; ranked by pending prefill, they go to the idle replicas instead.
+        assertTrue(now.ttftMillis(0.97) < specified.ttftMillis(0.97),
+                now.ttftMillis(0.97) + " ms vs " + specified.ttftMillis(0.97) + " ms");
+        assertTrue(now.hitRatio() >= specified.hitRatio() - 0.01);
+    }
 }
