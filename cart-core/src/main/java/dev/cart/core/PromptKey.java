@@ -154,6 +154,26 @@ public final class PromptKey {
         return anchorHash;
     }
 
+    /**
+     * The key of this key's first {@code units} units: the same blocks up to there (only full blocks), the
+     * boundaries within it, the same anchor. For a router that should see only the start of a prompt
+     * (say, up to its first message boundary).
+     */
+    public PromptKey prefix(int units) {
+        if (units < 0) {
+            throw new IllegalArgumentException("prefix length must not be negative, was " + units);
+        }
+        if (units >= length) {
+            return this;
+        }
+        int nb = 0;
+        while (nb < boundaries.length && boundaries[nb] <= units) {
+            nb++;
+        }
+        return new PromptKey(unit, blockSize, units, Arrays.copyOf(blocks, Math.min(blocks.length, units / blockSize)),
+                nb == 0 ? NO_BOUNDARIES : Arrays.copyOf(boundaries, nb), anchorHash);
+    }
+
     /** A key made of the given block hashes (tests and tools in this package). */
     static PromptKey forBlocks(long[] blocks, int blockSize) {
         return new PromptKey(Unit.TOKENS, blockSize, blocks.length * blockSize, blocks.clone(), NO_BOUNDARIES,

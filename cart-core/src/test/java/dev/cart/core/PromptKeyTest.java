@@ -86,6 +86,26 @@ class PromptKeyTest {
     }
 
     @Test
+    void aPrefixKeyIsTheKeyOfThePrefix() {
+        qt().withFixedSeed(13L).forAll(strings().basicLatinAlphabet().ofLengthBetween(0, 300), integers().between(0, 300))
+                .checkAssert((text, cut) -> {
+                    int c = Math.min(cut, text.length());
+                    PromptKey whole = PromptKey.textBuilder(16).append(text.substring(0, c / 2)).boundary()
+                            .append(text.substring(c / 2)).build();
+                    PromptKey prefix = whole.prefix(c);
+                    PromptKey direct = PromptKey.ofText(text.substring(0, c), 16);
+                    assertEquals(c, prefix.length());
+                    assertEquals(direct.blockCount(), prefix.blockCount());
+                    for (int i = 0; i < direct.blockCount(); i++) {
+                        assertEquals(direct.blockHash(i), prefix.blockHash(i));
+                    }
+                    for (int b : prefix.boundaries()) {
+                        assertTrue(b <= c);
+                    }
+                });
+    }
+
+    @Test
     void toStringNeverShowsText() {
         String s = PromptKey.ofText("secret prompt text that must not leak", 8).toString();
         assertFalse(s.contains("secret"));
