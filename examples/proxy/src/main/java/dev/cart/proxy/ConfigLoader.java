@@ -219,6 +219,22 @@ final class ConfigLoader {
         LearnMode learn = c.learnMode("learn", cd.learn());
         boolean feedback = c.bool("feedback", cd.feedback());
         boolean learnAnswer = c.bool("learn_answer", cd.learnAnswer());
+        ProxyConfig.Tokens td = cd.tokens();
+        String tokenizer = c.string("tokenizer", td.tokenizer());
+        if (tokenizer != null && (tokenizer.isBlank() || tokenizer.equals("none"))) {
+            tokenizer = null;
+        }
+        if (tokenizer != null && !ProxyConfig.Tokens.TOKENIZERS.contains(tokenizer)) {
+            problems.add("cache.tokenizer: must be one of cl100k_base, o200k_base (or none), was '" + tokenizer + "'");
+            tokenizer = null;
+        }
+        int blockTokens = (int) c.integer("block_tokens", td.blockTokens(), ProxyConfig.Tokens.BLOCK_TOKENS);
+        int tokenCacheEntries = (int) c.integer("token_cache_entries", td.cacheEntries(),
+                ProxyConfig.Tokens.CACHE_ENTRIES);
+        int tokenCacheMaxChars = (int) c.integer("token_cache_max_chars", td.cacheMaxChars(),
+                ProxyConfig.Tokens.CACHE_MAX_CHARS);
+        int maxTokenizations = (int) c.integer("max_concurrent_tokenizations", td.maxConcurrent(),
+                ProxyConfig.Tokens.MAX_CONCURRENT);
         Map<String, Object> policySettings = new LinkedHashMap<>();
         for (String key : CACHE_POLICY_KEYS) {
             Object v = c.scalar(key);
@@ -279,7 +295,8 @@ final class ConfigLoader {
                             maxHeaders, maxLine, readTimeout, idleTimeout),
                     workers,
                     new ProxyConfig.Cache(policy, policySettings, maxTreeSize, blockChars, eviction, dailyHour, ttl,
-                            learn, feedback, learnAnswer),
+                            learn, feedback, learnAnswer, new ProxyConfig.Tokens(tokenizer, blockTokens,
+                            tokenCacheEntries, tokenCacheMaxChars, maxTokenizations)),
                     new ProxyConfig.Health(endpoint, interval, timeout, hFail, hOk),
                     new ProxyConfig.Circuit(cbFail, cbOk, cbTimeout, cbHalfOpen),
                     new ProxyConfig.Proxy(maxRetries, backoff, multiplier, jitter, retryable, connect, request,

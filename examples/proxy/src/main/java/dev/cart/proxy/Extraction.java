@@ -5,11 +5,14 @@ import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
 import dev.cart.extract.PromptExtractor;
+import dev.cart.extract.TokenCache;
+import dev.cart.extract.Tokenizers;
 
 /**
  * Turns a routed request body into its routing key with cart-extract's {@link PromptExtractor}, set up
- * from the configuration: {@code cache.block_chars} for the key's blocks (it must match the tree's) and
- * {@code proxy.remote_media_url_policy} for requests that would make a replica fetch remote media.
+ * from the configuration: {@code cache.block_chars} for the key's blocks (it must match the tree's),
+ * token mode when {@code cache.tokenizer} is set, and {@code proxy.remote_media_url_policy} for requests
+ * that would make a replica fetch remote media.
  */
 final class Extraction {
 
@@ -21,12 +24,27 @@ final class Extraction {
     private final PromptExtractor extractor;
 
     Extraction(ProxyConfig config) {
-        this.extractor = new PromptExtractor(ExtractOptions.builder()
+        ExtractOptions.Builder b = ExtractOptions.builder()
                 .blockChars(config.cache().blockChars())
                 .anchorLimit(ANCHOR_LIMIT)
                 .remoteMediaUrlPolicy(config.proxy().remoteMediaUrlPolicy())
-                .maxNestingDepth(MAX_NESTING_DEPTH)
-                .build());
+                .maxNestingDepth(MAX_NESTING_DEPTH);
+        ProxyConfig.Tokens t = config.cache().tokens();
+        if (t.on()) {
+            b.tokenizer(Tokenizers.jtokkit(t.tokenizer()))
+                    .blockTokens(t.blockTokens())
+                    .tokenCacheEntries(t.cacheEntries())
+                    .tokenCacheMaxChars(t.cacheMaxChars());
+            if (t.maxConcurrent() > 0) {
+                b.maxConcurrentTokenizations(t.maxConcurrent());
+            }
+        }
+        this.extractor = new PromptExtractor(b.build());
+    }
+
+    /** The token cache's cumulative figures, or null in character mode. */
+    TokenCache.Stats tokenCacheStats() {
+        return extractor.tokenCache() == null ? null : extractor.tokenCache().stats();
     }
 
     ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {

@@ -142,7 +142,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
      */
     record Cache(String policy, Map<String, Object> policySettings, long maxTreeSize, int blockChars,
                  long evictionIntervalSecs, int dailyCleanupHourUtc, long routeTtlSecs, LearnMode learn,
-                 boolean feedback, boolean learnAnswer) {
+                 boolean feedback, boolean learnAnswer, Tokens tokens) {
         static final String DEFAULT_POLICY = "cache_aware";
         static final long DEFAULT_MAX_TREE_SIZE = 1_000_000;
         static final int DEFAULT_BLOCK_CHARS = 64;
@@ -163,6 +163,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         Cache {
             Objects.requireNonNull(policy, "cache.policy");
             Objects.requireNonNull(learn, "cache.learn");
+            Objects.requireNonNull(tokens, "cache tokens");
             policySettings = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(policySettings));
             MAX_TREE_SIZE.check(maxTreeSize);
             BLOCK_CHARS.check(blockChars);
@@ -174,7 +175,45 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         static Cache defaults() {
             return new Cache(DEFAULT_POLICY, Map.of(), DEFAULT_MAX_TREE_SIZE, DEFAULT_BLOCK_CHARS,
                     DEFAULT_EVICTION_INTERVAL_SECS, DEFAULT_DAILY_CLEANUP_HOUR_UTC, DEFAULT_ROUTE_TTL_SECS,
-                    DEFAULT_LEARN, DEFAULT_FEEDBACK, DEFAULT_LEARN_ANSWER);
+                    DEFAULT_LEARN, DEFAULT_FEEDBACK, DEFAULT_LEARN_ANSWER, Tokens.defaults());
+        }
+    }
+
+    /**
+     * Token mode ({@code cache.tokenizer} and friends): keys of token ids instead of characters. Off
+     * (null tokenizer) by default. In token mode the thresholds and {@code max_tree_size} count tokens.
+     *
+     * @param tokenizer         {@code cl100k_base} or {@code o200k_base}, or null for character keys
+     * @param blockTokens       tokens per key block ({@code cache.block_tokens}, vLLM's block size)
+     * @param cacheEntries      segments the tokenization cache keeps ({@code cache.token_cache_entries})
+     * @param cacheMaxChars     longest segment cached ({@code cache.token_cache_max_chars})
+     * @param maxConcurrent     tokenizations at once before a request falls back to a character key
+     *                          ({@code cache.max_concurrent_tokenizations}; 0 = one per processor)
+     */
+    record Tokens(String tokenizer, int blockTokens, int cacheEntries, int cacheMaxChars, int maxConcurrent) {
+        static final java.util.Set<String> TOKENIZERS = java.util.Set.of("cl100k_base", "o200k_base");
+        static final IntRange BLOCK_TOKENS = new IntRange("cache.block_tokens", 1, 65536);
+        static final IntRange CACHE_ENTRIES = new IntRange("cache.token_cache_entries", 0, 10_000_000);
+        static final IntRange CACHE_MAX_CHARS = new IntRange("cache.token_cache_max_chars", 1, 64 * 1024 * 1024);
+        static final IntRange MAX_CONCURRENT = new IntRange("cache.max_concurrent_tokenizations", 0, 100_000);
+
+        Tokens {
+            if (tokenizer != null && !TOKENIZERS.contains(tokenizer)) {
+                throw new IllegalArgumentException("cache.tokenizer must be one of cl100k_base, o200k_base, was '"
+                        + tokenizer + "'");
+            }
+            BLOCK_TOKENS.check(blockTokens);
+            CACHE_ENTRIES.check(cacheEntries);
+            CACHE_MAX_CHARS.check(cacheMaxChars);
+            MAX_CONCURRENT.check(maxConcurrent);
+        }
+
+        static Tokens defaults() {
+            return new Tokens(null, 16, 1000, 65_536, 0);
+        }
+
+        boolean on() {
+            return tokenizer != null;
         }
     }
 

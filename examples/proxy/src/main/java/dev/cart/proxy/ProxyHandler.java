@@ -250,7 +250,8 @@ final class ProxyHandler implements HttpHandler {
             }
             log.request(req.model(), req.stream());
             Forwarder.Inbound in = Forwarder.Inbound.routed(endpoint, ex.getRequestURI().getRawQuery(), body);
-            server.forwarder().forward(ex, in, RouteRequest.of(req.key()), server.routing(), log);
+            server.forwarder().forward(ex, in, RouteRequest.of(req.key()).withTokenization(req.tokenization()),
+                    server.routing(), log);
         } finally {
             facts.replica = log.replica();
             log.emit();

@@ -8,6 +8,7 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.TreeStats;
+import dev.cart.core.Tokenization;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -210,6 +211,18 @@ final class ProxyMetrics implements AutoCloseable {
         counter("cart.decisions", "Routing decisions by reason and chosen replica", "reason", d.reason().code(),
                 "replica", replica).increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
+        Tokenization t = d.tokenization();
+        if (t.outcome() != Tokenization.Outcome.CHARACTER_MODE && d.attempt() == 0) {
+            counter("cart.tokenization", "Requests in token mode by outcome: tokenized, or given a character key "
+                    + "because every tokenization permit was taken (saturated) or the tokenizer failed",
+                    "outcome", t.outcome().name().toLowerCase(java.util.Locale.ROOT)).increment();
+            counter("cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
+                    "result", "hit").increment(t.cacheHits());
+            counter("cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
+                    "result", "miss").increment(t.segments() - t.cacheHits());
+            timer("cart.tokenizer.duration", "Time a request spent in the tokenizer (0 when every segment was "
+                    + "cached)", DECISION_BUCKETS).record(t.tokenizerNanos(), TimeUnit.NANOSECONDS);
+        }
         if (d.routed()) {
             if (d.keyLength() > 0) {
                 matchedRatio.record(d.matchedRatio());

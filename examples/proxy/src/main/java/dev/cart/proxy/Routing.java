@@ -57,7 +57,8 @@ final class Routing implements AutoCloseable {
                 .replicas(set)
                 .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
                 .tree(tree)
-                .keyFormat(PromptKey.Unit.CHARS, cache.blockChars())
+                .keyFormat(cache.tokens().on() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
+                        cache.tokens().on() ? cache.tokens().blockTokens() : cache.blockChars())
                 .clock(clock)
                 .listener(listener)
                 .evictionInterval(Duration.ofSeconds(cache.evictionIntervalSecs()))

@@ -314,10 +314,12 @@ class MetricsTest {
                 assertTrue(format.matcher(line).matches(), line);
                 assertFalse(line.contains("\n") || line.contains("\r"), line);
             }
+            // A stream's line is written when the stream has ended, which can be after the next request's:
+            // find the lines by what they say, not by their order.
             List<String> lines = log.lines();
-            assertTrue(lines.get(0).contains(" reason=miss "), lines.get(0));
-            assertTrue(lines.get(1).contains(" reason=- ") && lines.get(1).contains(" result=bad_request "),
-                    lines.get(1));
+            assertEquals(1, lines.stream().filter(l -> l.contains(" reason=miss ")).count(), lines.toString());
+            assertEquals(1, lines.stream().filter(l -> l.contains(" reason=- ") && l.contains(" result=bad_request "))
+                    .count(), lines.toString());
             assertFalse(String.join("\n", lines).contains("careful assistant"));
         }
     }
