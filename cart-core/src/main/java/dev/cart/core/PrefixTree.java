@@ -549,57 +549,6 @@ public final class PrefixTree {
         out.addAll(order); // popped in reverse discovery order: every node after all of its descendants
     }
 
-    /**
-     * Drops {@code replica}'s claim on every node of {@code key}'s path that ends beyond
-     * {@code keepLength} units (a route the replica turned out not to hold any more). Runs as a writer:
-     * skipped, returning -1, while maintenance holds the tree.
-     *
-     * @return the number of entries dropped, or -1 if skipped
-     */
-    public int forget(PromptKey key, Replica replica, int keepLength) {
-        long[] b = key.blocks();
-        int keepBlocks = Math.max(0, keepLength / key.blockSize());
-        if (b.length <= keepBlocks) {
-            return 0;
-        }
-        if (!lockForWrite()) {
-            skipped.increment();
-            return -1;
-        }
-        try {
-            Node[] path = new Node[8];
-            int depth = 0;
-            Node node = root;
-            int i = 0;
-            while (i < b.length) {
-                Edge e = find(node.edges, b[i]);
-                if (e == null) {
-                    break;
-                }
-                if (depth == path.length) {
-                    path = Arrays.copyOf(path, depth * 2);
-                }
-                path[depth++] = e.target;
-                int m = commonPrefix(e.label, b, i);
-                if (m < e.label.length) {
-                    break;
-                }
-                i += m;
-                node = e.target;
-            }
-            int dropped = 0;
-            for (int d = depth - 1; d >= 0 && path[d].depth > keepBlocks; d--) {
-                Holder h = holder(path[d].holders, replica);
-                if (h != null && removeHolder(path[d], h)) {
-                    dropped++;
-                }
-            }
-            return dropped;
-        } finally {
-            writers.unlock();
-        }
-    }
-
     // ------------------------------------------------------------------------------------------------
     // maintenance
 
