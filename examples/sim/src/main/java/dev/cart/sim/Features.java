@@ -225,7 +225,9 @@ final class Features {
                 + "Both configurations hand the replica's usage to the lease (`Lease.succeeded(ServedUsage)` with "
                 + "its `prompt_tokens` and `cached_tokens`): with feedback off (`Router.Builder.feedback(false)`) "
                 + "the router only compares, on (the default) it also drops the claims a lost prefix took with it "
-                + "(`PrefixTree.forgetBranches`). *Predicted → delivered* sums over the requests the cached "
+                + "(`PrefixTree.forgetBranches`): not the request's own route, since the replica has just computed "
+                + "the prompt again, but the replica's other claims that continue through the part it lost. "
+                + "*Predicted → delivered* sums over the requests the cached "
                 + "tokens the router predicted on the replica it chose and those the replica reported "
                 + "(`RoutingListener.onCacheFeedback`), with delivered over predicted in brackets; "
                 + "*over-predicted* counts the requests whose prediction exceeded the delivery by more than two "
@@ -325,7 +327,10 @@ final class Features {
                 + "`cache.learn_answer`, on by default) the host records, when a chat answer completes, the key "
                 + "of the conversation followed by the reply, made by the same extractor from the request body "
                 + "with the assistant message appended; without, the router knows the conversation up to its last "
-                + "user message until the next turn is routed.", ANSWERS_ON, ANSWERS_OFF, "answers learned",
+                + "user message until the next turn is routed. Either way the next turn matches the replica that "
+                + "served the previous one, which also holds the reply; what learning the answer changes first is "
+                + "the router's prediction, which then covers the reply (compare predicted and delivered cached "
+                + "tokens).", ANSWERS_ON, ANSWERS_OFF, "answers learned",
                 "answers not learned", runAll(s, cases, policies, progress), false);
     }
 
