@@ -568,7 +568,7 @@ public final class Simulation {
         /**
          * Whether a finished request hands the replica's usage ({@code prompt_tokens}, {@code cached_tokens})
          * to its lease ({@code succeeded(usage)}), as a host reading vLLM's usage would, so the router can
-         * compare its prediction; off (the default, as the proxy does today) the lease hears
+         * compare its prediction (the proxy does this by default); off (the default here) the lease hears
          * {@code succeeded()}.
          */
         public Builder reportUsage(boolean enabled) {
