@@ -7,9 +7,10 @@ import java.util.Map;
  * The KV-cache block pool of one simulated replica, as vLLM's prefix caching keeps it.
  *
  * <p>Design: the pool has a fixed number of physical blocks. A block is either <em>hashed</em> (a full
- * prompt block, identified by the chained hash of its whole prefix, so another request with the same
- * prefix can reuse it) or <em>private</em> (a partial block, a block of generated tokens, or a duplicate of
- * a block someone else registered first: counted, never shared). A hashed block carries a reference count:
+ * block of a request's sequence, prompt or generated tokens, identified by the chained hash of its whole
+ * prefix, so another request with the same prefix can reuse it) or <em>private</em> (a partial block, a
+ * block of generated tokens the request's hashes do not cover, or a duplicate of a block someone else
+ * registered first: counted, never shared). A hashed block carries a reference count:
  * the running requests using it. At zero it stays cached but becomes <em>evictable</em> and sits in an
  * LRU list; an allocation that finds no free block evicts the least recently released evictable block.
  * Requests release their blocks last-first, so a request's tail blocks are evicted before its head, as
@@ -167,7 +168,7 @@ final class BlockCache {
     }
 
     /**
-     * Registers one just-computed full prompt block, held so far as a private block of the caller. If
+     * Registers one just-computed full block, held so far as a private block of the caller. If
      * the hash is new, the private block becomes the cached block (one reference). If another request
      * registered it first, the caller takes a reference on that one and its own copy is freed.
      */

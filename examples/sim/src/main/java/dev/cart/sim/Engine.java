@@ -18,7 +18,8 @@ import java.util.List;
  * recently admitted request is preempted (its blocks released, its progress dropped, back to the head
  * of the queue to be recomputed). The step's duration is
  * {@code fixed + prefillTokens * perToken + decodingSequences * perSequence}. {@link #completeStep} then
- * applies it: progress advances, newly full prompt blocks are registered in the cache, a request whose
+ * applies it: progress advances, newly full blocks are registered in the cache (prompt blocks, and blocks
+ * of generated tokens when the request's hashes cover them: vLLM V1 caches both), a request whose
  * whole sequence is computed samples one token (its first token ends its TTFT), and a request that has
  * all its tokens leaves and releases its blocks.
  *

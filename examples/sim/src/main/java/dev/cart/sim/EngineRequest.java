@@ -47,8 +47,11 @@ final class EngineRequest {
     boolean aborted;
 
     /**
-     * @param blocks       chained hashes of the prompt's full blocks
-     *                     ({@code PromptKey.ofText(prompt, blockChars)})
+     * @param blocks       chained hashes of the full blocks the replica caches as it computes them: the
+     *                     prompt's ({@code PromptKey.ofText(prompt, blockChars)}), or, to cache generated
+     *                     tokens as vLLM V1 does, those of the prompt followed by the output the request
+     *                     will generate (a block of output becomes cached once its tokens' KV is computed,
+     *                     so at most {@code promptTokens + maxTokens - 1} tokens' worth)
      * @param promptTokens prompt length in tokens
      * @param maxTokens    tokens to generate, at least 1
      */

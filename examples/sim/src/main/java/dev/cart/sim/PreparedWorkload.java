@@ -1,22 +1,69 @@
 package dev.cart.sim;
 
 import dev.cart.core.PromptKey;
+import dev.cart.extract.Endpoint;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 /**
  * A workload turned into what a run needs, computed once and shared by every policy's run: the router's
- * key of each request (from its HTTP body, as the proxy makes it), the chained block hashes of the
- * prompt the replica computes, the prompt's length in tokens, and the workload's ideal hit ratio.
- * Immutable.
+ * key of each request (from its HTTP body, as the proxy makes it), the key a host learning answers records
+ * when the request completes, the chained block hashes of the sequence the replica computes (the prompt,
+ * then the answer it generates), the prompt's and the answer's length in tokens, and the workload's ideal
+ * hit ratio. Immutable.
+ *
+ * <p>Every request has an answer text: {@link WorkloadRequest#reply()} when the workload says what it is
+ * (a conversation's reply, which its next turn carries back), otherwise filler seeded by the request's
+ * position, which no other request contains. The replica generates that text; with
+ * {@link Options#cacheGenerated} it caches the full blocks of prompt and answer, as vLLM V1 does.
  */
 final class PreparedWorkload {
 
+    /**
+     * How a workload is prepared.
+     *
+     * @param keyUnit         the router's keys: characters (the default) or tokens (token mode,
+     *                        {@code cl100k_base}, 16-token blocks)
+     * @param tokenizer       how the replica counts tokens: false, four characters per token and 64-character
+     *                        blocks (the default model); true, {@link ModelTokenizer} (real BPE tokens, 16-token
+     *                        blocks), with each answer as long as its text's tokens
+     * @param cacheGenerated  whether the replica caches the blocks of the tokens it generates (vLLM V1 does;
+     *                        default true); false, only prompt blocks are hashed
+     */
+    record Options(PromptKey.Unit keyUnit, boolean tokenizer, boolean cacheGenerated) {
+        Options {
+            Objects.requireNonNull(keyUnit);
+        }
+
+        static Options defaults() {
+            return new Options(PromptKey.Unit.CHARS, false, true);
+        }
+
+        Options withKeyUnit(PromptKey.Unit unit) {
+            return new Options(unit, tokenizer, cacheGenerated);
+        }
+
+        Options withTokenizer(boolean on) {
+            return new Options(keyUnit, on, cacheGenerated);
+        }
+
+        Options withCacheGenerated(boolean on) {
+            return new Options(keyUnit, tokenizer, on);
+        }
+    }
+
+    /** The model name in the request bodies the keys are made from. */
+    static final String MODEL = "sim";
+
     final Workload workload;
+    final Options options;
     final PromptKey[] keys;
+    /** Per chat request, the key of its conversation followed by its answer; null for a completion. */
+    final PromptKey[] answerKeys;
     final long[][] blocks;
     final int[] promptTokens;
     final int[] maxTokens;
@@ -28,11 +75,13 @@ final class PreparedWorkload {
     /** Per request, TTFT in an ideal world (see {@link #ttftFloorMillis}), sorted ascending. */
     private final long[] floorNanos;
 
-    private PreparedWorkload(Workload w, EngineConfig config) {
+    private PreparedWorkload(Workload w, EngineConfig config, Options options) {
         this.workload = w;
+        this.options = options;
         List<WorkloadRequest> rs = w.requests();
         int n = rs.size();
         keys = new PromptKey[n];
+        answerKeys = new PromptKey[n];
         blocks = new long[n][];
         promptTokens = new int[n];
         maxTokens = new int[n];
@@ -44,18 +93,43 @@ final class PreparedWorkload {
         long total = 0;
         long ideal = 0;
         int bt = config.blockTokens();
+        ModelTokenizer tokenizer = options.tokenizer() ? new ModelTokenizer() : null;
+        if (tokenizer != null && bt != RequestKeys.BLOCK_TOKENS) {
+            throw new IllegalArgumentException("the tokenizing replica model has blocks of " + RequestKeys.BLOCK_TOKENS
+                    + " tokens, the engine " + bt);
+        }
         for (int i = 0; i < n; i++) {
             WorkloadRequest r = rs.get(i);
-            keys[i] = RequestKeys.key(r.endpoint(), r.body("sim", false));
-            String prompt = r.replicaPrompt();
-            PromptKey replicaKey = PromptKey.ofText(prompt, config.blockChars());
-            long[] b = new long[replicaKey.blockCount()];
-            for (int k = 0; k < b.length; k++) {
-                b[k] = replicaKey.blockHash(k);
+            keys[i] = RequestKeys.key(options.keyUnit(), r.endpoint(), r.body(MODEL, false));
+            String answer = answerText(r, i);
+            if (r.endpoint() != Endpoint.COMPLETIONS) {
+                answerKeys[i] = RequestKeys.key(options.keyUnit(), r.endpoint(), r.continuationBody(MODEL, answer));
+            }
+            long[] b;
+            if (tokenizer == null) {
+                String prompt = r.replicaPrompt();
+                promptTokens[i] = config.tokensOf(prompt.length());
+                maxTokens[i] = r.maxTokens();
+                b = hashes(PromptKey.ofText(options.cacheGenerated() ? prompt + answer : prompt,
+                        config.blockChars()));
+            } else {
+                int[] prompt = tokenizer.prompt(r);
+                int[] out = tokenizer.text(answer);
+                promptTokens[i] = prompt.length;
+                maxTokens[i] = Math.max(1, out.length);
+                int[] seq = prompt;
+                if (options.cacheGenerated()) {
+                    seq = java.util.Arrays.copyOf(prompt, prompt.length + out.length);
+                    System.arraycopy(out, 0, seq, prompt.length, out.length);
+                }
+                b = hashes(PromptKey.ofTokens(seq, new int[0], bt, PromptKey.DEFAULT_ANCHOR_LIMIT));
+            }
+            // the replica never computes the last generated token's KV: at most prompt + output - 1 tokens
+            int cachable = Math.min(b.length, (promptTokens[i] + maxTokens[i] - 1) / bt);
+            if (cachable < b.length) {
+                b = java.util.Arrays.copyOf(b, cachable);
             }
             blocks[i] = b;
-            promptTokens[i] = config.tokensOf(prompt.length());
-            maxTokens[i] = r.maxTokens();
             arrivals[i] = r.arrivalNanos();
             session[i] = r.session() == null ? -1 : ids.computeIfAbsent(r.session(), s -> ids.size());
             total += promptTokens[i];
@@ -83,18 +157,80 @@ final class PreparedWorkload {
         java.util.Arrays.sort(floorNanos);
     }
 
+    /** A copy with other arrival times (same requests, same order), sharing everything else. */
+    private PreparedWorkload(PreparedWorkload p, Workload retimed) {
+        this.workload = retimed;
+        this.options = p.options;
+        this.keys = p.keys;
+        this.answerKeys = p.answerKeys;
+        this.blocks = p.blocks;
+        this.promptTokens = p.promptTokens;
+        this.maxTokens = p.maxTokens;
+        this.session = p.session;
+        this.sessions = p.sessions;
+        this.totalPromptTokens = p.totalPromptTokens;
+        this.idealCachedTokens = p.idealCachedTokens;
+        this.floorNanos = p.floorNanos;
+        this.arrivals = new long[p.size()];
+        for (int i = 0; i < arrivals.length; i++) {
+            arrivals[i] = retimed.requests().get(i).arrivalNanos();
+        }
+    }
+
     static PreparedWorkload of(Workload w, EngineConfig config) {
-        return new PreparedWorkload(w, config);
+        return of(w, config, Options.defaults());
+    }
+
+    static PreparedWorkload of(Workload w, EngineConfig config, Options options) {
+        return new PreparedWorkload(w, config, options);
+    }
+
+    /**
+     * This workload with the arrival times of {@code retimed}, which must hold the same requests in the same
+     * order ({@link Workload#poisson}, {@link Workload#timeScaled} of the same workload): nothing is
+     * computed again.
+     */
+    PreparedWorkload retimed(Workload retimed) {
+        if (retimed.size() != size()) {
+            throw new IllegalArgumentException("a retimed workload must hold the same requests");
+        }
+        return new PreparedWorkload(this, retimed);
+    }
+
+    /**
+     * The text the replica generates for request {@code i}: the workload's reply when it has one, otherwise
+     * filler of {@code max_tokens} tokens seeded by the request's position (no other request contains it).
+     */
+    static String answerText(WorkloadRequest r, int i) {
+        if (r.reply() != null) {
+            return r.reply();
+        }
+        return Filler.text(Filler.seed(0x5EA1L, i), r.maxTokens() * Workloads.CHARS_PER_TOKEN);
+    }
+
+    private static long[] hashes(PromptKey k) {
+        long[] b = new long[k.blockCount()];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = k.blockHash(i);
+        }
+        return b;
     }
 
     int size() {
         return keys.length;
     }
 
+    /** The unit of the router's keys. */
+    PromptKey.Unit keyUnit() {
+        return options.keyUnit();
+    }
+
     /**
      * Ideal hit ratio: the share of prompt tokens in blocks that some earlier request (in workload order)
      * already had, as an infinite cache with perfect placement would serve them (same block granularity
-     * and the same cap of prompt length minus one token as the replica).
+     * and the same cap of prompt length minus one token as the replica). What an earlier request had is
+     * what the replica caches of it: its prompt's blocks and, when the replica caches generated tokens, the
+     * blocks of its answer too, so a conversation's next turn can reuse the previous reply.
      */
     double idealHitRatio() {
         return totalPromptTokens == 0 ? 0 : (double) idealCachedTokens / totalPromptTokens;

@@ -43,17 +43,58 @@ public final class Report {
      * A routing configuration compared in the report: a policy with settings, how the router learns
      * ({@code learn}), whether the replica's usage reaches the lease ({@code usage}, for the router's
      * cache feedback), whether a diverted request's route waits for its first token ({@code defer}, the
-     * router's default) and whether the host reports first tokens ({@code firstTokens}, so the router
-     * counts pending prefill).
+     * router's default), whether the host reports first tokens ({@code firstTokens}, so the router
+     * counts pending prefill), whether the host learns answers ({@code answers}), whether the router acts
+     * on the usage ({@code feedback}) and whether it sees only the start of each key up to its first message
+     * boundary ({@code singleDepth}).
      */
     record Variant(String label, String policy, Map<String, Object> settings, LearnMode learn, boolean usage,
-                   boolean defer, boolean firstTokens) {
-        Variant(String label, String policy, Map<String, Object> settings) {
-            this(label, policy, settings, LearnMode.ON_ROUTE, false, true, true);
+                   boolean defer, boolean firstTokens, boolean answers, boolean feedback, boolean singleDepth) {
+
+        /**
+         * {@code policy} with the library's defaults behind a host that does what the proxy does: reports
+         * each first token and each answer's usage, and learns each chat answer.
+         */
+        static Variant shipped(String label, String policy, Map<String, Object> settings) {
+            return new Variant(label, policy, settings, LearnMode.ON_ROUTE, true, true, true, true, true, false);
         }
 
-        Variant(String label, String policy, Map<String, Object> settings, LearnMode learn, boolean usage) {
-            this(label, policy, settings, learn, usage, true, true);
+        /** The specification's host: learns on route, at once, and hears nothing back but the first token. */
+        static Variant specified(String label, Map<String, Object> settings) {
+            return new Variant(label, "cache_aware", settings, LearnMode.ON_ROUTE, false, false, true, false, true,
+                    false);
+        }
+
+        Variant label(String l) {
+            return new Variant(l, policy, settings, learn, usage, defer, firstTokens, answers, feedback, singleDepth);
+        }
+
+        Variant settings(Map<String, Object> m) {
+            return new Variant(label, policy, m, learn, usage, defer, firstTokens, answers, feedback, singleDepth);
+        }
+
+        Variant learn(LearnMode m) {
+            return new Variant(label, policy, settings, m, usage, defer, firstTokens, answers, feedback, singleDepth);
+        }
+
+        Variant firstTokens(boolean on) {
+            return new Variant(label, policy, settings, learn, usage, defer, on, answers, feedback, singleDepth);
+        }
+
+        Variant answers(boolean on) {
+            return new Variant(label, policy, settings, learn, usage, defer, firstTokens, on, feedback, singleDepth);
+        }
+
+        Variant feedback(boolean on) {
+            return new Variant(label, policy, settings, learn, usage, defer, firstTokens, answers, on, singleDepth);
+        }
+
+        Variant usage(boolean on) {
+            return new Variant(label, policy, settings, learn, on, defer, firstTokens, answers, feedback, singleDepth);
+        }
+
+        Variant singleDepth(boolean on) {
+            return new Variant(label, policy, settings, learn, usage, defer, firstTokens, answers, feedback, on);
         }
     }
 
@@ -81,6 +122,7 @@ public final class Report {
     static final String CACHE_AWARE = "cache_aware";
     static final String SPECIFIED = "cache_aware as specified";
     static final String STRICT = "cache_aware strict affinity";
+    static final String ON_SUCCESS = "cache_aware learn=on_success";
 
     private Report() {
     }
@@ -88,24 +130,20 @@ public final class Report {
     /** The policies compared, in table and legend order. */
     static List<Variant> variants() {
         List<Variant> v = new ArrayList<>();
-        v.add(new Variant(ROUND_ROBIN, "round_robin", Map.of()));
-        v.add(new Variant(LEAST_LOADED, "least_loaded", Map.of()));
-        v.add(new Variant(CONSISTENT_HASH, "consistent_hash", Map.of()));
-        v.add(new Variant(CACHE_AWARE, "cache_aware", Map.of()));
-        v.add(new Variant(SPECIFIED, "cache_aware", Map.of("prefill_aware", false), LearnMode.ON_ROUTE, false,
-                false, true));
-        v.add(new Variant("cache_aware guard=abs_rel", "cache_aware", Map.of("guard", "abs_rel")));
-        v.add(new Variant("cache_aware guard=median", "cache_aware", Map.of("guard", "median")));
-        v.add(new Variant("cache_aware guard=bounded_load", "cache_aware", Map.of("guard", "bounded_load")));
-        v.add(new Variant("cache_aware miss=consistent_hash", "cache_aware",
+        v.add(Variant.shipped(ROUND_ROBIN, "round_robin", Map.of()));
+        v.add(Variant.shipped(LEAST_LOADED, "least_loaded", Map.of()));
+        v.add(Variant.shipped(CONSISTENT_HASH, "consistent_hash", Map.of()));
+        v.add(Variant.shipped(CACHE_AWARE, "cache_aware", Map.of()));
+        v.add(Variant.specified(SPECIFIED, Map.of("prefill_aware", false)));
+        v.add(Variant.shipped("cache_aware guard=abs_rel", "cache_aware", Map.of("guard", "abs_rel")));
+        v.add(Variant.shipped("cache_aware guard=median", "cache_aware", Map.of("guard", "median")));
+        v.add(Variant.shipped("cache_aware guard=bounded_load", "cache_aware", Map.of("guard", "bounded_load")));
+        v.add(Variant.shipped("cache_aware miss=consistent_hash", "cache_aware",
                 Map.of("miss_placement", "consistent_hash")));
-        v.add(new Variant("cache_aware learn=on_success", "cache_aware", Map.of(), LearnMode.ON_SUCCESS, false));
-        v.add(new Variant("cache_aware + usage feedback", "cache_aware", Map.of(), LearnMode.ON_ROUTE, true));
-        v.add(new Variant("cache_aware, no first-token reports", "cache_aware", Map.of(), LearnMode.ON_ROUTE, false,
-                true, false));
-        v.add(new Variant(STRICT, "cache_aware", Map.of("guard", "abs_rel", "prefill_aware", false,
-                "balance_abs_threshold", 1_000_000, "balance_rel_threshold", 1_000_000.0), LearnMode.ON_ROUTE, false,
-                false, true));
+        v.add(Variant.shipped(ON_SUCCESS, "cache_aware", Map.of()).learn(LearnMode.ON_SUCCESS));
+        v.add(Variant.shipped("cache_aware, no first-token reports", "cache_aware", Map.of()).firstTokens(false));
+        v.add(Variant.specified(STRICT, Map.of("guard", "abs_rel", "prefill_aware", false,
+                "balance_abs_threshold", 1_000_000, "balance_rel_threshold", 1_000_000.0)));
         return v;
     }
 
@@ -183,13 +221,14 @@ public final class Report {
         Settings s = Settings.parse(args);
         long t0 = System.nanoTime();
         List<ScenarioResult> results = run(s, variants(), true);
+        List<Features.Feature> features = Features.run(s, results, Report::registered, true);
         List<Sensitivity> sens = sensitivity(s, Report::registered);
         double seconds = (System.nanoTime() - t0) / 1e9;
         Path dir = s.outDir();
         Files.createDirectories(dir);
         Path md = dir.resolve("routing-quality.md");
         Path png = dir.resolve("routing-quality.png");
-        Files.writeString(md, markdown(s, results, sens, seconds, s.nonDefault()), StandardCharsets.UTF_8);
+        Files.writeString(md, markdown(s, results, features, sens, seconds, s.nonDefault()), StandardCharsets.UTF_8);
         chart(png, s, results);
         System.out.printf(Locale.ROOT, "wrote %s and %s in %.1f s%n", md, png, seconds);
     }
@@ -263,9 +302,10 @@ public final class Report {
         List<Sensitivity> out = new ArrayList<>();
         for (Workload w : List.of(Workloads.rag(s.seed, s.replicas * cfg.cacheTokens()), Workloads.multiTurn(s.seed),
                 Workloads.hotPrefix(s.seed, 0.8), Workloads.hotPrefix(s.seed, 1.0))) {
+            PreparedWorkload base = PreparedWorkload.of(w, cfg);
             for (double load : SENSITIVITY_LOADS) {
                 double rate = rateFor(load, s.replicas, w);
-                PreparedWorkload p = PreparedWorkload.of(w.poisson(rate, s.seed), cfg);
+                PreparedWorkload p = base.retimed(w.poisson(rate, s.seed));
                 RunResult[] r = new RunResult[five.size()];
                 for (int i = 0; i < r.length; i++) {
                     Variant v = five.get(i);
@@ -295,7 +335,8 @@ public final class Report {
                                          int closedClients) {
         return Simulation.builder().replicas(s.replicas).seed(s.seed).closedLoop(closedClients)
                 .policy(v.label(), policies.apply(v)).learn(v.learn()).reportUsage(v.usage())
-                .deferDivertedRoutes(v.defer()).signalFirstToken(v.firstTokens());
+                .deferDivertedRoutes(v.defer()).signalFirstToken(v.firstTokens()).learnAnswers(v.answers())
+                .feedback(v.feedback()).singleDepth(v.singleDepth());
     }
 
     /** Runs one scenario under every variant, each on a fresh cluster. */
@@ -316,8 +357,8 @@ public final class Report {
     // ------------------------------------------------------------------------------------------------
     // output
 
-    static String markdown(Settings s, List<ScenarioResult> results, List<Sensitivity> sens, double seconds,
-                           String args) {
+    static String markdown(Settings s, List<ScenarioResult> results, List<Features.Feature> features,
+                           List<Sensitivity> sens, double seconds, String args) {
         EngineConfig cfg = EngineConfig.defaults();
         StringBuilder md = new StringBuilder();
         md.append("# Routing quality: policies side by side on simulated vLLM replicas\n\n");
@@ -341,24 +382,30 @@ public final class Report {
                 + "tokens, with no cache reuse, would need %.0f%% of the cluster's nominal prefill throughput "
                 + "(%d x 20,000 tokens/s) |\n", 100 * s.load, s.replicas));
         md.append(String.format(Locale.ROOT, "| run time | %.1f s for %d simulated runs |\n\n", seconds,
-                results.stream().mapToInt(r -> r.rows().size()).sum() + 2 * sens.size()));
+                results.stream().mapToInt(r -> r.rows().size()).sum() + Features.runs(features) + 5 * sens.size()));
 
         md.append("Hit ratio is measured by the replicas (sum of `cached_tokens` over sum of `prompt_tokens`); "
                 + "*ideal* is the workload's hit ratio with an infinite cache and perfect placement (tokens in "
-                + "blocks some earlier request already had). TTFT is from the moment a request is sent to its "
+                + "blocks some earlier request already had; the replica caches the blocks of the tokens it "
+                + "generates as well as the prompt's, as vLLM V1 does, so what an earlier request had includes "
+                + "its answer, which a conversation's next turn carries back). TTFT is from the moment a request is sent to its "
                 + "first token. *max/mean* is requests on the busiest replica over the mean; *peak in-flight* "
                 + "is the highest in-flight count the router saw on each replica. *Decisions* counts the "
                 + "router's reasons (hit = cache_hit, over = hit_overloaded, miss, hashed = miss_hashed, "
                 + "policy = a cache-blind policy).\n\n");
         md.append("*cache_aware* is the library's default: holders, misses and diversions ranked by pending prefill "
-                + "(`prefill_aware`), diverted routes learned at their first token, the abs_rel guard; the "
-                + "simulated host reports each request's first token (`Lease.firstToken()`). *cache_aware as "
-                + "specified* compares by in-flight load alone and learns every route when it is routed (the "
-                + "specification's rule, the default before). *no first-token reports* is the default with a host "
-                + "that never calls `Lease.firstToken()`: the router then counts no pending prefill, so it ranks by "
-                + "load, and learns a diverted route when the request ends. *strict affinity* is the specification's "
-                + "rule with no load guard. Every variant but *learn=on_success* and *usage feedback* learns on "
-                + "route and closes its leases with `succeeded()` alone.\n\n");
+                + "(`prefill_aware`), diverted routes learned at their first token, the abs_rel guard, learning on "
+                + "route and feedback on, behind a host that does what the proxy does by default: it reports each "
+                + "request's first token (`Lease.firstToken()`) and the replica's usage (`Lease.succeeded("
+                + "ServedUsage)`, which the router compares with its prediction), and learns each chat answer "
+                + "(after the answer, `Router.record` of the conversation followed by the reply). *cache_aware as "
+                + "specified* compares by in-flight load alone and learns every route when it is routed, with a "
+                + "host that reports first tokens only (the specification's rule, the default before). *no "
+                + "first-token reports* is the default with a host that never calls `Lease.firstToken()`: the "
+                + "router then counts no pending prefill, so it ranks by load, and learns a diverted route when the "
+                + "request ends. *strict affinity* is the specification's rule with no load guard. The other "
+                + "variants differ from the default only in what their label says. The learning features, each on "
+                + "and off, have their own section below the chart.\n\n");
 
         md.append("## Issue 6 targets\n\n");
         md.append(targets(results));
@@ -389,6 +436,9 @@ public final class Report {
             md.append('\n').append(tails(sr)).append('\n');
         }
         md.append("\n![hit ratio and P99 TTFT per workload and policy](routing-quality.png)\n");
+        if (!features.isEmpty()) {
+            md.append('\n').append(Features.markdown(features));
+        }
         if (!sens.isEmpty()) {
             md.append("\n## Load sensitivity (not used for the verdicts)\n\n");
             md.append("The same workloads at other loads (the share of the cluster's nominal prefill throughput the "
@@ -588,7 +638,7 @@ public final class Report {
         return met ? "yes" : "**no**";
     }
 
-    private static String join(int[] v) {
+    static String join(int[] v) {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < v.length; i++) {
             sb.append(i == 0 ? "" : " · ").append(v[i]);
@@ -596,7 +646,7 @@ public final class Report {
         return sb.toString();
     }
 
-    private static String decisions(RunResult r) {
+    static String decisions(RunResult r) {
         Map<String, Integer> shown = new LinkedHashMap<>();
         for (Map.Entry<Reason, Integer> e : r.reasons().entrySet()) {
             String k = switch (e.getKey()) {

@@ -31,6 +31,7 @@ public final class RunResult {
     private final long preemptions;
     private final Map<Reason, Integer> reasons;
     private final Trace trace;
+    private final Feedback feedback;
 
     /**
      * Per-request outcomes, indexed like the workload (for tests and diagnostics): when each request was
@@ -40,10 +41,38 @@ public final class RunResult {
     record Trace(long[] sent, long[] firstToken, long[] finished, int[] replica, int[] cached) {
     }
 
+    /**
+     * The router's cache predictions set against what the replicas delivered, summed over the requests whose
+     * usage reached the router ({@code Lease.succeeded(ServedUsage)}; none when the host reports no usage).
+     *
+     * @param reports       requests compared
+     * @param predicted     prompt tokens the router predicted cached on the replica it chose
+     * @param delivered     prompt tokens the replicas served from their caches
+     * @param promptTokens  prompt tokens of those requests
+     * @param overpredicted requests whose prediction exceeded the delivery by more than two blocks (32 tokens)
+     *                      and a tenth of the prediction: a route the replica's cache no longer backed
+     * @param staleDropped  of those, the ones the router acted on (feedback on: it dropped the stale claims)
+     */
+    public record Feedback(long reports, long predicted, long delivered, long promptTokens, long overpredicted,
+                           long staleDropped) {
+
+        static final Feedback NONE = new Feedback(0, 0, 0, 0, 0, 0);
+
+        /** The over-prediction rule, in tokens (the router's own, in key units, is the same shape). */
+        static boolean overpredicted(long predicted, long delivered) {
+            return predicted - delivered > 32 + predicted / 10;
+        }
+
+        /** Delivered over predicted cached tokens; NaN when nothing was predicted. */
+        public double deliveredShare() {
+            return predicted == 0 ? Double.NaN : (double) delivered / predicted;
+        }
+    }
+
     RunResult(String workload, String policy, int requests, int completed, int noReplica, int refused,
               long promptTokens, long cachedTokens, double idealHitRatio, long[] ttft, long firstArrival,
               long lastFinish, long outputTokens, int[] routed, int[] peakInFlight, long[] busyNanos,
-              long preemptions, Map<Reason, Integer> reasons, Trace trace) {
+              long preemptions, Map<Reason, Integer> reasons, Trace trace, Feedback feedback) {
         this.workload = workload;
         this.policy = policy;
         this.requests = requests;
@@ -64,6 +93,12 @@ public final class RunResult {
         this.preemptions = preemptions;
         this.reasons = Collections.unmodifiableMap(new EnumMap<>(reasons));
         this.trace = trace;
+        this.feedback = feedback;
+    }
+
+    /** Predicted against delivered cached tokens (empty when the host reported no usage). */
+    public Feedback feedback() {
+        return feedback;
     }
 
     Trace trace() {

@@ -1,15 +1,18 @@
 package dev.cart.sim;
 
+import dev.cart.core.CacheFeedback;
 import dev.cart.core.LearnMode;
 import dev.cart.core.Lease;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PrefixTree;
+import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
+import dev.cart.core.RoutingListener;
 import dev.cart.core.RoutingPolicy;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.ServedUsage;
@@ -35,9 +38,18 @@ import java.util.function.Supplier;
  * replica's {@link Engine}; an idle engine starts a step at once, a busy one picks it up at its next
  * step, as vLLM does. When the engine samples the request's first token the lease hears
  * {@code firstToken()} (unless so configured), and when it reports the request finished, the lease is
- * marked succeeded (with the replica's usage, if so configured) and closed. Requests of one session are sent in order, never two at once: a turn that arrives while the
- * previous one is still running waits for it. Arrivals are open-loop (each request's own arrival time)
- * or closed-loop (N clients, each sending its next request when its previous one finished).
+ * marked succeeded (with the replica's usage, if so configured) and closed; then, if so configured, the
+ * host learns the answer: it records the key of the conversation followed by the reply the replica
+ * generated, as the proxy does ({@code cache.learn_answer}). Requests of one session are sent in order,
+ * never two at once: a turn that arrives while the previous one is still running waits for it. Arrivals
+ * are open-loop (each request's own arrival time) or closed-loop (N clients, each sending its next request
+ * when its previous one finished).
+ *
+ * <p>The router's keys are made as the proxy makes them, in characters or in tokens
+ * ({@link Builder#tokenKeys}); its tree takes the keys' format. A <em>single-depth</em> router
+ * ({@link Builder#singleDepth}) sees only the start of each key, up to its first message boundary, for
+ * routing and for learning: one route per request at a fixed point, the alternative to learning at every
+ * message boundary.
  *
  * <p>A fresh cluster, tree and router are built for every run. Not thread-safe; one run per instance at
  * a time.
@@ -57,6 +69,9 @@ public final class Simulation {
     private final Probe probe;
     private final boolean signalFirstToken;
     private final boolean deferDiverted;
+    private final boolean learnAnswers;
+    private final boolean singleDepth;
+    private final PreparedWorkload.Options prepare;
 
     /**
      * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
@@ -97,6 +112,9 @@ public final class Simulation {
         this.probe = b.probe;
         this.signalFirstToken = b.signalFirstToken;
         this.deferDiverted = b.deferDiverted;
+        this.learnAnswers = b.learnAnswers;
+        this.singleDepth = b.singleDepth;
+        this.prepare = b.prepare;
     }
 
     public static Builder builder() {
@@ -105,7 +123,7 @@ public final class Simulation {
 
     /** Runs {@code workload} on a fresh cluster. */
     public RunResult run(Workload workload) {
-        return run(PreparedWorkload.of(workload, engine));
+        return run(PreparedWorkload.of(workload, engine, prepare));
     }
 
     RunResult run(PreparedWorkload w) {
@@ -165,6 +183,7 @@ public final class Simulation {
         final int[] routed;
         final int[] peak;
         final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
+        final FeedbackCounter feedbackCounter = new FeedbackCounter();
         int completed;
         int noReplica;
         int refused;
@@ -195,6 +214,8 @@ public final class Simulation {
                     .feedback(feedback)
                     .deferDivertedRoutes(deferDiverted)
                     .firstTokenReports(signalFirstToken)
+                    .keyFormat(w.keyUnit(), RequestKeys.blockSize(w.keyUnit()))
+                    .listener(feedbackCounter)
                     .build();
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
@@ -255,7 +276,8 @@ public final class Simulation {
             return new RunResult(w.workload.name(), policyName, n, completed, noReplica, refused, promptTokens,
                     cachedTokens, w.idealHitRatio(), java.util.Arrays.copyOf(ttft, ttftCount),
                     firstArrival == Long.MAX_VALUE ? 0 : firstArrival, lastFinish, outputTokens, routed, peak, busy,
-                    pre, reasons, new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf));
+                    pre, reasons, new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf),
+                    feedbackCounter.stats());
         }
 
         void push(long time, int kind, int index) {
@@ -295,7 +317,7 @@ public final class Simulation {
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
             sent[i] = t;
-            RouteDecision d = router.choose(RouteRequest.of(w.keys[i]));
+            RouteDecision d = router.choose(RouteRequest.of(routed(w.keys[i])));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
                 noReplica++;
@@ -315,10 +337,15 @@ public final class Simulation {
                 probe.dispatched(t, i, d, rep, st);
             }
             EngineRequest er = new EngineRequest(w.blocks[i], w.promptTokens[i], w.maxTokens[i],
-                    new Completion(i, d.lease()));
+                    new Completion(i, d.lease(), d.replica()));
             if (engines[rep].submit(er, t) && !stepping[rep]) {
                 startStep(rep, t);
             }
+        }
+
+        /** What the router sees of a key: all of it, or with a single-depth router its first message. */
+        PromptKey routed(PromptKey key) {
+            return singleDepth && key.boundaryCount() > 0 ? key.prefix(key.boundary(0)) : key;
         }
 
         int indexOf(Replica r) {
@@ -353,10 +380,12 @@ public final class Simulation {
         final class Completion implements EngineRequest.Sink {
             final int index;
             final Lease lease;
+            final Replica replica;
 
-            Completion(int index, Lease lease) {
+            Completion(int index, Lease lease, Replica replica) {
                 this.index = index;
                 this.lease = lease;
+                this.replica = replica;
             }
 
             @Override
@@ -390,6 +419,10 @@ public final class Simulation {
                 firstToken[index] = r.firstTokenNanos;
                 cachedOf[index] = r.cachedTokens();
                 lastFinish = Math.max(lastFinish, nanos);
+                if (learnAnswers && w.answerKeys[index] != null) {
+                    // after the answer has reached the client, as the proxy does
+                    router.record(routed(w.answerKeys[index]), replica);
+                }
                 done(index, nanos);
             }
 
@@ -401,6 +434,34 @@ public final class Simulation {
                 refused++;
                 done(index, r.submitNanos);
             }
+        }
+    }
+
+    /** Sums the router's predictions against what the replicas delivered ({@code onCacheFeedback}). */
+    static final class FeedbackCounter implements RoutingListener {
+        private long reports;
+        private long predicted;
+        private long delivered;
+        private long prompt;
+        private long overpredicted;
+        private long stale;
+
+        @Override
+        public void onCacheFeedback(RouteDecision decision, CacheFeedback f) {
+            reports++;
+            predicted += f.predictedTokens();
+            delivered += f.deliveredTokens();
+            prompt += f.promptTokens();
+            if (RunResult.Feedback.overpredicted(f.predictedTokens(), f.deliveredTokens())) {
+                overpredicted++;
+            }
+            if (f.stale()) {
+                stale++;
+            }
+        }
+
+        RunResult.Feedback stats() {
+            return new RunResult.Feedback(reports, predicted, delivered, prompt, overpredicted, stale);
         }
     }
 
@@ -419,8 +480,59 @@ public final class Simulation {
         private Probe probe;
         private boolean signalFirstToken = true;
         private boolean deferDiverted = true;
+        private boolean learnAnswers;
+        private boolean singleDepth;
+        private PreparedWorkload.Options prepare = PreparedWorkload.Options.defaults();
 
         private Builder() {
+        }
+
+        /**
+         * Whether the host learns the answer (default off): when a chat request completes, it records for the
+         * replica that served it the key of the conversation followed by the reply, which the conversation's
+         * next turn starts with (the proxy's {@code cache.learn_answer}, on there by default).
+         */
+        public Builder learnAnswers(boolean enabled) {
+            this.learnAnswers = enabled;
+            return this;
+        }
+
+        /**
+         * A single-depth router (default off): it sees each key only up to its first message boundary (the
+         * end of the system prompt, say; a key without boundaries whole), for routing and learning alike, so
+         * it learns one route per request at a fixed point instead of one at every message boundary.
+         */
+        public Builder singleDepth(boolean enabled) {
+            this.singleDepth = enabled;
+            return this;
+        }
+
+        /**
+         * Whether the router's keys are made in token mode ({@code cl100k_base}, 16-token blocks, as
+         * {@code cart-extract}'s token mode makes them) instead of characters (default off). For
+         * {@link #run(Workload)}; a prepared workload carries its own keys.
+         */
+        public Builder tokenKeys(boolean enabled) {
+            this.prepare = prepare.withKeyUnit(enabled ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS);
+            return this;
+        }
+
+        /**
+         * Whether the replica counts real tokens ({@code cl100k_base} with Llama-3's template markers as
+         * special tokens) instead of four characters per token (default off). For {@link #run(Workload)}.
+         */
+        public Builder replicaTokenizer(boolean enabled) {
+            this.prepare = prepare.withTokenizer(enabled);
+            return this;
+        }
+
+        /**
+         * Whether the replica caches the blocks of the tokens it generates, as vLLM V1 does (default on); off,
+         * only prompt blocks are cached. For {@link #run(Workload)}.
+         */
+        public Builder cacheGeneratedTokens(boolean enabled) {
+            this.prepare = prepare.withCacheGenerated(enabled);
+            return this;
         }
 
         /**
@@ -456,7 +568,7 @@ public final class Simulation {
         /**
          * Whether a finished request hands the replica's usage ({@code prompt_tokens}, {@code cached_tokens})
          * to its lease ({@code succeeded(usage)}), as a host reading vLLM's usage would, so the router can
-         * compare its prediction; off (the default, as the proxy does today) the lease hears
+         * compare its prediction (the proxy does this by default); off (the default here) the lease hears
          * {@code succeeded()}.
          */
         public Builder reportUsage(boolean enabled) {

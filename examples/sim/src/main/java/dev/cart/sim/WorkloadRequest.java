@@ -24,9 +24,10 @@ public final class WorkloadRequest {
     private final String prompt;
     private final int maxTokens;
     private final String session;
+    private final String reply;
 
     private WorkloadRequest(long arrivalNanos, Endpoint endpoint, List<Message> messages, String prompt,
-                            int maxTokens, String session) {
+                            int maxTokens, String session, String reply) {
         if (maxTokens < 1) {
             throw new IllegalArgumentException("max tokens must be at least 1, was " + maxTokens);
         }
@@ -36,25 +37,38 @@ public final class WorkloadRequest {
         this.prompt = prompt;
         this.maxTokens = maxTokens;
         this.session = session;
+        this.reply = reply;
     }
 
     /** A chat request ({@code /v1/chat/completions}, or {@code /v1/messages} for {@link Endpoint#MESSAGES}). */
     public static WorkloadRequest chat(Endpoint endpoint, List<Message> messages, int maxTokens, String session) {
+        return chat(endpoint, messages, maxTokens, session, null);
+    }
+
+    /**
+     * A chat request whose answer is {@code reply}: the text the replica generates, which a later request
+     * of the workload carries back as the assistant's message (a conversation's next turn). The replica
+     * caches the blocks of the prompt followed by this text, and a host learning answers records the
+     * conversation followed by it. {@code reply} may be null: the answer is then text no later request
+     * contains.
+     */
+    public static WorkloadRequest chat(Endpoint endpoint, List<Message> messages, int maxTokens, String session,
+                                       String reply) {
         if (endpoint == Endpoint.COMPLETIONS) {
             throw new IllegalArgumentException("a chat request needs a chat endpoint");
         }
-        return new WorkloadRequest(0, endpoint, List.copyOf(messages), null, maxTokens, session);
+        return new WorkloadRequest(0, endpoint, List.copyOf(messages), null, maxTokens, session, reply);
     }
 
     /** A plain completion request ({@code /v1/completions}). */
     public static WorkloadRequest completion(String prompt, int maxTokens, String session) {
         return new WorkloadRequest(0, Endpoint.COMPLETIONS, null, Objects.requireNonNull(prompt), maxTokens,
-                session);
+                session, null);
     }
 
     /** The same request arriving at {@code nanos} after the start of the run. */
     public WorkloadRequest at(long nanos) {
-        return new WorkloadRequest(nanos, endpoint, messages, prompt, maxTokens, session);
+        return new WorkloadRequest(nanos, endpoint, messages, prompt, maxTokens, session, reply);
     }
 
     /** Arrival time, nanoseconds after the start of the run (open-loop arrivals). */
@@ -85,6 +99,14 @@ public final class WorkloadRequest {
         return session;
     }
 
+    /**
+     * The text of the answer a later request of the workload carries back (see
+     * {@link #chat(Endpoint, List, int, String, String)}), or null when no later request contains it.
+     */
+    public String reply() {
+        return reply;
+    }
+
     /** The prompt text the replica computes: the chat template applied to the messages, or the prompt. */
     public String replicaPrompt() {
         return messages == null ? ChatTemplate.renderCompletion(prompt) : ChatTemplate.render(messages);
@@ -95,6 +117,24 @@ public final class WorkloadRequest {
      * shape (system messages go to the {@code system} field).
      */
     public byte[] body(String model, boolean stream) {
+        return body(model, stream, messages);
+    }
+
+    /**
+     * The body of this chat request with an assistant message holding {@code answer} appended to its
+     * messages: what the conversation's next turn starts with, as a host learning the answer builds it.
+     */
+    byte[] continuationBody(String model, String answer) {
+        if (messages == null) {
+            throw new IllegalStateException("a completion has no conversation to continue");
+        }
+        List<Message> next = new java.util.ArrayList<>(messages.size() + 1);
+        next.addAll(messages);
+        next.add(Message.assistant(answer));
+        return body(model, false, next);
+    }
+
+    private byte[] body(String model, boolean stream, List<Message> messages) {
         ObjectNode root = JSON.createObjectNode();
         root.put("model", model);
         switch (endpoint) {

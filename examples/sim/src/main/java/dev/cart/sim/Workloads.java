@@ -191,8 +191,9 @@ public final class Workloads {
     /**
      * Multi-turn chat: every user shares the system prompt; each turn's prompt is the whole conversation
      * so far, the assistant's earlier replies included (generated from the seed; the request asks for
-     * exactly as many tokens as the reply that will appear in the next turn). Turns are interleaved across
-     * users: round by round, users in a shuffled order.
+     * exactly as many tokens as the reply that will appear in the next turn, and carries that reply as its
+     * answer, {@link WorkloadRequest#reply()}, so the replica generates the text the next turn contains).
+     * Turns are interleaved across users: round by round, users in a shuffled order.
      */
     public static Workload multiTurn(long seed, ChatSpec spec) {
         String system = "You are a helpful assistant. " + text(Filler.seed(seed, 20), spec.systemTokens());
@@ -216,8 +217,9 @@ public final class Workloads {
                         uniform(rnd, spec.minUser(), spec.maxUser()));
                 h.add(Message.user(user));
                 int replyTokens = uniform(rnd, spec.minReply(), spec.maxReply());
-                out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, h, replyTokens, "user-" + u));
-                h.add(Message.assistant(text(Filler.seed(seed, 24, u, r), replyTokens)));
+                String reply = text(Filler.seed(seed, 24, u, r), replyTokens);
+                out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, h, replyTokens, "user-" + u, reply));
+                h.add(Message.assistant(reply));
             }
         }
         return new Workload("multi-turn", String.format(
@@ -253,7 +255,7 @@ public final class Workloads {
 
     /**
      * Conversations that branch and resume: each request picks a conversation; half continue its main
-     * line (the reply joins the history), some branch off the current end with a different question, the
+     * line (the reply, the request's {@link WorkloadRequest#reply()}, joins the history), some branch off the current end with a different question, the
      * rest resume from a point in the middle (history truncated there) with a new question. Branches and
      * resumptions are one-off: their replies do not join the main line.
      */
@@ -283,8 +285,9 @@ public final class Workloads {
             List<Message> msgs;
             if (turns == 0 || u < spec.pContinue()) {
                 h.add(Message.user(question));
-                out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, h, replyTokens, session));
-                h.add(Message.assistant(text(Filler.seed(seed, 33, i), replyTokens)));
+                String reply = text(Filler.seed(seed, 33, i), replyTokens);
+                out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, h, replyTokens, session, reply));
+                h.add(Message.assistant(reply));
                 continued++;
                 if ((h.size() - 1) / 2 >= spec.maxTurns()) {
                     h.subList(1, h.size()).clear();

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
 
 import dev.cart.core.PromptKey;
 import java.util.ArrayList;
@@ -23,6 +25,21 @@ class EngineTest {
             b[i] = k.blockHash(i);
         }
         return new EngineRequest(b, CFG.tokensOf(prompt.length()), maxTokens, EngineRequest.NO_SINK);
+    }
+
+    /** A request whose block hashes cover its prompt followed by {@code output}, as vLLM V1 caches them. */
+    static EngineRequest withOutput(String prompt, String output, int maxTokens) {
+        return new EngineRequest(hashes(prompt + output), CFG.tokensOf(prompt.length()), maxTokens,
+                EngineRequest.NO_SINK);
+    }
+
+    static long[] hashes(String text) {
+        PromptKey k = PromptKey.ofText(text, CFG.blockChars());
+        long[] b = new long[k.blockCount()];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = k.blockHash(i);
+        }
+        return b;
     }
 
     static String text(long seed, int tokens) {
@@ -185,5 +202,59 @@ class EngineTest {
             out[3 * i + 2] = all.get(i).finishNanos;
         }
         return out;
+    }
+
+    /**
+     * Generated tokens against a naive model of what vLLM V1 keeps: after a request of P prompt tokens has
+     * generated O tokens, the replica holds the first (P + O - 1) / 16 full blocks of prompt followed by
+     * output (the last token's KV is never computed), and a later prompt reuses the leading blocks it
+     * shares with them, capped at its own length minus one token.
+     */
+    @Test
+    void generatedTokensAreCachedAsTheNaiveModelSays() {
+        qt().withExamples(150).withShrinkCycles(500)
+                .forAll(integers().between(1, 300), integers().between(1, 200), integers().between(0, 220),
+                        integers().between(0, 60))
+                .checkAssert((prompt, out, keep, suffix) -> {
+                    String p = text(prompt, prompt);
+                    String reply = text(1000 + out, out);
+                    int kept = Math.min(keep, out);
+                    String next = p + reply.substring(0, kept * CFG.charsPerToken()) + text(5000 + suffix, suffix);
+                    Engine e = new Engine(CFG);
+                    EngineRequest first = withOutput(p, reply, out);
+                    e.submit(first, 0);
+                    long t = drain(e, 0);
+
+                    long[] seq = hashes(p + reply);
+                    int held = Math.min(seq.length, (prompt + out - 1) / CFG.blockTokens());
+                    assertEquals(held, e.cache().cached(), "full blocks of prompt and output, nothing more");
+                    assertEquals(0, e.cache().privateBlocks());
+                    assertEquals(held, e.cache().evictable(), "cached, unpinned, evictable once the request left");
+
+                    EngineRequest second = request(next, 1);
+                    e.submit(second, t);
+                    drain(e, t);
+                    long[] b = hashes(next);
+                    int cap = Math.min(b.length, (CFG.tokensOf(next.length()) - 1) / CFG.blockTokens());
+                    int hit = 0;
+                    while (hit < cap && hit < held && b[hit] == seq[hit]) {
+                        hit++;
+                    }
+                    assertEquals(hit * CFG.blockTokens(), second.cachedTokens());
+                });
+    }
+
+    @Test
+    void withoutOutputHashesOnlyThePromptIsCached() {
+        Engine e = new Engine(CFG);
+        String p = text(7, 160);
+        String reply = text(8, 160);
+        e.submit(request(p, 160), 0);
+        long t = drain(e, 0);
+        assertEquals(10, e.cache().cached());
+        EngineRequest next = request(p + reply + text(9, 40), 1);
+        e.submit(next, t);
+        drain(e, t);
+        assertEquals(160, next.cachedTokens(), "the reply was computed but not kept");
     }
 }

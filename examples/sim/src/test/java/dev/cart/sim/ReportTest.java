@@ -31,7 +31,7 @@ class ReportTest {
                         s, variants, policies, false),
                 Report.runScenario(new Report.Scenario("hot-prefix-100", hot.description(), "closed", hot, 4),
                         s, variants, policies, false));
-        String md = Report.markdown(s, results, List.of(), 1.0, s.nonDefault());
+        String md = Report.markdown(s, results, List.of(), List.of(), 1.0, s.nonDefault());
         assertTrue(md.contains("### rag-zipf"));
         assertTrue(md.contains("| cache_aware hit ratio >= 0.9 x ideal | rag-zipf |"));
         assertTrue(md.contains("| cache_aware max/mean load <= 1.5 | hot-prefix-100 |"));

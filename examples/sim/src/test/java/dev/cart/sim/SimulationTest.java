@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.PromptKey;
+import dev.cart.core.Reason;
+import dev.cart.core.RouteDecision;
+import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -117,5 +121,124 @@ class SimulationTest {
         assertTrue(now.ttftMillis(0.97) < specified.ttftMillis(0.97),
                 now.ttftMillis(0.97) + " ms vs " + specified.ttftMillis(0.97) + " ms");
         assertTrue(now.hitRatio() >= specified.hitRatio() - 0.01);
+    }
+
+    /** A small chat workload: 6 users x 5 turns behind a 256-token system prompt, at a gentle rate. */
+    static Workload smallChat() {
+        return Workloads.multiTurn(7, new Workloads.ChatSpec(6, 5, 256, 16, 48, 32, 64)).poisson(4, 7);
+    }
+
+    /** The decisions of a run, by request. */
+    static Map<Integer, RouteDecision> decisions(Simulation.Builder b, Workload w) {
+        Map<Integer, RouteDecision> out = new HashMap<>();
+        b.probe(new Simulation.Probe() {
+            @Override
+            public void dispatched(long nanos, int request, RouteDecision d, int replica,
+                                   Simulation.ReplicaState[] state) {
+                out.put(request, d);
+            }
+        }).build().run(w);
+        return out;
+    }
+
+    /** For each request, the previous request of its session (-1 for a session's first). */
+    static int[] previousTurn(Workload w) {
+        int[] prev = new int[w.size()];
+        Map<String, Integer> last = new HashMap<>();
+        for (int i = 0; i < w.size(); i++) {
+            Integer p = last.put(w.requests().get(i).session(), i);
+            prev[i] = p == null ? -1 : p;
+        }
+        return prev;
+    }
+
+    @Test
+    void theReplicaKeepsTheReplyItGeneratedSoTheNextTurnReusesIt() {
+        Workload w = smallChat();
+        RunResult withOutput = Simulation.builder().replicas(1).policy("round_robin", Map.of()).build().run(w);
+        RunResult promptOnly = Simulation.builder().replicas(1).policy("round_robin", Map.of())
+                .cacheGeneratedTokens(false).build().run(w);
+        int[] prev = previousTurn(w);
+        for (int i = 0; i < w.size(); i++) {
+            if (prev[i] < 0) {
+                continue;
+            }
+            WorkloadRequest before = w.requests().get(prev[i]);
+            int promptTokens = before.replicaPrompt().length() / 4;
+            int held = promptTokens + before.maxTokens() - 1; // the last generated token's KV is never computed
+            assertTrue(withOutput.trace().cached()[i] >= held - 16, "turn " + i + " reuses the previous reply: "
+                    + withOutput.trace().cached()[i] + " of " + held);
+            assertTrue(promptOnly.trace().cached()[i] <= promptTokens, "without output blocks only the prompt");
+        }
+        assertTrue(withOutput.hitRatio() > promptOnly.hitRatio() + 0.05);
+        assertTrue(withOutput.idealHitRatio() > promptOnly.idealHitRatio() + 0.05,
+                "the ideal counts what the replica keeps: the reply too");
+        assertTrue(withOutput.hitRatio() <= withOutput.idealHitRatio() + 1e-9);
+    }
+
+    @Test
+    void aLearnedAnswerMatchesTheNextTurnsWholeHistory() {
+        Workload w = smallChat();
+        PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults());
+        int[] prev = previousTurn(w);
+        for (boolean learn : new boolean[] {true, false}) {
+            Map<Integer, RouteDecision> ds = decisions(Simulation.builder().replicas(2).seed(3)
+                    .policy("cache_aware", Map.of()).learnAnswers(learn), w);
+            for (int i = 0; i < w.size(); i++) {
+                if (prev[i] < 0) {
+                    continue;
+                }
+                int answer = p.answerKeys[prev[i]].blockCount() * p.answerKeys[prev[i]].blockSize();
+                RouteDecision d = ds.get(i);
+                assertEquals(Reason.CACHE_HIT, d.reason());
+                if (learn) {
+                    assertTrue(d.matchedLength() >= answer, "turn " + i + " matched " + d.matchedLength()
+                            + " of the previous conversation and reply, " + answer);
+                } else {
+                    assertTrue(d.matchedLength() < answer, "without learning, only up to the last user message");
+                }
+            }
+        }
+    }
+
+    @Test
+    void aSingleDepthRouterSeesOnlyTheStartOfEachKey() {
+        Workload w = smallChat();
+        PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults());
+        Map<Integer, RouteDecision> ds = decisions(Simulation.builder().replicas(3).seed(3)
+                .policy("cache_aware", Map.of()).singleDepth(true).learnAnswers(true), w);
+        for (int i = 0; i < w.size(); i++) {
+            assertEquals(p.keys[i].boundary(0), ds.get(i).key().length());
+            assertTrue(ds.get(i).matchedLength() <= p.keys[i].boundary(0));
+        }
+        // Busy enough that the guard spreads the system prompt's traffic: a single-depth router then scatters
+        // each conversation over the replicas, while a multi-depth one keeps following its turns.
+        Workload busy = Workloads.multiTurn(7, new Workloads.ChatSpec(48, 4, 256, 16, 48, 32, 64)).poisson(60, 7);
+        RunResult multi = Simulation.builder().replicas(3).seed(3).policy("cache_aware", Map.of()).build().run(busy);
+        RunResult single = Simulation.builder().replicas(3).seed(3).policy("cache_aware", Map.of()).singleDepth(true)
+                .build().run(busy);
+        assertTrue(multi.hitRatio() > single.hitRatio() + 0.05,
+                "conversations scatter when only the system prompt is routed: " + multi.hitRatio() + " vs "
+                        + single.hitRatio());
+    }
+
+    @Test
+    void tokenModeKeysAgainstATokenizingReplicaGiveHits() {
+        Workload w = smallChat();
+        Simulation.Builder tokens = Simulation.builder().replicas(3).seed(3).replicaTokenizer(true).tokenKeys(true)
+                .reportUsage(true).policy("cache_aware", Map.of("match_abs_threshold", 2048));
+        Map<Integer, RouteDecision> ds = decisions(tokens, w);
+        for (RouteDecision d : ds.values()) {
+            assertEquals(PromptKey.Unit.TOKENS, d.key().unit());
+        }
+        RunResult r = tokens.probe(null).build().run(w);
+        RunResult rr = Simulation.builder().replicas(3).seed(3).replicaTokenizer(true).policy("round_robin", Map.of())
+                .build().run(w);
+        assertEquals(w.size() - 1, r.reasons().get(Reason.CACHE_HIT), "everything after the first request hits");
+        assertTrue(r.hitRatio() > rr.hitRatio() + 0.1, r.hitRatio() + " vs round robin " + rr.hitRatio());
+        RunResult.Feedback f = r.feedback();
+        assertEquals(w.size(), f.reports());
+        assertTrue(f.deliveredShare() > 0.9 && f.deliveredShare() < 1.1,
+                "predictions in key tokens match the replica's own count: " + f);
     }
 }

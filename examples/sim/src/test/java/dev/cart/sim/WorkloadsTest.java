@@ -77,6 +77,9 @@ class WorkloadsTest {
                 assertEquals("assistant", now.get(before.size()).role());
                 assertEquals(prev.maxTokens() * 4, now.get(before.size()).content().length(),
                         "the reply has as many tokens as the turn asked for");
+                assertEquals(prev.reply(), now.get(before.size()).content(), "the reply generated is the reply sent back");
+                assertTrue(r.replicaPrompt().startsWith(prev.replicaPrompt() + prev.reply()),
+                        "turn N and its reply are a prefix of turn N+1");
                 assertTrue(r.replicaPrompt().startsWith(prev.replicaPrompt()), "turn N is a prefix of turn N+1");
             }
             assertEquals("system", r.messages().get(0).role());
@@ -104,6 +107,23 @@ class WorkloadsTest {
             }
         }
         assertTrue(branchLike > 20, "branches and resumptions happen: " + branchLike);
+        int continued = 0;
+        for (int i = 0; i < w.size(); i++) {
+            WorkloadRequest r = w.requests().get(i);
+            for (int j = i + 1; j < w.size(); j++) {
+                WorkloadRequest later = w.requests().get(j);
+                if (later.session().equals(r.session())) {
+                    if (r.reply() != null && later.messages().size() > r.messages().size()
+                            && later.messages().subList(0, r.messages().size()).equals(r.messages())) {
+                        assertEquals(Message.assistant(r.reply()), later.messages().get(r.messages().size()),
+                                "a main-line reply is carried back by the conversation's later requests");
+                        continued++;
+                    }
+                    break;
+                }
+            }
+        }
+        assertTrue(continued > 20, "main-line replies carried back: " + continued);
         assertTrue(w.description().contains("branch") && w.description().contains("resume"));
     }
 
