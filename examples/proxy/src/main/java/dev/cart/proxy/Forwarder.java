@@ -165,6 +165,36 @@ final class Forwarder {
         this.extraction = extraction;
     }
 
+    /**
+     * Sends {@code upstream}, once more on a fresh connection if the first try failed the way a pooled
+     * keep-alive connection fails when the replica has just closed it (no byte of an answer, the connection
+     * reset or at its end). Such a failure says nothing about the replica (servers close idle connections:
+     * uvicorn after 5 s), so it is not counted against it and is not a routing retry.
+     */
+    private HttpResponse<InputStream> send(HttpRequest upstream) throws IOException, InterruptedException {
+        try {
+            return client.send(upstream, HttpResponse.BodyHandlers.ofInputStream());
+        } catch (HttpTimeoutException | ConnectException e) {
+            throw e;
+        } catch (IOException e) {
+            if (!staleConnection(e)) {
+                throw e;
+            }
+            metrics.staleConnectionResent();
+            return client.send(upstream, HttpResponse.BodyHandlers.ofInputStream());
+        }
+    }
+
+    /** True for the ways the JDK client reports a kept-alive connection the server had already closed. */
+    static boolean staleConnection(IOException e) {
+        if (e instanceof java.io.EOFException) {
+            return true;
+        }
+        String m = String.valueOf(e.getMessage());
+        return m.contains("header parser received no bytes") || m.contains("Connection reset")
+                || m.contains("connection closed locally") || m.contains("closed by peer");
+    }
+
     void forward(HttpExchange ex, Inbound in, RouteRequest first, Routing routing, DecisionLog log)
             throws IOException {
         long deadline = System.nanoTime() + Duration.ofSeconds(config.requestTimeoutSecs()).toNanos();
@@ -208,7 +238,7 @@ final class Forwarder {
                 long sent = System.nanoTime();
                 HttpResponse<InputStream> resp;
                 try {
-                    resp = client.send(upstream, HttpResponse.BodyHandlers.ofInputStream());
+                    resp = send(upstream);
                 } catch (HttpConnectTimeoutException | ConnectException e) {
                     lease.failed();
                     lastFailure = replica.id() + ": " + describe(e);

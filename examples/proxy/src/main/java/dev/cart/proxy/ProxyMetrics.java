@@ -205,6 +205,12 @@ final class ProxyMetrics implements AutoCloseable {
                 "endpoint", endpoint).record(nanos, TimeUnit.NANOSECONDS);
     }
 
+    /** An upstream request was sent again on a fresh connection after its kept-alive one turned out closed. */
+    void staleConnectionResent() {
+        counter("cart.upstream.stale.connections", "Upstream requests sent again on a fresh connection because "
+                + "the kept-alive connection they went out on had been closed by the replica").increment();
+    }
+
     /** A routing decision (from the router's listener). */
     void decision(RouteDecision d) {
         String replica = d.routed() ? d.replica().id() : NONE;

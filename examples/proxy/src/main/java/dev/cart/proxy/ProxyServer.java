@@ -116,6 +116,7 @@ final class ProxyServer implements AutoCloseable {
         this.scheduler = ses;
         this.metrics = new ProxyMetrics(routing::get, config.cache().blockChars(), window);
         this.listener = new ProxyListener(metrics, options.listener);
+        UpstreamKeepAlive.apply();
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))

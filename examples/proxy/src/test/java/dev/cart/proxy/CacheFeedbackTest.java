@@ -100,6 +100,8 @@ class CacheFeedbackTest {
             String b = PROMPT + "Second conversation: can I change my address? ".repeat(4);
             assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode()); // miss
             assertEquals(200, h.post("/v1/chat/completions", chat(b, false, false)).statusCode()); // hit on the prompt
+            // the usage is read as the answer's last bytes pass; wait until the router has heard it
+            await("b's stale verdict", () -> staleVerdicts(h) >= 1);
             assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode());
             await("three decision lines", () -> log.lines().size() >= 3);
             List<Map<String, String>> d = log.lines().stream().map(CacheFeedbackTest::fields).toList();
@@ -119,6 +121,22 @@ class CacheFeedbackTest {
         }
     }
 
+    private static double learned(ProxyHarness h, String result) {
+        try {
+            return PromText.parse(h.get("/metrics").body()).sum("cart_learned_answers_total", "result", result);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static double staleVerdicts(ProxyHarness h) {
+        try {
+            return PromText.parse(h.get("/metrics").body()).sum("cart_cache_feedback_total", "verdict", "stale");
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
     @Test
     void aStaleRoutesAnswerIsNotLearned() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(2, "")) {
@@ -129,6 +147,8 @@ class CacheFeedbackTest {
             for (int i = 0; i < 2; i++) {
                 assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
             }
+            // counted once the answer has passed, a moment after the client has it
+            await("the second answer's verdict", () -> learned(h, "stale_route") + learned(h, "learned") >= 2);
             PromText m = PromText.parse(h.get("/metrics").body());
             assertEquals(1, m.value("cart_learned_answers_total", "result", "stale_route"),
                     "a stale route's answer is not learned: " + m.dump("cart_learned_answers_total"));

@@ -79,11 +79,14 @@ final class EndToEnd {
     private EndToEnd() {
     }
 
-    /** The in-process simulation's figure for the same workload, policy, seed and cluster. */
+    /**
+     * The in-process simulation's figure for the same workload, policy, seed and cluster. The HTTP replica
+     * caches prompt blocks only, so the simulation does too here.
+     */
     static RunResult simulate(Workload w, String policy, Settings s) {
         return Simulation.builder().replicas(s.replicas()).cacheTokens(s.cacheTokens()).seed(s.seed())
                 .policy(policy, Map.of()).closedLoop(s.clients()).learn(LearnMode.ON_ROUTE).feedback(true)
-                .reportUsage(true).build().run(w);
+                .reportUsage(true).cacheGeneratedTokens(false).build().run(w);
     }
 
     /** Replays {@code w} through a fresh proxy and fresh simulated replicas. */

@@ -78,6 +78,18 @@ class LearnAnswerTest {
             assertEquals(200, first.statusCode(), first.body());
             String reply = replyOf(first.body(), anthropic);
             assertEquals(REPLY, reply);
+            // The answer is learned once its last byte has reached the client, a moment after the client
+            // has it: a real client's next turn comes seconds later; this one waits for the learning.
+            if (!yaml.contains("learn_answer: false")) {
+                await("the answer learned", () -> {
+                    try {
+                        return PromText.parse(h.get("/metrics").body())
+                                .sum("cart_learned_answers_total", "result", "learned") >= 1;
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                });
+            }
             String q2 = "And how does it compare with a hash table?";
             HttpResponse<String> second = h.post(path, anthropic ? anthropic(stream, q1, reply, q2)
                     : openAi(stream, q1, reply, q2));
