@@ -70,6 +70,7 @@ public final class ProxyBench {
         int openSecs = 20;
         int closedSecs = 10;
         int warmupSecs = 8;
+        int firstWarmupSecs = 30;
         int connections = 64;
         int openWorkers = 64;
         int[] sizes = {1024, 32 * 1024};
@@ -98,6 +99,7 @@ public final class ProxyBench {
                     case "--open-secs" -> o.openSecs = Integer.parseInt(v);
                     case "--closed-secs" -> o.closedSecs = Integer.parseInt(v);
                     case "--warmup-secs" -> o.warmupSecs = Integer.parseInt(v);
+                    case "--first-warmup-secs" -> o.firstWarmupSecs = Integer.parseInt(v);
                     case "--connections" -> o.connections = Integer.parseInt(v);
                     case "--open-workers" -> o.openWorkers = Integer.parseInt(v);
                     case "--sizes" -> o.sizes = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
@@ -197,7 +199,15 @@ public final class ProxyBench {
         }
     }
 
+    /** JVM option of the {@code cart-nodelay} target: TCP_NODELAY on the JDK HTTP server's connections. */
+    static final String NODELAY = "-Dsun.net.httpserver.nodelay=true";
+
     private static Process startCart(Options o, List<Integer> replicaPorts, int port, boolean idle) throws IOException {
+        return startCart(o, replicaPorts, port, idle, idle ? "cart-idle" : "cart", "");
+    }
+
+    private static Process startCart(Options o, List<Integer> replicaPorts, int port, boolean idle, String name,
+                                     String extraOpts) throws IOException {
         StringBuilder yaml = new StringBuilder();
         yaml.append("server:\n  host: \"127.0.0.1\"\n  port: ").append(port).append('\n');
         if (idle) {
@@ -210,16 +220,17 @@ public final class ProxyBench {
                 yaml.append("    max_load: 30000\n");
             }
         }
-        Path cfg = o.out.resolve(idle ? "cart-idle.yaml" : "cart.yaml");
+        Path cfg = o.out.resolve(name + ".yaml");
         Files.writeString(cfg, yaml.toString());
         List<String> cmd = new ArrayList<>();
         cmd.add(o.proxyJava);
-        if (!o.proxyOpts.isBlank()) {
-            cmd.addAll(List.of(o.proxyOpts.trim().split("\\s+")));
+        String opts = (o.proxyOpts + " " + extraOpts).trim();
+        if (!opts.isEmpty()) {
+            cmd.addAll(List.of(opts.split("\\s+")));
         }
         cmd.addAll(List.of("-jar", o.proxyJar, "-c", cfg.toString()));
-        Files.writeString(o.out.resolve("cart-command.txt"), String.join(" ", cmd) + "\n");
-        return Children.start(cmd, o.out.resolve(idle ? "cart-idle.log" : "cart.log"), false);
+        Files.writeString(o.out.resolve(name + "-command.txt"), String.join(" ", cmd) + "\n");
+        return Children.start(cmd, o.out.resolve(name + ".log"), false);
     }
 
     private static Process startNginx(Options o, List<Integer> replicaPorts, int port) throws IOException {
@@ -312,11 +323,37 @@ public final class ProxyBench {
             Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
             targets.put("cart", new Target("cart", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
+        if (o.targets.contains("cart-nodelay")) {
+            int port = Children.freePort();
+            Process cart = startCart(o, replica.ports(), port, false, "cart-nodelay", NODELAY);
+            Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
+            targets.put("cart-nodelay", new Target("cart-nodelay", List.of(new InetSocketAddress("127.0.0.1", port)),
+                    cart.pid()));
+        }
         if (o.targets.contains("nginx")) {
             int port = Children.freePort();
             Process nginx = startNginx(o, replica.ports(), port);
             Children.awaitOk("http://127.0.0.1:" + port + "/health", nginx, Duration.ofSeconds(30));
             targets.put("nginx", new Target("nginx", List.of(new InetSocketAddress("127.0.0.1", port)), nginx.pid()));
+        }
+        for (String ref : List.of("ref-jdk", "ref-socket")) {
+            if (o.targets.contains(ref)) {
+                int port = Children.freePort();
+                List<String> cmd = new ArrayList<>();
+                cmd.add(o.proxyJava);
+                if (!o.proxyOpts.isBlank()) {
+                    cmd.addAll(List.of(o.proxyOpts.trim().split("\\s+")));
+                }
+                StringBuilder ports = new StringBuilder();
+                for (int p : replica.ports()) {
+                    ports.append(ports.length() == 0 ? "" : ",").append(p);
+                }
+                cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), RefProxy.class.getName(),
+                        ref.substring(4), Integer.toString(port), ports.toString()));
+                Process p = Children.start(cmd, o.out.resolve(ref + ".log"), false);
+                Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
+                targets.put(ref, new Target(ref, List.of(new InetSocketAddress("127.0.0.1", port)), p.pid()));
+            }
         }
         Map<String, Long> pids = new LinkedHashMap<>();
         pids.put("generator", -ProcessHandle.current().pid()); // negative: this process only, not its children
@@ -326,13 +363,15 @@ public final class ProxyBench {
         StringBuilder report = new StringBuilder();
         report.append(environment(o)).append('\n');
         List<Phase> phases = new ArrayList<>();
+        java.util.Set<String> warm = new java.util.HashSet<>();
         for (int size : o.sizes) {
             for (boolean stream : o.streams) {
                 byte[][] reqs = requests(size, stream, stream ? "sse" : "json");
                 for (String name : o.targets) {
                     Target t = targets.get(name);
-                    OUT.printf("%n== %s, %d B, stream=%s: warm-up %d s%n", name, size, stream, o.warmupSecs);
-                    closedLoop(t, reqs, Math.min(16, o.connections), o.warmupSecs, size, stream, pids);
+                    int warmup = warm.add(name) ? Math.max(o.warmupSecs, o.firstWarmupSecs) : o.warmupSecs;
+                    OUT.printf("%n== %s, %d B, stream=%s: warm-up %d s%n", name, size, stream, warmup);
+                    closedLoop(t, reqs, Math.min(16, o.connections), warmup, size, stream, pids);
                     OUT.printf("   open loop %d req/s for %d s (load %.2f)%n", o.rate, o.openSecs, Children.load());
                     Phase open = openLoop(t, reqs, o.rate, o.openSecs, o.openWorkers, size, stream, pids);
                     phases.add(open);
@@ -536,8 +575,9 @@ public final class ProxyBench {
         sb.append("- nginx: ").append(Children.run(List.of(o.nginx, "-v")).trim()).append('\n');
         sb.append("- replica answers: ").append(FakeReplica.describe()).append('\n');
         sb.append(String.format(Locale.ROOT, "- open loop: %d req/s for %d s on %d connections; closed loop: %d "
-                        + "connections for %d s; warm-up %d s (closed loop) before each target%n", o.rate, o.openSecs,
-                o.openWorkers, o.connections, o.closedSecs, o.warmupSecs));
+                        + "connections for %d s; warm-up (closed loop, 16 connections) %d s before each target's first "
+                        + "measurement, %d s before the others%n", o.rate, o.openSecs,
+                o.openWorkers, o.connections, o.closedSecs, Math.max(o.warmupSecs, o.firstWarmupSecs), o.warmupSecs));
         sb.append("- cores: ").append(Runtime.getRuntime().availableProcessors()).append(", load at start: ")
                 .append(Children.load()).append('\n');
         return sb.toString();
