@@ -708,6 +708,8 @@ public final class ProxyBench {
                 Thread.sleep(o.holdSecs * 1000L);
                 long heap = Children.heapAfterGcKib(jcmd, pid, heapLog);
                 row(sb, held.size(), inFlight(base), heap, base0, pid);
+                Files.writeString(o.out.resolve("class-histogram-" + held.size() + ".txt"),
+                        Children.run(List.of(jcmd, Long.toString(pid), "GC.class_histogram")));
                 OUT.print(sb);
             }
         } finally {
