@@ -26,8 +26,14 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code insertRepeat}: re-recording a key its replica already holds (refreshes times).</li>
  *   <li>{@code insertFresh}: recording a key whose last two blocks were never seen (a new leaf, often a
  *       split); includes one array copy to make the fresh key.</li>
- *   <li>{@code mixed}: two threads, one matching unseen queries, one inserting fresh keys.</li>
+ *   <li>{@code mixed}: two threads, one matching unseen queries ({@code mixedMatch}), one inserting fresh
+ *       keys ({@code mixedInsert}). Its speed-up over one thread is the time one thread would take for
+ *       the same work (the same number of matches and of inserts, at the single-thread costs
+ *       {@code matchUnseen} and {@code insertFresh}) divided by the time the two threads took:
+ *       {@code matchUnseen / mixedMatch + insertFresh / mixedInsert} in ns/op (2.0 is perfect scaling).</li>
  * </ul>
+ *
+ * <p>The tree is rebuilt before every iteration ({@link Trees#fill()}), outside the measurement.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -46,8 +52,18 @@ public class TreeBenchmark {
         SynchronizedTree plain;
 
         @Setup(Level.Trial)
-        public void setUp() {
+        public void workload() {
             w = new TreeWorkload(42);
+        }
+
+        /**
+         * A fresh tree holding the workload before every iteration, so that fresh-key inserts (a new leaf
+         * each) grow it by at most one iteration's worth and every iteration measures the same tree.
+         */
+        @Setup(Level.Iteration)
+        public void fill() {
+            tree = null;
+            plain = null;
             if (impl.equals("concurrent")) {
                 tree = w.filledTree(Long.MAX_VALUE);
             } else {
