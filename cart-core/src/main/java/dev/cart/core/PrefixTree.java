@@ -35,7 +35,8 @@ import java.util.function.LongFunction;
  * not at all, in an order consistent with real time. How:
  * <ul>
  *   <li>Every change a reader can see is one atomic store: a new {@code Edge} in a table slot (a new
- *       leaf, a split edge, a merged edge, a tombstone), a new table, or a new holder array.</li>
+ *       leaf, a split edge, a merged edge, a tombstone), a new table, or a new holder array (with the
+ *       array of its replicas, which is what a match reads: holders are loaded only by writers).</li>
  *   <li>An insert that adds its replica to existing nodes changes several of them. Every node carries a
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
@@ -64,6 +65,7 @@ public final class PrefixTree {
     public static final long DEFAULT_MAX_SIZE = 1_000_000;
 
     private static final Holder[] NO_HOLDERS = new Holder[0];
+    private static final Replica[] NO_REPLICAS = new Replica[0];
     private static final Edge[] NO_EDGES = new Edge[0];
     /** Marks a removed slot; probes continue past it. */
     private static final Edge TOMBSTONE = new Edge(0, new long[0], null);
@@ -112,7 +114,7 @@ public final class PrefixTree {
         Node[] seen = new Node[8];
         Edge[] via = new Edge[8];
         int[] versions = new int[8];
-        Holder[][] holders = new Holder[8][];
+        Replica[][] holders = new Replica[8][];
         int[] reach = new int[8];
         int spins = 0;
         attempt:
@@ -142,7 +144,7 @@ public final class PrefixTree {
                 seen[depth] = target;
                 via[depth] = e;
                 versions[depth] = v;
-                holders[depth] = target.holders;
+                holders[depth] = target.replicas;
                 reach[depth++] = i + m;
                 i += m;
                 if (m < e.label.length) {
@@ -175,31 +177,37 @@ public final class PrefixTree {
         }
     }
 
-    private static Match result(PromptKey key, int depth, Holder[][] path, int[] reach) {
+    /**
+     * Each replica on the path once, with the depth of the deepest node it holds there (deepest first).
+     * Reads replica identities only, from arrays sized like the pool: no holder, no list until the end.
+     */
+    private static Match result(PromptKey key, int depth, Replica[][] path, int[] reach) {
         if (depth == 0) {
             return Match.none(key.length());
         }
         int unit = key.blockSize();
-        List<Match.Holding> holders = new ArrayList<>(4);
-        int matched = 0;
+        Replica[] seen = new Replica[8];
+        Match.Holding[] found = new Match.Holding[8];
+        int count = 0;
         for (int d = depth - 1; d >= 0; d--) {
-            for (Holder h : path[d]) {
-                if (!contains(holders, h.replica)) {
-                    holders.add(new Match.Holding(h.replica, reach[d] * unit));
-                    matched = Math.max(matched, reach[d] * unit);
+            next:
+            for (Replica r : path[d]) {
+                for (int k = 0; k < count; k++) {
+                    if (seen[k] == r) {
+                        continue next;
+                    }
                 }
+                if (count == seen.length) {
+                    seen = Arrays.copyOf(seen, count * 2);
+                    found = Arrays.copyOf(found, count * 2);
+                }
+                seen[count] = r;
+                found[count++] = new Match.Holding(r, reach[d] * unit);
             }
         }
-        return new Match(matched, key.length(), holders);
-    }
-
-    private static boolean contains(List<Match.Holding> holders, Replica r) {
-        for (int k = 0; k < holders.size(); k++) {
-            if (holders.get(k).replica() == r) {
-                return true;
-            }
-        }
-        return false;
+        // Deepest first, so the first holding found is the longest: reach only shrinks going up.
+        int matched = count == 0 ? 0 : found[0].matchedLength();
+        return new Match(matched, key.length(), List.of(count == found.length ? found : Arrays.copyOf(found, count)));
     }
 
     /** Length of the common prefix of {@code label} and {@code key[from..]}; at least 1 when called. */
@@ -294,7 +302,7 @@ public final class PrefixTree {
                 return false;
             }
             node = e.target;
-            if (holder(node.holders, replica) == null) {
+            if (!holds(node, replica)) {
                 return false;
             }
             if (path == null) {
@@ -306,7 +314,7 @@ public final class PrefixTree {
             i += label.length;
         }
         for (int d = 0; d < depth; d++) {
-            Holder h = holder(path[d].holders, replica);
+            Holder h = holderOf(path[d], replica);
             if (h != null && h.lastAccess < now) {
                 h.lastAccess = now;
             }
@@ -351,7 +359,7 @@ public final class PrefixTree {
         boolean[] lacking = new boolean[depth];
         int marked = 0;
         for (int d = 0; d < depth; d++) {
-            if (holder(path[d].holders, replica) == null) {
+            if (!holds(path[d], replica)) {
                 lacking[d] = true;
                 marked++;
             }
@@ -377,10 +385,10 @@ public final class PrefixTree {
                     Holder[] hs = path[d].holders;
                     Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
                     grown[hs.length] = new Holder(replica, now);
-                    path[d].holders = grown;
+                    setHolders(path[d], grown);
                     entries.incrementAndGet();
                 } else {
-                    Holder h = holder(path[d].holders, replica);
+                    Holder h = holderOf(path[d], replica);
                     if (h.lastAccess < now) {
                         h.lastAccess = now;
                     }
@@ -401,7 +409,7 @@ public final class PrefixTree {
         Node leaf = new Node(b.length);
         leaf.parent = parent;
         leaf.edgeFirst = b[from];
-        leaf.holders = new Holder[] {new Holder(replica, now)};
+        setHolders(leaf, new Holder[] {new Holder(replica, now)});
         size.addAndGet(b.length - from);
         nodes.incrementAndGet();
         entries.incrementAndGet();
@@ -427,7 +435,7 @@ public final class PrefixTree {
             }
         }
         copy[k++] = new Holder(replica, now);
-        mid.holders = k == copy.length ? copy : Arrays.copyOf(copy, k);
+        setHolders(mid, k == copy.length ? copy : Arrays.copyOf(copy, k));
         long[] tail = Arrays.copyOfRange(edge.label, m, edge.label.length);
         addEdge(mid, new Edge(tail[0], tail, target));
         target.parent = mid;
@@ -435,6 +443,46 @@ public final class PrefixTree {
         nodes.incrementAndGet();
         entries.addAndGet(mid.holders.length);
         return mid;
+    }
+
+    /**
+     * Replaces a node's holders and, with them, its replica array. Both are immutable snapshots; a match
+     * reads only the replica array, once per node and inside its version check, so it sees the holders
+     * of before or of after, as it would have by reading {@code holders}.
+     */
+    private static void setHolders(Node node, Holder[] hs) {
+        Replica[] rs = new Replica[hs.length];
+        for (int k = 0; k < hs.length; k++) {
+            rs[k] = hs[k].replica;
+        }
+        node.replicas = hs.length == 0 ? NO_REPLICAS : rs;
+        node.holders = hs;
+    }
+
+    /** Whether {@code replica} holds {@code node}; reads the replica array only. */
+    private static boolean holds(Node node, Replica replica) {
+        for (Replica r : node.replicas) {
+            if (r == replica) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The holder of {@code replica} at {@code node}, or null: found by position in the replica array, so
+     * only that one holder is loaded. Without the writer mutex the two arrays may be of different
+     * snapshots for a moment; then it searches the holders themselves.
+     */
+    private static Holder holderOf(Node node, Replica replica) {
+        Replica[] rs = node.replicas;
+        Holder[] hs = node.holders;
+        for (int k = 0; k < rs.length; k++) {
+            if (rs[k] == replica) {
+                return k < hs.length && hs[k].replica == replica ? hs[k] : holder(hs, replica);
+            }
+        }
+        return holder(hs, replica);
     }
 
     private static Holder holder(Holder[] hs, Replica replica) {
@@ -737,7 +785,7 @@ public final class PrefixTree {
         Holder[] less = new Holder[hs.length - 1];
         System.arraycopy(hs, 0, less, 0, at);
         System.arraycopy(hs, at + 1, less, at, hs.length - at - 1);
-        node.holders = less.length == 0 ? NO_HOLDERS : less;
+        setHolders(node, less.length == 0 ? NO_HOLDERS : less);
         entries.decrementAndGet();
         tidy(node);
         return true;
@@ -982,6 +1030,12 @@ public final class PrefixTree {
         volatile int version;
         volatile Edge[] edges = NO_EDGES;
         volatile Holder[] holders = NO_HOLDERS;
+        /**
+         * The replicas of {@code holders}, in the same order, replaced with it (see {@link #setHolders}):
+         * what {@link #match} reads, so that it never loads a {@link Holder}, each a separate object that
+         * would cost a cache miss of its own.
+         */
+        volatile Replica[] replicas = NO_REPLICAS;
         int edgeCount;
         int tombstones;
         /** The node above; null only for a root. */

@@ -87,9 +87,14 @@ public class TreeBenchmark {
         }
     }
 
+    /**
+     * Each thread walks the keys from its own random starting point (as Caffeine's GetPutBenchmark does):
+     * two threads starting at the same key would stay in step and touch the same nodes at the same moment,
+     * which measures that coincidence rather than the tree.
+     */
     @State(Scope.Thread)
     public static class Cursor {
-        int i;
+        int i = java.util.concurrent.ThreadLocalRandom.current().nextInt(TreeWorkload.KEYS);
         long salt = Thread.currentThread().getId() << 40;
 
         int next() {
