@@ -13,7 +13,8 @@ import org.slf4j.LoggerFactory;
  * (seconds to read a request's head and body, which is what stops a client trickling bytes) and
  * {@code sun.net.httpserver.idleInterval} (seconds a kept-alive or newly accepted connection may stay
  * silent), and {@code sun.net.httpserver.maxRspTime} (seconds a response may take once the request has
- * been read): {@code proxy.request_timeout_secs} plus {@link #RESPONSE_GRACE_SECS}. The forwarder ends the
+ * been read): {@code proxy.request_timeout_secs} plus {@link #RESPONSE_GRACE_SECS}; and always
+ * {@code sun.net.httpserver.nodelay} (TCP_NODELAY, see {@link #properties}). The forwarder ends the
  * upstream side of an exchange at the request timeout itself; the JDK's response limit is what ends the
  * client side when the client has stopped reading and the handler is blocked writing to it (nothing else
  * can interrupt that write). The values from the configuration override any {@code -D} given for the
@@ -48,6 +49,10 @@ final class ServerLimits {
         p.put("sun.net.httpserver.idleInterval", Integer.toString(s.idleTimeoutSecs()));
         p.put("sun.net.httpserver.maxRspTime",
                 Long.toString((long) config.proxy().requestTimeoutSecs() + RESPONSE_GRACE_SECS));
+        // TCP_NODELAY on client connections, as nginx's tcp_nodelay does by default. The JDK server writes
+        // an answer's head and body as separate small segments; with Nagle's algorithm on, the body waits
+        // for the client's delayed ACK of the head, about 40 ms on Linux, on every kept-alive exchange.
+        p.put("sun.net.httpserver.nodelay", "true");
         return p;
     }
 

@@ -4,10 +4,13 @@ import java.io.IOException;
 import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -56,13 +59,61 @@ final class ServerRuntime {
                 t.setDaemon(true);
                 return t;
             };
-            int threads = maxThreads + RESERVE_THREADS;
-            ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 60, TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(), tf);
-            pool.allowCoreThreadTimeOut(true);
-            return new Executor(pool, "a pool of up to " + maxThreads + " threads for proxied requests "
+            return new Executor(new HandOffPool(maxThreads + RESERVE_THREADS, RESERVE_THREADS, tf), "a pool of up to " + maxThreads + " threads for proxied requests "
                     + "(server.max_threads) and " + RESERVE_THREADS + " for the proxy's own endpoints (Java "
                     + Runtime.version().feature() + ", virtual threads need 21+)", maxThreads);
+        }
+    }
+
+    /**
+     * The platform-thread pool of Java 17-20. Each exchange goes straight to the thread that went idle
+     * last (a {@link SynchronousQueue} hand-off, whose waiting threads form a stack), or to a new thread
+     * while fewer than {@code threads} exist; idle threads end after 60 s. So a steady load runs on as
+     * many threads as it keeps busy, each warm, instead of cycling through every thread of a fixed pool
+     * (a pool of {@code threads} core threads on a queue creates all of them and wakes the one idle the
+     * longest: with 520 threads, a proxied request cost about 2 ms of CPU at 500 requests per second).
+     * When all {@code threads} are busy, exchanges go to {@code overflowThreads} more, in arrival order;
+     * they are not needed for proxied requests, which the handler bounds below {@code threads}.
+     */
+    static final class HandOffPool extends ThreadPoolExecutor {
+        private final ThreadPoolExecutor overflow;
+
+        HandOffPool(int threads, int overflowThreads, ThreadFactory tf) {
+            super(0, threads, 60, TimeUnit.SECONDS, new SynchronousQueue<>(), tf);
+            overflow = new ThreadPoolExecutor(overflowThreads, overflowThreads, 60, TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(), tf);
+            overflow.allowCoreThreadTimeOut(true);
+            setRejectedExecutionHandler((task, pool) -> {
+                if (pool.isShutdown()) {
+                    throw new RejectedExecutionException("request executor shut down");
+                }
+                overflow.execute(task);
+            });
+        }
+
+        @Override
+        public void shutdown() {
+            super.shutdown();
+            overflow.shutdown();
+        }
+
+        @Override
+        public List<Runnable> shutdownNow() {
+            List<Runnable> pending = new ArrayList<>(super.shutdownNow());
+            pending.addAll(overflow.shutdownNow());
+            return pending;
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return super.isTerminated() && overflow.isTerminated();
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
+            long deadline = System.nanoTime() + unit.toNanos(timeout);
+            return super.awaitTermination(timeout, unit)
+                    && overflow.awaitTermination(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
     }
 
