@@ -369,6 +369,15 @@ final class Extraction {
     }
 
     private void chatContent(JsonToken v) throws IOException, ExtractionException {
+        content(v, CHAT_PART, "a content part object", "a string, an array of content parts, or null");
+    }
+
+    /**
+     * Message content in either API: a string, null (empty), or an array of typed parts of {@code kind},
+     * separated in the key.
+     */
+    private void content(JsonToken v, int kind, String partExpected, String expected)
+            throws IOException, ExtractionException {
         switch (v) {
             case VALUE_STRING -> text();
             case VALUE_NULL -> { }
@@ -376,16 +385,16 @@ final class Extraction {
                 boolean first = true;
                 while (p.nextToken() != JsonToken.END_ARRAY) {
                     if (p.currentToken() != JsonToken.START_OBJECT) {
-                        throw invalidType(pathHere(), "a content part object");
+                        throw invalidType(pathHere(), partExpected);
                     }
                     if (!first) {
                         out.add(SEP);
                     }
                     first = false;
-                    typed(CHAT_PART);
+                    typed(kind);
                 }
             }
-            default -> throw invalidType(pathHere(), "a string, an array of content parts, or null");
+            default -> throw invalidType(pathHere(), expected);
         }
     }
 
@@ -695,24 +704,7 @@ final class Extraction {
 
     /** Anthropic content: a string or an array of blocks (null tolerated as empty). */
     private void anthContent(JsonToken v) throws IOException, ExtractionException {
-        switch (v) {
-            case VALUE_STRING -> text();
-            case VALUE_NULL -> { }
-            case START_ARRAY -> {
-                boolean first = true;
-                while (p.nextToken() != JsonToken.END_ARRAY) {
-                    if (p.currentToken() != JsonToken.START_OBJECT) {
-                        throw invalidType(pathHere(), "a content block object");
-                    }
-                    if (!first) {
-                        out.add(SEP);
-                    }
-                    first = false;
-                    typed(ANTH_BLOCK);
-                }
-            }
-            default -> throw invalidType(pathHere(), "a string or an array of content blocks");
-        }
+        content(v, ANTH_BLOCK, "a content block object", "a string or an array of content blocks");
     }
 
     private void anthBlockBody(String type) throws IOException, ExtractionException {
