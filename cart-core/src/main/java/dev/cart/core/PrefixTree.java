@@ -207,7 +207,7 @@ public final class PrefixTree {
         }
         // Deepest first, so the first holding found is the longest: reach only shrinks going up.
         int matched = count == 0 ? 0 : found[0].matchedLength();
-        return new Match(matched, key.length(), List.of(count == found.length ? found : Arrays.copyOf(found, count)));
+        return new Match(matched, key.length(), Arrays.asList(found).subList(0, count)); // Match copies it once
     }
 
     /** Length of the common prefix of {@code label} and {@code key[from..]}; at least 1 when called. */
@@ -455,8 +455,8 @@ public final class PrefixTree {
         for (int k = 0; k < hs.length; k++) {
             rs[k] = hs[k].replica;
         }
-        node.replicas = hs.length == 0 ? NO_REPLICAS : rs;
         node.holders = hs;
+        node.replicas = hs.length == 0 ? NO_REPLICAS : rs; // after: a replica seen here is in the holders read next
     }
 
     /** Whether {@code replica} holds {@code node}; reads the replica array only. */

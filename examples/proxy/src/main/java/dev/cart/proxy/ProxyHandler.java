@@ -111,7 +111,7 @@ final class ProxyHandler implements HttpHandler {
         }
         int limit = server.config().server().maxConcurrentRequests();
         int n = inProgress.incrementAndGet();
-        if (n > limit || n > threadLimit) {
+        if (n > limit || n > threadLimit || ServerRuntime.onOverflowThread()) {
             inProgress.decrementAndGet();
             boolean threads = n <= limit;
             server.metrics().rejected(threads ? "threads" : "concurrency");

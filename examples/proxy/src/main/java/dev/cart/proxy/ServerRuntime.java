@@ -22,7 +22,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>On Java 21+ every request gets a virtual thread (looked up reflectively: the code is compiled for
  * Java 17), so thousands of concurrent streams cost no platform threads. On Java 17-20 a pool of
  * platform threads serves requests: {@code server.max_threads} of them for proxied requests (each is busy
- * for the whole of a stream) plus {@link #RESERVE_THREADS} that proxied requests never keep. The JDK
+ * for the whole of a stream) plus {@link #RESERVE_THREADS} that proxied requests never keep, and
+ * {@link #RESERVE_THREADS} overflow threads for when all of those are busy at once, which proxied
+ * requests never get at all ({@link #onOverflowThread}; at most {@code max_threads + 16}). The JDK
  * server hands an exchange to the pool before anyone knows its path, so the pool cannot tell a
  * {@code /health} probe from a stream; the handler does, and answers a proxied request that would need
  * more than {@code max_threads} threads with 503 at once ({@link Executor#proxiedLimit}). So the reserve
@@ -59,8 +61,9 @@ final class ServerRuntime {
                 t.setDaemon(true);
                 return t;
             };
-            return new Executor(new HandOffPool(maxThreads + RESERVE_THREADS, RESERVE_THREADS, tf), "a pool of up to " + maxThreads + " threads for proxied requests "
-                    + "(server.max_threads) and " + RESERVE_THREADS + " for the proxy's own endpoints (Java "
+            return new Executor(new HandOffPool(maxThreads + RESERVE_THREADS, RESERVE_THREADS, tf), "a pool of up to "
+                    + maxThreads + " threads for proxied requests (server.max_threads), " + RESERVE_THREADS
+                    + " more for the proxy's own endpoints and " + RESERVE_THREADS + " overflow threads (Java "
                     + Runtime.version().feature() + ", virtual threads need 21+)", maxThreads);
         }
     }
@@ -72,16 +75,19 @@ final class ServerRuntime {
      * many threads as it keeps busy, each warm, instead of cycling through every thread of a fixed pool
      * (a pool of {@code threads} core threads on a queue creates all of them and wakes the one idle the
      * longest: with 520 threads, a proxied request cost about 2 ms of CPU at 500 requests per second).
-     * When all {@code threads} are busy, exchanges go to {@code overflowThreads} more, in arrival order;
-     * they are not needed for proxied requests, which the handler bounds below {@code threads}.
+     * When all {@code threads} are busy, exchanges go to {@code overflowThreads} more, in arrival order.
+     * Those must only ever do short work, or exchanges would queue behind streams while the pool has idle
+     * threads again: the handler answers a proxied request on one of them with 503
+     * ({@link ServerRuntime#onOverflowThread}).
      */
     static final class HandOffPool extends ThreadPoolExecutor {
         private final ThreadPoolExecutor overflow;
 
         HandOffPool(int threads, int overflowThreads, ThreadFactory tf) {
             super(0, threads, 60, TimeUnit.SECONDS, new SynchronousQueue<>(), tf);
+            AtomicInteger n = new AtomicInteger();
             overflow = new ThreadPoolExecutor(overflowThreads, overflowThreads, 60, TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(), tf);
+                    new LinkedBlockingQueue<>(), r -> new OverflowThread(r, "cart-http-overflow-" + n.incrementAndGet()));
             overflow.allowCoreThreadTimeOut(true);
             setRejectedExecutionHandler((task, pool) -> {
                 if (pool.isShutdown()) {
@@ -115,6 +121,19 @@ final class ServerRuntime {
             return super.awaitTermination(timeout, unit)
                     && overflow.awaitTermination(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
+    }
+
+    /** A thread of {@link HandOffPool}'s overflow. */
+    private static final class OverflowThread extends Thread {
+        OverflowThread(Runnable r, String name) {
+            super(r, name);
+            setDaemon(true);
+        }
+    }
+
+    /** True on an overflow thread of the Java 17-20 pool, which must not be kept by a proxied request. */
+    static boolean onOverflowThread() {
+        return Thread.currentThread() instanceof OverflowThread;
     }
 
     /** The soft open-file limit of this process, best effort (Linux {@code /proc/self/limits}). */

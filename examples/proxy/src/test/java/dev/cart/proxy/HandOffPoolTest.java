@@ -26,24 +26,30 @@ class HandOffPoolTest {
         ServerRuntime.HandOffPool pool = new ServerRuntime.HandOffPool(2, 1, DAEMONS);
         CountDownLatch release = new CountDownLatch(1);
         CountDownLatch holding = new CountDownLatch(2);
+        Set<Boolean> mainMarked = ConcurrentHashMap.newKeySet();
         for (int i = 0; i < 2; i++) {
             pool.execute(() -> {
+                mainMarked.add(ServerRuntime.onOverflowThread());
                 holding.countDown();
                 await(release);
             });
         }
         assertTrue(holding.await(10, TimeUnit.SECONDS), "both threads of the pool are held");
+        assertEquals(Set.of(false), mainMarked, "the pool's own threads may carry streams");
 
         CountDownLatch done = new CountDownLatch(5);
         Set<String> ranOn = ConcurrentHashMap.newKeySet();
+        Set<Boolean> markedOverflow = ConcurrentHashMap.newKeySet();
         for (int i = 0; i < 5; i++) {
             pool.execute(() -> {
                 ranOn.add(Thread.currentThread().getName() + "@" + System.identityHashCode(Thread.currentThread()));
+                markedOverflow.add(ServerRuntime.onOverflowThread());
                 done.countDown();
             });
         }
         assertTrue(done.await(10, TimeUnit.SECONDS), "all five ran while the pool's own threads were held");
         assertEquals(1, ranOn.size(), "one overflow thread ran them in turn");
+        assertEquals(Set.of(true), markedOverflow, "the handler can tell it is on an overflow thread (and refuse a stream)");
         assertEquals(2, pool.getPoolSize(), "the pool itself never grows past its limit");
 
         release.countDown();
