@@ -405,6 +405,9 @@ final class Forwarder {
                 int n;
                 try {
                     n = body.read(buf);
+                    if (n > 0 && flushEach) {
+                        n += readArrived(body, buf, n);
+                    }
                 } catch (IOException e) {
                     upstreamBroke(a, log, e);
                     throw new Abort("upstream body failed");
@@ -544,6 +547,24 @@ final class Forwarder {
             }
         }
         metrics.answerLearned(result);
+    }
+
+    /**
+     * Adds to {@code buf} (after {@code from} bytes) what has already arrived from the replica, without
+     * waiting for more, so that a stream's events that came together leave in one chunk and one flush
+     * instead of one each (a replica writes an HTTP chunk per event; each flush is a TCP segment).
+     */
+    static int readArrived(InputStream body, byte[] buf, int from) throws IOException {
+        int n = from;
+        int ready;
+        while (n < buf.length && (ready = body.available()) > 0) {
+            int got = body.read(buf, n, Math.min(ready, buf.length - n));
+            if (got <= 0) {
+                break;
+            }
+            n += got;
+        }
+        return n - from;
     }
 
     private static void write(OutputStream out, byte[] b, int off, int len, boolean flush, Attempt a,
