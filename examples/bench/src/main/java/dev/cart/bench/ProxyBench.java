@@ -42,6 +42,8 @@ import java.util.regex.Pattern;
  *       request as soon as the answer is in: the highest rate the target sustains at that concurrency.</li>
  * </ol>
  * CPU time of every process (from {@code /proc/<pid>/stat}) is taken around each measured phase.
+ * {@code --cart-yaml} appends to the CART proxy's configuration (for instance
+ * {@code 'cache:\n  learn_answer: false'}, {@code \n} for a line break).
  *
  * <p>{@code idle} mode: the proxy (best on Java 21+, {@code --proxy-java}) with raised limits; opens
  * {@code --streams} streams (in the steps of {@code --steps}) whose replica sends the head and one event and
@@ -65,6 +67,8 @@ public final class ProxyBench {
         String proxyJar = "examples/proxy/target/cart-proxy.jar";
         String proxyJava = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String proxyOpts = "";
+        /** YAML appended to the CART proxy's configuration (sections other than server and workers). */
+        String cartYaml = "";
         String nginx = "nginx";
         int rate = 500;
         int openSecs = 20;
@@ -94,6 +98,7 @@ public final class ProxyBench {
                     case "--proxy-jar" -> o.proxyJar = v;
                     case "--proxy-java" -> o.proxyJava = v;
                     case "--proxy-opts" -> o.proxyOpts = v;
+                    case "--cart-yaml" -> o.cartYaml = v.replace("\\n", "\n");
                     case "--nginx" -> o.nginx = v;
                     case "--rate" -> o.rate = Integer.parseInt(v);
                     case "--open-secs" -> o.openSecs = Integer.parseInt(v);
@@ -219,6 +224,9 @@ public final class ProxyBench {
             if (idle) {
                 yaml.append("    max_load: 30000\n");
             }
+        }
+        if (!o.cartYaml.isBlank()) {
+            yaml.append(o.cartYaml).append('\n');
         }
         Path cfg = o.out.resolve(name + ".yaml");
         Files.writeString(cfg, yaml.toString());
