@@ -447,28 +447,19 @@ public final class ProxyBench {
         for (int w = 0; w < workers; w++) {
             int id = w;
             fs.add(pool.submit(() -> {
-                HttpConn c = conns.get(id);
+                Worker c = new Worker(t, id, conns.get(id));
                 while (true) {
                     long at = due.take();
                     if (at == Long.MIN_VALUE) {
                         break;
                     }
                     byte[] req = reqs[next.getAndIncrement() & (reqs.length - 1)];
-                    int status;
-                    try {
-                        if (!c.isOpen()) {
-                            c = new HttpConn(t.address(id));
-                        }
-                        status = c.exchange(req);
-                    } catch (IOException e) {
-                        c.close();
-                        status = -1;
-                    }
+                    int status = c.send(req);
                     long end = System.nanoTime();
                     if (status == 200) {
                         int k = done.getAndIncrement();
                         lat[k] = end - at;
-                        ttfb[k] = c.firstByte - at;
+                        ttfb[k] = c.conn.firstByte - at;
                     } else {
                         errors.incrementAndGet();
                     }
@@ -506,6 +497,36 @@ public final class ProxyBench {
                 cpuPerRequest(before, after, ok), load);
     }
 
+    /** One load-generating connection: reopened before the next request when the last one failed. */
+    private static final class Worker {
+        private final Target target;
+        private final int id;
+        HttpConn conn;
+
+        Worker(Target target, int id, HttpConn conn) {
+            this.target = target;
+            this.id = id;
+            this.conn = conn;
+        }
+
+        /** The answer's status, or -1 when the exchange failed (the connection is then closed). */
+        int send(byte[] req) {
+            try {
+                if (!conn.isOpen()) {
+                    conn = new HttpConn(target.address(id));
+                }
+                return conn.exchange(req);
+            } catch (IOException e) {
+                conn.close();
+                return -1;
+            }
+        }
+
+        void close() {
+            conn.close();
+        }
+    }
+
     /** Closed loop: each connection sends its next request as soon as it has the answer to the last one. */
     static Phase closedLoop(Target t, byte[][] reqs, int connections, int secs, int size, boolean stream,
                             Map<String, Long> pids) throws Exception {
@@ -529,27 +550,18 @@ public final class ProxyBench {
         for (int w = 0; w < connections; w++) {
             int id = w;
             fs.add(pool.submit(() -> {
-                HttpConn c = conns.get(id);
+                Worker c = new Worker(t, id, conns.get(id));
                 while (System.nanoTime() < deadline) {
                     byte[] req = reqs[next.getAndIncrement() & (reqs.length - 1)];
                     sent.incrementAndGet();
                     long t0 = System.nanoTime();
-                    int status;
-                    try {
-                        if (!c.isOpen()) {
-                            c = new HttpConn(t.address(id));
-                        }
-                        status = c.exchange(req);
-                    } catch (IOException e) {
-                        c.close();
-                        status = -1;
-                    }
+                    int status = c.send(req);
                     long t1 = System.nanoTime();
                     if (status == 200) {
                         int k = done.getAndIncrement();
                         if (k < cap) {
                             lat[k] = t1 - t0;
-                            ttfb[k] = c.firstByte - t0;
+                            ttfb[k] = c.conn.firstByte - t0;
                         }
                     } else {
                         errors.incrementAndGet();
