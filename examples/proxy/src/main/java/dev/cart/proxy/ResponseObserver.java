@@ -79,6 +79,7 @@ final class ResponseObserver {
     private final List<StringBuilder> blocks = new ArrayList<>();
     private int replyChars;
     private String replyProblem;
+    private int parseFailures;
 
     private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply) {
         this.anthropic = endpoint == Endpoint.MESSAGES;
@@ -144,6 +145,14 @@ final class ResponseObserver {
             parseEvent(json, 0, jsonLength);
             json = null;
         }
+    }
+
+    /**
+     * Events (or the JSON body) that started as a JSON object but could not be parsed: what they said about
+     * usage or the reply is lost ({@code cart_response_parse_failures_total}).
+     */
+    int parseFailures() {
+        return parseFailures;
     }
 
     /** What the replica reported, {@link ServedUsage#UNKNOWN} for each field it did not. */
@@ -254,7 +263,9 @@ final class ResponseObserver {
                 openAiEvent(p);
             }
         } catch (IOException | RuntimeException e) {
-            // not JSON the observer understands: the client got it unchanged; nothing to learn from it
+            // not JSON the observer understands: the client got it unchanged; nothing to learn from it, but
+            // the usage or reply it may have carried is lost, so it is counted (parseFailures())
+            parseFailures++;
         }
     }
 

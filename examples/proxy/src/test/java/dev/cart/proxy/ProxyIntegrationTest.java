@@ -326,7 +326,8 @@ class ProxyIntegrationTest {
 
     @Test
     void otherPathsPassThroughUnchanged() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "");
+             LogCapture log = new LogCapture("cart.decision")) {
             HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/files/abc%20d?purpose=x&y=1"))
                     .method("PUT", HttpRequest.BodyPublishers.ofString("payload-bytes"))
                     .header("X-Custom", "v").build(), HttpResponse.BodyHandlers.ofString());
@@ -345,6 +346,11 @@ class ProxyIntegrationTest {
                     .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, head.statusCode());
             assertEquals("", head.body());
+            // logged under their own reason word, not as a routed request without prompt text (empty_text)
+            ProxyHarness.await("three decision lines", () -> log.lines().size() >= 3);
+            for (String line : log.lines()) {
+                assertTrue(line.contains(" reason=pass_through replica=" + h.replica(0).url() + " "), line);
+            }
         }
     }
 
