@@ -81,10 +81,11 @@ class DockerfileTest {
         assertTrue(buildRun.contains("mvn -B -ntp -Dmaven.test.skip=true -pl examples/proxy -am package"), buildRun);
         // the jar the proxy module builds (its finalName) is the one copied out
         String pom = Files.readString(ROOT.resolve("examples/proxy/pom.xml"));
-        Matcher finalName = Pattern.compile("<finalName>([^<]+)</finalName>").matcher(pom);
-        assertTrue(finalName.find());
-        assertTrue(buildRun.contains("cp examples/proxy/target/" + finalName.group(1) + ".jar /out/cart-proxy.jar"),
-                buildRun);
+        Matcher shaded = Pattern.compile("<outputFile>\\$\\{project.build.directory}/([^<]+)</outputFile>").matcher(pom);
+        assertTrue(shaded.find(), "the shade plugin's output file");
+        assertTrue(buildRun.contains("cp examples/proxy/target/" + shaded.group(1) + " /out/cart-proxy.jar"), buildRun);
+        assertTrue(Files.readString(ROOT.resolve("bin/cache-aware-router"))
+                .contains("examples/proxy/target/" + shaded.group(1)), "the launcher runs the same jar");
         assertTrue(buildRun.contains("cp docker-entrypoint.sh /out/docker-entrypoint.sh"), buildRun);
         assertTrue(Files.isExecutable(ROOT.resolve("docker-entrypoint.sh")));
         // -Dmaven.test.skip=true builds no test jars: no module may depend on one
@@ -130,11 +131,11 @@ class DockerfileTest {
             assertEquals(503, h.get("/health").statusCode());
             assertEquals(1, healthcheck(h.proxy.port()), "no healthy replica: /health is 503");
         }
+        int port;
         try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
-            int port = free.getLocalPort();
-            free.close();
-            assertNotEquals(0, healthcheck(port), "nothing listening");
+            port = free.getLocalPort();
         }
+        assertNotEquals(0, healthcheck(port), "nothing listening");
     }
 
     private static int healthcheck(int port) throws Exception {

@@ -95,7 +95,7 @@ class LearnAnswerTest {
                     : openAi(stream, q1, reply, q2));
             assertEquals(200, second.statusCode());
             await("two decision lines", () -> log.lines().size() >= 2);
-            @SuppressWarnings("unchecked")
+            @SuppressWarnings({"unchecked", "rawtypes"})
             Map<String, String>[] out = new Map[] {fields(log.lines().get(0)), fields(log.lines().get(1))};
             return out;
         }

@@ -55,10 +55,15 @@ class LimitsProcessTest {
         }
 
         @Override
-        public void close() throws Exception {
+        public void close() {
             process.destroy();
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+            try {
+                if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
                 process.destroyForcibly();
+                Thread.currentThread().interrupt();
             }
         }
     }
