@@ -49,7 +49,7 @@ class ConcurrentSoakTest {
         try (ProxyHarness h = ProxyHarness.start(3, "cache:\n  max_tree_size: 400\n  eviction_interval_secs: 1\n")) {
             ManagedReplicaSet set = h.proxy.routing().replicas;
             CountDownLatch gate = new CountDownLatch(1);
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.gate = gate;
             }
             // phase 1: streams that hold their leases (first chunk sent, the rest waits for the gate)

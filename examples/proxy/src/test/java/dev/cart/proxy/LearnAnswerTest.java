@@ -70,7 +70,7 @@ class LearnAnswerTest {
             throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(3, yaml)) {
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.reply = REPLY;
             }
             String q1 = "What is a radix tree and why would a router use one?";
@@ -141,7 +141,7 @@ class LearnAnswerTest {
     @Test
     void toolCallsAndOverlongAnswersAreNotLearned() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
-            FakeReplica r = h.replica(0);
+            ScriptedReplica r = h.replica(0);
             r.toolCalls = "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]";
             assertEquals(200, h.post("/v1/chat/completions", openAi(false, "call a tool")).statusCode());
             r.toolCalls = null;

@@ -245,7 +245,7 @@ class MetricsTest {
             }
         };
         ProxyHarness h = new ProxyHarness();
-        h.replicas.add(FakeReplica.start("r0"));
+        h.replicas.add(ScriptedReplica.start("r0"));
         h.proxy = ProxyServer.start(ConfigLoader.parse(h.yaml("")), h.options().listener(throwing));
         try (h) {
             for (int i = 0; i < 5; i++) {
