@@ -68,6 +68,9 @@ class QuickStartTest {
                 HttpResponse<String> w = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/workers")).build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertTrue(w.body().endsWith("}\n"), "the JSON ends with a newline: " + w.body());
+                HttpResponse<String> health = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/health"))
+                        .build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals("{\"status\":\"ok\",\"healthy\":4,\"total\":4}\n", health.body());
                 JsonNode workers = Responses.JSON.readTree(w.body());
                 assertEquals(2, workers.at("/recent/decisions").asInt(), w.body());
                 assertEquals(1, workers.at("/recent/cache_hits").asInt(), w.body());
