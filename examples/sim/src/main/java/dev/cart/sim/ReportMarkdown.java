@@ -138,7 +138,33 @@ final class ReportMarkdown {
             }
             t.append(" |\n");
         }
+        t.append('\n').append(headlineCounts(m));
         return t.toString();
+    }
+
+    /** On how many workloads (medians) round_robin beats least_loaded, and cache_aware beats both. */
+    static String headlineCounts(RunMatrix.Matrix m) {
+        int measured = 0;
+        int rrBelowLl = 0;
+        int caBelowBoth = 0;
+        List<String> rrBelowCa = new ArrayList<>();
+        for (RunMatrix.WorkloadRuns w : m.workloads()) {
+            if (w.isSkipped()) {
+                continue;
+            }
+            measured++;
+            double rr = w.spread(Variant.ROUND_ROBIN, RunResult::ttftP99Millis).median();
+            double ll = w.spread(Variant.LEAST_LOADED, RunResult::ttftP99Millis).median();
+            double ca = w.spread(Variant.CACHE_AWARE, RunResult::ttftP99Millis).median();
+            rrBelowLl += rr < ll ? 1 : 0;
+            caBelowBoth += ca < rr && ca < ll ? 1 : 0;
+            if (rr < ca) {
+                rrBelowCa.add(w.name());
+            }
+        }
+        return String.format(Locale.ROOT, "Median P99: round_robin below least_loaded on %d of %d workloads; "
+                + "cache_aware below both on %d of %d%s.%n", rrBelowLl, measured, caBelowBoth, measured,
+                rrBelowCa.isEmpty() ? "" : "; round_robin below cache_aware on " + String.join(", ", rrBelowCa));
     }
 
     static String seedsText(List<Long> seeds) {

@@ -94,6 +94,9 @@ class ReportTest {
         // rag-zipf: hit + P99 vs rr + P99 vs ll; hot-prefix-100: max/mean + P99 vs strict + P99 vs ll; mooncake: 1
         assertTrue(md.contains(" of 7 targets on the median and "), md);
         assertTrue(md.contains("| workload | P99 TTFT (ms) round_robin | least_loaded | cache_aware |"));
+        assertTrue(md.contains("Median P99: round_robin below least_loaded on "), md);
+        assertTrue(md.contains(" workloads; cache_aware below both on "), md);
+        assertTrue(md.contains(" of 2"), "counted over the two measured workloads, the skipped one left out");
         // one row per policy in each workload's table, every figure a median with its range (two seeds differ)
         long rows = md.lines().filter(l -> l.matches("\\| (round_robin|least_loaded|cache_aware[a-z ]*) \\| "
                 + "[0-9.]+( \\[[0-9.]+–[0-9.]+\\])? \\| .*")).count();
