@@ -99,6 +99,11 @@ public final class Report {
 
         /** The seeds as typed: {@code 1-5} when consecutive. */
         String seedsText() {
+            return seedsText(seeds);
+        }
+
+        /** {@code seeds} as typed: {@code 1-5} when consecutive, else a list. */
+        static String seedsText(List<Long> seeds) {
             boolean consecutive = true;
             for (int i = 1; i < seeds.size(); i++) {
                 consecutive &= seeds.get(i) == seeds.get(i - 1) + 1;

@@ -119,7 +119,7 @@ final class ReportMarkdown {
     /** cache_aware's P99 and hit ratio beside round_robin's and least_loaded's, per workload. */
     static String headline(RunMatrix.Matrix m) {
         StringBuilder t = new StringBuilder(String.format(Locale.ROOT, "The %s, seeds %s; median [min–max] over "
-                + "the seeds.%n%n", m.model().title, seedsText(m.seeds())));
+                + "the seeds.%n%n", m.model().title, Report.Settings.seedsText(m.seeds())));
         t.append("| workload | P99 TTFT (ms) round_robin | least_loaded | cache_aware | cache_aware as specified "
                 + "| hit ratio round_robin | least_loaded | cache_aware |\n|---|---|---|---|---|---|---|---|\n");
         for (RunMatrix.WorkloadRuns w : m.workloads()) {
@@ -165,12 +165,6 @@ final class ReportMarkdown {
         return String.format(Locale.ROOT, "Median P99: round_robin below least_loaded on %d of %d workloads; "
                 + "cache_aware below both on %d of %d%s.%n", rrBelowLl, measured, caBelowBoth, measured,
                 rrBelowCa.isEmpty() ? "" : "; round_robin below cache_aware on " + String.join(", ", rrBelowCa));
-    }
-
-    static String seedsText(List<Long> seeds) {
-        Report.Settings x = new Report.Settings();
-        x.seeds = seeds;
-        return x.seedsText();
     }
 
     static String targets(RunMatrix.Matrix main, RunMatrix.Matrix aligned) {

@@ -110,6 +110,39 @@ class ReportTest {
         assertTrue(img.getWidth() >= 1000 && img.getHeight() >= 600);
     }
 
+    /** The runner's results do not depend on how many threads run them, nor on their order of completion. */
+    @Test
+    void runsInParallelGiveTheSameResultsAsOneThread() {
+        Report.Settings s = Report.Settings.parse(new String[] {"--replicas", "2"});
+        List<java.util.concurrent.Callable<RunMatrix.ScenarioResult>> tasks = new java.util.ArrayList<>();
+        for (long seed : List.of(5L, 6L, 7L)) {
+            tasks.add(() -> {
+                Workload h = Workloads.hotPrefix(seed, new Workloads.HotSpec(60, 0.8, 256, 32, 8)).poisson(40, seed);
+                PreparedWorkload p = PreparedWorkload.of(h, EngineConfig.defaults());
+                return RunMatrix.runScenario(new RunMatrix.Scenario("hot", "", "", p, 0), s, seed, Variant.core(),
+                        RunMatrix::registered, false);
+            });
+        }
+        List<RunMatrix.ScenarioResult> one = RunMatrix.parallel(1, tasks);
+        List<RunMatrix.ScenarioResult> two = RunMatrix.parallel(3, tasks);
+        assertEquals(List.of(5L, 6L, 7L), two.stream().map(RunMatrix.ScenarioResult::seed).toList(), "task order");
+        for (int i = 0; i < one.size(); i++) {
+            for (Variant v : Variant.core()) {
+                RunResult a = one.get(i).of(v.label());
+                RunResult b = two.get(i).of(v.label());
+                assertEquals(a.toString(), b.toString(), v.label());
+                assertEquals(a.ttftP99Millis(), b.ttftP99Millis());
+                assertEquals(a.hitRatio(), b.hitRatio());
+                org.junit.jupiter.api.Assertions.assertArrayEquals(a.trace().firstToken(), b.trace().firstToken(),
+                        "every request's first token at the same virtual time");
+                org.junit.jupiter.api.Assertions.assertArrayEquals(a.trace().replica(), b.trace().replica());
+            }
+        }
+        assertTrue(one.get(0).of(Variant.CACHE_AWARE).ttftP99Millis() != one.get(1).of(Variant.CACHE_AWARE)
+                .ttftP99Millis() || one.get(0).of(Variant.CACHE_AWARE).hitRatio() != one.get(1)
+                .of(Variant.CACHE_AWARE).hitRatio(), "other seeds, other runs");
+    }
+
     @Test
     void aMissingTraceIsReportedAsSkippedNotDropped() {
         java.util.Map<String, List<RunMatrix.ScenarioResult>> byName = new java.util.HashMap<>();
