@@ -33,7 +33,8 @@ public final class ReplicaMain {
               --port PORT                port to listen on, 0 for any free port (required)
               --host HOST                address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
               --model NAME               model name served and listed by /v1/models (default sim-llama-3.1-8b)
-              --name NAME                replica name, in the x-sim-replica response header (default r-PORT)
+              --name NAME                replica name, in the x-sim-replica response header (default r-PORT,
+                                         sim-replica with --port 0)
               --blocks N                 KV-cache size in 16-token blocks (default 9375, i.e. 150,000 tokens)
               --speedup X                engine time runs X times faster than the modelled GPU (default 20;
                                          1 is realistic)
@@ -157,7 +158,7 @@ public final class ReplicaMain {
         if (port == null) {
             throw usage("--port is required (0 picks any free port)");
         }
-        o.name(name != null ? name : "r-" + port);
+        o.name(name != null ? name : port == 0 ? "sim-replica" : "r-" + port);
         return o;
     }
 

@@ -73,6 +73,15 @@ class ReplicaMainTest {
     }
 
     @Test
+    void theNameDefaultsToThePortGiven() throws Exception {
+        assertEquals("r-8123", ReplicaMain.parse(new String[] {"--port", "8123"}).name());
+        assertEquals("sim-replica", ReplicaMain.parse(new String[] {"--port", "0"}).name());
+        assertEquals("x", ReplicaMain.parse(new String[] {"--port=0", "--name=x"}).name());
+        assertEquals(100 * 16, ReplicaMain.parse(new String[] {"--port", "0", "--blocks", "100"}).cacheTokens());
+        assertEquals("0.0.0.0", ReplicaMain.parse(new String[] {"--host", "0.0.0.0", "--port", "0"}).host());
+    }
+
+    @Test
     void helpPrintsUsageAndStartsNothing() throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         assertNull(ReplicaMain.launch(new String[] {"--port", "1", "--help"}, new PrintStream(out, true,
