@@ -47,7 +47,7 @@ public final class EmbeddedRouter {
                 bob += message("assistant", "Answer " + turn + " for Bob.") + ",";
             }
             handle(router, extractor, "{\"model\":\"m\",\"messages\":\"not an array\"}");
-            System.out.printf("tree: %s; in flight now: %d%n", router.tree().stats(), pool.totalInFlight());
+            System.out.printf("tree: %s; in flight now: %d%n", router.treeStats(), pool.totalInFlight());
         }
     }
 

@@ -420,8 +420,8 @@ final class ConfigLoader {
 
     private static String policyProblem(String key, RuntimeException ex) {
         String msg = ex.getMessage() == null ? ex.toString() : ex.getMessage();
-        if (msg.startsWith("cache.")) {
-            return msg;
+        if (key != null && msg.startsWith(key + " ")) {
+            return "cache." + msg; // the policy names its setting; the file has it in the cache section
         }
         return (key == null ? "cache" : "cache." + key) + ": " + msg;
     }

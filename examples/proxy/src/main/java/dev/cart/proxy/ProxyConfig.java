@@ -238,8 +238,8 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Health defaults() {
-            return new Health(DEFAULT_ENDPOINT, 10, 5, HealthConfig.DEFAULTS.failureThreshold(),
-                    HealthConfig.DEFAULTS.successThreshold());
+            return new Health(DEFAULT_ENDPOINT, 10, 5, HealthConfig.defaults().failureThreshold(),
+                    HealthConfig.defaults().successThreshold());
         }
 
         HealthConfig thresholds() {
@@ -263,7 +263,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Circuit defaults() {
-            CircuitBreakerConfig d = CircuitBreakerConfig.DEFAULTS;
+            CircuitBreakerConfig d = CircuitBreakerConfig.defaults();
             return new Circuit(d.failureThreshold(), d.successThreshold(), (int) d.openTimeout().toSeconds(),
                     d.halfOpenMaxRequests());
         }

@@ -3,7 +3,7 @@ package dev.cart.sim;
 import dev.cart.core.LearnMode;
 import dev.cart.core.Reason;
 import dev.cart.core.RoutingPolicies;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;

@@ -3,7 +3,7 @@ package dev.cart.sim;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import java.awt.image.BufferedImage;
 import java.nio.file.Path;
 import java.util.List;
