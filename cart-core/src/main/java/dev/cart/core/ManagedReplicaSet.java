@@ -24,9 +24,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
     /** Receives health and circuit transitions (for logs and metrics). Must not block. */
     public interface Listener {
+        /** A replica's circuit moved from {@code from} to {@code to}. */
         default void onCircuitTransition(Member replica, CircuitState from, CircuitState to) {
         }
 
+        /** Probes flipped a replica's health state. */
         default void onHealthChange(Member replica, boolean healthy) {
         }
     }
@@ -37,6 +39,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
         this.members = List.copyOf(members);
     }
 
+    /**
+     * A builder with no replicas, default health and circuit settings, the system clock, no listener.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -76,6 +83,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         return n;
     }
 
+    /** Builds a {@link ManagedReplicaSet}; only the replicas are required. */
     public static final class Builder {
         private final List<ReplicaSpec> specs = new ArrayList<>();
         private Clock clock = Clock.systemUTC();
@@ -86,30 +94,36 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private Builder() {
         }
 
+        /** Adds one replica. */
         public Builder add(ReplicaSpec spec) {
             specs.add(Objects.requireNonNull(spec));
             return this;
         }
 
+        /** Adds one replica with the default cap and no penalty ({@link ReplicaSpec#of}). */
         public Builder add(String id) {
             return add(ReplicaSpec.of(id));
         }
 
+        /** The clock of the circuit breakers' open timeouts (the system clock by default). */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock);
             return this;
         }
 
+        /** How probe results flip health ({@link HealthConfig#defaults()} by default). */
         public Builder health(HealthConfig health) {
             this.health = Objects.requireNonNull(health);
             return this;
         }
 
+        /** The circuit breakers' settings ({@link CircuitBreakerConfig#defaults()} by default). */
         public Builder circuitBreaker(CircuitBreakerConfig circuit) {
             this.circuit = Objects.requireNonNull(circuit);
             return this;
         }
 
+        /** Hears circuit and health transitions (none by default). */
         public Builder listener(Listener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;

@@ -95,6 +95,11 @@ public final class Router implements AutoCloseable {
         }
     }
 
+    /**
+     * A builder; only the replica set and the policy are required.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -433,11 +438,13 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
+        /** The pool to route over: a {@link ManagedReplicaSet}, or the host's own {@link ReplicaSet}. */
         public Builder replicas(ReplicaSet replicas) {
             this.replicas = Objects.requireNonNull(replicas);
             return this;
         }
 
+        /** The policy that chooses among the usable replicas. */
         public Builder policy(RoutingPolicy policy) {
             this.policy = Objects.requireNonNull(policy);
             return this;
@@ -473,6 +480,7 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
+        /** Hears every decision, lease completion and tree event (for metrics and logs); none by default. */
         public Builder listener(RoutingListener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;

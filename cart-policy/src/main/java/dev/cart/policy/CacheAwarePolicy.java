@@ -71,10 +71,22 @@ import java.util.Map;
 public final class CacheAwarePolicy implements RoutingPolicy {
 
     /** When a cache holder counts as too busy to follow. */
-    public enum Guard { ABS_REL, MEDIAN, BOUNDED_LOAD }
+    public enum Guard {
+        /** Overloaded when above the least loaded by both the absolute and the relative margin. */
+        ABS_REL,
+        /** Overloaded when above {@code medianFactor} times the other candidates' median load. */
+        MEDIAN,
+        /** Overloaded when taking the request would exceed {@code boundedLoadFactor} times the mean load. */
+        BOUNDED_LOAD
+    }
 
     /** Where a request without a good match goes. */
-    public enum MissPlacement { LEAST_LOADED, CONSISTENT_HASH }
+    public enum MissPlacement {
+        /** The least pending prefill, then the least load (ties at random), like a diversion. */
+        LEAST_LOADED,
+        /** Rendezvous hashing on the key's anchor, with the {@code hashLoadFactor} load bound. */
+        CONSISTENT_HASH
+    }
 
     /**
      * Every setting of a cache-aware policy, as its {@link Builder} made them; see the builder's methods
