@@ -353,11 +353,16 @@ final class Extraction {
     }
 
     /**
-     * Streams the string that is the current token into {@link #out}. Jackson checks the length limit
-     * only when it joins a string's buffers, which streaming avoids, so it is checked here.
+     * Writes the string that is the current token into {@link #out}: decoded from the body bytes
+     * ({@link JsonText}), or, when that declines, streamed from Jackson. Jackson checks the length limit
+     * only when it joins a string's buffers, which neither path does, so it is checked here.
      */
     private void text() throws IOException, ExtractionException {
-        int n = p.getText(out);
+        long loc = p.currentTokenLocation().getByteOffset();
+        int n = loc < 0 ? -1 : JsonText.decode(body, (int) (baseOffset + loc), out);
+        if (n < 0) {
+            n = p.getText(out);
+        }
         if (n > opts.maxStringLength()) {
             throw valueTooLong(pathHere());
         }

@@ -165,6 +165,21 @@ final class TokenMode {
         }
 
         @Override
+        public void appendLatin1(byte[] bytes, int off, int len) {
+            if (pendingLen + len > pending.length) {
+                int need = pendingLen + len;
+                if (need < 0) {
+                    throw new OutOfMemoryError("key segment too large");
+                }
+                pending = Arrays.copyOf(pending, Math.max(need, pending.length + (pending.length >> 1)));
+            }
+            for (int i = 0; i < len; i++) {
+                pending[pendingLen + i] = (char) (bytes[off + i] & 0xFF);
+            }
+            pendingLen += len;
+        }
+
+        @Override
         public void boundary() {
             if (pendingLen > 0) {
                 add(true);
