@@ -9,6 +9,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.io.JsonEOFException;
 import dev.cart.core.PromptKey;
+import dev.cart.core.Tokenization;
 
 import java.io.CharConversionException;
 import java.io.IOException;
@@ -111,6 +112,8 @@ final class Extraction {
 
     private String model;
     private boolean stream;
+    /** The role of the last message read (top-level messages only). */
+    private String lastRole;
     private final Segment tools;
     private final Segment functions;
     private final Segment system;
@@ -159,7 +162,8 @@ final class Extraction {
     ExtractedRequest result() {
         PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
         assemble(Segment.Sink.of(key));
-        return new ExtractedRequest(key.build(), model, stream);
+        return new ExtractedRequest(key.build(), model, stream, Tokenization.CHARACTER_MODE,
+                new KeyState(endpoint, key, lastRole));
     }
 
     /** The result in token mode, or in character mode when {@code tokens} is null. */
@@ -170,7 +174,8 @@ final class Extraction {
         TokenMode.Chunks chunks = new TokenMode.Chunks();
         assemble(chunks);
         TokenMode.Keyed k = tokens.key(chunks);
-        return new ExtractedRequest(k.key(), model, stream, k.tokenization());
+        return new ExtractedRequest(k.key(), model, stream, k.tokenization(),
+                k.builder() == null ? null : new KeyState(endpoint, k.builder(), lastRole));
     }
 
     /** The key's characters, with {@link #BOUNDARY_MARK} at each message boundary (for tests). */
@@ -292,6 +297,23 @@ final class Extraction {
         main.appendTo(key);
     }
 
+    /**
+     * The key text of an assistant message holding {@code reply}, with its boundary: chat content is one
+     * string (the pieces joined); Anthropic content is a string for one block, else text blocks.
+     */
+    static Segment assistantMessage(java.util.List<String> reply, Endpoint endpoint) {
+        Segment seg = new Segment(64);
+        seg.add(SECTION).add("assistant").add(LABEL_END);
+        for (int i = 0; i < reply.size(); i++) {
+            if (i > 0 && endpoint == Endpoint.MESSAGES) {
+                seg.add(SEP);
+            }
+            seg.add(reply.get(i));
+        }
+        seg.boundary();
+        return seg;
+    }
+
     /** {@code NUL "model:" <16 hex digits of the name's digest> NUL}: fixed length, so it fits block 0. */
     static String modelMarker(String model) {
         byte[] b = (model == null ? "" : model).getBytes(StandardCharsets.UTF_8);
@@ -319,6 +341,7 @@ final class Extraction {
     }
 
     private void chatMessageBody(String role) throws IOException, ExtractionException {
+        lastRole = role;
         out.add(SECTION).add(role).add(LABEL_END);
         String name = null;
         String refusal = null;
@@ -694,6 +717,7 @@ final class Extraction {
     }
 
     private void anthMessageBody(String role) throws IOException, ExtractionException {
+        lastRole = role;
         out.add(SECTION).add(role).add(LABEL_END);
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String f = p.currentName();
