@@ -30,6 +30,8 @@ final class JsonText {
     /**
      * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};
      * returns their number, or -1 (and {@code out} unchanged) when the string is left to Jackson.
+     * Latin-1 characters are written straight into the segment's byte buffer (every input byte yields at
+     * most one of them, so room for the rest of the body is enough), wider ones as chars.
      */
     static int decode(byte[] b, int quote, Segment out) {
         int n = b.length;
@@ -39,80 +41,105 @@ final class JsonText {
         int start = out.length();
         out.mark();
         int i = quote + 1;
+        byte[] lat = out.reserveLatin1(n - i + 8);
+        int at = out.latin1Length();
         while (true) {
-            int r = i;
-            while (r + 8 <= n && !special((long) LONGS.get(b, r))) {
-                r += 8;
+            while (i + 8 <= n) {
+                long w = (long) LONGS.get(b, i);
+                if (special(w)) {
+                    break;
+                }
+                LONGS.set(lat, at, w);
+                i += 8;
+                at += 8;
             }
-            while (r < n && plain(b[r])) {
-                r++;
+            while (i < n && plain(b[i])) {
+                lat[at++] = b[i++];
             }
-            out.addAscii(b, i, r - i);
-            i = r;
             if (i >= n) {
                 break;
             }
             int c = b[i] & 0xFF;
             if (c == '"') {
+                out.commitLatin1(at);
                 return out.length() - start;
             }
+            int ch;
             if (c >= 0x80) {
                 int len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
                 if (i + len > n) {
                     break;
                 }
-                out.addUtf8(b, i, len);
+                if (len == 2) {
+                    ch = (c & 0x1F) << 6 | (b[i + 1] & 0x3F);
+                } else if (len == 3) {
+                    ch = (c & 0x0F) << 12 | (b[i + 1] & 0x3F) << 6 | (b[i + 2] & 0x3F);
+                } else {
+                    int cp = (c & 0x07) << 18 | (b[i + 1] & 0x3F) << 12 | (b[i + 2] & 0x3F) << 6 | (b[i + 3] & 0x3F);
+                    out.commitLatin1(at);
+                    out.addWide(Character.highSurrogate(cp));
+                    ch = Character.lowSurrogate(cp);
+                }
                 i += len;
-                continue;
-            }
-            if (c != '\\' || i + 1 >= n) {
+            } else if (c == '\\' && i + 1 < n) {
+                ch = escape(b, i);
+                if (ch < 0) {
+                    break;
+                }
+                i += b[i + 1] == 'u' ? 6 : 2;
+            } else {
                 break; // a raw control character: Jackson's error
             }
-            int e = b[i + 1];
-            char decoded;
-            switch (e) {
-                case '"', '\\', '/' -> decoded = (char) e;
-                case 'b' -> decoded = '\b';
-                case 'f' -> decoded = '\f';
-                case 'n' -> decoded = '\n';
-                case 'r' -> decoded = '\r';
-                case 't' -> decoded = '\t';
-                case 'u' -> {
-                    if (i + 6 > n) {
-                        decoded = 0xFFFF;
-                        i = -1;
-                        break;
-                    }
-                    int v = 0;
-                    for (int k = 2; k < 6; k++) {
-                        int d = Character.digit(b[i + k], 16);
-                        if (d < 0) {
-                            v = -1;
-                            break;
-                        }
-                        v = v << 4 | d;
-                    }
-                    if (v < 0) {
-                        i = -1;
-                        decoded = 0;
-                        break;
-                    }
-                    decoded = (char) v;
-                    i += 4;
-                }
-                default -> {
-                    decoded = 0;
-                    i = -1;
-                }
+            if (ch <= 0xFF) {
+                lat[at++] = (byte) ch;
+            } else {
+                out.commitLatin1(at);
+                out.addWide((char) ch);
             }
-            if (i < 0) {
-                break;
-            }
-            out.add(decoded);
-            i += 2;
         }
         out.reset();
         return -1;
+    }
+
+    /** The char of the escape at {@code b[i] == '\\'}, or -1 when it is not a valid JSON escape. */
+    private static int escape(byte[] b, int i) {
+        switch (b[i + 1]) {
+            case '"', '\\', '/' -> {
+                return b[i + 1];
+            }
+            case 'b' -> {
+                return '\b';
+            }
+            case 'f' -> {
+                return '\f';
+            }
+            case 'n' -> {
+                return '\n';
+            }
+            case 'r' -> {
+                return '\r';
+            }
+            case 't' -> {
+                return '\t';
+            }
+            case 'u' -> {
+                if (i + 6 > b.length) {
+                    return -1;
+                }
+                int v = 0;
+                for (int k = 2; k < 6; k++) {
+                    int d = Character.digit(b[i + k], 16);
+                    if (d < 0) {
+                        return -1;
+                    }
+                    v = v << 4 | d;
+                }
+                return v;
+            }
+            default -> {
+                return -1;
+            }
+        }
     }
 
     private static boolean plain(byte c) {

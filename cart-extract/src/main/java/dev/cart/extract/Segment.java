@@ -115,16 +115,27 @@ final class Segment extends Writer {
     }
 
     Segment add(String s) {
-        for (int i = 0, n = s.length(); i < n; i++) {
-            add(s.charAt(i));
-        }
-        return this;
+        return add((CharSequence) s, 0, s.length());
     }
 
     Segment add(StringBuilder sb) {
-        for (int i = 0, n = sb.length(); i < n; i++) {
-            add(sb.charAt(i));
+        return add(sb, 0, sb.length());
+    }
+
+    /** Appends {@code s[from, to)}: Latin-1 characters into the byte buffer, others as chars. */
+    private Segment add(CharSequence s, int from, int to) {
+        byte[] b = reserveLatin1(to - from);
+        int at = latLen;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (c <= 0xFF) {
+                b[at++] = (byte) c;
+            } else {
+                commitLatin1(at);
+                addWide(c);
+            }
         }
+        commitLatin1(at);
         return this;
     }
 
@@ -154,6 +165,35 @@ final class Segment extends Writer {
             }
         }
         return this;
+    }
+
+    /**
+     * The Latin-1 buffer, with room for {@code extra} more characters after {@link #latin1Length()}: a
+     * writer fills it from there and then calls {@link #commitLatin1} (and nothing else in between).
+     */
+    byte[] reserveLatin1(int extra) {
+        ensureLat(extra);
+        return lat;
+    }
+
+    /** Characters in the Latin-1 buffer (the offset a writer of {@link #reserveLatin1} starts at). */
+    int latin1Length() {
+        return latLen;
+    }
+
+    /** Makes the Latin-1 characters written up to {@code end} part of the text. */
+    void commitLatin1(int end) {
+        if (end != latLen) {
+            latLen = end;
+            piece(false, length());
+        }
+    }
+
+    /** Appends one character above U+00FF (or any character, kept as a char). */
+    void addWide(char c) {
+        ensureWide(1);
+        wide[wideLen++] = c;
+        piece(true, length());
     }
 
     /** Appends {@code n} ASCII bytes of {@code src} from {@code off} (each byte is one character). */
@@ -346,9 +386,7 @@ final class Segment extends Writer {
 
     @Override
     public void write(String str, int off, int n) {
-        for (int i = off; i < off + n; i++) {
-            add(str.charAt(i));
-        }
+        add(str, off, off + n);
     }
 
     @Override
