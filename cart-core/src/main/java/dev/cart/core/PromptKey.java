@@ -499,7 +499,9 @@ public final class PromptKey {
     // A text block's hash is a function of its characters alone. When every character is at most U+00FF
     // (all ASCII and Latin-1 text) the block is hashed over one byte per character, eight characters per
     // 64-bit lane read straight from a byte array (hashLatin1: a VarHandle long view, the tail byte by
-    // byte); otherwise over its UTF-16 chars, four per lane, on a seed salted with WIDE (hashWide). A
+    // byte), and the block's own hash is then chained on the previous one by a short mix, so that
+    // hashing a block does not wait for the block before it; otherwise over its UTF-16 chars, four per
+    // lane, on a seed salted with WIDE (hashWide). A
     // builder decides per block from the characters it holds, so the same text gives the same hashes
     // whether it arrived as Strings, chars, or Latin-1 bytes from a request body. Token blocks hash two
     // ids per lane (hashInts).
@@ -528,9 +530,13 @@ public final class PromptKey {
         return (t[i] & 0xFFFFFFFFL) | (long) t[i + 1] << 32;
     }
 
-    /** Hash of the {@code n} Latin-1 characters of {@code b} from {@code off}, chained on {@code seed}. */
+    /**
+     * Hash of the {@code n} Latin-1 characters of {@code b} from {@code off}, chained on {@code seed}: the
+     * block's own hash (independent of the seed, so the CPU overlaps consecutive blocks) combined with
+     * the seed by {@link #chain}, a bijection of the block hash for a given seed.
+     */
     static long hashLatin1(byte[] b, int off, int n, long seed) {
-        long a1 = seed + P1 + P2, a2 = seed + P2, a3 = seed, a4 = seed - P1;
+        long a1 = P1 + P2, a2 = P2, a3 = 0, a4 = -P1;
         int i = off;
         int end = off + n;
         for (; i + 32 <= end; i += 32) {
@@ -539,14 +545,23 @@ public final class PromptKey {
             a3 = round(a3, (long) LONGS.get(b, i + 16));
             a4 = round(a4, (long) LONGS.get(b, i + 24));
         }
-        long h = finish(a1, a2, a3, a4, seed, n);
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h += n * P5;
         for (; i + 8 <= end; i += 8) {
             h = Long.rotateLeft(h ^ round(0, (long) LONGS.get(b, i)), 27) * P1 + P4;
         }
         for (; i < end; i++) {
             h = Long.rotateLeft(h ^ ((b[i] & 0xFF) * P5), 11) * P1;
         }
-        return avalanche(h);
+        return chain(seed, avalanche(h));
+    }
+
+    /** The chained hash of a block whose own hash is {@code block}, after the prefix hashed to {@code seed}. */
+    private static long chain(long seed, long block) {
+        long x = seed * P2 + block;
+        x ^= x >>> 29;
+        x *= P3;
+        return x ^ (x >>> 32);
     }
 
     /** Hash of the first {@code n} chars of {@code c} (a block with a character above U+00FF). */
