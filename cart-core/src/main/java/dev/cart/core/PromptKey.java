@@ -499,9 +499,9 @@ public final class PromptKey {
     // A text block's hash is a function of its characters alone. When every character is at most U+00FF
     // (all ASCII and Latin-1 text) the block is hashed over one byte per character, eight characters per
     // 64-bit lane read straight from a byte array (hashLatin1: a VarHandle long view, the tail byte by
-    // byte), and the block's own hash is then chained on the previous one by a short mix, so that
-    // hashing a block does not wait for the block before it; otherwise over its UTF-16 chars, four per
-    // lane, on a seed salted with WIDE (hashWide). A
+    // byte); otherwise over its UTF-16 chars, four per lane (hashWide). Either way the block's own hash
+    // is then chained on the previous block's by a short mix (chain), so that hashing a block does not
+    // wait for the block before it and consecutive blocks overlap in the CPU. A
     // builder decides per block from the characters it holds, so the same text gives the same hashes
     // whether it arrived as Strings, chars, or Latin-1 bytes from a request body. Token blocks hash two
     // ids per lane (hashInts).
@@ -564,14 +564,13 @@ public final class PromptKey {
         return x ^ (x >>> 32);
     }
 
-    /** Hash of the first {@code n} chars of {@code c} (a block with a character above U+00FF). */
+    /**
+     * Hash of the first {@code n} chars of {@code c} (a block with a character above U+00FF), chained on
+     * {@code seed}: four chars per lane, the block's own hash (salted, so that it is never taken for a
+     * Latin-1 block's) combined with the seed by {@link #chain}, as in {@link #hashLatin1}.
+     */
     static long hashWide(char[] c, int n, long seed) {
-        return hashChars(c, n, seed ^ WIDE);
-    }
-
-    /** Hash of the first {@code n} chars of {@code c}, four per lane, chained on {@code seed}. */
-    static long hashChars(char[] c, int n, long seed) {
-        long a1 = seed + P1 + P2, a2 = seed + P2, a3 = seed, a4 = seed - P1;
+        long a1 = P1 + P2, a2 = P2, a3 = 0, a4 = -P1;
         int i = 0;
         for (; i + 16 <= n; i += 16) {
             a1 = round(a1, word(c, i));
@@ -579,14 +578,15 @@ public final class PromptKey {
             a3 = round(a3, word(c, i + 8));
             a4 = round(a4, word(c, i + 12));
         }
-        long h = finish(a1, a2, a3, a4, seed, n);
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h += n * P5 + WIDE;
         for (; i + 4 <= n; i += 4) {
             h = Long.rotateLeft(h ^ round(0, word(c, i)), 27) * P1 + P4;
         }
         for (; i < n; i++) {
             h = Long.rotateLeft(h ^ (c[i] * P5), 11) * P1;
         }
-        return avalanche(h);
+        return chain(seed, avalanche(h));
     }
 
     /** Hash of the first {@code n} token ids of {@code t}, chained on {@code seed}. */

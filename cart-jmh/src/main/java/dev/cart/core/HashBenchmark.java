@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * Block hashing alone: 32,768 characters hashed in chained 64-character blocks, as keys are hashed. A
  * key's Latin-1 blocks (all ASCII text) are hashed by {@code PromptKey.hashLatin1}, eight characters per
  * 64-bit {@code VarHandle} read from a byte array; blocks with a character above U+00FF by
- * {@code PromptKey.hashChars}, each lane assembled from four {@code char} loads.
+ * {@code PromptKey.hashWide}, each lane assembled from four {@code char} loads.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -42,12 +42,12 @@ public class HashBenchmark {
 
     /** The hashing of blocks that hold a character above U+00FF (here over ASCII text, for comparison). */
     @Benchmark
-    public long hashChars() {
+    public long hashWide() {
         char[] block = new char[BLOCK];
         long h = 0;
         for (int off = 0; off + BLOCK <= N; off += BLOCK) {
             System.arraycopy(chars, off, block, 0, BLOCK);
-            h = PromptKey.hashChars(block, BLOCK, h);
+            h = PromptKey.hashWide(block, BLOCK, h);
         }
         return h;
     }

@@ -18,8 +18,11 @@ import java.util.Arrays;
  * operations timed by the thread's CPU time ({@code ThreadMXBean.getCurrentThreadCpuTime}) instead of the
  * wall clock, so that time the thread spends waiting for a core does not count. What it cannot remove is
  * the slowdown of sharing caches and cores with other work. Prints, per body, the minimum and median of 15
- * rounds (after a warm-up of 20,000 operations). Uses only the public API, so the same class runs against
- * an older build's jar. Run: {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.extract.CpuTiming}.
+ * rounds (after a warm-up of 20,000 operations); then, as {@link ContinuationBenchmark}, what answer
+ * learning costs: extraction plus {@code continuationKey} against extracting the body and the next
+ * turn's body. Uses only the public API, so the same class runs against an older build's jar (which has no
+ * {@code continuationKey}: the second table is then skipped). Run:
+ * {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.extract.CpuTiming}.
  */
 public final class CpuTiming {
 
@@ -58,6 +61,25 @@ public final class CpuTiming {
                             r[0], r[1]);
                 }
             }
+        }
+        try {
+            continuation();
+        } catch (LinkageError e) {
+            System.out.println("(no continuationKey in this build)");
+        }
+    }
+
+    private static void continuation() throws Exception {
+        System.out.println("realistic  bytes   extract + continuationKey (us)   extract twice (us)");
+        for (int size : new int[] {4096, 32768}) {
+            ContinuationBenchmark c = new ContinuationBenchmark();
+            c.bytes = size;
+            c.setUp();
+            int reps = size > 10_000 ? 300 : 2_000;
+            double[] cont = time(reps, c::extractAndContinue);
+            double[] twice = time(reps, c::extractTwice);
+            System.out.printf("          %6d   %7.1f / %7.1f                  %7.1f / %7.1f%n", c.body.length,
+                    cont[0], cont[1], twice[0], twice[1]);
         }
     }
 
