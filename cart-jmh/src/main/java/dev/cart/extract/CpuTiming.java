@@ -34,6 +34,7 @@ public final class CpuTiming {
     }
 
     public static void main(String[] args) throws Exception {
+        keys();
         TreeWorkload w = new TreeWorkload(42);
         System.out.println("body       bytes   extract min/median (us)   route min/median (us)");
         for (String kind : new String[] {"plain", "realistic"}) {
@@ -66,6 +67,25 @@ public final class CpuTiming {
             continuation();
         } catch (LinkageError e) {
             System.out.println("(no continuationKey in this build)");
+        }
+    }
+
+    /** Building a key of 4,096 and 32,768 ASCII characters (64-character blocks), as {@code KeyBenchmark}. */
+    private static void keys() throws Exception {
+        System.out.println("key of     chars   from a String (us)        from Latin-1 bytes (us)");
+        for (int n : new int[] {4096, 32768}) {
+            String text = TreeWorkload.randomText(new java.util.SplittableRandom(1), n);
+            byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+            double[] s = time(2_000, () -> PromptKey.ofText(text, PromptKey.DEFAULT_BLOCK_CHARS));
+            String b;
+            try {
+                double[] t = time(2_000, () -> PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
+                        .appendLatin1(bytes, 0, bytes.length).build());
+                b = String.format("%7.2f / %7.2f", t[0], t[1]);
+            } catch (LinkageError e) {
+                b = "(not in this build)";
+            }
+            System.out.printf("          %6d   %7.2f / %7.2f         %s%n", n, s[0], s[1], b);
         }
     }
 
