@@ -1,6 +1,10 @@
 package dev.cart.core;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * The routing key of one request: its prompt, cut into fixed-size blocks, each block identified by a
@@ -207,13 +211,24 @@ public final class PromptKey {
     /**
      * Builds a key incrementally, hashing each block as it fills, so the whole prompt never has to be
      * held as one string. Text is copied into the block buffer in runs (no per-character bookkeeping).
-     * Not thread-safe; one builder per key.
+     *
+     * <p>Text keys keep the current block as Latin-1 bytes while its characters allow it (every ASCII
+     * and Latin-1 character), and switch the block to UTF-16 chars at its first character above U+00FF;
+     * {@link #appendLatin1} hashes a full block straight from the caller's array without copying it.
+     * Whatever mix of {@code append} calls produced a text, its blocks get the same hashes (see the
+     * block hashing below). Not thread-safe; one builder per key. {@link #copy()} forks one.
      */
     public static final class Builder {
         private final Unit unit;
         private final int blockSize;
         private final int anchorLimit;
-        private final char[] chars;
+        /** The current block while it is Latin-1 (text keys). */
+        private final byte[] narrow;
+        /** The current block once it holds a character above U+00FF (text keys; made when first needed). */
+        private char[] wide;
+        private boolean isWide;
+        /** Scratch for copying out of Strings. */
+        private char[] scratch;
         private final int[] tokens;
         private int fill;
         private int length;
@@ -235,30 +250,56 @@ public final class PromptKey {
             this.unit = unit;
             this.blockSize = blockSize;
             this.anchorLimit = anchorLimit;
-            this.chars = unit == Unit.CHARS ? new char[blockSize] : null;
+            this.narrow = unit == Unit.CHARS ? new byte[blockSize] : null;
             this.tokens = unit == Unit.TOKENS ? new int[blockSize] : null;
+        }
+
+        private Builder(Builder o) {
+            this.unit = o.unit;
+            this.blockSize = o.blockSize;
+            this.anchorLimit = o.anchorLimit;
+            this.narrow = o.narrow == null ? null : o.narrow.clone();
+            this.wide = o.wide == null ? null : o.wide.clone();
+            this.isWide = o.isWide;
+            this.tokens = o.tokens == null ? null : o.tokens.clone();
+            this.fill = o.fill;
+            this.length = o.length;
+            this.chain = o.chain;
+            this.blocks = Arrays.copyOf(o.blocks, Math.max(8, o.blockCount + 8));
+            this.blockCount = o.blockCount;
+            this.bounds = Arrays.copyOf(o.bounds, Math.max(4, o.boundCount + 4));
+            this.boundCount = o.boundCount;
+            this.anchor = o.anchor;
+            this.anchorSet = o.anchorSet;
+        }
+
+        /**
+         * An independent builder in this one's state: appending to either leaves the other unchanged. For
+         * keys that extend a key already built (a conversation followed by its reply) without hashing the
+         * shared part again. Costs a copy of the block hashes so far.
+         */
+        public Builder copy() {
+            return new Builder(this);
         }
 
         /** Appends the characters of {@code s}. */
         public Builder append(CharSequence s) {
             requireUnit(Unit.CHARS);
             int n = s.length();
-            if (s instanceof String str) {
-                for (int pos = 0; pos < n; ) {
-                    int take = room(n - pos);
-                    str.getChars(pos, pos + take, chars, fill);
-                    advance(take);
-                    pos += take;
-                }
-            } else {
-                for (int pos = 0; pos < n; ) {
-                    int take = room(n - pos);
+            if (scratch == null) {
+                scratch = new char[blockSize];
+            }
+            for (int pos = 0; pos < n; ) {
+                int take = room(n - pos);
+                if (s instanceof String str) {
+                    str.getChars(pos, pos + take, scratch, 0);
+                } else {
                     for (int k = 0; k < take; k++) {
-                        chars[fill + k] = s.charAt(pos + k);
+                        scratch[k] = s.charAt(pos + k);
                     }
-                    advance(take);
-                    pos += take;
                 }
+                put(scratch, 0, take);
+                pos += take;
             }
             return this;
         }
@@ -266,7 +307,14 @@ public final class PromptKey {
         /** Appends one character. */
         public Builder append(char c) {
             requireUnit(Unit.CHARS);
-            chars[fill] = c;
+            if (c > 0xFF && !isWide) {
+                widen();
+            }
+            if (isWide) {
+                wide[fill] = c;
+            } else {
+                narrow[fill] = (byte) c;
+            }
             advance(1);
             return this;
         }
@@ -274,13 +322,80 @@ public final class PromptKey {
         /** Appends {@code len} characters of {@code src} from {@code off}. */
         public Builder append(char[] src, int off, int len) {
             requireUnit(Unit.CHARS);
+            Objects.checkFromIndexSize(off, len, src.length);
             for (int pos = 0; pos < len; ) {
                 int take = room(len - pos);
-                System.arraycopy(src, off + pos, chars, fill, take);
+                put(src, off + pos, take);
+                pos += take;
+            }
+            return this;
+        }
+
+        /**
+         * Appends {@code len} characters given as Latin-1 bytes: each byte of {@code src} from {@code off}
+         * is the character U+0000 to U+00FF of the same value (so an ASCII run of a UTF-8 body can be
+         * passed as it is). The key is the one {@code append(CharSequence)} makes of the same characters;
+         * full blocks are hashed straight from {@code src}.
+         */
+        public Builder appendLatin1(byte[] src, int off, int len) {
+            requireUnit(Unit.CHARS);
+            Objects.checkFromIndexSize(off, len, src.length);
+            int pos = 0;
+            while (pos < len) {
+                if (fill == 0 && len - pos >= blockSize && (anchorSet || length + blockSize <= anchorLimit)) {
+                    chain = hashLatin1(src, off + pos, blockSize, chain);
+                    length += blockSize;
+                    pos += blockSize;
+                    pushBlock();
+                    if (!anchorSet && length == anchorLimit) {
+                        setAnchor();
+                    }
+                    continue;
+                }
+                int take = room(len - pos);
+                if (isWide) {
+                    for (int k = 0; k < take; k++) {
+                        wide[fill + k] = (char) (src[off + pos + k] & 0xFF);
+                    }
+                } else {
+                    System.arraycopy(src, off + pos, narrow, fill, take);
+                }
                 advance(take);
                 pos += take;
             }
             return this;
+        }
+
+        /** Copies {@code take} chars (at most the room left) into the current block, narrowing while it can. */
+        private void put(char[] src, int off, int take) {
+            if (!isWide) {
+                byte[] nb = narrow;
+                int f = fill;
+                int bits = 0;
+                for (int k = 0; k < take; k++) {
+                    char c = src[off + k];
+                    bits |= c;
+                    nb[f + k] = (byte) c;
+                }
+                if (bits > 0xFF) {
+                    widen();
+                }
+            }
+            if (isWide) {
+                System.arraycopy(src, off, wide, fill, take);
+            }
+            advance(take);
+        }
+
+        /** Moves the current block from Latin-1 bytes to chars (its first character above U+00FF). */
+        private void widen() {
+            if (wide == null) {
+                wide = new char[blockSize];
+            }
+            for (int k = 0; k < fill; k++) {
+                wide[k] = (char) (narrow[k] & 0xFF);
+            }
+            isWide = true;
         }
 
         void appendUnit(int token) {
@@ -313,16 +428,29 @@ public final class PromptKey {
             fill += k;
             length += k;
             if (fill == blockSize) {
-                chain = unit == Unit.CHARS ? hashChars(chars, blockSize, chain) : hashInts(tokens, blockSize, chain);
-                if (blockCount == blocks.length) {
-                    blocks = Arrays.copyOf(blocks, blockCount * 2);
-                }
-                blocks[blockCount++] = chain;
-                fill = 0;
+                chain = blockHash(blockSize, chain);
+                pushBlock();
             }
             if (!anchorSet && length == anchorLimit) {
                 setAnchor();
             }
+        }
+
+        private void pushBlock() {
+            if (blockCount == blocks.length) {
+                blocks = Arrays.copyOf(blocks, blockCount * 2);
+            }
+            blocks[blockCount++] = chain;
+            fill = 0;
+            isWide = false;
+        }
+
+        /** The hash of the current block's first {@code n} units, chained on {@code seed}. */
+        private long blockHash(int n, long seed) {
+            if (unit == Unit.TOKENS) {
+                return hashInts(tokens, n, seed);
+            }
+            return isWide ? hashWide(wide, n, seed) : hashLatin1(narrow, 0, n, seed);
         }
 
         /** Marks the end of a message at the current length. Repeated marks at one offset count once. */
@@ -346,11 +474,7 @@ public final class PromptKey {
         }
 
         private void setAnchor() {
-            if (fill == 0) {
-                anchor = chain;
-            } else {
-                anchor = (unit == Unit.CHARS ? hashChars(chars, fill, chain) : hashInts(tokens, fill, chain)) ^ fill;
-            }
+            anchor = fill == 0 ? chain : blockHash(fill, chain) ^ fill;
             anchorSet = true;
         }
 
@@ -360,24 +484,34 @@ public final class PromptKey {
             }
         }
 
+        /** The key of everything appended so far; the builder stays usable (appending continues the text). */
         public PromptKey build() {
-            if (!anchorSet) {
-                setAnchor();
-            }
+            long a = anchorSet ? anchor : fill == 0 ? chain : blockHash(fill, chain) ^ fill;
             return new PromptKey(unit, blockSize, length, Arrays.copyOf(blocks, blockCount),
-                    boundCount == 0 ? NO_BOUNDARIES : Arrays.copyOf(bounds, boundCount), anchor);
+                    boundCount == 0 ? NO_BOUNDARIES : Arrays.copyOf(bounds, boundCount), a);
         }
     }
 
     // Block hashing: the structure of xxHash64 (four accumulator lanes, each round a multiply, a rotate
-    // and a multiply, so a difference in any input bit spreads to every output bit), over 64-bit words
-    // made of four characters or two token ids. Not cryptographic: a crafted collision could only
-    // misroute a request. Chained: the seed is the previous block's hash.
+    // and a multiply, so a difference in any input bit spreads to every output bit). Not cryptographic: a
+    // crafted collision could only misroute a request. Chained: the seed is the previous block's hash.
+    //
+    // A text block's hash is a function of its characters alone. When every character is at most U+00FF
+    // (all ASCII and Latin-1 text) the block is hashed over one byte per character, eight characters per
+    // 64-bit lane read straight from a byte array (hashLatin1: a VarHandle long view, the tail byte by
+    // byte); otherwise over its UTF-16 chars, four per lane (hashWide). Either way the block's own hash
+    // is then chained on the previous block's by a short mix (chain), so that hashing a block does not
+    // wait for the block before it and consecutive blocks overlap in the CPU. A
+    // builder decides per block from the characters it holds, so the same text gives the same hashes
+    // whether it arrived as Strings, chars, or Latin-1 bytes from a request body. Token blocks hash two
+    // ids per lane (hashInts).
     private static final long P1 = 0x9E3779B185EBCA87L;
     private static final long P2 = 0xC2B2AE3D27D4EB4FL;
     private static final long P3 = 0x165667B19E3779F9L;
     private static final long P4 = 0x85EBCA77C2B2AE63L;
     private static final long P5 = 0x27D4EB2F165667C5L;
+    /** The first lane's start, {@code P1 + P2} wrapped to 64 bits (written out: it overflows on purpose). */
+    private static final long LANE1 = 0x60EA27EEADC0B5D6L;
 
     private static long round(long acc, long input) {
         return Long.rotateLeft(acc + input * P2, 31) * P1;
@@ -387,6 +521,9 @@ public final class PromptKey {
         return (h ^ round(0, acc)) * P1 + P4;
     }
 
+    private static final long WIDE = 0x61C8864680B583EBL;
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
     private static long word(char[] c, int i) {
         return c[i] | (long) c[i + 1] << 16 | (long) c[i + 2] << 32 | (long) c[i + 3] << 48;
     }
@@ -395,9 +532,47 @@ public final class PromptKey {
         return (t[i] & 0xFFFFFFFFL) | (long) t[i + 1] << 32;
     }
 
-    /** Hash of the first {@code n} characters of {@code c}, chained on {@code seed}. */
-    static long hashChars(char[] c, int n, long seed) {
-        long a1 = seed + P1 + P2, a2 = seed + P2, a3 = seed, a4 = seed - P1;
+    /**
+     * Hash of the {@code n} Latin-1 characters of {@code b} from {@code off}, chained on {@code seed}: the
+     * block's own hash (independent of the seed, so the CPU overlaps consecutive blocks) combined with
+     * the seed by {@link #chain}, a bijection of the block hash for a given seed.
+     */
+    static long hashLatin1(byte[] b, int off, int n, long seed) {
+        long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
+        int i = off;
+        int end = off + n;
+        for (; i + 32 <= end; i += 32) {
+            a1 = round(a1, (long) LONGS.get(b, i));
+            a2 = round(a2, (long) LONGS.get(b, i + 8));
+            a3 = round(a3, (long) LONGS.get(b, i + 16));
+            a4 = round(a4, (long) LONGS.get(b, i + 24));
+        }
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h += n * P5;
+        for (; i + 8 <= end; i += 8) {
+            h = Long.rotateLeft(h ^ round(0, (long) LONGS.get(b, i)), 27) * P1 + P4;
+        }
+        for (; i < end; i++) {
+            h = Long.rotateLeft(h ^ ((b[i] & 0xFF) * P5), 11) * P1;
+        }
+        return chain(seed, avalanche(h));
+    }
+
+    /** The chained hash of a block whose own hash is {@code block}, after the prefix hashed to {@code seed}. */
+    private static long chain(long seed, long block) {
+        long x = seed * P2 + block;
+        x ^= x >>> 29;
+        x *= P3;
+        return x ^ (x >>> 32);
+    }
+
+    /**
+     * Hash of the first {@code n} chars of {@code c} (a block with a character above U+00FF), chained on
+     * {@code seed}: four chars per lane, the block's own hash (salted, so that it is never taken for a
+     * Latin-1 block's) combined with the seed by {@link #chain}, as in {@link #hashLatin1}.
+     */
+    static long hashWide(char[] c, int n, long seed) {
+        long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
         int i = 0;
         for (; i + 16 <= n; i += 16) {
             a1 = round(a1, word(c, i));
@@ -405,14 +580,15 @@ public final class PromptKey {
             a3 = round(a3, word(c, i + 8));
             a4 = round(a4, word(c, i + 12));
         }
-        long h = finish(a1, a2, a3, a4, seed, n);
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h += n * P5 + WIDE;
         for (; i + 4 <= n; i += 4) {
             h = Long.rotateLeft(h ^ round(0, word(c, i)), 27) * P1 + P4;
         }
         for (; i < n; i++) {
             h = Long.rotateLeft(h ^ (c[i] * P5), 11) * P1;
         }
-        return avalanche(h);
+        return chain(seed, avalanche(h));
     }
 
     /** Hash of the first {@code n} token ids of {@code t}, chained on {@code seed}. */

@@ -35,6 +35,109 @@ class PromptKeyTest {
                 });
     }
 
+    /**
+     * Every way of appending a text gives the same key: a String, a char array in pieces, one char at a
+     * time, and (for Latin-1 runs) bytes, with pieces cut anywhere, including across block edges and
+     * between the halves of a surrogate pair. Texts mix ASCII, Latin-1 and wider characters, so blocks
+     * switch between the byte and the char hashing in every order.
+     */
+    @Test
+    void everyAppendPathGivesTheSameKey() {
+        qt().withFixedSeed(13L).withExamples(400)
+                .forAll(mixedText(), integers().between(1, 70), integers().between(1, 300), integers().all())
+                .checkAssert((text, block, anchor, seed) -> {
+                    PromptKey whole = PromptKey.textBuilder(block, anchor).append(text).build();
+                    java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed);
+                    PromptKey.Builder b = PromptKey.textBuilder(block, anchor);
+                    char[] cs = text.toCharArray();
+                    int pos = 0;
+                    while (pos < cs.length) {
+                        int n = Math.min(cs.length - pos, rnd.nextInt(1, 150));
+                        switch (rnd.nextInt(4)) {
+                            case 0 -> b.append(text.substring(pos, pos + n));
+                            case 1 -> b.append(cs, pos, n);
+                            case 2 -> {
+                                for (int k = 0; k < n; k++) {
+                                    b.append(cs[pos + k]);
+                                }
+                            }
+                            default -> {
+                                int k = 0;
+                                while (k < n && cs[pos + k] <= 0xFF) {
+                                    k++;
+                                }
+                                if (k == 0) {
+                                    b.append(cs[pos]);
+                                    k = 1;
+                                } else {
+                                    byte[] bytes = new byte[k + 6];
+                                    for (int j = 0; j < k; j++) {
+                                        bytes[3 + j] = (byte) cs[pos + j];
+                                    }
+                                    b.appendLatin1(bytes, 3, k);
+                                }
+                                n = k;
+                            }
+                        }
+                        pos += n;
+                        if (rnd.nextInt(8) == 0) {
+                            b.boundary();
+                        }
+                    }
+                    // Boundaries do not change block hashes; compare those and the length.
+                    PromptKey parts = b.build();
+                    assertEquals(whole.length(), parts.length());
+                    assertEquals(whole.blockCount(), parts.blockCount());
+                    for (int i = 0; i < whole.blockCount(); i++) {
+                        assertEquals(whole.blockHash(i), parts.blockHash(i), "block " + i);
+                    }
+                });
+    }
+
+    @Test
+    void latin1BytesAndWideCharsHashDifferentlyButConsistently() {
+        String ascii = "a".repeat(64);
+        String wide = "\u0101".repeat(64);
+        assertNotEquals(PromptKey.ofText(ascii, 64).blockHash(0), PromptKey.ofText(wide, 64).blockHash(0));
+        byte[] bytes = ascii.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+        assertEquals(PromptKey.ofText(ascii, 64), PromptKey.textBuilder(64).appendLatin1(bytes, 0, 64).build());
+    }
+
+    @Test
+    void aCopyContinuesIndependently() {
+        PromptKey.Builder b = PromptKey.textBuilder(16, 40).append("conversation so far \u00e9").boundary()
+                .append("and a tail");
+        PromptKey before = b.build();
+        PromptKey.Builder c = b.copy().append(" reply \u4e16\u754c").boundary();
+        assertEquals(before, b.build());
+        assertEquals(PromptKey.textBuilder(16, 40).append("conversation so far \u00e9").boundary()
+                .append("and a tail reply \u4e16\u754c").boundary().build(), c.build());
+        b.append("x");
+        assertEquals(before.length() + 1, b.build().length());
+    }
+
+    /** Strings of ASCII, Latin-1, other BMP characters and surrogate pairs, in runs. */
+    private static org.quicktheories.core.Gen<String> mixedText() {
+        return integers().between(0, 600).zip(integers().all(), (len, seed) -> {
+            java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed);
+            StringBuilder sb = new StringBuilder();
+            while (sb.length() < len) {
+                int run = rnd.nextInt(1, 80);
+                int kind = rnd.nextInt(10);
+                for (int k = 0; k < run; k++) {
+                    switch (kind) {
+                        case 0 -> sb.append((char) rnd.nextInt(0x80, 0x100));
+                        case 1 -> sb.append((char) rnd.nextInt(0x100, 0xD800));
+                        case 2 -> sb.appendCodePoint(rnd.nextInt(0x10000, 0x110000));
+                        case 3 -> sb.append((char) rnd.nextInt(0, 0x20));
+                        default -> sb.append((char) rnd.nextInt(0x20, 0x7F));
+                    }
+                }
+            }
+            return sb.toString();
+        });
+    }
+
     @Test
     void aLongerTextSharesTheBlocksOfItsPrefix() {
         qt().withFixedSeed(12L).forAll(strings().basicLatinAlphabet().ofLengthBetween(0, 300),

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import dev.cart.core.PromptKey;
 
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -94,6 +95,44 @@ public final class PromptExtractor {
         Extraction x = new Extraction(factory, options, endpoint, body);
         x.parse();
         return x.result(tokens);
+    }
+
+    /**
+     * The key of the next turn of a conversation: {@code routed}'s messages followed by the assistant's
+     * {@code reply}, as {@link #extract} will make it from the next request's body, whose key starts with
+     * it (the next body adds the reply as an assistant message, then the user's new message). Made from the
+     * key state {@code routed} carries: the shared part is neither read nor hashed again; only the reply
+     * is. For learning, after a response, which replica now holds the longer prefix.
+     *
+     * <p>The reply enters as the clients send it back: {@code {"role": "assistant", "content": text}}; on
+     * {@code /v1/messages} several text blocks enter as an array of text blocks (one block and a plain
+     * string give the same key). On {@code /v1/chat/completions} the pieces are joined into one text.
+     *
+     * @param routed a request returned by this extractor's {@link #extract}
+     * @param reply  the reply's text: its pieces in order (chat: joined; messages: one text block each)
+     * @return the key, or null when there is nothing to learn: a {@code /v1/completions} request, a
+     *         request whose last message is already the assistant's (a prefill the reply continues), a
+     *         request whose token-mode key fell back to characters, or (token mode) when tokenizing the
+     *         reply would have to wait for a permit or failed
+     */
+    public PromptKey continuationKey(ExtractedRequest routed, List<String> reply) {
+        Objects.requireNonNull(routed, "routed");
+        Objects.requireNonNull(reply, "reply");
+        KeyState state = routed.state();
+        if (state == null || state.endpoint() == Endpoint.COMPLETIONS || "assistant".equals(state.lastRole())) {
+            return null;
+        }
+        Segment seg = Extraction.assistantMessage(reply, state.endpoint());
+        PromptKey.Builder b = state.builder().copy();
+        if (routed.key().unit() == PromptKey.Unit.TOKENS) {
+            int[] ids = tokens == null ? null : tokens.segmentIds(seg.text());
+            if (ids == null) {
+                return null;
+            }
+            return b.append(ids, 0, ids.length).boundary().build();
+        }
+        seg.appendTo(Segment.Sink.of(b));
+        return b.build();
     }
 
     /** The key's characters with boundaries shown as U+2016, for tests of the key format. */

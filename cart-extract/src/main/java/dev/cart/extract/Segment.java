@@ -11,8 +11,14 @@ import java.util.Arrays;
  * <p>Design: a key's sections (tools, system, messages) must enter the key in a fixed order, but JSON
  * objects have no order, so {@code messages} often arrives before {@code model} and {@code tools} (the
  * OpenAI Python SDK writes it first). Each section is therefore written into its own segment and the
- * segments are replayed into the {@link PromptKey.Builder} at the end, in long
- * {@code append(char[], off, len)} runs. The extra cost is one copy of the key's characters.
+ * segments are replayed into the {@link PromptKey.Builder} at the end, in long runs.
+ *
+ * <p>Storage is compact, as in {@code String}: characters up to U+00FF (all ASCII and Latin-1 text) are
+ * kept one byte each in {@link #lat}, and replayed with {@link PromptKey.Builder#appendLatin1}, which
+ * hashes full blocks straight from that array; runs of wider characters are kept as chars in
+ * {@link #wide}. The text is a sequence of <em>pieces</em>, alternately of one kind and the other, so a
+ * message with one CJK word does not widen the rest of the conversation. {@link #addUtf8} copies the
+ * unescaped UTF-8 of a request body in (ASCII eight bytes at a time), without a detour through chars.
  *
  * <p>It is a {@link Writer} so that {@code JsonParser.getText(Writer)} can stream a long string value
  * into it segment by segment, without first joining Jackson's buffers into one array or String.
@@ -20,77 +26,237 @@ import java.util.Arrays;
  */
 final class Segment extends Writer {
 
-    private char[] buf;
-    private int len;
+    /** Latin-1 characters, one per byte. */
+    private byte[] lat;
+    private int latLen;
+    /** Characters above U+00FF. */
+    private char[] wide = NO_CHARS;
+    private int wideLen;
+    /** Where each piece ends, in characters of the whole segment; pieces alternate kind. */
+    private int[] pieceEnds = new int[4];
+    private int pieceCount;
+    /** Whether piece 0 is wide (then odd pieces are Latin-1, and the other way round). */
+    private boolean firstWide;
     private int[] bounds = new int[8];
     private int boundCount;
 
+    private int markLat;
+    private int markWide;
+    private int markPieces;
+    private int markLastEnd;
+    private int markBounds;
+
+    private static final char[] NO_CHARS = new char[0];
+
     Segment(int initialCapacity) {
-        buf = new char[Math.max(16, initialCapacity)];
+        lat = new byte[Math.max(16, initialCapacity)];
     }
 
     int length() {
-        return len;
+        return latLen + wideLen;
     }
 
     boolean isEmpty() {
-        return len == 0;
+        return length() == 0;
     }
 
-    void clear() {
-        len = 0;
-        boundCount = 0;
+    private boolean lastIsWide() {
+        return ((pieceCount - 1) & 1) == 0 == firstWide;
     }
 
-    private void ensure(int extra) {
-        int need = len + extra;
+    /** Extends the last piece when it is of this kind, else opens a piece; then it ends at {@code end}. */
+    private void piece(boolean isWide, int end) {
+        if (pieceCount > 0 && lastIsWide() == isWide) {
+            pieceEnds[pieceCount - 1] = end;
+            return;
+        }
+        if (pieceCount == 0) {
+            firstWide = isWide;
+        }
+        if (pieceCount == pieceEnds.length) {
+            pieceEnds = Arrays.copyOf(pieceEnds, pieceCount * 2);
+        }
+        pieceEnds[pieceCount++] = end;
+    }
+
+    private void ensureLat(int extra) {
+        int need = latLen + extra;
         if (need < 0) {
             throw new OutOfMemoryError("key segment too large");
         }
-        if (need > buf.length) {
-            buf = Arrays.copyOf(buf, Math.max(need, buf.length + (buf.length >> 1)));
+        if (need > lat.length) {
+            lat = Arrays.copyOf(lat, Math.max(need, lat.length + (lat.length >> 1)));
+        }
+    }
+
+    private void ensureWide(int extra) {
+        int need = wideLen + extra;
+        if (need < 0) {
+            throw new OutOfMemoryError("key segment too large");
+        }
+        if (need > wide.length) {
+            wide = Arrays.copyOf(wide, Math.max(Math.max(need, 16), wide.length + (wide.length >> 1)));
         }
     }
 
     Segment add(char c) {
-        if (len == buf.length) {
-            ensure(1);
+        if (c <= 0xFF) {
+            if (latLen == lat.length) {
+                ensureLat(1);
+            }
+            lat[latLen++] = (byte) c;
+            piece(false, length());
+        } else {
+            ensureWide(1);
+            wide[wideLen++] = c;
+            piece(true, length());
         }
-        buf[len++] = c;
         return this;
     }
 
     Segment add(String s) {
-        int n = s.length();
-        ensure(n);
-        s.getChars(0, n, buf, len);
-        len += n;
-        return this;
+        return add((CharSequence) s, 0, s.length());
     }
 
     Segment add(StringBuilder sb) {
-        int n = sb.length();
-        ensure(n);
-        sb.getChars(0, n, buf, len);
-        len += n;
+        return add(sb, 0, sb.length());
+    }
+
+    /** Appends {@code s[from, to)}: Latin-1 characters into the byte buffer, others as chars. */
+    private Segment add(CharSequence s, int from, int to) {
+        byte[] b = reserveLatin1(to - from);
+        int at = latLen;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (c <= 0xFF) {
+                b[at++] = (byte) c;
+            } else {
+                commitLatin1(at);
+                addWide(c);
+            }
+        }
+        commitLatin1(at);
         return this;
     }
 
+    /** Appends chars, splitting them into Latin-1 and wide pieces. */
     Segment add(char[] chars, int off, int n) {
-        ensure(n);
-        System.arraycopy(chars, off, buf, len, n);
-        len += n;
-        return this;
-    }
-
-    /** Appends another segment, boundaries included. */
-    Segment add(Segment other) {
-        int base = len;
-        add(other.buf, 0, other.len);
-        for (int i = 0; i < other.boundCount; i++) {
-            markAt(base + other.bounds[i]);
+        int end = off + n;
+        int i = off;
+        while (i < end) {
+            int start = i;
+            if (chars[i] <= 0xFF) {
+                ensureLat(end - i);
+                byte[] b = lat;
+                int at = latLen;
+                while (i < end && chars[i] <= 0xFF) {
+                    b[at++] = (byte) chars[i++];
+                }
+                latLen = at;
+                piece(false, length());
+            } else {
+                while (i < end && chars[i] > 0xFF) {
+                    i++;
+                }
+                ensureWide(i - start);
+                System.arraycopy(chars, start, wide, wideLen, i - start);
+                wideLen += i - start;
+                piece(true, length());
+            }
         }
         return this;
+    }
+
+    /**
+     * The Latin-1 buffer, with room for {@code extra} more characters after {@link #latin1Length()}: a
+     * writer fills it from there and then calls {@link #commitLatin1} (and nothing else in between).
+     */
+    byte[] reserveLatin1(int extra) {
+        ensureLat(extra);
+        return lat;
+    }
+
+    /** Characters in the Latin-1 buffer (the offset a writer of {@link #reserveLatin1} starts at). */
+    int latin1Length() {
+        return latLen;
+    }
+
+    /** Makes the Latin-1 characters written up to {@code end} part of the text. */
+    void commitLatin1(int end) {
+        if (end != latLen) {
+            latLen = end;
+            piece(false, length());
+        }
+    }
+
+    /** Appends one character above U+00FF (or any character, kept as a char). */
+    void addWide(char c) {
+        ensureWide(1);
+        wide[wideLen++] = c;
+        piece(true, length());
+    }
+
+    /** Appends {@code n} ASCII bytes of {@code src} from {@code off} (each byte is one character). */
+    Segment addAscii(byte[] src, int off, int n) {
+        if (n > 0) {
+            ensureLat(n);
+            System.arraycopy(src, off, lat, latLen, n);
+            latLen += n;
+            piece(false, length());
+        }
+        return this;
+    }
+
+    /**
+     * Appends the characters of {@code src[off, off + n)}, which must be well-formed UTF-8 (the body is
+     * validated before parsing): ASCII is copied as it is, two-byte sequences up to U+00FF become
+     * Latin-1 bytes, everything else UTF-16 chars (a surrogate pair for a four-byte sequence).
+     */
+    Segment addUtf8(byte[] src, int off, int n) {
+        int end = off + n;
+        int i = off;
+        while (i < end) {
+            int run = Utf8.asciiRun(src, i, end);
+            if (run > 0) {
+                addAscii(src, i, run);
+                i += run;
+                continue;
+            }
+            int b0 = src[i] & 0xFF;
+            if (b0 < 0xE0) {
+                add((char) ((b0 & 0x1F) << 6 | (src[i + 1] & 0x3F)));
+                i += 2;
+            } else if (b0 < 0xF0) {
+                add((char) ((b0 & 0x0F) << 12 | (src[i + 1] & 0x3F) << 6 | (src[i + 2] & 0x3F)));
+                i += 3;
+            } else {
+                int cp = (b0 & 0x07) << 18 | (src[i + 1] & 0x3F) << 12 | (src[i + 2] & 0x3F) << 6 | (src[i + 3] & 0x3F);
+                add(Character.highSurrogate(cp));
+                add(Character.lowSurrogate(cp));
+                i += 4;
+            }
+        }
+        return this;
+    }
+
+    /** Remembers the current end, for {@link #reset()}: one mark at a time. */
+    void mark() {
+        markLat = latLen;
+        markWide = wideLen;
+        markPieces = pieceCount;
+        markLastEnd = pieceCount == 0 ? 0 : pieceEnds[pieceCount - 1];
+        markBounds = boundCount;
+    }
+
+    /** Drops everything appended since {@link #mark()}. */
+    void reset() {
+        latLen = markLat;
+        wideLen = markWide;
+        pieceCount = markPieces;
+        if (pieceCount > 0) {
+            pieceEnds[pieceCount - 1] = markLastEnd;
+        }
+        boundCount = markBounds;
     }
 
     /**
@@ -99,7 +265,7 @@ final class Segment extends Writer {
      * would shrink the key's anchor to the marker alone).
      */
     void boundary() {
-        markAt(len);
+        markAt(length());
     }
 
     private void markAt(int at) {
@@ -112,9 +278,18 @@ final class Segment extends Writer {
         bounds[boundCount++] = at;
     }
 
-    /** Where assembled key characters go: the key builder, or a String for tests. */
+    /** Where assembled key characters go: the key builder, the token-mode chunks, or a String for tests. */
     interface Sink {
         void append(char[] chars, int off, int len);
+
+        /** Latin-1 characters, one per byte. */
+        default void appendLatin1(byte[] bytes, int off, int len) {
+            char[] c = new char[len];
+            for (int i = 0; i < len; i++) {
+                c[i] = (char) (bytes[off + i] & 0xFF);
+            }
+            append(c, 0, len);
+        }
 
         void boundary();
 
@@ -123,6 +298,11 @@ final class Segment extends Writer {
                 @Override
                 public void append(char[] chars, int off, int len) {
                     key.append(chars, off, len);
+                }
+
+                @Override
+                public void appendLatin1(byte[] bytes, int off, int len) {
+                    key.appendLatin1(bytes, off, len);
                 }
 
                 @Override
@@ -135,23 +315,61 @@ final class Segment extends Writer {
 
     /** Replays the characters into {@code key}, calling {@code boundary()} at each recorded offset. */
     void appendTo(Sink key) {
-        int from = 0;
-        for (int i = 0; i < boundCount; i++) {
-            int to = bounds[i];
-            if (to > from) {
-                key.append(buf, from, to - from);
+        replay(key);
+    }
+
+    private void replay(Sink key) {
+        int pos = 0;
+        int latAt = 0;
+        int wideAt = 0;
+        int b = 0;
+        for (int p = 0; p < pieceCount; p++) {
+            boolean isWide = (p & 1) == 0 == firstWide;
+            int end = pieceEnds[p];
+            while (pos < end) {
+                while (b < boundCount && bounds[b] <= pos) {
+                    key.boundary();
+                    b++;
+                }
+                int to = b < boundCount ? Math.min(end, bounds[b]) : end;
+                int n = to - pos;
+                if (isWide) {
+                    key.append(wide, wideAt, n);
+                    wideAt += n;
+                } else {
+                    key.appendLatin1(lat, latAt, n);
+                    latAt += n;
+                }
+                pos = to;
             }
-            key.boundary();
-            from = to;
         }
-        if (len > from) {
-            key.append(buf, from, len - from);
+        while (b < boundCount) {
+            key.boundary();
+            b++;
         }
     }
 
     /** The characters as a String (small segments only: canonical JSON, attributes). */
     String text() {
-        return new String(buf, 0, len);
+        StringBuilder sb = new StringBuilder(length());
+        replay(new Sink() {
+            @Override
+            public void append(char[] chars, int off, int len) {
+                sb.append(chars, off, len);
+            }
+
+            @Override
+            public void appendLatin1(byte[] bytes, int off, int len) {
+                for (int i = 0; i < len; i++) {
+                    sb.append((char) (bytes[off + i] & 0xFF));
+                }
+            }
+
+            @Override
+            public void boundary() {
+            }
+        });
+        return sb.toString();
     }
 
     // Writer: the target of JsonParser.getText(Writer).
@@ -168,9 +386,7 @@ final class Segment extends Writer {
 
     @Override
     public void write(String str, int off, int n) {
-        ensure(n);
-        str.getChars(off, off + n, buf, len);
-        len += n;
+        add(str, off, off + n);
     }
 
     @Override

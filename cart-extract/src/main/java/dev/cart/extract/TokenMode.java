@@ -56,8 +56,12 @@ final class TokenMode {
         return cache;
     }
 
-    /** A key and how it was made. */
-    record Keyed(PromptKey key, Tokenization tokenization) {
+    /** A key, how it was made, and (for a token key) its builder, to continue it. */
+    record Keyed(PromptKey key, Tokenization tokenization, PromptKey.Builder builder) {
+
+        Keyed(PromptKey key, Tokenization tokenization) {
+            this(key, tokenization, null);
+        }
     }
 
     /** The key for the segments collected in {@code chunks}. */
@@ -99,10 +103,11 @@ final class TokenMode {
                 permits.release();
             }
         }
-        return new Keyed(tokens(ids, chunks), new Tokenization(Tokenization.Outcome.TOKENIZED, n, hits, nanos));
+        PromptKey.Builder b = tokens(ids, chunks);
+        return new Keyed(b.build(), new Tokenization(Tokenization.Outcome.TOKENIZED, n, hits, nanos), b);
     }
 
-    private PromptKey tokens(int[][] ids, Chunks chunks) {
+    private PromptKey.Builder tokens(int[][] ids, Chunks chunks) {
         int n = chunks.count;
         long total = 0;
         for (int[] t : ids) {
@@ -111,18 +116,39 @@ final class TokenMode {
         if (total > Integer.MAX_VALUE - 8) {
             throw new OutOfMemoryError("key too long");
         }
-        int[] all = new int[(int) total];
-        int[] bounds = new int[n];
-        int nb = 0;
-        int at = 0;
+        PromptKey.Builder b = PromptKey.tokenBuilder(blockTokens, anchorTokens);
         for (int i = 0; i < n; i++) {
-            System.arraycopy(ids[i], 0, all, at, ids[i].length);
-            at += ids[i].length;
+            b.append(ids[i], 0, ids[i].length);
             if (i < n - 1 || chunks.endsWithBoundary) {
-                bounds[nb++] = at;
+                b.boundary();
             }
         }
-        return PromptKey.ofTokens(all, nb == n ? bounds : Arrays.copyOf(bounds, nb), blockTokens, anchorTokens);
+        return b;
+    }
+
+    /**
+     * The ids of one more segment, {@code text}, from the cache or the tokenizer; null when no permit is
+     * free or the tokenizer fails (the caller then makes no key rather than wait or mix units).
+     */
+    int[] segmentIds(String text) {
+        int[] ids = cache.get(text);
+        if (ids != null) {
+            return ids;
+        }
+        if (!permits.tryAcquire()) {
+            return null;
+        }
+        try {
+            ids = tokenizer.encode(text);
+            if (ids != null) {
+                cache.put(text, ids);
+            }
+            return ids;
+        } catch (RuntimeException | StackOverflowError e) {
+            return null;
+        } finally {
+            permits.release();
+        }
     }
 
     /** The character key of the same segments: identical to the one character mode makes. */
@@ -161,6 +187,21 @@ final class TokenMode {
                 pending = Arrays.copyOf(pending, Math.max(need, pending.length + (pending.length >> 1)));
             }
             System.arraycopy(chars, off, pending, pendingLen, len);
+            pendingLen += len;
+        }
+
+        @Override
+        public void appendLatin1(byte[] bytes, int off, int len) {
+            if (pendingLen + len > pending.length) {
+                int need = pendingLen + len;
+                if (need < 0) {
+                    throw new OutOfMemoryError("key segment too large");
+                }
+                pending = Arrays.copyOf(pending, Math.max(need, pending.length + (pending.length >> 1)));
+            }
+            for (int i = 0; i < len; i++) {
+                pending[pendingLen + i] = (char) (bytes[off + i] & 0xFF);
+            }
             pendingLen += len;
         }
 

@@ -67,4 +67,16 @@ final class Utf8 {
         }
         return true;
     }
+
+    /** How many bytes of {@code b[from, to)} are ASCII before the first that is not; eight at a time. */
+    static int asciiRun(byte[] b, int from, int to) {
+        int i = from;
+        while (i + 8 <= to && ((long) LONGS.get(b, i) & HIGH_BITS) == 0) {
+            i += 8;
+        }
+        while (i < to && b[i] >= 0) {
+            i++;
+        }
+        return i - from;
+    }
 }

@@ -191,7 +191,7 @@ class KeyFormatTest {
         String t = text(Endpoint.CHAT_COMPLETIONS, "{\"messages\":[{\"role\":\"user\",\"content\":["
                 + "{\"type\":\"image_embeds\",\"zeta\":1,\"alpha\":{\"b\":true,\"a\":null},\"cache_control\":{\"type\":\"ephemeral\"}}]}]}");
         assertTrue(t.endsWith("<S>user<L><I>image_embeds<F>{\"alpha\":{\"a\":null,\"b\":true},\"zeta\":1}|"), t);
-        String longText = "x".repeat(Extraction.MAX_GENERIC_STRING_BYTES + 1);
+        String longText = "x".repeat(CanonicalJson.MAX_GENERIC_STRING_BYTES + 1);
         t = text(Endpoint.MESSAGES, "{\"messages\":[{\"role\":\"user\",\"content\":["
                 + "{\"type\":\"search_result\",\"source\":\"https://example.com\",\"title\":\"T\",\"content\":"
                 + "[{\"type\":\"text\",\"text\":\"" + longText + "\"}]}]}]}");

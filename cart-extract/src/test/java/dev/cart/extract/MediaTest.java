@@ -117,7 +117,7 @@ class MediaTest {
 
     @Test
     void longRemoteUrlsEnterAsDigest() throws Exception {
-        String url = "https://example.com/" + "p".repeat(Extraction.MAX_REF_BYTES);
+        String url = "https://example.com/" + "p".repeat(MediaRefs.MAX_REF_BYTES);
         String t = text(Endpoint.CHAT_COMPLETIONS, chat(url));
         assertTrue(t.matches(".*<I>image_url<F>url=#[0-9a-f]{32}\\|"), t);
         String shortUrl = "https://example.com/cat.png";

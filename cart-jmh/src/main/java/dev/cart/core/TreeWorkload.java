@@ -72,7 +72,7 @@ public final class TreeWorkload {
         return PromptKey.forBlocks(blocks, BLOCK);
     }
 
-    static String randomText(SplittableRandom rnd, int n) {
+    public static String randomText(SplittableRandom rnd, int n) {
         char[] c = new char[n];
         for (int i = 0; i < n; i++) {
             int r = rnd.nextInt(64);

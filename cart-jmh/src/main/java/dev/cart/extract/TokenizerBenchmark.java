@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Token mode ({@code cl100k_base} through jtokkit): extracting a key in tokens from the same chat bodies
- * as {@link ExtractBenchmark}, with the token cache hitting and missing.
+ * as {@link Bodies#plain}, with the token cache hitting and missing.
  *
  * <ul>
  *   <li>{@code hit}: every segment of the body (model marker and tools, system prompt, each message) is in
@@ -49,7 +49,7 @@ public class TokenizerBenchmark {
     @Setup
     public void setUp() throws ExtractionException {
         Tokenizer cl100k = Tokenizers.jtokkit("cl100k_base");
-        body = ExtractBenchmark.chatBody(bytes);
+        body = Bodies.plain(bytes);
         cached = new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).build());
         uncached = new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).tokenCacheEntries(0).build());
         conversation = new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).build());

@@ -1,5 +1,6 @@
 package dev.cart.proxy;
 
+import dev.cart.core.PromptKey;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.ExtractedRequest;
@@ -49,5 +50,10 @@ final class Extraction {
 
     ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
         return extractor.extract(endpoint, body);
+    }
+
+    /** The key of {@code routed}'s conversation followed by {@code reply}, or null: {@link PromptExtractor#continuationKey}. */
+    PromptKey continuationKey(ExtractedRequest routed, java.util.List<String> reply) {
+        return extractor.continuationKey(routed, reply);
     }
 }

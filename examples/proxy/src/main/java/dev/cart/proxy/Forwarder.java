@@ -8,6 +8,7 @@ import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
+import dev.cart.extract.ExtractedRequest;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -95,18 +96,19 @@ final class Forwarder {
      * path) and raw query, body, the routed endpoint (null for anything else) and, for a cacheable
      * {@code GET /v1/models}, its {@link ModelsCache} key.
      */
-    record Inbound(String method, String rawPath, String rawQuery, byte[] body, Endpoint endpoint, String modelsKey) {
+    record Inbound(String method, String rawPath, String rawQuery, byte[] body, Endpoint endpoint, String modelsKey,
+                   ExtractedRequest extracted) {
 
-        static Inbound routed(Endpoint endpoint, String rawQuery, byte[] body) {
-            return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, null);
+        static Inbound routed(Endpoint endpoint, String rawQuery, byte[] body, ExtractedRequest extracted) {
+            return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, null, extracted);
         }
 
         static Inbound passThrough(String method, String rawPath, String rawQuery, byte[] body) {
-            return new Inbound(method, rawPath, rawQuery, body, null, null);
+            return new Inbound(method, rawPath, rawQuery, body, null, null, null);
         }
 
         static Inbound models(String path, String cacheKey) {
-            return new Inbound("GET", path, null, new byte[0], null, cacheKey);
+            return new Inbound("GET", path, null, new byte[0], null, cacheKey, null);
         }
     }
 
@@ -547,7 +549,7 @@ final class Forwarder {
             result = "stale_route";
         } else {
             try {
-                result = AnswerLearning.learn(routing.router, extraction, in.endpoint(), in.body(), reply, replica);
+                result = AnswerLearning.learn(routing.router, extraction, in.extracted(), reply, replica);
             } catch (RuntimeException e) {
                 LOG.debug("learning an answer failed: {}", e.getClass().getName()); // never the message: no prompt text
                 result = "unusable_request";

@@ -249,7 +249,7 @@ final class ProxyHandler implements HttpHandler {
                 return;
             }
             log.request(req.model(), req.stream());
-            Forwarder.Inbound in = Forwarder.Inbound.routed(endpoint, ex.getRequestURI().getRawQuery(), body);
+            Forwarder.Inbound in = Forwarder.Inbound.routed(endpoint, ex.getRequestURI().getRawQuery(), body, req);
             server.forwarder().forward(ex, in, RouteRequest.of(req.key()).withTokenization(req.tokenization()),
                     server.routing(), log);
         } finally {

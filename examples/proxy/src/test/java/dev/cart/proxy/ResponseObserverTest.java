@@ -3,7 +3,6 @@ package dev.cart.proxy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.nio.charset.StandardCharsets;
@@ -113,32 +112,6 @@ class ResponseObserverTest {
                 "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"a\"}},{\"index\":1,\"message\":{\"content\":\"b\"}}]}"
                         .getBytes(StandardCharsets.UTF_8));
         assertEquals("several_choices", several.replyProblem());
-    }
-
-    @Test
-    void theContinuationAppendsTheAssistantMessageToTheTopLevelMessages() throws Exception {
-        String body = "{ \"metadata\": {\"messages\": [1]}, \"messages\" : [ {\"content\":\"q\",\"role\":\"user\"} ] ,"
-                + "\"model\":\"m\" }";
-        byte[] next = AnswerLearning.continuation(body.getBytes(StandardCharsets.UTF_8), List.of("a \"reply\""), false);
-        JsonNode n = Responses.JSON.readTree(next);
-        assertEquals(2, n.get("messages").size());
-        assertEquals("assistant", n.get("messages").get(1).get("role").asText());
-        assertEquals("a \"reply\"", n.get("messages").get(1).get("content").asText());
-        assertEquals(1, n.get("metadata").get("messages").size(), "nested arrays are left alone");
-        assertEquals("m", n.get("model").asText());
-
-        byte[] blocks = AnswerLearning.continuation("{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}"
-                .getBytes(StandardCharsets.UTF_8), List.of("one", "two"), true);
-        assertEquals("two", Responses.JSON.readTree(blocks).get("messages").get(1).get("content").get(1).get("text")
-                .asText());
-
-        String prefill = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
-                + "{\"role\":\"assistant\",\"content\":\"prefill\"}]}";
-        assertNull(AnswerLearning.continuation(prefill.getBytes(StandardCharsets.UTF_8), List.of("x"), true),
-                "a reply continuing a prefill is not a new message");
-        assertNull(AnswerLearning.continuation("{\"prompt\":\"x\"}".getBytes(StandardCharsets.UTF_8), List.of("x"),
-                false));
-        assertNull(AnswerLearning.continuation("not json".getBytes(StandardCharsets.UTF_8), List.of("x"), false));
     }
 
     @Test

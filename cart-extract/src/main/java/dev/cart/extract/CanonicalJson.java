@@ -1,0 +1,203 @@
+package dev.cart.extract;
+
+import com.fasterxml.jackson.core.JsonToken;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * Canonical JSON of values that enter a key whole (tools, tool calls, tool inputs, parts and blocks of
+ * unknown type): members sorted by name at every level, no whitespace, strings re-escaped minimally (only
+ * {@code "}, {@code \} and control characters), numbers as written, so that member order and formatting
+ * never change a key. Written from the parser's tokens in one pass; an object whose members did not come
+ * sorted is reordered once it ends. Not thread-safe: one per extraction.
+ */
+final class CanonicalJson {
+
+    /** How an object is written. */
+    enum Option {
+        /** Strings longer than {@link #MAX_GENERIC_STRING_BYTES} become digests (here and below). */
+        DIGEST_LONG,
+        /** {@code cache_control} is left out (moving a cache breakpoint does not change the prompt). */
+        DROP_CACHE_CONTROL,
+        /** A {@code url} member is a media reference. */
+        URL_IS_MEDIA,
+        /** A {@code source} object is an Anthropic source (written as the key writes sources). */
+        SOURCE_IS_MEDIA
+    }
+
+    /** The key text of the Anthropic source object that is the current token. */
+    interface SourceReader {
+        String read() throws IOException, ExtractionException;
+    }
+
+    /** In parts of unknown type, strings longer than this many UTF-8 bytes enter the key as a digest. */
+    static final int MAX_GENERIC_STRING_BYTES = 1024;
+
+    static final Set<Option> NONE = EnumSet.noneOf(Option.class);
+    private static final Set<Option> DIGEST = EnumSet.of(Option.DIGEST_LONG);
+    private static final Set<Option> URL_MEDIA = EnumSet.of(Option.URL_IS_MEDIA);
+    private static final Set<Option> DIGEST_URL_MEDIA = EnumSet.of(Option.DIGEST_LONG, Option.URL_IS_MEDIA);
+
+    private final JsonCursor in;
+    private final MediaRefs media;
+    private SourceReader sources;
+
+    CanonicalJson(JsonCursor in, MediaRefs media) {
+        this.in = in;
+        this.media = media;
+    }
+
+    /** Where {@link Option#SOURCE_IS_MEDIA} sends {@code source} objects. */
+    void sources(SourceReader reader) {
+        this.sources = reader;
+    }
+
+    /**
+     * Canonical JSON of the rest of the current object (from its START_OBJECT or from any field on). Skips
+     * the member {@code skip}. {@code mediaKey} names a member that is a media reference (a URL string or
+     * an object whose {@code url} is one).
+     */
+    void fields(StringBuilder sb, Set<Option> options, String skip, String mediaKey)
+            throws IOException, ExtractionException {
+        int open = sb.length();
+        sb.append('{');
+        String[] names = null;
+        int[] starts = null;
+        int n = 0;
+        boolean sorted = true;
+        boolean digest = options.contains(Option.DIGEST_LONG);
+        Set<Option> inner = digest ? DIGEST : NONE;
+        boolean dropCacheControl = options.contains(Option.DROP_CACHE_CONTROL);
+        boolean urlIsMedia = options.contains(Option.URL_IS_MEDIA);
+        boolean sourceIsMedia = options.contains(Option.SOURCE_IS_MEDIA);
+        while (in.next() == JsonToken.FIELD_NAME) {
+            String name = in.name();
+            JsonToken v = in.next();
+            if (name.equals(skip) || dropCacheControl && name.equals("cache_control")) {
+                in.skip();
+                continue;
+            }
+            if (names == null) {
+                names = new String[8];
+                starts = new int[8];
+            } else if (n == names.length) {
+                names = Arrays.copyOf(names, n * 2);
+                starts = Arrays.copyOf(starts, n * 2);
+            }
+            if (n > 0) {
+                sorted &= names[n - 1].compareTo(name) < 0;
+                sb.append(',');
+            }
+            names[n] = name;
+            starts[n] = sb.length();
+            n++;
+            quote(sb, name);
+            sb.append(':');
+            if (v == JsonToken.VALUE_STRING && (name.equals(mediaKey) || urlIsMedia && name.equals("url"))) {
+                quote(sb, media.ref(MediaRefs.Kind.URL));
+            } else if (v == JsonToken.START_OBJECT && name.equals(mediaKey)) {
+                fields(sb, digest ? DIGEST_URL_MEDIA : URL_MEDIA, null, null);
+            } else if (v == JsonToken.START_OBJECT && sourceIsMedia && name.equals("source")) {
+                quote(sb, sources.read());
+            } else {
+                value(sb, inner);
+            }
+        }
+        if (!sorted) {
+            String members = sb.substring(open + 1);
+            Integer[] order = new Integer[n];
+            for (int i = 0; i < n; i++) {
+                order[i] = i;
+            }
+            String[] keys = names;
+            Arrays.sort(order, (a, c) -> keys[a].compareTo(keys[c]));
+            sb.setLength(open + 1);
+            for (int k = 0; k < n; k++) {
+                int i = order[k];
+                int from = starts[i] - open - 1;
+                int to = i + 1 < n ? starts[i + 1] - open - 2 : members.length();
+                if (k > 0) {
+                    sb.append(',');
+                }
+                sb.append(members, from, to);
+            }
+        }
+        sb.append('}');
+    }
+
+    /** Canonical JSON of the value that is the current token. */
+    void value(StringBuilder sb, Set<Option> options) throws IOException, ExtractionException {
+        boolean digest = options.contains(Option.DIGEST_LONG);
+        switch (in.token()) {
+            case START_OBJECT -> fields(sb, digest ? DIGEST : NONE, null, null);
+            case START_ARRAY -> {
+                sb.append('[');
+                boolean first = true;
+                while (in.next() != JsonToken.END_ARRAY) {
+                    if (!first) {
+                        sb.append(',');
+                    }
+                    first = false;
+                    value(sb, options);
+                }
+                sb.append(']');
+            }
+            case VALUE_STRING -> {
+                if (!digest) {
+                    quote(sb, in.string());
+                } else if (in.rawRange()) {
+                    if (in.rawEnd() - in.rawStart() > MAX_GENERIC_STRING_BYTES) {
+                        sb.append(MediaDigest.of(in.body(), in.rawStart(), in.rawEnd()));
+                    } else {
+                        quote(sb, in.string());
+                    }
+                } else {
+                    String s = in.string();
+                    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+                    if (b.length > MAX_GENERIC_STRING_BYTES) {
+                        sb.append(MediaDigest.of(b, 0, b.length));
+                    } else {
+                        quote(sb, s);
+                    }
+                }
+            }
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> sb.append(in.string());
+            case VALUE_TRUE -> sb.append("true");
+            case VALUE_FALSE -> sb.append("false");
+            case VALUE_NULL -> sb.append("null");
+            default -> throw new IllegalStateException("unexpected token " + in.token());
+        }
+    }
+
+    /** Canonical JSON of an optional value that must have the given start token (or be null). */
+    String optional(JsonToken v, JsonToken expected, String what) throws IOException, ExtractionException {
+        if (v == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        if (v != expected) {
+            throw Errors.invalidType(in.path(), what);
+        }
+        StringBuilder sb = new StringBuilder(64);
+        value(sb, NONE);
+        return sb.toString();
+    }
+
+    static void quote(StringBuilder sb, String s) {
+        sb.append('"');
+        for (int i = 0, n = s.length(); i < n; i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\') {
+                sb.append('\\').append(c);
+            } else if (c < 0x20) {
+                sb.append("\\u00").append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 0xF, 16));
+            } else {
+                sb.append(c);
+            }
+        }
+        sb.append('"');
+    }
+}

@@ -1,0 +1,149 @@
+package dev.cart.extract;
+
+import com.fasterxml.jackson.core.JsonToken;
+
+import java.io.IOException;
+import java.util.Set;
+
+/**
+ * What the three API dialects ({@link ChatDialect}, {@link CompletionsDialect}, {@link MessagesDialect})
+ * share: the cursor they read with, the sections they write to, and the readers of content, text fields,
+ * tool lists and parts of unknown type. A dialect reads the top-level members of its API
+ * ({@link #member}); the model and stream flag, common to all, are read by {@link Extraction}.
+ *
+ * <p>Order inside an object: small fields that follow the big one in the key (a message's {@code name},
+ * a tool result's id) are held until the object ends, so the order of members never changes the key.
+ * Not thread-safe: one per extraction.
+ */
+abstract class Dialect {
+
+    final Extraction x;
+    final JsonCursor in;
+    final MediaRefs media;
+    final CanonicalJson canon;
+    private final int maxStringLength;
+    /** The segment key characters are being written to. */
+    Segment out;
+
+    Dialect(Extraction x, JsonCursor in, ExtractOptions opts) {
+        this.x = x;
+        this.in = in;
+        this.media = new MediaRefs(in, opts);
+        this.canon = new CanonicalJson(in, media);
+        this.maxStringLength = opts.maxStringLength();
+        this.out = x.main;
+    }
+
+    /** Reads the top-level member {@code name}, whose value {@code v} is the current token; false if unknown. */
+    abstract boolean member(String name, JsonToken v) throws IOException, ExtractionException;
+
+    /** Called after the body's last member: fails when a required member was absent. */
+    abstract void end() throws ExtractionException;
+
+    /** A non-empty array of messages, each read by {@code message} once its {@code role} is known. */
+    final void messages(JsonToken v, JsonCursor.Handler message) throws IOException, ExtractionException {
+        if (v != JsonToken.START_ARRAY) {
+            throw Errors.invalidType(in.path(), "an array of messages");
+        }
+        out = x.main;
+        int n = 0;
+        while (in.next() != JsonToken.END_ARRAY) {
+            if (in.token() != JsonToken.START_OBJECT) {
+                throw Errors.invalidType(in.path(), "an object");
+            }
+            in.typed("role", message);
+            n++;
+        }
+        if (n == 0) {
+            throw Errors.invalidValue("messages", "messages must contain at least one message");
+        }
+    }
+
+    /**
+     * Writes the string that is the current token into {@link #out}. Jackson checks the length limit only
+     * when it joins a string's buffers, which extraction never does, so it is checked here.
+     */
+    final void text() throws IOException, ExtractionException {
+        if (in.text(out) > maxStringLength) {
+            throw Errors.valueTooLong(in.path(), maxStringLength);
+        }
+    }
+
+    /**
+     * Message content in either API: a string, null (empty), or an array of typed parts read by {@code part},
+     * separated in the key.
+     */
+    final void content(JsonToken v, JsonCursor.Handler part, String partExpected, String expected)
+            throws IOException, ExtractionException {
+        switch (v) {
+            case VALUE_STRING -> text();
+            case VALUE_NULL -> { }
+            case START_ARRAY -> {
+                boolean first = true;
+                while (in.next() != JsonToken.END_ARRAY) {
+                    if (in.token() != JsonToken.START_OBJECT) {
+                        throw Errors.invalidType(in.path(), partExpected);
+                    }
+                    if (!first) {
+                        out.add(Extraction.SEP);
+                    }
+                    first = false;
+                    in.typed("type", part);
+                }
+            }
+            default -> throw Errors.invalidType(in.path(), expected);
+        }
+    }
+
+    /** Streams the string field {@code field} of the current object into the key; the field is required. */
+    final void textField(String field) throws IOException, ExtractionException {
+        boolean seen = false;
+        while (in.next() == JsonToken.FIELD_NAME) {
+            String f = in.name();
+            JsonToken v = in.next();
+            if (f.equals(field)) {
+                in.requireString(v);
+                text();
+                seen = true;
+            } else {
+                in.skip();
+            }
+        }
+        if (!seen) {
+            throw Errors.missingField(in.path() + "." + field);
+        }
+    }
+
+    /** A part or block of a type this class does not know: its tag, then its other fields as canonical JSON. */
+    final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey) throws IOException, ExtractionException {
+        StringBuilder sb = new StringBuilder(64);
+        canon.fields(sb, options, "type", mediaKey);
+        out.add(Extraction.ITEM).add(type).add(Extraction.FIELD).add(sb);
+    }
+
+    final void toolList(JsonToken v, Segment seg, String label, Set<CanonicalJson.Option> options) throws IOException, ExtractionException {
+        if (v == JsonToken.VALUE_NULL) {
+            return;
+        }
+        if (v != JsonToken.START_ARRAY) {
+            throw Errors.invalidType(in.path(), "an array");
+        }
+        StringBuilder sb = new StringBuilder(256);
+        boolean first = true;
+        while (in.next() != JsonToken.END_ARRAY) {
+            if (first) {
+                seg.add(Extraction.SECTION).add(label).add(Extraction.LABEL_END);
+                first = false;
+            } else {
+                seg.add(Extraction.SEP);
+            }
+            sb.setLength(0);
+            if (in.token() == JsonToken.START_OBJECT) {
+                canon.fields(sb, options, null, null);
+            } else {
+                canon.value(sb, CanonicalJson.NONE);
+            }
+            seg.add(sb);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+package dev.cart.extract;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+
+/**
+ * Decodes a JSON string straight from the request body into a {@link Segment}, so that prompt text
+ * reaches the key builder as Latin-1 bytes without a detour through Jackson's char buffers.
+ *
+ * <p>How: from the opening quote, runs of plain ASCII (no quote, backslash or control character) are
+ * found eight bytes at a time and copied as they are; an escape ({@code \n}, {@code \"},
+ * a backslash-u escape, a surrogate pair as two of them) becomes its char; other UTF-8 is
+ * decoded (the body's UTF-8 was validated before parsing). The characters are exactly those Jackson's
+ * {@code getText} would give. Anything this decoder does not accept (a raw control character, an
+ * unknown escape, a string that does not end) undoes what it wrote and returns -1: the caller then
+ * reads the string through Jackson, which reports the error as it always has. The parser skips the
+ * string afterwards, validating it again, so Jackson remains the judge of what is valid JSON.
+ * Stateless and thread-safe.
+ */
+final class JsonText {
+
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final long ONES = 0x0101010101010101L;
+    private static final long HIGH = 0x8080808080808080L;
+
+    private JsonText() {
+    }
+
+    /**
+     * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};
+     * returns their number, or -1 (and {@code out} unchanged) when the string is left to Jackson.
+     * Latin-1 characters are written straight into the segment's byte buffer (every input byte yields at
+     * most one of them, so room for the rest of the body is enough), wider ones as chars.
+     */
+    static int decode(byte[] b, int quote, Segment out) {
+        int n = b.length;
+        if (quote < 0 || quote >= n || b[quote] != '"') {
+            return -1;
+        }
+        int start = out.length();
+        out.mark();
+        int i = quote + 1;
+        byte[] lat = out.reserveLatin1(n - i + 8);
+        int at = out.latin1Length();
+        while (true) {
+            while (i + 8 <= n) {
+                long w = (long) LONGS.get(b, i);
+                if (special(w)) {
+                    break;
+                }
+                LONGS.set(lat, at, w);
+                i += 8;
+                at += 8;
+            }
+            while (i < n && plain(b[i])) {
+                lat[at++] = b[i++];
+            }
+            if (i >= n) {
+                break;
+            }
+            int c = b[i] & 0xFF;
+            if (c == '"') {
+                out.commitLatin1(at);
+                return out.length() - start;
+            }
+            int ch;
+            if (c >= 0x80) {
+                int len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+                if (i + len > n) {
+                    break;
+                }
+                if (len == 2) {
+                    ch = (c & 0x1F) << 6 | (b[i + 1] & 0x3F);
+                } else if (len == 3) {
+                    ch = (c & 0x0F) << 12 | (b[i + 1] & 0x3F) << 6 | (b[i + 2] & 0x3F);
+                } else {
+                    int cp = (c & 0x07) << 18 | (b[i + 1] & 0x3F) << 12 | (b[i + 2] & 0x3F) << 6 | (b[i + 3] & 0x3F);
+                    out.commitLatin1(at);
+                    out.addWide(Character.highSurrogate(cp));
+                    ch = Character.lowSurrogate(cp);
+                }
+                i += len;
+            } else if (c == '\\' && i + 1 < n) {
+                ch = escape(b, i);
+                if (ch < 0) {
+                    break;
+                }
+                i += b[i + 1] == 'u' ? 6 : 2;
+            } else {
+                break; // a raw control character: Jackson's error
+            }
+            if (ch <= 0xFF) {
+                lat[at++] = (byte) ch;
+            } else {
+                out.commitLatin1(at);
+                out.addWide((char) ch);
+            }
+        }
+        out.reset();
+        return -1;
+    }
+
+    /** The char of the escape at {@code b[i] == '\\'}, or -1 when it is not a valid JSON escape. */
+    private static int escape(byte[] b, int i) {
+        switch (b[i + 1]) {
+            case '"', '\\', '/' -> {
+                return b[i + 1];
+            }
+            case 'b' -> {
+                return '\b';
+            }
+            case 'f' -> {
+                return '\f';
+            }
+            case 'n' -> {
+                return '\n';
+            }
+            case 'r' -> {
+                return '\r';
+            }
+            case 't' -> {
+                return '\t';
+            }
+            case 'u' -> {
+                if (i + 6 > b.length) {
+                    return -1;
+                }
+                int v = 0;
+                for (int k = 2; k < 6; k++) {
+                    int d = Character.digit(b[i + k], 16);
+                    if (d < 0) {
+                        return -1;
+                    }
+                    v = v << 4 | d;
+                }
+                return v;
+            }
+            default -> {
+                return -1;
+            }
+        }
+    }
+
+    private static boolean plain(byte c) {
+        return c >= 0x20 && c != '"' && c != '\\';
+    }
+
+    /** True when some byte of {@code w} is a quote, a backslash, a control character or not ASCII. */
+    private static boolean special(long w) {
+        long q = w ^ 0x2222222222222222L;
+        long s = w ^ 0x5C5C5C5C5C5C5C5CL;
+        long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;
+        return ((t | w) & HIGH) != 0;
+    }
+}
