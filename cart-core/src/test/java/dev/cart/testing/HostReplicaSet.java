@@ -7,7 +7,9 @@ import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -45,6 +47,7 @@ public final class HostReplicaSet implements ReplicaSet {
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pending = new AtomicLong();
         private volatile boolean healthy = true;
+        private volatile Set<String> models; // immutable, empty = any model; replaced whole, read lock-free
         private State state = State.CLOSED; // guarded by this, like the fields below
         private long generation;
         private long openedAt;
@@ -56,10 +59,22 @@ public final class HostReplicaSet implements ReplicaSet {
             this.spec = spec;
             this.config = config;
             this.clock = clock;
+            this.models = Set.copyOf(spec.models());
         }
 
         public void healthy(boolean up) {
             healthy = up;
+        }
+
+        /** Replaces the models this replica serves, as the host's discovery would (empty: any model). */
+        public void models(Collection<String> names) {
+            models = Set.copyOf(names);
+        }
+
+        @Override
+        public boolean serves(String model) {
+            Set<String> m = models;
+            return m.isEmpty() || m.contains(model);
         }
 
         @Override public String id() { return spec.id(); }
