@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -165,14 +166,18 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private final CircuitBreaker breaker;
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pendingPrefill = new AtomicLong();
+        /** Written under this member's monitor with the probe counts; volatile: admission reads it lock-free. */
         private volatile boolean healthy = true;
+        /** The current generation's admission, reused; a racing replacement only costs an allocation. */
         private volatile Ticket ticket = new Ticket(0);
         /**
          * Immutable; empty means any model. Volatile, not guarded: routing reads it without a lock; a
          * replacement is written under this member's monitor only so that each writer knows what it replaced.
          */
         private volatile Set<String> models;
+        @GuardedBy("this")
         private int probeFailures;
+        @GuardedBy("this")
         private int probeSuccesses;
 
         private Member(ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreakerConfig circuit,

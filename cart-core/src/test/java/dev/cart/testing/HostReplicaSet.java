@@ -1,5 +1,6 @@
 package dev.cart.testing;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.cart.core.CircuitBreakerConfig;
 import dev.cart.core.Outcome;
 import dev.cart.core.Replica;
@@ -48,11 +49,17 @@ public final class HostReplicaSet implements ReplicaSet {
         private final AtomicLong pending = new AtomicLong();
         private volatile boolean healthy = true;
         private volatile Set<String> models; // immutable, empty = any model; replaced whole, read lock-free
-        private State state = State.CLOSED; // guarded by this, like the fields below
+        @GuardedBy("this")
+        private State state = State.CLOSED;
+        @GuardedBy("this")
         private long generation;
+        @GuardedBy("this")
         private long openedAt;
+        @GuardedBy("this")
         private int failures;
+        @GuardedBy("this")
         private int successes;
+        @GuardedBy("this")
         private int trials;
 
         Node(ReplicaSpec spec, CircuitBreakerConfig config, Clock clock) {
@@ -102,6 +109,7 @@ public final class HostReplicaSet implements ReplicaSet {
             return outcome -> release(g, outcome);
         }
 
+        @GuardedBy("this")
         private boolean admits() {
             if (state == State.OPEN && clock.millis() - openedAt >= config.openTimeout().toMillis()) {
                 to(State.HALF_OPEN);
@@ -133,6 +141,7 @@ public final class HostReplicaSet implements ReplicaSet {
             }
         }
 
+        @GuardedBy("this")
         private void to(State s) {
             state = s;
             generation++;
