@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.time.Clock;
 
 /**
@@ -12,8 +13,10 @@ import java.time.Clock;
  * opened, finishing while it is half-open) are ignored, so only trials decide a half-open circuit and
  * old requests do not take trial slots.
  *
- * <p>Concurrency: state, generation and the open time are volatile and read without locking on the hot
- * path; every transition and counter update happens under the object's monitor. The clock is injected.
+ * <p>Concurrency: every transition and counter update happens under the object's monitor. State,
+ * generation, the open time and the failure count are also read without it on the hot path (an admission
+ * of a closed circuit, the outcome of an ordinary success), so they are volatile rather than
+ * {@code @GuardedBy}; the half-open counters are only touched under the monitor. The clock is injected.
  */
 final class CircuitBreaker {
 
@@ -28,7 +31,9 @@ final class CircuitBreaker {
     private volatile long generation;
     private volatile long openedAtMillis;
     private volatile int consecutiveFailures;
+    @GuardedBy("this")
     private int halfOpenSuccesses;
+    @GuardedBy("this")
     private int trials;
 
     CircuitBreaker(CircuitBreakerConfig config, Clock clock, Listener listener) {
@@ -134,7 +139,7 @@ final class CircuitBreaker {
         }
     }
 
-    /** Caller holds the monitor. */
+    @GuardedBy("this")
     private void transition(CircuitState to) {
         CircuitState from = state;
         if (from == to) {

@@ -1,7 +1,10 @@
 package dev.cart.core;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
@@ -12,13 +15,16 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The default {@link ReplicaSet}: a fixed list of replicas, each with an in-flight count capped at its
- * {@code max_load}, a health state fed by probe results and a circuit breaker fed by request outcomes.
+ * {@code max_load}, a health state fed by probe results, a circuit breaker fed by request outcomes, and
+ * the models it serves (given at build time, replaced at run time by whatever discovers them).
  *
  * <p>Membership is fixed at build time; to change it, build a new set (the proxy does so on reload).
  * Replicas start healthy: a replica is assumed to serve until probes or failures say otherwise.
  *
  * <p>Concurrency: all methods are thread-safe. The in-flight count is an atomic compare-and-set loop
- * against the admission limit, so racing {@code tryAcquire} calls never exceed it.
+ * against the admission limit, so racing {@code tryAcquire} calls never exceed it. A member's models are
+ * an immutable set published through a volatile field: routing reads them without a lock, and a
+ * replacement is seen whole by the next decision.
  */
 public final class ManagedReplicaSet implements ReplicaSet {
 
@@ -30,6 +36,10 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         /** Probes flipped a replica's health state. */
         default void onHealthChange(Member replica, boolean healthy) {
+        }
+
+        /** A replica's models were replaced by a different set ({@link Member#models(Collection)}). */
+        default void onModelsChange(Member replica, Set<String> models) {
         }
     }
 
@@ -156,9 +166,18 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private final CircuitBreaker breaker;
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pendingPrefill = new AtomicLong();
+        /** Written under this member's monitor with the probe counts; volatile: admission reads it lock-free. */
         private volatile boolean healthy = true;
+        /** The current generation's admission, reused; a racing replacement only costs an allocation. */
         private volatile Ticket ticket = new Ticket(0);
+        /**
+         * Immutable; empty means any model. Volatile, not guarded: routing reads it without a lock; a
+         * replacement is written under this member's monitor only so that each writer knows what it replaced.
+         */
+        private volatile Set<String> models;
+        @GuardedBy("this")
         private int probeFailures;
+        @GuardedBy("this")
         private int probeSuccesses;
 
         private Member(ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreakerConfig circuit,
@@ -166,6 +185,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
             this.id = spec.id();
             this.maxLoad = spec.maxLoad();
             this.loadPenalty = spec.loadPenalty();
+            this.models = frozen(spec.models());
             this.health = health;
             this.listener = listener;
             this.breaker = new CircuitBreaker(circuit, clock,
@@ -200,6 +220,41 @@ public final class ManagedReplicaSet implements ReplicaSet {
         @Override
         public int loadPenalty() {
             return loadPenalty;
+        }
+
+        /** True if the replica serves {@code model}: it is one of its {@link #models()}, or those are empty. */
+        @Override
+        public boolean serves(String model) {
+            Set<String> m = models;
+            return m.isEmpty() || m.contains(model);
+        }
+
+        /** The models the replica serves now, in the order given; empty means any model. */
+        public Set<String> models() {
+            return models;
+        }
+
+        /**
+         * Replaces the models the replica serves (for example with those its {@code GET /v1/models} lists on
+         * each health check, as adapters are loaded and unloaded); empty means any model. The next routing
+         * decision sees the new set whole. Thread-safe; the listener hears a change, not a repeat.
+         *
+         * @throws IllegalArgumentException if a name is null or blank (the models are then unchanged)
+         */
+        public void models(Collection<String> models) {
+            Set<String> next = frozen(ReplicaSpec.modelNames(id, models));
+            Set<String> before;
+            synchronized (this) {
+                before = this.models;
+                this.models = next;
+            }
+            if (!before.equals(next)) {
+                listener.onModelsChange(this, next);
+            }
+        }
+
+        private static Set<String> frozen(List<String> names) {
+            return names.isEmpty() ? Set.of() : Collections.unmodifiableSet(new LinkedHashSet<>(names));
         }
 
         /** Whether probes say the replica is up (regardless of its circuit). */

@@ -16,8 +16,16 @@ public enum Reason {
     EMPTY_TEXT,
     /** A policy that ignores the cache (round robin, random, least loaded, ...) chose. */
     POLICY,
-    /** No replica could take the request (all unhealthy, open, at their cap or excluded). */
-    NO_REPLICA;
+    /**
+     * No replica could take the request (all unhealthy, open, at their cap or excluded), although some
+     * serve its model: a host answers "unavailable" (HTTP 503).
+     */
+    NO_REPLICA,
+    /**
+     * No replica of the pool serves the request's model ({@link Replica#serves}), whatever its health or
+     * load: a host answers "no such model" (HTTP 404). Only a request that names a model gets it.
+     */
+    MODEL_NOT_SERVED;
 
     /** Lower-case code used in logs and metrics, e.g. {@code cache_hit}. */
     public String code() {

@@ -67,6 +67,20 @@ public interface Replica {
      */
     void addPendingPrefill(long units);
 
+    /**
+     * True if this replica serves {@code model} (a model name as requests give it, an adapter's name
+     * included). The router asks only for a request that names a model ({@link RouteRequest#model()}),
+     * once per replica per decision, so it must be cheap: a lookup in an immutable set the host replaces
+     * when the replica's models change. A replica that serves no request's model is never a candidate for
+     * it; when no replica of the pool serves it the decision is {@link Reason#MODEL_NOT_SERVED}.
+     *
+     * <p>The default serves every model: a host whose replicas all serve the same models has nothing to
+     * write.
+     */
+    default boolean serves(String model) {
+        return true;
+    }
+
     /** The load used for comparisons: in-flight plus the penalty. */
     default long load() {
         return (long) inFlight() + loadPenalty();

@@ -20,11 +20,12 @@ public final class RouteDecision {
     private final Replica.Admission admission;
     private final int attempt;
     private final Tokenization tokenization;
+    private final String model;
     private final Lease lease;
 
     RouteDecision(Replica replica, Replica.Admission admission, Reason reason, int matchedLength, int prefillEstimate,
-                  int pendingCounted, PromptKey key, long decisionNanos, int attempt, Tokenization tokenization,
-                  Router router) {
+                  int pendingCounted, RouteRequest request, long decisionNanos, Router router) {
+        PromptKey key = request.key();
         this.replica = replica;
         this.admission = admission;
         this.reason = reason;
@@ -34,8 +35,9 @@ public final class RouteDecision {
         this.pendingCounted = pendingCounted;
         this.key = key;
         this.decisionNanos = decisionNanos;
-        this.attempt = attempt;
-        this.tokenization = tokenization;
+        this.attempt = request.attempt();
+        this.tokenization = request.tokenization();
+        this.model = request.model();
         this.lease = new Lease(this, router);
     }
 
@@ -49,6 +51,11 @@ public final class RouteDecision {
         return tokenization;
     }
 
+    /** The model the request asked for ({@link RouteRequest#model()}), or null when it named none. */
+    public String model() {
+        return model;
+    }
+
     /** The key the decision was made for. */
     public PromptKey key() {
         return key;
@@ -59,7 +66,10 @@ public final class RouteDecision {
         return replica != null;
     }
 
-    /** The chosen replica, or null for a {@link Reason#NO_REPLICA} decision. */
+    /**
+     * The chosen replica, or null for a {@link Reason#NO_REPLICA} or {@link Reason#MODEL_NOT_SERVED}
+     * decision.
+     */
     public Replica replica() {
         return replica;
     }

@@ -5,8 +5,12 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * What the router needs to know about one request: its prompt key and the replicas it must avoid (a
- * retry excludes those that already failed it).
+ * What the router needs to know about one request: its prompt key, the model it asks for (if any), and
+ * the replicas it must avoid (a retry excludes those that already failed it).
+ *
+ * <p>A request that names a model goes only to replicas that {@linkplain Replica#serves serve} it; one
+ * that names none may go to any replica. The prefix tree needs no model: a key made by cart-extract
+ * starts with a marker of the model, so routes learned for one model never match a request for another.
  */
 public final class RouteRequest {
 
@@ -14,16 +18,19 @@ public final class RouteRequest {
     private final List<Replica> excluded;
     private final int attempt;
     private final Tokenization tokenization;
+    private final String model;
 
     private RouteRequest(PromptKey key, List<Replica> excluded, int attempt) {
-        this(key, excluded, attempt, Tokenization.CHARACTER_MODE);
+        this(key, excluded, attempt, Tokenization.CHARACTER_MODE, null);
     }
 
-    private RouteRequest(PromptKey key, List<Replica> excluded, int attempt, Tokenization tokenization) {
+    private RouteRequest(PromptKey key, List<Replica> excluded, int attempt, Tokenization tokenization,
+                         String model) {
         this.tokenization = Objects.requireNonNull(tokenization, "tokenization");
         this.key = Objects.requireNonNull(key, "key");
         this.excluded = excluded;
         this.attempt = attempt;
+        this.model = model;
     }
 
     /** A first attempt for {@code key}. */
@@ -41,7 +48,7 @@ public final class RouteRequest {
         Objects.requireNonNull(replica, "replica");
         Replica[] all = excluded.toArray(new Replica[excluded.size() + 1]);
         all[excluded.size()] = replica;
-        return new RouteRequest(key, List.of(all), attempt, tokenization);
+        return new RouteRequest(key, List.of(all), attempt, tokenization, model);
     }
 
     /** The same request, also excluding every replica in {@code replicas}. */
@@ -61,12 +68,26 @@ public final class RouteRequest {
         if (n < 0) {
             throw new IllegalArgumentException("attempt must be >= 0, was " + n);
         }
-        return new RouteRequest(key, excluded, n, tokenization);
+        return new RouteRequest(key, excluded, n, tokenization, model);
     }
 
     /** The same request, carrying how its key was tokenized (reported with the decision). */
     public RouteRequest withTokenization(Tokenization t) {
-        return new RouteRequest(key, excluded, attempt, t);
+        return new RouteRequest(key, excluded, attempt, t, model);
+    }
+
+    /**
+     * The same request, asking for {@code model} (the request body's {@code model} field): only replicas
+     * serving it are candidates. Null or empty means no model, as cart-extract treats them alike.
+     */
+    public RouteRequest withModel(String model) {
+        return new RouteRequest(key, excluded, attempt, tokenization,
+                model == null || model.isEmpty() ? null : model);
+    }
+
+    /** The model the request asks for, or null when it names none (any replica may take it). */
+    public String model() {
+        return model;
     }
 
     /** How the key was made, as the host reported it ({@link Tokenization#CHARACTER_MODE} if not said). */
@@ -101,6 +122,7 @@ public final class RouteRequest {
 
     @Override
     public String toString() {
-        return "RouteRequest[" + key + " excluded=" + excluded.size() + " attempt=" + attempt + "]";
+        return "RouteRequest[" + key + (model == null ? "" : " model=" + model) + " excluded=" + excluded.size()
+                + " attempt=" + attempt + "]";
     }
 }

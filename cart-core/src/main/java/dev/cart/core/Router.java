@@ -106,17 +106,31 @@ public final class Router implements AutoCloseable {
 
     /**
      * Chooses a replica for {@code request} and takes one in-flight slot on it. Never throws for lack of
-     * replicas: that is a decision with reason {@link Reason#NO_REPLICA} and no replica.
+     * replicas: that is a decision with no replica and reason {@link Reason#MODEL_NOT_SERVED} when no
+     * replica of the pool serves the request's model, {@link Reason#NO_REPLICA} otherwise. The candidates
+     * are the replicas serving the request's model (all, for a request without one) that are available,
+     * below their cap and not excluded; the policy sees only them.
      */
     public RouteDecision choose(RouteRequest request) {
         long t0 = System.nanoTime();
         List<? extends Replica> all = replicas.replicas();
         List<Replica> candidates = new ArrayList<>(all.size());
+        String model = request.model();
+        boolean served = model == null;
         for (int i = 0; i < all.size(); i++) {
             Replica r = all.get(i);
+            if (model != null) {
+                if (!r.serves(model)) {
+                    continue;
+                }
+                served = true;
+            }
             if (!request.isExcluded(r) && r.isAvailable() && r.inFlight() < r.maxLoad()) {
                 candidates.add(r);
             }
+        }
+        if (!served) {
+            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, request, t0);
         }
         PromptKey key = request.key();
         RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get());
@@ -190,8 +204,8 @@ public final class Router implements AutoCloseable {
 
     private RouteDecision decided(Replica r, Replica.Admission admission, Reason reason, int matched, int prefill,
                                   int counted, RouteRequest request, long t0) {
-        RouteDecision d = new RouteDecision(r, admission, reason, matched, prefill, counted, request.key(),
-                System.nanoTime() - t0, request.attempt(), request.tokenization(), this);
+        RouteDecision d = new RouteDecision(r, admission, reason, matched, prefill, counted, request,
+                System.nanoTime() - t0, this);
         listener.onDecision(d);
         return d;
     }

@@ -142,10 +142,24 @@ class ManagedReplicaSetTest {
     @Test
     void cancelledRequestsSayNothingAboutTheReplica() {
         ManagedReplicaSet.Member m = member(10);
+        request(m, Outcome.FAILURE);
+        request(m, Outcome.FAILURE);
         for (int i = 0; i < 10; i++) {
             request(m, Outcome.CANCELLED);
         }
-        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(CircuitState.CLOSED, m.circuitState(), "cancellations are not failures");
+        request(m, Outcome.FAILURE);
+        assertEquals(CircuitState.OPEN, m.circuitState(), "nor successes: the two failures before still count");
+        clock.advance(Duration.ofSeconds(30));
+        Replica.Admission trial = m.tryAcquire();
+        assertNotNull(trial);
+        trial.release(Outcome.CANCELLED);
+        assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "a cancelled trial decides nothing");
+        Replica.Admission next = m.tryAcquire();
+        assertNotNull(next, "and gives its trial slot back");
+        next.release(Outcome.SUCCESS);
+        assertEquals(List.of("closed->open", "open->half_open"), transitions);
+        assertEquals(0, m.inFlight());
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,7 +24,8 @@ final class ManualScheduler implements Scheduler {
         }
     }
 
-    final List<Pending> pending = new ArrayList<>();
+    @GuardedBy("this")
+    private final List<Pending> pending = new ArrayList<>();
 
     @Override
     public synchronized Task schedule(Runnable task, Duration delay) {

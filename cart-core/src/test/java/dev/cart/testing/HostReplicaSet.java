@@ -1,5 +1,6 @@
 package dev.cart.testing;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.cart.core.CircuitBreakerConfig;
 import dev.cart.core.Outcome;
 import dev.cart.core.Replica;
@@ -7,7 +8,9 @@ import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -45,21 +48,40 @@ public final class HostReplicaSet implements ReplicaSet {
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pending = new AtomicLong();
         private volatile boolean healthy = true;
-        private State state = State.CLOSED; // guarded by this, like the fields below
+        private volatile Set<String> models; // immutable, empty = any model; replaced whole, read lock-free
+        @GuardedBy("this")
+        private State state = State.CLOSED;
+        @GuardedBy("this")
         private long generation;
+        @GuardedBy("this")
         private long openedAt;
+        @GuardedBy("this")
         private int failures;
+        @GuardedBy("this")
         private int successes;
+        @GuardedBy("this")
         private int trials;
 
         Node(ReplicaSpec spec, CircuitBreakerConfig config, Clock clock) {
             this.spec = spec;
             this.config = config;
             this.clock = clock;
+            this.models = Set.copyOf(spec.models());
         }
 
         public void healthy(boolean up) {
             healthy = up;
+        }
+
+        /** Replaces the models this replica serves, as the host's discovery would (empty: any model). */
+        public void models(Collection<String> names) {
+            models = Set.copyOf(names);
+        }
+
+        @Override
+        public boolean serves(String model) {
+            Set<String> m = models;
+            return m.isEmpty() || m.contains(model);
         }
 
         @Override public String id() { return spec.id(); }
@@ -87,6 +109,7 @@ public final class HostReplicaSet implements ReplicaSet {
             return outcome -> release(g, outcome);
         }
 
+        @GuardedBy("this")
         private boolean admits() {
             if (state == State.OPEN && clock.millis() - openedAt >= config.openTimeout().toMillis()) {
                 to(State.HALF_OPEN);
@@ -118,6 +141,7 @@ public final class HostReplicaSet implements ReplicaSet {
             }
         }
 
+        @GuardedBy("this")
         private void to(State s) {
             state = s;
             generation++;

@@ -6,6 +6,7 @@ import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import java.time.Clock;
+import java.util.Collection;
 import java.util.List;
 
 /**
@@ -20,6 +21,11 @@ public enum ReplicaSets {
             ManagedReplicaSet.Builder b = ManagedReplicaSet.builder().circuitBreaker(breaker).clock(clock);
             specs.forEach(b::add);
             return b.build();
+        }
+
+        @Override
+        public void serveModels(Replica r, Collection<String> models) {
+            ((ManagedReplicaSet.Member) r).models(models);
         }
 
         @Override
@@ -40,6 +46,11 @@ public enum ReplicaSets {
         public void makeUnhealthy(Replica r) {
             ((HostReplicaSet.Node) r).healthy(false);
         }
+
+        @Override
+        public void serveModels(Replica r, Collection<String> models) {
+            ((HostReplicaSet.Node) r).models(models);
+        }
     };
 
     /** A set of these replicas, with this breaker and clock. */
@@ -47,6 +58,9 @@ public enum ReplicaSets {
 
     /** Marks {@code r} (one of this kind's) unhealthy, as the host's health checks would. */
     public abstract void makeUnhealthy(Replica r);
+
+    /** Replaces the models {@code r} (one of this kind's) serves, as discovery would; empty: any model. */
+    public abstract void serveModels(Replica r, Collection<String> models);
 
     /** A set of these replicas with the default breaker and the system clock. */
     public ReplicaSet build(List<ReplicaSpec> specs) {

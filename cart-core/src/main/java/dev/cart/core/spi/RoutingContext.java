@@ -25,8 +25,8 @@ public interface RoutingContext {
     }
 
     /**
-     * Replicas that may take the request: available, below their cap and not excluded. Never empty
-     * when a policy is called. Read-only for policies.
+     * Replicas that may take the request: serving its model (if it names one), available, below their
+     * cap and not excluded. Never empty when a policy is called. Read-only for policies.
      */
     List<Replica> candidates();
 

@@ -2,6 +2,7 @@ package dev.cart.examples;
 
 import dev.cart.core.Lease;
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.Reason;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
@@ -68,7 +69,10 @@ public final class EmbeddedRouter {
         } catch (ExtractionException e) {
             return e.status() + " " + e.code() + ": " + e.getMessage(); // answer the client with it (a 4xx)
         }
-        RouteDecision d = router.choose(RouteRequest.of(req.key()));
+        RouteDecision d = router.choose(RouteRequest.of(req.key()).withModel(req.model()));
+        if (d.reason() == Reason.MODEL_NOT_SERVED) {
+            return "404: no replica serves the model " + req.model(); // no lease to close
+        }
         if (!d.routed()) {
             return "503: no replica can take the request now"; // no lease to close
         }

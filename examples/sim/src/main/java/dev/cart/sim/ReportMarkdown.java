@@ -393,6 +393,7 @@ final class ReportMarkdown {
                 case EMPTY_TEXT -> "empty";
                 case POLICY -> "policy";
                 case NO_REPLICA -> "none";
+                case MODEL_NOT_SERVED -> "unserved";
             };
             shown.merge(k, e.getValue(), Integer::sum);
         }
