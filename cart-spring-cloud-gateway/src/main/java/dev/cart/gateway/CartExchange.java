@@ -47,6 +47,8 @@ final class CartExchange {
     private volatile Lease lease;
     private volatile boolean noReplica;
     private volatile boolean firstBytes;
+    private volatile boolean bodyEnded;
+    private volatile boolean bodyAbandoned;
     private UsageReader reader;
 
     CartExchange(String serviceId) {
@@ -101,6 +103,8 @@ final class CartExchange {
         previousReplica = d.replica();
         lease = d.lease();
         firstBytes = false;
+        bodyEnded = false;
+        bodyAbandoned = false;
         reader = null;
         noReplica = false;
     }
@@ -141,13 +145,32 @@ final class CartExchange {
         }
     }
 
-    /** The whole body was written: the replica served the request (unless it answered 5xx). */
-    void bodyComplete(int status) {
+    /** The replica's body ended (all of it was handed to the writer). */
+    void bodyEnded() {
+        bodyEnded = true;
+    }
+
+    /**
+     * The writer stopped taking the body before its end: the client went away. (Reactor Netty then completes
+     * the write rather than failing it, so this, not the write's result, is what tells a client that left.)
+     */
+    void bodyAbandoned() {
+        bodyAbandoned = true;
+    }
+
+    /**
+     * The write finished: if the whole body went out, the replica served the request (unless it answered 5xx);
+     * if the client left before the end, nothing is recorded, so the lease closes as cancelled.
+     */
+    void bodyWritten(int status) {
         Lease l = lease;
         if (l == null) {
             return;
         }
         l.status(status);
+        if (!bodyEnded || bodyAbandoned) {
+            return;
+        }
         if (status >= 500) {
             l.failed();
         } else {
@@ -171,7 +194,7 @@ final class CartExchange {
         if (l == null || l.isClosed()) {
             return;
         }
-        if (signal == SignalType.ON_COMPLETE && l.outcome() == Outcome.CANCELLED && status > 0) {
+        if (signal == SignalType.ON_COMPLETE && l.outcome() == Outcome.CANCELLED && status > 0 && !bodyAbandoned) {
             // completed without a body passing through this exchange's response (e.g. 204, or an empty body)
             l.status(status);
             if (status >= 500) {

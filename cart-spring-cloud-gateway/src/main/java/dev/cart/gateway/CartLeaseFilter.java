@@ -89,15 +89,21 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
         @Override
         public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
             state.bodyStarts(getHeaders());
-            return super.writeWith(Flux.from(body).doOnNext(state::bytes))
-                    .doOnSuccess(v -> state.bodyComplete(status(this)));
+            return super.writeWith(Flux.from(body)
+                            .doOnNext(state::bytes)
+                            .doOnComplete(state::bodyEnded)
+                            .doOnCancel(state::bodyAbandoned))
+                    .doOnSuccess(v -> state.bodyWritten(status(this)));
         }
 
         @Override
         public Mono<Void> writeAndFlushWith(Publisher<? extends Publisher<? extends DataBuffer>> body) {
             state.bodyStarts(getHeaders());
-            return super.writeAndFlushWith(Flux.from(body).map(p -> Flux.from(p).doOnNext(state::bytes)))
-                    .doOnSuccess(v -> state.bodyComplete(status(this)));
+            return super.writeAndFlushWith(Flux.from(body)
+                            .map(p -> Flux.from(p).doOnNext(state::bytes).doOnCancel(state::bodyAbandoned))
+                            .doOnComplete(state::bodyEnded)
+                            .doOnCancel(state::bodyAbandoned))
+                    .doOnSuccess(v -> state.bodyWritten(status(this)));
         }
     }
 }
