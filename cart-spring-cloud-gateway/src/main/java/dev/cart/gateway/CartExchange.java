@@ -76,8 +76,21 @@ final class CartExchange {
         return serviceId;
     }
 
-    /** What to ask the router for this attempt (excluding replicas that failed earlier attempts). */
+    /**
+     * What to ask the router for a new attempt. An earlier attempt of the same exchange (the gateway's Retry
+     * filter asking again) ends here: its lease, unless it succeeded, is closed as failed and its replica
+     * excluded from this and later attempts.
+     */
     synchronized RouteRequest nextRequest() {
+        Lease previous = lease;
+        if (previous != null) {
+            if (previous.outcome() != Outcome.SUCCESS) {
+                previous.failed(); // does nothing if it already closed
+                failedReplicas.add(previousReplica);
+            }
+            previous.close();
+            lease = null;
+        }
         RouteRequest r = request == null ? RouteRequest.empty()
                 : RouteRequest.of(request.key()).withTokenization(request.tokenization());
         if (!failedReplicas.isEmpty()) {
@@ -86,19 +99,8 @@ final class CartExchange {
         return attempts == 0 ? r : r.attempt(attempts);
     }
 
-    /**
-     * The balancer chose: this exchange now owns {@code d}'s lease. An earlier attempt's lease that did not
-     * succeed is closed as failed and its replica excluded from later attempts.
-     */
+    /** The balancer chose: this exchange now owns {@code d}'s lease. */
     synchronized void attach(RouteDecision d) {
-        Lease previous = lease;
-        if (previous != null) {
-            if (previous.outcome() != Outcome.SUCCESS) {
-                previous.failed(); // does nothing if it already closed
-                failedReplicas.add(previousReplica);
-            }
-            previous.close();
-        }
         attempts++;
         previousReplica = d.replica();
         lease = d.lease();

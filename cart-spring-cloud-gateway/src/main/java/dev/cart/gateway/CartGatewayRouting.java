@@ -54,13 +54,16 @@ public final class CartGatewayRouting implements AutoCloseable {
             throw new IllegalArgumentException("invalid CART configuration:\n  " + String.join("\n  ", problems));
         }
         this.services = Set.copyOf(properties.getServices());
-        ExtractOptions.Builder eo = ExtractOptions.builder().blockChars(properties.getBlockChars());
+        ExtractOptions.Builder eo = ExtractOptions.builder().blockChars(properties.getBlockChars())
+                .anchorLimit(1024); // the stable start consistent-hash placement hashes, as in the proxy
         if (tokenMode()) {
             eo.tokenizer(Tokenizers.jtokkit(tokenizer()))
                     .blockTokens(properties.getBlockTokens())
                     .tokenCacheEntries(properties.getTokenCacheEntries())
-                    .tokenCacheMaxChars(properties.getTokenCacheMaxChars())
-                    .maxConcurrentTokenizations(properties.getMaxConcurrentTokenizations());
+                    .tokenCacheMaxChars(properties.getTokenCacheMaxChars());
+            if (properties.getMaxConcurrentTokenizations() > 0) { // 0: the extractor's default, one per processor
+                eo.maxConcurrentTokenizations(properties.getMaxConcurrentTokenizations());
+            }
         }
         this.extractor = new PromptExtractor(eo.build());
     }

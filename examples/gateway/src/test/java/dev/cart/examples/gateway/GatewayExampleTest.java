@@ -59,7 +59,19 @@ import org.springframework.test.context.ActiveProfiles;
  * the SDK's HTTP client through Spring Cloud Gateway and CART to the replicas.
  */
 @SpringBootTest(classes = GatewayExample.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {"demo.replicas=4", "cart.max-body-bytes=1000000"})
+        properties = {"demo.replicas=4", "cart.max-body-bytes=1000000",
+                // the example's routes, plus one with the gateway's Retry filter (POST retried on 5xx)
+                "spring.cloud.gateway.server.webflux.routes[0].id=llm",
+                "spring.cloud.gateway.server.webflux.routes[0].uri=lb://llm",
+                "spring.cloud.gateway.server.webflux.routes[0].predicates[0]=Path=/v1/**",
+                "spring.cloud.gateway.server.webflux.routes[1].id=llm-retry",
+                "spring.cloud.gateway.server.webflux.routes[1].uri=lb://llm",
+                "spring.cloud.gateway.server.webflux.routes[1].predicates[0]=Path=/retry/v1/**",
+                "spring.cloud.gateway.server.webflux.routes[1].filters[0]=StripPrefix=1",
+                "spring.cloud.gateway.server.webflux.routes[1].filters[1].name=Retry",
+                "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.retries=2",
+                "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.methods=POST",
+                "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.series=SERVER_ERROR"})
 @ActiveProfiles("demo")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class GatewayExampleTest {
@@ -245,6 +257,28 @@ class GatewayExampleTest {
         await("in-flight back to 0 after the client left", () -> routing.inFlight(SERVICE) == 0);
         await("the lease closed as cancelled", () -> sum("cart.upstream.requests", "outcome", "cancelled") > cancelledBefore);
         assertEquals(failedBefore, sum("cart.upstream.requests", "outcome", "failure"), "the replica is not blamed");
+    }
+
+    @Test
+    void aRetryAfterA5xxExcludesTheFailedReplicaAndReleasesBothSlots() throws Exception {
+        String body = "{\"model\":\"demo\",\"max_tokens\":2,\"messages\":[{\"role\":\"system\",\"content\":\""
+                + "You retry politely. ".repeat(30) + "\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
+        HttpResponse<String> first = post("/v1/chat/completions", body);
+        assertEquals(200, first.statusCode());
+        String holder = first.headers().firstValue("x-sim-replica").orElseThrow();
+        SimulatedReplicaServer failing = demo.servers().stream().filter(s -> s.name().equals(holder)).findFirst().orElseThrow();
+        failing.setFault(Fault.ERROR_500);
+        double failedBefore = sum("cart.upstream.requests", "outcome", "failure");
+        long before = failing.requestCount();
+
+        HttpResponse<String> retried = post("/retry/v1/chat/completions", body);
+
+        assertEquals(200, retried.statusCode(), retried.body());
+        assertEquals(before + 1, failing.requestCount(), "the holder was tried first (its cache hit)");
+        assertFalse(holder.equals(retried.headers().firstValue("x-sim-replica").orElse(holder)),
+                "the retry went to another replica");
+        await("in-flight back to 0", () -> routing.inFlight(SERVICE) == 0);
+        assertEquals(failedBefore + 1, sum("cart.upstream.requests", "outcome", "failure"));
     }
 
     @Test
