@@ -63,13 +63,15 @@ class PrefixTreeConcurrencyTest {
         PrefixTree tree = PrefixTree.builder().maxSize(2_000).build();
         List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("a").add("b").add("c").build().replicas();
         ExecutorService pool = Executors.newFixedThreadPool(4);
+        long refusedInserts = 0;
         AtomicBoolean stop = new AtomicBoolean();
         try {
-            List<Future<?>> workers = new ArrayList<>();
+            List<Future<Long>> workers = new ArrayList<>();
             for (int t = 0; t < 3; t++) {
                 int seed = t;
                 workers.add(pool.submit(() -> {
                     SplittableRandom rnd = new SplittableRandom(seed);
+                    long refused = 0;
                     for (int i = 0; i < 60_000; i++) {
                         long[] key = new long[1 + rnd.nextInt(12)];
                         for (int j = 0; j < key.length; j++) {
@@ -77,13 +79,15 @@ class PrefixTreeConcurrencyTest {
                         }
                         PromptKey k = PromptKey.forBlocks(key, 16);
                         if (rnd.nextBoolean()) {
-                            tree.insert(k, reps.get(rnd.nextInt(reps.size())));
+                            if (!tree.insert(k, reps.get(rnd.nextInt(reps.size())))) {
+                                refused++;
+                            }
                         } else {
                             Match m = tree.match(k);
                             assertTrue(m.matchedLength() <= k.length());
                         }
                     }
-                    return null;
+                    return refused;
                 }));
             }
             Future<?> maintenance = pool.submit(() -> {
@@ -97,8 +101,8 @@ class PrefixTreeConcurrencyTest {
                 }
                 return null;
             });
-            for (Future<?> f : workers) {
-                f.get(120, TimeUnit.SECONDS);
+            for (Future<Long> f : workers) {
+                refusedInserts += f.get(120, TimeUnit.SECONDS);
             }
             stop.set(true);
             maintenance.get(30, TimeUnit.SECONDS);
@@ -110,6 +114,125 @@ class PrefixTreeConcurrencyTest {
         tree.evict();
         assertTrue(tree.stats().size() <= 2_000);
         assertEquals(tree.recount(), tree.stats());
-        assertTrue(tree.stats().skippedInserts() >= 0);
+        assertEquals(refusedInserts, tree.stats().skippedInserts(),
+                "every insert that returned false, and only those, is counted as skipped");
+    }
+
+    /**
+     * Matches racing inserts report only what some linearization allows. With no maintenance the tree only
+     * grows, so a match linearized anywhere between its start and its end reports, for each replica, at
+     * least the longest prefix of an insert for that replica that had returned before the match began, and
+     * at most the longest prefix of an insert for it that had begun before the match returned. The order of
+     * starts and ends comes from one shared counter: an insert takes a ticket before it starts and one after
+     * it returns; a match takes one before and one after.
+     */
+    @Test
+    void concurrentMatchesReportOnlyWhatSomeLinearizationAllows() throws Exception {
+        PrefixTree tree = PrefixTree.builder().build();
+        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("a").add("b").add("c").build().replicas();
+        int threads = 3;
+        int opsPerThread = 20_000;
+        // a small universe of keys that share prefixes, so inserts split edges that matches are walking
+        List<long[]> universe = new ArrayList<>();
+        SplittableRandom gen = new SplittableRandom(7);
+        for (int i = 0; i < 150; i++) {
+            long[] key = new long[1 + gen.nextInt(7)];
+            for (int j = 0; j < key.length; j++) {
+                key[j] = j < 4 ? gen.nextInt(3) : gen.nextInt(50);
+            }
+            universe.add(key);
+        }
+        int n = universe.size();
+        long[][] firstStart = new long[n][reps.size()]; // earliest start ticket of an insert of key k for replica r
+        long[][] firstEnd = new long[n][reps.size()]; // earliest end ticket of one that had returned
+        for (int k = 0; k < n; k++) {
+            java.util.Arrays.fill(firstStart[k], Long.MAX_VALUE);
+            java.util.Arrays.fill(firstEnd[k], Long.MAX_VALUE);
+        }
+        java.util.concurrent.atomic.AtomicLong ticket = new java.util.concurrent.atomic.AtomicLong();
+        record Observed(int key, long before, long after, Match match) {}
+        List<List<Observed>> observed = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<long[][]>> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int seed = t;
+                List<Observed> mine = new ArrayList<>();
+                observed.add(mine);
+                workers.add(pool.submit(() -> {
+                    long[][] local = new long[n * reps.size()][2];
+                    for (long[] cell : local) {
+                        cell[0] = Long.MAX_VALUE;
+                        cell[1] = Long.MAX_VALUE;
+                    }
+                    SplittableRandom rnd = new SplittableRandom(100 + seed);
+                    for (int i = 0; i < opsPerThread; i++) {
+                        int k = rnd.nextInt(n);
+                        PromptKey key = PromptKey.forBlocks(universe.get(k), 16);
+                        if (rnd.nextInt(3) == 0) {
+                            int r = rnd.nextInt(reps.size());
+                            long start = ticket.incrementAndGet();
+                            assertTrue(tree.insert(key, reps.get(r)), "no maintenance runs, so no insert is skipped");
+                            long end = ticket.incrementAndGet();
+                            long[] cell = local[k * reps.size() + r];
+                            cell[0] = Math.min(cell[0], start);
+                            cell[1] = Math.min(cell[1], end);
+                        } else {
+                            long before = ticket.incrementAndGet();
+                            Match m = tree.match(key);
+                            long after = ticket.incrementAndGet();
+                            mine.add(new Observed(k, before, after, m));
+                        }
+                    }
+                    return local;
+                }));
+            }
+            for (Future<long[][]> f : workers) {
+                long[][] local = f.get(120, TimeUnit.SECONDS);
+                for (int k = 0; k < n; k++) {
+                    for (int r = 0; r < reps.size(); r++) {
+                        long[] cell = local[k * reps.size() + r];
+                        firstStart[k][r] = Math.min(firstStart[k][r], cell[0]);
+                        firstEnd[k][r] = Math.min(firstEnd[k][r], cell[1]);
+                    }
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        int checked = 0;
+        for (List<Observed> list : observed) {
+            for (Observed o : list) {
+                long[] q = universe.get(o.key());
+                int longest = 0;
+                for (int r = 0; r < reps.size(); r++) {
+                    int atLeast = 0;
+                    int atMost = 0;
+                    for (int k = 0; k < n; k++) {
+                        int common = commonBlocks(q, universe.get(k)) * 16;
+                        if (firstEnd[k][r] < o.before()) {
+                            atLeast = Math.max(atLeast, common);
+                        }
+                        if (firstStart[k][r] < o.after()) {
+                            atMost = Math.max(atMost, common);
+                        }
+                    }
+                    int seen = o.match().matchedLength(reps.get(r));
+                    assertTrue(seen >= atLeast && seen <= atMost, "replica " + r + " reported " + seen
+                            + " units of key " + o.key() + ", but any linearization gives " + atLeast + ".." + atMost);
+                    longest = Math.max(longest, seen);
+                }
+                assertEquals(longest, o.match().matchedLength(), "the match's length is its longest holding");
+                checked++;
+            }
+        }
+        assertTrue(checked > threads * opsPerThread / 2, "most operations were matches: " + checked);
+        assertEquals(tree.recount(), tree.stats());
+    }
+
+    private static int commonBlocks(long[] a, long[] b) {
+        int len = Math.min(a.length, b.length);
+        int mm = java.util.Arrays.mismatch(a, 0, len, b, 0, len);
+        return mm < 0 ? len : mm;
     }
 }

@@ -74,7 +74,7 @@ public final class TokenCache {
             bypassed.increment();
             return null;
         }
-        text.hashCode(); // outside the lock; String caches it
+        int unused = text.hashCode(); // outside the lock; String caches it
         synchronized (this) {
             int[] ids = map.get(text);
             if (ids == null) {
@@ -91,7 +91,7 @@ public final class TokenCache {
         if (text.length() > maxChars || maxEntries == 0) {
             return;
         }
-        text.hashCode();
+        int unused = text.hashCode(); // outside the lock
         synchronized (this) {
             map.put(text, ids);
         }

@@ -1,9 +1,10 @@
 package dev.cart.proxy;
 
-import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
@@ -17,13 +18,17 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
+import java.util.function.DoubleConsumer;
+import java.util.function.LongConsumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Reads layered YAML configuration files into a {@link ProxyConfig}.
@@ -31,12 +36,15 @@ import java.util.Set;
  * <p>Layering: the files are read in order and merged, last one wins. Mappings merge key by key, so an
  * overlay only names what it changes; lists and scalars are replaced whole (an overlay naming
  * {@code workers} replaces the list); an empty or comment-only file changes nothing, and so does a
- * section left empty ({@code cache:} with nothing under it).
+ * section left empty ({@code cache:} with nothing under it). The merge remembers which file set each key
+ * ({@link Problems}), so every problem names the file it comes from.
  *
- * <p>Validation collects every problem before failing: unknown keys (named by their path, such as
- * {@code cache.treshold}, with a suggestion when one is close), values of the wrong type, values out of
- * range (with the allowed range), a missing or empty {@code workers} list and policy settings the policy
- * refuses. {@code --config-check} prints them all.
+ * <p>Validation collects every problem before failing, each as {@code file: key: problem}: unknown keys
+ * and enum values (with a suggestion when one is close), values of the wrong type, values out of range
+ * (with the allowed range), a missing or empty {@code workers} list and policy settings the policy
+ * refuses. Each section is bound on its own ({@link #server}, {@link #workers}, {@link #cache},
+ * {@link #health}, {@link #circuit}, {@link #proxy}) into its record's builder; a value is set only when
+ * it is valid, so the builder's defaults stand for the rest. {@code --config-check} prints them all.
  */
 final class ConfigLoader {
 
@@ -44,6 +52,10 @@ final class ConfigLoader {
     static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of("threshold", "match_abs_threshold",
             "balance_abs_threshold", "balance_rel_threshold", "guard", "median_factor", "bounded_load_factor",
             "miss_placement", "hash_load_factor", "prefill_aware"));
+
+    /** The policy that reads every one of {@link #CACHE_POLICY_KEYS}: the settings are checked by it when the
+     * configured policy name is unknown, so a misspelled policy hides none of the other problems. */
+    private static final String FALLBACK_POLICY = ProxyConfig.Cache.DEFAULT_POLICY;
 
     private static final Set<String> SECTIONS = new LinkedHashSet<>(List.of("server", "workers", "cache", "health",
             "circuit_breaker", "proxy"));
@@ -65,65 +77,61 @@ final class ConfigLoader {
      * @param requireWorkers false only for demo mode, which supplies its own workers
      */
     static ProxyConfig load(List<Path> files, boolean requireWorkers) throws ConfigException {
-        List<String> problems = new ArrayList<>();
+        Problems problems = new Problems();
         ObjectNode merged = readLayered(files, problems);
-        if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
-        }
-        return bind(merged, requireWorkers);
+        problems.throwIfAny();
+        return bind(merged, requireWorkers, problems);
     }
 
-    /** Parses YAML text (one layer) and validates it; for tests and embedding. */
+    /** Parses YAML text (one layer, no file name in messages) and validates it; for tests and embedding. */
     static ProxyConfig parse(String yaml) throws ConfigException {
-        List<String> problems = new ArrayList<>();
+        Problems problems = new Problems();
         ObjectNode merged = JsonNodeFactory.instance.objectNode();
         JsonNode layer = readLayer("<text>", yaml, problems);
         if (layer != null) {
-            merge(merged, (ObjectNode) layer);
+            merge(merged, (ObjectNode) layer, "", null, problems);
         }
-        if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
-        }
-        return bind(merged, true);
+        problems.throwIfAny();
+        return bind(merged, true, problems);
     }
 
-    static ObjectNode readLayered(List<Path> files, List<String> problems) {
+    static ObjectNode readLayered(List<Path> files, Problems problems) {
         ObjectNode merged = JsonNodeFactory.instance.objectNode();
         for (Path file : files) {
             String text;
             try {
                 text = Files.readString(file);
             } catch (NoSuchFileException e) {
-                problems.add(file + ": no such file");
+                problems.file(file.toString(), "no such file");
                 continue;
             } catch (IOException e) {
-                problems.add(file + ": cannot read: " + e.getMessage());
+                problems.file(file.toString(), "cannot read: " + e.getMessage());
                 continue;
             }
             JsonNode layer = readLayer(file.toString(), text, problems);
             if (layer != null) {
-                merge(merged, (ObjectNode) layer);
+                merge(merged, (ObjectNode) layer, "", file.toString(), problems);
             }
         }
         return merged;
     }
 
     /** One file's tree, or null when it is empty, comment-only or unusable (then a problem is added). */
-    private static JsonNode readLayer(String name, String text, List<String> problems) {
+    private static JsonNode readLayer(String name, String text, Problems problems) {
         JsonNode root;
         try {
             root = YAML.readTree(text);
         } catch (JsonProcessingException e) {
             String where = e.getLocation() == null ? ""
                     : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
-            problems.add(name + ": not valid YAML" + where + ": " + e.getOriginalMessage());
+            problems.file(name, "not valid YAML" + where + ": " + e.getOriginalMessage());
             return null;
         }
         if (root == null || root.isMissingNode() || root.isNull()) {
             return null; // empty or comment-only: changes nothing
         }
         if (!root.isObject()) {
-            problems.add(name + ": the top level must be a mapping of sections, was a " + kind(root));
+            problems.file(name, "the top level must be a mapping of sections, was a " + kind(root));
             return null;
         }
         return emptyToNull(root);
@@ -139,7 +147,7 @@ final class ConfigLoader {
                 o.set(k, emptyToNull(o.get(k)));
             }
         } else if (n.isArray()) {
-            com.fasterxml.jackson.databind.node.ArrayNode a = (com.fasterxml.jackson.databind.node.ArrayNode) n;
+            ArrayNode a = (ArrayNode) n;
             for (int i = 0; i < a.size(); i++) {
                 a.set(i, emptyToNull(a.get(i)));
             }
@@ -151,172 +159,84 @@ final class ConfigLoader {
 
     /**
      * Merges {@code overlay} into {@code base}: mappings key by key, everything else replaced whole. A null
-     * (empty) value over a mapping changes nothing; over a scalar it resets the key to its default.
+     * (empty) value over a mapping changes nothing; over a scalar it resets the key to its default. Each key
+     * the overlay sets is recorded as coming from {@code file} (null: no file to name).
      */
-    static void merge(ObjectNode base, ObjectNode overlay) {
-        Iterator<Map.Entry<String, JsonNode>> it = overlay.fields();
-        while (it.hasNext()) {
-            Map.Entry<String, JsonNode> e = it.next();
+    static void merge(ObjectNode base, ObjectNode overlay, String prefix, String file, Problems problems) {
+        for (Map.Entry<String, JsonNode> e : overlay.properties()) {
+            String path = prefix.isEmpty() ? e.getKey() : prefix + "." + e.getKey();
             JsonNode old = base.get(e.getKey());
             JsonNode value = e.getValue();
             if (old != null && old.isObject() && value.isObject()) {
-                merge((ObjectNode) old, (ObjectNode) value);
+                problems.origin(path, file);
+                merge((ObjectNode) old, (ObjectNode) value, path, file, problems);
             } else if (old != null && old.isObject() && value.isNull()) {
                 continue;
             } else {
                 base.set(e.getKey(), value.deepCopy());
+                problems.originOfTree(path, value, file);
             }
         }
     }
 
-    /** Validates a merged tree and builds the configuration. */
-    static ProxyConfig bind(ObjectNode root, boolean requireWorkers) throws ConfigException {
-        List<String> problems = new ArrayList<>();
-        Set<String> seenTop = new HashSet<>();
-        for (Iterator<String> it = root.fieldNames(); it.hasNext(); ) {
-            String k = it.next();
+    /** Validates a merged tree and builds the configuration, one section at a time. */
+    static ProxyConfig bind(ObjectNode root, boolean requireWorkers, Problems problems) throws ConfigException {
+        for (String k : fieldNames(root)) {
             if (!SECTIONS.contains(k)) {
-                problems.add(unknown(k, SECTIONS));
-            }
-            seenTop.add(k);
-        }
-
-        Section s = Section.of(root, "server", problems);
-        ProxyConfig.Server sd = ProxyConfig.Server.defaults();
-        String host = s.string("host", sd.host());
-        if (host != null && host.isBlank()) {
-            problems.add("server.host: must not be empty");
-        }
-        int port = (int) s.integer("port", sd.port(), ProxyConfig.Server.PORT);
-        int maxThreads = (int) s.integer("max_threads", sd.maxThreads(), ProxyConfig.Server.MAX_THREADS);
-        int maxConnections = (int) s.integer("max_connections", sd.maxConnections(),
-                ProxyConfig.Server.MAX_CONNECTIONS);
-        int maxConcurrent = (int) s.integer("max_concurrent_requests", sd.maxConcurrentRequests(),
-                ProxyConfig.Server.MAX_CONCURRENT_REQUESTS);
-        int maxHeaderBytes = (int) s.integer("max_header_bytes", sd.maxHeaderBytes(),
-                ProxyConfig.Server.MAX_HEADER_BYTES);
-        int maxHeaders = (int) s.integer("max_headers", sd.maxHeaders(), ProxyConfig.Server.MAX_HEADERS);
-        int maxLine = (int) s.integer("max_request_line_bytes", sd.maxRequestLineBytes(),
-                ProxyConfig.Server.MAX_REQUEST_LINE_BYTES);
-        int readTimeout = (int) s.integer("request_read_timeout_secs", sd.requestReadTimeoutSecs(),
-                ProxyConfig.Server.REQUEST_READ_TIMEOUT_SECS);
-        int idleTimeout = (int) s.integer("idle_timeout_secs", sd.idleTimeoutSecs(),
-                ProxyConfig.Server.IDLE_TIMEOUT_SECS);
-        s.finish();
-
-        List<ProxyConfig.Worker> workers = workers(root.get("workers"), requireWorkers, problems);
-
-        Section c = Section.of(root, "cache", problems);
-        ProxyConfig.Cache cd = ProxyConfig.Cache.defaults();
-        String policy = c.string("policy", cd.policy());
-        long maxTreeSize = c.integer("max_tree_size", cd.maxTreeSize(), ProxyConfig.Cache.MAX_TREE_SIZE);
-        int blockChars = (int) c.integer("block_chars", cd.blockChars(), ProxyConfig.Cache.BLOCK_CHARS);
-        long eviction = c.integer("eviction_interval_secs", cd.evictionIntervalSecs(),
-                ProxyConfig.Cache.EVICTION_INTERVAL_SECS);
-        int dailyHour = (int) c.integer("daily_cleanup_hour_utc", cd.dailyCleanupHourUtc(),
-                ProxyConfig.Cache.DAILY_CLEANUP_HOUR_UTC);
-        long ttl = c.integer("route_ttl_secs", cd.routeTtlSecs(), ProxyConfig.Cache.ROUTE_TTL_SECS);
-        LearnMode learn = c.learnMode("learn", cd.learn());
-        boolean feedback = c.bool("feedback", cd.feedback());
-        boolean learnAnswer = c.bool("learn_answer", cd.learnAnswer());
-        ProxyConfig.Tokens td = cd.tokens();
-        String tokenizer = c.string("tokenizer", td.tokenizer());
-        if (tokenizer != null && (tokenizer.isBlank() || tokenizer.equals("none"))) {
-            tokenizer = null;
-        }
-        if (tokenizer != null && !ProxyConfig.Tokens.TOKENIZERS.contains(tokenizer)) {
-            problems.add("cache.tokenizer: must be one of cl100k_base, o200k_base (or none), was '" + tokenizer + "'");
-            tokenizer = null;
-        }
-        int blockTokens = (int) c.integer("block_tokens", td.blockTokens(), ProxyConfig.Tokens.BLOCK_TOKENS);
-        int tokenCacheEntries = (int) c.integer("token_cache_entries", td.cacheEntries(),
-                ProxyConfig.Tokens.CACHE_ENTRIES);
-        int tokenCacheMaxChars = (int) c.integer("token_cache_max_chars", td.cacheMaxChars(),
-                ProxyConfig.Tokens.CACHE_MAX_CHARS);
-        int maxTokenizations = (int) c.integer("max_concurrent_tokenizations", td.maxConcurrent(),
-                ProxyConfig.Tokens.MAX_CONCURRENT);
-        Map<String, Object> policySettings = new LinkedHashMap<>();
-        for (String key : CACHE_POLICY_KEYS) {
-            Object v = c.scalar(key);
-            if (v != null) {
-                policySettings.put(key, v);
+                problems.add(k, unknown(k, SECTIONS, "section"));
             }
         }
-        c.finish();
-        if (policy != null) {
-            checkPolicy(policy, policySettings, problems);
-        }
-
-        Section h = Section.of(root, "health", problems);
-        ProxyConfig.Health hd = ProxyConfig.Health.defaults();
-        String endpoint = h.string("endpoint", hd.endpoint());
-        if (endpoint != null && !endpoint.startsWith("/")) {
-            problems.add("health.endpoint: must be a path starting with '/', was '" + endpoint + "'");
-        }
-        int interval = (int) h.integer("interval_secs", hd.intervalSecs(), ProxyConfig.Health.INTERVAL_SECS);
-        int timeout = (int) h.integer("timeout_secs", hd.timeoutSecs(), ProxyConfig.Health.TIMEOUT_SECS);
-        int hFail = (int) h.integer("failure_threshold", hd.failureThreshold(), ProxyConfig.Health.FAILURE_THRESHOLD);
-        int hOk = (int) h.integer("success_threshold", hd.successThreshold(), ProxyConfig.Health.SUCCESS_THRESHOLD);
-        h.finish();
-
-        Section b = Section.of(root, "circuit_breaker", problems);
-        ProxyConfig.Circuit bd = ProxyConfig.Circuit.defaults();
-        int cbFail = (int) b.integer("failure_threshold", bd.failureThreshold(), ProxyConfig.Circuit.FAILURE_THRESHOLD);
-        int cbOk = (int) b.integer("success_threshold", bd.successThreshold(), ProxyConfig.Circuit.SUCCESS_THRESHOLD);
-        int cbTimeout = (int) b.integer("timeout_secs", bd.timeoutSecs(), ProxyConfig.Circuit.TIMEOUT_SECS);
-        int cbHalfOpen = (int) b.integer("half_open_max_requests", bd.halfOpenMaxRequests(),
-                ProxyConfig.Circuit.HALF_OPEN_MAX_REQUESTS);
-        b.finish();
-
-        Section p = Section.of(root, "proxy", problems);
-        ProxyConfig.Proxy pd = ProxyConfig.Proxy.defaults();
-        int maxRetries = (int) p.integer("max_retries", pd.maxRetries(), ProxyConfig.Proxy.MAX_RETRIES);
-        long backoff = p.integer("initial_backoff_ms", pd.initialBackoffMs(), ProxyConfig.Proxy.INITIAL_BACKOFF_MS);
-        double multiplier = p.number("backoff_multiplier", pd.backoffMultiplier(),
-                ProxyConfig.Proxy.BACKOFF_MULTIPLIER);
-        double jitter = p.number("jitter_factor", pd.jitterFactor(), ProxyConfig.Proxy.JITTER_FACTOR);
-        List<Integer> retryable = p.statusList("retryable_statuses", pd.retryableStatuses());
-        int connect = (int) p.integer("connect_timeout_secs", pd.connectTimeoutSecs(),
-                ProxyConfig.Proxy.CONNECT_TIMEOUT_SECS);
-        int request = (int) p.integer("request_timeout_secs", pd.requestTimeoutSecs(),
-                ProxyConfig.Proxy.REQUEST_TIMEOUT_SECS);
-        boolean peerHeader = p.bool("add_routed_peer_header", pd.addRoutedPeerHeader());
-        Integer mediaPolicy = p.optionalStatus("remote_media_url_policy");
-        int maxBody = (int) p.integer("max_body_bytes", pd.maxBodyBytes(), ProxyConfig.Proxy.MAX_BODY_BYTES);
-        boolean decisionLog = p.bool("decision_log", pd.decisionLog());
-        p.finish();
-
-        if (!problems.isEmpty()) {
-            throw new ConfigException(problems);
-        }
-        try {
-            return new ProxyConfig(
-                    new ProxyConfig.Server(host, port, maxThreads, maxConnections, maxConcurrent, maxHeaderBytes,
-                            maxHeaders, maxLine, readTimeout, idleTimeout),
-                    workers,
-                    new ProxyConfig.Cache(policy, policySettings, maxTreeSize, blockChars, eviction, dailyHour, ttl,
-                            learn, feedback, learnAnswer, new ProxyConfig.Tokens(tokenizer, blockTokens,
-                            tokenCacheEntries, tokenCacheMaxChars, maxTokenizations)),
-                    new ProxyConfig.Health(endpoint, interval, timeout, hFail, hOk),
-                    new ProxyConfig.Circuit(cbFail, cbOk, cbTimeout, cbHalfOpen),
-                    new ProxyConfig.Proxy(maxRetries, backoff, multiplier, jitter, retryable, connect, request,
-                            peerHeader, mediaPolicy, maxBody, decisionLog));
-        } catch (IllegalArgumentException e) { // a check the binder does not repeat; still name it
-            throw new ConfigException(List.of(e.getMessage()));
-        }
+        ProxyConfig.Server server = server(Section.of(root, "server", problems));
+        List<ProxyConfig.Worker> workers = workers(root, requireWorkers, problems);
+        ProxyConfig.Cache cache = cache(Section.of(root, "cache", problems), problems);
+        ProxyConfig.Health health = health(Section.of(root, "health", problems));
+        ProxyConfig.Circuit circuit = circuit(Section.of(root, "circuit_breaker", problems));
+        ProxyConfig.Proxy proxy = proxy(Section.of(root, "proxy", problems));
+        problems.throwIfAny();
+        return new ProxyConfig(server, workers, cache, health, circuit, proxy);
     }
 
-    private static List<ProxyConfig.Worker> workers(JsonNode node, boolean required, List<String> problems) {
+    private static ProxyConfig.Server server(Section s) {
+        ProxyConfig.Server.Builder b = ProxyConfig.Server.builder();
+        s.text("host", v -> {
+            if (v.isBlank()) {
+                s.problem("host", "must not be empty");
+            } else {
+                b.host(v);
+            }
+        });
+        s.integer(ProxyConfig.Server.PORT, v -> b.port((int) v));
+        s.integer(ProxyConfig.Server.MAX_THREADS, v -> b.maxThreads((int) v));
+        s.integer(ProxyConfig.Server.MAX_CONNECTIONS, v -> b.maxConnections((int) v));
+        s.integer(ProxyConfig.Server.MAX_CONCURRENT_REQUESTS, v -> b.maxConcurrentRequests((int) v));
+        s.integer(ProxyConfig.Server.MAX_HEADER_BYTES, v -> b.maxHeaderBytes((int) v));
+        s.integer(ProxyConfig.Server.MAX_HEADERS, v -> b.maxHeaders((int) v));
+        s.integer(ProxyConfig.Server.MAX_REQUEST_LINE_BYTES, v -> b.maxRequestLineBytes((int) v));
+        s.integer(ProxyConfig.Server.REQUEST_READ_TIMEOUT_SECS, v -> b.requestReadTimeoutSecs((int) v));
+        s.integer(ProxyConfig.Server.IDLE_TIMEOUT_SECS, v -> b.idleTimeoutSecs((int) v));
+        s.finish();
+        return b.build();
+    }
+
+    private static List<ProxyConfig.Worker> workers(ObjectNode root, boolean requireWorkers, Problems problems) {
         List<ProxyConfig.Worker> out = new ArrayList<>();
-        if (node == null || node.isNull() || (node.isArray() && node.isEmpty())) {
-            if (required) {
-                problems.add("workers: the list is empty; CART refuses to start without at least one worker "
-                        + "(add entries like '- url: \"http://node1:8000\"')");
+        String example = " (add entries like '- url: \"http://node1:8000\"')";
+        if (!root.has("workers")) {
+            if (requireWorkers) {
+                problems.add("workers", "missing: CART needs at least one worker; add a 'workers' section" + example);
+            }
+            return out;
+        }
+        JsonNode node = root.get("workers");
+        if (node.isNull() || (node.isArray() && node.isEmpty())) {
+            if (requireWorkers) {
+                problems.add("workers", (node.isNull() ? "set to nothing" : "the list is empty")
+                        + "; CART refuses to start without at least one worker" + example);
             }
             return out;
         }
         if (!node.isArray()) {
-            problems.add("workers: must be a list of mappings with a 'url', was a " + kind(node));
+            problems.add("workers", "must be a list of mappings with a 'url', was a " + kind(node));
             return out;
         }
         Set<String> urls = new HashSet<>();
@@ -324,60 +244,72 @@ final class ConfigLoader {
             String path = "workers[" + i + "]";
             JsonNode item = node.get(i);
             if (item.isTextual()) {
-                problems.add(path + ": must be a mapping such as '- url: \"" + item.asText()
-                        + "\"', was a plain string");
+                problems.add(path, "must be a mapping such as '- url: \"" + item.asText() + "\"', was a plain string");
                 continue;
             }
             if (!item.isObject()) {
-                problems.add(path + ": must be a mapping with a 'url', was a " + kind(item));
+                problems.add(path, "must be a mapping with a 'url', was a " + kind(item));
                 continue;
             }
-            Section w = new Section(path, (ObjectNode) item, problems);
-            String url = w.string("url", null);
-            int maxLoad = (int) w.integer("max_load", ProxyConfig.Worker.DEFAULT_MAX_LOAD,
-                    ProxyConfig.Worker.MAX_LOAD);
-            int penalty = (int) w.integer("load_penalty", ProxyConfig.Worker.DEFAULT_LOAD_PENALTY,
-                    ProxyConfig.Worker.LOAD_PENALTY);
-            w.finish();
-            if (url == null) {
-                if (!item.has("url")) {
-                    problems.add(path + ".url: required");
-                }
-                continue;
+            ProxyConfig.Worker w = worker(new Section(path, (ObjectNode) item, problems), urls);
+            if (w != null) {
+                out.add(w);
             }
-            String normalized = normalizeUrl(path + ".url", url, problems);
-            if (normalized == null) {
-                continue;
-            }
-            if (!urls.add(normalized)) {
-                problems.add(path + ".url: duplicate worker " + normalized);
-                continue;
-            }
-            out.add(new ProxyConfig.Worker(normalized, maxLoad, penalty));
         }
         return out;
     }
 
+    /** One worker, or null after a problem (its URL missing, invalid or a duplicate). */
+    private static ProxyConfig.Worker worker(Section w, Set<String> urls) {
+        String[] url = new String[1];
+        long[] maxLoad = {ProxyConfig.Worker.DEFAULT_MAX_LOAD};
+        long[] penalty = {ProxyConfig.Worker.DEFAULT_LOAD_PENALTY};
+        boolean[] urlSet = new boolean[1];
+        w.text("url", v -> {
+            urlSet[0] = true;
+            url[0] = normalizeUrl(w, v);
+        });
+        w.integer(ProxyConfig.Worker.MAX_LOAD, v -> maxLoad[0] = v);
+        w.integer(ProxyConfig.Worker.LOAD_PENALTY, v -> penalty[0] = v);
+        w.finish();
+        if (url[0] == null) {
+            if (!urlSet[0] && !w.node.has("url")) {
+                w.problem("url", "required");
+            }
+            return null;
+        }
+        if (!urls.add(url[0])) {
+            w.problem("url", "duplicate worker " + url[0]);
+            return null;
+        }
+        return new ProxyConfig.Worker(url[0], (int) maxLoad[0], (int) penalty[0]);
+    }
+
     /** Checks a worker URL and returns it without a trailing slash, or null after adding a problem. */
-    static String normalizeUrl(String key, String url, List<String> problems) {
+    private static String normalizeUrl(Section w, String url) {
         URI u;
         try {
             u = new URI(url.trim());
         } catch (URISyntaxException e) {
-            problems.add(key + ": not a valid URL: " + e.getMessage());
+            w.problem("url", "not a valid URL: " + e.getMessage());
             return null;
         }
         String scheme = u.getScheme() == null ? null : u.getScheme().toLowerCase(Locale.ROOT);
         if (!"http".equals(scheme) && !"https".equals(scheme)) {
-            problems.add(key + ": must be an http:// or https:// URL, was '" + url + "'");
+            w.problem("url", "must be an http:// or https:// URL, was '" + url + "'");
             return null;
         }
         if (u.getHost() == null || u.getHost().isEmpty()) {
-            problems.add(key + ": must name a host, was '" + url + "'");
+            // java.net.URI leaves the host null when the authority does not parse, e.g. an out-of-range port
+            w.problem("url", "must name a host and a port in [1, 65535] if any, was '" + url + "'");
+            return null;
+        }
+        if (u.getPort() != -1 && (u.getPort() < 1 || u.getPort() > 65535)) {
+            w.problem("url", "the port must be in [1, 65535], was " + u.getPort() + " in '" + url + "'");
             return null;
         }
         if (u.getRawQuery() != null || u.getRawFragment() != null || u.getRawUserInfo() != null) {
-            problems.add(key + ": must not carry a query, fragment or user info, was '" + url + "'");
+            w.problem("url", "must not carry a query, fragment or user info, was '" + url + "'");
             return null;
         }
         String s = url.trim();
@@ -387,60 +319,180 @@ final class ConfigLoader {
         return s;
     }
 
+    private static ProxyConfig.Cache cache(Section c, Problems problems) {
+        ProxyConfig.Cache.Builder b = ProxyConfig.Cache.builder();
+        String[] policy = {ProxyConfig.Cache.DEFAULT_POLICY};
+        c.text("policy", v -> policy[0] = v);
+        b.policy(policy[0]);
+        c.integer(ProxyConfig.Cache.MAX_TREE_SIZE, b::maxTreeSize);
+        c.integer(ProxyConfig.Cache.BLOCK_CHARS, v -> b.blockChars((int) v));
+        c.integer(ProxyConfig.Cache.EVICTION_INTERVAL_SECS, b::evictionIntervalSecs);
+        c.integer(ProxyConfig.Cache.DAILY_CLEANUP_HOUR_UTC, v -> b.dailyCleanupHourUtc((int) v));
+        c.integer(ProxyConfig.Cache.ROUTE_TTL_SECS, b::routeTtlSecs);
+        Map<String, LearnMode> learnModes = new LinkedHashMap<>();
+        for (LearnMode m : LearnMode.values()) {
+            learnModes.put(m.label(), m);
+        }
+        c.choice("learn", learnModes, b::learn);
+        c.bool("feedback", b::feedback);
+        c.bool("learn_answer", b::learnAnswer);
+        b.tokens(tokens(c));
+        Map<String, Object> policySettings = new LinkedHashMap<>();
+        for (String key : CACHE_POLICY_KEYS) {
+            c.scalar(key, v -> policySettings.put(key, v));
+        }
+        policySettings.forEach(b::policySetting);
+        c.finish();
+        checkPolicy(c, policy[0], policySettings);
+        return b.build();
+    }
+
+    /** The token-mode keys of the {@code cache} section. */
+    private static ProxyConfig.Tokens tokens(Section c) {
+        ProxyConfig.Tokens.Builder t = ProxyConfig.Tokens.builder();
+        Map<String, String> tokenizers = new LinkedHashMap<>();
+        for (String name : List.of("cl100k_base", "o200k_base", "none")) {
+            tokenizers.put(name, name);
+        }
+        c.choice("tokenizer", tokenizers, v -> t.tokenizer(v.equals("none") ? null : v));
+        c.integer(ProxyConfig.Tokens.BLOCK_TOKENS, v -> t.blockTokens((int) v));
+        c.integer(ProxyConfig.Tokens.CACHE_ENTRIES, v -> t.cacheEntries((int) v));
+        c.integer(ProxyConfig.Tokens.CACHE_MAX_CHARS, v -> t.cacheMaxChars((int) v));
+        c.integer(ProxyConfig.Tokens.MAX_CONCURRENT, v -> t.maxConcurrent((int) v));
+        return t.build();
+    }
+
+    private static ProxyConfig.Health health(Section h) {
+        ProxyConfig.Health.Builder b = ProxyConfig.Health.builder();
+        h.text("endpoint", v -> {
+            if (v.startsWith("/")) {
+                b.endpoint(v);
+            } else {
+                h.problem("endpoint", "must be a path starting with '/', was '" + v + "'");
+            }
+        });
+        h.integer(ProxyConfig.Health.INTERVAL_SECS, v -> b.intervalSecs((int) v));
+        h.integer(ProxyConfig.Health.TIMEOUT_SECS, v -> b.timeoutSecs((int) v));
+        h.integer(ProxyConfig.Health.FAILURE_THRESHOLD, v -> b.failureThreshold((int) v));
+        h.integer(ProxyConfig.Health.SUCCESS_THRESHOLD, v -> b.successThreshold((int) v));
+        h.finish();
+        return b.build();
+    }
+
+    private static ProxyConfig.Circuit circuit(Section s) {
+        ProxyConfig.Circuit.Builder b = ProxyConfig.Circuit.builder();
+        s.integer(ProxyConfig.Circuit.FAILURE_THRESHOLD, v -> b.failureThreshold((int) v));
+        s.integer(ProxyConfig.Circuit.SUCCESS_THRESHOLD, v -> b.successThreshold((int) v));
+        s.integer(ProxyConfig.Circuit.TIMEOUT_SECS, v -> b.timeoutSecs((int) v));
+        s.integer(ProxyConfig.Circuit.HALF_OPEN_MAX_REQUESTS, v -> b.halfOpenMaxRequests((int) v));
+        s.finish();
+        return b.build();
+    }
+
+    private static ProxyConfig.Proxy proxy(Section p) {
+        ProxyConfig.Proxy.Builder b = ProxyConfig.Proxy.builder();
+        p.integer(ProxyConfig.Proxy.MAX_RETRIES, v -> b.maxRetries((int) v));
+        p.integer(ProxyConfig.Proxy.INITIAL_BACKOFF_MS, b::initialBackoffMs);
+        p.number(ProxyConfig.Proxy.BACKOFF_MULTIPLIER, b::backoffMultiplier);
+        p.number(ProxyConfig.Proxy.JITTER_FACTOR, b::jitterFactor);
+        p.statusList("retryable_statuses", ProxyConfig.Proxy.ERROR_STATUS, b::retryableStatuses);
+        p.integer(ProxyConfig.Proxy.CONNECT_TIMEOUT_SECS, v -> b.connectTimeoutSecs((int) v));
+        p.integer(ProxyConfig.Proxy.REQUEST_TIMEOUT_SECS, v -> b.requestTimeoutSecs((int) v));
+        p.bool("add_routed_peer_header", b::addRoutedPeerHeader);
+        p.optionalStatus(ProxyConfig.Proxy.REMOTE_MEDIA_URL_POLICY, b::remoteMediaUrlPolicy);
+        p.integer(ProxyConfig.Proxy.MAX_BODY_BYTES, v -> b.maxBodyBytes((int) v));
+        p.bool("decision_log", b::decisionLog);
+        p.finish();
+        return b.build();
+    }
+
     /**
      * Asks the policy to accept each setting on its own (so that every bad one is reported, not only the
-     * first), then all of them together (for rules that relate settings to each other).
+     * first), then all of them together (for rules that relate settings to each other). An unknown policy
+     * name is reported, and the settings are still checked, by the {@code cache_aware} policy (which reads
+     * all of them), so that the name's problem hides none of the others.
      */
-    private static void checkPolicy(String policy, Map<String, Object> settings, List<String> problems) {
-        int before = problems.size();
+    private static void checkPolicy(Section c, String policy, Map<String, Object> settings) {
+        String checker = policy;
         try {
             RoutingPolicies.create(policy, Map.of());
         } catch (IllegalArgumentException e) {
-            problems.add("cache.policy: " + e.getMessage());
-            return;
+            Set<String> available = RoutingPolicies.available().keySet();
+            c.problem("policy", available.contains(policy) ? e.getMessage()
+                    : "unknown routing policy '" + policy + "'" + suggestion(policy, available)
+                    + "; available: " + String.join(", ", available));
+            checker = FALLBACK_POLICY;
         } catch (RuntimeException e) {
-            problems.add("cache.policy: policy '" + policy + "' failed to start: " + e);
+            c.problem("policy", "policy '" + policy + "' failed to start: " + e);
             return;
         }
+        int failed = 0;
         for (Map.Entry<String, Object> e : settings.entrySet()) {
             try {
-                RoutingPolicies.create(policy, Map.of(e.getKey(), e.getValue()));
+                RoutingPolicies.create(checker, Map.of(e.getKey(), e.getValue()));
             } catch (RuntimeException ex) {
-                problems.add(policyProblem(e.getKey(), ex));
+                c.problem(e.getKey(), policyProblem(ex));
+                failed++;
             }
         }
-        if (problems.size() == before && settings.size() > 1) {
+        if (failed == 0 && settings.size() > 1 && checker.equals(policy)) {
             try {
                 RoutingPolicies.create(policy, settings);
             } catch (RuntimeException ex) {
-                problems.add(policyProblem(null, ex));
+                c.sectionProblem(policyProblem(ex));
             }
         }
     }
 
-    private static String policyProblem(String key, RuntimeException ex) {
+    private static final Pattern LEADING_SETTING = Pattern.compile("^[A-Za-z0-9_.\\[\\]]+:? (must .*)$",
+            Pattern.DOTALL);
+    private static final Pattern UNBOUNDED_RANGE = Pattern.compile(
+            "in \\[(-?[0-9.]+), (?:1\\.7976931348623157E308|2147483647|9223372036854775807|Infinity)\\]");
+    private static final Pattern ONE_OF = Pattern.compile("one of ([a-z0-9_]+(?:, [a-z0-9_]+)*), was '([^']*)'");
+
+    /**
+     * A policy's own message about one setting, in the loader's form: the policy's name for the setting
+     * (which the loader puts in front as its YAML key) dropped, an unbounded range written {@code >= min},
+     * and a suggestion for a misspelled choice.
+     */
+    static String policyProblem(RuntimeException ex) {
         String msg = ex.getMessage() == null ? ex.toString() : ex.getMessage();
-        if (msg.startsWith("cache.")) {
-            return msg;
+        Matcher lead = LEADING_SETTING.matcher(msg);
+        if (lead.matches()) {
+            msg = lead.group(1);
         }
-        return (key == null ? "cache" : "cache." + key) + ": " + msg;
+        msg = UNBOUNDED_RANGE.matcher(msg).replaceAll(">= $1");
+        Matcher oneOf = ONE_OF.matcher(msg);
+        if (oneOf.find()) {
+            msg = msg + suggestion(oneOf.group(2), List.of(oneOf.group(1).split(", ")));
+        }
+        return msg;
     }
 
-    static String unknown(String path, Set<String> known) {
-        int dot = path.lastIndexOf('.');
-        String key = dot < 0 ? path : path.substring(dot + 1);
+    static String unknown(String key, Set<String> known, String what) {
+        return "unknown " + what + suggestion(key, known) + "; known " + what + "s here: " + String.join(", ", known);
+    }
+
+    /** {@code " (did you mean 'x'?)"} when one of {@code known} is close to {@code given}, else empty. */
+    static String suggestion(String given, Iterable<String> known) {
         String best = null;
         int bestDistance = Integer.MAX_VALUE;
         for (String k : known) {
-            int d = distance(key, k);
+            int d = distance(given.toLowerCase(Locale.ROOT), k);
             if (d < bestDistance) {
                 bestDistance = d;
                 best = k;
             }
         }
-        String hint = best != null && bestDistance <= Math.max(2, key.length() / 4)
-                ? " (did you mean '" + best + "'?)" : "";
-        return path + ": unknown key" + hint + "; known keys here: " + String.join(", ", known);
+        if (best != null && !given.equals(best) && bestDistance <= Math.max(2, given.length() / 4)) {
+            return " (did you mean '" + best + "'?)";
+        }
+        for (String k : known) {
+            if (given.length() >= 3 && k.startsWith(given.toLowerCase(Locale.ROOT))) {
+                return " (did you mean '" + k + "'?)"; // a name cut short: cl100k for cl100k_base
+            }
+        }
+        return "";
     }
 
     private static int distance(String a, String b) {
@@ -460,6 +512,12 @@ final class ConfigLoader {
             cur = t;
         }
         return prev[b.length()];
+    }
+
+    private static List<String> fieldNames(ObjectNode node) {
+        List<String> names = new ArrayList<>();
+        node.fieldNames().forEachRemaining(names::add);
+        return names;
     }
 
     static String kind(JsonNode n) {
@@ -484,29 +542,99 @@ final class ConfigLoader {
         return n.getNodeType().name().toLowerCase(Locale.ROOT);
     }
 
-    /** One mapping being read: typed getters that record problems and the keys they consumed. */
+    /**
+     * The problems found so far, each written {@code file: key: problem} (the file that set the key, or the
+     * last file that set an enclosing one; no file for text parsed without one), and where each key came
+     * from.
+     */
+    static final class Problems {
+        private final List<String> list = new ArrayList<>();
+        private final Map<String, String> origins = new LinkedHashMap<>();
+
+        /** A problem of {@code key} (a path such as {@code cache.threshold} or {@code workers[0].url}). */
+        void add(String key, String problem) {
+            String file = originOf(key);
+            list.add((file == null ? "" : file + ": ") + key + ": " + problem);
+        }
+
+        /** A problem of a whole file (unreadable, not YAML). */
+        void file(String file, String problem) {
+            list.add(file + ": " + problem);
+        }
+
+        void origin(String key, String file) {
+            if (file != null) {
+                origins.put(key, file);
+            }
+        }
+
+        /** Records {@code file} as the origin of {@code key} and of every key below it. */
+        void originOfTree(String key, JsonNode value, String file) {
+            origin(key, file);
+            if (value.isObject()) {
+                for (Map.Entry<String, JsonNode> e : value.properties()) {
+                    originOfTree(key + "." + e.getKey(), e.getValue(), file);
+                }
+            }
+        }
+
+        private String originOf(String key) {
+            String k = key;
+            while (true) {
+                String file = origins.get(k);
+                if (file != null) {
+                    return file;
+                }
+                int cut = Math.max(k.lastIndexOf('.'), k.lastIndexOf('['));
+                if (cut <= 0) {
+                    return null;
+                }
+                k = k.substring(0, cut);
+            }
+        }
+
+        void throwIfAny() throws ConfigException {
+            if (!list.isEmpty()) {
+                throw new ConfigException(list);
+            }
+        }
+    }
+
+    /**
+     * One mapping being read: typed reads that hand a valid value to a setter (and leave the default when
+     * the key is absent, empty or invalid), record a problem for an invalid one, and remember the keys they
+     * asked for so that {@link #finish()} reports the others as unknown.
+     */
     static final class Section {
         private final String path;
         private final ObjectNode node;
-        private final List<String> problems;
+        private final Problems problems;
         private final Set<String> known = new LinkedHashSet<>();
 
-        Section(String path, ObjectNode node, List<String> problems) {
+        Section(String path, ObjectNode node, Problems problems) {
             this.path = path;
             this.node = node;
             this.problems = problems;
         }
 
-        static Section of(ObjectNode root, String name, List<String> problems) {
+        static Section of(ObjectNode root, String name, Problems problems) {
             JsonNode n = root.get(name);
             if (n == null || n.isNull()) {
                 return new Section(name, JsonNodeFactory.instance.objectNode(), problems);
             }
             if (!n.isObject()) {
-                problems.add(name + ": must be a mapping, was a " + kind(n));
+                problems.add(name, "must be a mapping, was a " + kind(n));
                 return new Section(name, JsonNodeFactory.instance.objectNode(), problems);
             }
             return new Section(name, (ObjectNode) n, problems);
+        }
+
+        void problem(String key, String problem) {
+            problems.add(path + "." + key, problem);
+        }
+
+        void sectionProblem(String problem) {
+            problems.add(path, problem);
         }
 
         /** The value of {@code key}, or null when absent or empty (then the default applies). */
@@ -516,29 +644,24 @@ final class ConfigLoader {
             return v == null || v.isNull() ? null : v;
         }
 
-        private String key(String key) {
-            return path + "." + key;
-        }
-
-        String string(String key, String def) {
+        void text(String key, Consumer<String> set) {
             JsonNode v = get(key);
             if (v == null) {
-                return def;
+                return;
             }
             if (!v.isTextual()) {
-                problems.add(key(key) + ": must be a string, was a " + kind(v));
-                return def;
+                problem(key, "must be a string, was a " + kind(v));
+                return;
             }
-            return v.asText();
+            set.accept(v.asText());
         }
 
-        /** An integer in {@code range}; out of range or of the wrong type, a problem and the default. */
-        long integer(String key, long def, ProxyConfig.IntRange range) {
-            long min = range.min();
-            long max = range.max();
+        /** An integer in {@code range} (its key names the setting within this section). */
+        void integer(ProxyConfig.IntRange range, LongConsumer set) {
+            String key = range.name();
             JsonNode v = get(key);
             if (v == null) {
-                return def;
+                return;
             }
             long value;
             if (v.isIntegralNumber() && v.canConvertToLong()) {
@@ -547,128 +670,122 @@ final class ConfigLoader {
                     && Math.abs(v.asDouble()) < 9.0e15) {
                 value = (long) v.asDouble();
             } else {
-                problems.add(key(key) + ": must be an integer in [" + min + ", " + max + "], was "
-                        + describe(v));
-                return def;
+                problem(key, "must be an integer " + range + ", was " + describe(v));
+                return;
             }
-            if (value < min || value > max) {
-                problems.add(key(key) + ": must be in [" + min + ", " + max + "], was " + value);
-                return def;
+            if (!range.contains(value)) {
+                problem(key, "must be " + range + ", was " + value);
+                return;
             }
-            return value;
+            set.accept(value);
         }
 
-        /** A number in {@code range}; out of range or of the wrong type, a problem and the default. */
-        double number(String key, double def, ProxyConfig.RealRange range) {
-            double min = range.min();
-            double max = range.max();
+        /** A number in {@code range}. */
+        void number(ProxyConfig.RealRange range, DoubleConsumer set) {
+            String key = range.name();
             JsonNode v = get(key);
             if (v == null) {
-                return def;
+                return;
             }
             if (!v.isNumber()) {
-                problems.add(key(key) + ": must be a number in [" + min + ", " + max + "], was " + describe(v));
-                return def;
+                problem(key, "must be a number " + range + ", was " + describe(v));
+                return;
             }
             double value = v.asDouble();
-            if (!(value >= min && value <= max)) {
-                problems.add(key(key) + ": must be in [" + min + ", " + max + "], was " + value);
-                return def;
+            if (!range.contains(value)) {
+                problem(key, "must be " + range + ", was " + ProxyConfig.RealRange.format(value));
+                return;
             }
-            return value;
+            set.accept(value);
         }
 
-        boolean bool(String key, boolean def) {
+        void bool(String key, Consumer<Boolean> set) {
             JsonNode v = get(key);
             if (v == null) {
-                return def;
+                return;
             }
             if (!v.isBoolean()) {
-                problems.add(key(key) + ": must be true or false, was " + describe(v));
-                return def;
+                problem(key, "must be true or false, was " + describe(v));
+                return;
             }
-            return v.asBoolean();
+            set.accept(v.asBoolean());
         }
 
-        /** A status in [400, 599] or null (explicit null or absent both mean "off"). */
-        Integer optionalStatus(String key) {
-            JsonNode v = get(key);
-            if (v == null || v.isNull()) {
-                return null;
-            }
-            if (!v.isIntegralNumber() || !ProxyConfig.Proxy.REMOTE_MEDIA_URL_POLICY.contains(v.asLong())) {
-                problems.add(key(key) + ": must be null (off) or an HTTP status in "
-                        + ProxyConfig.Proxy.REMOTE_MEDIA_URL_POLICY + ", was " + describe(v));
-                return null;
-            }
-            return v.asInt();
-        }
-
-        List<Integer> statusList(String key, List<Integer> def) {
+        /** One of {@code allowed}'s keys; a misspelling gets a suggestion. */
+        <T> void choice(String key, Map<String, T> allowed, Consumer<T> set) {
             JsonNode v = get(key);
             if (v == null) {
-                return def;
+                return;
+            }
+            T value = v.isTextual() ? allowed.get(v.asText()) : null;
+            if (value == null) {
+                problem(key, "must be one of " + String.join(", ", allowed.keySet()) + ", was " + describe(v)
+                        + (v.isTextual() ? suggestion(v.asText(), allowed.keySet()) : ""));
+                return;
+            }
+            set.accept(value);
+        }
+
+        /** Null (off) or an HTTP status in {@code range}. */
+        void optionalStatus(ProxyConfig.IntRange range, Consumer<Integer> set) {
+            String key = range.name();
+            JsonNode v = get(key);
+            if (v == null) {
+                return;
+            }
+            if (!v.isIntegralNumber() || !range.contains(v.asLong())) {
+                problem(key, "must be null (off) or an HTTP status " + range + ", was " + describe(v));
+                return;
+            }
+            set.accept(v.asInt());
+        }
+
+        /** A list of HTTP statuses, each in {@code range}; the valid ones are kept. */
+        void statusList(String key, ProxyConfig.IntRange range, Consumer<List<Integer>> set) {
+            JsonNode v = get(key);
+            if (v == null) {
+                return;
             }
             if (!v.isArray()) {
-                problems.add(key(key) + ": must be a list of HTTP statuses in [400, 599], was " + describe(v));
-                return def;
+                problem(key, "must be a list of HTTP statuses " + range + ", was " + describe(v));
+                return;
             }
             List<Integer> out = new ArrayList<>();
             for (int i = 0; i < v.size(); i++) {
                 JsonNode s = v.get(i);
-                if (!s.isIntegralNumber() || !ProxyConfig.Proxy.ERROR_STATUS.contains(s.asLong())) {
-                    problems.add(key(key) + "[" + i + "]: must be an HTTP status in " + ProxyConfig.Proxy.ERROR_STATUS
-                            + ", was " + describe(s));
+                if (!s.isIntegralNumber() || !range.contains(s.asLong())) {
+                    problem(key + "[" + i + "]", "must be an HTTP status " + range + ", was " + describe(s));
                 } else {
                     out.add(s.asInt());
                 }
             }
-            return out;
+            set.accept(out);
         }
 
-        /** {@code on_route} or {@code on_success}. */
-        LearnMode learnMode(String key, LearnMode def) {
+        /** A scalar handed to the policy as it is: Integer/Long, Double, String or Boolean. */
+        void scalar(String key, Consumer<Object> set) {
             JsonNode v = get(key);
             if (v == null) {
-                return def;
-            }
-            for (LearnMode m : LearnMode.values()) {
-                if (v.isTextual() && m.label().equals(v.asText())) {
-                    return m;
-                }
-            }
-            problems.add(key(key) + ": must be one of on_route, on_success, was " + describe(v));
-            return def;
-        }
-
-        /** A scalar handed to the policy as-is: Integer/Long, Double, String or Boolean; null if absent. */
-        Object scalar(String key) {
-            JsonNode v = get(key);
-            if (v == null) {
-                return null;
+                return;
             }
             if (v.isIntegralNumber()) {
-                return v.canConvertToInt() ? (Object) v.asInt() : (Object) v.asLong();
+                set.accept(v.canConvertToInt() ? (Object) v.asInt() : (Object) v.asLong());
+            } else if (v.isNumber()) {
+                set.accept(v.asDouble());
+            } else if (v.isTextual()) {
+                set.accept(v.asText());
+            } else if (v.isBoolean()) {
+                set.accept(v.asBoolean());
+            } else {
+                problem(key, "must be a number, string or boolean, was " + describe(v));
             }
-            if (v.isNumber()) {
-                return v.asDouble();
-            }
-            if (v.isTextual()) {
-                return v.asText();
-            }
-            if (v.isBoolean()) {
-                return v.asBoolean();
-            }
-            problems.add(key(key) + ": must be a number, string or boolean, was " + describe(v));
-            return null;
         }
 
-        /** Reports every key of this mapping that no getter asked for. */
+        /** Reports every key of this mapping that no read asked for. */
         void finish() {
-            for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
-                String k = it.next();
+            for (String k : fieldNames(node)) {
                 if (!known.contains(k)) {
-                    problems.add(unknown(path + "." + k, known));
+                    problem(k, unknown(k, known, "key"));
                 }
             }
         }

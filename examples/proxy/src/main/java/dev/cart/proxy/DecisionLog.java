@@ -32,6 +32,7 @@ final class DecisionLog {
     private String model = "-";
     private String stream = "-";
     private RouteDecision decision;
+    private boolean passThrough;
     private int status;
     private long promptTokens = -1;
     private long cachedTokens = -1;
@@ -50,8 +51,10 @@ final class DecisionLog {
         this.stream = Boolean.toString(streamed);
     }
 
-    void decision(RouteDecision d) {
+    /** The last attempt's decision; {@code passThrough} for a request not routed by prompt. */
+    void decision(RouteDecision d, boolean passThrough) {
         this.decision = d;
+        this.passThrough = passThrough;
     }
 
     /** Id of the replica of the last attempt, or null when no replica was chosen. */
@@ -90,7 +93,8 @@ final class DecisionLog {
                 .append(" model=").append(model)
                 .append(" stream=").append(stream);
         if (decision != null) {
-            b.append(" reason=").append(decision.reason().code())
+            b.append(" reason=").append(passThrough && decision.routed() ? ProxyMetrics.PASS_THROUGH
+                            : decision.reason().code())
                     .append(" replica=").append(decision.replica() == null ? "-" : decision.replica().id())
                     .append(" matched=").append(decision.matchedLength())
                     .append(" key_len=").append(decision.keyLength())

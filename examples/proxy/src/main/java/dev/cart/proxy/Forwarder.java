@@ -116,14 +116,16 @@ final class Forwarder {
      */
     private static final class Attempt {
         final Lease lease;
+        final String replica;
         volatile InputStream body;
         volatile boolean timedOut;
         volatile boolean bodyStarted;
         /** The router's verdict on the usage the response reported, if it gave one. */
         CacheFeedback feedback;
 
-        Attempt(Lease lease) {
+        Attempt(Lease lease, String replica) {
             this.lease = lease;
+            this.replica = replica;
         }
 
         /** The deadline: cancel the upstream exchange and give the replica's slot back. */
@@ -201,9 +203,11 @@ final class Forwarder {
         RouteRequest request = first;
         String lastFailure = null;
         String retryCause = null;
+        boolean passThrough = in.endpoint() == null;
         for (int attempt = 0; ; attempt++) {
-            RouteDecision d = routing.router.choose(request);
-            log.decision(d);
+            RouteDecision d = passThrough ? ProxyListener.choosePassThrough(routing.router, request)
+                    : routing.router.choose(request);
+            log.decision(d, passThrough);
             log.retries(attempt);
             if (!d.routed()) {
                 if (attempt == 0) {
@@ -353,7 +357,7 @@ final class Forwarder {
                        long deadline, long sent, DecisionLog log) throws IOException {
         Replica replica = d.replica();
         int status = resp.statusCode();
-        Attempt a = new Attempt(d.lease());
+        Attempt a = new Attempt(d.lease(), d.replica().id());
         InputStream body = resp.body();
         a.body = body;
         log.status(status);
@@ -508,8 +512,11 @@ final class Forwarder {
      * The replica has sent its whole answer: records how it went (with the usage it reported, which the
      * router compares with its prediction) and closes the lease.
      */
-    private static void upstreamDone(Attempt a, int status, ResponseObserver observer, DecisionLog log) {
+    private void upstreamDone(Attempt a, int status, ResponseObserver observer, DecisionLog log) {
         ServedUsage usage = observer == null ? ServedUsage.unknown() : observer.usage();
+        if (observer != null && observer.parseFailures() > 0) {
+            metrics.responseParseFailures(a.replica, observer.parseFailures());
+        }
         log.usage(usage);
         Lease lease = a.lease;
         if (status >= 500) {

@@ -16,6 +16,7 @@ import java.util.concurrent.CountDownLatch;
  * cache-aware-router -c config.yaml [-c overlay.yaml ...]    run the proxy
  * cache-aware-router -c config.yaml --config-check           validate and exit
  * cache-aware-router --demo                                  run against simulated replicas
+ * cache-aware-router ... --port 8080 --host 127.0.0.1        override server.port / server.host
  * cache-aware-router --version | --help
  * </pre>
  *
@@ -39,8 +40,11 @@ public final class Main {
                                   an empty file changes nothing)
                   --config-check  validate the configuration, print every problem, and exit
                                   (0 valid, 2 invalid)
+                  --port N        listen on port N (0-65535; overrides server.port, default 6700)
+                  --host ADDR     listen on ADDR (overrides server.host, default 0.0.0.0)
                   --demo          start 4 simulated replicas in this process and route to them
-                                  (no configuration needed; -c files still apply except workers)
+                                  (no configuration needed; -c files may tune the other sections
+                                  but must not list workers)
                   --version       print the version and exit
               -h, --help          print this help and exit
 
@@ -58,8 +62,24 @@ public final class Main {
         }
     }
 
-    /** Parsed command line. */
-    record Args(List<Path> configs, boolean check, boolean demo, boolean version, boolean help) {
+    /** Parsed command line; {@code port} and {@code host} are null when not given. */
+    record Args(List<Path> configs, boolean check, boolean demo, boolean version, boolean help, Integer port,
+                String host) {
+
+        /** {@code config} with the command line's {@code --port} and {@code --host} applied. */
+        ProxyConfig overriding(ProxyConfig config) {
+            if (port == null && host == null) {
+                return config;
+            }
+            ProxyConfig.Server.Builder b = config.server().toBuilder();
+            if (port != null) {
+                b.port(port);
+            }
+            if (host != null) {
+                b.host(host);
+            }
+            return config.withServer(b.build());
+        }
     }
 
     static Args parse(String[] args) throws IllegalArgumentException {
@@ -68,6 +88,8 @@ public final class Main {
         boolean demo = false;
         boolean version = false;
         boolean help = false;
+        Integer port = null;
+        String host = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -77,6 +99,8 @@ public final class Main {
                     }
                     configs.add(Path.of(args[++i]));
                 }
+                case "--port" -> port = port(value(args, i++));
+                case "--host" -> host = host(value(args, i++));
                 case "--config-check" -> check = true;
                 case "--demo" -> demo = true;
                 case "--version", "-V" -> version = true;
@@ -84,13 +108,44 @@ public final class Main {
                 default -> {
                     if (a.startsWith("--config=")) {
                         configs.add(Path.of(a.substring("--config=".length())));
+                    } else if (a.startsWith("--port=")) {
+                        port = port(a.substring("--port=".length()));
+                    } else if (a.startsWith("--host=")) {
+                        host = host(a.substring("--host=".length()));
                     } else {
                         throw new IllegalArgumentException("unknown option '" + a + "'");
                     }
                 }
             }
         }
-        return new Args(configs, check, demo, version, help);
+        return new Args(configs, check, demo, version, help, port, host);
+    }
+
+    private static String value(String[] args, int i) {
+        if (i + 1 >= args.length || args[i + 1].isEmpty()) {
+            throw new IllegalArgumentException(args[i] + " needs a value");
+        }
+        return args[i + 1];
+    }
+
+    private static int port(String s) {
+        try {
+            int p = Integer.parseInt(s.trim());
+            if (ProxyConfig.Server.PORT.contains(p)) {
+                return p;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException("--port must be a port number " + ProxyConfig.Server.PORT + ", was '"
+                + s + "'");
+    }
+
+    private static String host(String s) {
+        if (s.isBlank()) {
+            throw new IllegalArgumentException("--host must not be empty");
+        }
+        return s.trim();
     }
 
     /** Runs the command; returns the exit status. Blocks while the proxy runs. */
@@ -119,13 +174,19 @@ public final class Main {
         }
         ProxyConfig config;
         try {
-            config = ConfigLoader.load(args.configs(), !args.demo());
+            config = args.overriding(ConfigLoader.load(args.configs(), !args.demo()));
         } catch (ConfigException e) {
             err.println("cache-aware-router: invalid configuration (" + e.problems().size() + " problem"
                     + (e.problems().size() == 1 ? "" : "s") + "):");
             for (String p : e.problems()) {
                 err.println("  - " + p);
             }
+            return INVALID;
+        }
+        if (args.demo() && !config.workers().isEmpty()) {
+            err.println("cache-aware-router: --demo starts its own simulated replicas, but the configuration lists "
+                    + config.workers().size() + " worker(s) (" + config.workers().get(0).url() + (config.workers()
+                    .size() > 1 ? ", ..." : "") + "); drop --demo to use them, or the workers section to run the demo");
             return INVALID;
         }
         if (args.check()) {
@@ -138,7 +199,7 @@ public final class Main {
     }
 
     private static int serve(Args args, ProxyConfig config, PrintStream err) {
-        ProxyServer.warnAboutOpenFileLimit();
+        ProxyServer.warnAboutOpenFileLimit(config.server());
         ServerLimits.apply(config); // before any HttpServer of this process exists (demo replicas too)
         Demo demo = null;
         ProxyServer server;
@@ -148,13 +209,14 @@ public final class Main {
                 demo = Demo.start(4);
                 config = config.withWorkers(demo.workers());
                 List<ProxyConfig.Worker> demoWorkers = demo.workers();
-                options.configSource(() -> ConfigLoader.load(args.configs(), false).withWorkers(demoWorkers));
+                options.configSource(() -> args.overriding(ConfigLoader.load(args.configs(), false))
+                        .withWorkers(demoWorkers));
             } else {
-                options.configSource(() -> ConfigLoader.load(args.configs()));
+                options.configSource(() -> args.overriding(ConfigLoader.load(args.configs())));
             }
             server = ProxyServer.start(config, options);
         } catch (IOException | RuntimeException e) {
-            err.println("cache-aware-router: cannot start: " + e.getMessage());
+            err.println("cache-aware-router: " + startFailure(e, config.server()));
             if (demo != null) {
                 demo.close();
             }
@@ -180,6 +242,17 @@ public final class Main {
             Thread.currentThread().interrupt();
         }
         return OK;
+    }
+
+    /** One line saying why the proxy could not start; for a taken port, which flag changes it. */
+    static String startFailure(Exception e, ProxyConfig.Server server) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.net.BindException) {
+                return "cannot listen on " + server.host() + ":" + server.port() + ": " + t.getMessage()
+                        + "; choose another port with --port N (or server.port in the configuration)";
+            }
+        }
+        return "cannot start: " + e.getMessage();
     }
 
     static String version() {

@@ -6,18 +6,21 @@ import dev.cart.core.LearnMode;
 import dev.cart.core.ReplicaSpec;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * The proxy's whole configuration, immutable. Built by {@link ConfigLoader} from layered YAML files,
- * which checks every key and reports all problems at once; the records' constructors check the same
- * ranges so that a configuration built in code is just as safe. Every numeric range is declared once,
- * as an {@link IntRange} or {@link RealRange} constant of its record, and both the loader and the
- * constructors read it from there. Key names and defaults are those of {@code config.example.yaml} and
- * {@code docs/configuration.md}.
+ * which checks every key and reports all problems at once; each section is built through its
+ * {@code Builder} (named setters starting from the defaults, so two settings of the same type cannot be
+ * swapped by position). Every numeric range is declared once, as an {@link IntRange} or
+ * {@link RealRange} constant of its record: the loader reports a value outside it as a problem, and the
+ * record's constructor throws on it, so a configuration built in code is just as safe. Key names and
+ * defaults are those of {@code config.example.yaml} and {@code docs/configuration.md}.
  */
 record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker,
                    Proxy proxy) {
@@ -34,6 +37,11 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
     /** The same configuration with another worker list (used by demo mode). */
     ProxyConfig withWorkers(List<Worker> newWorkers) {
         return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy);
+    }
+
+    /** The same configuration with another {@code server} section (command-line overrides). */
+    ProxyConfig withServer(Server newServer) {
+        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy);
     }
 
     /** Names of the top-level sections other than {@code workers} that differ from {@code other}. */
@@ -66,14 +74,6 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
                   int idleTimeoutSecs) {
         static final String DEFAULT_HOST = "0.0.0.0";
         static final int DEFAULT_PORT = 6700;
-        static final int DEFAULT_MAX_THREADS = 512;
-        static final int DEFAULT_MAX_CONNECTIONS = 10_000;
-        static final int DEFAULT_MAX_CONCURRENT_REQUESTS = 1024;
-        static final int DEFAULT_MAX_HEADER_BYTES = 64 * 1024;
-        static final int DEFAULT_MAX_HEADERS = 100;
-        static final int DEFAULT_MAX_REQUEST_LINE_BYTES = 8 * 1024;
-        static final int DEFAULT_REQUEST_READ_TIMEOUT_SECS = 60;
-        static final int DEFAULT_IDLE_TIMEOUT_SECS = 30;
 
         static final IntRange PORT = new IntRange("server.port", 0, 65535);
         static final IntRange MAX_THREADS = new IntRange("server.max_threads", 1, 100_000);
@@ -99,14 +99,89 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             IDLE_TIMEOUT_SECS.check(idleTimeoutSecs);
         }
 
-        Server(String host, int port, int maxThreads) {
-            this(host, port, maxThreads, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONCURRENT_REQUESTS,
-                    DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_REQUEST_LINE_BYTES,
-                    DEFAULT_REQUEST_READ_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS);
+        static Server defaults() {
+            return builder().build();
         }
 
-        static Server defaults() {
-            return new Server(DEFAULT_HOST, DEFAULT_PORT, DEFAULT_MAX_THREADS);
+        static Builder builder() {
+            return new Builder();
+        }
+
+        /** This section with its other settings kept. */
+        Builder toBuilder() {
+            return builder().host(host).port(port).maxThreads(maxThreads).maxConnections(maxConnections)
+                    .maxConcurrentRequests(maxConcurrentRequests).maxHeaderBytes(maxHeaderBytes)
+                    .maxHeaders(maxHeaders).maxRequestLineBytes(maxRequestLineBytes)
+                    .requestReadTimeoutSecs(requestReadTimeoutSecs).idleTimeoutSecs(idleTimeoutSecs);
+        }
+
+        /** Named settings, starting from the defaults. */
+        static final class Builder {
+            private String host = DEFAULT_HOST;
+            private int port = DEFAULT_PORT;
+            private int maxThreads = 512;
+            private int maxConnections = 10_000;
+            private int maxConcurrentRequests = 1024;
+            private int maxHeaderBytes = 64 * 1024;
+            private int maxHeaders = 100;
+            private int maxRequestLineBytes = 8 * 1024;
+            private int requestReadTimeoutSecs = 60;
+            private int idleTimeoutSecs = 30;
+
+            Builder host(String v) {
+                host = v;
+                return this;
+            }
+
+            Builder port(int v) {
+                port = v;
+                return this;
+            }
+
+            Builder maxThreads(int v) {
+                maxThreads = v;
+                return this;
+            }
+
+            Builder maxConnections(int v) {
+                maxConnections = v;
+                return this;
+            }
+
+            Builder maxConcurrentRequests(int v) {
+                maxConcurrentRequests = v;
+                return this;
+            }
+
+            Builder maxHeaderBytes(int v) {
+                maxHeaderBytes = v;
+                return this;
+            }
+
+            Builder maxHeaders(int v) {
+                maxHeaders = v;
+                return this;
+            }
+
+            Builder maxRequestLineBytes(int v) {
+                maxRequestLineBytes = v;
+                return this;
+            }
+
+            Builder requestReadTimeoutSecs(int v) {
+                requestReadTimeoutSecs = v;
+                return this;
+            }
+
+            Builder idleTimeoutSecs(int v) {
+                idleTimeoutSecs = v;
+                return this;
+            }
+
+            Server build() {
+                return new Server(host, port, maxThreads, maxConnections, maxConcurrentRequests, maxHeaderBytes,
+                        maxHeaders, maxRequestLineBytes, requestReadTimeoutSecs, idleTimeoutSecs);
+            }
         }
     }
 
@@ -144,14 +219,6 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
                  long evictionIntervalSecs, int dailyCleanupHourUtc, long routeTtlSecs, LearnMode learn,
                  boolean feedback, boolean learnAnswer, Tokens tokens) {
         static final String DEFAULT_POLICY = "cache_aware";
-        static final long DEFAULT_MAX_TREE_SIZE = 1_000_000;
-        static final int DEFAULT_BLOCK_CHARS = 64;
-        static final long DEFAULT_EVICTION_INTERVAL_SECS = 60;
-        static final int DEFAULT_DAILY_CLEANUP_HOUR_UTC = -1;
-        static final long DEFAULT_ROUTE_TTL_SECS = 0;
-        static final LearnMode DEFAULT_LEARN = LearnMode.ON_ROUTE;
-        static final boolean DEFAULT_FEEDBACK = true;
-        static final boolean DEFAULT_LEARN_ANSWER = true;
 
         static final IntRange MAX_TREE_SIZE = new IntRange("cache.max_tree_size", 1, Long.MAX_VALUE);
         static final IntRange BLOCK_CHARS = new IntRange("cache.block_chars", 1, 65536);
@@ -164,7 +231,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             Objects.requireNonNull(policy, "cache.policy");
             Objects.requireNonNull(learn, "cache.learn");
             Objects.requireNonNull(tokens, "cache tokens");
-            policySettings = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(policySettings));
+            policySettings = Collections.unmodifiableMap(new LinkedHashMap<>(policySettings));
             MAX_TREE_SIZE.check(maxTreeSize);
             BLOCK_CHARS.check(blockChars);
             EVICTION_INTERVAL_SECS.check(evictionIntervalSecs);
@@ -173,9 +240,87 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Cache defaults() {
-            return new Cache(DEFAULT_POLICY, Map.of(), DEFAULT_MAX_TREE_SIZE, DEFAULT_BLOCK_CHARS,
-                    DEFAULT_EVICTION_INTERVAL_SECS, DEFAULT_DAILY_CLEANUP_HOUR_UTC, DEFAULT_ROUTE_TTL_SECS,
-                    DEFAULT_LEARN, DEFAULT_FEEDBACK, DEFAULT_LEARN_ANSWER, Tokens.defaults());
+            return builder().build();
+        }
+
+        static Builder builder() {
+            return new Builder();
+        }
+
+        /** Named settings, starting from the defaults. */
+        static final class Builder {
+            private String policy = DEFAULT_POLICY;
+            private final Map<String, Object> policySettings = new LinkedHashMap<>();
+            private long maxTreeSize = 1_000_000;
+            private int blockChars = 64;
+            private long evictionIntervalSecs = 60;
+            private int dailyCleanupHourUtc = -1;
+            private long routeTtlSecs = 0;
+            private LearnMode learn = LearnMode.ON_ROUTE;
+            private boolean feedback = true;
+            private boolean learnAnswer = true;
+            private Tokens tokens = Tokens.defaults();
+
+            Builder policy(String v) {
+                policy = v;
+                return this;
+            }
+
+            /** A setting handed to the policy as it is (the policy checks it). */
+            Builder policySetting(String key, Object value) {
+                policySettings.put(key, value);
+                return this;
+            }
+
+            Builder maxTreeSize(long v) {
+                maxTreeSize = v;
+                return this;
+            }
+
+            Builder blockChars(int v) {
+                blockChars = v;
+                return this;
+            }
+
+            Builder evictionIntervalSecs(long v) {
+                evictionIntervalSecs = v;
+                return this;
+            }
+
+            Builder dailyCleanupHourUtc(int v) {
+                dailyCleanupHourUtc = v;
+                return this;
+            }
+
+            Builder routeTtlSecs(long v) {
+                routeTtlSecs = v;
+                return this;
+            }
+
+            Builder learn(LearnMode v) {
+                learn = v;
+                return this;
+            }
+
+            Builder feedback(boolean v) {
+                feedback = v;
+                return this;
+            }
+
+            Builder learnAnswer(boolean v) {
+                learnAnswer = v;
+                return this;
+            }
+
+            Builder tokens(Tokens v) {
+                tokens = v;
+                return this;
+            }
+
+            Cache build() {
+                return new Cache(policy, policySettings, maxTreeSize, blockChars, evictionIntervalSecs,
+                        dailyCleanupHourUtc, routeTtlSecs, learn, feedback, learnAnswer, tokens);
+            }
         }
     }
 
@@ -191,7 +336,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
      *                          ({@code cache.max_concurrent_tokenizations}; 0 = one per processor)
      */
     record Tokens(String tokenizer, int blockTokens, int cacheEntries, int cacheMaxChars, int maxConcurrent) {
-        static final java.util.Set<String> TOKENIZERS = java.util.Set.of("cl100k_base", "o200k_base");
+        static final Set<String> TOKENIZERS = Set.of("cl100k_base", "o200k_base");
         static final IntRange BLOCK_TOKENS = new IntRange("cache.block_tokens", 1, 65536);
         static final IntRange CACHE_ENTRIES = new IntRange("cache.token_cache_entries", 0, 10_000_000);
         static final IntRange CACHE_MAX_CHARS = new IntRange("cache.token_cache_max_chars", 1, 64 * 1024 * 1024);
@@ -199,7 +344,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
 
         Tokens {
             if (tokenizer != null && !TOKENIZERS.contains(tokenizer)) {
-                throw new IllegalArgumentException("cache.tokenizer must be one of cl100k_base, o200k_base, was '"
+                throw new IllegalArgumentException("cache.tokenizer: must be one of cl100k_base, o200k_base, was '"
                         + tokenizer + "'");
             }
             BLOCK_TOKENS.check(blockTokens);
@@ -209,18 +354,59 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Tokens defaults() {
-            return new Tokens(null, 16, 1000, 65_536, 0);
+            return builder().build();
+        }
+
+        static Builder builder() {
+            return new Builder();
         }
 
         boolean on() {
             return tokenizer != null;
         }
+
+        /** Named settings, starting from the defaults (character mode). */
+        static final class Builder {
+            private String tokenizer;
+            private int blockTokens = 16;
+            private int cacheEntries = 1000;
+            private int cacheMaxChars = 65_536;
+            private int maxConcurrent = 0;
+
+            /** {@code cl100k_base}, {@code o200k_base}, or null for character keys. */
+            Builder tokenizer(String v) {
+                tokenizer = v;
+                return this;
+            }
+
+            Builder blockTokens(int v) {
+                blockTokens = v;
+                return this;
+            }
+
+            Builder cacheEntries(int v) {
+                cacheEntries = v;
+                return this;
+            }
+
+            Builder cacheMaxChars(int v) {
+                cacheMaxChars = v;
+                return this;
+            }
+
+            Builder maxConcurrent(int v) {
+                maxConcurrent = v;
+                return this;
+            }
+
+            Tokens build() {
+                return new Tokens(tokenizer, blockTokens, cacheEntries, cacheMaxChars, maxConcurrent);
+            }
+        }
     }
 
     /** Section {@code health}. */
     record Health(String endpoint, int intervalSecs, int timeoutSecs, int failureThreshold, int successThreshold) {
-        static final String DEFAULT_ENDPOINT = "/health";
-
         static final IntRange INTERVAL_SECS = new IntRange("health.interval_secs", 1, 86_400);
         static final IntRange TIMEOUT_SECS = new IntRange("health.timeout_secs", 1, 3_600);
         static final IntRange FAILURE_THRESHOLD = new IntRange("health.failure_threshold", 1, 1_000);
@@ -229,7 +415,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         Health {
             Objects.requireNonNull(endpoint, "health.endpoint");
             if (!endpoint.startsWith("/")) {
-                throw new IllegalArgumentException("health.endpoint must start with '/', was " + endpoint);
+                throw new IllegalArgumentException("health.endpoint: must start with '/', was " + endpoint);
             }
             INTERVAL_SECS.check(intervalSecs);
             TIMEOUT_SECS.check(timeoutSecs);
@@ -238,12 +424,53 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Health defaults() {
-            return new Health(DEFAULT_ENDPOINT, 10, 5, HealthConfig.DEFAULTS.failureThreshold(),
-                    HealthConfig.DEFAULTS.successThreshold());
+            return builder().build();
+        }
+
+        static Builder builder() {
+            return new Builder();
         }
 
         HealthConfig thresholds() {
             return new HealthConfig(failureThreshold, successThreshold);
+        }
+
+        /** Named settings, starting from the defaults. */
+        static final class Builder {
+            private String endpoint = "/health";
+            private int intervalSecs = 10;
+            private int timeoutSecs = 5;
+            private int failureThreshold = HealthConfig.DEFAULTS.failureThreshold();
+            private int successThreshold = HealthConfig.DEFAULTS.successThreshold();
+
+            Builder endpoint(String v) {
+                endpoint = v;
+                return this;
+            }
+
+            Builder intervalSecs(int v) {
+                intervalSecs = v;
+                return this;
+            }
+
+            Builder timeoutSecs(int v) {
+                timeoutSecs = v;
+                return this;
+            }
+
+            Builder failureThreshold(int v) {
+                failureThreshold = v;
+                return this;
+            }
+
+            Builder successThreshold(int v) {
+                successThreshold = v;
+                return this;
+            }
+
+            Health build() {
+                return new Health(endpoint, intervalSecs, timeoutSecs, failureThreshold, successThreshold);
+            }
         }
     }
 
@@ -263,14 +490,48 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Circuit defaults() {
-            CircuitBreakerConfig d = CircuitBreakerConfig.DEFAULTS;
-            return new Circuit(d.failureThreshold(), d.successThreshold(), (int) d.openTimeout().toSeconds(),
-                    d.halfOpenMaxRequests());
+            return builder().build();
+        }
+
+        static Builder builder() {
+            return new Builder();
         }
 
         CircuitBreakerConfig toCore() {
             return new CircuitBreakerConfig(failureThreshold, successThreshold, Duration.ofSeconds(timeoutSecs),
                     halfOpenMaxRequests);
+        }
+
+        /** Named settings, starting from the defaults (those of the core's circuit breaker). */
+        static final class Builder {
+            private int failureThreshold = CircuitBreakerConfig.DEFAULTS.failureThreshold();
+            private int successThreshold = CircuitBreakerConfig.DEFAULTS.successThreshold();
+            private int timeoutSecs = (int) CircuitBreakerConfig.DEFAULTS.openTimeout().toSeconds();
+            private int halfOpenMaxRequests = CircuitBreakerConfig.DEFAULTS.halfOpenMaxRequests();
+
+            Builder failureThreshold(int v) {
+                failureThreshold = v;
+                return this;
+            }
+
+            Builder successThreshold(int v) {
+                successThreshold = v;
+                return this;
+            }
+
+            Builder timeoutSecs(int v) {
+                timeoutSecs = v;
+                return this;
+            }
+
+            Builder halfOpenMaxRequests(int v) {
+                halfOpenMaxRequests = v;
+                return this;
+            }
+
+            Circuit build() {
+                return new Circuit(failureThreshold, successThreshold, timeoutSecs, halfOpenMaxRequests);
+            }
         }
     }
 
@@ -309,8 +570,88 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         static Proxy defaults() {
-            return new Proxy(2, 100, 2.0, 0.2, List.of(502, 503, 504), 2, 600, false, null, 32 * 1024 * 1024,
-                    true);
+            return builder().build();
+        }
+
+        static Builder builder() {
+            return new Builder();
+        }
+
+        /** Named settings, starting from the defaults. */
+        static final class Builder {
+            private int maxRetries = 2;
+            private long initialBackoffMs = 100;
+            private double backoffMultiplier = 2.0;
+            private double jitterFactor = 0.2;
+            private List<Integer> retryableStatuses = List.of(502, 503, 504);
+            private int connectTimeoutSecs = 2;
+            private int requestTimeoutSecs = 600;
+            private boolean addRoutedPeerHeader = false;
+            private Integer remoteMediaUrlPolicy = null;
+            private int maxBodyBytes = 32 * 1024 * 1024;
+            private boolean decisionLog = true;
+
+            Builder maxRetries(int v) {
+                maxRetries = v;
+                return this;
+            }
+
+            Builder initialBackoffMs(long v) {
+                initialBackoffMs = v;
+                return this;
+            }
+
+            Builder backoffMultiplier(double v) {
+                backoffMultiplier = v;
+                return this;
+            }
+
+            Builder jitterFactor(double v) {
+                jitterFactor = v;
+                return this;
+            }
+
+            Builder retryableStatuses(List<Integer> v) {
+                retryableStatuses = v;
+                return this;
+            }
+
+            Builder connectTimeoutSecs(int v) {
+                connectTimeoutSecs = v;
+                return this;
+            }
+
+            Builder requestTimeoutSecs(int v) {
+                requestTimeoutSecs = v;
+                return this;
+            }
+
+            Builder addRoutedPeerHeader(boolean v) {
+                addRoutedPeerHeader = v;
+                return this;
+            }
+
+            /** A status in [400, 599] to refuse requests with remote media URLs, or null to allow them. */
+            Builder remoteMediaUrlPolicy(Integer v) {
+                remoteMediaUrlPolicy = v;
+                return this;
+            }
+
+            Builder maxBodyBytes(int v) {
+                maxBodyBytes = v;
+                return this;
+            }
+
+            Builder decisionLog(boolean v) {
+                decisionLog = v;
+                return this;
+            }
+
+            Proxy build() {
+                return new Proxy(maxRetries, initialBackoffMs, backoffMultiplier, jitterFactor, retryableStatuses,
+                        connectTimeoutSecs, requestTimeoutSecs, addRoutedPeerHeader, remoteMediaUrlPolicy,
+                        maxBodyBytes, decisionLog);
+            }
         }
     }
 
@@ -319,7 +660,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         /** Throws, naming the key and the range, when {@code value} is outside. */
         void check(long value) {
             if (!contains(value)) {
-                throw new IllegalArgumentException(key + " must be in " + this + ", was " + value);
+                throw new IllegalArgumentException(key + ": must be " + this + ", was " + value);
             }
         }
 
@@ -327,9 +668,18 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             return value >= min && value <= max;
         }
 
+        /** The key's name within its section ({@code port} for {@code server.port}). */
+        String name() {
+            return key.substring(key.lastIndexOf('.') + 1);
+        }
+
+        /** {@code in [0, 65535]}, or {@code >= 1} when the top is only the type's limit. */
         @Override
         public String toString() {
-            return "[" + min + ", " + max + "]";
+            if (max >= Integer.MAX_VALUE) {
+                return ">= " + min;
+            }
+            return "in [" + min + ", " + max + "]";
         }
     }
 
@@ -337,7 +687,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
     record RealRange(String key, double min, double max) {
         void check(double value) {
             if (!contains(value)) {
-                throw new IllegalArgumentException(key + " must be in " + this + ", was " + value);
+                throw new IllegalArgumentException(key + ": must be " + this + ", was " + format(value));
             }
         }
 
@@ -345,9 +695,21 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             return value >= min && value <= max;
         }
 
+        String name() {
+            return key.substring(key.lastIndexOf('.') + 1);
+        }
+
         @Override
         public String toString() {
-            return "[" + min + ", " + max + "]";
+            if (max >= Float.MAX_VALUE) {
+                return ">= " + format(min);
+            }
+            return "in [" + format(min) + ", " + format(max) + "]";
+        }
+
+        /** {@code 1} for 1.0, {@code 0.25} for 0.25: a number as a person writes it. */
+        static String format(double d) {
+            return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString((long) d) : Double.toString(d);
         }
     }
 }

@@ -6,6 +6,8 @@ import dev.cart.core.EvictionReport;
 import dev.cart.core.LeaseCompletion;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.Router;
 import dev.cart.core.RoutingListener;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -30,6 +32,9 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
 
     private static final ThreadLocal<CacheFeedback> LAST_FEEDBACK = new ThreadLocal<>();
 
+    /** Set on a thread while it chooses a replica for a request that is not routed by prompt. */
+    private static final ThreadLocal<Boolean> PASS_THROUGH = new ThreadLocal<>();
+
     private final ProxyMetrics metrics;
     private final RoutingListener extra;
     private final AtomicBoolean failureLogged = new AtomicBoolean();
@@ -41,8 +46,23 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
 
     @Override
     public void onDecision(RouteDecision decision) {
-        metrics.decision(decision);
+        metrics.decision(decision, PASS_THROUGH.get() != null);
         extra.onDecision(decision);
+    }
+
+    /**
+     * Chooses a replica for a pass-through request (any path but the routed endpoints): the router sees an
+     * empty key and decides by load; its decision is counted under the reason {@code pass_through} rather
+     * than {@code empty_text}, which stays the word for a routed request with no prompt text. The router
+     * calls its listener on the choosing thread, so a thread-local marks the call.
+     */
+    static RouteDecision choosePassThrough(Router router, RouteRequest request) {
+        PASS_THROUGH.set(Boolean.TRUE);
+        try {
+            return router.choose(request);
+        } finally {
+            PASS_THROUGH.remove();
+        }
     }
 
     @Override

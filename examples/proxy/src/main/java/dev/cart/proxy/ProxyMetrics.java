@@ -205,16 +205,33 @@ final class ProxyMetrics implements AutoCloseable {
                 "endpoint", endpoint).record(nanos, TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * {@code n} events (or a JSON body) of a routed answer from {@code replica} could not be parsed: the client
+     * got them unchanged, but the usage or reply they carried was not read.
+     */
+    void responseParseFailures(String replica, int n) {
+        counter("cart.response.parse.failures", "Events or JSON bodies of routed answers that could not be parsed "
+                + "for usage and reply (relayed unchanged; what they reported is lost)", "replica", replica)
+                .increment(n);
+    }
+
     /** An upstream request was sent again on a fresh connection after its kept-alive one turned out closed. */
     void staleConnectionResent() {
         counter("cart.upstream.stale.connections", "Upstream requests sent again on a fresh connection because "
                 + "the kept-alive connection they went out on had been closed by the replica").increment();
     }
 
-    /** A routing decision (from the router's listener). */
-    void decision(RouteDecision d) {
+    /** The reason word of a pass-through request's decision (logs and metrics). */
+    static final String PASS_THROUGH = "pass_through";
+
+    /**
+     * A routing decision (from the router's listener); {@code passThrough} for a request that is not routed
+     * by prompt (counted as {@value #PASS_THROUGH} when a replica was chosen).
+     */
+    void decision(RouteDecision d, boolean passThrough) {
         String replica = d.routed() ? d.replica().id() : NONE;
-        counter("cart.decisions", "Routing decisions by reason and chosen replica", "reason", d.reason().code(),
+        String reason = passThrough && d.routed() ? PASS_THROUGH : d.reason().code();
+        counter("cart.decisions", "Routing decisions by reason and chosen replica", "reason", reason,
                 "replica", replica).increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
         Tokenization t = d.tokenization();

@@ -159,13 +159,20 @@ final class ProxyServer implements AutoCloseable {
         return p;
     }
 
-    /** Logs a warning when the open-file limit is below what thousands of streams need. */
-    static void warnAboutOpenFileLimit() {
+    /**
+     * Logs a warning when the open-file limit is below what the configured limits can use: every client
+     * connection ({@code server.max_connections}) and, for each proxied request in progress
+     * ({@code server.max_concurrent_requests}), an upstream connection, plus {@link
+     * ServerRuntime#OTHER_FILES} for the JVM's own files. Silent at a limit that covers them.
+     */
+    static void warnAboutOpenFileLimit(ProxyConfig.Server server) {
         OptionalLong limit = ServerRuntime.openFileLimit();
-        if (limit.isPresent() && limit.getAsLong() < ServerRuntime.RECOMMENDED_OPEN_FILES) {
-            LOG.warn("the open-file limit is {} (ulimit -n); below {} the proxy can run out of file "
-                    + "descriptors under many concurrent streams", limit.getAsLong(),
-                    ServerRuntime.RECOMMENDED_OPEN_FILES);
+        long needed = ServerRuntime.filesNeeded(server);
+        if (limit.isPresent() && limit.getAsLong() < needed) {
+            LOG.warn("the open-file limit is {} (ulimit -n), below the {} that server.max_connections ({}) plus "
+                    + "server.max_concurrent_requests ({}) upstream connections can use; raise it (ulimit -n {}) "
+                    + "or lower those limits", limit.getAsLong(), needed, server.maxConnections(),
+                    server.maxConcurrentRequests(), needed);
         }
     }
 

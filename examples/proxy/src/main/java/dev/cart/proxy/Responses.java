@@ -45,8 +45,9 @@ final class Responses {
         return status >= 500 ? "server_error" : "invalid_request_error";
     }
 
+    /** A JSON body ending with a newline (so {@code curl} leaves the shell prompt on its own line). */
     static void json(HttpExchange ex, int status, Object body) throws IOException {
-        byte[] bytes = JSON.writeValueAsBytes(body);
+        byte[] bytes = (JSON.writeValueAsString(body) + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
         ex.getResponseHeaders().set("Content-Type", "application/json");
         bytes(ex, status, bytes);
     }

@@ -34,7 +34,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class ServerRuntime {
 
-    static final long RECOMMENDED_OPEN_FILES = 65535;
+    /** Files a running proxy holds besides its connections: jars, logs, the JVM's own. */
+    static final long OTHER_FILES = 256;
 
     /** Platform threads beyond {@code server.max_threads} that proxied requests never keep (Java 17-20). */
     static final int RESERVE_THREADS = 8;
@@ -134,6 +135,11 @@ final class ServerRuntime {
     /** True on an overflow thread of the Java 17-20 pool, which must not be kept by a proxied request. */
     static boolean onOverflowThread() {
         return Thread.currentThread() instanceof OverflowThread;
+    }
+
+    /** Open files the configured limits can use at once: client connections, upstream ones, the JVM's. */
+    static long filesNeeded(ProxyConfig.Server server) {
+        return (long) server.maxConnections() + server.maxConcurrentRequests() + OTHER_FILES;
     }
 
     /** The soft open-file limit of this process, best effort (Linux {@code /proc/self/limits}). */

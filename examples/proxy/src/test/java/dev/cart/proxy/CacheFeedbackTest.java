@@ -52,7 +52,7 @@ class CacheFeedbackTest {
     void aStreamWithAUsageChunkIsRelayedUnchangedAndFeedsTheStatistic() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(1, "")) {
-            FakeReplica r = h.replica(0);
+            ScriptedReplica r = h.replica(0);
             r.reply = "A reply with \"quotes\", a newline\nand unicode \u00e9\u4e2d, long enough to stream in pieces.";
             r.usagePrompt = 1000;
             for (int i = 0; i < 2; i++) {
@@ -92,7 +92,7 @@ class CacheFeedbackTest {
     void aReplicaThatEvictedBehindTheRoutersBackIsNoLongerPredictedAfterOneResponse() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(2, "cache:\n  learn_answer: false\n")) {
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = 0; // whatever the router believes, nothing was in the cache
             }
@@ -140,7 +140,7 @@ class CacheFeedbackTest {
     @Test
     void aStaleRoutesAnswerIsNotLearned() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(2, "")) {
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = 0;
             }
@@ -159,7 +159,7 @@ class CacheFeedbackTest {
     void withFeedbackOffTheStaleRouteIsKeptButStillCounted() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(2, "cache:\n  feedback: false\n")) {
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = 0;
             }
@@ -200,7 +200,7 @@ class CacheFeedbackTest {
     void aMissingCachedFieldIsUnknownNotZero() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(2, "")) {
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = -1; // the replica does not report cache hits
             }

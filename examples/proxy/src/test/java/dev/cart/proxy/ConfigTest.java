@@ -157,7 +157,7 @@ class ConfigTest {
                 """);
         assertProblem(p, "cache.treshold: unknown key (did you mean 'threshold'?)");
         assertProblem(p, "workers[0].maxload: unknown key (did you mean 'max_load'?)");
-        assertProblem(p, "proxi: unknown key (did you mean 'proxy'?)");
+        assertProblem(p, "proxi: unknown section (did you mean 'proxy'?)");
         assertEquals(3, p.size(), p.toString());
     }
 
@@ -188,17 +188,17 @@ class ConfigTest {
                   add_routed_peer_header: yes please
                 """);
         assertProblem(p, "server.port: must be in [0, 65535], was 70000");
-        assertProblem(p, "workers[0].max_load: must be in [1, ");
+        assertProblem(p, "workers[0].max_load: must be >= 1, was 0");
         assertProblem(p, "workers[1].url: must be an http:// or https:// URL");
         assertProblem(p, "workers[2].url: duplicate worker http://a:1");
         assertProblem(p, "workers[3]: must be a mapping");
-        assertProblem(p, "cache.threshold must be in [0, 1], was 1.5");
-        assertProblem(p, "cache.guard must be one of abs_rel, median, bounded_load, was 'sometimes'");
+        assertProblem(p, "cache.threshold: must be in [0, 1], was 1.5");
+        assertProblem(p, "cache.guard: must be one of abs_rel, median, bounded_load, was 'sometimes'");
         assertProblem(p, "cache.block_chars: must be in [1, 65536], was 0");
         assertProblem(p, "cache.daily_cleanup_hour_utc: must be in [-1, 23], was 24");
         assertProblem(p, "health.endpoint: must be a path starting with '/'");
         assertProblem(p, "health.interval_secs: must be in [1, 86400], was 0");
-        assertProblem(p, "proxy.jitter_factor: must be in [0.0, 1.0], was 2.0");
+        assertProblem(p, "proxy.jitter_factor: must be in [0, 1], was 2");
         assertProblem(p, "proxy.retryable_statuses[1]: must be an HTTP status in [400, 599], was 200");
         assertProblem(p, "proxy.remote_media_url_policy: must be null (off) or an HTTP status in [400, 599]");
         assertProblem(p, "proxy.connect_timeout_secs: must be an integer");
@@ -209,8 +209,8 @@ class ConfigTest {
     @Test
     void emptyOrMissingWorkersRefuseToStart() {
         assertProblem(problems("workers: []\n"), "workers: the list is empty");
-        assertProblem(problems("server:\n  port: 1\n"), "workers: the list is empty");
-        assertProblem(problems("workers:\n"), "workers: the list is empty");
+        assertProblem(problems("server:\n  port: 1\n"), "workers: missing: CART needs at least one worker");
+        assertProblem(problems("workers:\n"), "workers: set to nothing; CART refuses to start");
         assertProblem(problems("workers:\n  - max_load: 3\n"), "workers[0].url: required");
     }
 
@@ -273,17 +273,97 @@ class ConfigTest {
         // the same bounds, written once: the loader's problem and the constructor's exception agree
         List<String> p = problems("workers:\n  - url: http://a:1\n    max_load: 0\nserver:\n  port: 70000\n");
         assertProblem(p, "server.port: must be in [0, 65535], was 70000");
-        assertProblem(p, "workers[0].max_load: must be in [1, 2147483647], was 0");
+        assertProblem(p, "workers[0].max_load: must be >= 1, was 0");
         IllegalArgumentException w = assertThrows(IllegalArgumentException.class,
                 () -> new ProxyConfig.Worker("http://a:1", 0, 0));
-        assertEquals("workers[].max_load must be in [1, 2147483647], was 0", w.getMessage());
+        assertEquals("workers[].max_load: must be >= 1, was 0", w.getMessage());
     }
 
     @Test
     void recordsValidateWhenBuiltInCode() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new ProxyConfig.Server("h", 70000, 1));
-        assertEquals("server.port must be in [0, 65535], was 70000", e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> new ProxyConfig.Health("x", 1, 1, 1, 1));
+                () -> ProxyConfig.Server.builder().host("h").port(70000).build());
+        assertEquals("server.port: must be in [0, 65535], was 70000", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> ProxyConfig.Health.builder().endpoint("x").build());
+    }
+
+    @Test
+    void everyProblemNamesTheFileThatSetTheKey() throws Exception {
+        Path a = file("a.yaml", "workers:\n  - url: http://a:1\n    max_load: 0\nserver:\n  port: 70000\n");
+        Path b = file("b.yaml", "cache:\n  treshold: 0.3\nserver:\n  host: 127.0.0.1\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(a, b)));
+        List<String> p = e.problems();
+        assertProblem(p, b + ": cache.treshold: unknown key (did you mean 'threshold'?)");
+        assertProblem(p, a + ": server.port: must be in [0, 65535], was 70000");
+        assertProblem(p, a + ": workers[0].max_load: must be >= 1, was 0");
+        assertEquals(3, p.size(), p.toString());
+        // a key set again by a later file is that file's
+        Path c = file("c.yaml", "server:\n  port: 99999\n");
+        e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(a, c)));
+        assertProblem(e.problems(), c + ": server.port: must be in [0, 65535], was 99999");
+    }
+
+    @Test
+    void workerUrlsNeedAPortInRange() {
+        List<String> p = problems("workers:\n  - url: http://a:99999\n  - url: http://b:0\n  - url: http://c:65535\n");
+        assertProblem(p, "workers[0].url: ");
+        assertTrue(p.get(0).contains("http://a:99999"), p.toString());
+        assertProblem(p, "workers[1].url: the port must be in [1, 65535], was 0");
+        assertEquals(2, p.size(), p.toString());
+    }
+
+    @Test
+    void anUnknownPolicyHidesNoOtherProblemOfTheSection() {
+        List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  policy: cache_awre\n  threshold: 2\n"
+                + "  treshold: 0.3\n  guard: medain\n");
+        assertProblem(p, "cache.policy: unknown routing policy 'cache_awre' (did you mean 'cache_aware'?); available: ");
+        assertProblem(p, "cache.threshold: must be in [0, 1], was 2");
+        assertProblem(p, "cache.treshold: unknown key (did you mean 'threshold'?)");
+        assertProblem(p, "cache.guard: must be one of abs_rel, median, bounded_load, was 'medain' (did you mean 'median'?)");
+        assertEquals(4, p.size(), p.toString());
+    }
+
+    @Test
+    void misspelledChoicesGetASuggestion() {
+        List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  learn: on_rout\n  tokenizer: cl100k\n"
+                + "  miss_placement: consistent_hsh\n");
+        assertProblem(p, "cache.learn: must be one of on_route, on_success, was the string 'on_rout' (did you mean 'on_route'?)");
+        assertProblem(p, "cache.tokenizer: must be one of cl100k_base, o200k_base, none, was the string 'cl100k'"
+                + " (did you mean 'cl100k_base'?)");
+        assertProblem(p, "cache.miss_placement: must be one of least_loaded, consistent_hash, was 'consistent_hsh'"
+                + " (did you mean 'consistent_hash'?)");
+    }
+
+    @Test
+    void everyMessageHasOneFormatAndReadableRanges() {
+        List<String> p = problems("""
+                workers:
+                  - url: http://a:1
+                    load_penalty: -1
+                server:
+                  port: -1
+                cache:
+                  threshold: -1
+                  match_abs_threshold: 0
+                  balance_abs_threshold: -1
+                  balance_rel_threshold: 0.5
+                  median_factor: 0
+                  hash_load_factor: 0.5
+                  max_tree_size: 0
+                  route_ttl_secs: -1
+                proxy:
+                  backoff_multiplier: 0
+                """);
+        assertProblem(p, "cache.balance_rel_threshold: must be >= 1, was 0.5");
+        assertProblem(p, "cache.match_abs_threshold: must be >= 1, was 0");
+        assertProblem(p, "cache.max_tree_size: must be >= 1, was 0");
+        assertProblem(p, "workers[0].load_penalty: must be >= 0, was -1");
+        assertEquals(11, p.size(), String.join("\n", p));
+        for (String problem : p) {
+            assertTrue(problem.matches("[a-z_\\[\\]0-9.]+: (must|the|unknown|not|missing|duplicate|required).*"),
+                    "key: problem: " + problem);
+            assertTrue(!problem.contains("E308") && !problem.contains("2147483647")
+                    && !problem.contains("9223372036854775807"), "a readable range: " + problem);
+        }
     }
 }

@@ -92,7 +92,7 @@ class FaultTest {
             PromText m = PromText.parse(h.get("/metrics").body());
             assertEquals(1, m.sum("cart_upstream_requests_total", "outcome", "failure"), m.dump("cart_upstream_requests_total"));
         }
-        FakeReplica killed = FakeReplica.start("killed");
+        ScriptedReplica killed = ScriptedReplica.start("killed");
         killed.hangAfterFirstChunk = true;
         try (ProxyHarness h = harness("", killed.url())) {
             HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
@@ -210,9 +210,9 @@ class FaultTest {
 
     @Test
     void aReloadUnderTrafficFailsNoRequest() throws Exception {
-        FakeReplica a = FakeReplica.start("a");
-        FakeReplica b = FakeReplica.start("b");
-        FakeReplica c = FakeReplica.start("c");
+        ScriptedReplica a = ScriptedReplica.start("a");
+        ScriptedReplica b = ScriptedReplica.start("b");
+        ScriptedReplica c = ScriptedReplica.start("c");
         Path base = dir.resolve("base.yaml");
         Files.writeString(base, "server:\n  host: 127.0.0.1\n  port: 0\n");
         Path workers = dir.resolve("workers.yaml");

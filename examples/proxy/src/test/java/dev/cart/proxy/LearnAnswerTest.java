@@ -70,7 +70,7 @@ class LearnAnswerTest {
             throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
              ProxyHarness h = ProxyHarness.start(3, yaml)) {
-            for (FakeReplica r : h.replicas) {
+            for (ScriptedReplica r : h.replicas) {
                 r.reply = REPLY;
             }
             String q1 = "What is a radix tree and why would a router use one?";
@@ -95,7 +95,7 @@ class LearnAnswerTest {
                     : openAi(stream, q1, reply, q2));
             assertEquals(200, second.statusCode());
             await("two decision lines", () -> log.lines().size() >= 2);
-            @SuppressWarnings("unchecked")
+            @SuppressWarnings({"unchecked", "rawtypes"})
             Map<String, String>[] out = new Map[] {fields(log.lines().get(0)), fields(log.lines().get(1))};
             return out;
         }
@@ -141,7 +141,7 @@ class LearnAnswerTest {
     @Test
     void toolCallsAndOverlongAnswersAreNotLearned() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
-            FakeReplica r = h.replica(0);
+            ScriptedReplica r = h.replica(0);
             r.toolCalls = "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]";
             assertEquals(200, h.post("/v1/chat/completions", openAi(false, "call a tool")).statusCode());
             r.toolCalls = null;

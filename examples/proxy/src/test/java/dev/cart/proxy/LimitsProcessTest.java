@@ -55,19 +55,24 @@ class LimitsProcessTest {
         }
 
         @Override
-        public void close() throws Exception {
+        public void close() {
             process.destroy();
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+            try {
+                if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
                 process.destroyForcibly();
+                Thread.currentThread().interrupt();
             }
         }
     }
 
-    private Child start(String serverYaml, FakeReplica replica) throws Exception {
+    private Child start(String serverYaml, ScriptedReplica replica) throws Exception {
         return start(serverYaml, "", replica);
     }
 
-    private Child start(String serverYaml, String moreYaml, FakeReplica replica) throws Exception {
+    private Child start(String serverYaml, String moreYaml, ScriptedReplica replica) throws Exception {
         Path cfg = dir.resolve("cfg-" + System.nanoTime() + ".yaml");
         Files.writeString(cfg, "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml
                 + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
@@ -139,7 +144,7 @@ class LimitsProcessTest {
 
     @Test
     void clientsTricklingBytesOrStayingSilentCannotHoldAConnection() throws Exception {
-        try (FakeReplica r = FakeReplica.start("r");
+        try (ScriptedReplica r = ScriptedReplica.start("r");
              Child child = start("  request_read_timeout_secs: 1\n  idle_timeout_secs: 1\n", r)) {
             try (Socket head = new Socket("127.0.0.1", child.port())) {
                 head.getOutputStream().write("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
@@ -170,7 +175,7 @@ class LimitsProcessTest {
 
     @Test
     void aClientThatStopsReadingIsCutOffAfterTheRequestTimeout() throws Exception {
-        try (FakeReplica r = FakeReplica.start("r");
+        try (ScriptedReplica r = ScriptedReplica.start("r");
              Child child = start("", "proxy:\n  request_timeout_secs: 1\n", r)) {
             r.streamChunks = 2_000_000; // far more than the socket buffers hold
             String body = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}";
@@ -198,7 +203,7 @@ class LimitsProcessTest {
 
     @Test
     void connectionsBeyondMaxConnectionsAreClosedAtOnce() throws Exception {
-        try (FakeReplica r = FakeReplica.start("r");
+        try (ScriptedReplica r = ScriptedReplica.start("r");
              Child child = start("  max_connections: 3\n  idle_timeout_secs: 600\n"
                      + "  request_read_timeout_secs: 600\n", r)) {
             List<Socket> held = new ArrayList<>();

@@ -76,7 +76,9 @@ class MetricsTest {
                     m.dump("cart_decisions_total"));
             assertEquals(3, m.value("cart_decisions_total", "reason", "miss", "replica", r0));
             assertEquals(2, m.value("cart_decisions_total", "reason", "cache_hit", "replica", r0));
-            assertEquals(1, m.value("cart_decisions_total", "reason", "empty_text", "replica", r0));
+            // the pass-through request: chosen by load, counted under its own reason, not as a prompt-less request
+            assertEquals(1, m.value("cart_decisions_total", "reason", "pass_through", "replica", r0));
+            assertEquals(0, m.value("cart_decisions_total", "reason", "empty_text", "replica", r0));
             assertEquals(7, m.sum("cart_decisions_total"));
 
             assertEquals(3, m.value("cart_requests_total", "endpoint", "/v1/chat/completions", "status", "2xx",
@@ -209,7 +211,7 @@ class MetricsTest {
             allowed.put("endpoint", endpointsAllowed);
             allowed.put("status", Set.of("1xx", "2xx", "3xx", "4xx", "5xx", "none", "other"));
             allowed.put("reason", Set.of("cache_hit", "hit_overloaded", "miss", "miss_hashed", "empty_text", "policy",
-                    "no_replica"));
+                    "no_replica", "pass_through"));
             allowed.put("outcome", Set.of("success", "failure", "cancelled"));
             int cartSeries = 0;
             for (PromText.Sample s : m.samples) {
@@ -243,7 +245,7 @@ class MetricsTest {
             }
         };
         ProxyHarness h = new ProxyHarness();
-        h.replicas.add(FakeReplica.start("r0"));
+        h.replicas.add(ScriptedReplica.start("r0"));
         h.proxy = ProxyServer.start(ConfigLoader.parse(h.yaml("")), h.options().listener(throwing));
         try (h) {
             for (int i = 0; i < 5; i++) {
@@ -321,6 +323,21 @@ class MetricsTest {
             assertEquals(1, lines.stream().filter(l -> l.contains(" reason=- ") && l.contains(" result=bad_request "))
                     .count(), lines.toString());
             assertFalse(String.join("\n", lines).contains("careful assistant"));
+        }
+    }
+
+    @Test
+    void answersThatCannotBeParsedAreCounted() throws Exception {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
+            String r0 = h.replica(0).url();
+            assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
+            h.replica(0).toolCalls = "[{broken"; // the replica's JSON answer is no longer JSON
+            HttpResponse<String> r = h.post("/v1/chat/completions", chat(PROMPT, false));
+            assertEquals(200, r.statusCode());
+            assertTrue(r.body().contains("[{broken"), "relayed unchanged: " + r.body());
+            PromText m = scrapeAfter(h, 2);
+            assertEquals(1, m.value("cart_response_parse_failures_total", "replica", r0),
+                    m.dump("cart_response_parse_failures_total"));
         }
     }
 }

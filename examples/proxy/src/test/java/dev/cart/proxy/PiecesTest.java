@@ -116,7 +116,7 @@ class PiecesTest {
 
     @Test
     void modelsCacheExpiresAfterTenMinutes() {
-        MutableClock clock = new MutableClock();
+        ManualClock clock = new ManualClock();
         ModelsCache cache = new ModelsCache(clock);
         String key = ModelsCache.keyOf(new com.sun.net.httpserver.Headers());
         assertNull(cache.fresh(key));
@@ -134,7 +134,7 @@ class PiecesTest {
 
     @Test
     void modelsCacheKeysOnCredentialsWithoutKeepingThemAndStaysBounded() {
-        MutableClock clock = new MutableClock();
+        ManualClock clock = new ManualClock();
         ModelsCache cache = new ModelsCache(clock);
         com.sun.net.httpserver.Headers a = new com.sun.net.httpserver.Headers();
         a.set("Authorization", "Bearer secret-a");

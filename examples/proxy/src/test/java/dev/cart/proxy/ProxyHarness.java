@@ -27,8 +27,8 @@ import java.util.function.BooleanSupplier;
  */
 final class ProxyHarness implements AutoCloseable {
 
-    final List<FakeReplica> replicas = new ArrayList<>();
-    final MutableClock clock = new MutableClock();
+    final List<ScriptedReplica> replicas = new ArrayList<>();
+    final ManualClock clock = new ManualClock();
     final List<Duration> sleeps = new CopyOnWriteArrayList<>();
     final List<ManagedReplicaSet> seenSets = new CopyOnWriteArrayList<>();
     final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -43,7 +43,7 @@ final class ProxyHarness implements AutoCloseable {
         ProxyHarness h = new ProxyHarness();
         try {
             for (int i = 0; i < n; i++) {
-                h.replicas.add(FakeReplica.start("r" + i));
+                h.replicas.add(ScriptedReplica.start("r" + i));
             }
             h.proxy = ProxyServer.start(ConfigLoader.parse(h.yaml(yaml, perWorkerExtra)), h.options());
             h.seenSets.add(h.proxy.routing().replicas);
@@ -77,7 +77,7 @@ final class ProxyHarness implements AutoCloseable {
         return b.toString();
     }
 
-    FakeReplica replica(int i) {
+    ScriptedReplica replica(int i) {
         return replicas.get(i);
     }
 
@@ -219,7 +219,7 @@ final class ProxyHarness implements AutoCloseable {
     }
 
     private void closeQuietly() {
-        for (FakeReplica r : replicas) {
+        for (ScriptedReplica r : replicas) {
             r.close();
         }
         if (proxy != null) {

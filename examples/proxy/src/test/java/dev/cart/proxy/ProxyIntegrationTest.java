@@ -50,7 +50,7 @@ class ProxyIntegrationTest {
             assertEquals(String.valueOf(r.body().getBytes(StandardCharsets.UTF_8).length),
                     r.headers().firstValue("content-length").orElse(null));
             assertTrue(r.headers().firstValue("transfer-encoding").isEmpty());
-            FakeReplica served = h.replica(0).count() == 1 ? h.replica(0) : h.replica(1);
+            ScriptedReplica served = h.replica(0).count() == 1 ? h.replica(0) : h.replica(1);
             assertEquals(1, served.count());
             assertEquals("/v1/chat/completions", served.last().path());
             assertEquals(body, served.last().bodyText());
@@ -124,7 +124,7 @@ class ProxyIntegrationTest {
     @Test
     void hopByHopHeadersAreStrippedBothWays() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
-            FakeReplica r = h.replica(0);
+            ScriptedReplica r = h.replica(0);
             r.extraResponseHeaders.add("Keep-Alive", "timeout=5");
             r.extraResponseHeaders.add("Proxy-Authenticate", "Basic");
             r.extraResponseHeaders.add("Trailer", "X-Checksum");
@@ -326,13 +326,14 @@ class ProxyIntegrationTest {
 
     @Test
     void otherPathsPassThroughUnchanged() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "");
+             LogCapture log = new LogCapture("cart.decision")) {
             HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/files/abc%20d?purpose=x&y=1"))
                     .method("PUT", HttpRequest.BodyPublishers.ofString("payload-bytes"))
                     .header("X-Custom", "v").build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode());
             assertEquals("PUT", r.headers().firstValue("x-echo-method").orElse(null));
-            FakeReplica.Recorded rec = h.replica(0).last();
+            ScriptedReplica.Recorded rec = h.replica(0).last();
             assertEquals("PUT", rec.method());
             assertEquals("/v1/files/abc%20d", rec.path());
             assertEquals("purpose=x&y=1", rec.query());
@@ -345,13 +346,18 @@ class ProxyIntegrationTest {
                     .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, head.statusCode());
             assertEquals("", head.body());
+            // logged under their own reason word, not as a routed request without prompt text (empty_text)
+            ProxyHarness.await("three decision lines", () -> log.lines().size() >= 3);
+            for (String line : log.lines()) {
+                assertTrue(line.contains(" reason=pass_through replica=" + h.replica(0).url() + " "), line);
+            }
         }
     }
 
     @Test
     void absoluteFormTargetsAndOddHostsNeverReachAnotherHost() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "");
-             FakeReplica elsewhere = FakeReplica.start("elsewhere")) {
+             ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
             String response = h.rawExchange("GET http://127.0.0.1:" + elsewhere.port() + "/secret?a=1 HTTP/1.1\r\n"
                     + "Host: 127.0.0.1:" + elsewhere.port() + "\r\nConnection: close\r\n\r\n");
             assertTrue(response.startsWith("HTTP/1.1 200"), response);
@@ -433,7 +439,7 @@ class ProxyIntegrationTest {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             deadPort = s.getLocalPort();
         }
-        FakeReplica live = FakeReplica.start("live");
+        ScriptedReplica live = ScriptedReplica.start("live");
         String yaml = "server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n"
                 + "  - url: http://127.0.0.1:" + deadPort + "\n"
                 + "  - url: " + live.url() + "\n    load_penalty: 50\n";
@@ -479,7 +485,7 @@ class ProxyIntegrationTest {
     @Test
     void aClientThatDisconnectsMidStreamCancelsUpstreamAndReleasesTheLease() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
-            FakeReplica r = h.replica(0);
+            ScriptedReplica r = h.replica(0);
             CountDownLatch gate = new CountDownLatch(1);
             r.gate = gate;
             r.streamChunks = 100_000;
@@ -581,7 +587,7 @@ class ProxyIntegrationTest {
 
     @Test
     void backgroundHealthChecksPollTheConfiguredEndpoint() throws Exception {
-        FakeReplica r = FakeReplica.start("polled");
+        ScriptedReplica r = ScriptedReplica.start("polled");
         r.healthy = false;
         String yaml = "server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + r.url() + "\n"
                 + "health:\n  interval_secs: 1\n  timeout_secs: 1\n  failure_threshold: 1\n  success_threshold: 1\n";

@@ -24,15 +24,15 @@ class ReloadTest {
     @TempDir
     Path dir;
 
-    private static String workers(FakeReplica... rs) {
+    private static String workers(ScriptedReplica... rs) {
         StringBuilder b = new StringBuilder("workers:\n");
-        for (FakeReplica r : rs) {
+        for (ScriptedReplica r : rs) {
             b.append("  - url: ").append(r.url()).append('\n');
         }
         return b.toString();
     }
 
-    private ProxyHarness start(Path base, Path workersFile, FakeReplica... all) throws Exception {
+    private ProxyHarness start(Path base, Path workersFile, ScriptedReplica... all) throws Exception {
         ProxyHarness h = new ProxyHarness();
         h.replicas.addAll(List.of(all));
         List<Path> files = List.of(base, workersFile);
@@ -44,8 +44,8 @@ class ReloadTest {
 
     @Test
     void aReloadThatChangesOnlyWorkersIsAppliedAndInFlightRequestsFinish() throws Exception {
-        FakeReplica a = FakeReplica.start("a");
-        FakeReplica b = FakeReplica.start("b");
+        ScriptedReplica a = ScriptedReplica.start("a");
+        ScriptedReplica b = ScriptedReplica.start("b");
         Path base = dir.resolve("base.yaml");
         Files.writeString(base, "server:\n  host: 127.0.0.1\n  port: 0\ncache:\n  threshold: 0.4\n");
         Path workersFile = dir.resolve("workers.yaml");
@@ -85,8 +85,8 @@ class ReloadTest {
 
     @Test
     void aReloadThatChangesAnythingElseIsRejectedAndTheRunningConfigKept() throws Exception {
-        FakeReplica a = FakeReplica.start("a");
-        FakeReplica b = FakeReplica.start("b");
+        ScriptedReplica a = ScriptedReplica.start("a");
+        ScriptedReplica b = ScriptedReplica.start("b");
         Path base = dir.resolve("base.yaml");
         Files.writeString(base, "server:\n  host: 127.0.0.1\n  port: 0\ncache:\n  threshold: 0.4\n");
         Path workersFile = dir.resolve("workers.yaml");
@@ -111,7 +111,7 @@ class ReloadTest {
 
     @Test
     void aReloadOfAnInvalidFileIsRejected() throws Exception {
-        FakeReplica a = FakeReplica.start("a");
+        ScriptedReplica a = ScriptedReplica.start("a");
         Path base = dir.resolve("base.yaml");
         Files.writeString(base, "server:\n  host: 127.0.0.1\n  port: 0\n");
         Path workersFile = dir.resolve("workers.yaml");

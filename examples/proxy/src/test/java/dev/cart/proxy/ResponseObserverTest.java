@@ -140,4 +140,23 @@ class ResponseObserverTest {
                 false));
         assertNull(AnswerLearning.continuation("not json".getBytes(StandardCharsets.UTF_8), List.of("x"), false));
     }
+
+    @Test
+    void eventsThatAreNotJsonAreCountedNotSwallowed() {
+        String stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+                + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"cut\n\n"
+                + "data: {\"usage\": nope}\n\n"
+                + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":5}}}\n\n"
+                + "data: [DONE]\n\n";
+        ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream",
+                stream.getBytes(StandardCharsets.UTF_8));
+        assertEquals(2, o.parseFailures());
+        assertEquals(new ServedUsage(10, 5), o.usage(), "the events that parse are still read");
+        ResponseObserver clean = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream",
+                OPENAI_STREAM.getBytes(StandardCharsets.UTF_8));
+        assertEquals(0, clean.parseFailures(), "[DONE], comments and events are not failures");
+        ResponseObserver body = feed(Endpoint.CHAT_COMPLETIONS, "application/json",
+                "{\"usage\":{\"prompt_tokens\":3".getBytes(StandardCharsets.UTF_8));
+        assertEquals(1, body.parseFailures());
+    }
 }

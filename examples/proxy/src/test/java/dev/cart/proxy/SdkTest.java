@@ -78,7 +78,7 @@ class SdkTest {
                 String streamed = acc.message().content().get(0).text().orElseThrow().text();
                 assertTrue(streamed.startsWith("Hello from r"), streamed);
                 assertEquals(2, h.replica(0).count() + h.replica(1).count());
-                FakeReplica served = h.replica(0).count() > 0 ? h.replica(0) : h.replica(1);
+                ScriptedReplica served = h.replica(0).count() > 0 ? h.replica(0) : h.replica(1);
                 String credential = served.last().headers().getFirst("X-api-key") != null
                         ? served.last().headers().getFirst("X-api-key")
                         : served.last().headers().getFirst("Authorization");

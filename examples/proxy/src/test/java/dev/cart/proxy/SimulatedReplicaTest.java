@@ -68,8 +68,8 @@ class SimulatedReplicaTest {
         open.add(demo);
         assertEquals(4, demo.workers().size());
         ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
-        proxy = ProxyServer.start(new ProxyConfig(new ProxyConfig.Server("127.0.0.1", 0, 16), config.workers(),
-                config.cache(), config.health(), config.circuitBreaker(), config.proxy()), new ProxyServer.Options());
+        proxy = ProxyServer.start(config.withServer(ProxyConfig.Server.builder().host("127.0.0.1").port(0)
+                .maxThreads(16).build()), new ProxyServer.Options());
         HttpResponse<String> r = chat(true);
         assertEquals(200, r.statusCode());
         assertTrue(r.headers().firstValue("content-type").orElse("").startsWith("text/event-stream"));

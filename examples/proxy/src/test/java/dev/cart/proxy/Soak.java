@@ -118,12 +118,12 @@ public final class Soak {
     static void overHttp(int seconds, int clients, long maxBlocks) throws Exception {
         ProxyHarness h = new ProxyHarness();
         for (int i = 0; i < 4; i++) {
-            h.replicas.add(FakeReplica.start("r" + i));
+            h.replicas.add(ScriptedReplica.start("r" + i));
         }
         String yaml = h.yaml("cache:\n  max_tree_size: " + maxBlocks + "\n  eviction_interval_secs: 1\n"
                 + "proxy:\n  decision_log: false\n");
         h.proxy = ProxyServer.start(ConfigLoader.parse(yaml), new ProxyServer.Options().healthChecks(false));
-        for (FakeReplica f : h.replicas) {
+        for (ScriptedReplica f : h.replicas) {
             f.requests.clear();
         }
         AtomicLong done = new AtomicLong();
@@ -149,7 +149,7 @@ public final class Soak {
                         errors.incrementAndGet();
                     }
                     done.incrementAndGet();
-                    for (FakeReplica f : h.replicas) {
+                    for (ScriptedReplica f : h.replicas) {
                         if (f.requests.size() > 1000) {
                             f.requests.clear(); // the fakes record requests; keep their memory flat too
                         }
@@ -174,7 +174,7 @@ public final class Soak {
         PrefixTree tree = h.proxy.routing().router.tree();
         System.out.printf("http: done: %d requests, %d errors, in-flight %d, tree stats equal a recount: %b%n",
                 done.get(), errors.get(), set.totalInFlight(), tree.stats().equals(tree.recount()));
-        for (FakeReplica f : h.replicas) {
+        for (ScriptedReplica f : h.replicas) {
             f.close();
         }
         h.proxy.close();

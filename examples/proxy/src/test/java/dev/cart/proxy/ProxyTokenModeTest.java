@@ -8,7 +8,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The proxy in token mode: keys of token ids, cache hits, and the tokenization figures in /metrics. */
-class TokenModeTest {
+class ProxyTokenModeTest {
 
     @Test
     void tokenKeysRouteByCacheAndReportTheirFigures() throws Exception {

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  * framing errors it refuses before the handler), never a 500 and never a hang; no bad request reaches a
  * replica; credentials and prompts never reach a log or an error.
  */
-class BadInputTest {
+class HttpBadInputTest {
 
     private static final Pattern STATUS = Pattern.compile("^HTTP/1\\.1 (\\d{3}) ");
 
@@ -157,7 +157,7 @@ class BadInputTest {
     @Test
     void targetsAndHostsNeverMakeTheProxyCallElsewhere() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "");
-             FakeReplica elsewhere = FakeReplica.start("elsewhere")) {
+             ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
             String other = "127.0.0.1:" + elsewhere.port();
             List<String> requests = List.of(
                     "GET http://" + other + "/v1/models?x=1 HTTP/1.1\r\nHost: " + other + "\r\nConnection: close\r\n\r\n",
@@ -174,7 +174,7 @@ class BadInputTest {
                 assertTrue(s == 200 || s == 400 || s == 405, req + " -> " + r);
             }
             assertEquals(0, elsewhere.count(), "nothing ever reached a host that is not a configured replica");
-            for (FakeReplica.Recorded rec : h.replica(0).requests) {
+            for (ScriptedReplica.Recorded rec : h.replica(0).requests) {
                 assertTrue(rec.path().startsWith("/"), rec.path());
             }
         }
@@ -255,7 +255,7 @@ class BadInputTest {
             HttpResponse<String> ok = h.http.send(b.copy().POST(HttpRequest.BodyPublishers.ofString(chat(prompt, false)))
                     .build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, ok.statusCode());
-            FakeReplica served = h.replica(0).count() == 1 ? h.replica(0) : h.replica(1);
+            ScriptedReplica served = h.replica(0).count() == 1 ? h.replica(0) : h.replica(1);
             assertEquals("Bearer " + key, served.last().headers().getFirst("Authorization"));
             assertEquals(anthropicKey, served.last().headers().getFirst("X-api-key"));
             // errors of every kind, with the secrets present

@@ -8,7 +8,7 @@ import java.time.ZoneOffset;
 import java.util.concurrent.atomic.AtomicReference;
 
 /** A clock the test moves by hand. */
-final class MutableClock extends Clock {
+final class ManualClock extends Clock {
     private final AtomicReference<Instant> now = new AtomicReference<>(Instant.parse("2025-01-01T12:00:00Z"));
 
     void advance(Duration d) {

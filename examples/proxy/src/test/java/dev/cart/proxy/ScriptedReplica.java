@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * models), answers {@code /health}, echoes anything else, and can be told to fail, hang, or pause a
  * stream on a latch the test controls. Every answer names the replica, so a test sees who served it.
  */
-final class FakeReplica implements AutoCloseable {
+final class ScriptedReplica implements AutoCloseable {
 
     record Recorded(String method, String path, String query, Headers headers, byte[] body) {
         String bodyText() {
@@ -71,7 +71,7 @@ final class FakeReplica implements AutoCloseable {
     volatile byte[] lastStream = new byte[0];
     private final ThreadLocal<java.io.ByteArrayOutputStream> streamed = new ThreadLocal<>();
 
-    private FakeReplica(String name) throws IOException {
+    private ScriptedReplica(String name) throws IOException {
         this.name = name;
         this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
         server.createContext("/", this::handle);
@@ -79,8 +79,8 @@ final class FakeReplica implements AutoCloseable {
         server.start();
     }
 
-    static FakeReplica start(String name) throws IOException {
-        return new FakeReplica(name);
+    static ScriptedReplica start(String name) throws IOException {
+        return new ScriptedReplica(name);
     }
 
     String url() {
