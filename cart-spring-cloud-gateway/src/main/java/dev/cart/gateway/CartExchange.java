@@ -91,7 +91,8 @@ final class CartExchange {
             previous.close();
             lease = null;
         }
-        RouteRequest r = request == null ? RouteRequest.empty()
+        RouteRequest r = request == null
+                ? RouteRequest.empty()
                 : RouteRequest.of(request.key()).withTokenization(request.tokenization());
         if (!failedReplicas.isEmpty()) {
             r = r.excluding(failedReplicas);
@@ -122,8 +123,8 @@ final class CartExchange {
 
     /** The response's head is set and its body is about to be written. */
     void bodyStarts(HttpHeaders headers) {
-        reader = UsageReader.create(endpoint, headers.getFirst(HttpHeaders.CONTENT_TYPE),
-                headers.getFirst(HttpHeaders.CONTENT_ENCODING));
+        reader = UsageReader.create(
+                endpoint, headers.getFirst(HttpHeaders.CONTENT_TYPE), headers.getFirst(HttpHeaders.CONTENT_ENCODING));
     }
 
     /** Bytes of the answer on their way to the client. */

@@ -54,7 +54,8 @@ public class CartGatewayAutoConfiguration {
     /** CART's balancer configuration for every load-balancer child context; it acts only for {@code cart.services}. */
     @Bean
     public LoadBalancerClientSpecification cartLoadBalancerClientSpecification() {
-        return new LoadBalancerClientSpecification("default." + CartLoadBalancerConfiguration.class.getName(),
+        return new LoadBalancerClientSpecification(
+                "default." + CartLoadBalancerConfiguration.class.getName(),
                 new Class<?>[] {CartLoadBalancerConfiguration.class});
     }
 }

@@ -10,6 +10,7 @@ import dev.cart.core.RoutingPolicy;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.PromptExtractor;
 import dev.cart.extract.Tokenizers;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -18,7 +19,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import io.micrometer.core.instrument.MeterRegistry;
 
 /**
  * CART's state in a gateway: the validated settings, the one prompt extractor, and a router per load-balanced
@@ -54,7 +54,8 @@ public final class CartGatewayRouting implements AutoCloseable {
             throw new IllegalArgumentException("invalid CART configuration:\n  " + String.join("\n  ", problems));
         }
         this.services = Set.copyOf(properties.getServices());
-        ExtractOptions.Builder eo = ExtractOptions.builder().blockChars(properties.getBlockChars())
+        ExtractOptions.Builder eo = ExtractOptions.builder()
+                .blockChars(properties.getBlockChars())
                 .anchorLimit(1024); // the stable start consistent-hash placement hashes, as in the proxy
         if (tokenMode()) {
             eo.tokenizer(Tokenizers.jtokkit(tokenizer()))
@@ -111,7 +112,8 @@ public final class CartGatewayRouting implements AutoCloseable {
                 .replicas(replicas)
                 .policy(policy)
                 .tree(tree)
-                .keyFormat(tokenMode() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
+                .keyFormat(
+                        tokenMode() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
                         tokenMode() ? p.getBlockTokens() : p.getBlockChars())
                 .listener(metrics == null ? RoutingListener.NONE : metrics)
                 .evictionInterval(Duration.ofSeconds(p.getEvictionIntervalSecs()))

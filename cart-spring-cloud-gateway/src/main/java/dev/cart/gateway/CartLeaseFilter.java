@@ -50,14 +50,18 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
     public Mono<Void> filter(ServerWebExchange exchange, GatewayFilterChain chain) {
         Route route = exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR);
         URI uri = route == null ? null : route.getUri();
-        if (uri == null || !"lb".equals(uri.getScheme()) || !routing.balances(uri.getHost())
+        if (uri == null
+                || !"lb".equals(uri.getScheme())
+                || !routing.balances(uri.getHost())
                 || exchange.getAttribute(CartExchange.ATTRIBUTE) != null) {
             return chain.filter(exchange);
         }
         CartExchange state = new CartExchange(uri.getHost());
         exchange.getAttributes().put(CartExchange.ATTRIBUTE, state);
         ServerHttpResponse original = exchange.getResponse();
-        ServerWebExchange observed = exchange.mutate().response(new ObservedResponse(original, state)).build();
+        ServerWebExchange observed = exchange.mutate()
+                .response(new ObservedResponse(original, state))
+                .build();
         return chain.filter(observed)
                 .onErrorResume(NotFoundException.class, e -> {
                     if (!state.wasNoReplica() || original.isCommitted()) {
@@ -65,7 +69,12 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
                     }
                     routing.rejected(state.serviceId(), "no_replica");
                     original.getHeaders().set("Retry-After", "1");
-                    return CartPromptFilter.error(original, 503, "server_error", "no_replica", null,
+                    return CartPromptFilter.error(
+                            original,
+                            503,
+                            "server_error",
+                            "no_replica",
+                            null,
                             "no replica of " + state.serviceId() + " can take the request now");
                 })
                 .doOnError(state::error)

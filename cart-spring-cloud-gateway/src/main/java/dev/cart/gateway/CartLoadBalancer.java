@@ -73,8 +73,10 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
             }
             if (state == null) {
                 if (warnedNoState.compareAndSet(false, true)) {
-                    LOG.warn("service {}: a request reached CART's load balancer without CART's gateway filter; it is "
-                            + "routed by load and not counted in flight", routing.serviceId());
+                    LOG.warn(
+                            "service {}: a request reached CART's load balancer without CART's gateway filter; it is "
+                                    + "routed by load and not counted in flight",
+                            routing.serviceId());
                 }
                 d.lease().close();
             } else {

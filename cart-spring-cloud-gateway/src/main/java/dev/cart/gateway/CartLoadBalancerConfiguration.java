@@ -26,11 +26,11 @@ public class CartLoadBalancerConfiguration {
 
     @Bean
     @Conditional(CartService.class)
-    ReactorServiceInstanceLoadBalancer cartLoadBalancer(Environment environment, LoadBalancerClientFactory factory,
-                                                        CartGatewayRouting routing) {
+    ReactorServiceInstanceLoadBalancer cartLoadBalancer(
+            Environment environment, LoadBalancerClientFactory factory, CartGatewayRouting routing) {
         String serviceId = LoadBalancerClientFactory.getName(environment);
-        return new CartLoadBalancer(routing.service(serviceId),
-                factory.getLazyProvider(serviceId, ServiceInstanceListSupplier.class));
+        return new CartLoadBalancer(
+                routing.service(serviceId), factory.getLazyProvider(serviceId, ServiceInstanceListSupplier.class));
     }
 
     /** True in the load-balancer context of a service listed in {@code cart.services}. */
@@ -39,7 +39,8 @@ public class CartLoadBalancerConfiguration {
         public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
             String serviceId = context.getEnvironment().getProperty(LoadBalancerClientFactory.PROPERTY_NAME);
             List<String> services = Binder.get(context.getEnvironment())
-                    .bind("cart.services", Bindable.listOf(String.class)).orElse(List.of());
+                    .bind("cart.services", Bindable.listOf(String.class))
+                    .orElse(List.of());
             return serviceId != null && services.contains(serviceId);
         }
     }

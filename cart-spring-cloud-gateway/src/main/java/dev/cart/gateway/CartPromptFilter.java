@@ -70,7 +70,9 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
         }
         String serviceId = state.serviceId();
         ServerHttpRequest request = exchange.getRequest();
-        Endpoint endpoint = request.getMethod() == HttpMethod.POST ? endpoint(request.getPath().value()) : null;
+        Endpoint endpoint = request.getMethod() == HttpMethod.POST
+                ? endpoint(request.getPath().value())
+                : null;
         if (endpoint == null) {
             state.routeByLoad();
             return chain.filter(exchange);
@@ -79,18 +81,23 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
         if (request.getHeaders().getContentLength() > max) {
             return tooLarge(exchange, serviceId, max);
         }
-        ServerWebExchange limited = exchange.mutate().request(new LimitedBody(request, max)).build();
+        ServerWebExchange limited =
+                exchange.mutate().request(new LimitedBody(request, max)).build();
         return ServerWebExchangeUtils.cacheRequestBody(limited, cached -> {
-            ExtractedRequest extracted;
-            try {
-                extracted = routing.extractor().extract(endpoint, bytes(limited));
-            } catch (ExtractionException e) {
-                rejected.accept(serviceId, e.code());
-                return error(exchange.getResponse(), e.status(), e.type(), e.code(), e.param(), e.getMessage());
-            }
-            state.extracted(endpoint, extracted);
-            return chain.filter(cached == limited.getRequest() ? limited : limited.mutate().request(cached).build());
-        }).onErrorResume(BodyTooLarge.class, e -> tooLarge(exchange, serviceId, max));
+                    ExtractedRequest extracted;
+                    try {
+                        extracted = routing.extractor().extract(endpoint, bytes(limited));
+                    } catch (ExtractionException e) {
+                        rejected.accept(serviceId, e.code());
+                        return error(exchange.getResponse(), e.status(), e.type(), e.code(), e.param(), e.getMessage());
+                    }
+                    state.extracted(endpoint, extracted);
+                    return chain.filter(
+                            cached == limited.getRequest()
+                                    ? limited
+                                    : limited.mutate().request(cached).build());
+                })
+                .onErrorResume(BodyTooLarge.class, e -> tooLarge(exchange, serviceId, max));
     }
 
     /** The endpoint a request path ends with (a route may add a prefix), or null. */
@@ -105,10 +112,14 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
 
     private Mono<Void> tooLarge(ServerWebExchange exchange, String serviceId, int max) {
         rejected.accept(serviceId, "body_too_large");
-        return error(exchange.getResponse(), 413, "invalid_request_error", "body_too_large", null,
+        return error(
+                exchange.getResponse(),
+                413,
+                "invalid_request_error",
+                "body_too_large",
+                null,
                 "the request body exceeds cart.max-body-bytes (" + max + " bytes)");
     }
-
 
     /** The cached body's bytes (empty when there was none), copied without moving the cached buffer. */
     private static byte[] bytes(ServerWebExchange exchange) {
@@ -122,8 +133,8 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
     }
 
     /** Writes {@code {"error": {"message", "type", "code", "param"}}} with {@code status}. */
-    static Mono<Void> error(ServerHttpResponse response, int status, String type, String code, String param,
-                            String message) {
+    static Mono<Void> error(
+            ServerHttpResponse response, int status, String type, String code, String param, String message) {
         if (response.isCommitted()) {
             return Mono.empty();
         }
@@ -183,5 +194,4 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
             super("request body too large", null, false, false);
         }
     }
-
 }

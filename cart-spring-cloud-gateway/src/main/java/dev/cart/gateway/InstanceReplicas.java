@@ -39,16 +39,15 @@ final class InstanceReplicas implements ReplicaSet {
     static final String MAX_LOAD_METADATA = "cart.max-load";
     static final String LOAD_PENALTY_METADATA = "cart.load-penalty";
 
-    private record Slot(ReplicaSpec spec, ManagedReplicaSet.Member member, ServiceInstance instance) {
-    }
+    private record Slot(ReplicaSpec spec, ManagedReplicaSet.Member member, ServiceInstance instance) {}
 
-    private record Snapshot(List<ServiceInstance> source, List<ManagedReplicaSet.Member> members) {
-    }
+    private record Snapshot(List<ServiceInstance> source, List<ManagedReplicaSet.Member> members) {}
 
     private final int defaultMaxLoad;
     private final int defaultLoadPenalty;
     /** Current and departing replicas by id; a departing one stays until its in-flight count is 0. */
     private final Map<String, Slot> slots = new ConcurrentHashMap<>();
+
     private final Map<Replica, ServiceInstance> instances = new ConcurrentHashMap<>();
     private volatile Snapshot current = new Snapshot(null, List.of());
     private volatile Router router;
@@ -89,7 +88,14 @@ final class InstanceReplicas implements ReplicaSet {
                     if (slot != null) {
                         retire(slot);
                     }
-                    slot = new Slot(spec, ManagedReplicaSet.builder().add(spec).build().replicas().get(0), e.getValue());
+                    slot = new Slot(
+                            spec,
+                            ManagedReplicaSet.builder()
+                                    .add(spec)
+                                    .build()
+                                    .replicas()
+                                    .get(0),
+                            e.getValue());
                 } else if (slot.instance() != e.getValue()) {
                     slot = new Slot(spec, slot.member(), e.getValue());
                 }

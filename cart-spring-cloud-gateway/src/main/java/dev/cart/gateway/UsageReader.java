@@ -61,7 +61,9 @@ final class UsageReader {
         if (endpoint == null) {
             return null;
         }
-        if (contentEncoding != null && !contentEncoding.isBlank() && !contentEncoding.trim().equalsIgnoreCase("identity")) {
+        if (contentEncoding != null
+                && !contentEncoding.isBlank()
+                && !contentEncoding.trim().equalsIgnoreCase("identity")) {
             return null;
         }
         String ct = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
@@ -131,8 +133,8 @@ final class UsageReader {
         if (inputTokens < 0) {
             return new ServedUsage(ServedUsage.UNKNOWN, cacheReadTokens);
         }
-        return new ServedUsage(inputTokens + Math.max(0, cacheReadTokens) + Math.max(0, cacheCreationTokens),
-                cacheReadTokens);
+        return new ServedUsage(
+                inputTokens + Math.max(0, cacheReadTokens) + Math.max(0, cacheCreationTokens), cacheReadTokens);
     }
 
     private void appendLine(byte[] b, int off, int n) {

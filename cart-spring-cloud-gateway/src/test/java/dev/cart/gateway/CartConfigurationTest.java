@@ -13,8 +13,8 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 /** {@code cart.*} as a gateway operator writes it: bound by Boot, checked at start, every problem named. */
 class CartConfigurationTest {
 
-    private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(CartGatewayAutoConfiguration.class));
+    private final ApplicationContextRunner runner =
+            new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(CartGatewayAutoConfiguration.class));
 
     private static String failure(Throwable t) {
         StringBuilder b = new StringBuilder();
@@ -38,13 +38,18 @@ class CartConfigurationTest {
         assertEquals(16, p.getBlockTokens());
         assertEquals(256, p.getMaxLoad());
         assertEquals(32 * 1024 * 1024, p.getMaxBodyBytes());
-        assertTrue(CartGatewayRouting.validate(p, CartGatewayRouting.policySettings(p)).isEmpty());
+        assertTrue(CartGatewayRouting.validate(p, CartGatewayRouting.policySettings(p))
+                .isEmpty());
     }
 
     @Test
     void kebabAndProxySpellingsBindAndTheBeansStart() {
-        runner.withPropertyValues("cart.services=llm,chat", "cart.match_abs_threshold=4096", "cart.threshold=0.5",
-                        "cart.guard=median", "cart.prefill-aware=false")
+        runner.withPropertyValues(
+                        "cart.services=llm,chat",
+                        "cart.match_abs_threshold=4096",
+                        "cart.threshold=0.5",
+                        "cart.guard=median",
+                        "cart.prefill-aware=false")
                 .run(context -> {
                     assertNull(context.getStartupFailure(), () -> failure(context.getStartupFailure()));
                     CartProperties p = context.getBean(CartProperties.class);
@@ -60,14 +65,26 @@ class CartConfigurationTest {
 
     @Test
     void everyBadValueIsNamedWithItsRange() {
-        runner.withPropertyValues("cart.services=llm", "cart.threshold=1.5", "cart.block-chars=0", "cart.learn=sometimes",
-                        "cart.max-load=0", "cart.daily-cleanup-hour-utc=24", "cart.tokenizer=gpt2",
+        runner.withPropertyValues(
+                        "cart.services=llm",
+                        "cart.threshold=1.5",
+                        "cart.block-chars=0",
+                        "cart.learn=sometimes",
+                        "cart.max-load=0",
+                        "cart.daily-cleanup-hour-utc=24",
+                        "cart.tokenizer=gpt2",
                         "cart.balance-rel-threshold=0.5")
                 .run(context -> {
                     String msg = failure(context.getStartupFailure());
-                    for (String expected : List.of("cart.threshold", "[0, 1]", "1.5", "cart.block-chars: must be in [1, 65536], was 0",
-                            "cart.learn: must be one of on_route, on_success", "cart.max-load: must be >= 1, was 0",
-                            "cart.daily-cleanup-hour-utc: must be in [-1, 23], was 24", "cart.tokenizer",
+                    for (String expected : List.of(
+                            "cart.threshold",
+                            "[0, 1]",
+                            "1.5",
+                            "cart.block-chars: must be in [1, 65536], was 0",
+                            "cart.learn: must be one of on_route, on_success",
+                            "cart.max-load: must be >= 1, was 0",
+                            "cart.daily-cleanup-hour-utc: must be in [-1, 23], was 24",
+                            "cart.tokenizer",
                             "cart.balance-rel-threshold")) {
                         assertTrue(msg.contains(expected), "'" + expected + "' in:\n" + msg);
                     }

@@ -29,8 +29,12 @@ class InstanceReplicasTest {
     }
 
     private static Router router(InstanceReplicas replicas) {
-        Router r = Router.builder().replicas(replicas).policy("cache_aware").evictionInterval(Duration.ZERO)
-                .firstTokenReports(true).build();
+        Router r = Router.builder()
+                .replicas(replicas)
+                .policy("cache_aware")
+                .evictionInterval(Duration.ZERO)
+                .firstTokenReports(true)
+                .build();
         replicas.attach(r);
         return r;
     }
@@ -95,7 +99,8 @@ class InstanceReplicasTest {
     @Test
     void metadataSetsAdmissionCapAndPenaltyAndABadValueFallsBackToTheDefault() {
         InstanceReplicas set = new InstanceReplicas(256, 0);
-        set.update(List.of(instance(8000, Map.of("cart.max-load", "1", "cart.load-penalty", "3")),
+        set.update(List.of(
+                instance(8000, Map.of("cart.max-load", "1", "cart.load-penalty", "3")),
                 instance(8001, Map.of("cart.max-load", "lots"))));
         Replica capped = set.replicas().get(0);
         assertEquals(1, capped.maxLoad());

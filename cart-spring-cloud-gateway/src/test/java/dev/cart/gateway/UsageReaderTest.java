@@ -35,13 +35,16 @@ class UsageReaderTest {
                 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":31,\"prompt_tokens_details\":{\"cached_tokens\":16}}}\r\n\r\n"
                 + "data: [DONE]\n\n";
         for (int chunk : new int[] {1, 3, 64, 4096}) {
-            assertEquals(new ServedUsage(31, 16), read(Endpoint.COMPLETIONS, "text/event-stream; charset=utf-8", body, chunk));
+            assertEquals(
+                    new ServedUsage(31, 16),
+                    read(Endpoint.COMPLETIONS, "text/event-stream; charset=utf-8", body, chunk));
         }
     }
 
     @Test
     void streamWithoutUsageReportsUnknown() {
-        ServedUsage u = read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", "data: {\"choices\":[]}\n\ndata: [DONE]\n\n", 5);
+        ServedUsage u =
+                read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", "data: {\"choices\":[]}\n\ndata: [DONE]\n\n", 5);
         assertEquals(ServedUsage.unknown(), u);
     }
 
@@ -70,7 +73,9 @@ class UsageReaderTest {
 
     @Test
     void brokenOrOversizedJsonIsGivenUp() {
-        assertEquals(ServedUsage.unknown(), read(Endpoint.CHAT_COMPLETIONS, "application/json", "{\"usage\":{\"prompt_tok", 4));
+        assertEquals(
+                ServedUsage.unknown(),
+                read(Endpoint.CHAT_COMPLETIONS, "application/json", "{\"usage\":{\"prompt_tok", 4));
         String huge = "{\"pad\":\"" + "x".repeat(UsageReader.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":3,"
                 + "\"prompt_tokens_details\":{\"cached_tokens\":1}}}";
         assertEquals(ServedUsage.unknown(), read(Endpoint.CHAT_COMPLETIONS, "application/json", huge, 65536));
@@ -78,8 +83,9 @@ class UsageReaderTest {
 
     @Test
     void anOverlongEventLineIsSkippedAndTheNextOneRead() {
-        String body = "data: {\"pad\":\"" + "y".repeat(UsageReader.MAX_LINE_BYTES) + "\",\"usage\":{\"prompt_tokens\":9}}\n"
-                + "data: {\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n";
+        String body =
+                "data: {\"pad\":\"" + "y".repeat(UsageReader.MAX_LINE_BYTES) + "\",\"usage\":{\"prompt_tokens\":9}}\n"
+                        + "data: {\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n";
         assertEquals(new ServedUsage(7, 2), read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", body, 8192));
     }
 }

@@ -46,7 +46,10 @@ public final class DemoReplicas implements AutoCloseable {
         try {
             for (int i = 1; i <= count; i++) {
                 started.add(SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
-                        .name("sim-" + i).port(0).model(MODEL).speedup(20)));
+                        .name("sim-" + i)
+                        .port(0)
+                        .model(MODEL)
+                        .speedup(20)));
             }
         } catch (IOException | RuntimeException e) {
             started.forEach(SimulatedReplicaServer::close);

@@ -28,12 +28,18 @@ public class GatewayExample {
     ApplicationListener<WebServerInitializedEvent> announcePort() {
         return event -> {
             int port = event.getWebServer().getPort();
-            DemoReplicas demo = event.getApplicationContext().getBeanProvider(DemoReplicas.class).getIfAvailable();
+            DemoReplicas demo = event.getApplicationContext()
+                    .getBeanProvider(DemoReplicas.class)
+                    .getIfAvailable();
             System.out.println();
             System.out.println("CART gateway example listening on http://localhost:" + port
-                    + (demo == null ? "" : " (demo: " + demo.servers().size() + " simulated replicas behind lb://llm)"));
-            System.out.println("  try:  curl -N localhost:" + port + "/v1/chat/completions -H 'content-type: application/json' \\");
-            System.out.println("          -d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'");
+                    + (demo == null
+                            ? ""
+                            : " (demo: " + demo.servers().size() + " simulated replicas behind lb://llm)"));
+            System.out.println("  try:  curl -N localhost:" + port
+                    + "/v1/chat/completions -H 'content-type: application/json' \\");
+            System.out.println(
+                    "          -d '{\"model\":\"demo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'");
             System.out.println("        curl -s localhost:" + port + "/actuator/prometheus | grep ^cart_");
             System.out.println();
         };

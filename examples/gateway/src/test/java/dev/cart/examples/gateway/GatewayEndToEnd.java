@@ -44,15 +44,22 @@ final class GatewayEndToEnd {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    record Run(String workload, String route, int requests, int failed, long prompt, long cached, double seconds,
-               Map<String, Long> perReplica, int leftInFlight) {
+    record Run(
+            String workload,
+            String route,
+            int requests,
+            int failed,
+            long prompt,
+            long cached,
+            double seconds,
+            Map<String, Long> perReplica,
+            int leftInFlight) {
         double hitRatio() {
             return prompt == 0 ? 0 : (double) cached / prompt;
         }
     }
 
-    private GatewayEndToEnd() {
-    }
+    private GatewayEndToEnd() {}
 
     public static void main(String[] args) throws Exception {
         long seed = 1;
@@ -74,34 +81,65 @@ final class GatewayEndToEnd {
             for (String route : List.of("round_robin", "cart")) {
                 Run r = run(w, route, replicas, cacheTokens, speedup, clients, stream);
                 runs.add(r);
-                System.out.printf(Locale.ROOT, "%s via %s: hit ratio %.3f, %d failed, %.1f s, per replica %s, left in flight %d%n",
-                        r.workload(), r.route(), r.hitRatio(), r.failed(), r.seconds(), r.perReplica(), r.leftInFlight());
+                System.out.printf(
+                        Locale.ROOT,
+                        "%s via %s: hit ratio %.3f, %d failed, %.1f s, per replica %s, left in flight %d%n",
+                        r.workload(),
+                        r.route(),
+                        r.hitRatio(),
+                        r.failed(),
+                        r.seconds(),
+                        r.perReplica(),
+                        r.leftInFlight());
             }
         }
-        System.out.printf(Locale.ROOT, "%nseed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, %s, Java %s%n%n",
-                seed, replicas, cacheTokens, clients, speedup, stream ? "streamed" : "not streamed", Runtime.version());
+        System.out.printf(
+                Locale.ROOT,
+                "%nseed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, %s, Java %s%n%n",
+                seed,
+                replicas,
+                cacheTokens,
+                clients,
+                speedup,
+                stream ? "streamed" : "not streamed",
+                Runtime.version());
         System.out.println("| workload | gateway balancer | requests | hit ratio over HTTP | failed | run (s) |");
         System.out.println("|---|---|---:|---:|---:|---:|");
         for (Run r : runs) {
-            System.out.printf(Locale.ROOT, "| %s | %s | %d | %.3f | %d | %.1f |%n", r.workload(),
-                    r.route().equals("cart") ? "CART (cache_aware)" : "default round robin", r.requests(), r.hitRatio(),
-                    r.failed(), r.seconds());
+            System.out.printf(
+                    Locale.ROOT,
+                    "| %s | %s | %d | %.3f | %d | %.1f |%n",
+                    r.workload(),
+                    r.route().equals("cart") ? "CART (cache_aware)" : "default round robin",
+                    r.requests(),
+                    r.hitRatio(),
+                    r.failed(),
+                    r.seconds());
         }
         System.exit(0);
     }
 
     /** Fresh replicas and a fresh gateway; the workload through one route. */
-    static Run run(Workload w, String route, int replicas, long cacheTokens, double speedup, int clients,
-                   boolean stream) throws Exception {
+    static Run run(
+            Workload w, String route, int replicas, long cacheTokens, double speedup, int clients, boolean stream)
+            throws Exception {
         List<SimulatedReplicaServer> sims = new ArrayList<>();
         ConfigurableApplicationContext gateway = null;
         try {
-            List<String> props = new ArrayList<>(List.of("--server.port=0", "--cart.eviction-interval-secs=0",
-                    "--cart.learn=on_route", "--cart.feedback=true", "--logging.level.root=WARN",
+            List<String> props = new ArrayList<>(List.of(
+                    "--server.port=0",
+                    "--cart.eviction-interval-secs=0",
+                    "--cart.learn=on_route",
+                    "--cart.feedback=true",
+                    "--logging.level.root=WARN",
                     "--spring.main.banner-mode=off"));
             for (int i = 0; i < replicas; i++) {
                 SimulatedReplicaServer r = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
-                        .name("e2e-" + i).port(0).model("sim").cacheTokens(cacheTokens).speedup(speedup));
+                        .name("e2e-" + i)
+                        .port(0)
+                        .model("sim")
+                        .cacheTokens(cacheTokens)
+                        .speedup(speedup));
                 sims.add(r);
                 for (String service : List.of("llm", "llm-rr")) {
                     props.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i + "].uri="
@@ -121,8 +159,16 @@ final class GatewayEndToEnd {
             for (SimulatedReplicaServer s : sims) {
                 perReplica.put(s.name(), s.requestCount());
             }
-            return new Run(run.workload(), route, run.requests(), run.failed(), run.prompt(), run.cached(),
-                    run.seconds(), perReplica, routing.inFlight("llm"));
+            return new Run(
+                    run.workload(),
+                    route,
+                    run.requests(),
+                    run.failed(),
+                    run.prompt(),
+                    run.cached(),
+                    run.seconds(),
+                    perReplica,
+                    routing.inFlight("llm"));
         } finally {
             if (gateway != null) {
                 gateway.close();
@@ -141,8 +187,10 @@ final class GatewayEndToEnd {
         private final URI base;
         private final int clients;
         private final boolean stream;
-        private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(10)).build();
+        private final HttpClient http = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(10))
+                .build();
         private final CountDownLatch done;
         private final Map<String, ArrayDeque<Integer>> waiting = new HashMap<>();
         private final Map<String, Boolean> busy = new HashMap<>();
@@ -171,8 +219,16 @@ final class GatewayEndToEnd {
             if (!done.await(30, TimeUnit.MINUTES)) {
                 throw new IllegalStateException("the replay did not finish");
             }
-            return new Run(w.name(), route, requests.size(), failed.get(), prompt.get(), cached.get(),
-                    (System.nanoTime() - t0) / 1e9, Map.of(), 0);
+            return new Run(
+                    w.name(),
+                    route,
+                    requests.size(),
+                    failed.get(),
+                    prompt.get(),
+                    cached.get(),
+                    (System.nanoTime() - t0) / 1e9,
+                    Map.of(),
+                    0);
         }
 
         /** Called with the lock held. */
@@ -206,10 +262,12 @@ final class GatewayEndToEnd {
 
         private void send(int i) {
             WorkloadRequest r = requests.get(i);
-            HttpRequest req = HttpRequest.newBuilder(URI.create(base + r.endpoint().path()))
+            HttpRequest req = HttpRequest.newBuilder(
+                            URI.create(base + r.endpoint().path()))
                     .timeout(Duration.ofMinutes(5))
                     .header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", stream))).build();
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", stream)))
+                    .build();
             http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
                 try {
                     if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
@@ -241,7 +299,9 @@ final class GatewayEndToEnd {
                     return false;
                 }
                 prompt.addAndGet(usage.get("prompt_tokens").asLong());
-                cached.addAndGet(usage.path("prompt_tokens_details").path("cached_tokens").asLong());
+                cached.addAndGet(usage.path("prompt_tokens_details")
+                        .path("cached_tokens")
+                        .asLong());
                 return true;
             } catch (Exception e) {
                 return false;

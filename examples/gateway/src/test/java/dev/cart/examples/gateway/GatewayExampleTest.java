@@ -33,10 +33,10 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.Socket;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
@@ -58,20 +58,25 @@ import org.springframework.test.context.ActiveProfiles;
  * loopback) behind {@code lb://llm}, driven by the official OpenAI and Anthropic Java SDKs: everything real, from
  * the SDK's HTTP client through Spring Cloud Gateway and CART to the replicas.
  */
-@SpringBootTest(classes = GatewayExample.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {"demo.replicas=4", "cart.max-body-bytes=1000000",
-                // the example's routes, plus one with the gateway's Retry filter (POST retried on 5xx)
-                "spring.cloud.gateway.server.webflux.routes[0].id=llm",
-                "spring.cloud.gateway.server.webflux.routes[0].uri=lb://llm",
-                "spring.cloud.gateway.server.webflux.routes[0].predicates[0]=Path=/v1/**",
-                "spring.cloud.gateway.server.webflux.routes[1].id=llm-retry",
-                "spring.cloud.gateway.server.webflux.routes[1].uri=lb://llm",
-                "spring.cloud.gateway.server.webflux.routes[1].predicates[0]=Path=/retry/v1/**",
-                "spring.cloud.gateway.server.webflux.routes[1].filters[0]=StripPrefix=1",
-                "spring.cloud.gateway.server.webflux.routes[1].filters[1].name=Retry",
-                "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.retries=2",
-                "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.methods=POST",
-                "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.series=SERVER_ERROR"})
+@SpringBootTest(
+        classes = GatewayExample.class,
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "demo.replicas=4",
+            "cart.max-body-bytes=1000000",
+            // the example's routes, plus one with the gateway's Retry filter (POST retried on 5xx)
+            "spring.cloud.gateway.server.webflux.routes[0].id=llm",
+            "spring.cloud.gateway.server.webflux.routes[0].uri=lb://llm",
+            "spring.cloud.gateway.server.webflux.routes[0].predicates[0]=Path=/v1/**",
+            "spring.cloud.gateway.server.webflux.routes[1].id=llm-retry",
+            "spring.cloud.gateway.server.webflux.routes[1].uri=lb://llm",
+            "spring.cloud.gateway.server.webflux.routes[1].predicates[0]=Path=/retry/v1/**",
+            "spring.cloud.gateway.server.webflux.routes[1].filters[0]=StripPrefix=1",
+            "spring.cloud.gateway.server.webflux.routes[1].filters[1].name=Retry",
+            "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.retries=2",
+            "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.methods=POST",
+            "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.series=SERVER_ERROR"
+        })
 @ActiveProfiles("demo")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class GatewayExampleTest {
@@ -80,10 +85,13 @@ class GatewayExampleTest {
 
     @LocalServerPort
     int port;
+
     @Autowired
     CartGatewayRouting routing;
+
     @Autowired
     DemoReplicas demo;
+
     @Autowired
     MeterRegistry registry;
 
@@ -91,8 +99,11 @@ class GatewayExampleTest {
 
     @BeforeAll
     void client() {
-        openai = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + port + "/v1").apiKey("sk-test")
-                .maxRetries(0).build();
+        openai = OpenAIOkHttpClient.builder()
+                .baseUrl("http://127.0.0.1:" + port + "/v1")
+                .apiKey("sk-test")
+                .maxRetries(0)
+                .build();
     }
 
     @AfterAll
@@ -119,7 +130,8 @@ class GatewayExampleTest {
     void chatCompletionStreamedWithUsageReadForFeedback() {
         double promptTokensBefore = sum("cart.cache.prompt.tokens");
         ChatCompletionCreateParams params = chat("You summarise news. ".repeat(30), "Summarise today", 16).toBuilder()
-                .streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build())
+                .streamOptions(
+                        ChatCompletionStreamOptions.builder().includeUsage(true).build())
                 .build();
         StringBuilder text = new StringBuilder();
         long[] usagePrompt = {-1};
@@ -137,18 +149,22 @@ class GatewayExampleTest {
 
     @Test
     void completions() {
-        Completion c = openai.completions().create(CompletionCreateParams.builder()
-                .model(CompletionCreateParams.Model.of(DemoReplicas.MODEL))
-                .prompt("Once upon a time in a land far away, ".repeat(10))
-                .maxTokens(8)
-                .build());
+        Completion c = openai.completions()
+                .create(CompletionCreateParams.builder()
+                        .model(CompletionCreateParams.Model.of(DemoReplicas.MODEL))
+                        .prompt("Once upon a time in a land far away, ".repeat(10))
+                        .maxTokens(8)
+                        .build());
         assertFalse(c.choices().get(0).text().isBlank());
     }
 
     @Test
     void anthropicMessagesStreamedAndNot() {
-        AnthropicClient anthropic = AnthropicOkHttpClient.builder().baseUrl("http://127.0.0.1:" + port)
-                .apiKey("sk-ant-test").maxRetries(0).build();
+        AnthropicClient anthropic = AnthropicOkHttpClient.builder()
+                .baseUrl("http://127.0.0.1:" + port)
+                .apiKey("sk-ant-test")
+                .maxRetries(0)
+                .build();
         try {
             MessageCreateParams params = MessageCreateParams.builder()
                     .model(DemoReplicas.MODEL)
@@ -159,10 +175,12 @@ class GatewayExampleTest {
             Message m = anthropic.messages().create(params);
             assertFalse(m.content().get(0).text().orElseThrow().text().isBlank());
             MessageAccumulator acc = MessageAccumulator.create();
-            try (StreamResponse<RawMessageStreamEvent> stream = anthropic.messages().createStreaming(params)) {
+            try (StreamResponse<RawMessageStreamEvent> stream =
+                    anthropic.messages().createStreaming(params)) {
                 stream.stream().forEach(acc::accumulate);
             }
-            assertFalse(acc.message().content().get(0).text().orElseThrow().text().isBlank());
+            assertFalse(
+                    acc.message().content().get(0).text().orElseThrow().text().isBlank());
         } finally {
             anthropic.close();
         }
@@ -174,11 +192,19 @@ class GatewayExampleTest {
         Set<String> replicas = new HashSet<>();
         long cached = 0;
         for (int i = 0; i < 5; i++) {
-            try (HttpResponseFor<ChatCompletion> r = openai.chat().completions().withRawResponse()
+            try (HttpResponseFor<ChatCompletion> r = openai.chat()
+                    .completions()
+                    .withRawResponse()
                     .create(chat(system, "Where is my order " + i + "?", 4))) {
                 replicas.add(r.headers().values("x-sim-replica").get(0));
                 if (i > 0) {
-                    cached += r.parse().usage().orElseThrow().promptTokensDetails().orElseThrow().cachedTokens().orElse(0L);
+                    cached += r.parse()
+                            .usage()
+                            .orElseThrow()
+                            .promptTokensDetails()
+                            .orElseThrow()
+                            .cachedTokens()
+                            .orElse(0L);
                 }
             }
         }
@@ -191,8 +217,8 @@ class GatewayExampleTest {
         Set<String> replicas = new HashSet<>();
         for (int i = 0; i < 16; i++) {
             String system = ("Persona " + i + ": you answer questions about topic " + i + ". ").repeat(20);
-            try (HttpResponseFor<ChatCompletion> r = openai.chat().completions().withRawResponse()
-                    .create(chat(system, "Hi", 2))) {
+            try (HttpResponseFor<ChatCompletion> r =
+                    openai.chat().completions().withRawResponse().create(chat(system, "Hi", 2))) {
                 replicas.add(r.headers().values("x-sim-replica").get(0));
             }
         }
@@ -207,7 +233,8 @@ class GatewayExampleTest {
         assertTrue(r.headers().firstValue("content-type").orElse("").startsWith("application/json"));
         assertTrue(r.body().contains("\"type\":\"invalid_request_error\""), r.body());
         assertTrue(r.body().contains("\"code\":\"invalid_json\""), r.body());
-        HttpResponse<String> wrongType = post("/v1/messages", "{\"model\":\"demo\",\"max_tokens\":1,\"messages\":\"x\"}");
+        HttpResponse<String> wrongType =
+                post("/v1/messages", "{\"model\":\"demo\",\"max_tokens\":1,\"messages\":\"x\"}");
         assertEquals(400, wrongType.statusCode());
         assertTrue(wrongType.body().contains("\"param\":\"messages\""), wrongType.body());
         assertEquals(before, requestsAtReplicas());
@@ -224,8 +251,11 @@ class GatewayExampleTest {
     @Test
     void metricsShowInActuatorPrometheus() throws Exception {
         openai.chat().completions().create(chat("Metrics please. ".repeat(10), "hi", 2));
-        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + port + "/actuator/prometheus")).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/prometheus"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode());
         assertTrue(r.body().contains("cart_decisions_total{"), "decisions exported");
         assertTrue(r.body().contains("cart_requests_in_flight{service=\"llm\"}"), "in-flight gauge exported");
@@ -243,10 +273,13 @@ class GatewayExampleTest {
                 + "{\"role\":\"user\",\"content\":\"" + "Write a long story. ".repeat(10) + "\"}]}";
         try (Socket socket = new Socket("127.0.0.1", port)) {
             socket.setSoLinger(true, 0); // the close resets the connection, as a client that crashed would
-            socket.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
-                    .getBytes(StandardCharsets.UTF_8));
-            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+            socket.getOutputStream()
+                    .write(("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+                                    + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n"
+                                    + body)
+                            .getBytes(StandardCharsets.UTF_8));
+            BufferedReader in =
+                    new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
             for (String line; (line = in.readLine()) != null; ) {
                 if (line.startsWith("data: {")) {
                     break; // the first chunk of the answer arrived
@@ -255,7 +288,9 @@ class GatewayExampleTest {
             assertEquals(1, routing.inFlight(SERVICE), "the streaming request holds its slot");
         }
         await("in-flight back to 0 after the client left", () -> routing.inFlight(SERVICE) == 0);
-        await("the lease closed as cancelled", () -> sum("cart.upstream.requests", "outcome", "cancelled") > cancelledBefore);
+        await(
+                "the lease closed as cancelled",
+                () -> sum("cart.upstream.requests", "outcome", "cancelled") > cancelledBefore);
         assertEquals(failedBefore, sum("cart.upstream.requests", "outcome", "failure"), "the replica is not blamed");
     }
 
@@ -266,7 +301,10 @@ class GatewayExampleTest {
         HttpResponse<String> first = post("/v1/chat/completions", body);
         assertEquals(200, first.statusCode());
         String holder = first.headers().firstValue("x-sim-replica").orElseThrow();
-        SimulatedReplicaServer failing = demo.servers().stream().filter(s -> s.name().equals(holder)).findFirst().orElseThrow();
+        SimulatedReplicaServer failing = demo.servers().stream()
+                .filter(s -> s.name().equals(holder))
+                .findFirst()
+                .orElseThrow();
         failing.setFault(Fault.ERROR_500);
         double failedBefore = sum("cart.upstream.requests", "outcome", "failure");
         long before = failing.requestCount();
@@ -275,7 +313,8 @@ class GatewayExampleTest {
 
         assertEquals(200, retried.statusCode(), retried.body());
         assertEquals(before + 1, failing.requestCount(), "the holder was tried first (its cache hit)");
-        assertFalse(holder.equals(retried.headers().firstValue("x-sim-replica").orElse(holder)),
+        assertFalse(
+                holder.equals(retried.headers().firstValue("x-sim-replica").orElse(holder)),
                 "the retry went to another replica");
         await("in-flight back to 0", () -> routing.inFlight(SERVICE) == 0);
         assertEquals(failedBefore + 1, sum("cart.upstream.requests", "outcome", "failure"));
@@ -287,7 +326,8 @@ class GatewayExampleTest {
         for (SimulatedReplicaServer s : demo.servers()) {
             s.setFault(Fault.ERROR_500);
         }
-        assertThrows(InternalServerException.class,
+        assertThrows(
+                InternalServerException.class,
                 () -> openai.chat().completions().create(chat("Errors ahead. ".repeat(10), "hi", 2)));
         await("in-flight back to 0", () -> routing.inFlight(SERVICE) == 0);
         assertEquals(failedBefore + 1, sum("cart.upstream.requests", "outcome", "failure"));
@@ -300,13 +340,15 @@ class GatewayExampleTest {
             s.setFault(Fault.RESET);
         }
         try (var stream = openai.chat().completions().createStreaming(chat("Resets ahead. ".repeat(10), "hi", 64))) {
-            stream.stream().forEach(chunk -> { });
+            stream.stream().forEach(chunk -> {});
             fail("a stream cut by the replica must not end as complete");
         } catch (RuntimeException expected) {
             // the SDK reports the cut stream
         }
         await("in-flight back to 0", () -> routing.inFlight(SERVICE) == 0);
-        await("the lease closed as failed", () -> sum("cart.upstream.requests", "outcome", "failure") == failedBefore + 1);
+        await(
+                "the lease closed as failed",
+                () -> sum("cart.upstream.requests", "outcome", "failure") == failedBefore + 1);
     }
 
     // ---- helpers ----
@@ -321,11 +363,14 @@ class GatewayExampleTest {
     }
 
     private HttpResponse<String> post(String path, String body) throws Exception {
-        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-                        .header("content-type", "application/json")
-                        .timeout(Duration.ofSeconds(60))
-                        .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                                .header("content-type", "application/json")
+                                .timeout(Duration.ofSeconds(60))
+                                .POST(HttpRequest.BodyPublishers.ofString(body))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
     }
 
     private long requestsAtReplicas() {
@@ -338,7 +383,8 @@ class GatewayExampleTest {
 
     private double sum(String counter, String... tags) {
         double total = 0;
-        List<Counter> counters = List.copyOf(registry.find(counter).tags("service", SERVICE).tags(tags).counters());
+        List<Counter> counters = List.copyOf(
+                registry.find(counter).tags("service", SERVICE).tags(tags).counters());
         for (Counter c : counters) {
             total += c.count();
         }

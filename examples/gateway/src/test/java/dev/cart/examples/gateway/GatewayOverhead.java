@@ -36,11 +36,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class GatewayOverhead {
 
-    private GatewayOverhead() {
-    }
+    private GatewayOverhead() {}
 
-    record Phase(String route, int requests, int failed, double p50Ms, double p99Ms, double cpuMsPerRequest) {
-    }
+    record Phase(String route, int requests, int failed, double p50Ms, double p99Ms, double cpuMsPerRequest) {}
 
     public static void main(String[] args) throws Exception {
         int rounds = 3;
@@ -60,21 +58,29 @@ final class GatewayOverhead {
         }
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process replica = new ProcessBuilder(java, "-cp", benchClasses, "dev.cart.bench.FakeReplica", "4")
-                .redirectErrorStream(true).start();
+                .redirectErrorStream(true)
+                .start();
         Process gateway = null;
         try {
-            String portsLine = new BufferedReader(new InputStreamReader(replica.getInputStream(), StandardCharsets.UTF_8))
+            String portsLine = new BufferedReader(
+                            new InputStreamReader(replica.getInputStream(), StandardCharsets.UTF_8))
                     .readLine();
             if (portsLine == null || !portsLine.startsWith("PORTS ")) {
                 throw new IllegalStateException("fake replica did not start: " + portsLine);
             }
             String[] ports = portsLine.substring(6).split(",");
-            List<String> cmd = new ArrayList<>(List.of(java, "-Xmx1g", "-jar", jar, "--server.port=0",
-                    "--logging.level.root=WARN", "--spring.main.banner-mode=off"));
+            List<String> cmd = new ArrayList<>(List.of(
+                    java,
+                    "-Xmx1g",
+                    "-jar",
+                    jar,
+                    "--server.port=0",
+                    "--logging.level.root=WARN",
+                    "--spring.main.banner-mode=off"));
             for (int i = 0; i < ports.length; i++) {
                 for (String service : List.of("llm", "llm-rr")) {
-                    cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i + "].uri=http://127.0.0.1:"
-                            + ports[i]);
+                    cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i
+                            + "].uri=http://127.0.0.1:" + ports[i]);
                 }
             }
             gateway = new ProcessBuilder(cmd).redirectErrorStream(true).start();
@@ -82,26 +88,46 @@ final class GatewayOverhead {
             URI base = URI.create("http://127.0.0.1:" + port);
             HttpRequest[] cart = requests(base, "");
             HttpRequest[] rr = requests(base, "/rr");
-            HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            HttpClient http =
+                    HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             System.out.println("warming up both routes...");
             phase(http, cart, clients, Math.max(secs, 10), gateway.pid(), "cart");
             phase(http, rr, clients, Math.max(secs, 10), gateway.pid(), "round_robin");
             List<Phase> phases = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
                 for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) {
-                    Phase p = phase(http, useCart ? cart : rr, clients, secs, gateway.pid(), useCart ? "cart" : "round_robin");
+                    Phase p = phase(
+                            http, useCart ? cart : rr, clients, secs, gateway.pid(), useCart ? "cart" : "round_robin");
                     phases.add(p);
-                    System.out.printf(Locale.ROOT, "round %d %-11s: %d requests (%d failed), p50 %.3f ms, p99 %.3f ms, "
-                            + "gateway CPU %.3f ms/request%n", r + 1, p.route(), p.requests(), p.failed(), p.p50Ms(),
-                            p.p99Ms(), p.cpuMsPerRequest());
+                    System.out.printf(
+                            Locale.ROOT,
+                            "round %d %-11s: %d requests (%d failed), p50 %.3f ms, p99 %.3f ms, "
+                                    + "gateway CPU %.3f ms/request%n",
+                            r + 1,
+                            p.route(),
+                            p.requests(),
+                            p.failed(),
+                            p.p50Ms(),
+                            p.p99Ms(),
+                            p.cpuMsPerRequest());
                 }
             }
             int phaseSecs = secs;
-            System.out.printf(Locale.ROOT, "%n%d rounds of %d s per route, %d clients (closed loop), %d cores, Java %s%n",
-                    rounds, secs, clients, Runtime.getRuntime().availableProcessors(), Runtime.version());
+            System.out.printf(
+                    Locale.ROOT,
+                    "%n%d rounds of %d s per route, %d clients (closed loop), %d cores, Java %s%n",
+                    rounds,
+                    secs,
+                    clients,
+                    Runtime.getRuntime().availableProcessors(),
+                    Runtime.version());
             for (String route : List.of("round_robin", "cart")) {
-                System.out.printf(Locale.ROOT, "%-11s p50 %s ms, p99 %s ms, CPU %s ms/request, %s req/s%n", route,
-                        range(phases, route, Phase::p50Ms), range(phases, route, Phase::p99Ms),
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-11s p50 %s ms, p99 %s ms, CPU %s ms/request, %s req/s%n",
+                        route,
+                        range(phases, route, Phase::p50Ms),
+                        range(phases, route, Phase::p99Ms),
                         range(phases, route, Phase::cpuMsPerRequest),
                         range(phases, route, p -> (double) p.requests() / phaseSecs));
             }
@@ -117,12 +143,17 @@ final class GatewayOverhead {
     }
 
     private static String range(List<Phase> phases, String route, java.util.function.ToDoubleFunction<Phase> f) {
-        double[] v = phases.stream().filter(p -> p.route().equals(route)).mapToDouble(f).sorted().toArray();
+        double[] v = phases.stream()
+                .filter(p -> p.route().equals(route))
+                .mapToDouble(f)
+                .sorted()
+                .toArray();
         return String.format(Locale.ROOT, "%.3f–%.3f", v[0], v[v.length - 1]);
     }
 
     private static int awaitPort(Process gateway) throws IOException {
-        BufferedReader out = new BufferedReader(new InputStreamReader(gateway.getInputStream(), StandardCharsets.UTF_8));
+        BufferedReader out =
+                new BufferedReader(new InputStreamReader(gateway.getInputStream(), StandardCharsets.UTF_8));
         for (String line; (line = out.readLine()) != null; ) {
             int at = line.indexOf("listening on http://localhost:");
             if (at >= 0) {
@@ -131,15 +162,17 @@ final class GatewayOverhead {
                 while (end < rest.length() && Character.isDigit(rest.charAt(end))) {
                     end++;
                 }
-                Thread drain = new Thread(() -> {
-                    try {
-                        while (out.readLine() != null) {
-                            // keep the child's pipe from filling
-                        }
-                    } catch (IOException ignored) {
-                        // gone
-                    }
-                }, "gateway-output");
+                Thread drain = new Thread(
+                        () -> {
+                            try {
+                                while (out.readLine() != null) {
+                                    // keep the child's pipe from filling
+                                }
+                            } catch (IOException ignored) {
+                                // gone
+                            }
+                        },
+                        "gateway-output");
                 drain.setDaemon(true);
                 drain.start();
                 return Integer.parseInt(rest.substring(0, end));
@@ -152,7 +185,8 @@ final class GatewayOverhead {
     private static HttpRequest[] requests(URI base, String prefix) {
         SplittableRandom rnd = new SplittableRandom(1024 * 31L);
         String[] words = ("the of and to in is that for it as with was on be by this are from at or an which have "
-                + "order address month second shipment invoice refund customer account").split(" ");
+                        + "order address month second shipment invoice refund customer account")
+                .split(" ");
         String[] systems = new String[16];
         for (int i = 0; i < systems.length; i++) {
             systems[i] = "You are assistant number " + i + ". " + words(rnd, words, 472);
@@ -160,11 +194,14 @@ final class GatewayOverhead {
         HttpRequest[] all = new HttpRequest[256];
         for (int i = 0; i < all.length; i++) {
             String body = "{\"model\":\"bench\",\"messages\":[{\"role\":\"system\",\"content\":\"" + systems[i % 16]
-                    + "\"},{\"role\":\"user\",\"content\":\"" + words(rnd, words, 400) + "\"}],\"stream\":false,\"max_tokens\":32}";
+                    + "\"},{\"role\":\"user\",\"content\":\"" + words(rnd, words, 400)
+                    + "\"}],\"stream\":false,\"max_tokens\":32}";
             all[i] = HttpRequest.newBuilder(URI.create(base + prefix + "/v1/chat/completions"))
-                    .header("Content-Type", "application/json").header("x-bench-response", "json")
+                    .header("Content-Type", "application/json")
+                    .header("x-bench-response", "json")
                     .timeout(Duration.ofSeconds(30))
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+                    .POST(HttpRequest.BodyPublishers.ofString(body))
+                    .build();
         }
         return all;
     }
@@ -197,12 +234,24 @@ final class GatewayOverhead {
         long[] sorted = Arrays.copyOf(latencies, n);
         Arrays.sort(sorted);
         double ticksPerMs = 100.0 / 1000; // USER_HZ = 100
-        return new Phase(route, n, failed.get(), sorted[n / 2] / 1e6, sorted[(int) (n * 0.99)] / 1e6,
+        return new Phase(
+                route,
+                n,
+                failed.get(),
+                sorted[n / 2] / 1e6,
+                sorted[(int) (n * 0.99)] / 1e6,
                 (cpu1 - cpu0) / ticksPerMs / Math.max(1, n));
     }
 
-    private static void loop(HttpClient http, HttpRequest[] requests, AtomicInteger next, long end, long[] latencies,
-                             AtomicInteger count, AtomicInteger failed, CountDownLatch done) {
+    private static void loop(
+            HttpClient http,
+            HttpRequest[] requests,
+            AtomicInteger next,
+            long end,
+            long[] latencies,
+            AtomicInteger count,
+            AtomicInteger failed,
+            CountDownLatch done) {
         if (System.nanoTime() >= end) {
             done.countDown();
             return;
