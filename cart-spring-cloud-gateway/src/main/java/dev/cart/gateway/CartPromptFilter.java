@@ -70,7 +70,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
         }
         String serviceId = state.serviceId();
         ServerHttpRequest request = exchange.getRequest();
-        Endpoint endpoint = request.getMethod() == HttpMethod.POST
+        Endpoint endpoint = HttpMethod.POST.equals(request.getMethod())
                 ? endpoint(request.getPath().value())
                 : null;
         if (endpoint == null) {

@@ -268,16 +268,17 @@ final class GatewayEndToEnd {
                     .header("Content-Type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", stream)))
                     .build();
-            http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
-                try {
-                    if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
-                        System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode()));
-                        failed.incrementAndGet();
-                    }
-                } finally {
-                    finished(i);
-                }
-            });
+            var unused = http.sendAsync(req, HttpResponse.BodyHandlers.ofString())
+                    .whenComplete((resp, err) -> {
+                        try {
+                            if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
+                                System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode()));
+                                failed.incrementAndGet();
+                            }
+                        } finally {
+                            finished(i);
+                        }
+                    });
         }
 
         private boolean count(String body) {

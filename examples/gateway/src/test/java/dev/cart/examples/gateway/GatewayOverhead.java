@@ -258,18 +258,19 @@ final class GatewayOverhead {
         }
         HttpRequest req = requests[Math.floorMod(next.getAndIncrement(), requests.length)];
         long t0 = System.nanoTime();
-        http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray()).whenComplete((resp, err) -> {
-            long t = System.nanoTime() - t0;
-            if (err != null || resp.statusCode() != 200) {
-                failed.incrementAndGet();
-            } else {
-                int i = count.getAndIncrement();
-                if (i < latencies.length) {
-                    latencies[i] = t;
-                }
-            }
-            loop(http, requests, next, end, latencies, count, failed, done);
-        });
+        var unused = http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
+                .whenComplete((resp, err) -> {
+                    long t = System.nanoTime() - t0;
+                    if (err != null || resp.statusCode() != 200) {
+                        failed.incrementAndGet();
+                    } else {
+                        int i = count.getAndIncrement();
+                        if (i < latencies.length) {
+                            latencies[i] = t;
+                        }
+                    }
+                    loop(http, requests, next, end, latencies, count, failed, done);
+                });
     }
 
     /** utime + stime of a process, in clock ticks. */
