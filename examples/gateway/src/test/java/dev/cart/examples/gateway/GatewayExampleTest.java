@@ -64,7 +64,7 @@ import org.springframework.test.context.ActiveProfiles;
         properties = {
             "demo.replicas=4",
             "cart.max-body-bytes=1000000",
-            // the example's routes, plus one with the gateway's Retry filter (POST retried on 5xx)
+            // the example's CART route, plus one with the gateway's Retry filter (POST retried on 5xx)
             "spring.cloud.gateway.server.webflux.routes[0].id=llm",
             "spring.cloud.gateway.server.webflux.routes[0].uri=lb://llm",
             "spring.cloud.gateway.server.webflux.routes[0].predicates[0]=Path=/v1/**",
@@ -75,7 +75,13 @@ import org.springframework.test.context.ActiveProfiles;
             "spring.cloud.gateway.server.webflux.routes[1].filters[1].name=Retry",
             "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.retries=2",
             "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.methods=POST",
-            "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.series=SERVER_ERROR"
+            "spring.cloud.gateway.server.webflux.routes[1].filters[1].args.series=SERVER_ERROR",
+            // and a CART service without any instance
+            "cart.services=llm,llm-empty",
+            "spring.cloud.gateway.server.webflux.routes[2].id=llm-empty",
+            "spring.cloud.gateway.server.webflux.routes[2].uri=lb://llm-empty",
+            "spring.cloud.gateway.server.webflux.routes[2].predicates[0]=Path=/empty/v1/**",
+            "spring.cloud.gateway.server.webflux.routes[2].filters[0]=StripPrefix=1"
         })
 @ActiveProfiles("demo")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -246,6 +252,22 @@ class GatewayExampleTest {
         HttpResponse<String> r = post("/v1/completions", big);
         assertEquals(413, r.statusCode());
         assertTrue(r.body().contains("\"code\":\"body_too_large\""), r.body());
+    }
+
+    @Test
+    void noReplicaGetsAnOpenAiStyle503WithRetryAfter() throws Exception {
+        HttpResponse<String> r = post(
+                "/empty/v1/chat/completions",
+                "{\"model\":\"demo\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assertEquals(503, r.statusCode(), r.body());
+        assertEquals("1", r.headers().firstValue("retry-after").orElse(""));
+        assertTrue(r.body().contains("\"code\":\"no_replica\""), r.body());
+        assertEquals(
+                1.0,
+                registry.find("cart.requests.rejected")
+                        .tags("service", "llm-empty", "cause", "no_replica")
+                        .counter()
+                        .count());
     }
 
     @Test
