@@ -18,8 +18,9 @@ import reactor.netty.channel.AbortedException;
 
 /**
  * One gateway exchange as CART follows it: created by {@link CartLeaseFilter}, the prompt key extracted once by
- * {@link CartPromptFilter}, the lease taken by {@link CartLoadBalancer}, and the lease's end as the exchange ends. Kept in the exchange's
- * attributes under {@link #ATTRIBUTE}, where the balancer finds it through the load-balancer request.
+ * {@link CartPromptFilter}, the lease taken by {@link CartLoadBalancer}, and the lease's end as the exchange ends.
+ * Kept in the exchange's attributes under {@link #ATTRIBUTE}, where the balancer finds it through the
+ * load-balancer request.
  *
  * <p>The lease follows the exchange: the answer's first body bytes report {@link Lease#firstToken()}; a body
  * written to its end records {@code succeeded(usage)} with the usage read from it (or {@code failed()} for a
@@ -49,7 +50,7 @@ final class CartExchange {
     private volatile boolean firstBytes;
     private volatile boolean bodyEnded;
     private volatile boolean bodyAbandoned;
-    private UsageReader reader;
+    private volatile UsageReader reader;
 
     CartExchange(String serviceId) {
         this.serviceId = serviceId;

@@ -256,7 +256,10 @@ public final class CartGatewayRouting implements AutoCloseable {
         }
     }
 
-    /** The policy names keys as the proxy does ({@code cache.match_abs_threshold}); say {@code cart.match-abs-threshold}. */
+    /**
+     * The policy names keys as the proxy does ({@code cache.match_abs_threshold}); this says
+     * {@code cart.match-abs-threshold}.
+     */
     private static String policyProblem(String key, RuntimeException ex) {
         String msg = ex.getMessage() == null ? ex.toString() : ex.getMessage();
         String name = key == null ? null : "cart." + key.replace('_', '-');
