@@ -343,6 +343,64 @@ class GatewayExampleTest {
     }
 
     @Test
+    void concurrentExchangesSomeAbandonedLeaveNothingInFlight() throws Exception {
+        double closedBefore = sum("cart.upstream.requests");
+        HttpClient http = HttpClient.newHttpClient();
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new java.util.ArrayList<>();
+        for (int i = 0; i < 24; i++) {
+            String body = "{\"model\":\"demo\",\"stream\":" + (i % 2 == 0) + ",\"max_tokens\":8,\"messages\":["
+                    + "{\"role\":\"system\",\"content\":\"" + ("Tenant " + i % 3 + " rules. ").repeat(30) + "\"},"
+                    + "{\"role\":\"user\",\"content\":\"question " + i + "\"}]}";
+            answers.add(http.sendAsync(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                            .header("content-type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(body))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString()));
+        }
+        int abandoned = 8;
+        for (int i = 0; i < abandoned; i++) { // clients that leave as soon as the answer starts
+            String body = "{\"model\":\"demo\",\"stream\":true,\"max_tokens\":400,\"messages\":[{\"role\":\"user\","
+                    + "\"content\":\"" + "Leaving early. ".repeat(20) + i + "\"}]}";
+            try (Socket socket = new Socket("127.0.0.1", port)) {
+                socket.setSoLinger(true, 0);
+                socket.getOutputStream()
+                        .write(
+                                ("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                                                + "Content-Length: " + body.length() + "\r\n\r\n" + body)
+                                        .getBytes(StandardCharsets.UTF_8));
+                BufferedReader in =
+                        new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+                for (String line; (line = in.readLine()) != null; ) {
+                    if (line.startsWith("data: {")) {
+                        break;
+                    }
+                }
+            }
+        }
+        for (var a : answers) {
+            try {
+                assertEquals(
+                        200, a.get(60, java.util.concurrent.TimeUnit.SECONDS).statusCode());
+            } catch (java.util.concurrent.TimeoutException e) {
+                Thread.getAllStackTraces().forEach((t, stack) -> { // what every thread was doing, for the report
+                    System.err.println("THREAD " + t.getName() + " " + t.getState());
+                    for (StackTraceElement f : stack) {
+                        System.err.println("    at " + f);
+                    }
+                });
+                fail("an answer did not come in 60 s; in flight " + routing.inFlightByReplica(SERVICE)
+                        + ", requests at the replicas " + requestsAtReplicas() + ", answered "
+                        + answers.stream()
+                                .filter(java.util.concurrent.CompletableFuture::isDone)
+                                .count() + " of 24");
+            }
+        }
+        await("in-flight back to 0", () -> routing.inFlight(SERVICE) == 0);
+        await("every lease closed", () -> sum("cart.upstream.requests") == closedBefore + 24 + abandoned);
+    }
+
+    @Test
     void replicaErrorsCloseLeasesAsFailed() {
         double failedBefore = sum("cart.upstream.requests", "outcome", "failure");
         for (SimulatedReplicaServer s : demo.servers()) {
