@@ -1,12 +1,11 @@
 package dev.cart.gateway;
 
 import dev.cart.core.LearnMode;
-import dev.cart.core.PrefixTree;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingListener;
 import dev.cart.core.RoutingPolicies;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.PromptExtractor;
 import dev.cart.extract.Tokenizers;
@@ -103,15 +102,12 @@ public final class CartGatewayRouting implements AutoCloseable {
         CartProperties p = properties;
         InstanceReplicas replicas = new InstanceReplicas(p.getMaxLoad(), p.getLoadPenalty());
         RoutingPolicy policy = RoutingPolicies.create(p.getPolicy(), policySettings);
-        PrefixTree tree = PrefixTree.builder()
-                .maxSize(p.getMaxTreeSize())
-                .ttl(Duration.ofSeconds(p.getRouteTtlSecs()))
-                .build();
         CartMetrics metrics = registry == null ? null : new CartMetrics(registry, serviceId);
         Router router = Router.builder()
                 .replicas(replicas)
                 .policy(policy)
-                .tree(tree)
+                .maxTreeSize(p.getMaxTreeSize())
+                .routeTtl(Duration.ofSeconds(p.getRouteTtlSecs()))
                 .keyFormat(
                         tokenMode() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
                         tokenMode() ? p.getBlockTokens() : p.getBlockChars())

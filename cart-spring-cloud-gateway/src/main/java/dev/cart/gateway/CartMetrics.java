@@ -53,7 +53,7 @@ final class CartMetrics implements RoutingListener {
                 "cart.tree.blocks",
                 io.micrometer.core.instrument.Tags.of("service", service),
                 routing,
-                r -> r.router().tree().stats().size());
+                r -> r.router().treeStats().size());
     }
 
     /** A request answered by the gateway filter without reaching a replica, by cause. */

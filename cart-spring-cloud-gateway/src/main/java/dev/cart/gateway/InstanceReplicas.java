@@ -4,7 +4,6 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
-import dev.cart.core.Router;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,7 +17,7 @@ import org.springframework.cloud.client.ServiceInstance;
  * The gateway's service instances as CART's {@link ReplicaSet}: the one place this module touches the replica
  * SPI. Each instance the {@code ServiceInstanceListSupplier} reports (static list, Kubernetes, Consul…) becomes a
  * replica whose id is the instance's base URI; an instance that leaves discovery leaves the set at the next
- * decision, and its routes leave the tree.
+ * decision (its routes, matched by no candidate any more, age out of the tree).
  *
  * <p>How: each replica is the single member of its own {@link ManagedReplicaSet}, so it keeps everything the
  * router gives managed replicas (an in-flight count capped at {@code max_load}, a circuit breaker fed by request
@@ -50,16 +49,10 @@ final class InstanceReplicas implements ReplicaSet {
 
     private final Map<Replica, ServiceInstance> instances = new ConcurrentHashMap<>();
     private volatile Snapshot current = new Snapshot(null, List.of());
-    private volatile Router router;
 
     InstanceReplicas(int defaultMaxLoad, int defaultLoadPenalty) {
         this.defaultMaxLoad = defaultMaxLoad;
         this.defaultLoadPenalty = defaultLoadPenalty;
-    }
-
-    /** The router over this set, whose tree forgets a replica that leaves. */
-    void attach(Router router) {
-        this.router = router;
     }
 
     @Override
@@ -120,12 +113,12 @@ final class InstanceReplicas implements ReplicaSet {
         }
     }
 
-    /** A replica that left (or was replaced): its routes leave the tree; its instance is kept while in flight. */
+    /**
+     * A replica that left (or was replaced): its instance is kept while requests are in flight on it. Its routes
+     * stay in the prefix tree, matched by no candidate, until eviction drops them (the router offers no way to
+     * remove a replica's routes).
+     */
     private void retire(Slot s) {
-        Router r = router;
-        if (r != null) {
-            r.tree().removeReplica(s.member());
-        }
         if (s.member().inFlight() == 0) {
             instances.remove(s.member());
         }

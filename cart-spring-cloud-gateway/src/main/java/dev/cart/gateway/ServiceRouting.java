@@ -16,7 +16,6 @@ final class ServiceRouting {
         this.serviceId = serviceId;
         this.replicas = replicas;
         this.router = router;
-        replicas.attach(router);
     }
 
     String serviceId() {
