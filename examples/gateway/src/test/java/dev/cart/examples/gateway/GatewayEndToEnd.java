@@ -155,6 +155,13 @@ final class GatewayEndToEnd {
             while (routing.inFlight("llm") != 0 && System.nanoTime() < deadline) {
                 LockSupport.parkNanos(2_000_000); // bounded wait for the last leases to close
             }
+            Map<String, Long> reasons = new TreeMap<>();
+            for (var c : gateway.getBean(io.micrometer.core.instrument.MeterRegistry.class)
+                    .find("cart.decisions")
+                    .counters()) {
+                reasons.merge(c.getId().getTag("reason"), (long) c.count(), Long::sum);
+            }
+            System.out.println(w.name() + " via " + route + ": decisions by reason " + reasons);
             Map<String, Long> perReplica = new TreeMap<>();
             for (SimulatedReplicaServer s : sims) {
                 perReplica.put(s.name(), s.requestCount());
