@@ -23,7 +23,7 @@ import reactor.netty.channel.AbortedException;
  * load-balancer request.
  *
  * <p>The lease follows the exchange: the answer's first body bytes report {@link Lease#firstToken()}; a body
- * written to its end records {@code succeeded(usage)} with the usage read from it (or {@code failed()} for a
+ * read to its end records {@code succeeded(usage)} with the usage read from it (or {@code failed()} for a
  * 5xx); an error from the replica (connection refused, reset mid-body, timeout) records {@code failed()}; the
  * client going away (cancellation, or an aborted write) records nothing, so the lease closes as
  * {@link Outcome#CANCELLED}, which the circuit breaker ignores. Whatever happens, the exchange's end closes the
@@ -149,9 +149,25 @@ final class CartExchange {
         }
     }
 
-    /** The replica's body ended (all of it was handed to the writer). */
-    void bodyEnded() {
+    /**
+     * The replica's whole body has passed (every byte read and handed to the writer): the replica served the
+     * request (unless it answered 5xx), with the usage its body reported, and its slot is released now, as the
+     * proxy does, so a client slow to take the last bytes does not hold it. Not called when the client left first.
+     */
+    void bodyEnded(int status) {
         bodyEnded = true;
+        Lease l = lease;
+        if (l == null || bodyAbandoned) {
+            return;
+        }
+        l.status(status);
+        if (status >= 500) {
+            l.failed();
+        } else {
+            UsageReader r = reader;
+            l.succeeded(r == null ? ServedUsage.unknown() : r.finish());
+        }
+        l.close();
     }
 
     /**
@@ -160,27 +176,6 @@ final class CartExchange {
      */
     void bodyAbandoned() {
         bodyAbandoned = true;
-    }
-
-    /**
-     * The write finished: if the whole body went out, the replica served the request (unless it answered 5xx);
-     * if the client left before the end, nothing is recorded, so the lease closes as cancelled.
-     */
-    void bodyWritten(int status) {
-        Lease l = lease;
-        if (l == null) {
-            return;
-        }
-        l.status(status);
-        if (!bodyEnded || bodyAbandoned) {
-            return;
-        }
-        if (status >= 500) {
-            l.failed();
-        } else {
-            UsageReader r = reader;
-            l.succeeded(r == null ? ServedUsage.unknown() : r.finish());
-        }
     }
 
     /** The exchange failed with {@code error}: the replica's failure, unless the client went away. */
@@ -198,7 +193,11 @@ final class CartExchange {
         if (l == null || l.isClosed()) {
             return;
         }
-        if (signal == SignalType.ON_COMPLETE && l.outcome() == Outcome.CANCELLED && status > 0 && !bodyAbandoned) {
+        if (signal == SignalType.ON_COMPLETE
+                && l.outcome() == Outcome.CANCELLED
+                && status > 0
+                && !bodyAbandoned
+                && !bodyEnded) {
             // completed without a body passing through this exchange's response (e.g. 204, or an empty body)
             l.status(status);
             if (status >= 500) {

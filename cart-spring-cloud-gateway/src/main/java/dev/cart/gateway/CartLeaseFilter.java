@@ -99,20 +99,63 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
         public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
             state.bodyStarts(getHeaders());
             return super.writeWith(Flux.from(body)
-                            .doOnNext(state::bytes)
-                            .doOnComplete(state::bodyEnded)
-                            .doOnCancel(state::bodyAbandoned))
-                    .doOnSuccess(v -> state.bodyWritten(status(this)));
+                    .doOnNext(state::bytes)
+                    .doOnComplete(() -> state.bodyEnded(status(this)))
+                    .doOnCancel(state::bodyAbandoned));
         }
 
         @Override
         public Mono<Void> writeAndFlushWith(Publisher<? extends Publisher<? extends DataBuffer>> body) {
             state.bodyStarts(getHeaders());
+            BodyEnd end = new BodyEnd(() -> state.bodyEnded(status(this)));
             return super.writeAndFlushWith(Flux.from(body)
-                            .map(p -> Flux.from(p).doOnNext(state::bytes).doOnCancel(state::bodyAbandoned))
-                            .doOnComplete(state::bodyEnded)
-                            .doOnCancel(state::bodyAbandoned))
-                    .doOnSuccess(v -> state.bodyWritten(status(this)));
+                    .map(p -> {
+                        end.chunkStarted();
+                        return Flux.from(p)
+                                .doOnNext(state::bytes)
+                                .doOnComplete(end::chunkDone)
+                                .doOnCancel(state::bodyAbandoned);
+                    })
+                    .doOnComplete(end::allChunksStarted)
+                    .doOnCancel(state::bodyAbandoned));
+        }
+    }
+
+    /**
+     * The end of a body written chunk by chunk ({@code writeAndFlushWith}): the outer publisher completes once
+     * its last chunk has been handed over, possibly before that chunk's bytes have passed; the body has ended
+     * when the outer publisher has completed and every chunk has. Runs {@code ended} once.
+     */
+    private static final class BodyEnd {
+        private final Runnable ended;
+        private int started;
+        private int done;
+        private boolean allStarted;
+        private boolean fired;
+
+        BodyEnd(Runnable ended) {
+            this.ended = ended;
+        }
+
+        synchronized void chunkStarted() {
+            started++;
+        }
+
+        synchronized void chunkDone() {
+            done++;
+            fireIfEnded();
+        }
+
+        synchronized void allChunksStarted() {
+            allStarted = true;
+            fireIfEnded();
+        }
+
+        private void fireIfEnded() {
+            if (allStarted && done == started && !fired) {
+                fired = true;
+                ended.run();
+            }
         }
     }
 }
