@@ -1,0 +1,270 @@
+package dev.cart.gateway;
+
+import dev.cart.core.LearnMode;
+import dev.cart.core.PromptKey;
+import dev.cart.core.Router;
+import dev.cart.core.RoutingListener;
+import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.extract.ExtractOptions;
+import dev.cart.extract.PromptExtractor;
+import dev.cart.extract.Tokenizers;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * CART's state in a gateway: the validated settings, the one prompt extractor, and a router per load-balanced
+ * service that CART balances ({@code cart.services}), each over that service's discovered instances.
+ *
+ * <p>Construction validates every {@code cart.*} value and reports all problems at once, each naming its key
+ * ({@code cart.threshold must be in [0, 1], was 1.5}), so a bad configuration stops the application at start.
+ *
+ * <p>Thread-safe: routers are created on a service's first request ({@link ConcurrentHashMap#computeIfAbsent})
+ * and live until {@link #close()}.
+ */
+public final class CartGatewayRouting implements AutoCloseable {
+
+    private static final Set<String> TOKENIZERS = Set.of("cl100k_base", "o200k_base");
+
+    private final CartProperties properties;
+    private final Set<String> services;
+    private final Map<String, Object> policySettings;
+    private final PromptExtractor extractor;
+    private final MeterRegistry registry;
+    private final Map<String, ServiceRouting> routings = new ConcurrentHashMap<>();
+
+    /**
+     * @param registry where each service's metrics go, or null for none
+     * @throws IllegalArgumentException naming every invalid {@code cart.*} value
+     */
+    public CartGatewayRouting(CartProperties properties, MeterRegistry registry) {
+        this.properties = properties;
+        this.registry = registry;
+        this.policySettings = policySettings(properties);
+        List<String> problems = validate(properties, policySettings);
+        if (!problems.isEmpty()) {
+            throw new IllegalArgumentException("invalid CART configuration:\n  " + String.join("\n  ", problems));
+        }
+        this.services = Set.copyOf(properties.getServices());
+        ExtractOptions.Builder eo = ExtractOptions.builder()
+                .blockChars(properties.getBlockChars())
+                .anchorLimit(1024); // the stable start consistent-hash placement hashes, as in the proxy
+        if (tokenMode()) {
+            eo.tokenizer(Tokenizers.jtokkit(tokenizer()))
+                    .blockTokens(properties.getBlockTokens())
+                    .tokenCacheEntries(properties.getTokenCacheEntries())
+                    .tokenCacheMaxChars(properties.getTokenCacheMaxChars());
+            if (properties.getMaxConcurrentTokenizations() > 0) { // 0: the extractor's default, one per processor
+                eo.maxConcurrentTokenizations(properties.getMaxConcurrentTokenizations());
+            }
+        }
+        this.extractor = new PromptExtractor(eo.build());
+    }
+
+    /** True if CART chooses the instances of {@code serviceId}. */
+    public boolean balances(String serviceId) {
+        return serviceId != null && services.contains(serviceId);
+    }
+
+    /** Requests in flight through CART to {@code serviceId}'s current instances (0 before its first request). */
+    public int inFlight(String serviceId) {
+        ServiceRouting r = routings.get(serviceId);
+        return r == null ? 0 : r.replicas().inFlight();
+    }
+
+    /** In-flight count per replica (instance base URI) of {@code serviceId}, in discovery order. */
+    public Map<String, Integer> inFlightByReplica(String serviceId) {
+        ServiceRouting r = routings.get(serviceId);
+        return r == null ? Map.of() : r.replicas().inFlightByReplica();
+    }
+
+    PromptExtractor extractor() {
+        return extractor;
+    }
+
+    int maxBodyBytes() {
+        return properties.getMaxBodyBytes();
+    }
+
+    /** The routing state of {@code serviceId}, created on first use. */
+    ServiceRouting service(String serviceId) {
+        return routings.computeIfAbsent(serviceId, this::build);
+    }
+
+    private ServiceRouting build(String serviceId) {
+        CartProperties p = properties;
+        InstanceReplicas replicas = new InstanceReplicas(p.getMaxLoad(), p.getLoadPenalty());
+        RoutingPolicy policy = RoutingPolicies.create(p.getPolicy(), policySettings);
+        CartMetrics metrics = registry == null ? null : new CartMetrics(registry, serviceId);
+        Router router = Router.builder()
+                .replicas(replicas)
+                .policy(policy)
+                .maxTreeSize(p.getMaxTreeSize())
+                .routeTtl(Duration.ofSeconds(p.getRouteTtlSecs()))
+                .keyFormat(
+                        tokenMode() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
+                        tokenMode() ? p.getBlockTokens() : p.getBlockChars())
+                .listener(metrics == null ? RoutingListener.NONE : metrics)
+                .evictionInterval(Duration.ofSeconds(p.getEvictionIntervalSecs()))
+                .dailyResetHourUtc(p.getDailyCleanupHourUtc())
+                .learn(learnMode(p.getLearn()))
+                .feedback(p.isFeedback())
+                .firstTokenReports(true) // the exchange reports each answer's first bytes
+                .build();
+        ServiceRouting routing = new ServiceRouting(serviceId, replicas, router);
+        if (metrics != null) {
+            metrics.bind(routing);
+        }
+        return routing;
+    }
+
+    /** Counts a request the gateway filter answered itself (bad body, too large, no replica). */
+    void rejected(String serviceId, String cause) {
+        if (registry != null) {
+            CartMetrics.rejected(registry, serviceId, cause);
+        }
+    }
+
+    private boolean tokenMode() {
+        return tokenizer() != null;
+    }
+
+    private String tokenizer() {
+        String t = properties.getTokenizer();
+        return t == null || t.isBlank() || t.equals("none") ? null : t;
+    }
+
+    /** Stops every router's maintenance. */
+    @Override
+    public void close() {
+        for (ServiceRouting r : routings.values()) {
+            r.router().close();
+        }
+    }
+
+    // ---- validation ----
+
+    /** The policy settings the configuration names, under the proxy's keys. */
+    static Map<String, Object> policySettings(CartProperties p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        putIfSet(m, "threshold", p.getThreshold());
+        putIfSet(m, "match_abs_threshold", p.getMatchAbsThreshold());
+        putIfSet(m, "balance_abs_threshold", p.getBalanceAbsThreshold());
+        putIfSet(m, "balance_rel_threshold", p.getBalanceRelThreshold());
+        putIfSet(m, "guard", p.getGuard());
+        putIfSet(m, "median_factor", p.getMedianFactor());
+        putIfSet(m, "bounded_load_factor", p.getBoundedLoadFactor());
+        putIfSet(m, "miss_placement", p.getMissPlacement());
+        putIfSet(m, "hash_load_factor", p.getHashLoadFactor());
+        putIfSet(m, "prefill_aware", p.getPrefillAware());
+        return m;
+    }
+
+    private static void putIfSet(Map<String, Object> m, String key, Object v) {
+        if (v != null) {
+            m.put(key, v);
+        }
+    }
+
+    /** Every problem with {@code p}, each naming its {@code cart.*} key; empty when valid. */
+    static List<String> validate(CartProperties p, Map<String, Object> policySettings) {
+        List<String> problems = new ArrayList<>();
+        for (String s : p.getServices()) {
+            if (s == null || s.isBlank()) {
+                problems.add("cart.services: a service id must not be blank");
+            }
+        }
+        range(problems, "cart.max-load", p.getMaxLoad(), 1, Integer.MAX_VALUE);
+        range(problems, "cart.load-penalty", p.getLoadPenalty(), 0, Integer.MAX_VALUE);
+        range(problems, "cart.max-body-bytes", p.getMaxBodyBytes(), 1, Integer.MAX_VALUE - 16);
+        range(problems, "cart.max-tree-size", p.getMaxTreeSize(), 1, Long.MAX_VALUE);
+        range(problems, "cart.block-chars", p.getBlockChars(), 1, 65536);
+        range(problems, "cart.eviction-interval-secs", p.getEvictionIntervalSecs(), 0, Integer.MAX_VALUE);
+        range(problems, "cart.daily-cleanup-hour-utc", p.getDailyCleanupHourUtc(), -1, 23);
+        range(problems, "cart.route-ttl-secs", p.getRouteTtlSecs(), 0, Integer.MAX_VALUE);
+        range(problems, "cart.block-tokens", p.getBlockTokens(), 1, 65536);
+        range(problems, "cart.token-cache-entries", p.getTokenCacheEntries(), 0, 10_000_000);
+        range(problems, "cart.token-cache-max-chars", p.getTokenCacheMaxChars(), 1, 64 * 1024 * 1024);
+        range(problems, "cart.max-concurrent-tokenizations", p.getMaxConcurrentTokenizations(), 0, 100_000);
+        if (learnMode(p.getLearn()) == null) {
+            problems.add("cart.learn: must be one of on_route, on_success, was '" + p.getLearn() + "'");
+        }
+        String t = p.getTokenizer();
+        if (t != null && !t.isBlank() && !t.equals("none") && !TOKENIZERS.contains(t)) {
+            problems.add("cart.tokenizer: must be one of cl100k_base, o200k_base (or none), was '" + t + "'");
+        }
+        checkPolicy(p.getPolicy(), policySettings, problems);
+        return problems;
+    }
+
+    private static void range(List<String> problems, String key, long v, long min, long max) {
+        if (v < min || v > max) {
+            String hi = max >= Integer.MAX_VALUE - 16 ? "" : ", " + max;
+            problems.add(key + ": must be " + (hi.isEmpty() ? ">= " + min : "in [" + min + hi + "]") + ", was " + v);
+        }
+    }
+
+    static LearnMode learnMode(String s) {
+        if (s == null) {
+            return null;
+        }
+        for (LearnMode m : LearnMode.values()) {
+            if (m.label().equals(s.trim().toLowerCase(Locale.ROOT))) {
+                return m;
+            }
+        }
+        return null;
+    }
+
+    /** The policy judges its own settings: each on its own (so every bad one is named), then together. */
+    private static void checkPolicy(String policy, Map<String, Object> settings, List<String> problems) {
+        if (policy == null || policy.isBlank()) {
+            problems.add("cart.policy: must name a routing policy");
+            return;
+        }
+        try {
+            RoutingPolicies.create(policy, Map.of());
+        } catch (RuntimeException e) {
+            problems.add("cart.policy: " + e.getMessage());
+            return;
+        }
+        int before = problems.size();
+        for (Map.Entry<String, Object> e : settings.entrySet()) {
+            try {
+                RoutingPolicies.create(policy, Map.of(e.getKey(), e.getValue()));
+            } catch (RuntimeException ex) {
+                problems.add(policyProblem(e.getKey(), ex));
+            }
+        }
+        if (problems.size() == before && settings.size() > 1) {
+            try {
+                RoutingPolicies.create(policy, settings);
+            } catch (RuntimeException ex) {
+                problems.add(policyProblem(null, ex));
+            }
+        }
+    }
+
+    /**
+     * The policy names keys as the proxy does ({@code cache.match_abs_threshold}); this says
+     * {@code cart.match-abs-threshold}.
+     */
+    private static String policyProblem(String key, RuntimeException ex) {
+        String msg = ex.getMessage() == null ? ex.toString() : ex.getMessage();
+        String name = key == null ? null : "cart." + key.replace('_', '-');
+        if (msg.startsWith("cache.")) {
+            int sp = msg.indexOf(' ');
+            String k = sp < 0 ? msg : msg.substring(0, sp);
+            String rest = sp < 0 ? "" : msg.substring(sp);
+            return "cart." + k.substring("cache.".length()).replace('_', '-') + ":" + rest;
+        }
+        return (name == null ? "cart" : name) + ": " + msg;
+    }
+}

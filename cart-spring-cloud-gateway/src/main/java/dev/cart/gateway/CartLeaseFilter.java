@@ -1,0 +1,161 @@
+package dev.cart.gateway;
+
+import java.net.URI;
+import org.reactivestreams.Publisher;
+import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.cloud.gateway.filter.GlobalFilter;
+import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
+import org.springframework.cloud.gateway.route.Route;
+import org.springframework.cloud.gateway.support.NotFoundException;
+import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
+import org.springframework.core.Ordered;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Makes the lease of a request to a service CART balances follow the whole exchange, response body included.
+ *
+ * <p>How: for a route whose URI is {@code lb://<service>} with the service in {@code cart.services}, it puts a
+ * {@link CartExchange} in the exchange's attributes (the prompt filter fills in the key, the load balancer the
+ * lease) and wraps the response so that its body reports its first bytes and the usage it carries. It runs just
+ * before the gateway's {@link NettyWriteResponseFilter}, which writes the replica's body to the client after the
+ * rest of the chain has returned: wrapping that filter is what makes the end of this filter's chain the end of the
+ * body (completion, error or client cancellation), where the lease is closed. When no replica can take the
+ * request, the answer is an OpenAI-style 503 {@code no_replica} with {@code Retry-After: 1}.
+ *
+ * <p>Thread-safe and stateless: per-request state lives in the exchange.
+ */
+public final class CartLeaseFilter implements GlobalFilter, Ordered {
+
+    /** Just before the filter that writes the response body. */
+    public static final int ORDER = NettyWriteResponseFilter.WRITE_RESPONSE_FILTER_ORDER - 1;
+
+    private final CartGatewayRouting routing;
+
+    public CartLeaseFilter(CartGatewayRouting routing) {
+        this.routing = routing;
+    }
+
+    @Override
+    public int getOrder() {
+        return ORDER;
+    }
+
+    @Override
+    public Mono<Void> filter(ServerWebExchange exchange, GatewayFilterChain chain) {
+        Route route = exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR);
+        URI uri = route == null ? null : route.getUri();
+        if (uri == null
+                || !"lb".equals(uri.getScheme())
+                || !routing.balances(uri.getHost())
+                || exchange.getAttribute(CartExchange.ATTRIBUTE) != null) {
+            return chain.filter(exchange);
+        }
+        CartExchange state = new CartExchange(uri.getHost());
+        exchange.getAttributes().put(CartExchange.ATTRIBUTE, state);
+        ServerHttpResponse original = exchange.getResponse();
+        ServerWebExchange observed = exchange.mutate()
+                .response(new ObservedResponse(original, state))
+                .build();
+        return chain.filter(observed)
+                .onErrorResume(NotFoundException.class, e -> {
+                    if (!state.wasNoReplica() || original.isCommitted()) {
+                        return Mono.error(e);
+                    }
+                    routing.rejected(state.serviceId(), "no_replica");
+                    original.getHeaders().set("Retry-After", "1");
+                    return CartPromptFilter.error(
+                            original,
+                            503,
+                            "server_error",
+                            "no_replica",
+                            null,
+                            "no replica of " + state.serviceId() + " can take the request now");
+                })
+                .doOnError(state::error)
+                .doFinally(signal -> state.finish(signal, status(original)));
+    }
+
+    static int status(ServerHttpResponse r) {
+        HttpStatusCode s = r.getStatusCode();
+        return s == null ? 0 : s.value();
+    }
+
+    /** The response as the exchange writes it: its body reports first bytes and usage to the exchange's lease. */
+    private static final class ObservedResponse extends ServerHttpResponseDecorator {
+        private final CartExchange state;
+
+        ObservedResponse(ServerHttpResponse delegate, CartExchange state) {
+            super(delegate);
+            this.state = state;
+        }
+
+        @Override
+        public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
+            state.bodyStarts(getHeaders());
+            return super.writeWith(Flux.from(body)
+                    .doOnNext(state::bytes)
+                    .doOnComplete(() -> state.bodyEnded(status(this)))
+                    .doOnCancel(state::bodyAbandoned));
+        }
+
+        @Override
+        public Mono<Void> writeAndFlushWith(Publisher<? extends Publisher<? extends DataBuffer>> body) {
+            state.bodyStarts(getHeaders());
+            BodyEnd end = new BodyEnd(() -> state.bodyEnded(status(this)));
+            return super.writeAndFlushWith(Flux.from(body)
+                    .map(p -> {
+                        end.chunkStarted();
+                        return Flux.from(p)
+                                .doOnNext(state::bytes)
+                                .doOnComplete(end::chunkDone)
+                                .doOnCancel(state::bodyAbandoned);
+                    })
+                    .doOnComplete(end::allChunksStarted)
+                    .doOnCancel(state::bodyAbandoned));
+        }
+    }
+
+    /**
+     * The end of a body written chunk by chunk ({@code writeAndFlushWith}): the outer publisher completes once
+     * its last chunk has been handed over, possibly before that chunk's bytes have passed; the body has ended
+     * when the outer publisher has completed and every chunk has. Runs {@code ended} once.
+     */
+    private static final class BodyEnd {
+        private final Runnable ended;
+        private int started;
+        private int done;
+        private boolean allStarted;
+        private boolean fired;
+
+        BodyEnd(Runnable ended) {
+            this.ended = ended;
+        }
+
+        synchronized void chunkStarted() {
+            started++;
+        }
+
+        synchronized void chunkDone() {
+            done++;
+            fireIfEnded();
+        }
+
+        synchronized void allChunksStarted() {
+            allStarted = true;
+            fireIfEnded();
+        }
+
+        private void fireIfEnded() {
+            if (allStarted && done == started && !fired) {
+                fired = true;
+                ended.run();
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+package dev.cart.gateway;
+
+import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.cloud.client.ServiceInstance;
+import org.springframework.cloud.client.loadbalancer.DefaultResponse;
+import org.springframework.cloud.client.loadbalancer.EmptyResponse;
+import org.springframework.cloud.client.loadbalancer.Request;
+import org.springframework.cloud.client.loadbalancer.RequestDataContext;
+import org.springframework.cloud.client.loadbalancer.Response;
+import org.springframework.cloud.loadbalancer.core.NoopServiceInstanceListSupplier;
+import org.springframework.cloud.loadbalancer.core.ReactorServiceInstanceLoadBalancer;
+import org.springframework.cloud.loadbalancer.core.ServiceInstanceListSupplier;
+import reactor.core.publisher.Mono;
+
+/**
+ * A Spring Cloud LoadBalancer that chooses among a service's instances with CART's {@code Router}: the instances
+ * come from the service's {@link ServiceInstanceListSupplier} (so static lists, Kubernetes and Consul discovery,
+ * health-check and caching suppliers all keep working), the prompt key from the exchange state that
+ * {@link CartPromptFilter} put in the request's attributes, and the decision's lease goes back into that state,
+ * which closes it when the exchange ends.
+ *
+ * <p>A request without that state (the balancer used outside the gateway filter chain, for example by a
+ * {@code @LoadBalanced WebClient}) is routed by load alone and its lease closed at once, since nothing would
+ * close it later: in-flight counts then do not include it. A warning says so once.
+ *
+ * <p>Thread-safe: {@code choose} keeps nothing between calls; the router and the replica set are thread-safe.
+ */
+final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
+
+    private static final Logger LOG = LoggerFactory.getLogger(CartLoadBalancer.class);
+
+    private final ServiceRouting routing;
+    private final ObjectProvider<ServiceInstanceListSupplier> suppliers;
+    private final AtomicBoolean warnedNoState = new AtomicBoolean();
+
+    CartLoadBalancer(ServiceRouting routing, ObjectProvider<ServiceInstanceListSupplier> suppliers) {
+        this.routing = routing;
+        this.suppliers = suppliers;
+    }
+
+    @Override
+    @SuppressWarnings("rawtypes")
+    public Mono<Response<ServiceInstance>> choose(Request request) {
+        ServiceInstanceListSupplier supplier = suppliers.getIfAvailable(NoopServiceInstanceListSupplier::new);
+        CartExchange state = state(request);
+        return supplier.get(request).next().map(instances -> choose(instances, state));
+    }
+
+    private Response<ServiceInstance> choose(List<ServiceInstance> instances, CartExchange state) {
+        InstanceReplicas replicas = routing.replicas();
+        replicas.update(instances);
+        RouteRequest request = state == null ? RouteRequest.empty() : state.nextRequest();
+        for (int tries = 0; tries < 3; tries++) {
+            RouteDecision d = routing.router().choose(request);
+            if (!d.routed()) {
+                if (state != null) {
+                    state.noReplica();
+                }
+                return new EmptyResponse();
+            }
+            ServiceInstance instance = replicas.instance(d.replica());
+            if (instance == null) { // the instance left discovery while the router was choosing it
+                d.lease().close();
+                request = request.excluding(d.replica());
+                continue;
+            }
+            if (state == null) {
+                if (warnedNoState.compareAndSet(false, true)) {
+                    LOG.warn(
+                            "service {}: a request reached CART's load balancer without CART's gateway filter; it is "
+                                    + "routed by load and not counted in flight",
+                            routing.serviceId());
+                }
+                d.lease().close();
+            } else {
+                state.attach(d);
+            }
+            return new DefaultResponse(instance);
+        }
+        if (state != null) {
+            state.noReplica();
+        }
+        return new EmptyResponse();
+    }
+
+    private static CartExchange state(Request<?> request) {
+        if (request.getContext() instanceof RequestDataContext c && c.getClientRequest() != null) {
+            Map<String, Object> attributes = c.getClientRequest().getAttributes();
+            if (attributes != null && attributes.get(CartExchange.ATTRIBUTE) instanceof CartExchange s) {
+                return s;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,91 @@
+package dev.cart.gateway;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import dev.cart.core.ServedUsage;
+import dev.cart.extract.Endpoint;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class UsageReaderTest {
+
+    private static ServedUsage read(Endpoint e, String contentType, String body, int chunk) {
+        UsageReader r = UsageReader.create(e, contentType, null);
+        byte[] b = body.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < b.length; i += chunk) {
+            r.accept(ByteBuffer.wrap(b, i, Math.min(chunk, b.length - i)).slice());
+        }
+        return r.finish();
+    }
+
+    @Test
+    void openAiJsonAnswer() {
+        String body = "{\"id\":\"x\",\"choices\":[{\"message\":{\"content\":\"usage is not here\"}}],"
+                + "\"usage\":{\"prompt_tokens\":503,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":480}}}";
+        for (int chunk : new int[] {1, 7, 1000}) {
+            assertEquals(new ServedUsage(503, 480), read(Endpoint.CHAT_COMPLETIONS, "application/json", body, chunk));
+        }
+    }
+
+    @Test
+    void openAiStreamUsageChunkSplitAcrossBuffers() {
+        String body = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"
+                + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":31,\"prompt_tokens_details\":{\"cached_tokens\":16}}}\r\n\r\n"
+                + "data: [DONE]\n\n";
+        for (int chunk : new int[] {1, 3, 64, 4096}) {
+            assertEquals(
+                    new ServedUsage(31, 16),
+                    read(Endpoint.COMPLETIONS, "text/event-stream; charset=utf-8", body, chunk));
+        }
+    }
+
+    @Test
+    void streamWithoutUsageReportsUnknown() {
+        ServedUsage u =
+                read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", "data: {\"choices\":[]}\n\ndata: [DONE]\n\n", 5);
+        assertEquals(ServedUsage.unknown(), u);
+    }
+
+    @Test
+    void anthropicStreamAddsCacheReadsToTheUncachedInput() {
+        String body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":"
+                + "{\"input_tokens\":10,\"cache_read_input_tokens\":90,\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}\n\n"
+                + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"
+                + "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":5}}\n\n";
+        assertEquals(new ServedUsage(100, 90), read(Endpoint.MESSAGES, "text/event-stream", body, 11));
+    }
+
+    @Test
+    void anthropicJsonMessage() {
+        String body = "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"usage\":{\"input_tokens\":5,"
+                + "\"cache_creation_input_tokens\":20,\"cache_read_input_tokens\":0}}";
+        assertEquals(new ServedUsage(25, 0), read(Endpoint.MESSAGES, "application/json", body, 9));
+    }
+
+    @Test
+    void unreadableAnswersAreNotRead() {
+        assertNull(UsageReader.create(Endpoint.CHAT_COMPLETIONS, "text/html", null));
+        assertNull(UsageReader.create(Endpoint.CHAT_COMPLETIONS, "application/json", "gzip"));
+        assertNull(UsageReader.create(null, "application/json", null));
+    }
+
+    @Test
+    void brokenOrOversizedJsonIsGivenUp() {
+        assertEquals(
+                ServedUsage.unknown(),
+                read(Endpoint.CHAT_COMPLETIONS, "application/json", "{\"usage\":{\"prompt_tok", 4));
+        String huge = "{\"pad\":\"" + "x".repeat(UsageReader.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":3,"
+                + "\"prompt_tokens_details\":{\"cached_tokens\":1}}}";
+        assertEquals(ServedUsage.unknown(), read(Endpoint.CHAT_COMPLETIONS, "application/json", huge, 65536));
+    }
+
+    @Test
+    void anOverlongEventLineIsSkippedAndTheNextOneRead() {
+        String body =
+                "data: {\"pad\":\"" + "y".repeat(UsageReader.MAX_LINE_BYTES) + "\",\"usage\":{\"prompt_tokens\":9}}\n"
+                        + "data: {\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n";
+        assertEquals(new ServedUsage(7, 2), read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", body, 8192));
+    }
+}

@@ -1,0 +1,282 @@
+package dev.cart.examples.gateway;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * What CART costs inside the gateway: the example gateway (its jar, in a child process) in front of the bench's
+ * fast fake replica (examples/bench {@code FakeReplica}, a child process answering at once with a canned chat
+ * completion), driven in a closed loop of {@code --clients} connections from this process, alternating between
+ * the route CART balances ({@code /v1/...}, service {@code llm}) and the same gateway's default round robin over
+ * the same replica ports ({@code /rr/v1/...}, service {@code llm-rr}). Each phase reports the client-side p50 and
+ * p99 latency and the gateway process's CPU time per request (from {@code /proc/<pid>/stat}); the rounds give a
+ * range. Requests are ~1 KB chat bodies, 16 system prompts shared by 256 requests (the bench's mix). Not run by
+ * the test suite:
+ *
+ * <pre>
+ * java -cp ... dev.cart.examples.gateway.GatewayOverhead [--rounds 3] [--secs 10] [--clients 16]
+ * </pre>
+ */
+final class GatewayOverhead {
+
+    private GatewayOverhead() {}
+
+    record Phase(String route, int requests, int failed, double p50Ms, double p99Ms, double cpuMsPerRequest) {}
+
+    public static void main(String[] args) throws Exception {
+        int rounds = 3;
+        int secs = 10;
+        int clients = 16;
+        String jar = "examples/gateway/target/cart-gateway-example.jar";
+        String benchClasses = "examples/bench/target/classes";
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--secs" -> secs = Integer.parseInt(args[++i]);
+                case "--clients" -> clients = Integer.parseInt(args[++i]);
+                case "--jar" -> jar = args[++i];
+                case "--bench-classes" -> benchClasses = args[++i];
+                default -> throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process replica = new ProcessBuilder(java, "-cp", benchClasses, "dev.cart.bench.FakeReplica", "4")
+                .redirectErrorStream(true)
+                .start();
+        Process gateway = null;
+        try {
+            String portsLine = new BufferedReader(
+                            new InputStreamReader(replica.getInputStream(), StandardCharsets.UTF_8))
+                    .readLine();
+            if (portsLine == null || !portsLine.startsWith("PORTS ")) {
+                throw new IllegalStateException("fake replica did not start: " + portsLine);
+            }
+            String[] ports = portsLine.substring(6).split(",");
+            List<String> cmd = new ArrayList<>(List.of(
+                    java,
+                    "-Xmx1g",
+                    "-jar",
+                    jar,
+                    "--server.port=0",
+                    "--logging.level.root=WARN",
+                    "--spring.main.banner-mode=off"));
+            for (int i = 0; i < ports.length; i++) {
+                for (String service : List.of("llm", "llm-rr")) {
+                    cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i
+                            + "].uri=http://127.0.0.1:" + ports[i]);
+                }
+            }
+            gateway = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            int port = awaitPort(gateway);
+            URI base = URI.create("http://127.0.0.1:" + port);
+            HttpRequest[] cart = requests(base, "");
+            HttpRequest[] rr = requests(base, "/rr");
+            HttpClient http =
+                    HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            System.out.println("warming up both routes...");
+            phase(http, cart, clients, Math.max(secs, 10), gateway.pid(), "cart");
+            phase(http, rr, clients, Math.max(secs, 10), gateway.pid(), "round_robin");
+            List<Phase> phases = new ArrayList<>();
+            for (int r = 0; r < rounds; r++) {
+                for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) {
+                    Phase p = phase(
+                            http, useCart ? cart : rr, clients, secs, gateway.pid(), useCart ? "cart" : "round_robin");
+                    phases.add(p);
+                    System.out.printf(
+                            Locale.ROOT,
+                            "round %d %-11s: %d requests (%d failed), p50 %.3f ms, p99 %.3f ms, "
+                                    + "gateway CPU %.3f ms/request%n",
+                            r + 1,
+                            p.route(),
+                            p.requests(),
+                            p.failed(),
+                            p.p50Ms(),
+                            p.p99Ms(),
+                            p.cpuMsPerRequest());
+                }
+            }
+            int phaseSecs = secs;
+            System.out.printf(
+                    Locale.ROOT,
+                    "%n%d rounds of %d s per route, %d clients (closed loop), %d cores, Java %s%n",
+                    rounds,
+                    secs,
+                    clients,
+                    Runtime.getRuntime().availableProcessors(),
+                    Runtime.version());
+            for (String route : List.of("round_robin", "cart")) {
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-11s p50 %s ms, p99 %s ms, CPU %s ms/request, %s req/s%n",
+                        route,
+                        range(phases, route, Phase::p50Ms),
+                        range(phases, route, Phase::p99Ms),
+                        range(phases, route, Phase::cpuMsPerRequest),
+                        range(phases, route, p -> (double) p.requests() / phaseSecs));
+            }
+        } finally {
+            if (gateway != null) {
+                gateway.destroy();
+                gateway.waitFor(20, TimeUnit.SECONDS);
+            }
+            replica.getOutputStream().close();
+            replica.destroy();
+        }
+        System.exit(0);
+    }
+
+    private static String range(List<Phase> phases, String route, java.util.function.ToDoubleFunction<Phase> f) {
+        double[] v = phases.stream()
+                .filter(p -> p.route().equals(route))
+                .mapToDouble(f)
+                .sorted()
+                .toArray();
+        return String.format(Locale.ROOT, "%.3f–%.3f", v[0], v[v.length - 1]);
+    }
+
+    private static int awaitPort(Process gateway) throws IOException {
+        BufferedReader out =
+                new BufferedReader(new InputStreamReader(gateway.getInputStream(), StandardCharsets.UTF_8));
+        for (String line; (line = out.readLine()) != null; ) {
+            int at = line.indexOf("listening on http://localhost:");
+            if (at >= 0) {
+                String rest = line.substring(at + "listening on http://localhost:".length());
+                int end = 0;
+                while (end < rest.length() && Character.isDigit(rest.charAt(end))) {
+                    end++;
+                }
+                Thread drain = new Thread(
+                        () -> {
+                            try {
+                                while (out.readLine() != null) {
+                                    // keep the child's pipe from filling
+                                }
+                            } catch (IOException ignored) {
+                                // gone
+                            }
+                        },
+                        "gateway-output");
+                drain.setDaemon(true);
+                drain.start();
+                return Integer.parseInt(rest.substring(0, end));
+            }
+        }
+        throw new IllegalStateException("the gateway exited before listening");
+    }
+
+    /** The bench's mix: 256 chat bodies of ~1 KB, 16 system prompts each shared by 16 of them. */
+    private static HttpRequest[] requests(URI base, String prefix) {
+        SplittableRandom rnd = new SplittableRandom(1024 * 31L);
+        String[] words = ("the of and to in is that for it as with was on be by this are from at or an which have "
+                        + "order address month second shipment invoice refund customer account")
+                .split(" ");
+        String[] systems = new String[16];
+        for (int i = 0; i < systems.length; i++) {
+            systems[i] = "You are assistant number " + i + ". " + words(rnd, words, 472);
+        }
+        HttpRequest[] all = new HttpRequest[256];
+        for (int i = 0; i < all.length; i++) {
+            String body = "{\"model\":\"bench\",\"messages\":[{\"role\":\"system\",\"content\":\"" + systems[i % 16]
+                    + "\"},{\"role\":\"user\",\"content\":\"" + words(rnd, words, 400)
+                    + "\"}],\"stream\":false,\"max_tokens\":32}";
+            all[i] = HttpRequest.newBuilder(URI.create(base + prefix + "/v1/chat/completions"))
+                    .header("Content-Type", "application/json")
+                    .header("x-bench-response", "json")
+                    .timeout(Duration.ofSeconds(30))
+                    .POST(HttpRequest.BodyPublishers.ofString(body))
+                    .build();
+        }
+        return all;
+    }
+
+    private static String words(SplittableRandom rnd, String[] words, int chars) {
+        StringBuilder sb = new StringBuilder();
+        while (sb.length() < chars) {
+            sb.append(words[rnd.nextInt(words.length)]).append(' ');
+        }
+        sb.setLength(chars);
+        return sb.toString();
+    }
+
+    /** A closed loop of {@code clients} for {@code secs} seconds. */
+    private static Phase phase(HttpClient http, HttpRequest[] requests, int clients, int secs, long pid, String route)
+            throws Exception {
+        long[] latencies = new long[2_000_000];
+        AtomicInteger count = new AtomicInteger();
+        AtomicInteger failed = new AtomicInteger();
+        AtomicInteger next = new AtomicInteger();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(secs);
+        CountDownLatch done = new CountDownLatch(clients);
+        long cpu0 = cpuTicks(pid);
+        for (int c = 0; c < clients; c++) {
+            loop(http, requests, next, end, latencies, count, failed, done);
+        }
+        done.await();
+        long cpu1 = cpuTicks(pid);
+        int n = Math.min(count.get(), latencies.length);
+        long[] sorted = Arrays.copyOf(latencies, n);
+        Arrays.sort(sorted);
+        double ticksPerMs = 100.0 / 1000; // USER_HZ = 100
+        return new Phase(
+                route,
+                n,
+                failed.get(),
+                sorted[n / 2] / 1e6,
+                sorted[(int) (n * 0.99)] / 1e6,
+                (cpu1 - cpu0) / ticksPerMs / Math.max(1, n));
+    }
+
+    private static void loop(
+            HttpClient http,
+            HttpRequest[] requests,
+            AtomicInteger next,
+            long end,
+            long[] latencies,
+            AtomicInteger count,
+            AtomicInteger failed,
+            CountDownLatch done) {
+        if (System.nanoTime() >= end) {
+            done.countDown();
+            return;
+        }
+        HttpRequest req = requests[Math.floorMod(next.getAndIncrement(), requests.length)];
+        long t0 = System.nanoTime();
+        var unused = http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
+                .whenComplete((resp, err) -> {
+                    long t = System.nanoTime() - t0;
+                    if (err != null || resp.statusCode() != 200) {
+                        failed.incrementAndGet();
+                    } else {
+                        int i = count.getAndIncrement();
+                        if (i < latencies.length) {
+                            latencies[i] = t;
+                        }
+                    }
+                    loop(http, requests, next, end, latencies, count, failed, done);
+                });
+    }
+
+    /** utime + stime of a process, in clock ticks. */
+    private static long cpuTicks(long pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    }
+}
