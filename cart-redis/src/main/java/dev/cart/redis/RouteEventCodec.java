@@ -38,8 +38,8 @@ import java.util.Map;
 final class RouteEventCodec {
 
     static final int VERSION = 1;
-    /** How many previous keys of the batch the encoder compares a key with. */
-    static final int LOOKBACK = 16;
+    /** How many previous keys of the batch the encoder compares a key with: all of a full batch. */
+    static final int LOOKBACK = 256;
     private static final int LEARNED = 0;
     private static final int FORGOTTEN = 1;
     private static final int REMOVED = 2;
