@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongFunction;
+import dev.cart.core.spi.Match;
 
 /**
  * A concurrent radix tree over the block hashes of {@link PromptKey}s that remembers which replicas were
@@ -69,7 +70,7 @@ import java.util.function.LongFunction;
  * the mark (a route this instance's own traffic confirmed is worth more). A peer's reset is
  * {@link #dropUntil}: entries used up to the reset's time go, later ones stay.
  */
-public final class PrefixTree {
+final class PrefixTree {
 
     /** Default {@code max_tree_size} in blocks: about 64 million characters of distinct prompt text. */
     public static final long DEFAULT_MAX_SIZE = 1_000_000;
@@ -1169,14 +1170,14 @@ public final class PrefixTree {
 
         /** Size cap in blocks ({@code cache.max_tree_size}); a maintenance pass evicts above it. */
         public Builder maxSize(long maxSize) {
-            Checks.atLeast("cache.max_tree_size", maxSize, 1);
+            Checks.atLeast("maxTreeSize", maxSize, 1);
             this.maxSize = maxSize;
             return this;
         }
 
         /** Entries idle longer than this are dropped by the next pass; zero (the default) disables. */
         public Builder ttl(Duration ttl) {
-            Checks.notNegative("cache.route_ttl_secs", ttl);
+            Checks.notNegative("routeTtl", ttl);
             this.ttl = ttl;
             return this;
         }

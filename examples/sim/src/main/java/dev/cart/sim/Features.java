@@ -1,7 +1,7 @@
 package dev.cart.sim;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,7 +1,7 @@
 package dev.cart.sim;
 
 import dev.cart.core.RoutingPolicies;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
