@@ -120,4 +120,26 @@ class RoutersThroughRedisTest {
         assertEquals(0, a.sync().stats().dropped());
         assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
     }
+
+    @Test
+    void withRedisPausedRoutingGoesOnAndTheEventsArriveAfterThePause() throws Exception {
+        RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort());
+        open.add(redis);
+        Node a = node(redis.uri(), "a");
+        Node b = node(redis.uri(), "b");
+        String first = a.route(conversation(0)).replica().id();
+        awaitHit(b, conversation(0), first);
+        io.lettuce.core.RedisClient admin = io.lettuce.core.RedisClient.create(redis.uri());
+        open.add(() -> admin.shutdown(Duration.ZERO, Duration.ofSeconds(2)));
+        admin.connect().sync().clientPause(1_500); // every client's commands wait 1.5 s (under the 2 s timeout)
+        List<String> chosen = new ArrayList<>();
+        for (int i = 1; i <= 30; i++) {
+            chosen.add(a.route(conversation(i)).replica().id());
+        }
+        assertEquals(0, a.pool().totalInFlight(), "every slot returned");
+        for (int i = 1; i <= 30; i++) {
+            awaitHit(b, conversation(i), chosen.get(i - 1));
+        }
+        assertEquals(0, a.sync().stats().dropped());
+    }
 }
