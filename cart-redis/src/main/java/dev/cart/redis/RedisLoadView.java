@@ -48,6 +48,7 @@ public final class RedisLoadView implements AutoCloseable {
     private volatile Snapshot snapshot = new Snapshot(Map.of(), 0, 0);
     private volatile boolean running;
     private volatile boolean warned;
+    private boolean closed;
     private Thread thread;
 
     /** Sums per replica id of the other instances' figures, and when they were read (nanoTime). */
@@ -149,10 +150,15 @@ public final class RedisLoadView implements AutoCloseable {
             mine.put(r.id(), r.inFlight() + " " + r.pendingPrefill());
         }
         String key = prefix + origin;
+        // one transaction: readers never see the hash half-written, and a replica gone from the pool
+        // leaves it at once
+        c.multi();
+        c.del(key);
         if (!mine.isEmpty()) {
             c.hset(key, mine);
             c.pexpire(key, ttlMillis);
         }
+        c.exec();
         long now = System.currentTimeMillis();
         c.zadd(registry, now, origin);
         c.zremrangebyscore(registry, Range.create(Double.NEGATIVE_INFINITY, (double) now - 60_000));
@@ -192,6 +198,10 @@ public final class RedisLoadView implements AutoCloseable {
     /** Stops the thread and closes the connection. The key is left to expire (as a crash would leave it). */
     @Override
     public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         running = false;
         if (thread != null) {
             LockSupport.unpark(thread);

@@ -114,6 +114,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private volatile boolean tailerUp;
     private volatile boolean running;
     private volatile boolean started;
+    private boolean closed;
     private volatile Consumer<? super RouteEvent> applier;
     private Thread publisherThread;
     private Thread tailerThread;
@@ -202,6 +203,10 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
      */
     @Override
     public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         if (!running) {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
             return;
@@ -239,6 +244,17 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         while (true) {
             if (!running && closeDeadline == Long.MAX_VALUE) {
                 closeDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+            }
+            if (conn == null && running) { // connect before gathering: while Redis is away, events wait in the buffer
+                try {
+                    conn = client.connect(CODEC);
+                    up(true, "publisher");
+                } catch (RuntimeException e) {
+                    down(true, "publisher", e);
+                    LockSupport.parkNanos(backoff);
+                    backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+                    continue;
+                }
             }
             if (pending == null) {
                 if (!running && buffer.isEmpty()) {
@@ -353,7 +369,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                     position = replay(c, position);
                     replayed = true;
                 } else if (position == null) {
-                    position = "$"; // no replay: only what is written from now on
+                    // no replay: only what is written from now on (an explicit id, so nothing written
+                    // between two reads is missed, as it would be by reading from "$" each time)
+                    List<StreamMessage<String, byte[]>> last = c.xrevrange(stream, Range.create("-", "+"),
+                            Limit.create(0, 1));
+                    position = last.isEmpty() ? "0-0" : last.get(0).getId();
                 }
                 if (check) {
                     position = checkPosition(c, position);
@@ -414,8 +434,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
      * origins' batch numbers, counted by {@link #handle}.
      */
     private String checkPosition(RedisCommands<String, byte[]> c, String position) {
-        if ("$".equals(position)) {
-            return position;
+        if (position == null) {
+            return null;
         }
         List<Object> info;
         try {
