@@ -37,7 +37,8 @@ public sealed interface RouteEvent {
 
     /**
      * Usage feedback proved a replica had lost a prefix: it keeps the key's path but no longer holds the
-     * branches that leave it after the first {@code keepBlocks} blocks ({@link PrefixTree#forgetBranches}).
+     * branches that leave it after the first {@code keepBlocks} blocks (what the router itself forgets on
+     * such feedback).
      */
     record Forgotten(String origin, long timeMillis, String replicaId, PromptKey.Unit unit, int blockSize,
                      long[] blocks, int keepBlocks) implements RouteEvent {
