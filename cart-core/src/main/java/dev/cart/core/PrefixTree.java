@@ -57,8 +57,18 @@ import dev.cart.core.spi.Match;
  * <h2>Size and eviction</h2>
  * The size is the number of blocks stored on edges, one budget for the whole tree. A maintenance pass
  * drops entries older than the TTL, then (if still above {@code maxSize}) drops (node, replica) entries
- * least recently used first, deepest first among equals. A node no replica holds is detached when it has
- * no children and merged with its child when it has one, so memory returns to baseline under churn.
+ * least recently used first; among equal times, entries learned from a peer before local ones, then
+ * deepest first. A node no replica holds is detached when it has no children and merged with its child
+ * when it has one, so memory returns to baseline under churn.
+ *
+ * <h2>Routes from other instances</h2>
+ * Several routers can share what they learn ({@link RouteSync}). A peer's route is applied by
+ * {@link #insertRemote} through the same refresh and writer paths as a local insert (so matches never
+ * wait for it, and it is skipped and counted alike under maintenance), stamped with the peer's time and
+ * marked remote on the entries it creates. The mark is one flag on the entry, read by the eviction sort
+ * only: a remote entry goes before a local one of the same age, and any local use of the entry clears
+ * the mark (a route this instance's own traffic confirmed is worth more). A peer's reset is
+ * {@link #dropUntil}: entries used up to the reset's time go, later ones stay.
  */
 final class PrefixTree {
 
@@ -230,11 +240,25 @@ final class PrefixTree {
     public boolean insert(PromptKey key, Replica replica) {
         Objects.requireNonNull(replica, "replica");
         long[] b = key.blocks();
-        if (b.length == 0) {
-            return true;
-        }
-        long now = clock.millis();
-        if (refresh(b, replica, now)) {
+        return b.length == 0 || insert(b, replica, clock.millis(), false);
+    }
+
+    /**
+     * Records a route another instance learned ({@link RouteEvent.Learned}): as {@link #insert}, through
+     * the same lock-free refresh and the same writer path (skipped and counted alike under maintenance),
+     * but stamped with the event's time (never later than this clock's now, so a peer's fast clock cannot
+     * make an entry outlive its age) and marked remote where the replica did not already hold the node.
+     * A later local insert through the same nodes makes them local.
+     *
+     * @return false if skipped because maintenance held the tree
+     */
+    boolean insertRemote(long[] blocks, Replica replica, long timeMillis) {
+        Objects.requireNonNull(replica, "replica");
+        return blocks.length == 0 || insert(blocks, replica, Math.min(timeMillis, clock.millis()), true);
+    }
+
+    private boolean insert(long[] b, Replica replica, long now, boolean remote) {
+        if (refresh(b, replica, now, remote)) {
             return true;
         }
         if (!lockForWrite()) {
@@ -242,7 +266,7 @@ final class PrefixTree {
             return false;
         }
         try {
-            write(b, replica, now);
+            write(b, replica, now, remote);
             return true;
         } finally {
             writers.unlock();
@@ -286,9 +310,10 @@ final class PrefixTree {
 
     /**
      * The lock-free case: the whole key is stored and the replica holds every node on it. Refreshes the
-     * last-use times and returns true; returns false as soon as anything would have to change.
+     * last-use times (a local insert also makes the entries local) and returns true; returns false as
+     * soon as anything would have to change.
      */
-    private boolean refresh(long[] b, Replica replica, long now) {
+    private boolean refresh(long[] b, Replica replica, long now, boolean remote) {
         Node node = root;
         int i = 0;
         Node[] path = null;
@@ -316,8 +341,8 @@ final class PrefixTree {
         }
         for (int d = 0; d < depth; d++) {
             Holder h = holderOf(path[d], replica);
-            if (h != null && h.lastAccess < now) {
-                h.lastAccess = now;
+            if (h != null) {
+                h.touch(now, remote);
             }
         }
         return true;
@@ -328,7 +353,7 @@ final class PrefixTree {
      * if the key leaves it midway) and the replica to every node of the path that lacks it. The nodes
      * that gain the replica are odd from before the first change to after the last.
      */
-    private void write(long[] b, Replica replica, long now) {
+    private void write(long[] b, Replica replica, long now, boolean remote) {
         int n = b.length;
         Node[] path = new Node[8];
         int depth = 0;
@@ -373,26 +398,23 @@ final class PrefixTree {
             }
             // The new structure below the path holds the replica from birth and appears in one store.
             if (split != null) {
-                Node mid = newMid(node, split, splitLen, replica, now);
+                Node mid = newMid(node, split, splitLen, replica, now, remote);
                 if (needLeaf) {
-                    addEdge(mid, newLeaf(mid, b, i + splitLen, replica, now));
+                    addEdge(mid, newLeaf(mid, b, i + splitLen, replica, now, remote));
                 }
                 replaceEdge(node, new Edge(split.first, Arrays.copyOf(split.label, splitLen), mid));
             } else if (needLeaf) {
-                addEdge(node, newLeaf(node, b, i, replica, now));
+                addEdge(node, newLeaf(node, b, i, replica, now, remote));
             }
             for (int d = 0; d < depth; d++) {
                 if (lacking[d]) {
                     Holder[] hs = path[d].holders;
                     Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
-                    grown[hs.length] = new Holder(replica, now);
+                    grown[hs.length] = new Holder(replica, now, remote);
                     setHolders(path[d], grown);
                     entries.incrementAndGet();
                 } else {
-                    Holder h = holderOf(path[d], replica);
-                    if (h.lastAccess < now) {
-                        h.lastAccess = now;
-                    }
+                    holderOf(path[d], replica).touch(now, remote);
                 }
             }
         } finally {
@@ -406,11 +428,11 @@ final class PrefixTree {
         }
     }
 
-    private Edge newLeaf(Node parent, long[] b, int from, Replica replica, long now) {
+    private Edge newLeaf(Node parent, long[] b, int from, Replica replica, long now, boolean remote) {
         Node leaf = new Node(b.length);
         leaf.parent = parent;
         leaf.edgeFirst = b[from];
-        setHolders(leaf, new Holder[] {new Holder(replica, now)});
+        setHolders(leaf, new Holder[] {new Holder(replica, now, remote)});
         size.addAndGet(b.length - from);
         nodes.incrementAndGet();
         entries.incrementAndGet();
@@ -420,9 +442,10 @@ final class PrefixTree {
     /**
      * Builds the node that splits {@code edge} of {@code parent} after {@code m} blocks; it holds what the
      * old target held (they hold every prefix) plus {@code replica}, and leads to the old target. Not yet
-     * published: the caller replaces the parent's edge.
+     * published: the caller replaces the parent's edge. If {@code replica} held the target already, its
+     * entry here merges both: the later time, and local if either was.
      */
-    private Node newMid(Node parent, Edge edge, int m, Replica replica, long now) {
+    private Node newMid(Node parent, Edge edge, int m, Replica replica, long now, boolean remote) {
         Node target = edge.target;
         Node mid = new Node(target.depth - (edge.label.length - m));
         mid.parent = parent;
@@ -430,12 +453,15 @@ final class PrefixTree {
         Holder[] th = target.holders;
         Holder[] copy = new Holder[th.length + 1];
         int k = 0;
+        Holder own = new Holder(replica, now, remote);
         for (Holder h : th) {
             if (h.replica != replica) {
-                copy[k++] = new Holder(h.replica, h.lastAccess);
+                copy[k++] = new Holder(h.replica, h.lastAccess, h.remote);
+            } else {
+                own.touch(h.lastAccess, h.remote);
             }
         }
-        copy[k++] = new Holder(replica, now);
+        copy[k++] = own;
         setHolders(mid, k == copy.length ? copy : Arrays.copyOf(copy, k));
         long[] tail = Arrays.copyOfRange(edge.label, m, edge.label.length);
         addEdge(mid, new Edge(tail[0], tail, target));
@@ -533,7 +559,7 @@ final class PrefixTree {
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
                     Holder below = holder(e.target.holders, replica);
                     if (i + m > keepBlocks && below != null) {
-                        Node mid = newMid(node, e, m, replica, below.lastAccess); // every holder as it was
+                        Node mid = newMid(node, e, m, replica, below.lastAccess, below.remote); // as it was
                         replaceEdge(node, new Edge(e.first, Arrays.copyOf(e.label, m), mid));
                         path.add(mid);
                     }
@@ -635,6 +661,7 @@ final class PrefixTree {
             if (size.get() > maxSize) {
                 for (Entry en : live) {
                     en.time = en.holder.lastAccess;
+                    en.remote = en.holder.remote;
                 }
                 live.sort(LRU_ORDER);
                 for (Entry en : live) {
@@ -653,10 +680,39 @@ final class PrefixTree {
         }
     }
 
+    /** Least recently used first; among equal times, entries learned from a peer first, then deepest first. */
     private static final Comparator<Entry> LRU_ORDER = (x, y) -> {
         int c = Long.compare(x.time, y.time);
-        return c != 0 ? c : Integer.compare(y.node.depth, x.node.depth);
+        if (c != 0) {
+            return c;
+        }
+        if (x.remote != y.remote) {
+            return x.remote ? -1 : 1;
+        }
+        return Integer.compare(y.node.depth, x.node.depth);
     };
+
+    /**
+     * Drops every entry last used at or before {@code cutoffMillis}: a reset another instance made at that
+     * time ({@link RouteEvent.Reset}). What this instance learned after it stays, in whatever order the
+     * events arrive. A maintenance pass: waits for a running writer, skips new ones meanwhile.
+     *
+     * @return the number of entries dropped
+     */
+    long dropUntil(long cutoffMillis) {
+        lockForMaintenance();
+        try {
+            long dropped = 0;
+            for (Entry en : collectEntries()) {
+                if (en.holder.lastAccess <= cutoffMillis && removeHolder(en.node, en.holder)) {
+                    dropped++;
+                }
+            }
+            return dropped;
+        } finally {
+            unlockMaintenance();
+        }
+    }
 
     /** Forgets every entry of {@code replica}, for a replica leaving the pool. */
     public void removeReplica(Replica replica) {
@@ -951,7 +1007,7 @@ final class PrefixTree {
     // test hooks (package-private)
 
     /** One route as the tree holds it, expanded per block prefix. */
-    record Route(long time, int nodeDepth) {
+    record Route(long time, int nodeDepth, boolean remote) {
     }
 
     /**
@@ -973,7 +1029,7 @@ final class PrefixTree {
                 if (t.holders.length > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
                     for (Holder h : t.holders) {
-                        m.put(h.replica, new Route(h.lastAccess, t.depth));
+                        m.put(h.replica, new Route(h.lastAccess, t.depth, h.remote));
                     }
                 }
             }
@@ -1064,14 +1120,30 @@ final class PrefixTree {
         }
     }
 
-    /** A replica holding a node, with the time (clock millis) it was last sent a prompt through it. */
+    /**
+     * A replica holding a node, with the time (clock millis) it was last sent a prompt through it, and
+     * whether only other instances ever reported it (remote: learned from a peer's event, never confirmed
+     * by this instance's own traffic). Both fields only move one way: the time forward, remote to local.
+     */
     static final class Holder {
         final Replica replica;
         volatile long lastAccess;
+        volatile boolean remote;
 
-        Holder(Replica replica, long lastAccess) {
+        Holder(Replica replica, long lastAccess, boolean remote) {
             this.replica = replica;
             this.lastAccess = lastAccess;
+            this.remote = remote;
+        }
+
+        /** A use at {@code time}: the later time wins; a local use makes the entry local. Writes only on change. */
+        void touch(long time, boolean fromRemote) {
+            if (lastAccess < time) {
+                lastAccess = time;
+            }
+            if (!fromRemote && remote) {
+                remote = false;
+            }
         }
     }
 
@@ -1079,6 +1151,7 @@ final class PrefixTree {
         final Node node;
         final Holder holder;
         long time;
+        boolean remote;
 
         Entry(Node node, Holder holder) {
             this.node = node;

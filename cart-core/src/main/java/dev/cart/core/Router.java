@@ -33,6 +33,11 @@ import org.slf4j.LoggerFactory;
  * <p>Concurrency: {@link #choose} is thread-safe, lock-free with respect to the tree, and does no I/O.
  * If a chosen replica fills up between the policy's look and the slot acquisition, the router asks the
  * policy again without it. Maintenance runs on the injected {@link Scheduler}.
+ *
+ * <p>Several instances: with a {@link RouteSync} ({@link Builder#sync}) the router publishes every route
+ * it records, every branch usage feedback makes it forget, every replica it forgets and every reset; the
+ * transport hands the other instances' events to {@link #applyRemote}, which applies them through the
+ * tree's ordinary writer path, marked as learned elsewhere.
  */
 public final class Router implements AutoCloseable {
 
@@ -55,6 +60,10 @@ public final class Router implements AutoCloseable {
     private final PromptKey.Unit keyUnit;
     private final int keyBlockSize;
     private final boolean deferDiverted;
+    private final RouteSync sync;
+    private final boolean publishes;
+    private final RemoteRoutes remote;
+    private volatile boolean syncFailureLogged;
     /** Set by the first {@link Lease#firstToken()} report; from then on routed prefill is counted. */
     private volatile boolean tracksPrefill;
     private volatile boolean closed;
@@ -76,6 +85,10 @@ public final class Router implements AutoCloseable {
         this.keyBlockSize = b.keyBlockSize;
         this.deferDiverted = b.deferDiverted;
         this.tracksPrefill = b.firstTokenReports;
+        this.sync = b.sync;
+        this.publishes = b.sync != RouteSync.NONE;
+        this.remote = new RemoteRoutes(tree, replicas, keyUnit, keyBlockSize, sync.originId(),
+                policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
         if (b.scheduler != null) {
             this.scheduler = b.scheduler;
@@ -217,8 +230,58 @@ public final class Router implements AutoCloseable {
      * just generated, which the next turn will start with.
      */
     public void record(PromptKey key, Replica replica) {
-        if (policy.usesPrefixTree() && key.blockCount() > 0 && fits(key) && !tree.insert(key, replica)) {
+        if (!policy.usesPrefixTree() || key.blockCount() == 0 || !fits(key)) {
+            return;
+        }
+        if (!tree.insert(key, replica)) {
             listener.onInsertSkipped();
+        }
+        if (publishes) { // what the replica was sent is true whether or not maintenance let this tree learn it
+            publish(new RouteEvent.Learned(sync.originId(), clock.millis(), replica.id(), keyUnit, keyBlockSize,
+                    key.blocks()));
+        }
+    }
+
+    /**
+     * Applies what another router instance learned or forgot ({@link RouteSync}): a route, through the
+     * tree's ordinary writer path (skipped and counted like a local insert while maintenance holds the
+     * tree), marked as learned elsewhere so eviction drops it before local routes of the same age; a
+     * forgotten branch, a removed replica or a reset likewise. Replica ids are resolved against this
+     * router's pool; events naming a replica it does not have, events of its own origin, and keys of
+     * another format are ignored and counted ({@link #remoteApplyStats()}). Never makes a routing decision
+     * wait; call it from the transport's thread. Events applied here are not published again.
+     *
+     * @return what became of the event
+     */
+    public RemoteApply applyRemote(RouteEvent event) {
+        return remote.apply(Objects.requireNonNull(event, "event"));
+    }
+
+    /** Counts of the events given to {@link #applyRemote}, by outcome. */
+    public RemoteApplyStats remoteApplyStats() {
+        return remote.stats();
+    }
+
+    /**
+     * Forgets every route to {@code replica}, here and (with a {@link RouteSync}) on the other instances:
+     * for a host whose service discovery removed it from the pool. A maintenance pass.
+     */
+    public void forgetReplica(Replica replica) {
+        Objects.requireNonNull(replica, "replica");
+        tree.removeReplica(replica);
+        if (publishes) {
+            publish(new RouteEvent.ReplicaRemoved(sync.originId(), clock.millis(), replica.id()));
+        }
+    }
+
+    private void publish(RouteEvent event) {
+        try {
+            sync.publish(event);
+        } catch (RuntimeException e) {
+            if (!syncFailureLogged) {
+                syncFailureLogged = true;
+                LOG.error("route sync publish failed (logged once; routing goes on)", e);
+            }
         }
     }
 
@@ -264,6 +327,10 @@ public final class Router implements AutoCloseable {
         boolean stale = d.matchedLength() - deliveredUnits > tolerance;
         if (stale && feedback && policy.usesPrefixTree()) {
             tree.forgetBranches(d.key(), d.replica(), deliveredUnits);
+            if (publishes && fits(d.key())) {
+                publish(new RouteEvent.Forgotten(sync.originId(), clock.millis(), d.replica().id(), keyUnit,
+                        keyBlockSize, d.key().blocks(), Math.max(0, deliveredUnits / keyBlockSize)));
+            }
         }
         listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
     }
@@ -314,7 +381,11 @@ public final class Router implements AutoCloseable {
 
     /** Drops the whole tree now (what the daily cleanup does). */
     public void resetTree() {
+        long now = clock.millis();
         tree.clear();
+        if (publishes) {
+            publish(new RouteEvent.Reset(sync.originId(), now));
+        }
         listener.onReset();
         LOG.info("prefix tree reset");
     }
@@ -394,8 +465,20 @@ public final class Router implements AutoCloseable {
         private int keyBlockSize = PromptKey.DEFAULT_BLOCK_CHARS;
         private boolean deferDiverted = true;
         private boolean firstTokenReports;
+        private RouteSync sync = RouteSync.NONE;
 
         private Builder() {
+        }
+
+        /**
+         * Shares what this router learns with other instances routing the same pool (for example the
+         * {@code cart-redis} module's Redis Stream), and identifies this instance's own events by the
+         * sync's {@link RouteSync#originId()}. The transport hands the others' events to
+         * {@link Router#applyRemote}. {@link RouteSync#NONE} (the default) shares nothing.
+         */
+        public Builder sync(RouteSync sync) {
+            this.sync = Objects.requireNonNull(sync);
+            return this;
         }
 
         /**

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
- * Inserts, matches, eviction passes and replica removals racing on one tree: nothing throws, and once
+ * Inserts (local and a peer's), matches, eviction passes, peers' resets and replica removals racing on one tree: nothing throws, and once
  * quiet, the accounting equals a recount and the shape invariants hold.
  */
 class PrefixTreeConcurrencyTest {
@@ -81,7 +81,10 @@ class PrefixTreeConcurrencyTest {
                         }
                         PromptKey k = PromptKey.forBlocks(key, 16);
                         if (rnd.nextBoolean()) {
-                            if (!tree.insert(k, reps.get(rnd.nextInt(reps.size())))) {
+                            Replica r = reps.get(rnd.nextInt(reps.size()));
+                            boolean done = rnd.nextBoolean() ? tree.insert(k, r) // local, or a peer's route
+                                    : tree.insertRemote(key, r, System.currentTimeMillis() - rnd.nextInt(100));
+                            if (!done) {
                                 refused++;
                             }
                         } else {
@@ -95,8 +98,11 @@ class PrefixTreeConcurrencyTest {
             Future<?> maintenance = pool.submit(() -> {
                 SplittableRandom rnd = new SplittableRandom(99);
                 while (!stop.get()) {
-                    if (rnd.nextInt(20) == 0) {
+                    int pick = rnd.nextInt(20);
+                    if (pick == 0) {
                         tree.removeReplica(reps.get(rnd.nextInt(reps.size())));
+                    } else if (pick == 1) {
+                        tree.dropUntil(System.currentTimeMillis() - 50); // a peer's reset
                     } else {
                         tree.evict();
                     }

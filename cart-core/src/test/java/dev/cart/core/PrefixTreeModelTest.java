@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 import org.quicktheories.core.Gen;
 
 /**
- * Model-based test: random sequences of insert / match / removeReplica / evict / clear / forgetBranches
- * applied to the
+ * Model-based test: random sequences of insert / match / removeReplica / evict / clear / forgetBranches /
+ * insertRemote (a peer's route, possibly older than now) / dropUntil (a peer's reset) applied to the
  * real tree and to a naive model (a map from every block prefix to the replicas holding it and when),
  * compared after every step. QuickTheories shrinks a failing sequence to a minimal one.
  */
@@ -39,28 +39,42 @@ class PrefixTreeModelTest {
                 case 7 -> "evict +" + step + "ms";
                 case 8 -> "clear";
                 case 9 -> "forgetBranches(" + key + ", r" + replica + ", keep " + step % (key.size() + 1) + ")";
+                case 10, 11 -> "insertRemote(" + key + ", r" + replica + ") at now-" + step % 20 + "ms";
+                case 12 -> "dropUntil(now-" + step + "ms)";
                 default -> "noop";
             };
         }
     }
 
     static Gen<Op> ops() {
-        return integers().between(0, 10).zip(
+        return integers().between(0, 13).zip(
                 lists().of(integers().between(1, 3)).ofSizeBetween(1, 7),
                 integers().between(0, 2),
                 integers().between(0, 40),
                 Op::new);
     }
 
-    static final class Model {
-        final Map<List<Long>, Map<Replica, Long>> routes = new HashMap<>();
+    /** An entry of the model: last use, and whether only a peer ever reported it. */
+    record T(long time, boolean remote) {
+        T merge(T o) {
+            return new T(Math.max(time, o.time), remote && o.remote);
+        }
+    }
 
-        void insert(long[] key, Replica r, long t) {
+    static final class Model {
+        final Map<List<Long>, Map<Replica, T>> routes = new HashMap<>();
+
+        void insert(long[] key, Replica r, long t, boolean remote) {
             List<Long> p = new ArrayList<>();
             for (long b : key) {
                 p.add(b);
-                routes.computeIfAbsent(List.copyOf(p), x -> new HashMap<>()).merge(r, t, Math::max);
+                routes.computeIfAbsent(List.copyOf(p), x -> new HashMap<>()).merge(r, new T(t, remote), T::merge);
             }
+        }
+
+        void dropUntil(long cutoff) {
+            routes.values().forEach(m -> m.values().removeIf(t -> t.time() <= cutoff));
+            routes.values().removeIf(Map::isEmpty);
         }
 
         /** Per replica, the longest prefix of key it holds. */
@@ -69,7 +83,7 @@ class PrefixTreeModelTest {
             List<Long> p = new ArrayList<>();
             for (int i = 0; i < key.length; i++) {
                 p.add(key[i]);
-                Map<Replica, Long> m = routes.get(p);
+                Map<Replica, T> m = routes.get(p);
                 if (m == null) {
                     break;
                 }
@@ -87,7 +101,7 @@ class PrefixTreeModelTest {
 
         /** Drops r from every prefix that shares more than keep blocks with key but is not one of its prefixes. */
         void forgetBranches(long[] key, Replica r, int keep) {
-            for (Map.Entry<List<Long>, Map<Replica, Long>> e : routes.entrySet()) {
+            for (Map.Entry<List<Long>, Map<Replica, T>> e : routes.entrySet()) {
                 List<Long> q = e.getKey();
                 int lcp = 0;
                 while (lcp < q.size() && lcp < key.length && q.get(lcp) == key[lcp]) {
@@ -111,13 +125,13 @@ class PrefixTreeModelTest {
         void resetFrom(Map<List<Long>, Map<Replica, PrefixTree.Route>> snap) {
             routes.clear();
             snap.forEach((k, v) -> {
-                Map<Replica, Long> m = new HashMap<>();
-                v.forEach((r, route) -> m.put(r, route.time()));
+                Map<Replica, T> m = new HashMap<>();
+                v.forEach((r, route) -> m.put(r, new T(route.time(), route.remote())));
                 routes.put(k, m);
             });
         }
 
-        Map<List<Long>, Map<Replica, Long>> view() {
+        Map<List<Long>, Map<Replica, T>> view() {
             return routes;
         }
     }
@@ -130,11 +144,11 @@ class PrefixTreeModelTest {
         return b;
     }
 
-    private static Map<List<Long>, Map<Replica, Long>> times(Map<List<Long>, Map<Replica, PrefixTree.Route>> snap) {
-        Map<List<Long>, Map<Replica, Long>> out = new HashMap<>();
+    private static Map<List<Long>, Map<Replica, T>> times(Map<List<Long>, Map<Replica, PrefixTree.Route>> snap) {
+        Map<List<Long>, Map<Replica, T>> out = new HashMap<>();
         snap.forEach((k, v) -> {
-            Map<Replica, Long> m = new HashMap<>();
-            v.forEach((r, route) -> m.put(r, route.time()));
+            Map<Replica, T> m = new HashMap<>();
+            v.forEach((r, route) -> m.put(r, new T(route.time(), route.remote())));
             out.put(k, m);
         });
         return out;
@@ -152,7 +166,17 @@ class PrefixTreeModelTest {
                 case 0, 1, 2, 3 -> {
                     clock.advance(Duration.ofMillis(op.step()));
                     assertTrue(tree.insert(PromptKey.forBlocks(key, BLOCK), reps.get(op.replica())));
-                    model.insert(key, reps.get(op.replica()), clock.millis());
+                    model.insert(key, reps.get(op.replica()), clock.millis(), false);
+                }
+                case 10, 11 -> {
+                    long t = clock.millis() - op.step() % 20;
+                    assertTrue(tree.insertRemote(key, reps.get(op.replica()), t));
+                    model.insert(key, reps.get(op.replica()), t, true);
+                }
+                case 12 -> {
+                    long cutoff = clock.millis() - op.step();
+                    tree.dropUntil(cutoff);
+                    model.dropUntil(cutoff);
                 }
                 case 4, 5 -> { } // match is checked after every step below
                 case 6 -> {
@@ -213,14 +237,14 @@ class PrefixTreeModelTest {
                                       Map<List<Long>, Map<Replica, PrefixTree.Route>> after, long now,
                                       Duration ttl, EvictionReport report) {
         long cutoff = ttl.isZero() ? Long.MIN_VALUE : now - ttl.toMillis();
-        long maxRemoved = Long.MIN_VALUE; // packed (time, -depth) order
+        long maxRemoved = Long.MIN_VALUE; // packed (time, remote first, -depth) order
         long minKept = Long.MAX_VALUE;
         Set<String> seen = new HashSet<>();
         for (var e : before.entrySet()) {
             for (var r : e.getValue().entrySet()) {
                 PrefixTree.Route route = r.getValue();
                 boolean kept = after.containsKey(e.getKey()) && after.get(e.getKey()).containsKey(r.getKey());
-                long order = route.time() * 1_000_000L - route.nodeDepth();
+                long order = route.time() * 2_000_000L + (route.remote() ? 0 : 1_000_000L) - route.nodeDepth();
                 if (route.time() < cutoff) {
                     assertTrue(!kept, "expired entry survived");
                     continue;

@@ -1,0 +1,689 @@
+package dev.cart.redis;
+
+import dev.cart.core.RouteEvent;
+import dev.cart.core.RouteSync;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.Limit;
+import io.lettuce.core.Range;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.StreamMessage;
+import io.lettuce.core.XAddArgs;
+import io.lettuce.core.XReadArgs;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.codec.RedisCodec;
+import io.lettuce.core.codec.StringCodec;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Shares route events between router instances through one Redis Stream per pool.
+ *
+ * <h2>How</h2>
+ * <ul>
+ *   <li>{@link #publish} (the request path) only offers the event to a bounded in-memory buffer; when the
+ *       buffer is full the oldest event is dropped and counted. No Redis call is ever made there.</li>
+ *   <li>A publisher thread takes events from the buffer in batches (up to {@code batchEvents}, or what
+ *       arrived within {@code batchDelay} of the first) and writes each batch as <em>one</em> stream entry
+ *       ({@link RouteEventCodec}: self-contained, replica ids and shared key prefixes written once per
+ *       batch) with one {@code XADD ... MAXLEN ~ cap}. One entry per batch rather than one per event:
+ *       the origin, replica ids and common prefixes are paid once, and the stream's cap counts batches.
+ *       A learned route repeated within {@code repeatInterval} (a hot prefix refreshed on every request)
+ *       is written once. When Redis is down or slow the batch waits and is retried with backoff; new
+ *       events keep filling the buffer meanwhile, and are written once Redis is back.</li>
+ *   <li>A tailer thread first replays the retained window ({@code XRANGE} in pages) so a new or
+ *       restarted instance starts warm, then follows the stream with {@code XREAD BLOCK}. It skips the
+ *       entries of its own origin, hands every other event to the applier (normally
+ *       {@code Router::applyRemote}), and counts entries that do not decode as malformed. Every batch
+ *       carries its origin's batch number: a batch read twice (an XADD retried after a lost reply) is
+ *       applied once, and a jump (the stream trimmed past this reader's position, or entries lost with a
+ *       Redis restart) is counted as a gap; reading goes on from what is left.</li>
+ * </ul>
+ *
+ * <h2>Threads and failure</h2>
+ * Two daemon threads, each with its own connection; both reconnect with exponential backoff (50 ms to
+ * 2 s). Redis being absent, killed, restarted or slow costs freshness only: routing reads local memory.
+ * The applier is called on the tailer thread; an exception it throws is logged and the tailer goes on.
+ * Logs name the Redis host and port only, never the URI (it may carry a password).
+ */
+public final class RedisRouteSync implements RouteSync, AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RedisRouteSync.class);
+    /** The one field of a stream entry; its value is an encoded batch. */
+    static final String FIELD = "b";
+    private static final RedisCodec<String, byte[]> CODEC = RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE);
+    private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
+    private static final int REPLAY_PAGE = 512;
+    private static final int RECENT_LEARNED = 65_536;
+
+    private final RedisClient client;
+    private final String where;
+    private final String stream;
+    private final String origin;
+    private final long maxLen;
+    private final int batchEvents;
+    private final long batchDelayNanos;
+    private final long repeatMillis;
+    private final long blockMillis;
+    private final boolean replay;
+    private final ArrayBlockingQueue<RouteEvent> buffer;
+
+    private final LongAdder published = new LongAdder();
+    private final LongAdder batches = new LongAdder();
+    private final LongAdder bytes = new LongAdder();
+    private final LongAdder dropped = new LongAdder();
+    private final LongAdder repeats = new LongAdder();
+    private final LongAdder applied = new LongAdder();
+    private final LongAdder ownSkipped = new LongAdder();
+    private final LongAdder malformed = new LongAdder();
+    private final LongAdder gaps = new LongAdder();
+    private final LongAdder lost = new LongAdder();
+    private final LongAdder duplicates = new LongAdder();
+    /** Per origin, the last batch number read (tailer thread only); bounded, least recently seen out first. */
+    private final Map<String, Long> lastSeq = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+            return size() > 4_096;
+        }
+    };
+    private final AtomicInteger pendingEvents = new AtomicInteger();
+    private final AtomicLong lastLag = new AtomicLong();
+    private final AtomicLong maxLag = new AtomicLong();
+    private volatile boolean publisherUp;
+    private volatile boolean tailerUp;
+    private volatile boolean running;
+    private volatile boolean started;
+    private boolean closed;
+    private volatile Consumer<? super RouteEvent> applier;
+    private Thread publisherThread;
+    private Thread tailerThread;
+
+    private RedisRouteSync(Builder b) {
+        RedisURI uri = RedisURI.create(b.uri);
+        uri.setTimeout(b.commandTimeout);
+        this.where = uri.getHost() + ":" + uri.getPort();
+        this.stream = b.stream;
+        String id = b.instanceId != null ? b.instanceId : Builder.defaultInstanceId();
+        this.origin = id + "#" + Integer.toHexString(ThreadLocalRandom.current().nextInt());
+        this.maxLen = b.maxLen;
+        this.batchEvents = b.batchEvents;
+        this.batchDelayNanos = b.batchDelay.toNanos();
+        this.repeatMillis = b.repeatInterval.toMillis();
+        this.blockMillis = b.readBlock.toMillis();
+        this.replay = b.replay;
+        this.buffer = new ArrayBlockingQueue<>(b.bufferEvents);
+        this.client = RedisClient.create(uri);
+        client.setOptions(ClientOptions.builder()
+                .autoReconnect(true)
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .socketOptions(SocketOptions.builder().connectTimeout(b.commandTimeout).build())
+                .build());
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public String originId() {
+        return origin;
+    }
+
+    /** Enqueues the event; drops the oldest buffered one (counted) if the buffer is full. Never blocks. */
+    @Override
+    public void publish(RouteEvent event) {
+        Objects.requireNonNull(event, "event");
+        while (!buffer.offer(event)) {
+            if (buffer.poll() != null) {
+                dropped.increment();
+            }
+        }
+    }
+
+    /**
+     * Starts the publisher and the tailer; the tailer hands other instances' events to {@code applier}
+     * (normally {@code router::applyRemote}) on its own thread. Returns at once, whether or not Redis is
+     * reachable.
+     */
+    public synchronized RedisRouteSync start(Consumer<? super RouteEvent> applier) {
+        if (started) {
+            throw new IllegalStateException("already started");
+        }
+        this.applier = Objects.requireNonNull(applier, "applier");
+        started = true;
+        running = true;
+        publisherThread = daemon(this::publishLoop, "cart-redis-publisher");
+        tailerThread = daemon(this::tailLoop, "cart-redis-tailer");
+        LOG.info("route sync on stream {} at {} as {}", stream, where, origin);
+        return this;
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    public RedisSyncStats stats() {
+        return new RedisSyncStats(published.sum(), batches.sum(), bytes.sum(), dropped.sum(), repeats.sum(),
+                buffer.size() + (long) pendingEvents.get(), applied.sum(), ownSkipped.sum(), malformed.sum(),
+                duplicates.sum(), gaps.sum(), lost.sum(), lastLag.get(), maxLag.get(), publisherUp && tailerUp);
+    }
+
+    /** The stream this instance writes and reads. */
+    public String stream() {
+        return stream;
+    }
+
+    /**
+     * Stops both threads: the publisher writes what is buffered if Redis takes it within a second, the
+     * tailer stops after its current read. Then closes the connections.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (!running) {
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            return;
+        }
+        running = false;
+        for (Thread t : new Thread[] {publisherThread, tailerThread}) {
+            LockSupport.unpark(t);
+        }
+        try {
+            publisherThread.join(5_000);
+            tailerThread.join(5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // publisher
+
+    private void publishLoop() {
+        StatefulRedisConnection<String, byte[]> conn = null;
+        XAddArgs args = new XAddArgs().maxlen(maxLen).approximateTrimming();
+        Map<Sent, Long> recent = new LinkedHashMap<>(1024, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Sent, Long> eldest) {
+                return size() > RECENT_LEARNED;
+            }
+        };
+        List<RouteEvent> batch = new ArrayList<>(batchEvents);
+        byte[] pending = null;
+        long seq = 0;
+        long backoff = MIN_BACKOFF_NANOS;
+        long closeDeadline = Long.MAX_VALUE;
+        while (true) {
+            if (!running && closeDeadline == Long.MAX_VALUE) {
+                closeDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+            }
+            if (conn == null && running) { // connect before gathering: while Redis is away, events wait in the buffer
+                try {
+                    conn = client.connect(CODEC);
+                    up(true, "publisher");
+                } catch (RuntimeException e) {
+                    down(true, "publisher", e);
+                    LockSupport.parkNanos(backoff);
+                    backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+                    continue;
+                }
+            }
+            if (pending == null) {
+                if (!running && buffer.isEmpty()) {
+                    break;
+                }
+                collect(batch);
+                keepNew(batch, recent);
+                if (batch.isEmpty()) {
+                    continue;
+                }
+                pending = RouteEventCodec.encode(origin, seq++, batch);
+                pendingEvents.set(batch.size());
+                batch.clear();
+            }
+            if (System.nanoTime() > closeDeadline) {
+                LOG.info("route sync closing with {} events not written", buffer.size() + pendingEvents.get());
+                break;
+            }
+            try {
+                if (conn == null) {
+                    conn = client.connect(CODEC);
+                    up(true, "publisher");
+                }
+                conn.sync().xadd(stream, args, Map.of(FIELD, pending));
+                published.add(pendingEvents.getAndSet(0));
+                batches.increment();
+                bytes.add(pending.length);
+                pending = null;
+                backoff = MIN_BACKOFF_NANOS;
+                up(true, "publisher");
+            } catch (RuntimeException e) {
+                down(true, "publisher", e);
+                LockSupport.parkNanos(backoff);
+                backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+            }
+        }
+        if (conn != null) {
+            conn.closeAsync();
+        }
+    }
+
+    /** Takes the next batch from the buffer: up to the batch size, or what arrives within the delay. */
+    private void collect(List<RouteEvent> batch) {
+        try {
+            RouteEvent first = buffer.poll(running ? 100 : 0, TimeUnit.MILLISECONDS);
+            if (first == null) {
+                return;
+            }
+            batch.add(first);
+            long deadline = System.nanoTime() + batchDelayNanos;
+            while (batch.size() < batchEvents) {
+                long left = deadline - System.nanoTime();
+                RouteEvent e = left > 0 ? buffer.poll(left, TimeUnit.NANOSECONDS) : buffer.poll();
+                if (e == null) {
+                    return;
+                }
+                batch.add(e);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Drops from {@code batch} every learned route written within the repeat interval (a hot prefix
+     * refreshed by every request: once per interval keeps peers' last-use times fresh enough). Any other
+     * event (a forgotten branch, a removal, a reset) may have undone what peers were told, so it clears
+     * the memory of what was written.
+     */
+    private void keepNew(List<RouteEvent> batch, Map<Sent, Long> recent) {
+        if (repeatMillis <= 0) {
+            return;
+        }
+        int k = 0;
+        for (RouteEvent e : batch) {
+            if (e instanceof RouteEvent.Learned l && l.blocks().length > 0) {
+                Sent s = new Sent(l.replicaId(), l.blocks()[l.blocks().length - 1], l.blocks().length);
+                Long at = recent.get(s);
+                if (at != null && l.timeMillis() - at < repeatMillis) {
+                    repeats.increment();
+                    continue;
+                }
+                recent.put(s, l.timeMillis());
+            } else {
+                recent.clear();
+            }
+            batch.set(k++, e);
+        }
+        batch.subList(k, batch.size()).clear();
+    }
+
+    /** A learned route as the publisher remembers it: the last block hash identifies the whole prefix. */
+    private record Sent(String replicaId, long lastBlock, int length) {
+    }
+
+    // ------------------------------------------------------------------------------------------------
+    // tailer
+
+    private void tailLoop() {
+        StatefulRedisConnection<String, byte[]> conn = null;
+        String position = null; // last entry id handled; null until the first read
+        boolean replayed = !replay;
+        boolean check = false;
+        long backoff = MIN_BACKOFF_NANOS;
+        while (running) {
+            try {
+                if (conn == null) {
+                    conn = client.connect(CODEC);
+                }
+                RedisCommands<String, byte[]> c = conn.sync();
+                if (!replayed) {
+                    position = replay(c, position);
+                    replayed = true;
+                } else if (position == null) {
+                    // no replay: only what is written from now on (an explicit id, so nothing written
+                    // between two reads is missed, as it would be by reading from "$" each time)
+                    List<StreamMessage<String, byte[]>> last = c.xrevrange(stream, Range.create("-", "+"),
+                            Limit.create(0, 1));
+                    position = last.isEmpty() ? "0-0" : last.get(0).getId();
+                }
+                if (check) {
+                    position = checkPosition(c, position);
+                }
+                List<StreamMessage<String, byte[]>> read = c.xread(
+                        XReadArgs.Builder.block(blockMillis).count(REPLAY_PAGE), XReadArgs.StreamOffset.from(stream, position));
+                long now = System.currentTimeMillis();
+                for (StreamMessage<String, byte[]> m : read) {
+                    handle(m);
+                    position = m.getId();
+                    long lag = Math.max(0, now - idMillis(m.getId()));
+                    lastLag.set(lag);
+                    maxLag.accumulateAndGet(lag, Math::max);
+                }
+                check = false;
+                backoff = MIN_BACKOFF_NANOS;
+                up(false, "tailer");
+            } catch (RuntimeException e) {
+                if (!running) {
+                    break;
+                }
+                check = true;
+                down(false, "tailer", e);
+                LockSupport.parkNanos(backoff);
+                backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+            }
+        }
+        if (conn != null) {
+            conn.closeAsync();
+        }
+    }
+
+    /** Applies the retained window in pages, oldest first, after {@code from}; returns the last id read. */
+    private String replay(RedisCommands<String, byte[]> c, String from) {
+        String position = from;
+        long entries = 0;
+        while (running) {
+            Range<String> range = position == null ? Range.create("-", "+")
+                    : Range.from(Range.Boundary.excluding(position), Range.Boundary.unbounded());
+            List<StreamMessage<String, byte[]>> page = c.xrange(stream, range, Limit.create(0, REPLAY_PAGE));
+            for (StreamMessage<String, byte[]> m : page) {
+                handle(m);
+                position = m.getId();
+            }
+            entries += page.size();
+            if (page.size() < REPLAY_PAGE) {
+                break;
+            }
+        }
+        LOG.info("route sync replayed {} stream entries of {}", entries, stream);
+        return position == null ? "0-0" : position;
+    }
+
+    /**
+     * After a read error: if the stream's ids are now below the read position (the stream was lost and
+     * written anew, as after a Redis restart without persistence), reads it from the start. Entries lost
+     * meanwhile (trimmed before they were read, or gone with the old stream) show as gaps in their
+     * origins' batch numbers, counted by {@link #handle}.
+     */
+    private String checkPosition(RedisCommands<String, byte[]> c, String position) {
+        if (position == null) {
+            return null;
+        }
+        List<Object> info;
+        try {
+            info = c.xinfoStream(stream);
+        } catch (RedisCommandExecutionException e) {
+            return position; // no such stream (yet)
+        }
+        for (int i = 0; i + 1 < info.size(); i += 2) {
+            if ("last-generated-id".equals(String.valueOf(info.get(i)))
+                    && compareIds(String.valueOf(info.get(i + 1)), position) < 0) {
+                LOG.warn("stream {} at {} was written anew below this instance's position: reading it from the"
+                        + " start", stream, where);
+                return "0-0";
+            }
+        }
+        return position;
+    }
+
+    /** Decodes one entry and applies the events of other origins; counts what it skips. */
+    private void handle(StreamMessage<String, byte[]> m) {
+        Map<String, byte[]> body = m.getBody();
+        byte[] data = body.size() == 1 ? body.get(FIELD) : null;
+        RouteEventCodec.Batch batch;
+        try {
+            if (data == null) {
+                throw new RouteEventCodec.Malformed("not a batch entry (" + body.size() + " fields, none named \"" + FIELD + "\" alone)");
+            }
+            batch = RouteEventCodec.decode(data);
+        } catch (RouteEventCodec.Malformed e) {
+            if (malformed.sum() == 0) {
+                LOG.warn("skipping a malformed entry {} of stream {}: {} (later ones are only counted)",
+                        m.getId(), stream, e.getMessage());
+            }
+            malformed.increment();
+            return;
+        }
+        if (batch.origin().equals(origin)) {
+            ownSkipped.add(batch.events().size());
+            return;
+        }
+        Long last = lastSeq.get(batch.origin());
+        if (last != null && batch.seq() <= last) {
+            duplicates.increment(); // written twice (an XADD retried after a lost reply): applied once
+            return;
+        }
+        if (last != null && batch.seq() > last + 1) {
+            gaps.increment();
+            lost.add(batch.seq() - last - 1);
+            LOG.warn("{} entries of {} were lost before this instance read them (stream trimmed past its"
+                    + " position, or Redis lost them); going on from what is left", batch.seq() - last - 1,
+                    batch.origin());
+        }
+        lastSeq.put(batch.origin(), batch.seq());
+        Consumer<? super RouteEvent> a = applier;
+        for (RouteEvent e : batch.events()) {
+            try {
+                a.accept(e);
+                applied.increment();
+            } catch (RuntimeException ex) {
+                LOG.error("applying a route event from {} failed", batch.origin(), ex);
+            }
+        }
+    }
+
+    private static long idMillis(String id) {
+        int dash = id.indexOf('-');
+        try {
+            return Long.parseLong(dash < 0 ? id : id.substring(0, dash));
+        } catch (NumberFormatException e) {
+            return System.currentTimeMillis();
+        }
+    }
+
+    /** Orders stream ids ({@code ms-seq}). */
+    static int compareIds(String a, String b) {
+        int da = a.indexOf('-');
+        int db = b.indexOf('-');
+        long ma = Long.parseLong(da < 0 ? a : a.substring(0, da));
+        long mb = Long.parseLong(db < 0 ? b : b.substring(0, db));
+        if (ma != mb) {
+            return Long.compare(ma, mb);
+        }
+        long sa = da < 0 ? 0 : Long.parseLong(a.substring(da + 1));
+        long sb = db < 0 ? 0 : Long.parseLong(b.substring(db + 1));
+        return Long.compare(sa, sb);
+    }
+
+    private void up(boolean publisher, String who) {
+        boolean was = publisher ? publisherUp : tailerUp;
+        if (!was) {
+            LOG.info("route sync {} connected to Redis at {}", who, where);
+            if (publisher) {
+                publisherUp = true;
+            } else {
+                tailerUp = true;
+            }
+        }
+    }
+
+    private void down(boolean publisher, String who, RuntimeException e) {
+        boolean was = publisher ? publisherUp : tailerUp;
+        if (was || !(publisher ? pubWarned : tailWarned)) {
+            // the class of the failure only: a connection exception's message could name the URI
+            String why = e instanceof RedisCommandExecutionException ? e.getMessage() : e.getClass().getSimpleName();
+            LOG.warn("route sync {} lost Redis at {} ({}); routing goes on locally, retrying", who, where, why);
+        }
+        if (publisher) {
+            publisherUp = false;
+            pubWarned = true;
+        } else {
+            tailerUp = false;
+            tailWarned = true;
+        }
+    }
+
+    private volatile boolean pubWarned;
+    private volatile boolean tailWarned;
+
+    /** Builds a {@link RedisRouteSync}. Only the URI is required. */
+    public static final class Builder {
+        private String uri;
+        private String stream = "cart:routes";
+        private String instanceId; // host:pid unless given
+        private long maxLen = 100_000;
+        private int batchEvents = 256;
+        private Duration batchDelay = Duration.ofMillis(5);
+        private Duration repeatInterval = Duration.ofSeconds(1);
+        private int bufferEvents = 65_536;
+        private Duration commandTimeout = Duration.ofSeconds(2);
+        private Duration readBlock = Duration.ofMillis(250);
+        private boolean replay = true;
+
+        private Builder() {
+        }
+
+        /**
+         * The Redis to use: {@code redis://[:password@]host[:port][/db]}, or {@code rediss://...} for TLS
+         * (Lettuce's {@link RedisURI} syntax). Never logged: logs name the host and port only.
+         */
+        public Builder uri(String uri) {
+            Objects.requireNonNull(uri, "uri");
+            try {
+                RedisURI.create(uri); // fails now on a malformed URI, not on the first connection
+            } catch (RuntimeException e) {
+                // not the parser's message: it may quote the URI, password included
+                throw new IllegalArgumentException("cluster.redis_url is not a valid redis:// or rediss:// URI");
+            }
+            this.uri = uri;
+            return this;
+        }
+
+        /** The stream of this pool; every instance routing the same pool uses the same name. */
+        public Builder stream(String stream) {
+            if (stream == null || stream.isBlank()) {
+                throw new IllegalArgumentException("cluster.stream must not be empty");
+            }
+            this.stream = stream;
+            return this;
+        }
+
+        /** This instance's id (default host:pid); a random suffix per start makes the origin id unique. */
+        public Builder instanceId(String id) {
+            if (id == null || id.isBlank()) {
+                throw new IllegalArgumentException("cluster.instance_id must not be empty");
+            }
+            this.instanceId = id;
+            return this;
+        }
+
+        /** The stream's approximate cap in entries ({@code MAXLEN ~}); each entry holds up to a batch. */
+        public Builder maxLen(long entries) {
+            if (entries < 1) {
+                throw new IllegalArgumentException("cluster.max_len must be >= 1, was " + entries);
+            }
+            this.maxLen = entries;
+            return this;
+        }
+
+        /** Most events per stream entry (1 to 256; default 256). */
+        public Builder batchEvents(int events) {
+            if (events < 1 || events > 256) {
+                throw new IllegalArgumentException("cluster.batch_events must be in [1, 256], was " + events);
+            }
+            this.batchEvents = events;
+            return this;
+        }
+
+        /** How long a batch waits for more events after its first (0 to 5 ms; default 5 ms). */
+        public Builder batchDelay(Duration delay) {
+            if (delay.isNegative() || delay.compareTo(Duration.ofMillis(5)) > 0) {
+                throw new IllegalArgumentException("cluster.batch_delay_ms must be in [0, 5], was " + delay.toMillis());
+            }
+            this.batchDelay = delay;
+            return this;
+        }
+
+        /** A learned route is written again only after this long (default 1 s; zero writes every one). */
+        public Builder repeatInterval(Duration interval) {
+            if (interval.isNegative()) {
+                throw new IllegalArgumentException("cluster.repeat_interval_ms must be >= 0");
+            }
+            this.repeatInterval = interval;
+            return this;
+        }
+
+        /** Events buffered while Redis is slow or away; beyond it the oldest are dropped (default 65,536). */
+        public Builder bufferEvents(int events) {
+            if (events < 1) {
+                throw new IllegalArgumentException("cluster.buffer_events must be >= 1, was " + events);
+            }
+            this.bufferEvents = events;
+            return this;
+        }
+
+        /** Timeout of one Redis command and of a connection attempt (default 2 s). */
+        public Builder commandTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("cluster.timeout must be positive");
+            }
+            this.commandTimeout = timeout;
+            return this;
+        }
+
+        /** Whether a starting instance replays the retained stream window first (default true). */
+        public Builder replay(boolean replay) {
+            this.replay = replay;
+            return this;
+        }
+
+        public RedisRouteSync build() {
+            if (uri == null) {
+                throw new IllegalStateException("a Redis route sync needs a URI");
+            }
+            if (readBlock.compareTo(commandTimeout) >= 0) {
+                throw new IllegalStateException("the command timeout must exceed the read block of "
+                        + readBlock.toMillis() + " ms");
+            }
+            return new RedisRouteSync(this);
+        }
+
+        private static String defaultInstanceId() {
+            String host;
+            try {
+                host = InetAddress.getLocalHost().getHostName();
+            } catch (UnknownHostException e) {
+                host = "localhost";
+            }
+            return host + ":" + ProcessHandle.current().pid();
+        }
+    }
+}
