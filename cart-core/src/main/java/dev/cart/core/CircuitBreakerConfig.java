@@ -3,7 +3,7 @@ package dev.cart.core;
 import java.time.Duration;
 
 /**
- * Settings of the per-replica circuit breaker (config section {@code circuit_breaker}).
+ * Settings of the per-replica circuit breaker of a {@link ManagedReplicaSet}.
  *
  * @param failureThreshold    consecutive failures that open the circuit ({@code failure_threshold})
  * @param successThreshold    successes in half-open that close it again ({@code success_threshold})
@@ -13,12 +13,23 @@ import java.time.Duration;
 public record CircuitBreakerConfig(int failureThreshold, int successThreshold, Duration openTimeout,
                                    int halfOpenMaxRequests) {
 
-    public static final CircuitBreakerConfig DEFAULTS = new CircuitBreakerConfig(5, 2, Duration.ofSeconds(30), 2);
+    private static final CircuitBreakerConfig DEFAULTS = new CircuitBreakerConfig(5, 2, Duration.ofSeconds(30), 2);
 
+    /** Checks that the thresholds and the trial count are at least 1 and the timeout positive. */
     public CircuitBreakerConfig {
-        Checks.atLeast("circuit_breaker.failure_threshold", failureThreshold, 1);
-        Checks.atLeast("circuit_breaker.success_threshold", successThreshold, 1);
-        Checks.positive("circuit_breaker.timeout_secs", openTimeout);
-        Checks.atLeast("circuit_breaker.half_open_max_requests", halfOpenMaxRequests, 1);
+        Checks.atLeast("CircuitBreakerConfig.failureThreshold", failureThreshold, 1);
+        Checks.atLeast("CircuitBreakerConfig.successThreshold", successThreshold, 1);
+        Checks.positive("CircuitBreakerConfig.openTimeout", openTimeout);
+        Checks.atLeast("CircuitBreakerConfig.halfOpenMaxRequests", halfOpenMaxRequests, 1);
+    }
+
+    /**
+     * The defaults: open after 5 consecutive failures, stay open 30 s, then admit 2 trials at once and
+     * close after 2 successful ones.
+     *
+     * @return the default settings
+     */
+    public static CircuitBreakerConfig defaults() {
+        return DEFAULTS;
     }
 }

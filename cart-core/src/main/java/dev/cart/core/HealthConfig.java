@@ -1,7 +1,7 @@
 package dev.cart.core;
 
 /**
- * How probe results turn into a health state (config section {@code health}). The probing itself
+ * How probe results turn into a health state. The probing itself
  * (endpoint, interval, timeout) is the host's business; it reports each result to
  * {@link ManagedReplicaSet.Member#recordProbe(boolean)}.
  *
@@ -10,10 +10,20 @@ package dev.cart.core;
  */
 public record HealthConfig(int failureThreshold, int successThreshold) {
 
-    public static final HealthConfig DEFAULTS = new HealthConfig(3, 2);
+    private static final HealthConfig DEFAULTS = new HealthConfig(3, 2);
 
+    /** Checks that both thresholds are at least 1. */
     public HealthConfig {
-        Checks.atLeast("health.failure_threshold", failureThreshold, 1);
-        Checks.atLeast("health.success_threshold", successThreshold, 1);
+        Checks.atLeast("HealthConfig.failureThreshold", failureThreshold, 1);
+        Checks.atLeast("HealthConfig.successThreshold", successThreshold, 1);
+    }
+
+    /**
+     * The defaults: 3 failed probes mark a replica unhealthy, 2 good ones healthy again.
+     *
+     * @return the default thresholds
+     */
+    public static HealthConfig defaults() {
+        return DEFAULTS;
     }
 }

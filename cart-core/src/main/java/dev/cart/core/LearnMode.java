@@ -9,6 +9,11 @@ public enum LearnMode {
     /** When the replica answered successfully ({@link Lease#succeeded()}): only routes that worked are learned. */
     ON_SUCCESS;
 
+    /**
+     * The lower-case name, as in logs.
+     *
+     * @return {@code on_route} or {@code on_success}
+     */
     public String label() {
         return name().toLowerCase(Locale.ROOT);
     }

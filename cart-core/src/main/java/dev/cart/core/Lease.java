@@ -110,19 +110,30 @@ public final class Lease implements AutoCloseable {
         return outcome;
     }
 
+    /** True once {@link #close()} has been called. */
     public boolean isClosed() {
         return closed.get();
     }
 
-    /** Releases the slot with the recorded outcome. Idempotent and thread-safe. */
+    /**
+     * Releases the slot with the recorded outcome. Idempotent and thread-safe: only the first call does
+     * anything. The admission is released even if taking back the prefill estimate throws, and the
+     * listener hears of the close even if the release throws.
+     */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        prefillDone(false);
         Outcome o = outcome;
-        Router.release(decision.replica(), o, decision.ticket());
-        router.closed(decision, o, status, System.nanoTime() - startNanos);
+        try {
+            try {
+                prefillDone(false);
+            } finally {
+                decision.admission().release(o);
+            }
+        } finally {
+            router.closed(decision, o, status, System.nanoTime() - startNanos);
+        }
     }
 }

@@ -24,9 +24,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
     /** Receives health and circuit transitions (for logs and metrics). Must not block. */
     public interface Listener {
+        /** A replica's circuit moved from {@code from} to {@code to}. */
         default void onCircuitTransition(Member replica, CircuitState from, CircuitState to) {
         }
 
+        /** Probes flipped a replica's health state. */
         default void onHealthChange(Member replica, boolean healthy) {
         }
     }
@@ -37,6 +39,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
         this.members = List.copyOf(members);
     }
 
+    /**
+     * A builder with no replicas, default health and circuit settings, the system clock, no listener.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -76,40 +83,47 @@ public final class ManagedReplicaSet implements ReplicaSet {
         return n;
     }
 
+    /** Builds a {@link ManagedReplicaSet}; only the replicas are required. */
     public static final class Builder {
         private final List<ReplicaSpec> specs = new ArrayList<>();
         private Clock clock = Clock.systemUTC();
-        private HealthConfig health = HealthConfig.DEFAULTS;
-        private CircuitBreakerConfig circuit = CircuitBreakerConfig.DEFAULTS;
+        private HealthConfig health = HealthConfig.defaults();
+        private CircuitBreakerConfig circuit = CircuitBreakerConfig.defaults();
         private Listener listener = new Listener() { };
 
         private Builder() {
         }
 
+        /** Adds one replica. */
         public Builder add(ReplicaSpec spec) {
             specs.add(Objects.requireNonNull(spec));
             return this;
         }
 
+        /** Adds one replica with the default cap and no penalty ({@link ReplicaSpec#of}). */
         public Builder add(String id) {
             return add(ReplicaSpec.of(id));
         }
 
+        /** The clock of the circuit breakers' open timeouts (the system clock by default). */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock);
             return this;
         }
 
+        /** How probe results flip health ({@link HealthConfig#defaults()} by default). */
         public Builder health(HealthConfig health) {
             this.health = Objects.requireNonNull(health);
             return this;
         }
 
+        /** The circuit breakers' settings ({@link CircuitBreakerConfig#defaults()} by default). */
         public Builder circuitBreaker(CircuitBreakerConfig circuit) {
             this.circuit = Objects.requireNonNull(circuit);
             return this;
         }
 
+        /** Hears circuit and health transitions (none by default). */
         public Builder listener(Listener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
@@ -118,7 +132,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /** @throws IllegalArgumentException if there is no replica or two share an id */
         public ManagedReplicaSet build() {
             if (specs.isEmpty()) {
-                throw new IllegalArgumentException("workers must name at least one replica");
+                throw new IllegalArgumentException("a ManagedReplicaSet needs at least one replica");
             }
             Set<String> ids = new LinkedHashSet<>();
             List<Member> members = new ArrayList<>();
@@ -143,6 +157,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pendingPrefill = new AtomicLong();
         private volatile boolean healthy = true;
+        private volatile Ticket ticket = new Ticket(0);
         private int probeFailures;
         private int probeSuccesses;
 
@@ -172,14 +187,13 @@ public final class ManagedReplicaSet implements ReplicaSet {
             return maxLoad;
         }
 
-        /** Prefill work routed here and not yet past its first token (kept by the router). */
         @Override
         public long pendingPrefill() {
             return pendingPrefill.get();
         }
 
-        /** Adds (or, negative, takes back) one request's prefill estimate. */
-        void addPendingPrefill(long units) {
+        @Override
+        public void addPendingPrefill(long units) {
             pendingPrefill.addAndGet(units);
         }
 
@@ -188,10 +202,12 @@ public final class ManagedReplicaSet implements ReplicaSet {
             return loadPenalty;
         }
 
+        /** Whether probes say the replica is up (regardless of its circuit). */
         public boolean isHealthy() {
             return healthy;
         }
 
+        /** The state of this replica's circuit breaker now. */
         public CircuitState circuitState() {
             return breaker.state();
         }
@@ -201,49 +217,63 @@ public final class ManagedReplicaSet implements ReplicaSet {
             return healthy && inFlight.get() < maxLoad && breaker.admits();
         }
 
-        @Override
-        public boolean tryAcquire() {
-            return acquire() >= 0;
-        }
-
         /**
-         * Admits one request: the circuit generation it was admitted under (pass it back to
-         * {@link #release(Outcome, long)}), or -1 if refused.
+         * Admits one request under the circuit's current generation: a request admitted before a
+         * transition cannot sway the state after it, and in half-open only trials decide.
          */
-        long acquire() {
+        @Override
+        public Admission tryAcquire() {
             if (!healthy) {
-                return -1;
+                return null;
             }
             long g = breaker.admit();
             if (g < 0) {
-                return -1;
+                return null;
             }
             for (;;) {
                 int n = inFlight.get();
                 if (n >= maxLoad) {
                     breaker.unadmit(g);
-                    return -1;
+                    return null;
                 }
                 if (inFlight.compareAndSet(n, n + 1)) {
-                    return g;
+                    return ticket(g);
                 }
             }
         }
 
-        /** Ends a request admitted by {@link #tryAcquire()}; its outcome counts for the current generation. */
-        @Override
-        public void release(Outcome outcome) {
-            release(outcome, breaker.generation());
+        /** The admission of generation {@code g}: one object shared by every request admitted under it. */
+        private Ticket ticket(long g) {
+            Ticket t = ticket;
+            if (t.generation != g) {
+                t = new Ticket(g);
+                ticket = t;
+            }
+            return t;
         }
 
-        /** Ends a request admitted by {@link #acquire()} under generation {@code g}. */
-        void release(Outcome outcome, long g) {
+        /** Ends a request admitted under generation {@code g}. */
+        private void release(Outcome outcome, long g) {
             int left = inFlight.decrementAndGet();
             if (left < 0) {
                 inFlight.incrementAndGet();
                 throw new IllegalStateException("release without acquire on replica " + id);
             }
             breaker.record(g, outcome);
+        }
+
+        /** Admissions of one circuit generation. */
+        private final class Ticket implements Admission {
+            private final long generation;
+
+            Ticket(long generation) {
+                this.generation = generation;
+            }
+
+            @Override
+            public void release(Outcome outcome) {
+                Member.this.release(Objects.requireNonNull(outcome, "outcome"), generation);
+            }
         }
 
         /** Records one health probe result; thresholds decide when the health state flips. */

@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongFunction;
+import dev.cart.core.spi.Match;
 
 /**
  * A concurrent radix tree over the block hashes of {@link PromptKey}s that remembers which replicas were
@@ -59,7 +60,7 @@ import java.util.function.LongFunction;
  * least recently used first, deepest first among equals. A node no replica holds is detached when it has
  * no children and merged with its child when it has one, so memory returns to baseline under churn.
  */
-public final class PrefixTree {
+final class PrefixTree {
 
     /** Default {@code max_tree_size} in blocks: about 64 million characters of distinct prompt text. */
     public static final long DEFAULT_MAX_SIZE = 1_000_000;
@@ -1096,14 +1097,14 @@ public final class PrefixTree {
 
         /** Size cap in blocks ({@code cache.max_tree_size}); a maintenance pass evicts above it. */
         public Builder maxSize(long maxSize) {
-            Checks.atLeast("cache.max_tree_size", maxSize, 1);
+            Checks.atLeast("maxTreeSize", maxSize, 1);
             this.maxSize = maxSize;
             return this;
         }
 
         /** Entries idle longer than this are dropped by the next pass; zero (the default) disables. */
         public Builder ttl(Duration ttl) {
-            Checks.notNegative("cache.route_ttl_secs", ttl);
+            Checks.notNegative("routeTtl", ttl);
             this.ttl = ttl;
             return this;
         }

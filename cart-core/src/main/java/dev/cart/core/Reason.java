@@ -23,4 +23,10 @@ public enum Reason {
     public String code() {
         return name().toLowerCase(Locale.ROOT);
     }
+
+    /** The same as {@link #code()}: a reason prints as logs and metrics show it. */
+    @Override
+    public String toString() {
+        return code();
+    }
 }

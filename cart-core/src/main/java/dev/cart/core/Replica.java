@@ -1,11 +1,22 @@
 package dev.cart.core;
 
 /**
- * One replica of the pool as the router sees it: its identity, its load and whether it can take a
- * request now. Part of the {@link ReplicaSet} SPI; {@link ManagedReplicaSet} is the default.
+ * One replica of the pool as the router sees it: its identity, its load, whether it can take a request
+ * now, and the admission that holds a request's place on it. Part of the {@link ReplicaSet} SPI;
+ * {@link ManagedReplicaSet} is one implementation, and a host with its own service discovery and circuit
+ * breakers writes its own: the router asks nothing of a replica that is not on this interface.
  *
- * <p>Implementations must be thread-safe. {@link #tryAcquire()} must be atomic with respect to the
- * admission cap: two racing calls must never push the in-flight count past {@link #maxLoad()}.
+ * <p>The router uses a replica like this, once per routed request:
+ * <ol>
+ *   <li>{@link #tryAcquire()} admits the request (or refuses it) and returns an {@link Admission};</li>
+ *   <li>{@link #addPendingPrefill(long)} adds the request's prefill estimate, and later takes it back
+ *       (a negative amount) when its first token arrives or its lease closes, exactly once;</li>
+ *   <li>{@link Admission#release(Outcome)} ends the request with its outcome when its {@link Lease}
+ *       closes, exactly once per admission.</li>
+ * </ol>
+ *
+ * <p>Implementations must be thread-safe and must not block. {@link #tryAcquire()} must be atomic with
+ * respect to the admission cap: racing calls must never push the in-flight count past {@link #maxLoad()}.
  * The router compares replicas by identity.
  */
 public interface Replica {
@@ -13,7 +24,7 @@ public interface Replica {
     /** A stable, short identifier (for example the base URL). Appears in logs and metric labels. */
     String id();
 
-    /** Requests forwarded to this replica and not yet finished. */
+    /** Requests admitted here and not yet released. */
     int inFlight();
 
     /** Admission cap: at this many in-flight requests the replica is skipped. */
@@ -22,18 +33,20 @@ public interface Replica {
     /** A constant added to the in-flight count when loads are compared; biases traffic away. */
     int loadPenalty();
 
-    /** True when the replica is healthy and its circuit breaker would admit a request now. */
+    /**
+     * True when the replica would admit a request now: healthy, below its cap, and its circuit breaker (if
+     * it has one) would let a request through. A hint for filtering; {@link #tryAcquire()} decides.
+     */
     boolean isAvailable();
 
     /**
-     * Admits one request if the replica is available and below its cap, counting it in flight.
+     * Admits one request if the replica can take it, counting it in flight. The admission remembers what
+     * the replica needs to judge the request's outcome later (for a circuit breaker, the state it was
+     * admitted under: a half-open trial, or an ordinary request of a closed circuit).
      *
-     * @return false if the request must go elsewhere
+     * @return the admission, to be released exactly once; null if the request must go elsewhere
      */
-    boolean tryAcquire();
-
-    /** Ends one admitted request: decrements the in-flight count and records the outcome. */
-    void release(Outcome outcome);
+    Admission tryAcquire();
 
     /**
      * Prompt units (characters, or tokens in token mode) routed here whose prefill has not finished yet:
@@ -42,18 +55,34 @@ public interface Replica {
      * queued ahead of a new request, which the in-flight count does not show (a 2,000-token cold prompt
      * and a 50-token cached one count the same there).
      *
-     * <p>The router keeps the count for {@link ManagedReplicaSet} members once its host reports first
-     * tokens ({@link Lease#firstToken()}; from the start with {@link Router.Builder#firstTokenReports}):
-     * each request adds its estimate when routed and takes it back at its first token or, failing that,
-     * when its lease closes. Until then, and for other implementations unless they keep their own, it
-     * is 0.
+     * <p>The router keeps the count through {@link #addPendingPrefill(long)} once its host reports first
+     * tokens ({@link Lease#firstToken()}; from the start with {@link Router.Builder#firstTokenReports}).
      */
-    default long pendingPrefill() {
-        return 0;
-    }
+    long pendingPrefill();
+
+    /**
+     * Adds {@code units} to {@link #pendingPrefill()}, or takes them back when negative. Called by the
+     * router only: each request adds its estimate when routed and takes the same amount back once, at its
+     * first token or, failing that, when its lease closes. An atomic add is enough.
+     */
+    void addPendingPrefill(long units);
 
     /** The load used for comparisons: in-flight plus the penalty. */
     default long load() {
         return (long) inFlight() + loadPenalty();
+    }
+
+    /**
+     * One admitted request's hold on its replica, returned by {@link #tryAcquire()}. The router releases
+     * it exactly once, when the request's {@link Lease} closes.
+     */
+    @FunctionalInterface
+    interface Admission {
+
+        /**
+         * Ends the request: takes it out of the in-flight count and reports how it ended to whatever judges
+         * the replica (its circuit breaker). {@link Outcome#CANCELLED} says nothing about the replica.
+         */
+        void release(Outcome outcome);
     }
 }

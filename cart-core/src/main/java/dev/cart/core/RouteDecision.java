@@ -17,16 +17,16 @@ public final class RouteDecision {
     private final int pendingCounted;
     private final long decisionNanos;
     private final PromptKey key;
-    private final long ticket;
+    private final Replica.Admission admission;
     private final int attempt;
     private final Tokenization tokenization;
     private final Lease lease;
 
-    RouteDecision(Replica replica, long ticket, Reason reason, int matchedLength, int prefillEstimate,
+    RouteDecision(Replica replica, Replica.Admission admission, Reason reason, int matchedLength, int prefillEstimate,
                   int pendingCounted, PromptKey key, long decisionNanos, int attempt, Tokenization tokenization,
                   Router router) {
         this.replica = replica;
-        this.ticket = ticket;
+        this.admission = admission;
         this.reason = reason;
         this.matchedLength = matchedLength;
         this.keyLength = key.length();
@@ -39,9 +39,9 @@ public final class RouteDecision {
         this.lease = new Lease(this, router);
     }
 
-    /** What the replica's admission returned; handed back when the lease is released. */
-    long ticket() {
-        return ticket;
+    /** The replica's admission of this request (null without a replica); released by the lease. */
+    Replica.Admission admission() {
+        return admission;
     }
 
     /** How the request's key was made (token mode figures), as the host reported it. */
@@ -64,6 +64,7 @@ public final class RouteDecision {
         return replica;
     }
 
+    /** Why the decision went this way. */
     public Reason reason() {
         return reason;
     }

@@ -79,6 +79,7 @@ public final class RouteRequest {
         return attempt;
     }
 
+    /** The request's prompt key. */
     public PromptKey key() {
         return key;
     }

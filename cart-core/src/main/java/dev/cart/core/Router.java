@@ -12,6 +12,8 @@ import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.RoutingPolicy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,8 +38,7 @@ public final class Router implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Router.class);
 
-    /** Default {@code cache.eviction_interval_secs}. */
-    public static final Duration DEFAULT_EVICTION_INTERVAL = Duration.ofSeconds(60);
+    private static final Duration DEFAULT_EVICTION_INTERVAL = Duration.ofSeconds(60);
 
     private final ReplicaSet replicas;
     private final RoutingPolicy policy;
@@ -63,7 +64,7 @@ public final class Router implements AutoCloseable {
     private Router(Builder b) {
         this.replicas = b.replicas;
         this.policy = b.policy;
-        this.tree = b.tree != null ? b.tree : PrefixTree.builder().clock(b.clock).build();
+        this.tree = b.tree != null ? b.tree : b.treeSettings.clock(b.clock).build();
         this.listener = new SafeListener(b.listener);
         this.random = b.random;
         this.clock = b.clock;
@@ -94,6 +95,11 @@ public final class Router implements AutoCloseable {
         }
     }
 
+    /**
+     * A builder; only the replica set and the policy are required.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -113,7 +119,7 @@ public final class Router implements AutoCloseable {
             }
         }
         PromptKey key = request.key();
-        RoutingContext ctx = new RoutingContext(request, candidates, fits(key) ? tree : null, random.get());
+        RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get());
         while (!candidates.isEmpty()) {
             Choice choice = policy.choose(ctx);
             Replica chosen = choice.replica();
@@ -121,37 +127,45 @@ public final class Router implements AutoCloseable {
                 throw new IllegalStateException("policy " + policy.name() + " chose " + chosen.id()
                         + ", which was not among the candidates");
             }
-            long ticket = acquire(chosen);
-            if (ticket >= 0) {
-                if (learnMode == LearnMode.ON_ROUTE && !deferred(choice.reason())) {
-                    record(key, chosen);
-                }
-                int matched = choice.matchedLength();
-                if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
-                    matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
-                }
-                int prefill = Math.max(0, key.length() - matched);
-                int counted = 0;
-                if (tracksPrefill && chosen instanceof ManagedReplicaSet.Member m) {
-                    m.addPendingPrefill(prefill);
-                    counted = prefill;
-                }
-                return decided(chosen, ticket, choice.reason(), matched, prefill, counted, request, t0);
+            Replica.Admission admission = chosen.tryAcquire();
+            if (admission != null) {
+                return admitted(chosen, admission, choice, ctx, request, t0);
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
-        return decided(null, -1, Reason.NO_REPLICA, 0, 0, 0, request, t0);
+        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, request, t0);
     }
 
     /**
-     * Takes an in-flight slot: for a managed replica, the circuit generation it was admitted under (so a
-     * late outcome cannot sway a newer circuit state); for any other, 0. -1 if refused.
+     * The chosen replica took the request: record the route (unless held back), count its prefill, and
+     * hand out the decision. Should anything here throw, the admission is released before the exception
+     * leaves, so no path leaks an in-flight slot.
      */
-    private static long acquire(Replica r) {
-        if (r instanceof ManagedReplicaSet.Member m) {
-            return m.acquire();
+    private RouteDecision admitted(Replica chosen, Replica.Admission admission, Choice choice, RouterContext ctx,
+                                   RouteRequest request, long t0) {
+        PromptKey key = request.key();
+        int counted = 0;
+        try {
+            if (learnMode == LearnMode.ON_ROUTE && !deferred(choice.reason())) {
+                record(key, chosen);
+            }
+            int matched = choice.matchedLength();
+            if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
+                matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
+            }
+            int prefill = Math.max(0, key.length() - matched);
+            if (tracksPrefill) {
+                chosen.addPendingPrefill(prefill);
+                counted = prefill;
+            }
+            return decided(chosen, admission, choice.reason(), matched, prefill, counted, request, t0);
+        } catch (RuntimeException | Error e) {
+            if (counted != 0) {
+                chosen.addPendingPrefill(-counted);
+            }
+            admission.release(Outcome.CANCELLED);
+            throw e;
         }
-        return r.tryAcquire() ? 0 : -1;
     }
 
     /**
@@ -166,25 +180,17 @@ public final class Router implements AutoCloseable {
         if (reported && !tracksPrefill) {
             tracksPrefill = true;
         }
-        if (d.pendingCounted() != 0 && d.replica() instanceof ManagedReplicaSet.Member m) {
-            m.addPendingPrefill(-d.pendingCounted());
+        if (d.pendingCounted() != 0) {
+            d.replica().addPendingPrefill(-d.pendingCounted());
         }
         if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
             record(d.key(), d.replica());
         }
     }
 
-    static void release(Replica r, Outcome outcome, long ticket) {
-        if (r instanceof ManagedReplicaSet.Member m) {
-            m.release(outcome, ticket);
-        } else {
-            r.release(outcome);
-        }
-    }
-
-    private RouteDecision decided(Replica r, long ticket, Reason reason, int matched, int prefill, int counted,
-                                  RouteRequest request, long t0) {
-        RouteDecision d = new RouteDecision(r, ticket, reason, matched, prefill, counted, request.key(),
+    private RouteDecision decided(Replica r, Replica.Admission admission, Reason reason, int matched, int prefill,
+                                  int counted, RouteRequest request, long t0) {
+        RouteDecision d = new RouteDecision(r, admission, reason, matched, prefill, counted, request.key(),
                 System.nanoTime() - t0, request.attempt(), request.tokenization(), this);
         listener.onDecision(d);
         return d;
@@ -229,7 +235,7 @@ public final class Router implements AutoCloseable {
      * prefix beyond what it delivered (its cache evicted it). By the time the usage arrives the replica
      * has computed this whole prompt again, so the request's own route is true again and is kept; what is
      * dropped is the replica's claim on every other prefix that continued through the lost part, which
-     * went with it ({@link PrefixTree#forgetBranches}).
+     * went with it (the tree's {@code forgetBranches}).
      */
     void feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
@@ -257,12 +263,26 @@ public final class Router implements AutoCloseable {
         return replicas;
     }
 
+    /** The policy routing decisions go by. */
     public RoutingPolicy policy() {
         return policy;
     }
 
-    /** The prefix tree (for statistics and diagnostics). */
-    public PrefixTree tree() {
+    /**
+     * The prefix tree's size figures now: a few counter reads, cheap enough for a metrics gauge (each
+     * figure exact; together they may be a moment apart).
+     */
+    public TreeStats treeStats() {
+        return tree.stats();
+    }
+
+    /** The tree's size cap in blocks ({@link Builder#maxTreeSize}). */
+    public long maxTreeSize() {
+        return tree.maxSize();
+    }
+
+    /** The tree itself, for this package's tests and benchmarks. */
+    PrefixTree tree() {
         return tree;
     }
 
@@ -347,6 +367,7 @@ public final class Router implements AutoCloseable {
         private ReplicaSet replicas;
         private RoutingPolicy policy;
         private PrefixTree tree;
+        private final PrefixTree.Builder treeSettings = PrefixTree.builder();
         private RoutingListener listener = RoutingListener.NONE;
         private Supplier<RandomGenerator> random = ThreadLocalRandom::current;
         private Clock clock = Clock.systemUTC();
@@ -370,7 +391,7 @@ public final class Router implements AutoCloseable {
          */
         public Builder keyFormat(PromptKey.Unit unit, int blockSize) {
             this.keyUnit = Objects.requireNonNull(unit);
-            Checks.atLeast("block size", blockSize, 1);
+            Checks.atLeast("keyFormat blockSize", blockSize, 1);
             this.keyBlockSize = blockSize;
             return this;
         }
@@ -417,11 +438,13 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
+        /** The pool to route over: a {@link ManagedReplicaSet}, or the host's own {@link ReplicaSet}. */
         public Builder replicas(ReplicaSet replicas) {
             this.replicas = Objects.requireNonNull(replicas);
             return this;
         }
 
+        /** The policy that chooses among the usable replicas. */
         public Builder policy(RoutingPolicy policy) {
             this.policy = Objects.requireNonNull(policy);
             return this;
@@ -432,12 +455,32 @@ public final class Router implements AutoCloseable {
             return policy(RoutingPolicies.create(name, Map.of()));
         }
 
-        /** The tree to use; by default a new one with default size and no TTL, on the router's clock. */
-        public Builder tree(PrefixTree tree) {
+        /**
+         * The prefix tree's size cap, in blocks of the {@linkplain #keyFormat key format} (one block is
+         * stored as an 8-byte hash); an eviction pass drops least recently used routes above it. Default
+         * 1,000,000 blocks: about 64 million characters of distinct prompt text in 64-character blocks.
+         */
+        public Builder maxTreeSize(long blocks) {
+            treeSettings.maxSize(blocks);
+            return this;
+        }
+
+        /**
+         * How long a route unused is kept: the next eviction pass drops routes idle longer than this. Zero
+         * (the default) keeps routes until the size cap or the daily reset drops them.
+         */
+        public Builder routeTtl(Duration ttl) {
+            treeSettings.ttl(ttl);
+            return this;
+        }
+
+        /** A tree built elsewhere (this package's tests and benchmarks); it ignores the settings above. */
+        Builder tree(PrefixTree tree) {
             this.tree = Objects.requireNonNull(tree);
             return this;
         }
 
+        /** Hears every decision, lease completion and tree event (for metrics and logs); none by default. */
         public Builder listener(RoutingListener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
@@ -456,14 +499,14 @@ public final class Router implements AutoCloseable {
         }
 
         /** Where maintenance runs; by default a daemon thread owned (and closed) by the router. */
-        public Builder scheduler(Scheduler scheduler) {
+        Builder scheduler(Scheduler scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler);
             return this;
         }
 
         /** Time between eviction passes ({@code cache.eviction_interval_secs}); zero disables them. */
         public Builder evictionInterval(Duration interval) {
-            Checks.notNegative("cache.eviction_interval_secs", interval);
+            Checks.notNegative("evictionInterval", interval);
             this.evictionInterval = interval;
             return this;
         }
@@ -472,7 +515,7 @@ public final class Router implements AutoCloseable {
         public Builder dailyResetHourUtc(int hour) {
             if (hour < -1 || hour > 23) {
                 throw new IllegalArgumentException(
-                        "cache.daily_cleanup_hour_utc must be -1 (off) or in [0, 23], was " + hour);
+                        "dailyResetHourUtc must be -1 (off) or in [0, 23], was " + hour);
             }
             this.dailyResetHourUtc = hour;
             return this;

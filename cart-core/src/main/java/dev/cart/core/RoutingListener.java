@@ -4,8 +4,9 @@ package dev.cart.core;
  * Receives what the router does, for metrics and logs; core needs no metrics library. All methods have
  * empty defaults. Events: every decision; every lease completion (outcome, status, duration, retries);
  * tree events: skipped inserts, eviction passes (whose {@link EvictionReport} carries the size before and
- * after) and resets. The tree's current size is read, not pushed: {@link PrefixTree#stats()} is a few
- * counter reads, cheap enough for a metrics gauge. Calls happen on the routing thread (or the maintenance thread), so implementations
+ * after) and resets. The tree's current size is read, not pushed: {@link Router#treeStats()} is a few
+ * counter reads, cheap enough for a metrics gauge. Calls happen on the routing thread (or the
+ * maintenance thread), so implementations
  * must be quick and thread-safe. An exception thrown by a listener is caught and logged once; it never
  * breaks routing.
  */
@@ -19,20 +20,11 @@ public interface RoutingListener {
     }
 
     /**
-     * A lease was closed: the request ended with {@code outcome} after {@code durationNanos}. Called by
-     * the default {@link #onLeaseCompleted}; override that one to also get the status and retries.
-     */
-    default void onLeaseClosed(RouteDecision decision, Outcome outcome, long durationNanos) {
-    }
-
-    /**
      * A lease was closed, with everything known about how it ended: outcome, the replica's status (if
      * recorded with {@link Lease#status(int)}), duration and the number of earlier attempts. Called once
-     * per lease, on the thread that closed it. The default forwards to
-     * {@link #onLeaseClosed(RouteDecision, Outcome, long)}, so listeners written against it keep working.
+     * per lease, on the thread that closed it.
      */
     default void onLeaseCompleted(LeaseCompletion completion) {
-        onLeaseClosed(completion.decision(), completion.outcome(), completion.durationNanos());
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.TreeMap;

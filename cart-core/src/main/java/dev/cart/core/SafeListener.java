@@ -33,15 +33,6 @@ final class SafeListener implements RoutingListener {
     }
 
     @Override
-    public void onLeaseClosed(RouteDecision decision, Outcome outcome, long durationNanos) {
-        try {
-            delegate.onLeaseClosed(decision, outcome, durationNanos);
-        } catch (RuntimeException e) {
-            failed("onLeaseClosed", e);
-        }
-    }
-
-    @Override
     public void onLeaseCompleted(LeaseCompletion completion) {
         try {
             delegate.onLeaseCompleted(completion);

@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
  * Runs the router's background tasks (eviction passes, the daily reset). Injected so tests can run a
  * task at a virtual time instead of sleeping.
  */
-public interface Scheduler extends AutoCloseable {
+interface Scheduler extends AutoCloseable {
 
     /** A scheduled task that can be called off. */
     interface Task {

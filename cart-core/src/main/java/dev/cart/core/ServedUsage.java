@@ -11,6 +11,7 @@ package dev.cart.core;
  */
 public record ServedUsage(long promptTokens, long cachedTokens) {
 
+    /** A figure the replica did not report. */
     public static final long UNKNOWN = -1;
 
     private static final ServedUsage NONE = new ServedUsage(UNKNOWN, UNKNOWN);

@@ -34,6 +34,7 @@ public record Tokenization(Outcome outcome, int segments, int cacheHits, long to
     /** The figures of every request in character mode. */
     public static final Tokenization CHARACTER_MODE = new Tokenization(Outcome.CHARACTER_MODE, 0, 0, 0);
 
+    /** Checks that the outcome is given. */
     public Tokenization {
         Objects.requireNonNull(outcome, "outcome");
     }

@@ -1,5 +1,10 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.Match;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;

@@ -70,23 +70,6 @@ class ListenerEventsTest {
     }
 
     @Test
-    void aListenerWrittenAgainstTheOldCallbackStillHearsEveryClose() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
-        AtomicInteger closes = new AtomicInteger();
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).listener(new RoutingListener() {
-                    @Override
-                    public void onLeaseClosed(RouteDecision d, Outcome o, long nanos) {
-                        closes.incrementAndGet();
-                    }
-                }).build()) {
-            router.choose(RouteRequest.of(KEY)).lease().close();
-            router.choose(RouteRequest.of(KEY).attempt(2)).lease().close();
-        }
-        assertEquals(2, closes.get());
-    }
-
-    @Test
     void treeEventsReachTheListener() {
         ManualScheduler scheduler = new ManualScheduler();
         MutableClock clock = new MutableClock();

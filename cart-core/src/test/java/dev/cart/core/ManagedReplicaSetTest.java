@@ -2,6 +2,8 @@ package dev.cart.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -36,21 +38,24 @@ class ManagedReplicaSetTest {
     }
 
     private static void request(Replica r, Outcome o) {
-        assertTrue(r.tryAcquire());
-        r.release(o);
+        Replica.Admission a = r.tryAcquire();
+        assertNotNull(a);
+        a.release(o);
     }
 
     @Test
     void admissionCapIsNeverExceeded() {
         ManagedReplicaSet.Member m = member(2);
-        assertTrue(m.tryAcquire());
-        assertTrue(m.tryAcquire());
-        assertFalse(m.tryAcquire());
+        Replica.Admission first = m.tryAcquire();
+        Replica.Admission second = m.tryAcquire();
+        assertNotNull(first);
+        assertNotNull(second);
+        assertNull(m.tryAcquire());
         assertFalse(m.isAvailable());
-        m.release(Outcome.SUCCESS);
+        first.release(Outcome.SUCCESS);
         assertTrue(m.isAvailable());
-        m.release(Outcome.SUCCESS);
-        assertThrows(IllegalStateException.class, () -> m.release(Outcome.SUCCESS));
+        second.release(Outcome.SUCCESS);
+        assertThrows(IllegalStateException.class, () -> second.release(Outcome.SUCCESS));
         assertEquals(0, m.inFlight());
     }
 
@@ -66,14 +71,15 @@ class ManagedReplicaSetTest {
         request(m, Outcome.FAILURE);
         assertEquals(CircuitState.OPEN, m.circuitState());
         assertFalse(m.isAvailable());
-        assertFalse(m.tryAcquire());
+        assertNull(m.tryAcquire());
         clock.advance(Duration.ofSeconds(29));
-        assertFalse(m.tryAcquire());
+        assertNull(m.tryAcquire());
         clock.advance(Duration.ofSeconds(1));
         assertEquals(CircuitState.HALF_OPEN, m.circuitState());
-        assertTrue(m.tryAcquire(), "one trial request");
-        assertFalse(m.tryAcquire(), "only one at a time while half-open");
-        m.release(Outcome.SUCCESS);
+        Replica.Admission trial = m.tryAcquire();
+        assertNotNull(trial, "one trial request");
+        assertNull(m.tryAcquire(), "only one at a time while half-open");
+        trial.release(Outcome.SUCCESS);
         assertEquals(CircuitState.HALF_OPEN, m.circuitState());
         request(m, Outcome.SUCCESS);
         assertEquals(CircuitState.CLOSED, m.circuitState());
@@ -96,22 +102,21 @@ class ManagedReplicaSetTest {
     @Test
     void aRequestFromBeforeTheCircuitOpenedNeitherTakesATrialSlotNorDecidesTheTrial() {
         ManagedReplicaSet.Member m = member(10);
-        long old = m.acquire(); // a long request admitted while closed
-        assertTrue(old >= 0);
+        Replica.Admission old = m.tryAcquire(); // a long request admitted while closed
+        assertNotNull(old);
         for (int i = 0; i < 3; i++) {
             request(m, Outcome.FAILURE);
         }
         assertEquals(CircuitState.OPEN, m.circuitState());
         clock.advance(Duration.ofSeconds(30));
-        long trial = m.acquire();
-        assertTrue(trial >= 0, "the old request does not occupy the single trial slot");
-        assertTrue(m.acquire() < 0, "but only one trial at a time");
-        m.release(Outcome.SUCCESS, old);
+        Replica.Admission trial = m.tryAcquire();
+        assertNotNull(trial, "the old request does not occupy the single trial slot");
+        assertNull(m.tryAcquire(), "but only one trial at a time");
+        old.release(Outcome.SUCCESS);
         assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "an old success proves nothing about now");
-        m.release(Outcome.SUCCESS, trial);
+        trial.release(Outcome.SUCCESS);
         assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "two successful trials are needed");
-        long trial2 = m.acquire();
-        m.release(Outcome.SUCCESS, trial2);
+        m.tryAcquire().release(Outcome.SUCCESS);
         assertEquals(CircuitState.CLOSED, m.circuitState());
         assertEquals(0, m.inFlight());
     }
@@ -119,7 +124,7 @@ class ManagedReplicaSetTest {
     @Test
     void anOldFailureDoesNotReopenAClosedCircuit() {
         ManagedReplicaSet.Member m = member(10);
-        long old = m.acquire();
+        Replica.Admission old = m.tryAcquire();
         for (int i = 0; i < 3; i++) {
             request(m, Outcome.FAILURE);
         }
@@ -128,9 +133,9 @@ class ManagedReplicaSetTest {
             request(m, Outcome.SUCCESS);
         }
         assertEquals(CircuitState.CLOSED, m.circuitState());
-        m.release(Outcome.FAILURE, old);
-        m.release(Outcome.FAILURE, m.acquire());
-        m.release(Outcome.FAILURE, m.acquire());
+        old.release(Outcome.FAILURE);
+        m.tryAcquire().release(Outcome.FAILURE);
+        m.tryAcquire().release(Outcome.FAILURE);
         assertEquals(CircuitState.CLOSED, m.circuitState(), "two current failures, not three: the old one is ignored");
     }
 
@@ -154,7 +159,7 @@ class ManagedReplicaSetTest {
         assertTrue(m.isHealthy());
         m.recordProbe(false);
         assertFalse(m.isHealthy());
-        assertFalse(m.tryAcquire());
+        assertNull(m.tryAcquire());
         m.recordProbe(true);
         assertFalse(m.isHealthy());
         m.recordProbe(true);
@@ -166,11 +171,11 @@ class ManagedReplicaSetTest {
     void configErrorsNameTheSetting() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new CircuitBreakerConfig(0, 1, Duration.ofSeconds(1), 1));
-        assertTrue(e.getMessage().contains("circuit_breaker.failure_threshold"), e.getMessage());
+        assertTrue(e.getMessage().contains("CircuitBreakerConfig.failureThreshold"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> new ReplicaSpec("http://x", 0, 0));
-        assertTrue(e.getMessage().contains("max_load"), e.getMessage());
+        assertTrue(e.getMessage().contains("maxLoad"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> ManagedReplicaSet.builder().build());
-        assertTrue(e.getMessage().contains("workers"), e.getMessage());
+        assertTrue(e.getMessage().contains("at least one replica"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> ManagedReplicaSet.builder().add("a").add("a").build());
         assertTrue(e.getMessage().contains("duplicate"), e.getMessage());
     }

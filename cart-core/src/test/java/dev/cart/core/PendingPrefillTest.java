@@ -7,6 +7,7 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
+import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -15,33 +16,32 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Pending prefill: each routed request adds the part of its key the replica is expected to compute, and
- * takes it back exactly once, at its first token or when its lease closes.
+ * takes it back exactly once, at its first token or when its lease closes; for the managed replica set
+ * and for one a host wrote against the SPI alone.
  */
 class PendingPrefillTest {
 
     static final String SYSTEM = "You answer questions about the travel documents below. ".repeat(20);
 
-    private static Router router(ManagedReplicaSet set, boolean reports) {
+    private static Router router(ReplicaSet set, boolean reports) {
         SplittableRandom rnd = new SplittableRandom(2);
         return Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
                 .evictionInterval(Duration.ZERO).firstTokenReports(reports).build();
     }
 
-    private static long pending(ManagedReplicaSet set) {
-        long p = 0;
-        for (Replica r : set.replicas()) {
-            p += r.pendingPrefill();
-        }
-        return p;
+    private static long pending(ReplicaSet set) {
+        return ReplicaSets.totalPending(set);
     }
 
-    @Test
-    void aRequestCountsWhatItsReplicaMustComputeUntilItsFirstToken() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void aRequestCountsWhatItsReplicaMustComputeUntilItsFirstToken(ReplicaSets kind) {
+        ReplicaSet set = kind.of("a", "b");
         try (Router router = router(set, true)) {
             PromptKey first = PromptKey.ofText(SYSTEM + "question one", 64);
             RouteDecision miss = router.choose(RouteRequest.of(first));
@@ -67,9 +67,10 @@ class PendingPrefillTest {
         }
     }
 
-    @Test
-    void nothingCountsUntilTheHostReportsAFirstToken() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void nothingCountsUntilTheHostReportsAFirstToken(ReplicaSets kind) {
+        ReplicaSet set = kind.of("a");
         try (Router router = router(set, false)) {
             PromptKey key = PromptKey.ofText(SYSTEM + "q", 64);
             RouteDecision before = router.choose(RouteRequest.of(key));
@@ -87,9 +88,10 @@ class PendingPrefillTest {
         }
     }
 
-    @Test
-    void aDecisionWithoutAReplicaHasNothingToTakeBack() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add(new ReplicaSpec("a", 1, 0)).build();
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void aDecisionWithoutAReplicaHasNothingToTakeBack(ReplicaSets kind) {
+        ReplicaSet set = kind.build(List.of(new ReplicaSpec("a", 1, 0)));
         try (Router router = router(set, true)) {
             RouteDecision held = router.choose(RouteRequest.of(PromptKey.ofText(SYSTEM, 64)));
             RouteDecision none = router.choose(RouteRequest.of(PromptKey.ofText(SYSTEM, 64)));
@@ -107,14 +109,15 @@ class PendingPrefillTest {
     record Step(int action, int which) {
     }
 
-    @Test
-    void randomInterleavingsKeepEveryReplicasCountEqualToItsRequestsAwaitingAFirstToken() {
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void randomInterleavingsKeepEveryReplicasCountEqualToItsRequestsAwaitingAFirstToken(ReplicaSets kind) {
         qt().withFixedSeed(11L).withExamples(300)
                 .forAll(lists().of(integers().between(0, 6).zip(integers().between(0, 30), Step::new))
                         .ofSizeBetween(1, 80))
                 .checkAssert(steps -> {
-                    ManagedReplicaSet set = ManagedReplicaSet.builder().add(new ReplicaSpec("a", 4, 0))
-                            .add(new ReplicaSpec("b", 6, 2)).add(new ReplicaSpec("c", 3, 0)).build();
+                    ReplicaSet set = kind.build(List.of(new ReplicaSpec("a", 4, 0), new ReplicaSpec("b", 6, 2),
+                            new ReplicaSpec("c", 3, 0)));
                     try (Router router = router(set, true)) {
                         List<RouteDecision> open = new ArrayList<>();
                         Set<RouteDecision> prefilled = new HashSet<>();
@@ -153,7 +156,7 @@ class PendingPrefillTest {
                         }
                         open.forEach(d -> d.lease().close());
                         assertEquals(0, pending(set));
-                        assertEquals(0, set.totalInFlight());
+                        assertEquals(0, ReplicaSets.totalInFlight(set));
                     }
                 });
     }

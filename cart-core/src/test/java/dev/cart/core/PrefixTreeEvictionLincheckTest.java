@@ -3,6 +3,7 @@ package dev.cart.core;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import dev.cart.core.spi.Match;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Match;
+
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;

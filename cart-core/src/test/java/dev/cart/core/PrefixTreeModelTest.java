@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Match;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.quicktheories.QuickTheory.qt;

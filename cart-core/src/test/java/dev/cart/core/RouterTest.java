@@ -1,5 +1,9 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.Choice;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -92,8 +96,8 @@ class RouterTest {
         ManagedReplicaSet real = ManagedReplicaSet.builder().add("a").add("b").build();
         Replica flaky = new ForwardingReplica(real.replicas().get(0)) {
             @Override
-            public boolean tryAcquire() {
-                return refusals.getAndDecrement() <= 0 && super.tryAcquire();
+            public Admission tryAcquire() {
+                return refusals.getAndDecrement() <= 0 ? super.tryAcquire() : null;
             }
 
             @Override
@@ -144,7 +148,7 @@ class RouterTest {
             }
 
             @Override
-            public void onLeaseClosed(RouteDecision decision, Outcome outcome, long durationNanos) {
+            public void onLeaseCompleted(LeaseCompletion completion) {
                 throw new IllegalStateException("boom");
             }
         };
@@ -212,9 +216,13 @@ class RouterTest {
         assertThrows(IllegalStateException.class, () -> Router.builder().policy(TestPolicies.followTheTree()).build());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> Router.builder().dailyResetHourUtc(24));
-        assertTrue(e.getMessage().contains("daily_cleanup_hour_utc"));
-        e = assertThrows(IllegalArgumentException.class, () -> PrefixTree.builder().maxSize(0));
-        assertTrue(e.getMessage().contains("max_tree_size"));
+        assertTrue(e.getMessage().contains("dailyResetHourUtc"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> Router.builder().maxTreeSize(0));
+        assertTrue(e.getMessage().contains("maxTreeSize"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> Router.builder().routeTtl(Duration.ofSeconds(-1)));
+        assertTrue(e.getMessage().contains("routeTtl"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> Router.builder().evictionInterval(Duration.ofSeconds(-1)));
+        assertTrue(e.getMessage().contains("evictionInterval"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> RoutingPolicies.create("nope", java.util.Map.of()));
         assertTrue(e.getMessage().contains("nope"));
         assertNotSame(null, e.getMessage());
@@ -254,13 +262,18 @@ class RouterTest {
         }
 
         @Override
-        public boolean tryAcquire() {
+        public Admission tryAcquire() {
             return d.tryAcquire();
         }
 
         @Override
-        public void release(Outcome outcome) {
-            d.release(outcome);
+        public long pendingPrefill() {
+            return d.pendingPrefill();
+        }
+
+        @Override
+        public void addPendingPrefill(long units) {
+            d.addPendingPrefill(units);
         }
     }
 }

@@ -1,5 +1,10 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.Match;
+
 /** Minimal policies for core tests (the real ones live in cart-policy). */
 final class TestPolicies {
     private TestPolicies() {

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Match;
+
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -1,10 +1,10 @@
 package dev.cart.policy;
 
-import dev.cart.core.Choice;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
-import dev.cart.core.RoutingContext;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicy;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 

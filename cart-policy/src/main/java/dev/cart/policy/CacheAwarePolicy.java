@@ -1,12 +1,14 @@
 package dev.cart.policy;
 
-import dev.cart.core.Choice;
-import dev.cart.core.Match;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
-import dev.cart.core.RoutingContext;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.Candidates;
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.Match;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicy;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -69,19 +71,44 @@ import java.util.Map;
 public final class CacheAwarePolicy implements RoutingPolicy {
 
     /** When a cache holder counts as too busy to follow. */
-    public enum Guard { ABS_REL, MEDIAN, BOUNDED_LOAD }
+    public enum Guard {
+        /** Overloaded when above the least loaded by both the absolute and the relative margin. */
+        ABS_REL,
+        /** Overloaded when above {@code medianFactor} times the other candidates' median load. */
+        MEDIAN,
+        /** Overloaded when taking the request would exceed {@code boundedLoadFactor} times the mean load. */
+        BOUNDED_LOAD
+    }
 
     /** Where a request without a good match goes. */
-    public enum MissPlacement { LEAST_LOADED, CONSISTENT_HASH }
+    public enum MissPlacement {
+        /** The least pending prefill, then the least load (ties at random), like a diversion. */
+        LEAST_LOADED,
+        /** Rendezvous hashing on the key's anchor, with the {@code hashLoadFactor} load bound. */
+        CONSISTENT_HASH
+    }
 
-    public static final double DEFAULT_THRESHOLD = 0.3;
-    public static final int DEFAULT_MATCH_ABS_THRESHOLD = 8192;
-    public static final int DEFAULT_BALANCE_ABS_THRESHOLD = 8;
-    public static final double DEFAULT_BALANCE_REL_THRESHOLD = 1.5;
-    public static final double DEFAULT_MEDIAN_FACTOR = 2.0;
-    public static final double DEFAULT_BOUNDED_LOAD_FACTOR = 1.25;
-    public static final double DEFAULT_HASH_LOAD_FACTOR = 1.25;
-    public static final boolean DEFAULT_PREFILL_AWARE = true;
+    /**
+     * Every setting of a cache-aware policy, as its {@link Builder} made them; see the builder's methods
+     * for what each means, its range and its default.
+     *
+     * @param threshold           {@link Builder#threshold}
+     * @param matchAbsThreshold   {@link Builder#matchAbsThreshold}
+     * @param balanceAbsThreshold {@link Builder#balanceAbsThreshold}
+     * @param balanceRelThreshold {@link Builder#balanceRelThreshold}
+     * @param guard               {@link Builder#guard}
+     * @param medianFactor        {@link Builder#medianFactor}
+     * @param boundedLoadFactor   {@link Builder#boundedLoadFactor}
+     * @param missPlacement       {@link Builder#missPlacement}
+     * @param hashLoadFactor      {@link Builder#hashLoadFactor}
+     * @param prefillAware        {@link Builder#prefillAware}
+     */
+    public record Config(double threshold, int matchAbsThreshold, int balanceAbsThreshold,
+                         double balanceRelThreshold, Guard guard, double medianFactor, double boundedLoadFactor,
+                         MissPlacement missPlacement, double hashLoadFactor, boolean prefillAware) {
+    }
+
+    static final double DEFAULT_HASH_LOAD_FACTOR = 1.25;
 
     private final double threshold;
     private final int matchAbsThreshold;
@@ -93,6 +120,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     private final MissPlacement missPlacement;
     private final double hashLoadFactor;
     private final boolean prefillAware;
+    private final Config config;
 
     private CacheAwarePolicy(Builder b) {
         this.threshold = b.threshold;
@@ -105,40 +133,41 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         this.missPlacement = b.missPlacement;
         this.hashLoadFactor = b.hashLoadFactor;
         this.prefillAware = b.prefillAware;
+        this.config = new Config(threshold, matchAbsThreshold, balanceAbsThreshold, balanceRelThreshold, guard,
+                medianFactor, boundedLoadFactor, missPlacement, hashLoadFactor, prefillAware);
     }
 
+    /** A builder at the defaults (the policy {@link Policies#cacheAware()} returns). */
     public static Builder builder() {
-        return new Builder();
-    }
-
-    /** The policy with the specification's defaults. */
-    public static CacheAwarePolicy defaults() {
-        return builder().build();
+        return new Builder(false);
     }
 
     /**
-     * Reads the settings of the config's {@code cache} section: {@code threshold},
-     * {@code match_abs_threshold}, {@code balance_abs_threshold}, {@code balance_rel_threshold},
-     * {@code guard}, {@code median_factor}, {@code bounded_load_factor}, {@code miss_placement},
-     * {@code hash_load_factor}, {@code prefill_aware}. Other keys are ignored.
+     * A policy from a settings map, keys as {@link Policies.CacheAwareProvider} reads them:
+     * {@code threshold}, {@code match_abs_threshold}, {@code balance_abs_threshold},
+     * {@code balance_rel_threshold}, {@code guard}, {@code median_factor}, {@code bounded_load_factor},
+     * {@code miss_placement}, {@code hash_load_factor}, {@code prefill_aware}. A missing key keeps its
+     * default; other keys are ignored. Errors name the key.
      */
-    public static CacheAwarePolicy fromSettings(Map<String, ?> settings) {
-        Settings s = new Settings(settings, "cache.");
-        return builder()
-                .threshold(s.decimal("threshold", DEFAULT_THRESHOLD, 0.0, 1.0))
-                .matchAbsThreshold(s.integer("match_abs_threshold", DEFAULT_MATCH_ABS_THRESHOLD, 1,
-                        Integer.MAX_VALUE))
-                .balanceAbsThreshold(s.integer("balance_abs_threshold", DEFAULT_BALANCE_ABS_THRESHOLD, 0,
-                        Integer.MAX_VALUE))
-                .balanceRelThreshold(s.decimal("balance_rel_threshold", DEFAULT_BALANCE_REL_THRESHOLD, 1.0,
-                        Double.MAX_VALUE))
-                .guard(s.choice("guard", Guard.ABS_REL, Guard.class))
-                .medianFactor(s.decimal("median_factor", DEFAULT_MEDIAN_FACTOR, 1.0, 1000.0))
-                .boundedLoadFactor(s.decimal("bounded_load_factor", DEFAULT_BOUNDED_LOAD_FACTOR, 1.0, 1000.0))
-                .missPlacement(s.choice("miss_placement", MissPlacement.LEAST_LOADED, MissPlacement.class))
-                .hashLoadFactor(s.loadFactor("hash_load_factor", DEFAULT_HASH_LOAD_FACTOR))
-                .prefillAware(s.bool("prefill_aware", DEFAULT_PREFILL_AWARE))
-                .build();
+    static CacheAwarePolicy fromSettings(Map<String, ?> settings) {
+        SettingsMap s = new SettingsMap(settings);
+        Builder b = new Builder(true);
+        s.decimal("threshold").ifPresent(b::threshold);
+        s.integer("match_abs_threshold").ifPresent(b::matchAbsThreshold);
+        s.integer("balance_abs_threshold").ifPresent(b::balanceAbsThreshold);
+        s.decimal("balance_rel_threshold").ifPresent(b::balanceRelThreshold);
+        s.choice("guard", Guard.class).ifPresent(b::guard);
+        s.decimal("median_factor").ifPresent(b::medianFactor);
+        s.decimal("bounded_load_factor").ifPresent(b::boundedLoadFactor);
+        s.choice("miss_placement", MissPlacement.class).ifPresent(b::missPlacement);
+        s.decimal("hash_load_factor").ifPresent(b::hashLoadFactor);
+        s.bool("prefill_aware").ifPresent(b::prefillAware);
+        return b.build();
+    }
+
+    /** Every setting of this policy. */
+    public Config config() {
+        return config;
     }
 
     @Override
@@ -168,42 +197,28 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             if (!isHit(tier, key.length())) {
                 break;
             }
-            Replica best = null;
-            long bestPending = Long.MAX_VALUE;
-            long bestLoad = Long.MAX_VALUE;
-            int ties = 0;
+            List<Replica> eligible = new ArrayList<>(holders.size() - i);
             for (; i < holders.size() && holders.get(i).matchedLength() == tier; i++) {
                 Replica r = holders.get(i).replica();
                 if (!ctx.isCandidate(r)) {
                     continue;
                 }
                 hit = true;
-                long load = r.load();
-                if (overloaded(load, leastLoad, sorted, total, candidates.size())) {
+                if (overloaded(r.load(), leastLoad, sorted, total, candidates.size())) {
                     continue;
                 }
-                long pending = 0;
-                if (prefillAware) {
-                    pending = r.pendingPrefill();
-                    if (pending >= key.length()) {
-                        if (idle < 0) {
-                            idle = anyIdle(candidates) ? 1 : 0;
-                        }
-                        if (idle == 1) {
-                            continue; // an idle replica computes the whole prompt before this one reaches it
-                        }
+                if (prefillAware && r.pendingPrefill() >= key.length()) {
+                    if (idle < 0) {
+                        idle = anyIdle(candidates) ? 1 : 0;
+                    }
+                    if (idle == 1) {
+                        continue; // an idle replica computes the whole prompt before this one reaches it
                     }
                 }
-                int c = pending != bestPending ? Long.compare(pending, bestPending) : Long.compare(load, bestLoad);
-                if (c < 0) {
-                    best = r;
-                    bestPending = pending;
-                    bestLoad = load;
-                    ties = 1;
-                } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
-                    best = r; // ties among holders at random, like RoutingContext.leastLoaded
-                }
+                eligible.add(r);
             }
+            Replica best = Candidates.least(eligible,
+                    prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD, ctx.random());
             if (best != null) {
                 return new Choice(best, Reason.CACHE_HIT, tier);
             }
@@ -233,25 +248,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         if (least.pendingPrefill() == minPending) {
             return least; // the least loaded of all is also among the least pending: no second draw
         }
-        Replica best = null;
-        long bestPending = Long.MAX_VALUE;
-        long bestLoad = Long.MAX_VALUE;
-        int ties = 0;
-        for (int k = 0; k < candidates.size(); k++) {
-            Replica r = candidates.get(k);
-            long pending = r.pendingPrefill();
-            long load = r.load();
-            int c = pending != bestPending ? Long.compare(pending, bestPending) : Long.compare(load, bestLoad);
-            if (c < 0) {
-                best = r;
-                bestPending = pending;
-                bestLoad = load;
-                ties = 1;
-            } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
-                best = r;
-            }
-        }
-        return best;
+        return Candidates.least(candidates, Candidates.BY_PENDING_PREFILL_THEN_LOAD, ctx.random());
     }
 
     /**
@@ -328,34 +325,6 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return t;
     }
 
-    public double threshold() {
-        return threshold;
-    }
-
-    public int matchAbsThreshold() {
-        return matchAbsThreshold;
-    }
-
-    public int balanceAbsThreshold() {
-        return balanceAbsThreshold;
-    }
-
-    public double balanceRelThreshold() {
-        return balanceRelThreshold;
-    }
-
-    public Guard guard() {
-        return guard;
-    }
-
-    public MissPlacement missPlacement() {
-        return missPlacement;
-    }
-
-    public boolean prefillAware() {
-        return prefillAware;
-    }
-
     @Override
     public String toString() {
         return "cache_aware[threshold=" + threshold + " match_abs_threshold=" + matchAbsThreshold
@@ -364,20 +333,30 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 + missPlacement.name().toLowerCase() + " prefill_aware=" + prefillAware + "]";
     }
 
-    /** Builds a {@link CacheAwarePolicy}; every setting has the documented default. */
+    /**
+     * Builds a {@link CacheAwarePolicy}. Every setting starts at its default (the specification's), given
+     * with each method; each method checks its setting's range once, and the error names the setting.
+     */
     public static final class Builder {
-        private double threshold = DEFAULT_THRESHOLD;
-        private int matchAbsThreshold = DEFAULT_MATCH_ABS_THRESHOLD;
-        private int balanceAbsThreshold = DEFAULT_BALANCE_ABS_THRESHOLD;
-        private double balanceRelThreshold = DEFAULT_BALANCE_REL_THRESHOLD;
+        private double threshold = 0.3;
+        private int matchAbsThreshold = 8192;
+        private int balanceAbsThreshold = 8;
+        private double balanceRelThreshold = 1.5;
         private Guard guard = Guard.ABS_REL;
-        private double medianFactor = DEFAULT_MEDIAN_FACTOR;
-        private double boundedLoadFactor = DEFAULT_BOUNDED_LOAD_FACTOR;
+        private double medianFactor = 2.0;
+        private double boundedLoadFactor = 1.25;
         private MissPlacement missPlacement = MissPlacement.LEAST_LOADED;
         private double hashLoadFactor = DEFAULT_HASH_LOAD_FACTOR;
-        private boolean prefillAware = DEFAULT_PREFILL_AWARE;
+        private boolean prefillAware = true;
+        /** True when filled from a settings map: errors then name its keys instead of these methods. */
+        private final boolean byKey;
 
-        private Builder() {
+        private Builder(boolean byKey) {
+            this.byKey = byKey;
+        }
+
+        private String name(String method, String key) {
+            return byKey ? key : method;
         }
 
         /**
@@ -390,78 +369,67 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             return this;
         }
 
-        /** Matched fraction of the key, in [0, 1], at or above which a match is a hit. */
+        /** Matched fraction of the key, in [0, 1], at or above which a match is a hit (default 0.3). */
         public Builder threshold(double v) {
-            if (!(v >= 0.0 && v <= 1.0)) {
-                throw new IllegalArgumentException("cache.threshold must be in [0, 1], was " + v);
-            }
-            threshold = v;
+            threshold = Checks.inRange(name("threshold", "threshold"), v, 0.0, 1.0);
             return this;
         }
 
-        /** Matched length (units) at or above which a match is a hit whatever the fraction. */
+        /** Matched length (units), at least 1, at or above which a match is a hit whatever the fraction (default 8192). */
         public Builder matchAbsThreshold(int v) {
-            if (v < 1) {
-                throw new IllegalArgumentException("cache.match_abs_threshold must be at least 1, was " + v);
-            }
-            matchAbsThreshold = v;
+            matchAbsThreshold = (int) Checks.inRange(name("matchAbsThreshold", "match_abs_threshold"), v, 1,
+                    Integer.MAX_VALUE);
             return this;
         }
 
+        /**
+         * The {@code abs_rel} guard's absolute margin: a holder is overloaded when its load exceeds the least
+         * loaded candidate's by more than this (and by the relative factor); at least 0, default 8.
+         */
         public Builder balanceAbsThreshold(int v) {
-            if (v < 0) {
-                throw new IllegalArgumentException("cache.balance_abs_threshold must be at least 0, was " + v);
-            }
-            balanceAbsThreshold = v;
+            balanceAbsThreshold = (int) Checks.inRange(name("balanceAbsThreshold", "balance_abs_threshold"), v, 0,
+                    Integer.MAX_VALUE);
             return this;
         }
 
+        /** The {@code abs_rel} guard's relative factor, at least 1 (default 1.5). */
         public Builder balanceRelThreshold(double v) {
-            if (!(v >= 1.0)) {
-                throw new IllegalArgumentException("cache.balance_rel_threshold must be at least 1, was " + v);
-            }
-            balanceRelThreshold = v;
+            balanceRelThreshold = Checks.inRange(name("balanceRelThreshold", "balance_rel_threshold"), v, 1.0,
+                    Double.MAX_VALUE);
             return this;
         }
 
+        /** When a holder counts as overloaded (default {@link Guard#ABS_REL}). */
         public Builder guard(Guard v) {
             guard = java.util.Objects.requireNonNull(v);
             return this;
         }
 
-        /** {@code k} of the median guard. */
+        /** {@code k} of the median guard, in [1, 1000] (default 2). */
         public Builder medianFactor(double v) {
-            if (!(v >= 1.0)) {
-                throw new IllegalArgumentException("cache.median_factor must be at least 1, was " + v);
-            }
-            medianFactor = v;
+            medianFactor = Checks.inRange(name("medianFactor", "median_factor"), v, 1.0, 1000.0);
             return this;
         }
 
-        /** {@code c} of the bounded-load guard. */
+        /** {@code c} of the bounded-load guard, in [1, 1000] (default 1.25). */
         public Builder boundedLoadFactor(double v) {
-            if (!(v >= 1.0)) {
-                throw new IllegalArgumentException("cache.bounded_load_factor must be at least 1, was " + v);
-            }
-            boundedLoadFactor = v;
+            boundedLoadFactor = Checks.inRange(name("boundedLoadFactor", "bounded_load_factor"), v, 1.0, 1000.0);
             return this;
         }
 
+        /** Where a request without a good match goes (default {@link MissPlacement#LEAST_LOADED}). */
         public Builder missPlacement(MissPlacement v) {
             missPlacement = java.util.Objects.requireNonNull(v);
             return this;
         }
 
-        /** Load bound {@code c} for consistent-hash miss placement; 0 for none. */
+        /** Load bound {@code c} for consistent-hash miss placement: 0 for none, else in [1, 1000] (default 1.25). */
         public Builder hashLoadFactor(double v) {
-            if (!(v == 0.0 || v >= 1.0)) {
-                throw new IllegalArgumentException(
-                        "cache.hash_load_factor must be 0 (unbounded) or at least 1, was " + v);
-            }
-            hashLoadFactor = v;
+            hashLoadFactor = Checks.loadFactor(name("hashLoadFactor", "hash_load_factor"), v);
             return this;
         }
 
+        /** The policy. */
         public CacheAwarePolicy build() {
             return new CacheAwarePolicy(this);
         }

@@ -1,11 +1,13 @@
 package dev.cart.policy;
 
-import dev.cart.core.RoutingPolicy;
-import dev.cart.core.RoutingPolicyProvider;
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.util.Map;
 
 /**
- * The policies shipped with CART, for code that builds a router directly. The same policies are
+ * The policies shipped with CART, each with its default settings, for code that builds a router
+ * directly; to change the cache-aware policy's settings, start from {@link CacheAwarePolicy#builder()}
+ * instead (a builder starts at the same defaults). The same policies are
  * available by name through {@link dev.cart.core.RoutingPolicies#create}: {@code cache_aware},
  * {@code round_robin}, {@code random}, {@code least_loaded}, {@code power_of_two},
  * {@code consistent_hash}.
@@ -15,9 +17,9 @@ public final class Policies {
     private Policies() {
     }
 
-    /** The specification's cache-aware policy with its defaults; see {@link CacheAwarePolicy#builder()}. */
+    /** The specification's cache-aware policy with its defaults ({@code CacheAwarePolicy.builder().build()}). */
     public static CacheAwarePolicy cacheAware() {
-        return CacheAwarePolicy.defaults();
+        return CacheAwarePolicy.builder().build();
     }
 
     /** Each usable replica in turn. */
@@ -43,17 +45,26 @@ public final class Policies {
     /**
      * Rendezvous hashing on the key's anchor with a load bound {@code c} (0 for none): a replica is passed
      * over when taking the request would put it above {@code c} times the mean load.
+     *
+     * @param loadFactor {@code c}: 0, or in [1, 1000]
      */
     public static RoutingPolicy consistentHash(double loadFactor) {
-        if (!(loadFactor == 0.0 || loadFactor >= 1.0)) {
-            throw new IllegalArgumentException("hash_load_factor must be 0 (unbounded) or at least 1, was "
-                    + loadFactor);
-        }
-        return new Baselines.ConsistentHash(loadFactor);
+        return consistentHash(loadFactor, "loadFactor");
     }
 
-    /** {@link RoutingPolicyProvider}s for the shipped policies, registered with {@code ServiceLoader}. */
+    private static RoutingPolicy consistentHash(double loadFactor, String name) {
+        return new Baselines.ConsistentHash(Checks.loadFactor(name, loadFactor));
+    }
+
+    /**
+     * Provides {@code cache_aware}; its settings keys are the snake_case names of
+     * {@link CacheAwarePolicy.Builder}'s methods ({@code threshold}, {@code match_abs_threshold}, ...).
+     */
     public static final class CacheAwareProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public CacheAwareProvider() {
+        }
+
         @Override
         public String name() {
             return "cache_aware";
@@ -65,7 +76,12 @@ public final class Policies {
         }
     }
 
+    /** Provides {@code round_robin}. */
     public static final class RoundRobinProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public RoundRobinProvider() {
+        }
+
         @Override
         public String name() {
             return "round_robin";
@@ -77,7 +93,12 @@ public final class Policies {
         }
     }
 
+    /** Provides {@code random}. */
     public static final class RandomProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public RandomProvider() {
+        }
+
         @Override
         public String name() {
             return "random";
@@ -89,7 +110,12 @@ public final class Policies {
         }
     }
 
+    /** Provides {@code least_loaded}. */
     public static final class LeastLoadedProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public LeastLoadedProvider() {
+        }
+
         @Override
         public String name() {
             return "least_loaded";
@@ -101,7 +127,12 @@ public final class Policies {
         }
     }
 
+    /** Provides {@code power_of_two}. */
     public static final class PowerOfTwoProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public PowerOfTwoProvider() {
+        }
+
         @Override
         public String name() {
             return "power_of_two";
@@ -113,7 +144,12 @@ public final class Policies {
         }
     }
 
+    /** Provides {@code consistent_hash}; its one setting is {@code hash_load_factor}. */
     public static final class ConsistentHashProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public ConsistentHashProvider() {
+        }
+
         @Override
         public String name() {
             return "consistent_hash";
@@ -121,8 +157,8 @@ public final class Policies {
 
         @Override
         public RoutingPolicy create(Map<String, ?> settings) {
-            return consistentHash(new Settings(settings, "cache.")
-                    .loadFactor("hash_load_factor", CacheAwarePolicy.DEFAULT_HASH_LOAD_FACTOR));
+            return consistentHash(new SettingsMap(settings).decimal("hash_load_factor")
+                    .orElse(CacheAwarePolicy.DEFAULT_HASH_LOAD_FACTOR), "hash_load_factor");
         }
     }
 }

@@ -8,7 +8,7 @@ import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
 import dev.cart.core.CircuitBreakerConfig;
-import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.ReplicaSet;
 import dev.cart.core.Outcome;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
@@ -17,8 +17,10 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
+import dev.cart.core.TreeProbe;
 import dev.cart.core.RoutingPolicies;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,8 +29,13 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
-/** Routing invariants over random pools, loads, health states and keys, for every shipped policy. */
+/**
+ * Routing invariants over random pools, loads, health states and keys, for every shipped policy, over the
+ * managed replica set and over one a host wrote against the SPI alone.
+ */
 class PolicyPropertiesTest {
 
     static final List<Supplier<RoutingPolicy>> ALL = List.of(
@@ -46,45 +53,42 @@ class PolicyPropertiesTest {
     record PoolState(List<Integer> states, List<Integer> loads, int policy, int seed) {
     }
 
-    @Test
-    void neverRoutesToAReplicaThatCannotTakeTheRequest() {
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void neverRoutesToAReplicaThatCannotTakeTheRequest(ReplicaSets kind) {
         qt().withFixedSeed(21L).withExamples(500)
                 .forAll(lists().of(integers().between(0, 4)).ofSizeBetween(1, 8),
                         lists().of(integers().between(0, 6)).ofSize(8),
                         integers().between(0, ALL.size() - 1), integers().between(0, 1000))
-                .checkAssert((states, loads, policy, seed) -> check(new PoolState(states, loads, policy, seed)));
+                .checkAssert((states, loads, policy, seed) -> check(kind, new PoolState(states, loads, policy, seed)));
     }
 
-    private static void check(PoolState s) {
-        MutableTime clock = new MutableTime();
-        ManagedReplicaSet.Builder b = ManagedReplicaSet.builder().clock(clock)
-                .circuitBreaker(new CircuitBreakerConfig(1, 1, Duration.ofSeconds(60), 1));
+    private static void check(ReplicaSets kind, PoolState s) {
+        List<ReplicaSpec> specs = new ArrayList<>();
         for (int i = 0; i < s.states().size(); i++) {
-            b.add(new ReplicaSpec("http://r" + i, 4, i % 3));
+            specs.add(new ReplicaSpec("http://r" + i, 4, i % 3));
         }
-        ManagedReplicaSet set = b.build();
+        ReplicaSet set = kind.build(specs, new CircuitBreakerConfig(1, 1, Duration.ofSeconds(60), 1), new MutableTime());
         List<Replica> excluded = new ArrayList<>();
         List<Runnable> cleanup = new ArrayList<>();
         for (int i = 0; i < s.states().size(); i++) {
-            ManagedReplicaSet.Member m = set.replicas().get(i);
+            Replica m = set.replicas().get(i);
             int load = Math.min(s.loads().get(i), 3);
             switch (s.states().get(i)) {
-                case 1 -> {
-                    for (int k = 0; k < 3; k++) {
-                        m.recordProbe(false);
-                    }
-                }
+                case 1 -> kind.makeUnhealthy(m);
                 case 2 -> {
-                    assertTrue(m.tryAcquire());
-                    m.release(Outcome.FAILURE);
+                    Replica.Admission a = m.tryAcquire();
+                    assertTrue(a != null);
+                    a.release(Outcome.FAILURE);
                 }
                 case 3 -> load = 4;
                 case 4 -> excluded.add(m);
                 default -> { }
             }
             for (int k = 0; k < load; k++) {
-                if (m.tryAcquire()) {
-                    cleanup.add(() -> m.release(Outcome.CANCELLED));
+                Replica.Admission a = m.tryAcquire();
+                if (a != null) {
+                    cleanup.add(() -> a.release(Outcome.CANCELLED));
                 }
             }
         }
@@ -93,15 +97,15 @@ class PolicyPropertiesTest {
                 .evictionInterval(Duration.ZERO).build()) {
             // Teach the tree a few prompts on every replica, usable or not, so hits are possible.
             for (int i = 0; i < set.replicas().size(); i++) {
-                router.tree().insert(PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + i, 64), set.replicas().get(i));
+                TreeProbe.insert(router, PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + i, 64), set.replicas().get(i));
             }
             for (int q = 0; q < 20; q++) {
                 int which = rnd.nextInt(set.replicas().size() + 2);
                 PromptKey key = which == 0 ? PromptKey.empty()
                         : PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + (which - 1) + " more", 64);
                 List<Replica> usable = new ArrayList<>();
-                for (ManagedReplicaSet.Member m : set.replicas()) {
-                    if (!excluded.contains(m) && m.isHealthy() && m.isAvailable() && m.inFlight() < m.maxLoad()) {
+                for (Replica m : set.replicas()) {
+                    if (!excluded.contains(m) && m.isAvailable() && m.inFlight() < m.maxLoad()) {
                         usable.add(m);
                     }
                 }
@@ -117,16 +121,17 @@ class PolicyPropertiesTest {
             }
         }
         cleanup.forEach(Runnable::run);
-        assertEquals(0, set.totalInFlight());
+        assertEquals(0, ReplicaSets.totalInFlight(set));
     }
 
-    @Test
-    void missesSpreadEvenlyWithNoIndexBias() {
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void missesSpreadEvenlyWithNoIndexBias(ReplicaSets kind) {
         int n = 8;
         int requests = 8_000;
         for (Supplier<RoutingPolicy> p : List.<Supplier<RoutingPolicy>>of(Policies::cacheAware, Policies::leastLoaded, Policies::random,
                 Policies::powerOfTwo, () -> Policies.consistentHash(0))) {
-            ManagedReplicaSet set = CacheAwarePolicyTest.pool(n);
+            ReplicaSet set = pool(kind, n);
             SplittableRandom rnd = new SplittableRandom(99);
             Map<Replica, Integer> counts = new HashMap<>();
             try (Router router = Router.builder().replicas(set).policy(p.get()).random(() -> rnd)
@@ -150,12 +155,13 @@ class PolicyPropertiesTest {
         }
     }
 
-    @Test
-    void sameKeyStaysWhileLoadsStayBalanced() {
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void sameKeyStaysWhileLoadsStayBalanced(ReplicaSets kind) {
         qt().withFixedSeed(23L).withExamples(100).forAll(integers().between(2, 8), integers().between(0, 10_000))
                 .checkAssert((n, salt) -> {
-                    ManagedReplicaSet set = CacheAwarePolicyTest.pool(n);
-                    try (Router router = CacheAwarePolicyTest.router(set, Policies.cacheAware())) {
+                    ReplicaSet set = pool(kind, n);
+                    try (Router router = router(set)) {
                         String prompt = CacheAwarePolicyTest.SYSTEM + salt;
                         RouteDecision first = router.choose(RouteRequest.of(PromptKey.ofText(prompt, 64)));
                         first.lease().close();
@@ -168,14 +174,15 @@ class PolicyPropertiesTest {
                 });
     }
 
-    @Test
-    void removingAReplicaRemapsOnlyTheKeysItOwned() {
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void removingAReplicaRemapsOnlyTheKeysItOwned(ReplicaSets kind) {
         List<String> ids = List.of("http://a:1", "http://b:1", "http://c:1", "http://d:1", "http://e:1");
         for (double factor : new double[] {0, 1.25}) {
-            Map<Integer, String> before = place(ids, factor);
+            Map<Integer, String> before = place(kind, ids, factor);
             List<String> fewer = new ArrayList<>(ids);
             fewer.remove("http://c:1");
-            Map<Integer, String> after = place(fewer, factor);
+            Map<Integer, String> after = place(kind, fewer, factor);
             int moved = 0;
             for (var e : before.entrySet()) {
                 if (!e.getValue().equals("http://c:1")) {
@@ -188,11 +195,9 @@ class PolicyPropertiesTest {
         }
     }
 
-    private static Map<Integer, String> place(List<String> ids, double factor) {
-        ManagedReplicaSet.Builder b = ManagedReplicaSet.builder();
-        ids.forEach(b::add);
+    private static Map<Integer, String> place(ReplicaSets kind, List<String> ids, double factor) {
         Map<Integer, String> out = new HashMap<>();
-        try (Router router = Router.builder().replicas(b.build()).policy(RoutingPolicies.create("consistent_hash",
+        try (Router router = Router.builder().replicas(kind.of(ids.toArray(String[]::new))).policy(RoutingPolicies.create("consistent_hash",
                 Map.of("hash_load_factor", factor))).evictionInterval(Duration.ZERO).build()) {
             for (int k = 0; k < 500; k++) {
                 RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText("conversation " + k, 64)));
@@ -212,11 +217,12 @@ class PolicyPropertiesTest {
         }
     }
 
-    @Test
-    void hotPrefixWithAGuardDoesNotPileOnOneReplica() {
-        ManagedReplicaSet set = CacheAwarePolicyTest.pool(4);
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void hotPrefixWithAGuardDoesNotPileOnOneReplica(ReplicaSets kind) {
+        ReplicaSet set = pool(kind, 4);
         List<RouteDecision> open = new ArrayList<>();
-        try (Router router = CacheAwarePolicyTest.router(set, Policies.cacheAware())) {
+        try (Router router = router(set)) {
             for (int i = 0; i < 40; i++) { // 40 concurrent requests sharing one long prefix
                 open.add(router.choose(RouteRequest.of(PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + i, 64))));
             }
@@ -224,7 +230,23 @@ class PolicyPropertiesTest {
             assertTrue(max <= 40 / 4 + 8 + 1, "max in flight " + max + " stays within the abs threshold of the mean");
             open.forEach(d -> d.lease().close());
         }
-        assertEquals(0, set.totalInFlight());
+        assertEquals(0, ReplicaSets.totalInFlight(set));
+    }
+
+    /** {@code n} replicas of 64 slots, as {@link CacheAwarePolicyTest#pool} makes them. */
+    static ReplicaSet pool(ReplicaSets kind, int n) {
+        List<ReplicaSpec> specs = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            specs.add(new ReplicaSpec("http://r" + i, 64, 0));
+        }
+        return kind.build(specs);
+    }
+
+    /** The default cache-aware policy with a seeded random source. */
+    static Router router(ReplicaSet set) {
+        SplittableRandom rnd = new SplittableRandom(7);
+        return Router.builder().replicas(set).policy(Policies.cacheAware()).random(() -> rnd)
+                .evictionInterval(Duration.ZERO).build();
     }
 
     /** A clock for the circuit breaker; never advanced here. */

@@ -7,10 +7,9 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
-import dev.cart.core.Choice;
-import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.spi.Choice;
+import dev.cart.core.ReplicaSet;
 import dev.cart.core.Outcome;
-import dev.cart.core.PrefixTree;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
@@ -18,12 +17,18 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingContext;
+import dev.cart.core.spi.Match;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.random.RandomGenerator;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The prefill-aware ranking of {@link CacheAwarePolicy}, checked against an oracle over random pools:
@@ -76,12 +81,13 @@ class PrefillAwarePropertiesTest {
         }
 
         @Override
-        public boolean tryAcquire() {
-            return true;
+        public Admission tryAcquire() {
+            return outcome -> { };
         }
 
         @Override
-        public void release(Outcome outcome) {
+        public void addPendingPrefill(long units) {
+            throw new UnsupportedOperationException("only policies read this replica");
         }
 
         @Override
@@ -115,7 +121,18 @@ class PrefillAwarePropertiesTest {
 
     private static boolean overloaded(CacheAwarePolicy p, Replica r, long leastLoad) {
         long load = r.load();
-        return load - leastLoad > p.balanceAbsThreshold() && load > leastLoad * p.balanceRelThreshold();
+        return load - leastLoad > p.config().balanceAbsThreshold() && load > leastLoad * p.config().balanceRelThreshold();
+    }
+
+    /** A context as the router would make it: these candidates, these holders, longest first. */
+    record Context(RouteRequest request, List<Replica> candidates, Match match, RandomGenerator random)
+            implements RoutingContext {
+    }
+
+    private static Match match(List<Match.Holding> holders) {
+        List<Match.Holding> sorted = new ArrayList<>(holders);
+        sorted.sort(Comparator.comparingInt(Match.Holding::matchedLength).reversed());
+        return new Match(sorted.isEmpty() ? 0 : sorted.get(0).matchedLength(), KEY.length(), sorted);
     }
 
     private static int held(Spec s) {
@@ -142,22 +159,18 @@ class PrefillAwarePropertiesTest {
 
     private static void check(List<Spec> specs, int guard, boolean prefillAware, int seed) {
         List<Fake> pool = new ArrayList<>();
-        PrefixTree tree = PrefixTree.builder().build();
+        List<Match.Holding> holders = new ArrayList<>();
         for (int i = 0; i < specs.size(); i++) {
             Spec s = specs.get(i);
             Fake f = new Fake("r" + i, s.inFlight(), s.penalty() == 3 ? 2 : 0, (long) s.pendingHalves() * KEY.length() / 2);
             pool.add(f);
-            switch (s.holds()) {
-                case 1 -> tree.insert(KEY, f);
-                case 2 -> tree.insert(SHORTER, f);
-                case 3 -> tree.insert(TINY, f);
-                default -> { }
+            if (held(s) > 0) {
+                holders.add(new Match.Holding(f, held(s)));
             }
         }
         CacheAwarePolicy p = policy(guard, prefillAware);
         List<Replica> candidates = new ArrayList<>(pool);
-        Choice c = p.choose(RoutingContext.forTest(RouteRequest.of(KEY), candidates, tree,
-                new SplittableRandom(seed)));
+        Choice c = p.choose(new Context(RouteRequest.of(KEY), candidates, match(holders), new SplittableRandom(seed)));
         Replica chosen = c.replica();
         assertTrue(pool.contains(chosen), "chose a candidate");
         long leastLoad = pool.stream().mapToLong(Replica::load).min().orElseThrow();
@@ -235,30 +248,27 @@ class PrefillAwarePropertiesTest {
 
     private static Choice choose(List<Spec> specs, int guard, int seed) {
         List<Replica> pool = new ArrayList<>();
-        PrefixTree tree = PrefixTree.builder().build();
+        List<Match.Holding> holders = new ArrayList<>();
         for (int i = 0; i < specs.size(); i++) {
             Spec s = specs.get(i);
             Fake f = new Fake("r" + i, s.inFlight(), s.penalty() == 3 ? 2 : 0, (long) s.pendingHalves() * KEY.length() / 2);
             pool.add(f);
-            if (s.holds() == 1) {
-                tree.insert(KEY, f);
-            } else if (s.holds() == 2) {
-                tree.insert(SHORTER, f);
+            if (s.holds() == 1 || s.holds() == 2) {
+                holders.add(new Match.Holding(f, held(s)));
             }
         }
-        Choice c = policy(guard, false).choose(RoutingContext.forTest(RouteRequest.of(KEY), pool, tree,
+        return policy(guard, false).choose(new Context(RouteRequest.of(KEY), pool, match(holders),
                 new SplittableRandom(seed)));
-        return c;
     }
 
     /**
      * Through a real router whose host reports first tokens: a cold prompt goes where no prefill is queued,
      * not to the replica with the fewest requests when those are all still being computed.
      */
-    @Test
-    void aColdPromptAvoidsTheReplicaWhosePrefillQueueIsLongest() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add(new ReplicaSpec("http://a", 64, 0))
-                .add(new ReplicaSpec("http://b", 64, 0)).build();
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void aColdPromptAvoidsTheReplicaWhosePrefillQueueIsLongest(ReplicaSets kind) {
+        ReplicaSet set = kind.build(List.of(new ReplicaSpec("http://a", 64, 0), new ReplicaSpec("http://b", 64, 0)));
         SplittableRandom rnd = new SplittableRandom(5);
         try (Router router = Router.builder().replicas(set).policy(Policies.cacheAware()).random(() -> rnd)
                 .evictionInterval(Duration.ZERO).firstTokenReports(true).build()) {
@@ -282,15 +292,16 @@ class PrefillAwarePropertiesTest {
             assertEquals(b, cold.replica(), "fewer requests on a, but a whole prompt of prefill ahead");
             open.add(cold);
             open.forEach(d -> d.lease().close());
-            assertEquals(0, set.totalInFlight());
+            assertEquals(0, ReplicaSets.totalInFlight(set));
             assertEquals(0, a.pendingPrefill() + b.pendingPrefill());
         }
     }
 
     /** Placement falls back to load alone when the router does not count prefill (no first-token reports). */
-    @Test
-    void withoutFirstTokenReportsPlacementIsByLoad() {
-        ManagedReplicaSet set = CacheAwarePolicyTest.pool(3);
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void withoutFirstTokenReportsPlacementIsByLoad(ReplicaSets kind) {
+        ReplicaSet set = PolicyPropertiesTest.pool(kind, 3);
         SplittableRandom rnd = new SplittableRandom(5);
         try (Router router = Router.builder().replicas(set).policy(Policies.cacheAware()).random(() -> rnd)
                 .evictionInterval(Duration.ZERO).build()) {

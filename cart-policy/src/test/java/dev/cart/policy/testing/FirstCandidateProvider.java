@@ -1,10 +1,10 @@
 package dev.cart.policy.testing;
 
-import dev.cart.core.Choice;
+import dev.cart.core.spi.Choice;
 import dev.cart.core.Reason;
-import dev.cart.core.RoutingContext;
-import dev.cart.core.RoutingPolicy;
-import dev.cart.core.RoutingPolicyProvider;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.util.Map;
 
 /**

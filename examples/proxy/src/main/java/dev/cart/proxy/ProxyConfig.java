@@ -440,8 +440,8 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             private String endpoint = "/health";
             private int intervalSecs = 10;
             private int timeoutSecs = 5;
-            private int failureThreshold = HealthConfig.DEFAULTS.failureThreshold();
-            private int successThreshold = HealthConfig.DEFAULTS.successThreshold();
+            private int failureThreshold = HealthConfig.defaults().failureThreshold();
+            private int successThreshold = HealthConfig.defaults().successThreshold();
 
             Builder endpoint(String v) {
                 endpoint = v;
@@ -504,10 +504,10 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
 
         /** Named settings, starting from the defaults (those of the core's circuit breaker). */
         static final class Builder {
-            private int failureThreshold = CircuitBreakerConfig.DEFAULTS.failureThreshold();
-            private int successThreshold = CircuitBreakerConfig.DEFAULTS.successThreshold();
-            private int timeoutSecs = (int) CircuitBreakerConfig.DEFAULTS.openTimeout().toSeconds();
-            private int halfOpenMaxRequests = CircuitBreakerConfig.DEFAULTS.halfOpenMaxRequests();
+            private int failureThreshold = CircuitBreakerConfig.defaults().failureThreshold();
+            private int successThreshold = CircuitBreakerConfig.defaults().successThreshold();
+            private int timeoutSecs = (int) CircuitBreakerConfig.defaults().openTimeout().toSeconds();
+            private int halfOpenMaxRequests = CircuitBreakerConfig.defaults().halfOpenMaxRequests();
 
             Builder failureThreshold(int v) {
                 failureThreshold = v;

@@ -322,7 +322,7 @@ final class ProxyHandler implements HttpHandler {
         ObjectNode root = Responses.JSON.createObjectNode();
         root.put("policy", routing.router.policy().name());
         root.put("healthy", routing.replicas.healthyCount());
-        root.put("tree_size", routing.router.tree().stats().size());
+        root.put("tree_size", routing.router.treeStats().size());
         ObjectNode window = root.putObject("recent");
         window.put("window", DecisionWindow.SIZE);
         window.put("decisions", recent.decisions());

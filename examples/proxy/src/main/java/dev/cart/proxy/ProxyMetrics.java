@@ -121,7 +121,7 @@ final class ProxyMetrics implements AutoCloseable {
                 s -> (double) s.size() * blockChars);
         treeGauge("cart.tree.nodes", "Nodes of the prefix tree", TreeStats::nodes);
         treeGauge("cart.tree.entries", "(node, replica) routes the tree remembers", TreeStats::entries);
-        Gauge.builder("cart.tree.max.blocks", routing, r -> r.get().router.tree().maxSize())
+        Gauge.builder("cart.tree.max.blocks", routing, r -> r.get().router.maxTreeSize())
                 .description("Size cap of the tree (cache.max_tree_size)")
                 .register(registry);
         Gauge.builder("cart.replicas", routing, r -> r.get().replicas.replicas().size())
@@ -144,7 +144,7 @@ final class ProxyMetrics implements AutoCloseable {
     }
 
     private void treeGauge(String name, String help, ToDoubleFunction<TreeStats> f) {
-        Gauge.builder(name, routing, r -> f.applyAsDouble(r.get().router.tree().stats()))
+        Gauge.builder(name, routing, r -> f.applyAsDouble(r.get().router.treeStats()))
                 .description(help)
                 .register(registry);
     }

@@ -167,12 +167,8 @@ final class ProxyServer implements AutoCloseable {
      */
     static void warnAboutOpenFileLimit(ProxyConfig.Server server) {
         OptionalLong limit = ServerRuntime.openFileLimit();
-        long needed = ServerRuntime.filesNeeded(server);
-        if (limit.isPresent() && limit.getAsLong() < needed) {
-            LOG.warn("the open-file limit is {} (ulimit -n), below the {} that server.max_connections ({}) plus "
-                    + "server.max_concurrent_requests ({}) upstream connections can use; raise it (ulimit -n {}) "
-                    + "or lower those limits", limit.getAsLong(), needed, server.maxConnections(),
-                    server.maxConcurrentRequests(), needed);
+        if (limit.isPresent()) {
+            ServerRuntime.openFileWarning(limit.getAsLong(), server).ifPresent(LOG::warn);
         }
     }
 

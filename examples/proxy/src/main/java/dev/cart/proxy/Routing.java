@@ -1,7 +1,6 @@
 package dev.cart.proxy;
 
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.PrefixTree;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
@@ -48,15 +47,11 @@ final class Routing implements AutoCloseable {
         }
         ManagedReplicaSet set = sb.build();
         ProxyConfig.Cache cache = config.cache();
-        PrefixTree tree = PrefixTree.builder()
-                .maxSize(cache.maxTreeSize())
-                .ttl(Duration.ofSeconds(cache.routeTtlSecs()))
-                .clock(clock)
-                .build();
         Router router = Router.builder()
                 .replicas(set)
                 .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
-                .tree(tree)
+                .maxTreeSize(cache.maxTreeSize())
+                .routeTtl(Duration.ofSeconds(cache.routeTtlSecs()))
                 .keyFormat(cache.tokens().on() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
                         cache.tokens().on() ? cache.tokens().blockTokens() : cache.blockChars())
                 .clock(clock)

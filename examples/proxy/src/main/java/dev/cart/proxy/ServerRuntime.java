@@ -142,6 +142,18 @@ final class ServerRuntime {
         return (long) server.maxConnections() + server.maxConcurrentRequests() + OTHER_FILES;
     }
 
+    /** The warning to log at an open-file limit of {@code limit}, or empty when it covers what the limits use. */
+    static java.util.Optional<String> openFileWarning(long limit, ProxyConfig.Server server) {
+        long needed = filesNeeded(server);
+        if (limit >= needed) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of("the open-file limit is " + limit + " (ulimit -n), below the " + needed
+                + " that server.max_connections (" + server.maxConnections() + ") plus server.max_concurrent_requests ("
+                + server.maxConcurrentRequests() + ") upstream connections can use; raise it (ulimit -n " + needed
+                + ") or lower those limits");
+    }
+
     /** The soft open-file limit of this process, best effort (Linux {@code /proc/self/limits}). */
     static OptionalLong openFileLimit() {
         return openFileLimit(Path.of("/proc/self/limits"));

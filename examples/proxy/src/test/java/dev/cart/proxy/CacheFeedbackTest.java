@@ -66,8 +66,9 @@ class CacheFeedbackTest {
                 }
                 assertArrayEquals(r.lastStream, got, "the stream reaches the client byte for byte");
                 assertTrue(new String(got, java.nio.charset.StandardCharsets.UTF_8).contains("\"usage\":{"));
+                int lines = i + 1; // a decision line is written as its exchange ends: wait, so lines keep request order
+                await("decision line " + lines, () -> log.lines().size() >= lines);
             }
-            await("two decision lines", () -> log.lines().size() >= 2);
             Map<String, String> first = fields(log.lines().get(0));
             Map<String, String> second = fields(log.lines().get(1));
             assertEquals("1000", first.get("prompt_tokens"), log.lines().get(0));
@@ -98,8 +99,11 @@ class CacheFeedbackTest {
             }
             String a = PROMPT + "First conversation: where is my parcel? ".repeat(4);
             String b = PROMPT + "Second conversation: can I change my address? ".repeat(4);
+            // a decision line is written as its exchange ends: wait for each, so the lines keep request order
             assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode()); // miss
+            await("a's decision line", () -> log.lines().size() >= 1);
             assertEquals(200, h.post("/v1/chat/completions", chat(b, false, false)).statusCode()); // hit on the prompt
+            await("b's decision line", () -> log.lines().size() >= 2);
             // the usage is read as the answer's last bytes pass; wait until the router has heard it
             await("b's stale verdict", () -> staleVerdicts(h) >= 1);
             assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode());
@@ -165,6 +169,8 @@ class CacheFeedbackTest {
             }
             for (int i = 0; i < 3; i++) {
                 assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
+                int lines = i + 1; // a decision line is written as its exchange ends: wait, so lines keep request order
+                await("decision line " + lines, () -> log.lines().size() >= lines);
             }
             await("three decision lines", () -> log.lines().size() >= 3);
             List<String> reasons = log.lines().stream().map(l -> fields(l).get("reason")).toList();
@@ -206,6 +212,8 @@ class CacheFeedbackTest {
             }
             for (int i = 0; i < 3; i++) {
                 assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
+                int lines = i + 1; // a decision line is written as its exchange ends: wait, so lines keep request order
+                await("decision line " + lines, () -> log.lines().size() >= lines);
             }
             await("three decision lines", () -> log.lines().size() >= 3);
             List<String> reasons = log.lines().stream().map(l -> fields(l).get("reason")).toList();

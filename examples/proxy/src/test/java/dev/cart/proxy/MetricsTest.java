@@ -116,8 +116,8 @@ class MetricsTest {
             assertEquals(1, m.value("cart_replica_circuit_state", "replica", r0, "state", "closed"));
             assertEquals(0, m.value("cart_replica_circuit_state", "replica", r0, "state", "open"));
             assertEquals(256, m.value("cart_replica_max_load", "replica", r0));
-            assertEquals(h.proxy.routing().router.tree().stats().size(), m.value("cart_tree_blocks"));
-            assertEquals(h.proxy.routing().router.tree().stats().size() * 64.0, m.value("cart_tree_characters"));
+            assertEquals(h.proxy.routing().router.treeStats().size(), m.value("cart_tree_blocks"));
+            assertEquals(h.proxy.routing().router.treeStats().size() * 64.0, m.value("cart_tree_characters"));
             assertTrue(m.value("cart_tree_blocks") > 0);
             assertEquals(1_000_000, m.value("cart_tree_max_blocks"));
             assertTrue(m.sum("jvm_memory_used_bytes", "area", "heap") > 0, "JVM basics are exported");

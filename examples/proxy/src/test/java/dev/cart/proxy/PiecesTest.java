@@ -174,6 +174,19 @@ class PiecesTest {
     }
 
     @Test
+    void theOpenFileWarningComesOnlyBelowWhatTheLimitsCanUse() {
+        ProxyConfig.Server defaults = ProxyConfig.Server.defaults();
+        assertEquals(10_000 + 1024 + 256, ServerRuntime.filesNeeded(defaults));
+        assertTrue(ServerRuntime.openFileWarning(20_000, defaults).isEmpty(), "a sane limit is silent");
+        assertTrue(ServerRuntime.openFileWarning(11_280, defaults).isEmpty());
+        String w = ServerRuntime.openFileWarning(1024, defaults).orElseThrow();
+        assertTrue(w.startsWith("the open-file limit is 1024 (ulimit -n), below the 11280 that server.max_connections "
+                + "(10000) plus server.max_concurrent_requests (1024) upstream connections can use"), w);
+        ProxyConfig.Server small = ProxyConfig.Server.builder().maxConnections(500).maxConcurrentRequests(100).build();
+        assertTrue(ServerRuntime.openFileWarning(1024, small).isEmpty(), "1024 covers 500 + 100 + 256");
+    }
+
+    @Test
     void requestExecutorUsesVirtualThreadsWhenTheRuntimeHasThem() throws Exception {
         ServerRuntime.Executor e = ServerRuntime.requestExecutor(4);
         try {

@@ -17,6 +17,8 @@ class ProxyTokenModeTest {
             String body = CacheFeedbackTest.chat(CacheFeedbackTest.PROMPT + "Where is my order?", false, false);
             for (int i = 0; i < 3; i++) {
                 assertEquals(200, h.post("/v1/chat/completions", body).statusCode());
+                int lines = i + 1; // a decision line is written as its exchange ends: wait, so lines keep request order
+                ProxyHarness.await("decision line " + lines, () -> log.lines().size() >= lines);
             }
             ProxyHarness.await("three decision lines", () -> log.lines().size() >= 3);
             List<Map<String, String>> d = log.lines().stream().map(CacheFeedbackTest::fields).toList();

@@ -1,7 +1,6 @@
 package dev.cart.proxy;
 
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.PrefixTree;
 import dev.cart.core.PromptKey;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
@@ -84,13 +83,12 @@ public final class Soak {
         ManagedReplicaSet set = ManagedReplicaSet.builder()
                 .add(new ReplicaSpec("http://r1", 256, 0)).add(new ReplicaSpec("http://r2", 256, 0))
                 .add(new ReplicaSpec("http://r3", 256, 0)).add(new ReplicaSpec("http://r4", 256, 0)).build();
-        PrefixTree tree = PrefixTree.builder().maxSize(maxBlocks).build();
         SplittableRandom r = new SplittableRandom(7);
         System.out.println("in-process: requests, heap_after_gc_MiB, tree_blocks, tree_nodes, hits");
         long hits = 0;
         long t0 = System.nanoTime();
         try (Router router = Router.builder().replicas(set).policy(RoutingPolicies.create("cache_aware", Map.of()))
-                .tree(tree).evictionInterval(Duration.ZERO).build()) {
+                .maxTreeSize(maxBlocks).evictionInterval(Duration.ZERO).build()) {
             for (long i = 1; i <= n; i++) {
                 RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText(prompt(r, i), 64)));
                 if (d.reason() == dev.cart.core.Reason.CACHE_HIT) {
@@ -104,11 +102,11 @@ public final class Soak {
                 }
                 if (i % 100_000 == 0) {
                     System.out.printf("in-process: %d, %.1f, %d, %d, %d%n", i, heapAfterGc() / 1048576.0,
-                            tree.stats().size(), tree.stats().nodes(), hits);
+                            router.treeStats().size(), router.treeStats().nodes(), hits);
                 }
             }
-            if (!tree.stats().equals(tree.recount()) || set.totalInFlight() != 0) {
-                throw new IllegalStateException("lost accounting: " + tree.stats() + " vs " + tree.recount());
+            if (!dev.cart.core.TreeProbe.countsMatchRecount(router) || set.totalInFlight() != 0) {
+                throw new IllegalStateException("lost accounting: " + router.treeStats());
             }
         }
         System.out.printf("in-process: done in %d s; tree stats equal a recount; in-flight 0%n",
@@ -164,16 +162,16 @@ public final class Soak {
         while (System.nanoTime() < end) {
             long wait = Math.min(TimeUnit.SECONDS.toNanos(step), end - System.nanoTime());
             TimeUnit.NANOSECONDS.sleep(Math.max(0, wait)); // a command-line run, not a test: it paces itself
-            PrefixTree tree = h.proxy.routing().router.tree();
+            dev.cart.core.TreeStats tree = h.proxy.routing().router.treeStats();
             System.out.printf("http: %d, %d, %d, %.1f, %d, %d%n", TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0),
-                    done.get(), errors.get(), heapAfterGc() / 1048576.0, tree.stats().size(), tree.stats().nodes());
+                    done.get(), errors.get(), heapAfterGc() / 1048576.0, tree.size(), tree.nodes());
         }
         pool.shutdown();
         pool.awaitTermination(60, TimeUnit.SECONDS);
         ManagedReplicaSet set = h.proxy.routing().replicas;
-        PrefixTree tree = h.proxy.routing().router.tree();
         System.out.printf("http: done: %d requests, %d errors, in-flight %d, tree stats equal a recount: %b%n",
-                done.get(), errors.get(), set.totalInFlight(), tree.stats().equals(tree.recount()));
+                done.get(), errors.get(), set.totalInFlight(),
+                dev.cart.core.TreeProbe.countsMatchRecount(h.proxy.routing().router));
         for (ScriptedReplica f : h.replicas) {
             f.close();
         }

@@ -34,6 +34,29 @@ final class Chart {
     record Group(String label, double ideal, double[] hit, double[] p99Millis) {
     }
 
+    /** The chart of a report's main tables: each workload's median hit ratio and median P99 over the seeds. */
+    static void write(Path file, Report.Settings s, RunMatrix.Matrix m) throws IOException {
+        List<String> labels = new java.util.ArrayList<>();
+        for (Variant v : m.variants()) {
+            labels.add(v.label());
+        }
+        List<Group> groups = new java.util.ArrayList<>();
+        for (RunMatrix.WorkloadRuns w : m.workloads()) {
+            if (w.isSkipped()) {
+                continue;
+            }
+            double[] hit = new double[labels.size()];
+            double[] p99 = new double[labels.size()];
+            for (int i = 0; i < labels.size(); i++) {
+                hit[i] = w.spread(labels.get(i), RunResult::hitRatio).median();
+                p99[i] = w.spread(labels.get(i), RunResult::ttftP99Millis).median();
+            }
+            groups.add(new Group(w.name(), w.prepared(PreparedWorkload::idealHitRatio).median(), hit, p99));
+        }
+        write(file, String.format(java.util.Locale.ROOT, "CART routing quality: %d simulated replicas (%s), "
+                + "median over seeds %s", s.replicas, m.model().title, s.seedsText()), labels, groups);
+    }
+
     static void write(Path file, String title, List<String> policies, List<Group> groups) throws IOException {
         int width = Math.max(1400, 140 + groups.size() * (policies.size() * 18 + 40));
         int panel = 360;

@@ -1,25 +1,30 @@
 package dev.cart.sim;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
 
 /**
  * The report's section on learning: each feature of the router's learning compared on and off, on the
  * workloads where it can matter, with a verdict on its default that follows a fixed rule.
  *
- * <p>A feature is a list of cases (a workload with its arrivals and cluster), each run under a reference
- * policy (least_loaded), the default configuration and the alternative. The verdict compares the default
- * with the alternative case by case: one is <em>better</em> when its hit ratio is higher by at least
- * {@link #HIT_MARGIN} without a P99 TTFT more than {@link #P99_MARGIN} higher, or its P99 is lower by at
- * least {@link #P99_MARGIN} without a hit ratio lower by {@link #HIT_MARGIN} or more; otherwise neither
- * is (a <em>trade-off</em> when each wins one of the two measures). The default is supported when the
- * alternative is better on no case.
+ * <p>A feature is a list of cases (a workload with its arrivals and cluster, on each seed of the main
+ * tables), each with two references (least_loaded, round_robin), the default configuration and the
+ * alternative; rows that are the same configuration on the same prepared workload as a main-table run reuse
+ * that run. The rule compares the default with the alternative on each (workload, seed) pair: one is
+ * <em>better</em> when its hit ratio is higher by at least {@link #HIT_MARGIN} without a P99 TTFT more than
+ * {@link #P99_MARGIN} higher, or its P99 is lower by at least {@link #P99_MARGIN} without a hit ratio lower
+ * by {@link #HIT_MARGIN} or more; otherwise neither is (a <em>trade-off</em> when each wins one of the two
+ * measures). The verdict says "never worse" only when the alternative is better on no pair and no pair is
+ * a trade-off; "trade-off" whenever each side wins somewhere or a measure is traded.
  */
 final class Features {
 
@@ -32,38 +37,50 @@ final class Features {
     /** The token-mode equivalent of the default {@code match_abs_threshold} of 8,192 characters. */
     static final int TOKEN_MATCH_ABS_THRESHOLD = 2048;
 
-    static final String REFERENCE = "least_loaded (reference)";
-
     private Features() {
     }
 
-    /** One routing configuration of a case, with the prepared workload it runs (keys differ by mode). */
-    record Arm(Report.Variant variant, PreparedWorkload prepared) {
+    /**
+     * One routing configuration of a case, with the prepared workload it runs (keys differ by mode) and,
+     * when the same configuration already ran on the same workload in the main tables, that run.
+     */
+    record Arm(Variant variant, PreparedWorkload prepared, RunResult reused) {
     }
 
     /**
-     * One workload of a feature.
+     * One workload of a feature on one seed.
      *
      * @param workload    the workload's name
      * @param setting     what differs from the main tables ("" if nothing)
-     * @param arrivals    how requests arrive
+     * @param seed        the seed of the workload and the router
      * @param cacheTokens each replica's cache in tokens (0: the modelled default)
-     * @param arms        the configurations, reference first
+     * @param arms        the configurations, references first
      */
-    record Case(String workload, String setting, String arrivals, long cacheTokens, List<Arm> arms) {
+    record Case(String workload, String setting, long seed, long cacheTokens, List<Arm> arms) {
         String title() {
             return setting.isEmpty() ? workload : workload + ", " + setting;
         }
     }
 
-    record CaseResult(Case c, List<Report.Row> rows) {
+    record CaseResult(Case c, List<RunMatrix.Row> rows) {
         RunResult of(String label) {
-            for (Report.Row r : rows) {
+            for (RunMatrix.Row r : rows) {
                 if (r.variant().label().equals(label)) {
                     return r.result();
                 }
             }
             throw new IllegalArgumentException("no row " + label);
+        }
+    }
+
+    /** One workload of a feature over every seed, in seed order. */
+    record CaseRuns(String title, List<CaseResult> seeds) {
+        Spread spread(String label, ToDoubleFunction<RunResult> f) {
+            return Spread.of(seeds.stream().mapToDouble(c -> f.applyAsDouble(c.of(label))).toArray());
+        }
+
+        List<Variant> variants() {
+            return seeds.get(0).rows().stream().map(RunMatrix.Row::variant).toList();
         }
     }
 
@@ -76,11 +93,10 @@ final class Features {
      * @param altLabel     the alternative's row
      * @param defaultName  the default, as the summary names it
      * @param altName      the alternative, as the summary names it
-     * @param results      one per case
-     * @param reused       true when the rows come from the main tables (not run again)
+     * @param results      one per workload
      */
     record Feature(String title, String intro, String defaultLabel, String altLabel, String defaultName,
-                   String altName, List<CaseResult> results, boolean reused) {
+                   String altName, List<CaseRuns> results) {
     }
 
     /** Which of two configurations the rule calls better on one case. */
@@ -105,68 +121,86 @@ final class Features {
         return trade ? Better.TRADE_OFF : Better.NEITHER;
     }
 
-    /** Runs every feature's cases ({@code main}: the main tables, whose prepared workloads are reused). */
-    static List<Feature> run(Report.Settings s, List<Report.ScenarioResult> main,
-                             Function<Report.Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    /** Runs every feature's cases on the seeds of the main tables, reusing their runs where they match. */
+    static List<Feature> run(Report.Settings s, RunMatrix.Matrix main,
+                             Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
         List<Feature> out = new ArrayList<>();
         out.add(multiDepth(s, main, policies, progress));
         out.add(feedback(s, main, policies, progress));
-        out.add(tokenMode(s, policies, progress));
+        out.add(tokenMode(s, main, policies, progress));
         out.add(whenToLearn(main));
         out.add(answers(s, main, policies, progress));
         return out;
     }
 
-    private static Report.Variant reference() {
-        return Report.Variant.shipped(REFERENCE, "least_loaded", Map.of());
+    static final String LL_REFERENCE = "least_loaded (reference)";
+    static final String RR_REFERENCE = "round_robin (reference)";
+
+    private static Variant cacheAware(String label) {
+        return Variant.shipped(label, "cache_aware", Map.of());
     }
 
-    private static Report.Variant cacheAware(String label) {
-        return Report.Variant.shipped(label, "cache_aware", Map.of());
+    /**
+     * The references and the default from one seed's main-table runs (reused), then {@code alternative}
+     * run on the same prepared workload.
+     */
+    private static Case mainCase(RunMatrix.ScenarioResult sr, String defaultLabel, Variant alternative) {
+        return mainCase(sr, defaultLabel, alternative, sr.prepared());
     }
 
-    private static Report.ScenarioResult find(List<Report.ScenarioResult> main, String name) {
-        for (Report.ScenarioResult r : main) {
-            if (r.scenario().name().equals(name)) {
-                return r;
-            }
-        }
-        return null;
+    private static Case mainCase(RunMatrix.ScenarioResult sr, String defaultLabel, Variant alternative,
+                                 PreparedWorkload altPrepared) {
+        PreparedWorkload p = sr.prepared();
+        return new Case(sr.scenario().name(), "", sr.seed(), 0, List.of(
+                new Arm(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE), p, sr.of(Variant.LEAST_LOADED)),
+                new Arm(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE), p, sr.of(Variant.ROUND_ROBIN)),
+                new Arm(cacheAware(defaultLabel), p, sr.of(Variant.CACHE_AWARE)),
+                new Arm(alternative, altPrepared, null)));
     }
 
-    private static Case mainCase(Report.ScenarioResult sr, String setting, long cacheTokens, Report.Variant... vs) {
-        List<Arm> arms = new ArrayList<>();
-        for (Report.Variant v : vs) {
-            arms.add(new Arm(v, sr.prepared()));
-        }
-        return new Case(sr.scenario().name(), setting, sr.scenario().arrivals(), cacheTokens, arms);
-    }
-
-    static CaseResult runCase(Report.Settings s, Case c, Function<Report.Variant, Supplier<RoutingPolicy>> policies,
+    static CaseResult runCase(Report.Settings s, Case c, Function<Variant, Supplier<RoutingPolicy>> policies,
                               boolean progress) {
-        List<Report.Row> rows = new ArrayList<>();
+        List<RunMatrix.Row> rows = new ArrayList<>();
         for (Arm a : c.arms()) {
-            Simulation.Builder b = Report.simulation(s, a.variant(), policies, 0);
-            if (c.cacheTokens() > 0) {
-                b.cacheTokens(c.cacheTokens());
+            RunResult r = a.reused();
+            if (r == null) {
+                Simulation.Builder b = RunMatrix.simulation(s, c.seed(), a.variant(), policies, 0);
+                if (c.cacheTokens() > 0) {
+                    b.cacheTokens(c.cacheTokens());
+                }
+                r = b.build().run(a.prepared());
+                if (progress) {
+                    System.out.println("seed " + c.seed() + ", " + c.title() + ": " + r);
+                }
             }
-            RunResult r = b.build().run(a.prepared());
-            rows.add(new Report.Row(a.variant(), r));
-            if (progress) {
-                System.out.println(c.title() + ": " + r);
-            }
+            rows.add(new RunMatrix.Row(a.variant(), r));
         }
         return new CaseResult(c, rows);
     }
 
-    private static List<CaseResult> runAll(Report.Settings s, List<Case> cases,
-                                           Function<Report.Variant, Supplier<RoutingPolicy>> policies,
-                                           boolean progress) {
-        List<CaseResult> out = new ArrayList<>();
-        for (Case c : cases) {
-            out.add(runCase(s, c, policies, progress));
+    /** Runs the cases (in parallel) and groups them by title, in first-seen order. */
+    private static List<CaseRuns> runAll(Report.Settings s, List<Supplier<Case>> cases,
+                                         Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+        List<Callable<CaseResult>> tasks = new ArrayList<>();
+        for (Supplier<Case> c : cases) {
+            tasks.add(() -> runCase(s, c.get(), policies, progress));
         }
+        return group(RunMatrix.parallel(s.threads, tasks));
+    }
+
+    static List<CaseRuns> group(List<CaseResult> results) {
+        Map<String, List<CaseResult>> byTitle = new LinkedHashMap<>();
+        for (CaseResult r : results) {
+            byTitle.computeIfAbsent(r.c().title(), k -> new ArrayList<>()).add(r);
+        }
+        List<CaseRuns> out = new ArrayList<>();
+        byTitle.forEach((t, rs) -> out.add(new CaseRuns(t, rs)));
         return out;
+    }
+
+    private static List<RunMatrix.ScenarioResult> seedsOf(RunMatrix.Matrix main, String name) {
+        RunMatrix.WorkloadRuns w = main.named(name);
+        return w == null || w.isSkipped() ? List.of() : w.seeds();
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -175,14 +209,12 @@ final class Features {
     static final String MULTI_DEPTH = "cache_aware (multi-depth)";
     static final String SINGLE_DEPTH = "cache_aware, single-depth (first boundary)";
 
-    static Feature multiDepth(Report.Settings s, List<Report.ScenarioResult> main,
-                              Function<Report.Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
-        List<Case> cases = new ArrayList<>();
+    static Feature multiDepth(Report.Settings s, RunMatrix.Matrix main,
+                              Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+        List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : List.of("branch-resume", "multi-turn")) {
-            Report.ScenarioResult sr = find(main, name);
-            if (sr != null) {
-                cases.add(mainCase(sr, "", 0, reference(), cacheAware(MULTI_DEPTH),
-                        cacheAware(SINGLE_DEPTH).singleDepth(true).usage(false)));
+            for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
+                cases.add(() -> mainCase(sr, MULTI_DEPTH, cacheAware(SINGLE_DEPTH).singleDepth(true).usage(false)));
             }
         }
         return new Feature("Multi-depth learning", "CART's tree records every prefix of a key it learns, so a "
@@ -192,30 +224,32 @@ final class Features {
                 + "single-depth router of the notes, one route per request at a fixed point: the router sees each "
                 + "key only up to its first message boundary (`key.prefix(key.boundary(0))`, the end of the system "
                 + "prompt here), for routing and for learning. Its predictions count that prefix, not the prompt, "
-                + "so it is given no usage feedback; everything else is the default.",
+                + "so it is given no usage feedback; everything else is the default. The references and the "
+                + "default are the main tables' runs.",
                 MULTI_DEPTH, SINGLE_DEPTH, "multi-depth (inherent)", "single-depth at the first message boundary",
-                runAll(s, cases, policies, progress), false);
+                runAll(s, cases, policies, progress));
     }
 
     static final String FEEDBACK_ON = "cache_aware (feedback on)";
     static final String FEEDBACK_OFF = "cache_aware, feedback off";
 
-    static Feature feedback(Report.Settings s, List<Report.ScenarioResult> main,
-                            Function<Report.Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static Feature feedback(Report.Settings s, RunMatrix.Matrix main,
+                            Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
         long small = EngineConfig.defaults().cacheTokens() / FEEDBACK_CACHE_DIVISOR;
         String setting = String.format(Locale.ROOT, "cache %,d tokens per replica", small);
-        List<Case> cases = new ArrayList<>();
+        List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : List.of("rag-zipf", "multi-turn", "branch-resume")) {
-            Report.ScenarioResult sr = find(main, name);
-            if (sr != null) {
-                cases.add(mainCase(sr, setting, small, reference(), cacheAware(FEEDBACK_ON),
-                        cacheAware(FEEDBACK_OFF).feedback(false)));
+            for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
+                PreparedWorkload p = sr.prepared();
+                cases.add(() -> new Case(name, setting, sr.seed(), small, List.of(
+                        new Arm(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE), p, null),
+                        new Arm(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE), p, null),
+                        new Arm(cacheAware(FEEDBACK_ON), p, null),
+                        new Arm(cacheAware(FEEDBACK_OFF).feedback(false), p, null))));
             }
         }
-        Report.ScenarioResult moon = find(main, "mooncake-trace");
-        if (moon != null) {
-            cases.add(mainCase(moon, "", 0, reference(), cacheAware(FEEDBACK_ON),
-                    cacheAware(FEEDBACK_OFF).feedback(false)));
+        for (RunMatrix.ScenarioResult sr : seedsOf(main, RunMatrix.MOONCAKE)) {
+            cases.add(() -> mainCase(sr, FEEDBACK_ON, cacheAware(FEEDBACK_OFF).feedback(false)));
         }
         return new Feature("Feedback from the replicas", String.format(Locale.ROOT, "Replicas whose caches are "
                 + "much smaller than what the router remembers: the RAG, multi-turn and branching workloads at "
@@ -233,92 +267,76 @@ final class Features {
                 + "*over-predicted* counts the requests whose prediction exceeded the delivery by more than two "
                 + "blocks (32 tokens) and a tenth of the prediction: a route the replica's cache no longer backed.",
                 FEEDBACK_CACHE_DIVISOR == 4 ? "quarter" : "1/" + FEEDBACK_CACHE_DIVISOR, small),
-                FEEDBACK_ON, FEEDBACK_OFF, "feedback on", "feedback off", runAll(s, cases, policies, progress), false);
+                FEEDBACK_ON, FEEDBACK_OFF, "feedback on", "feedback off", runAll(s, cases, policies, progress));
     }
 
     static final String CHAR_KEYS = "cache_aware, character keys";
     static final String TOKEN_KEYS = "cache_aware, token keys";
 
-    /** Workloads of the token-mode comparison, built from the seed like the main ones. */
-    static List<Workload> tokenWorkloads(Report.Settings s) {
-        long clusterCache = s.replicas * EngineConfig.defaults().cacheTokens();
-        return List.of(Workloads.rag(s.seed, clusterCache), Workloads.multiTurn(s.seed), Workloads.branching(s.seed),
-                Workloads.sharedPrefix(s.seed));
-    }
+    /** Workloads of the token-mode comparison. */
+    static final List<String> TOKEN_WORKLOADS = List.of("rag-zipf", "multi-turn", "branch-resume",
+            "generated-shared-prefix");
 
-    static Feature tokenMode(Report.Settings s, Function<Report.Variant, Supplier<RoutingPolicy>> policies,
-                             boolean progress) {
-        EngineConfig cfg = EngineConfig.defaults();
-        List<Case> cases = new ArrayList<>();
-        for (Workload w : tokenWorkloads(s)) {
-            PreparedWorkload chars = PreparedWorkload.of(w, cfg,
-                    new PreparedWorkload.Options(PromptKey.Unit.CHARS, true, true));
-            double rate = rateForTokens(s, chars);
-            Workload timed = w.poisson(rate, s.seed);
-            chars = chars.retimed(timed);
-            PreparedWorkload tokens = PreparedWorkload.of(w, cfg,
-                    new PreparedWorkload.Options(PromptKey.Unit.TOKENS, true, true)).retimed(timed);
-            String setting = String.format(Locale.ROOT, "tokenizing replica (mean prompt %,.0f tokens)",
-                    chars.meanPromptTokens());
-            cases.add(new Case(w.name(), setting, String.format(Locale.ROOT, "Poisson, %.1f req/s", rate), 0, List.of(
-                    new Arm(reference(), chars), new Arm(cacheAware(CHAR_KEYS), chars),
-                    new Arm(cacheAware(TOKEN_KEYS).settings(Map.of("match_abs_threshold", TOKEN_MATCH_ABS_THRESHOLD)),
-                            tokens))));
+    static Feature tokenMode(Report.Settings s, RunMatrix.Matrix main,
+                             Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+        List<Supplier<Case>> cases = new ArrayList<>();
+        for (String name : TOKEN_WORKLOADS) {
+            for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
+                cases.add(() -> {
+                    PreparedWorkload chars = sr.prepared();
+                    PreparedWorkload tokens = PreparedWorkload.of(chars.workload, EngineConfig.defaults(),
+                            chars.options.withKeyUnit(PromptKey.Unit.TOKENS));
+                    return mainCase(sr, CHAR_KEYS, cacheAware(TOKEN_KEYS).settings(
+                            Map.of("match_abs_threshold", TOKEN_MATCH_ABS_THRESHOLD)), tokens);
+                });
+            }
         }
         return new Feature("Token mode against character mode", String.format(Locale.ROOT, "Both key modes "
-                + "against the same replica, one that counts real tokens: the prompt rendered in its Llama-3 "
-                + "template, each template marker one special token and the text between them encoded with "
-                + "`cl100k_base` (jtokkit), 16-token blocks; it generates each answer's text, as many tokens as "
-                + "that text encodes to, and caches those blocks too (see `examples/sim/README.md`). Character "
-                + "keys are the default (64-character blocks); token keys are `cart-extract`'s token mode with the "
-                + "same encoding (`ExtractOptions.tokenizer(Tokenizers.jtokkit(\"cl100k_base\")).blockTokens(16)`, "
-                + "a router with `keyFormat(TOKENS, 16)` and `match_abs_threshold` %,d, the token equivalent of the "
-                + "default 8,192 characters). Arrivals follow the load rule on the replica's token counts, so "
-                + "rates and figures differ from the main tables'.", TOKEN_MATCH_ABS_THRESHOLD),
+                + "against the main tables' tokenizing replica (see the top of this page), with the main tables' "
+                + "arrivals: character keys are the default (64-character blocks, the main tables' cache_aware "
+                + "runs); token keys are `cart-extract`'s token mode with the replica's encoding "
+                + "(`ExtractOptions.tokenizer(Tokenizers.jtokkit(\"cl100k_base\")).blockTokens(16)`, a router "
+                + "with `keyFormat(TOKENS, 16)` and `match_abs_threshold` %,d, the token equivalent of the "
+                + "default 8,192 characters). The router's token keys still come from its own serialization of "
+                + "the request, not the replica's chat template.", TOKEN_MATCH_ABS_THRESHOLD),
                 CHAR_KEYS, TOKEN_KEYS, "character keys", "token keys (cl100k_base)",
-                runAll(s, cases, policies, progress), false);
-    }
-
-    /** The load rule on a prepared workload's token counts (as the replica counts them). */
-    static double rateForTokens(Report.Settings s, PreparedWorkload p) {
-        EngineConfig cfg = EngineConfig.defaults();
-        double tokensPerSecond = 1e9 / cfg.prefillTokenNanos() * s.replicas;
-        return s.load * tokensPerSecond / p.meanPromptTokens();
+                runAll(s, cases, policies, progress));
     }
 
     static final String ON_ROUTE = "cache_aware (learn on_route)";
 
-    static Feature whenToLearn(List<Report.ScenarioResult> main) {
+    static Feature whenToLearn(RunMatrix.Matrix main) {
         List<CaseResult> results = new ArrayList<>();
-        for (Report.ScenarioResult sr : main) {
-            RunResult ll = sr.of(Report.LEAST_LOADED);
-            RunResult def = sr.of(Report.CACHE_AWARE);
-            RunResult alt = sr.of(Report.ON_SUCCESS);
-            if (ll == null || def == null || alt == null) {
+        for (RunMatrix.WorkloadRuns w : main.workloads()) {
+            if (w.isSkipped() || !w.has(Variant.ON_SUCCESS)) {
                 continue;
             }
-            Case c = new Case(sr.scenario().name(), "", sr.scenario().arrivals(), 0, List.of());
-            results.add(new CaseResult(c, List.of(new Report.Row(reference(), ll),
-                    new Report.Row(cacheAware(ON_ROUTE), def),
-                    new Report.Row(cacheAware(Report.ON_SUCCESS).learn(dev.cart.core.LearnMode.ON_SUCCESS), alt))));
+            for (RunMatrix.ScenarioResult sr : w.seeds()) {
+                Case c = new Case(w.name(), "", sr.seed(), 0, List.of());
+                results.add(new CaseResult(c, List.of(
+                        new RunMatrix.Row(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE),
+                                sr.of(Variant.LEAST_LOADED)),
+                        new RunMatrix.Row(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE),
+                                sr.of(Variant.ROUND_ROBIN)),
+                        new RunMatrix.Row(cacheAware(ON_ROUTE), sr.of(Variant.CACHE_AWARE)),
+                        new RunMatrix.Row(Variant.named(Variant.ON_SUCCESS), sr.of(Variant.ON_SUCCESS)))));
+            }
         }
         return new Feature("When to learn", "From the main tables (the same runs): routes recorded when a request "
                 + "is routed (`learn: on_route`, the default; a diverted request's route at its first token) "
-                + "against recorded when the replica has answered (`on_success`).", ON_ROUTE, Report.ON_SUCCESS,
-                "on_route", "on_success", results, true);
+                + "against recorded when the replica has answered (`on_success`).", ON_ROUTE, Variant.ON_SUCCESS,
+                "on_route", "on_success", group(results));
     }
 
     static final String ANSWERS_ON = "cache_aware (answers learned)";
     static final String ANSWERS_OFF = "cache_aware, answers not learned";
 
-    static Feature answers(Report.Settings s, List<Report.ScenarioResult> main,
-                           Function<Report.Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
-        List<Case> cases = new ArrayList<>();
+    static Feature answers(Report.Settings s, RunMatrix.Matrix main,
+                           Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+        List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : List.of("multi-turn", "branch-resume")) {
-            Report.ScenarioResult sr = find(main, name);
-            if (sr != null) {
-                cases.add(mainCase(sr, "", 0, reference(), cacheAware(ANSWERS_ON),
-                        cacheAware(ANSWERS_OFF).answers(false)));
+            for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
+                cases.add(() -> mainCase(sr, ANSWERS_ON, cacheAware(ANSWERS_OFF).answers(false)));
             }
         }
         return new Feature("Learning the answer", "The replica caches the blocks of the tokens it generates, as "
@@ -331,18 +349,21 @@ final class Features {
                 + "served the previous one, which also holds the reply; what learning the answer changes first is "
                 + "the router's prediction, which then covers the reply (compare predicted and delivered cached "
                 + "tokens).", ANSWERS_ON, ANSWERS_OFF, "answers learned",
-                "answers not learned", runAll(s, cases, policies, progress), false);
+                "answers not learned", runAll(s, cases, policies, progress));
     }
 
     // ------------------------------------------------------------------------------------------------
     // output
 
+    /** Runs made for the learning section (rows reused from the main tables not counted). */
     static int runs(List<Feature> features) {
         int n = 0;
         for (Feature f : features) {
-            if (!f.reused()) {
-                for (CaseResult c : f.results()) {
-                    n += c.rows().size();
+            for (CaseRuns cr : f.results()) {
+                for (CaseResult c : cr.seeds()) {
+                    for (Arm a : c.c().arms()) {
+                        n += a.reused() == null ? 1 : 0;
+                    }
                 }
             }
         }
@@ -352,14 +373,18 @@ final class Features {
     static String markdown(List<Feature> features) {
         StringBuilder md = new StringBuilder();
         md.append("## Learning: each feature on and off\n\n");
-        md.append(String.format(Locale.ROOT, "Each feature is compared on the workloads where it can matter: "
-                + "the default configuration (everything as in *cache_aware* above) against the alternative, with "
-                + "least_loaded for reference. The verdict follows one rule, fixed before the runs: on a workload, "
-                + "one configuration is *better* when its hit ratio is higher by at least %.2f without a P99 TTFT "
-                + "more than %.0f%% higher, or its P99 is at least %.0f%% lower without a hit ratio lower by %.2f "
-                + "or more; a *trade-off* when each wins one measure by those margins; otherwise there is *no "
-                + "clear difference*. The numbers support a default when the alternative is better on no "
-                + "workload.%n%n", HIT_MARGIN, 100 * P99_MARGIN, 100 * P99_MARGIN, HIT_MARGIN));
+        md.append(String.format(Locale.ROOT, "Each feature is compared on the workloads where it can matter, on "
+                + "every seed: the default configuration (everything as in *cache_aware* above) against the "
+                + "alternative, with least_loaded and round_robin for reference. The verdict follows one rule, "
+                + "fixed before the runs, applied to each workload on each seed: one configuration is *better* "
+                + "when its hit ratio is higher by at least %.2f without a P99 TTFT more than %.0f%% higher, or its "
+                + "P99 is at least %.0f%% lower without a hit ratio lower by %.2f or more; a *trade-off* when each "
+                + "wins one measure by those margins; otherwise there is *no clear difference*. A feature's "
+                + "verdict counts those (workload, seed) pairs: the numbers support a default outright only when "
+                + "the alternative is better on none and there is no trade-off; when each side wins somewhere, "
+                + "or one measure is traded for the other, the verdict says *trade-off*. Figures are the median "
+                + "over the seeds with the range in brackets.%n%n", HIT_MARGIN, 100 * P99_MARGIN,
+                100 * P99_MARGIN, HIT_MARGIN));
         md.append(summary(features)).append('\n');
         for (Feature f : features) {
             md.append("### ").append(f.title()).append("\n\n").append(f.intro()).append("\n\n");
@@ -371,94 +396,141 @@ final class Features {
 
     static String table(Feature f) {
         StringBuilder t = new StringBuilder("| workload | configuration | hit ratio | of ideal | TTFT p50 (ms) "
-                + "| TTFT p99 (ms) | req/s | max/mean req | cached tokens predicted → delivered | over-predicted "
-                + "| decisions |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
-        for (CaseResult cr : f.results()) {
+                + "| TTFT p99 (ms) | max/mean req | cached tokens predicted → delivered | over-predicted |\n"
+                + "|---|---|---|---:|---:|---|---:|---|---:|\n");
+        for (CaseRuns cr : f.results()) {
             boolean first = true;
-            for (Report.Row row : cr.rows()) {
-                RunResult r = row.result();
-                RunResult.Feedback fb = r.feedback();
-                boolean none = fb.reports() == 0 || !row.variant().policy().equals("cache_aware");
-                String pd = none ? "—" : String.format(Locale.ROOT, "%s → %s (%.2f)", mega(fb.predicted()),
-                        mega(fb.delivered()), fb.deliveredShare());
-                String over = none ? "—" : String.format(Locale.ROOT, "%d", fb.overpredicted());
-                t.append(String.format(Locale.ROOT, "| %s | %s | %.3f | %.2f | %.0f | %.0f | %.2f | %.2f | %s | %s "
-                                + "| %s |%n", first ? cr.c().title() : "", row.variant().label(), r.hitRatio(),
-                        r.hitRatio() / Math.max(1e-9, r.idealHitRatio()), r.ttftP50Millis(), r.ttftP99Millis(),
-                        r.requestsPerSecond(), r.maxOverMeanRequests(), pd, over, Report.decisions(r)));
+            for (Variant v : cr.variants()) {
+                String l = v.label();
+                boolean none = !v.policy().equals("cache_aware")
+                        || cr.spread(l, r -> r.feedback().reports()).median() == 0;
+                String pd = none ? "—" : String.format(Locale.ROOT, "%s → %s (%s)",
+                        mega(cr.spread(l, r -> r.feedback().predicted()).median()),
+                        mega(cr.spread(l, r -> r.feedback().delivered()).median()),
+                        cr.spread(l, r -> r.feedback().deliveredShare()).format("%.2f"));
+                String over = none ? "—" : cr.spread(l, r -> r.feedback().overpredicted()).format("%.0f");
+                t.append("| ").append(first ? cr.title() : "").append(" | ").append(l).append(" | ")
+                        .append(cr.spread(l, RunResult::hitRatio).format("%.3f")).append(" | ")
+                        .append(cr.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio())).format("%.2f"))
+                        .append(" | ").append(cr.spread(l, RunResult::ttftP50Millis).format("%.0f")).append(" | ")
+                        .append(cr.spread(l, RunResult::ttftP99Millis).format("%.0f")).append(" | ")
+                        .append(cr.spread(l, RunResult::maxOverMeanRequests).format("%.2f")).append(" | ")
+                        .append(pd).append(" | ").append(over).append(" |\n");
                 first = false;
             }
         }
         return t.toString();
     }
 
-    private static String mega(long tokens) {
+    private static String mega(double tokens) {
         return String.format(Locale.ROOT, "%.2f M", tokens / 1e6);
     }
 
-    /** Per case: the comparison; then the verdict. */
+    /** The rule on each seed of one workload, counted: indexed by {@link Better#ordinal()}. */
+    static int[] tally(Feature f, CaseRuns cr) {
+        int[] n = new int[Better.values().length];
+        for (CaseResult c : cr.seeds()) {
+            n[compare(c.of(f.defaultLabel()), c.of(f.altLabel())).ordinal()]++;
+        }
+        return n;
+    }
+
+    /** The rule on every (workload, seed) pair, counted. */
+    static int[] tally(Feature f) {
+        int[] n = new int[Better.values().length];
+        for (CaseRuns cr : f.results()) {
+            int[] k = tally(f, cr);
+            for (int i = 0; i < n.length; i++) {
+                n[i] += k[i];
+            }
+        }
+        return n;
+    }
+
+    /** Per workload: the figures and the rule's outcome on each seed; then the verdict. */
     static String verdictText(Feature f) {
         StringBuilder sb = new StringBuilder("By workload, ").append(f.defaultName()).append(" (default) against ")
-                .append(f.altName()).append(": ");
+                .append(f.altName()).append(" (medians, then the rule seed by seed): ");
         boolean first = true;
-        for (CaseResult cr : f.results()) {
-            RunResult d = cr.of(f.defaultLabel());
-            RunResult a = cr.of(f.altLabel());
-            sb.append(first ? "" : "; ").append(cr.c().title()).append(String.format(Locale.ROOT,
-                    " hit %.3f vs %.3f, P99 %.0f vs %.0f ms: ", d.hitRatio(), a.hitRatio(), d.ttftP99Millis(),
-                    a.ttftP99Millis())).append(describe(compare(d, a), f));
+        for (CaseRuns cr : f.results()) {
+            int[] n = tally(f, cr);
+            sb.append(first ? "" : "; ").append(cr.title()).append(String.format(Locale.ROOT,
+                    " hit %.3f vs %.3f, P99 %.0f vs %.0f ms: ", cr.spread(f.defaultLabel(), RunResult::hitRatio)
+                            .median(), cr.spread(f.altLabel(), RunResult::hitRatio).median(),
+                    cr.spread(f.defaultLabel(), RunResult::ttftP99Millis).median(),
+                    cr.spread(f.altLabel(), RunResult::ttftP99Millis).median())).append(counts(f, n));
             first = false;
         }
         sb.append(".\n\n**Verdict:** ").append(verdict(f));
         return sb.toString();
     }
 
-    private static String describe(Better b, Feature f) {
-        return switch (b) {
-            case DEFAULT -> f.defaultName() + " better";
-            case ALTERNATIVE -> f.altName() + " better";
-            case TRADE_OFF -> "a trade-off";
-            case NEITHER -> "no clear difference";
-        };
+    /** "default better on 2 seeds, ..." for the non-zero counts. */
+    private static String counts(Feature f, int[] n) {
+        List<String> parts = new ArrayList<>();
+        if (n[Better.DEFAULT.ordinal()] > 0) {
+            parts.add(f.defaultName() + " better on " + seeds(n[Better.DEFAULT.ordinal()]));
+        }
+        if (n[Better.ALTERNATIVE.ordinal()] > 0) {
+            parts.add(f.altName() + " better on " + seeds(n[Better.ALTERNATIVE.ordinal()]));
+        }
+        if (n[Better.TRADE_OFF.ordinal()] > 0) {
+            parts.add("a trade-off on " + seeds(n[Better.TRADE_OFF.ordinal()]));
+        }
+        if (n[Better.NEITHER.ordinal()] > 0) {
+            parts.add("no clear difference on " + seeds(n[Better.NEITHER.ordinal()]));
+        }
+        return String.join(", ", parts);
     }
 
-    static int[] tally(Feature f) {
-        int[] n = new int[Better.values().length];
-        for (CaseResult cr : f.results()) {
-            n[compare(cr.of(f.defaultLabel()), cr.of(f.altLabel())).ordinal()]++;
-        }
-        return n;
+    private static String seeds(int n) {
+        return n + (n == 1 ? " seed" : " seeds");
     }
 
     static String verdict(Feature f) {
         int[] n = tally(f);
         int def = n[Better.DEFAULT.ordinal()];
         int alt = n[Better.ALTERNATIVE.ordinal()];
-        int total = f.results().size();
+        int trade = n[Better.TRADE_OFF.ordinal()];
+        int total = def + alt + trade + n[Better.NEITHER.ordinal()];
         if (total == 0) {
             return "no workload to compare.";
         }
-        if (alt == 0 && def > 0) {
-            return String.format(Locale.ROOT, "the numbers support the default (%s): better on %d of %d workloads, "
-                    + "never worse.", f.defaultName(), def, total);
+        String pairs = String.format(Locale.ROOT, "of %d (workload, seed) pairs", total);
+        if (alt == 0 && trade == 0 && def > 0) {
+            return String.format(Locale.ROOT, "the numbers support the default (%s): better on %d %s, never "
+                    + "worse.", f.defaultName(), def, pairs);
+        }
+        if (alt == 0 && trade == 0) {
+            return String.format(Locale.ROOT, "the numbers support keeping the default (%s), without showing it "
+                    + "better: no clear difference on all %d (workload, seed) pairs.", f.defaultName(), total);
+        }
+        if (alt == 0 && def == 0) {
+            return String.format(Locale.ROOT, "no clear winner: a trade-off (one measure better, the other worse) "
+                    + "on %d %s, no clear difference on the other %d; neither configuration better on any.", trade,
+                    pairs, total - trade);
         }
         if (alt == 0) {
-            return String.format(Locale.ROOT, "the numbers support keeping the default (%s), without showing it "
-                    + "better: no clear difference on %d of %d workloads%s.", f.defaultName(),
-                    n[Better.NEITHER.ordinal()], total, n[Better.TRADE_OFF.ordinal()] > 0
-                            ? ", a trade-off on " + n[Better.TRADE_OFF.ordinal()] : "");
+            return String.format(Locale.ROOT, "a trade-off, leaning to the default (%s): better on %d %s, a "
+                    + "trade-off (one measure better, the other worse) on %d, %s better on none.", f.defaultName(),
+                    def, pairs, trade, f.altName());
+        }
+        if (def == 0 && trade == 0) {
+            return String.format(Locale.ROOT, "the numbers do not support the default: %s is better on %d %s and "
+                    + "never worse (no clear difference on the other %d).", f.altName(), alt, pairs, total - alt);
         }
         if (def == 0) {
-            return String.format(Locale.ROOT, "the numbers do not support the default: %s is better on %d of %d "
-                    + "workloads and never worse; the default should change.", f.altName(), alt, total);
+            return String.format(Locale.ROOT, "a trade-off, leaning to the alternative (%s): better on %d %s, a "
+                    + "trade-off on %d, the default (%s) better on none.", f.altName(), alt, pairs, trade,
+                    f.defaultName());
         }
-        return String.format(Locale.ROOT, "mixed: %s better on %d workloads, %s on %d, of %d.", f.defaultName(),
-                def, f.altName(), alt, total);
+        return String.format(Locale.ROOT, "a trade-off: the default (%s) is better on %d %s, %s on %d%s.",
+                f.defaultName(), def, pairs, f.altName(), alt, trade > 0 ? ", a trade-off on " + trade : "");
     }
 
     static String summary(List<Feature> features) {
-        StringBuilder t = new StringBuilder("| feature | default | alternative | workloads: default better "
-                + "· alternative better · trade-off · no clear difference | verdict |\n|---|---|---|---|---|\n");
+        StringBuilder t = new StringBuilder("| feature | default | alternative | (workload, seed) pairs: default "
+                + "better · alternative better · trade-off · no clear difference | verdict |\n|---|---|---|---|---|\n");
         for (Feature f : features) {
             int[] n = tally(f);
             t.append("| ").append(f.title()).append(" | ").append(f.defaultName()).append(" | ")

@@ -4,7 +4,6 @@ import dev.cart.core.CacheFeedback;
 import dev.cart.core.LearnMode;
 import dev.cart.core.Lease;
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.PrefixTree;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
@@ -13,7 +12,7 @@ import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.RoutingListener;
-import dev.cart.core.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.ServedUsage;
 import java.time.Duration;
@@ -206,7 +205,6 @@ public final class Simulation {
             router = Router.builder()
                     .replicas(set)
                     .policy(policy.get())
-                    .tree(PrefixTree.builder().clock(clock).build())
                     .random(() -> rnd)
                     .clock(clock)
                     .evictionInterval(Duration.ZERO)

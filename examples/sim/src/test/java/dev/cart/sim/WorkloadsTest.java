@@ -31,8 +31,50 @@ class WorkloadsTest {
             systems.add(r.prompt().substring(0, 2048 * 4));
         }
         assertEquals(64, systems.size());
-        assertEquals(w.requests().get(5).prompt(), Workloads.sharedPrefix(1).requests().get(5).prompt());
-        assertNotEquals(w.requests().get(5).prompt(), Workloads.sharedPrefix(2).requests().get(5).prompt());
+        Map<String, Integer> perSystem = new HashMap<>();
+        for (WorkloadRequest r : w.requests()) {
+            perSystem.merge(r.prompt().substring(0, 2048 * 4), 1, Integer::sum);
+        }
+        assertTrue(perSystem.values().stream().allMatch(n -> n == 16), "each system prompt shared by 16: " + perSystem.values());
+        Set<String> questions = new HashSet<>();
+        for (WorkloadRequest r : w.requests()) {
+            questions.add(r.prompt().substring(2048 * 4));
+        }
+        assertEquals(1024, questions.size(), "every question is its own");
+    }
+
+    /** Every generator, by name, as a function of the seed. */
+    static final Map<String, java.util.function.LongFunction<Workload>> GENERATORS = Map.of(
+            "sharedPrefix", Workloads::sharedPrefix,
+            "rag", seed -> Workloads.rag(seed, 4 * 150_000L),
+            "multiTurn", Workloads::multiTurn,
+            "branching", Workloads::branching,
+            "hotPrefix80", seed -> Workloads.hotPrefix(seed, 0.8),
+            "hotPrefix100", seed -> Workloads.hotPrefix(seed, 1.0));
+
+    /** What a request is, for comparing whole workloads. */
+    static List<String> fingerprint(Workload w) {
+        List<String> out = new java.util.ArrayList<>();
+        for (WorkloadRequest r : w.requests()) {
+            out.add(r.endpoint() + "|" + r.session() + "|" + r.maxTokens() + "|" + r.arrivalNanos() + "|"
+                    + r.replicaPrompt() + "|" + r.reply());
+        }
+        return out;
+    }
+
+    @Test
+    void theSameSeedGivesTheSameWorkloadAndAnotherSeedAnotherOne() {
+        for (Map.Entry<String, java.util.function.LongFunction<Workload>> g : GENERATORS.entrySet()) {
+            List<String> first = fingerprint(g.getValue().apply(11));
+            List<String> other = fingerprint(g.getValue().apply(12)); // built in between: no state carried over
+            List<String> again = fingerprint(g.getValue().apply(11));
+            assertEquals(first, again, g.getKey() + ": seed 11 twice");
+            assertNotEquals(first, other, g.getKey() + ": seeds 11 and 12");
+            long differing = java.util.stream.IntStream.range(0, Math.min(first.size(), other.size()))
+                    .filter(i -> !first.get(i).equals(other.get(i))).count();
+            assertTrue(differing > first.size() / 2, g.getKey() + ": most requests differ between seeds, "
+                    + differing + " of " + first.size());
+        }
     }
 
     @Test
@@ -142,8 +184,16 @@ class WorkloadsTest {
     void poissonArrivalsHaveTheRequestedRateAndAreSeeded() {
         Workload w = Workloads.hotPrefix(1, 1.0).poisson(20, 9);
         assertEquals(20, w.meanRate(), 2.0);
-        assertEquals(w.requests().get(100).arrivalNanos(),
-                Workloads.hotPrefix(1, 1.0).poisson(20, 9).requests().get(100).arrivalNanos());
+        Workload other = Workloads.hotPrefix(1, 1.0).poisson(20, 10);
+        Workload again = Workloads.hotPrefix(1, 1.0).poisson(20, 9);
+        int same = 0;
+        for (int i = 0; i < w.size(); i++) {
+            assertEquals(w.requests().get(i).arrivalNanos(), again.requests().get(i).arrivalNanos(), "seed 9 twice");
+            same += w.requests().get(i).arrivalNanos() == other.requests().get(i).arrivalNanos() ? 1 : 0;
+        }
+        assertTrue(same < 10, "seeds 9 and 10 give other arrival times (" + same + " equal)");
+        assertEquals(fingerprintWithoutTimes(Workloads.hotPrefix(1, 1.0)), fingerprintWithoutTimes(w),
+                "arrivals change the times, not the requests");
         for (int i = 1; i < w.size(); i++) {
             assertTrue(w.requests().get(i).arrivalNanos() >= w.requests().get(i - 1).arrivalNanos());
         }
@@ -167,13 +217,23 @@ class WorkloadsTest {
         assertEquals(40_000_000L, rs.get(1).arrivalNanos());
         assertEquals(7, rs.get(0).maxTokens());
         assertEquals(1, rs.get(2).maxTokens(), "a zero-length output still generates one token");
-        assertEquals(Workloads.blockText(9, 256), Workloads.blockText(9, 256));
+        String nine = Workloads.blockText(9, 256);
+        assertEquals(256, nine.length());
+        assertTrue(rs.get(0).prompt().contains(Workloads.blockText(2, 256)), "a request is its blocks' text");
+        assertNotEquals(nine.substring(0, 8), Workloads.blockText(10, 256).substring(0, 8),
+                "ids 9 and 10 differ from the start");
+    }
+
+    static List<String> fingerprintWithoutTimes(Workload w) {
+        return w.requests().stream().map(r -> r.session() + "|" + r.maxTokens() + "|" + r.replicaPrompt()).toList();
     }
 
     @Test
     void theMooncakeTraceKeepsItsReuseWhenScaled() {
-        Path trace = Path.of("../../../shared/traces/mooncake_synthetic_trace.jsonl");
-        assumeTrue(Files.isReadable(trace), "the shared trace is not next to the repository");
+        // the report's default trace path, from the repository root (two levels above this module)
+        Path trace = Path.of("../..").resolve(new Report.Settings().trace).normalize();
+        assumeTrue(Files.isReadable(trace), () -> "SKIPPED: no trace at " + trace.toAbsolutePath()
+                + "; the Mooncake replay's scaling is not checked (the report marks the workload skipped too)");
         Workload w = Workloads.mooncake(trace);
         assertEquals(3993, w.size());
         double ideal = PreparedWorkload.of(w, EngineConfig.defaults()).idealHitRatio();

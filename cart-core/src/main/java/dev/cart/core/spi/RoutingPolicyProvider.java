@@ -1,10 +1,10 @@
-package dev.cart.core;
+package dev.cart.core.spi;
 
 import java.util.Map;
 
 /**
  * Makes a {@link RoutingPolicy} available by name. Register an implementation in
- * {@code META-INF/services/dev.cart.core.RoutingPolicyProvider}; {@link RoutingPolicies#create} finds it.
+ * {@code META-INF/services/dev.cart.core.RoutingPolicyProvider}; {@link dev.cart.core.RoutingPolicies#create} finds it.
  */
 public interface RoutingPolicyProvider {
 

@@ -1,5 +1,7 @@
-package dev.cart.core;
+package dev.cart.core.spi;
 
+import dev.cart.core.Reason;
+import dev.cart.core.Replica;
 import java.util.Objects;
 
 /**
@@ -11,11 +13,13 @@ import java.util.Objects;
  */
 public record Choice(Replica replica, Reason reason, int matchedLength) {
 
+    /** Checks that the replica and the reason are given. */
     public Choice {
         Objects.requireNonNull(replica, "replica");
         Objects.requireNonNull(reason, "reason");
     }
 
+    /** A choice that says nothing about the matched length (0). */
     public static Choice of(Replica replica, Reason reason) {
         return new Choice(replica, reason, 0);
     }

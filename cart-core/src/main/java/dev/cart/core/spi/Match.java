@@ -1,9 +1,11 @@
-package dev.cart.core;
+package dev.cart.core.spi;
 
+import dev.cart.core.PromptKey;
+import dev.cart.core.Replica;
 import java.util.List;
 
 /**
- * The result of {@link PrefixTree#match(PromptKey)}: how much of the key the tree knows, and which
+ * What the prefix tree knows about one {@link PromptKey}: how much of the key the tree knows, and which
  * replicas hold how much of it.
  *
  * @param matchedLength longest matched prefix in units (a multiple of the key's block size)
@@ -13,15 +15,27 @@ import java.util.List;
  */
 public record Match(int matchedLength, int keyLength, List<Holding> holders) {
 
-    /** One replica holding a prefix of the key. */
+    /**
+     * One replica holding a prefix of the key.
+     *
+     * @param replica       the replica
+     * @param matchedLength the prefix length (units) it holds
+     */
     public record Holding(Replica replica, int matchedLength) {
     }
 
+    /** Copies {@code holders}. */
     public Match {
         holders = List.copyOf(holders);
     }
 
-    static Match none(int keyLength) {
+    /**
+     * No match: nothing of a key of {@code keyLength} units is known.
+     *
+     * @param keyLength the key's length in units
+     * @return a match with no holders
+     */
+    public static Match none(int keyLength) {
         return new Match(0, keyLength, List.of());
     }
 

@@ -1,4 +1,4 @@
-package dev.cart.core;
+package dev.cart.core.spi;
 
 /**
  * Chooses a replica for one request among the candidates the router offers. The router has already

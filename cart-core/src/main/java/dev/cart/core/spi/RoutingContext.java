@@ -1,0 +1,57 @@
+package dev.cart.core.spi;
+
+import dev.cart.core.PromptKey;
+import dev.cart.core.Replica;
+import dev.cart.core.RouteRequest;
+import java.util.List;
+import java.util.random.RandomGenerator;
+
+/**
+ * Everything a {@link RoutingPolicy} may look at for one decision. The router makes one per request; it
+ * is not shared between threads. The router's implementation computes the tree match on first use, so
+ * policies that ignore the cache do not pay for it.
+ *
+ * <p>To test a policy on its own, implement this interface in the test with the candidates and the
+ * {@link Match} the test wants; nothing else is needed.
+ */
+public interface RoutingContext {
+
+    /** The request being routed. */
+    RouteRequest request();
+
+    /** The request's prompt key. */
+    default PromptKey key() {
+        return request().key();
+    }
+
+    /**
+     * Replicas that may take the request: available, below their cap and not excluded. Never empty
+     * when a policy is called. Read-only for policies.
+     */
+    List<Replica> candidates();
+
+    /** The tree's match for the request's key (computed once, on first call). */
+    Match match();
+
+    /** Randomness for tie-breaking; injected so tests are deterministic. */
+    RandomGenerator random();
+
+    /** True if {@code replica} is one of the candidates (compared by identity). */
+    default boolean isCandidate(Replica replica) {
+        List<Replica> c = candidates();
+        for (int i = 0; i < c.size(); i++) {
+            if (c.get(i) == replica) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The candidate with the lowest {@link Replica#load()}; among equals, one chosen uniformly at random
+     * (never the first, which would pile every miss on one replica at low concurrency).
+     */
+    default Replica leastLoaded() {
+        return Candidates.least(candidates(), Candidates.BY_LOAD, random());
+    }
+}
