@@ -328,9 +328,9 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     @Override
     public String toString() {
         return "cache_aware[threshold=" + threshold + " match_abs_threshold=" + matchAbsThreshold
-                + " guard=" + guard.name().toLowerCase() + " balance_abs_threshold=" + balanceAbsThreshold
+                + " guard=" + guard.name().toLowerCase(java.util.Locale.ROOT) + " balance_abs_threshold=" + balanceAbsThreshold
                 + " balance_rel_threshold=" + balanceRelThreshold + " miss_placement="
-                + missPlacement.name().toLowerCase() + " prefill_aware=" + prefillAware + "]";
+                + missPlacement.name().toLowerCase(java.util.Locale.ROOT) + " prefill_aware=" + prefillAware + "]";
     }
 
     /**

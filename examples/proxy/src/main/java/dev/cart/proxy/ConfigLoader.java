@@ -170,9 +170,7 @@ final class ConfigLoader {
             if (old != null && old.isObject() && value.isObject()) {
                 problems.origin(path, file);
                 merge((ObjectNode) old, (ObjectNode) value, path, file, problems);
-            } else if (old != null && old.isObject() && value.isNull()) {
-                continue;
-            } else {
+            } else if (!(old != null && old.isObject() && value.isNull())) { // a null over a section keeps it
                 base.set(e.getKey(), value.deepCopy());
                 problems.originOfTree(path, value, file);
             }
@@ -188,7 +186,7 @@ final class ConfigLoader {
         }
         ProxyConfig.Server server = server(Section.of(root, "server", problems));
         List<ProxyConfig.Worker> workers = workers(root, requireWorkers, problems);
-        ProxyConfig.Cache cache = cache(Section.of(root, "cache", problems), problems);
+        ProxyConfig.Cache cache = cache(Section.of(root, "cache", problems));
         ProxyConfig.Health health = health(Section.of(root, "health", problems));
         ProxyConfig.Circuit circuit = circuit(Section.of(root, "circuit_breaker", problems));
         ProxyConfig.Proxy proxy = proxy(Section.of(root, "proxy", problems));
@@ -319,7 +317,7 @@ final class ConfigLoader {
         return s;
     }
 
-    private static ProxyConfig.Cache cache(Section c, Problems problems) {
+    private static ProxyConfig.Cache cache(Section c) {
         ProxyConfig.Cache.Builder b = ProxyConfig.Cache.builder();
         String[] policy = {ProxyConfig.Cache.DEFAULT_POLICY};
         c.text("policy", v -> policy[0] = v);

@@ -61,7 +61,7 @@ final class HealthChecker implements AutoCloseable {
             }
             timers.removeIf(ScheduledFuture::isDone);
             timers.add(scheduler.schedule(() -> {
-                probe(m).whenComplete((ok, e) -> scheduleNext(m, Duration.ofSeconds(config.intervalSecs())));
+                var unused = probe(m).whenComplete((ok, e) -> scheduleNext(m, Duration.ofSeconds(config.intervalSecs())));
             }, delay.toMillis(), TimeUnit.MILLISECONDS));
         }
     }

@@ -74,7 +74,6 @@ final class ProxyMetrics implements AutoCloseable {
 
     final PrometheusMeterRegistry registry;
     private final Supplier<Routing> routing;
-    private final int blockChars;
     private final JvmGcMetrics gc;
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
@@ -92,7 +91,6 @@ final class ProxyMetrics implements AutoCloseable {
     ProxyMetrics(Supplier<Routing> routing, int blockChars, DecisionWindow window) {
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         this.routing = routing;
-        this.blockChars = blockChars;
         this.window = window;
         new JvmMemoryMetrics().bindTo(registry);
         this.gc = new JvmGcMetrics();

@@ -361,12 +361,13 @@ final class ReplicaHandler implements HttpHandler {
     // responses
 
     private void complete(HttpExchange ex, Parsed p, Call call, long seed, boolean reset) throws IOException {
-        Event e;
-        while ((e = call.next()).kind() != Kind.FINISHED) {
+        Event e = call.next();
+        while (e.kind() != Kind.FINISHED) {
             if (e.kind() == Kind.REJECTED) {
                 sendError(ex, p.endpoint(), 400, "context_length_exceeded", e.message());
                 return;
             }
+            e = call.next();
         }
         int cached = e.cached();
         int generated = e.generated();

@@ -270,6 +270,7 @@ final class ReportMarkdown {
      * in the first 5% of the run (warm-up: cold caches, a tree still learning) and how many had less than
      * half their prompt cached.
      */
+    @SuppressWarnings("OrphanedFormatString") // "5% of" is prose, not a format
     static String tails(RunMatrix.WorkloadRuns w) {
         StringBuilder sb = new StringBuilder("Slowest 1% of requests by TTFT, summed over the seeds (how many were "
                 + "sent in the first 5% of the run / had under half the prompt cached, of how many): ");

@@ -50,8 +50,8 @@ final class Targets {
     /**
      * One target on one workload.
      *
-     * @param caValues   cache_aware's measure per seed (share, ratio or max/mean)
-     * @param specValues the same for cache_aware as specified
+     * @param ca         cache_aware's measure per seed (share, ratio or max/mean)
+     * @param spec       the same for cache_aware as specified
      * @param rrRatio    cache_aware's P99 over round_robin's per seed (P99 targets; beside every baseline)
      * @param notes      per seed where cache_aware misses: why
      */
