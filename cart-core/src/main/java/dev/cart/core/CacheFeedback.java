@@ -10,5 +10,4 @@ package dev.cart.core;
  * @param stale           true if the prediction exceeded what was delivered by more than a tolerance, so
  *                        the router dropped the replica's claim beyond what was delivered
  */
-public record CacheFeedback(long predictedTokens, long deliveredTokens, long promptTokens, boolean stale) {
-}
+public record CacheFeedback(long predictedTokens, long deliveredTokens, long promptTokens, boolean stale) {}

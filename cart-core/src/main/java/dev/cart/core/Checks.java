@@ -4,8 +4,7 @@ import java.time.Duration;
 
 /** Argument checks whose messages name the setting and the allowed range. */
 final class Checks {
-    private Checks() {
-    }
+    private Checks() {}
 
     static void atLeast(String name, long value, long min) {
         if (value < min) {

@@ -31,8 +31,10 @@ final class CircuitBreaker {
     private volatile long generation;
     private volatile long openedAtMillis;
     private volatile int consecutiveFailures;
+
     @GuardedBy("this")
     private int halfOpenSuccesses;
+
     @GuardedBy("this")
     private int trials;
 
@@ -45,10 +47,12 @@ final class CircuitBreaker {
     /** The state now, moving OPEN to HALF_OPEN once the timeout has passed. */
     CircuitState state() {
         CircuitState s = state;
-        if (s == CircuitState.OPEN && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
+        if (s == CircuitState.OPEN
+                && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
             synchronized (this) {
                 if (state == CircuitState.OPEN
-                        && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
+                        && clock.millis() - openedAtMillis
+                                >= config.openTimeout().toMillis()) {
                     transition(CircuitState.HALF_OPEN);
                 }
                 return state;
@@ -134,7 +138,7 @@ final class CircuitBreaker {
                         transition(CircuitState.CLOSED);
                     }
                 }
-                case OPEN -> { } // cannot happen: no admission under an open generation
+                case OPEN -> {} // cannot happen: no admission under an open generation
             }
         }
     }

@@ -10,8 +10,8 @@ import java.time.Duration;
  * @param openTimeout         how long it stays open before half-opening ({@code timeout_secs})
  * @param halfOpenMaxRequests requests admitted at once while half-open ({@code half_open_max_requests})
  */
-public record CircuitBreakerConfig(int failureThreshold, int successThreshold, Duration openTimeout,
-                                   int halfOpenMaxRequests) {
+public record CircuitBreakerConfig(
+        int failureThreshold, int successThreshold, Duration openTimeout, int halfOpenMaxRequests) {
 
     private static final CircuitBreakerConfig DEFAULTS = new CircuitBreakerConfig(5, 2, Duration.ofSeconds(30), 2);
 

@@ -10,8 +10,8 @@ package dev.cart.core;
  * @param sizeAfter      size (blocks) when it ended
  * @param durationNanos  time the pass held the tree's exclusive lock
  */
-public record EvictionReport(long expired, long evicted, long nodesRemoved, long sizeBefore, long sizeAfter,
-                             long durationNanos) {
+public record EvictionReport(
+        long expired, long evicted, long nodesRemoved, long sizeBefore, long sizeAfter, long durationNanos) {
 
     static final EvictionReport NOTHING = new EvictionReport(0, 0, 0, 0, 0, 0);
 

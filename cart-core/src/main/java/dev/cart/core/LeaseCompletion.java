@@ -12,6 +12,4 @@ package dev.cart.core;
  * @param retries       attempts that came before this one for the same request
  *                      ({@link RouteRequest#attempt()}); 0 for a first attempt
  */
-public record LeaseCompletion(RouteDecision decision, Outcome outcome, int status, long durationNanos,
-                              int retries) {
-}
+public record LeaseCompletion(RouteDecision decision, Outcome outcome, int status, long durationNanos, int retries) {}

@@ -31,16 +31,13 @@ public final class ManagedReplicaSet implements ReplicaSet {
     /** Receives health and circuit transitions (for logs and metrics). Must not block. */
     public interface Listener {
         /** A replica's circuit moved from {@code from} to {@code to}. */
-        default void onCircuitTransition(Member replica, CircuitState from, CircuitState to) {
-        }
+        default void onCircuitTransition(Member replica, CircuitState from, CircuitState to) {}
 
         /** Probes flipped a replica's health state. */
-        default void onHealthChange(Member replica, boolean healthy) {
-        }
+        default void onHealthChange(Member replica, boolean healthy) {}
 
         /** A replica's models were replaced by a different set ({@link Member#models(Collection)}). */
-        default void onModelsChange(Member replica, Set<String> models) {
-        }
+        default void onModelsChange(Member replica, Set<String> models) {}
     }
 
     private final List<Member> members;
@@ -99,10 +96,9 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private Clock clock = Clock.systemUTC();
         private HealthConfig health = HealthConfig.defaults();
         private CircuitBreakerConfig circuit = CircuitBreakerConfig.defaults();
-        private Listener listener = new Listener() { };
+        private Listener listener = new Listener() {};
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** Adds one replica. */
         public Builder add(ReplicaSpec spec) {
@@ -175,21 +171,23 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * replacement is written under this member's monitor only so that each writer knows what it replaced.
          */
         private volatile Set<String> models;
+
         @GuardedBy("this")
         private int probeFailures;
+
         @GuardedBy("this")
         private int probeSuccesses;
 
-        private Member(ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreakerConfig circuit,
-                       Listener listener) {
+        private Member(
+                ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreakerConfig circuit, Listener listener) {
             this.id = spec.id();
             this.maxLoad = spec.maxLoad();
             this.loadPenalty = spec.loadPenalty();
             this.models = frozen(spec.models());
             this.health = health;
             this.listener = listener;
-            this.breaker = new CircuitBreaker(circuit, clock,
-                    (from, to) -> listener.onCircuitTransition(this, from, to));
+            this.breaker =
+                    new CircuitBreaker(circuit, clock, (from, to) -> listener.onCircuitTransition(this, from, to));
         }
 
         @Override
@@ -285,7 +283,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
             if (g < 0) {
                 return null;
             }
-            for (;;) {
+            for (; ; ) {
                 int n = inFlight.get();
                 if (n >= maxLoad) {
                     breaker.unadmit(g);
@@ -359,8 +357,8 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         @Override
         public String toString() {
-            return "Replica[" + id + " inFlight=" + inFlight.get() + "/" + maxLoad + " healthy=" + healthy
-                    + " circuit=" + breaker.state().label() + "]";
+            return "Replica[" + id + " inFlight=" + inFlight.get() + "/" + maxLoad + " healthy=" + healthy + " circuit="
+                    + breaker.state().label() + "]";
         }
     }
 }

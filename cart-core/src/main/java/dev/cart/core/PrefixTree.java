@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Match;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Clock;
@@ -18,7 +19,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongFunction;
-import dev.cart.core.spi.Match;
 
 /**
  * A concurrent radix tree over the block hashes of {@link PromptKey}s that remembers which replicas were
@@ -80,6 +80,7 @@ final class PrefixTree {
     private static final Edge[] NO_EDGES = new Edge[0];
     /** Marks a removed slot; probes continue past it. */
     private static final Edge TOMBSTONE = new Edge(0, new long[0], null);
+
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Edge[].class);
 
     private final long maxSize;
@@ -129,7 +130,7 @@ final class PrefixTree {
         int[] reach = new int[8];
         int spins = 0;
         attempt:
-        for (;; backOff(++spins)) {
+        for (; ; backOff(++spins)) {
             Node start = root;
             Node node = start;
             int depth = 0;
@@ -278,7 +279,7 @@ final class PrefixTree {
      * Waits (parked, in short slices) only for another writer.
      */
     private boolean lockForWrite() {
-        for (;;) {
+        for (; ; ) {
             if (maintenance.get() > 0) {
                 return false;
             }
@@ -673,8 +674,8 @@ final class PrefixTree {
                     }
                 }
             }
-            return new EvictionReport(expired, evicted, nodesBefore - nodes.get(), before, size.get(),
-                    System.nanoTime() - t0);
+            return new EvictionReport(
+                    expired, evicted, nodesBefore - nodes.get(), before, size.get(), System.nanoTime() - t0);
         } finally {
             unlockMaintenance();
         }
@@ -1007,8 +1008,7 @@ final class PrefixTree {
     // test hooks (package-private)
 
     /** One route as the tree holds it, expanded per block prefix. */
-    record Route(long time, int nodeDepth, boolean remote) {
-    }
+    record Route(long time, int nodeDepth, boolean remote) {}
 
     /**
      * Every (prefix, replica) the tree holds, one entry per block prefix (a node's entries cover every
@@ -1085,6 +1085,7 @@ final class PrefixTree {
         final int depth;
         /** Even when stable, odd while an insert adds a replica to this node and others. */
         volatile int version;
+
         volatile Edge[] edges = NO_EDGES;
         volatile Holder[] holders = NO_HOLDERS;
         /**
@@ -1093,6 +1094,7 @@ final class PrefixTree {
          * would cost a cache miss of its own.
          */
         volatile Replica[] replicas = NO_REPLICAS;
+
         int edgeCount;
         int tombstones;
         /** The node above; null only for a root. */
@@ -1165,8 +1167,7 @@ final class PrefixTree {
         private Duration ttl = Duration.ZERO;
         private Clock clock = Clock.systemUTC();
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** Size cap in blocks ({@code cache.max_tree_size}); a maintenance pass evicts above it. */
         public Builder maxSize(long maxSize) {

@@ -27,7 +27,10 @@ import java.util.Objects;
 public final class PromptKey {
 
     /** What one unit of a key's length is. */
-    public enum Unit { CHARS, TOKENS }
+    public enum Unit {
+        CHARS,
+        TOKENS
+    }
 
     /** The block size used when none is given: 16 tokens, or 64 characters (about 4 characters per token). */
     public static final int DEFAULT_BLOCK_TOKENS = 16;
@@ -174,13 +177,23 @@ public final class PromptKey {
         while (nb < boundaries.length && boundaries[nb] <= units) {
             nb++;
         }
-        return new PromptKey(unit, blockSize, units, Arrays.copyOf(blocks, Math.min(blocks.length, units / blockSize)),
-                nb == 0 ? NO_BOUNDARIES : Arrays.copyOf(boundaries, nb), anchorHash);
+        return new PromptKey(
+                unit,
+                blockSize,
+                units,
+                Arrays.copyOf(blocks, Math.min(blocks.length, units / blockSize)),
+                nb == 0 ? NO_BOUNDARIES : Arrays.copyOf(boundaries, nb),
+                anchorHash);
     }
 
     /** A key made of the given block hashes (tests and tools in this package). */
     static PromptKey forBlocks(long[] blocks, int blockSize) {
-        return new PromptKey(Unit.TOKENS, blockSize, blocks.length * blockSize, blocks.clone(), NO_BOUNDARIES,
+        return new PromptKey(
+                Unit.TOKENS,
+                blockSize,
+                blocks.length * blockSize,
+                blocks.clone(),
+                NO_BOUNDARIES,
                 blocks.length == 0 ? SEED : blocks[0]);
     }
 
@@ -191,8 +204,12 @@ public final class PromptKey {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof PromptKey k && k.unit == unit && k.blockSize == blockSize && k.length == length
-                && k.anchorHash == anchorHash && Arrays.equals(k.blocks, blocks)
+        return o instanceof PromptKey k
+                && k.unit == unit
+                && k.blockSize == blockSize
+                && k.length == length
+                && k.anchorHash == anchorHash
+                && Arrays.equals(k.blocks, blocks)
                 && Arrays.equals(k.boundaries, boundaries);
     }
 
@@ -226,9 +243,11 @@ public final class PromptKey {
         private final byte[] narrow;
         /** The current block once it holds a character above U+00FF (text keys; made when first needed). */
         private char[] wide;
+
         private boolean isWide;
         /** Scratch for copying out of Strings. */
         private char[] scratch;
+
         private final int[] tokens;
         private int fill;
         private int length;
@@ -487,8 +506,13 @@ public final class PromptKey {
         /** The key of everything appended so far; the builder stays usable (appending continues the text). */
         public PromptKey build() {
             long a = anchorSet ? anchor : fill == 0 ? chain : blockHash(fill, chain) ^ fill;
-            return new PromptKey(unit, blockSize, length, Arrays.copyOf(blocks, blockCount),
-                    boundCount == 0 ? NO_BOUNDARIES : Arrays.copyOf(bounds, boundCount), a);
+            return new PromptKey(
+                    unit,
+                    blockSize,
+                    length,
+                    Arrays.copyOf(blocks, blockCount),
+                    boundCount == 0 ? NO_BOUNDARIES : Arrays.copyOf(bounds, boundCount),
+                    a);
         }
     }
 

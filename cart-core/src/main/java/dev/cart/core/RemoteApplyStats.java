@@ -4,8 +4,8 @@ package dev.cart.core;
  * Counts of the events from other instances a router was given ({@link Router#applyRemote}), since it
  * was built, by what became of them ({@link RemoteApply}).
  */
-public record RemoteApplyStats(long applied, long skipped, long ownEvents, long unknownReplica,
-                               long otherKeyFormat, long notLearning) {
+public record RemoteApplyStats(
+        long applied, long skipped, long ownEvents, long unknownReplica, long otherKeyFormat, long notLearning) {
 
     /** Every event given, whatever became of it. */
     public long total() {

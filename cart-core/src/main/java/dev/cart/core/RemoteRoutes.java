@@ -24,8 +24,14 @@ final class RemoteRoutes {
     private final RoutingListener listener;
     private final Map<RemoteApply, LongAdder> counts = new EnumMap<>(RemoteApply.class);
 
-    RemoteRoutes(PrefixTree tree, ReplicaSet replicas, PromptKey.Unit unit, int blockSize, String ownOrigin,
-                 boolean learning, RoutingListener listener) {
+    RemoteRoutes(
+            PrefixTree tree,
+            ReplicaSet replicas,
+            PromptKey.Unit unit,
+            int blockSize,
+            String ownOrigin,
+            boolean learning,
+            RoutingListener listener) {
         this.tree = tree;
         this.replicas = replicas;
         this.unit = unit;
@@ -74,7 +80,8 @@ final class RemoteRoutes {
                 return RemoteApply.UNKNOWN_REPLICA;
             }
             PromptKey key = PromptKey.forBlocks(f.blocks(), blockSize);
-            return tree.forgetBranches(key, r, f.keepBlocks() * blockSize) < 0 ? RemoteApply.SKIPPED
+            return tree.forgetBranches(key, r, f.keepBlocks() * blockSize) < 0
+                    ? RemoteApply.SKIPPED
                     : RemoteApply.APPLIED;
         }
         if (event instanceof RouteEvent.ReplicaRemoved rr) {
@@ -103,8 +110,12 @@ final class RemoteRoutes {
     }
 
     RemoteApplyStats stats() {
-        return new RemoteApplyStats(counts.get(RemoteApply.APPLIED).sum(), counts.get(RemoteApply.SKIPPED).sum(),
-                counts.get(RemoteApply.OWN_EVENT).sum(), counts.get(RemoteApply.UNKNOWN_REPLICA).sum(),
-                counts.get(RemoteApply.OTHER_KEY_FORMAT).sum(), counts.get(RemoteApply.NOT_LEARNING).sum());
+        return new RemoteApplyStats(
+                counts.get(RemoteApply.APPLIED).sum(),
+                counts.get(RemoteApply.SKIPPED).sum(),
+                counts.get(RemoteApply.OWN_EVENT).sum(),
+                counts.get(RemoteApply.UNKNOWN_REPLICA).sum(),
+                counts.get(RemoteApply.OTHER_KEY_FORMAT).sum(),
+                counts.get(RemoteApply.NOT_LEARNING).sum());
     }
 }

@@ -23,8 +23,16 @@ public final class RouteDecision {
     private final String model;
     private final Lease lease;
 
-    RouteDecision(Replica replica, Replica.Admission admission, Reason reason, int matchedLength, int prefillEstimate,
-                  int pendingCounted, RouteRequest request, long decisionNanos, Router router) {
+    RouteDecision(
+            Replica replica,
+            Replica.Admission admission,
+            Reason reason,
+            int matchedLength,
+            int prefillEstimate,
+            int pendingCounted,
+            RouteRequest request,
+            long decisionNanos,
+            Router router) {
         PromptKey key = request.key();
         this.replica = replica;
         this.admission = admission;

@@ -24,8 +24,8 @@ public sealed interface RouteEvent {
      * A route was learned: {@code replicaId} holds every prefix of the key whose block hashes are
      * {@code blocks} (the key's unit and block size say how to read them).
      */
-    record Learned(String origin, long timeMillis, String replicaId, PromptKey.Unit unit, int blockSize,
-                   long[] blocks) implements RouteEvent {
+    record Learned(String origin, long timeMillis, String replicaId, PromptKey.Unit unit, int blockSize, long[] blocks)
+            implements RouteEvent {
         public Learned {
             Objects.requireNonNull(origin, "origin");
             Objects.requireNonNull(replicaId, "replicaId");
@@ -40,8 +40,15 @@ public sealed interface RouteEvent {
      * branches that leave it after the first {@code keepBlocks} blocks (what the router itself forgets on
      * such feedback).
      */
-    record Forgotten(String origin, long timeMillis, String replicaId, PromptKey.Unit unit, int blockSize,
-                     long[] blocks, int keepBlocks) implements RouteEvent {
+    record Forgotten(
+            String origin,
+            long timeMillis,
+            String replicaId,
+            PromptKey.Unit unit,
+            int blockSize,
+            long[] blocks,
+            int keepBlocks)
+            implements RouteEvent {
         public Forgotten {
             Objects.requireNonNull(origin, "origin");
             Objects.requireNonNull(replicaId, "replicaId");

@@ -24,8 +24,7 @@ public final class RouteRequest {
         this(key, excluded, attempt, Tokenization.CHARACTER_MODE, null);
     }
 
-    private RouteRequest(PromptKey key, List<Replica> excluded, int attempt, Tokenization tokenization,
-                         String model) {
+    private RouteRequest(PromptKey key, List<Replica> excluded, int attempt, Tokenization tokenization, String model) {
         this.tokenization = Objects.requireNonNull(tokenization, "tokenization");
         this.key = Objects.requireNonNull(key, "key");
         this.excluded = excluded;
@@ -81,8 +80,7 @@ public final class RouteRequest {
      * serving it are candidates. Null or empty means no model, as cart-extract treats them alike.
      */
     public RouteRequest withModel(String model) {
-        return new RouteRequest(key, excluded, attempt, tokenization,
-                model == null || model.isEmpty() ? null : model);
+        return new RouteRequest(key, excluded, attempt, tokenization, model == null || model.isEmpty() ? null : model);
     }
 
     /** The model the request asks for, or null when it names none (any replica may take it). */

@@ -21,8 +21,7 @@ public interface RouteSync {
         }
 
         @Override
-        public void publish(RouteEvent event) {
-        }
+        public void publish(RouteEvent event) {}
     };
 
     /**

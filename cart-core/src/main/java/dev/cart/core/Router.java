@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.RoutingPolicy;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -12,8 +14,6 @@ import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
-import dev.cart.core.spi.Choice;
-import dev.cart.core.spi.RoutingPolicy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,6 +66,7 @@ public final class Router implements AutoCloseable {
     private volatile boolean syncFailureLogged;
     /** Set by the first {@link Lease#firstToken()} report; from then on routed prefill is counted. */
     private volatile boolean tracksPrefill;
+
     private volatile boolean closed;
     private volatile Scheduler.Task evictionTask;
     private volatile Scheduler.Task resetTask;
@@ -87,8 +88,8 @@ public final class Router implements AutoCloseable {
         this.tracksPrefill = b.firstTokenReports;
         this.sync = b.sync;
         this.publishes = b.sync != RouteSync.NONE;
-        this.remote = new RemoteRoutes(tree, replicas, keyUnit, keyBlockSize, sync.originId(),
-                policy.usesPrefixTree(), listener);
+        this.remote = new RemoteRoutes(
+                tree, replicas, keyUnit, keyBlockSize, sync.originId(), policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
         if (b.scheduler != null) {
             this.scheduler = b.scheduler;
@@ -151,8 +152,8 @@ public final class Router implements AutoCloseable {
             Choice choice = policy.choose(ctx);
             Replica chosen = choice.replica();
             if (!ctx.isCandidate(chosen)) {
-                throw new IllegalStateException("policy " + policy.name() + " chose " + chosen.id()
-                        + ", which was not among the candidates");
+                throw new IllegalStateException(
+                        "policy " + policy.name() + " chose " + chosen.id() + ", which was not among the candidates");
             }
             Replica.Admission admission = chosen.tryAcquire();
             if (admission != null) {
@@ -168,8 +169,13 @@ public final class Router implements AutoCloseable {
      * hand out the decision. Should anything here throw, the admission is released before the exception
      * leaves, so no path leaks an in-flight slot.
      */
-    private RouteDecision admitted(Replica chosen, Replica.Admission admission, Choice choice, RouterContext ctx,
-                                   RouteRequest request, long t0) {
+    private RouteDecision admitted(
+            Replica chosen,
+            Replica.Admission admission,
+            Choice choice,
+            RouterContext ctx,
+            RouteRequest request,
+            long t0) {
         PromptKey key = request.key();
         int counted = 0;
         try {
@@ -215,10 +221,17 @@ public final class Router implements AutoCloseable {
         }
     }
 
-    private RouteDecision decided(Replica r, Replica.Admission admission, Reason reason, int matched, int prefill,
-                                  int counted, RouteRequest request, long t0) {
-        RouteDecision d = new RouteDecision(r, admission, reason, matched, prefill, counted, request,
-                System.nanoTime() - t0, this);
+    private RouteDecision decided(
+            Replica r,
+            Replica.Admission admission,
+            Reason reason,
+            int matched,
+            int prefill,
+            int counted,
+            RouteRequest request,
+            long t0) {
+        RouteDecision d = new RouteDecision(
+                r, admission, reason, matched, prefill, counted, request, System.nanoTime() - t0, this);
         listener.onDecision(d);
         return d;
     }
@@ -237,8 +250,8 @@ public final class Router implements AutoCloseable {
             listener.onInsertSkipped();
         }
         if (publishes) { // what the replica was sent is true whether or not maintenance let this tree learn it
-            publish(new RouteEvent.Learned(sync.originId(), clock.millis(), replica.id(), keyUnit, keyBlockSize,
-                    key.blocks()));
+            publish(new RouteEvent.Learned(
+                    sync.originId(), clock.millis(), replica.id(), keyUnit, keyBlockSize, key.blocks()));
         }
     }
 
@@ -328,8 +341,14 @@ public final class Router implements AutoCloseable {
         if (stale && feedback && policy.usesPrefixTree()) {
             tree.forgetBranches(d.key(), d.replica(), deliveredUnits);
             if (publishes && fits(d.key())) {
-                publish(new RouteEvent.Forgotten(sync.originId(), clock.millis(), d.replica().id(), keyUnit,
-                        keyBlockSize, d.key().blocks(), Math.max(0, deliveredUnits / keyBlockSize)));
+                publish(new RouteEvent.Forgotten(
+                        sync.originId(),
+                        clock.millis(),
+                        d.replica().id(),
+                        keyUnit,
+                        keyBlockSize,
+                        d.key().blocks(),
+                        Math.max(0, deliveredUnits / keyBlockSize)));
             }
         }
         listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
@@ -372,9 +391,14 @@ public final class Router implements AutoCloseable {
         EvictionReport report = tree.evict();
         listener.onEviction(report);
         if (report.removed() > 0) {
-            LOG.debug("eviction pass: expired={} evicted={} nodesRemoved={} size {} -> {} in {} us",
-                    report.expired(), report.evicted(), report.nodesRemoved(), report.sizeBefore(),
-                    report.sizeAfter(), report.durationNanos() / 1000);
+            LOG.debug(
+                    "eviction pass: expired={} evicted={} nodesRemoved={} size {} -> {} in {} us",
+                    report.expired(),
+                    report.evicted(),
+                    report.nodesRemoved(),
+                    report.sizeBefore(),
+                    report.sizeAfter(),
+                    report.durationNanos() / 1000);
         }
         return report;
     }
@@ -394,30 +418,34 @@ public final class Router implements AutoCloseable {
         if (closed) {
             return;
         }
-        evictionTask = scheduler.schedule(() -> {
-            try {
-                evictNow();
-            } catch (RuntimeException e) {
-                LOG.error("eviction pass failed", e);
-            } finally {
-                scheduleEviction();
-            }
-        }, evictionInterval);
+        evictionTask = scheduler.schedule(
+                () -> {
+                    try {
+                        evictNow();
+                    } catch (RuntimeException e) {
+                        LOG.error("eviction pass failed", e);
+                    } finally {
+                        scheduleEviction();
+                    }
+                },
+                evictionInterval);
     }
 
     private void scheduleReset() {
         if (closed) {
             return;
         }
-        resetTask = scheduler.schedule(() -> {
-            try {
-                resetTree();
-            } catch (RuntimeException e) {
-                LOG.error("daily reset failed", e);
-            } finally {
-                scheduleReset();
-            }
-        }, untilNextReset(clock.instant(), dailyResetHourUtc));
+        resetTask = scheduler.schedule(
+                () -> {
+                    try {
+                        resetTree();
+                    } catch (RuntimeException e) {
+                        LOG.error("daily reset failed", e);
+                    } finally {
+                        scheduleReset();
+                    }
+                },
+                untilNextReset(clock.instant(), dailyResetHourUtc));
     }
 
     /** Time from {@code now} to the next {@code hour}:00 UTC strictly after it. */
@@ -467,8 +495,7 @@ public final class Router implements AutoCloseable {
         private boolean firstTokenReports;
         private RouteSync sync = RouteSync.NONE;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * Shares what this router learns with other instances routing the same pool (for example the
@@ -611,8 +638,7 @@ public final class Router implements AutoCloseable {
         /** Hour (UTC) of the daily tree reset ({@code cache.daily_cleanup_hour_utc}); -1 disables it. */
         public Builder dailyResetHourUtc(int hour) {
             if (hour < -1 || hour > 23) {
-                throw new IllegalArgumentException(
-                        "dailyResetHourUtc must be -1 (off) or in [0, 23], was " + hour);
+                throw new IllegalArgumentException("dailyResetHourUtc must be -1 (off) or in [0, 23], was " + hour);
             }
             this.dailyResetHourUtc = hour;
             return this;

@@ -13,36 +13,30 @@ package dev.cart.core;
 public interface RoutingListener {
 
     /** No-op listener. */
-    RoutingListener NONE = new RoutingListener() { };
+    RoutingListener NONE = new RoutingListener() {};
 
     /** Every decision, including no-replica ones. */
-    default void onDecision(RouteDecision decision) {
-    }
+    default void onDecision(RouteDecision decision) {}
 
     /**
      * A lease was closed, with everything known about how it ended: outcome, the replica's status (if
      * recorded with {@link Lease#status(int)}), duration and the number of earlier attempts. Called once
      * per lease, on the thread that closed it.
      */
-    default void onLeaseCompleted(LeaseCompletion completion) {
-    }
+    default void onLeaseCompleted(LeaseCompletion completion) {}
 
     /**
      * The replica reported its prompt and cached token counts for a routed request: the router's
      * prediction against the delivery (the figure that says whether cache affinity is working).
      */
-    default void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
-    }
+    default void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {}
 
     /** A prefix could not be recorded because a maintenance pass held the tree. */
-    default void onInsertSkipped() {
-    }
+    default void onInsertSkipped() {}
 
     /** A maintenance pass finished. */
-    default void onEviction(EvictionReport report) {
-    }
+    default void onEviction(EvictionReport report) {}
 
     /** The tree was reset (the daily cleanup). */
-    default void onReset() {
-    }
+    default void onReset() {}
 }

@@ -9,14 +9,13 @@ import java.util.TreeMap;
 /** Finds {@link RoutingPolicyProvider}s on the class path by name. */
 public final class RoutingPolicies {
 
-    private RoutingPolicies() {
-    }
+    private RoutingPolicies() {}
 
     /** All providers visible to this class's loader, by name. */
     public static Map<String, RoutingPolicyProvider> available() {
         Map<String, RoutingPolicyProvider> all = new TreeMap<>();
-        for (RoutingPolicyProvider p : ServiceLoader.load(RoutingPolicyProvider.class,
-                RoutingPolicies.class.getClassLoader())) {
+        for (RoutingPolicyProvider p :
+                ServiceLoader.load(RoutingPolicyProvider.class, RoutingPolicies.class.getClassLoader())) {
             all.putIfAbsent(p.name(), p);
         }
         return all;
@@ -31,8 +30,8 @@ public final class RoutingPolicies {
         Map<String, RoutingPolicyProvider> all = available();
         RoutingPolicyProvider p = all.get(name);
         if (p == null) {
-            throw new IllegalArgumentException("unknown routing policy '" + name + "'; available: "
-                    + String.join(", ", all.keySet()));
+            throw new IllegalArgumentException(
+                    "unknown routing policy '" + name + "'; available: " + String.join(", ", all.keySet()));
         }
         return p.create(settings);
     }

@@ -18,8 +18,11 @@ final class SafeListener implements RoutingListener {
 
     private void failed(String event, RuntimeException e) {
         if (logged.compareAndSet(false, true)) {
-            LOG.warn("routing listener {} threw on {}; ignoring this and later listener failures",
-                    delegate.getClass().getName(), event, e);
+            LOG.warn(
+                    "routing listener {} threw on {}; ignoring this and later listener failures",
+                    delegate.getClass().getName(),
+                    event,
+                    e);
         }
     }
 

@@ -22,8 +22,7 @@ interface Scheduler extends AutoCloseable {
 
     /** Stops the scheduler's own threads, if it has any. */
     @Override
-    default void close() {
-    }
+    default void close() {}
 
     /** A scheduler on one daemon thread, shut down by {@link #close()}. */
     static Scheduler daemon(String threadName) {

@@ -9,5 +9,4 @@ package dev.cart.core;
  * @param entries        (node, replica) entries: the routes the tree remembers
  * @param skippedInserts inserts skipped because an eviction pass held the tree (since creation)
  */
-public record TreeStats(long size, long nodes, long entries, long skippedInserts) {
-}
+public record TreeStats(long size, long nodes, long entries, long skippedInserts) {}

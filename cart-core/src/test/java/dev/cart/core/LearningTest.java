@@ -1,15 +1,14 @@
 package dev.cart.core;
 
-import dev.cart.core.spi.RoutingPolicy;
-import dev.cart.core.spi.RoutingContext;
-import dev.cart.core.spi.Choice;
-import dev.cart.core.spi.Match;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.Match;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,13 +31,19 @@ class LearningTest {
 
     private static Router router(ManagedReplicaSet set, LearnMode mode, List<CacheFeedback> feedback) {
         SplittableRandom rnd = new SplittableRandom(1);
-        return Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).learn(mode).listener(new RoutingListener() {
+        return Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .learn(mode)
+                .listener(new RoutingListener() {
                     @Override
                     public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
                         feedback.add(f);
                     }
-                }).build();
+                })
+                .build();
     }
 
     private static Replica route(Router router, PromptKey key) {
@@ -51,7 +56,8 @@ class LearningTest {
 
     @Test
     void branchingContinuingAndResumedConversationsFindTheReplicaThatServedTheOriginal() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").add("c").add("d").build();
+        ManagedReplicaSet set =
+                ManagedReplicaSet.builder().add("a").add("b").add("c").add("d").build();
         try (Router router = router(set, LearnMode.ON_ROUTE, new ArrayList<>())) {
             String u1 = "user: I want to fly from Oslo to Lisbon in May, what are my options? ".repeat(3);
             String a1 = "assistant: There are direct flights on Tuesdays and Saturdays, and connections. ".repeat(3);
@@ -61,11 +67,13 @@ class LearningTest {
             for (int i = 0; i < 6; i++) {
                 route(router, conversation("another system prompt entirely " + i + " ".repeat(80), "user: hi"));
             }
-            Replica branching = route(router, conversation(SYSTEM, "user: A different first question, about trains. "
-                    .repeat(3)));
-            Replica continuing = route(router, conversation(SYSTEM, u1, a1, u2, "assistant: The Tuesday flight. "
-                    .repeat(3), "user: Book it."));
-            Replica resumed = route(router, conversation(SYSTEM, u1, a1, "user: Actually, what about June? ".repeat(3)));
+            Replica branching =
+                    route(router, conversation(SYSTEM, "user: A different first question, about trains. ".repeat(3)));
+            Replica continuing = route(
+                    router,
+                    conversation(SYSTEM, u1, a1, u2, "assistant: The Tuesday flight. ".repeat(3), "user: Book it."));
+            Replica resumed =
+                    route(router, conversation(SYSTEM, u1, a1, "user: Actually, what about June? ".repeat(3)));
             assertSame(original, branching, "same system prompt, different question");
             assertSame(original, continuing, "the next turn");
             assertSame(original, resumed, "history cut in the middle");
@@ -78,8 +86,12 @@ class LearningTest {
         PrefixTree tree = PrefixTree.builder().build();
         String head = "x".repeat(128); // two full blocks
         // Three short messages ending inside the third block, then different endings.
-        tree.insert(conversation(head, "yes", "ok", "no" + "p".repeat(200)), set.replicas().get(0));
-        tree.insert(conversation(head, "yes", "ok", "no" + "q".repeat(200)), set.replicas().get(0));
+        tree.insert(
+                conversation(head, "yes", "ok", "no" + "p".repeat(200)),
+                set.replicas().get(0));
+        tree.insert(
+                conversation(head, "yes", "ok", "no" + "q".repeat(200)),
+                set.replicas().get(0));
         // The keys agree up to inside block 3 (128 + 3 + 2 + 2 chars): the shared route ends at block 2.
         // Three message boundaries fall inside block 3, yet the tree has one shared node (blocks 1-2) and
         // the two endings: no node per boundary.
@@ -140,13 +152,18 @@ class LearningTest {
             assertTrue(f.predictedTokens() > f.deliveredTokens() + 32, f.toString());
 
             Match after = router.tree().match(key);
-            assertEquals(key.blockCount() * 64, after.matchedLength(holder),
+            assertEquals(
+                    key.blockCount() * 64,
+                    after.matchedLength(holder),
                     "the replica has just computed this prompt again: its route stays");
             int lostAt = (SYSTEM.length() / 64) * 64;
-            assertTrue(router.tree().match(longer).matchedLength(holder) <= key.blockCount() * 64,
+            assertTrue(
+                    router.tree().match(longer).matchedLength(holder) <= key.blockCount() * 64,
                     "what continued through the lost blocks beyond this prompt went with them");
             assertTrue(router.tree().match(longer).matchedLength(holder) >= lostAt);
-            assertEquals(sibling.blockCount() * 64, router.tree().match(sibling).matchedLength(holder),
+            assertEquals(
+                    sibling.blockCount() * 64,
+                    router.tree().match(sibling).matchedLength(holder),
                     "a prefix that left before the lost block is not affected");
 
             RouteDecision third = router.choose(RouteRequest.of(key));
@@ -180,10 +197,15 @@ class LearningTest {
 
     @Test
     void aDivertedRequestIsLearnedWhenItsFirstTokenArrivesNotWhenRouted() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").add("c").build();
+        ManagedReplicaSet set =
+                ManagedReplicaSet.builder().add("a").add("b").add("c").build();
         SplittableRandom rnd = new SplittableRandom(1);
-        try (Router router = Router.builder().replicas(set).policy(divertFromHolders()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(divertFromHolders())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             PromptKey key = conversation(SYSTEM, "user: q");
             RouteDecision miss = router.choose(RouteRequest.of(key));
             assertEquals(Reason.MISS, miss.reason());
@@ -191,7 +213,9 @@ class LearningTest {
 
             RouteDecision diverted = router.choose(RouteRequest.of(key));
             assertEquals(Reason.HIT_OVERLOADED, diverted.reason());
-            assertEquals(0, router.tree().match(key).matchedLength(diverted.replica()),
+            assertEquals(
+                    0,
+                    router.tree().match(key).matchedLength(diverted.replica()),
                     "not a holder while it is still computing the prefix");
             diverted.lease().firstToken();
             assertTrue(router.tree().match(key).matchedLength(diverted.replica()) > 0, "a holder once it has it");
@@ -200,7 +224,8 @@ class LearningTest {
             assertEquals(Reason.HIT_OVERLOADED, again.reason());
             again.lease().succeeded();
             again.lease().close();
-            assertTrue(router.tree().match(key).matchedLength(again.replica()) > 0,
+            assertTrue(
+                    router.tree().match(key).matchedLength(again.replica()) > 0,
                     "a lease closed without a first token learns when it closes");
 
             router.tree().removeReplica(again.replica());
@@ -208,7 +233,9 @@ class LearningTest {
             assertEquals(Reason.HIT_OVERLOADED, failing.reason());
             failing.lease().failed();
             failing.lease().close();
-            assertEquals(0, router.tree().match(key).matchedLength(failing.replica()),
+            assertEquals(
+                    0,
+                    router.tree().match(key).matchedLength(failing.replica()),
                     "nor does a replica that failed before answering");
             miss.lease().close();
             diverted.lease().close();
@@ -219,8 +246,13 @@ class LearningTest {
     void divertedRoutesCanBeLearnedOnRouteAsSpecified() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
         SplittableRandom rnd = new SplittableRandom(1);
-        try (Router router = Router.builder().replicas(set).policy(divertFromHolders()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).deferDivertedRoutes(false).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(divertFromHolders())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .deferDivertedRoutes(false)
+                .build()) {
             PromptKey key = conversation(SYSTEM, "user: q");
             router.choose(RouteRequest.of(key)).lease().close();
             RouteDecision diverted = router.choose(RouteRequest.of(key));
@@ -235,13 +267,19 @@ class LearningTest {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
         List<CacheFeedback> feedback = new ArrayList<>();
         SplittableRandom rnd = new SplittableRandom(1);
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).feedback(false).listener(new RoutingListener() {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .feedback(false)
+                .listener(new RoutingListener() {
                     @Override
                     public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
                         feedback.add(f);
                     }
-                }).build()) {
+                })
+                .build()) {
             PromptKey key = conversation(SYSTEM, "user: q");
             router.choose(RouteRequest.of(key)).lease().close();
             long size = router.tree().stats().size();
@@ -273,8 +311,13 @@ class LearningTest {
     void aKeyInAnotherFormatIsRoutedAsAMissAndNeverLearned() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
         SplittableRandom rnd = new SplittableRandom(1);
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).keyFormat(PromptKey.Unit.TOKENS, 16).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .keyFormat(PromptKey.Unit.TOKENS, 16)
+                .build()) {
             int[] tokens = new int[100];
             java.util.Arrays.fill(tokens, 7);
             PromptKey tokenKey = PromptKey.ofTokens(tokens, new int[0], 16, 256);
@@ -298,8 +341,11 @@ class LearningTest {
         for (int i = 0; i < tokens.length; i++) {
             tokens[i] = i * 7919;
         }
-        PromptKey bulk = PromptKey.tokenBuilder(16, 64).append(tokens, 0, 123).boundary()
-                .append(tokens, 123, 177).build();
+        PromptKey bulk = PromptKey.tokenBuilder(16, 64)
+                .append(tokens, 0, 123)
+                .boundary()
+                .append(tokens, 123, 177)
+                .build();
         assertEquals(PromptKey.ofTokens(tokens, new int[] {123}, 16, 64), bulk);
     }
 
@@ -309,8 +355,8 @@ class LearningTest {
         try (Router router = router(set, LearnMode.ON_ROUTE, new ArrayList<>())) {
             PromptKey withReply = conversation(SYSTEM, "user: q", "assistant: a long answer ".repeat(10));
             router.record(withReply, set.replicas().get(1));
-            RouteDecision d = router.choose(RouteRequest.of(conversation(SYSTEM, "user: q",
-                    "assistant: a long answer ".repeat(10), "user: thanks")));
+            RouteDecision d = router.choose(RouteRequest.of(
+                    conversation(SYSTEM, "user: q", "assistant: a long answer ".repeat(10), "user: thanks")));
             assertSame(set.replicas().get(1), d.replica());
             assertTrue(d.matchedLength() >= withReply.blockCount() * 64);
             d.lease().close();

@@ -29,25 +29,31 @@ import org.junit.jupiter.params.provider.EnumSource;
 class LeaseAccountingTest {
 
     private static ReplicaSet pool(ReplicaSets kind) {
-        return kind.build(List.of(new ReplicaSpec("a", 3, 0), new ReplicaSpec("b", 5, 1), new ReplicaSpec("c", 2, 0)),
-                new CircuitBreakerConfig(1000, 1, Duration.ofSeconds(1), 1), Clock.systemUTC());
+        return kind.build(
+                List.of(new ReplicaSpec("a", 3, 0), new ReplicaSpec("b", 5, 1), new ReplicaSpec("c", 2, 0)),
+                new CircuitBreakerConfig(1000, 1, Duration.ofSeconds(1), 1),
+                Clock.systemUTC());
     }
 
     /** One step of a sequential interleaving: open a lease, or act on one of the open leases. */
-    record Step(int action, int which) {
-    }
+    record Step(int action, int which) {}
 
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void randomInterleavingsReturnEveryCountToZero(ReplicaSets kind) {
-        qt().withFixedSeed(5L).withExamples(300)
+        qt().withFixedSeed(5L)
+                .withExamples(300)
                 .forAll(lists().of(integers().between(0, 6).zip(integers().between(0, 20), Step::new))
                         .ofSizeBetween(1, 80))
                 .checkAssert(steps -> {
                     ReplicaSet set = pool(kind);
                     SplittableRandom rnd = new SplittableRandom(3);
-                    try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                            .random(() -> rnd).evictionInterval(Duration.ZERO).build()) {
+                    try (Router router = Router.builder()
+                            .replicas(set)
+                            .policy(TestPolicies.followTheTree())
+                            .random(() -> rnd)
+                            .evictionInterval(Duration.ZERO)
+                            .build()) {
                         List<Lease> open = new ArrayList<>();
                         for (Step s : steps) {
                             if (s.action() <= 1 || open.isEmpty()) {
@@ -76,7 +82,8 @@ class LeaseAccountingTest {
                                 }
                             }
                             int inFlight = ReplicaSets.totalInFlight(set);
-                            long openCount = open.stream().filter(x -> !x.isClosed()).count();
+                            long openCount =
+                                    open.stream().filter(x -> !x.isClosed()).count();
                             assertEquals(openCount, inFlight, "in flight equals open leases");
                         }
                         open.forEach(Lease::close);
@@ -91,13 +98,17 @@ class LeaseAccountingTest {
         ReplicaSet set = kind.build(List.of(new ReplicaSpec("a", 1_000_000, 0)));
         AtomicInteger closedEvents = new AtomicInteger();
         ExecutorService pool = Executors.newFixedThreadPool(4);
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).listener(new RoutingListener() {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .listener(new RoutingListener() {
                     @Override
                     public void onLeaseCompleted(LeaseCompletion c) {
                         closedEvents.incrementAndGet();
                     }
-                }).build()) {
+                })
+                .build()) {
             int n = 2_000;
             List<Lease> leases = new ArrayList<>();
             for (int i = 0; i < n; i++) {

@@ -17,8 +17,7 @@ class ListenerEventsTest {
     private static final PromptKey KEY = PromptKey.ofText("the same long system prompt ".repeat(10), 64);
 
     /** Every event as the listener saw it, in order. */
-    private record Event(String kind, RouteDecision decision, Object detail) {
-    }
+    private record Event(String kind, RouteDecision decision, Object detail) {}
 
     /** Spins (no sleep) until the clock has moved past {@code t}, so that a duration after it is positive. */
     private static long after(long t) {
@@ -51,8 +50,12 @@ class ListenerEventsTest {
         };
         long[] outer = new long[2];
         long[] inner = new long[2];
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).listener(l).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .listener(l)
+                .build()) {
             RouteRequest first = RouteRequest.of(KEY);
             outer[0] = System.nanoTime();
             RouteDecision d0 = router.choose(first);
@@ -73,9 +76,12 @@ class ListenerEventsTest {
             RouteDecision d2 = router.choose(first.excluding(set.replicas()).attempt(2));
             d2.lease().close(); // no replica: nothing to complete
 
-            assertEquals(List.of("decision", "completed", "decision", "feedback", "completed", "decision"),
+            assertEquals(
+                    List.of("decision", "completed", "decision", "feedback", "completed", "decision"),
                     events.stream().map(Event::kind).toList());
-            assertEquals(List.of(d0, d0, d1, d1, d1, d2), events.stream().map(Event::decision).toList(),
+            assertEquals(
+                    List.of(d0, d0, d1, d1, d1, d2),
+                    events.stream().map(Event::decision).toList(),
                     "each event carries the decision it is about");
             assertEquals(Reason.MISS, events.get(0).detail());
             assertEquals(Reason.NO_REPLICA, events.get(5).detail());
@@ -85,7 +91,8 @@ class ListenerEventsTest {
             assertEquals(Outcome.FAILURE, c0.outcome());
             assertEquals(503, c0.status());
             assertEquals(0, c0.retries());
-            assertTrue(c0.durationNanos() >= inner[1] - inner[0] && c0.durationNanos() <= outer[1] - outer[0],
+            assertTrue(
+                    c0.durationNanos() >= inner[1] - inner[0] && c0.durationNanos() <= outer[1] - outer[0],
                     "the lease's life, from the decision to the close: " + c0.durationNanos() + " ns within ["
                             + (inner[1] - inner[0]) + ", " + (outer[1] - outer[0]) + "]");
             LeaseCompletion c1 = (LeaseCompletion) events.get(4).detail();
@@ -103,13 +110,17 @@ class ListenerEventsTest {
     void aLeaseClosedWithoutAnOutcomeIsReportedCancelledWithNoStatus() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
         List<LeaseCompletion> seen = new CopyOnWriteArrayList<>();
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).listener(new RoutingListener() {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .listener(new RoutingListener() {
                     @Override
                     public void onLeaseCompleted(LeaseCompletion c) {
                         seen.add(c);
                     }
-                }).build()) {
+                })
+                .build()) {
             RouteDecision d = router.choose(RouteRequest.empty());
             d.lease().close();
             assertEquals(1, seen.size());
@@ -127,8 +138,13 @@ class ListenerEventsTest {
         List<EvictionReport> passes = new CopyOnWriteArrayList<>();
         AtomicInteger resets = new AtomicInteger();
         PrefixTree tree = PrefixTree.builder().maxSize(2).clock(clock).build();
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree()).tree(tree)
-                .clock(clock).scheduler(scheduler).evictionInterval(Duration.ofSeconds(10))
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .tree(tree)
+                .clock(clock)
+                .scheduler(scheduler)
+                .evictionInterval(Duration.ofSeconds(10))
                 .listener(new RoutingListener() {
                     @Override
                     public void onEviction(EvictionReport report) {
@@ -139,7 +155,8 @@ class ListenerEventsTest {
                     public void onReset() {
                         resets.incrementAndGet();
                     }
-                }).build()) {
+                })
+                .build()) {
             router.choose(RouteRequest.of(KEY)).lease().close();
             long before = tree.stats().size();
             assertTrue(before > 2);
@@ -189,8 +206,12 @@ class ListenerEventsTest {
                 boom();
             }
         };
-        try (Router router = Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).listener(throwing).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .listener(throwing)
+                .build()) {
             RouteDecision first = router.choose(RouteRequest.of(KEY));
             assertTrue(first.routed());
             first.lease().succeeded(new ServedUsage(100, 0));

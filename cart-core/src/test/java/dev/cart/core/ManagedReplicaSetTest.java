@@ -34,7 +34,9 @@ class ManagedReplicaSetTest {
                         transitions.add(healthy ? "healthy" : "unhealthy");
                     }
                 })
-                .build().replicas().get(0);
+                .build()
+                .replicas()
+                .get(0);
     }
 
     private static void request(Replica r, Outcome o) {
@@ -183,14 +185,18 @@ class ManagedReplicaSetTest {
 
     @Test
     void configErrorsNameTheSetting() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new CircuitBreakerConfig(0, 1, Duration.ofSeconds(1), 1));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> new CircuitBreakerConfig(0, 1, Duration.ofSeconds(1), 1));
         assertTrue(e.getMessage().contains("CircuitBreakerConfig.failureThreshold"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> new ReplicaSpec("http://x", 0, 0));
         assertTrue(e.getMessage().contains("maxLoad"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> ManagedReplicaSet.builder().build());
+        e = assertThrows(
+                IllegalArgumentException.class,
+                () -> ManagedReplicaSet.builder().build());
         assertTrue(e.getMessage().contains("at least one replica"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> ManagedReplicaSet.builder().add("a").add("a").build());
+        e = assertThrows(
+                IllegalArgumentException.class,
+                () -> ManagedReplicaSet.builder().add("a").add("a").build());
         assertTrue(e.getMessage().contains("duplicate"), e.getMessage());
     }
 }

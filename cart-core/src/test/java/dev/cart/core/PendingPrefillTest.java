@@ -30,8 +30,13 @@ class PendingPrefillTest {
 
     private static Router router(ReplicaSet set, boolean reports) {
         SplittableRandom rnd = new SplittableRandom(2);
-        return Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).firstTokenReports(reports).build();
+        return Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .firstTokenReports(reports)
+                .build();
     }
 
     private static long pending(ReplicaSet set) {
@@ -53,7 +58,9 @@ class PendingPrefillTest {
             assertEquals(Reason.CACHE_HIT, hit.reason());
             assertSame(miss.replica(), hit.replica());
             assertEquals(second.length() - hit.matchedLength(), hit.prefillEstimate(), "a hit computes the rest");
-            assertEquals(miss.prefillEstimate() + hit.prefillEstimate(), hit.replica().pendingPrefill());
+            assertEquals(
+                    miss.prefillEstimate() + hit.prefillEstimate(),
+                    hit.replica().pendingPrefill());
 
             miss.lease().firstToken();
             miss.lease().firstToken();
@@ -106,18 +113,18 @@ class PendingPrefillTest {
     }
 
     /** One step: open a lease for one of a few keys, or act on one of the open leases. */
-    record Step(int action, int which) {
-    }
+    record Step(int action, int which) {}
 
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void randomInterleavingsKeepEveryReplicasCountEqualToItsRequestsAwaitingAFirstToken(ReplicaSets kind) {
-        qt().withFixedSeed(11L).withExamples(300)
+        qt().withFixedSeed(11L)
+                .withExamples(300)
                 .forAll(lists().of(integers().between(0, 6).zip(integers().between(0, 30), Step::new))
                         .ofSizeBetween(1, 80))
                 .checkAssert(steps -> {
-                    ReplicaSet set = kind.build(List.of(new ReplicaSpec("a", 4, 0), new ReplicaSpec("b", 6, 2),
-                            new ReplicaSpec("c", 3, 0)));
+                    ReplicaSet set = kind.build(List.of(
+                            new ReplicaSpec("a", 4, 0), new ReplicaSpec("b", 6, 2), new ReplicaSpec("c", 3, 0)));
                     try (Router router = router(set, true)) {
                         List<RouteDecision> open = new ArrayList<>();
                         Set<RouteDecision> prefilled = new HashSet<>();

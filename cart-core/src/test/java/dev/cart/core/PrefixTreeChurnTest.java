@@ -20,7 +20,12 @@ class PrefixTreeChurnTest {
         long cap = 20_000;
         PrefixTree tree = PrefixTree.builder().maxSize(cap).clock(clock).build();
         List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder()
-                .add("a").add("b").add("c").add("d").build().replicas();
+                .add("a")
+                .add("b")
+                .add("c")
+                .add("d")
+                .build()
+                .replicas();
         SplittableRandom rnd = new SplittableRandom(42);
         long[][] shared = new long[50][];
         for (int p = 0; p < shared.length; p++) {
@@ -61,7 +66,8 @@ class PrefixTreeChurnTest {
     @Test
     void ttlAloneEmptiesAnIdleTree() {
         MutableClock clock = new MutableClock();
-        PrefixTree tree = PrefixTree.builder().ttl(Duration.ofMinutes(60)).clock(clock).build();
+        PrefixTree tree =
+                PrefixTree.builder().ttl(Duration.ofMinutes(60)).clock(clock).build();
         Replica r = ManagedReplicaSet.builder().add("a").build().replicas().get(0);
         SplittableRandom rnd = new SplittableRandom(7);
         for (int n = 0; n < 10_000; n++) {

@@ -1,10 +1,9 @@
 package dev.cart.core;
 
-import dev.cart.core.spi.Match;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.spi.Match;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -26,7 +25,8 @@ class PrefixTreeConcurrencyTest {
     @org.junit.jupiter.api.Timeout(120)
     void continuousInsertsDoNotStarveMaintenance() throws Exception {
         PrefixTree tree = PrefixTree.builder().maxSize(20_000).build();
-        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("a").add("b").build().replicas();
+        List<ManagedReplicaSet.Member> reps =
+                ManagedReplicaSet.builder().add("a").add("b").build().replicas();
         ExecutorService pool = Executors.newFixedThreadPool(3);
         AtomicBoolean stop = new AtomicBoolean();
         try {
@@ -63,7 +63,8 @@ class PrefixTreeConcurrencyTest {
     @Test
     void maintenanceRacingWithInsertsAndMatchesKeepsTheTreeConsistent() throws Exception {
         PrefixTree tree = PrefixTree.builder().maxSize(2_000).build();
-        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("a").add("b").add("c").build().replicas();
+        List<ManagedReplicaSet.Member> reps =
+                ManagedReplicaSet.builder().add("a").add("b").add("c").build().replicas();
         ExecutorService pool = Executors.newFixedThreadPool(4);
         long refusedInserts = 0;
         AtomicBoolean stop = new AtomicBoolean();
@@ -82,7 +83,8 @@ class PrefixTreeConcurrencyTest {
                         PromptKey k = PromptKey.forBlocks(key, 16);
                         if (rnd.nextBoolean()) {
                             Replica r = reps.get(rnd.nextInt(reps.size()));
-                            boolean done = rnd.nextBoolean() ? tree.insert(k, r) // local, or a peer's route
+                            boolean done = rnd.nextBoolean()
+                                    ? tree.insert(k, r) // local, or a peer's route
                                     : tree.insertRemote(key, r, System.currentTimeMillis() - rnd.nextInt(100));
                             if (!done) {
                                 refused++;
@@ -122,7 +124,9 @@ class PrefixTreeConcurrencyTest {
         tree.evict();
         assertTrue(tree.stats().size() <= 2_000);
         assertEquals(tree.recount(), tree.stats());
-        assertEquals(refusedInserts, tree.stats().skippedInserts(),
+        assertEquals(
+                refusedInserts,
+                tree.stats().skippedInserts(),
                 "every insert that returned false, and only those, is counted as skipped");
     }
 
@@ -137,7 +141,8 @@ class PrefixTreeConcurrencyTest {
     @Test
     void concurrentMatchesReportOnlyWhatSomeLinearizationAllows() throws Exception {
         PrefixTree tree = PrefixTree.builder().build();
-        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("a").add("b").add("c").build().replicas();
+        List<ManagedReplicaSet.Member> reps =
+                ManagedReplicaSet.builder().add("a").add("b").add("c").build().replicas();
         int threads = 3;
         int opsPerThread = 20_000;
         // a small universe of keys that share prefixes, so inserts split edges that matches are walking
@@ -226,8 +231,10 @@ class PrefixTreeConcurrencyTest {
                         }
                     }
                     int seen = o.match().matchedLength(reps.get(r));
-                    assertTrue(seen >= atLeast && seen <= atMost, "replica " + r + " reported " + seen
-                            + " units of key " + o.key() + ", but any linearization gives " + atLeast + ".." + atMost);
+                    assertTrue(
+                            seen >= atLeast && seen <= atMost,
+                            "replica " + r + " reported " + seen + " units of key " + o.key()
+                                    + ", but any linearization gives " + atLeast + ".." + atMost);
                     longest = Math.max(longest, seen);
                 }
                 assertEquals(longest, o.match().matchedLength(), "the match's length is its longest holding");

@@ -1,9 +1,9 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Match;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import dev.cart.core.spi.Match;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
@@ -72,13 +72,21 @@ public class PrefixTreeEvictionLincheckTest {
 
     @Test
     void stress() {
-        new StressOptions().iterations(15).invocationsPerIteration(200).threads(2).actorsPerThread(3)
+        new StressOptions()
+                .iterations(15)
+                .invocationsPerIteration(200)
+                .threads(2)
+                .actorsPerThread(3)
                 .check(PrefixTreeEvictionLincheckTest.class);
     }
 
     @Test
     void modelChecking() {
-        new ModelCheckingOptions().iterations(6).invocationsPerIteration(40).threads(2).actorsPerThread(3)
+        new ModelCheckingOptions()
+                .iterations(6)
+                .invocationsPerIteration(40)
+                .threads(2)
+                .actorsPerThread(3)
                 .check(PrefixTreeEvictionLincheckTest.class);
     }
 }

@@ -1,7 +1,6 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.Match;
-
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -43,7 +42,8 @@ public class PrefixTreeLincheckTest {
             ManagedReplicaSet.builder().add("r0").add("r1").build().replicas();
 
     private final PrefixTree tree = PrefixTree.builder()
-            .clock(Clock.fixed(Instant.parse("2026-01-01T00:00:00Z"), ZoneOffset.UTC)).build();
+            .clock(Clock.fixed(Instant.parse("2026-01-01T00:00:00Z"), ZoneOffset.UTC))
+            .build();
 
     @Operation
     public boolean insert(@Param(name = "key") int key, @Param(name = "replica") int replica) {
@@ -51,8 +51,8 @@ public class PrefixTreeLincheckTest {
     }
 
     @Operation
-    public int forgetBranches(@Param(name = "key") int key, @Param(name = "replica") int replica,
-                              @Param(name = "keep") int keepBlocks) {
+    public int forgetBranches(
+            @Param(name = "key") int key, @Param(name = "replica") int replica, @Param(name = "keep") int keepBlocks) {
         return tree.forgetBranches(PromptKey.forBlocks(KEYS[key], 1), REPLICAS.get(replica), keepBlocks);
     }
 
@@ -69,13 +69,21 @@ public class PrefixTreeLincheckTest {
 
     @Test
     void stress() {
-        new StressOptions().iterations(15).invocationsPerIteration(200).threads(2).actorsPerThread(3)
+        new StressOptions()
+                .iterations(15)
+                .invocationsPerIteration(200)
+                .threads(2)
+                .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);
     }
 
     @Test
     void modelChecking() {
-        new ModelCheckingOptions().iterations(6).invocationsPerIteration(40).threads(2).actorsPerThread(3)
+        new ModelCheckingOptions()
+                .iterations(6)
+                .invocationsPerIteration(40)
+                .threads(2)
+                .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);
     }
 }

@@ -1,13 +1,12 @@
 package dev.cart.core;
 
-import dev.cart.core.spi.Match;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
+import dev.cart.core.spi.Match;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -47,11 +46,13 @@ class PrefixTreeModelTest {
     }
 
     static Gen<Op> ops() {
-        return integers().between(0, 13).zip(
-                lists().of(integers().between(1, 3)).ofSizeBetween(1, 7),
-                integers().between(0, 2),
-                integers().between(0, 40),
-                Op::new);
+        return integers()
+                .between(0, 13)
+                .zip(
+                        lists().of(integers().between(1, 3)).ofSizeBetween(1, 7),
+                        integers().between(0, 2),
+                        integers().between(0, 40),
+                        Op::new);
     }
 
     /** An entry of the model: last use, and whether only a peer ever reported it. */
@@ -156,8 +157,10 @@ class PrefixTreeModelTest {
 
     private void run(List<Op> ops, long maxSize, Duration ttl) {
         MutableClock clock = new MutableClock();
-        PrefixTree tree = PrefixTree.builder().maxSize(maxSize).ttl(ttl).clock(clock).build();
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("r0").add("r1").add("r2").build();
+        PrefixTree tree =
+                PrefixTree.builder().maxSize(maxSize).ttl(ttl).clock(clock).build();
+        ManagedReplicaSet set =
+                ManagedReplicaSet.builder().add("r0").add("r1").add("r2").build();
         List<? extends Replica> reps = set.replicas();
         Model model = new Model();
         for (Op op : ops) {
@@ -178,7 +181,7 @@ class PrefixTreeModelTest {
                     tree.dropUntil(cutoff);
                     model.dropUntil(cutoff);
                 }
-                case 4, 5 -> { } // match is checked after every step below
+                case 4, 5 -> {} // match is checked after every step below
                 case 6 -> {
                     tree.removeReplica(reps.get(op.replica()));
                     model.removeReplica(reps.get(op.replica()));
@@ -204,7 +207,7 @@ class PrefixTreeModelTest {
                         model.forgetBranches(key, reps.get(op.replica()), keep);
                     }
                 }
-                default -> { }
+                default -> {}
             }
             assertEquals(model.view(), times(tree.snapshot()), "routes after " + op);
             TreeStats stats = tree.stats();
@@ -220,10 +223,13 @@ class PrefixTreeModelTest {
                 actual.put(h.replica(), h.matchedLength() / BLOCK);
             }
             assertEquals(expected, actual, "match holders after " + op);
-            int longest = expected.values().stream().mapToInt(Integer::intValue).max().orElse(0);
+            int longest =
+                    expected.values().stream().mapToInt(Integer::intValue).max().orElse(0);
             assertEquals(longest * BLOCK, m.matchedLength(), "matched length after " + op);
             for (int i = 1; i < m.holders().size(); i++) {
-                assertTrue(m.holders().get(i - 1).matchedLength() >= m.holders().get(i).matchedLength(),
+                assertTrue(
+                        m.holders().get(i - 1).matchedLength()
+                                >= m.holders().get(i).matchedLength(),
                         "holders longest first");
             }
         }
@@ -233,9 +239,12 @@ class PrefixTreeModelTest {
      * A pass drops what the TTL says, then entries in LRU order (oldest first, deepest first among
      * equals) and nothing out of order: every dropped entry sorts before every kept one.
      */
-    private static void checkEviction(Map<List<Long>, Map<Replica, PrefixTree.Route>> before,
-                                      Map<List<Long>, Map<Replica, PrefixTree.Route>> after, long now,
-                                      Duration ttl, EvictionReport report) {
+    private static void checkEviction(
+            Map<List<Long>, Map<Replica, PrefixTree.Route>> before,
+            Map<List<Long>, Map<Replica, PrefixTree.Route>> after,
+            long now,
+            Duration ttl,
+            EvictionReport report) {
         long cutoff = ttl.isZero() ? Long.MIN_VALUE : now - ttl.toMillis();
         long maxRemoved = Long.MIN_VALUE; // packed (time, remote first, -depth) order
         long minKept = Long.MAX_VALUE;
@@ -243,14 +252,16 @@ class PrefixTreeModelTest {
         for (var e : before.entrySet()) {
             for (var r : e.getValue().entrySet()) {
                 PrefixTree.Route route = r.getValue();
-                boolean kept = after.containsKey(e.getKey()) && after.get(e.getKey()).containsKey(r.getKey());
+                boolean kept =
+                        after.containsKey(e.getKey()) && after.get(e.getKey()).containsKey(r.getKey());
                 long order = route.time() * 2_000_000L + (route.remote() ? 0 : 1_000_000L) - route.nodeDepth();
                 if (route.time() < cutoff) {
                     assertTrue(!kept, "expired entry survived");
                     continue;
                 }
                 if (kept) {
-                    assertEquals(route.time(), after.get(e.getKey()).get(r.getKey()).time(), "time unchanged");
+                    assertEquals(
+                            route.time(), after.get(e.getKey()).get(r.getKey()).time(), "time unchanged");
                     minKept = Math.min(minKept, order);
                 } else {
                     maxRemoved = Math.max(maxRemoved, order);
@@ -267,19 +278,25 @@ class PrefixTreeModelTest {
 
     @Test
     void matchesModelWithoutEviction() {
-        qt().withFixedSeed(1L).withExamples(400).forAll(lists().of(ops()).ofSizeBetween(1, 60))
+        qt().withFixedSeed(1L)
+                .withExamples(400)
+                .forAll(lists().of(ops()).ofSizeBetween(1, 60))
                 .checkAssert(ops -> run(ops, Long.MAX_VALUE / 2, Duration.ZERO));
     }
 
     @Test
     void matchesModelUnderTightCap() {
-        qt().withFixedSeed(2L).withExamples(400).forAll(lists().of(ops()).ofSizeBetween(1, 60))
+        qt().withFixedSeed(2L)
+                .withExamples(400)
+                .forAll(lists().of(ops()).ofSizeBetween(1, 60))
                 .checkAssert(ops -> run(ops, 6, Duration.ZERO));
     }
 
     @Test
     void matchesModelWithTtl() {
-        qt().withFixedSeed(3L).withExamples(400).forAll(lists().of(ops()).ofSizeBetween(1, 60))
+        qt().withFixedSeed(3L)
+                .withExamples(400)
+                .forAll(lists().of(ops()).ofSizeBetween(1, 60))
                 .checkAssert(ops -> run(ops, 10, Duration.ofMillis(50)));
     }
 }

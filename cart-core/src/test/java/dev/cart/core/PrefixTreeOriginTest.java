@@ -23,7 +23,8 @@ class PrefixTreeOriginTest {
 
     @BeforeEach
     void setUp() {
-        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("r1").add("r2").build().replicas();
+        List<ManagedReplicaSet.Member> reps =
+                ManagedReplicaSet.builder().add("r1").add("r2").build().replicas();
         r1 = reps.get(0);
         r2 = reps.get(1);
     }
@@ -41,7 +42,8 @@ class PrefixTreeOriginTest {
     }
 
     private static PrefixTree.Route route(PrefixTree tree, String prefix, Replica r) {
-        Map<Replica, PrefixTree.Route> m = tree.snapshot().get(java.util.Arrays.stream(blocks(prefix)).boxed().toList());
+        Map<Replica, PrefixTree.Route> m = tree.snapshot()
+                .get(java.util.Arrays.stream(blocks(prefix)).boxed().toList());
         return m == null ? null : m.get(r);
     }
 
@@ -117,7 +119,11 @@ class PrefixTreeOriginTest {
         clock.advance(Duration.ofMillis(1));
         assertTrue(tree.insert(key("ABXY"), r2));
         assertEquals(2, tree.dropUntil(resetAt)); // r1's two nodes (AB, CD); r2 keeps AB and XY
-        assertEquals(0, tree.match(key("ABCD")).holders().stream().filter(h -> h.replica() == r1).count());
+        assertEquals(
+                0,
+                tree.match(key("ABCD")).holders().stream()
+                        .filter(h -> h.replica() == r1)
+                        .count());
         assertEquals(4, tree.match(key("ABXY")).matchedLength());
         tree.checkInvariants();
         assertEquals(tree.recount(), tree.stats());

@@ -21,7 +21,8 @@ class PrefixTreeShapeTest {
     @BeforeEach
     void setUp() {
         tree = PrefixTree.builder().clock(clock).maxSize(1_000).build();
-        List<ManagedReplicaSet.Member> reps = ManagedReplicaSet.builder().add("r1").add("r2").build().replicas();
+        List<ManagedReplicaSet.Member> reps =
+                ManagedReplicaSet.builder().add("r1").add("r2").build().replicas();
         r1 = reps.get(0);
         r2 = reps.get(1);
     }

@@ -25,12 +25,17 @@ class PromptKeyTest {
 
     @Test
     void howTextIsAppendedDoesNotMatter() {
-        qt().withFixedSeed(11L).forAll(strings().allPossible().ofLengthBetween(0, 400), integers().between(0, 400))
+        qt().withFixedSeed(11L)
+                .forAll(
+                        strings().allPossible().ofLengthBetween(0, 400),
+                        integers().between(0, 400))
                 .checkAssert((text, cut) -> {
                     int c = Math.min(cut, text.length());
                     PromptKey whole = PromptKey.ofText(text, 16);
-                    PromptKey parts = PromptKey.textBuilder(16).append(text.substring(0, c))
-                            .append(text.toCharArray(), c, text.length() - c).build();
+                    PromptKey parts = PromptKey.textBuilder(16)
+                            .append(text.substring(0, c))
+                            .append(text.toCharArray(), c, text.length() - c)
+                            .build();
                     assertEquals(whole, parts);
                 });
     }
@@ -43,10 +48,16 @@ class PromptKeyTest {
      */
     @Test
     void everyAppendPathGivesTheSameKey() {
-        qt().withFixedSeed(13L).withExamples(400)
-                .forAll(mixedText(), integers().between(1, 70), integers().between(1, 300), integers().all())
+        qt().withFixedSeed(13L)
+                .withExamples(400)
+                .forAll(
+                        mixedText(),
+                        integers().between(1, 70),
+                        integers().between(1, 300),
+                        integers().all())
                 .checkAssert((text, block, anchor, seed) -> {
-                    PromptKey whole = PromptKey.textBuilder(block, anchor).append(text).build();
+                    PromptKey whole =
+                            PromptKey.textBuilder(block, anchor).append(text).build();
                     java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed);
                     PromptKey.Builder b = PromptKey.textBuilder(block, anchor);
                     char[] cs = text.toCharArray();
@@ -98,20 +109,32 @@ class PromptKeyTest {
     void latin1BytesAndWideCharsHashDifferentlyButConsistently() {
         String ascii = "a".repeat(64);
         String wide = "\u0101".repeat(64);
-        assertNotEquals(PromptKey.ofText(ascii, 64).blockHash(0), PromptKey.ofText(wide, 64).blockHash(0));
+        assertNotEquals(
+                PromptKey.ofText(ascii, 64).blockHash(0),
+                PromptKey.ofText(wide, 64).blockHash(0));
         byte[] bytes = ascii.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
-        assertEquals(PromptKey.ofText(ascii, 64), PromptKey.textBuilder(64).appendLatin1(bytes, 0, 64).build());
+        assertEquals(
+                PromptKey.ofText(ascii, 64),
+                PromptKey.textBuilder(64).appendLatin1(bytes, 0, 64).build());
     }
 
     @Test
     void aCopyContinuesIndependently() {
-        PromptKey.Builder b = PromptKey.textBuilder(16, 40).append("conversation so far \u00e9").boundary()
+        PromptKey.Builder b = PromptKey.textBuilder(16, 40)
+                .append("conversation so far \u00e9")
+                .boundary()
                 .append("and a tail");
         PromptKey before = b.build();
         PromptKey.Builder c = b.copy().append(" reply \u4e16\u754c").boundary();
         assertEquals(before, b.build());
-        assertEquals(PromptKey.textBuilder(16, 40).append("conversation so far \u00e9").boundary()
-                .append("and a tail reply \u4e16\u754c").boundary().build(), c.build());
+        assertEquals(
+                PromptKey.textBuilder(16, 40)
+                        .append("conversation so far \u00e9")
+                        .boundary()
+                        .append("and a tail reply \u4e16\u754c")
+                        .boundary()
+                        .build(),
+                c.build());
         b.append("x");
         assertEquals(before.length() + 1, b.build().length());
     }
@@ -140,8 +163,11 @@ class PromptKeyTest {
 
     @Test
     void aLongerTextSharesTheBlocksOfItsPrefix() {
-        qt().withFixedSeed(12L).forAll(strings().basicLatinAlphabet().ofLengthBetween(0, 300),
-                strings().basicLatinAlphabet().ofLengthBetween(0, 300)).checkAssert((a, b) -> {
+        qt().withFixedSeed(12L)
+                .forAll(
+                        strings().basicLatinAlphabet().ofLengthBetween(0, 300),
+                        strings().basicLatinAlphabet().ofLengthBetween(0, 300))
+                .checkAssert((a, b) -> {
                     PromptKey shorter = PromptKey.ofText(a, 16);
                     PromptKey longer = PromptKey.ofText(a + b, 16);
                     for (int i = 0; i < shorter.blockCount(); i++) {
@@ -161,13 +187,24 @@ class PromptKeyTest {
     @Test
     void boundariesAndAnchor() {
         PromptKey.Builder b = PromptKey.textBuilder(8, 1000);
-        b.append("system prompt").boundary().append("user one").boundary().boundary().append("tail");
+        b.append("system prompt")
+                .boundary()
+                .append("user one")
+                .boundary()
+                .boundary()
+                .append("tail");
         PromptKey k = b.build();
         assertArrayEquals(new int[] {13, 21}, k.boundaries());
-        PromptKey other = PromptKey.textBuilder(8, 1000).append("system prompt").boundary().append("different")
+        PromptKey other = PromptKey.textBuilder(8, 1000)
+                .append("system prompt")
+                .boundary()
+                .append("different")
                 .build();
         assertEquals(k.anchorHash(), other.anchorHash(), "same first message, same anchor");
-        PromptKey third = PromptKey.textBuilder(8, 1000).append("system prompT").boundary().build();
+        PromptKey third = PromptKey.textBuilder(8, 1000)
+                .append("system prompT")
+                .boundary()
+                .build();
         assertNotEquals(k.anchorHash(), third.anchorHash());
         PromptKey capped1 = PromptKey.textBuilder(8, 4).append("abcdXXXX").build();
         PromptKey capped2 = PromptKey.textBuilder(8, 4).append("abcdYYYYYYYY").build();
@@ -190,11 +227,17 @@ class PromptKeyTest {
 
     @Test
     void aPrefixKeyIsTheKeyOfThePrefix() {
-        qt().withFixedSeed(13L).forAll(strings().basicLatinAlphabet().ofLengthBetween(0, 300), integers().between(0, 300))
+        qt().withFixedSeed(13L)
+                .forAll(
+                        strings().basicLatinAlphabet().ofLengthBetween(0, 300),
+                        integers().between(0, 300))
                 .checkAssert((text, cut) -> {
                     int c = Math.min(cut, text.length());
-                    PromptKey whole = PromptKey.textBuilder(16).append(text.substring(0, c / 2)).boundary()
-                            .append(text.substring(c / 2)).build();
+                    PromptKey whole = PromptKey.textBuilder(16)
+                            .append(text.substring(0, c / 2))
+                            .boundary()
+                            .append(text.substring(c / 2))
+                            .build();
                     PromptKey prefix = whole.prefix(c);
                     PromptKey direct = PromptKey.ofText(text.substring(0, c), 16);
                     assertEquals(c, prefix.length());

@@ -29,13 +29,16 @@ class ReplicaSpiTest {
     private final MutableClock clock = new MutableClock();
 
     private ReplicaSet single(ReplicaSets kind) {
-        return kind.build(List.of(new ReplicaSpec("a", 10, 0)),
-                new CircuitBreakerConfig(2, 1, Duration.ofSeconds(30), 1), clock);
+        return kind.build(
+                List.of(new ReplicaSpec("a", 10, 0)), new CircuitBreakerConfig(2, 1, Duration.ofSeconds(30), 1), clock);
     }
 
     private static Router router(ReplicaSet set) {
-        return Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).build();
+        return Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .build();
     }
 
     private static void fail(Router router) {
@@ -60,7 +63,8 @@ class ReplicaSpiTest {
             assertFalse(router.choose(RouteRequest.of(KEY)).routed(), "one trial at a time");
             old.lease().failed();
             old.lease().close();
-            assertFalse(router.choose(RouteRequest.of(KEY)).routed(),
+            assertFalse(
+                    router.choose(RouteRequest.of(KEY)).routed(),
                     "an old failure neither reopens the circuit nor frees the trial slot");
             trial.lease().succeeded();
             trial.lease().close();
@@ -115,14 +119,19 @@ class ReplicaSpiTest {
             @Override
             public Admission tryAcquire() {
                 Admission admission = super.tryAcquire();
-                return admission == null ? null : outcome -> {
-                    released.add(outcome);
-                    admission.release(outcome);
-                };
+                return admission == null
+                        ? null
+                        : outcome -> {
+                            released.add(outcome);
+                            admission.release(outcome);
+                        };
             }
         };
-        try (Router router = Router.builder().replicas(() -> List.of(watched))
-                .policy(TestPolicies.followTheTree()).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(() -> List.of(watched))
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             RouteDecision ok = router.choose(RouteRequest.of(KEY));
             ok.lease().succeeded();
             ok.lease().close();
@@ -151,8 +160,12 @@ class ReplicaSpiTest {
                 super.addPendingPrefill(units);
             }
         };
-        try (Router router = Router.builder().replicas(() -> List.of(throwing)).policy(TestPolicies.followTheTree())
-                .evictionInterval(Duration.ZERO).firstTokenReports(true).build()) {
+        try (Router router = Router.builder()
+                .replicas(() -> List.of(throwing))
+                .policy(TestPolicies.followTheTree())
+                .evictionInterval(Duration.ZERO)
+                .firstTokenReports(true)
+                .build()) {
             assertThrows(IllegalStateException.class, () -> router.choose(RouteRequest.of(KEY)));
             assertEquals(0, a.inFlight(), "the admission was released");
             RouteDecision d = router.choose(RouteRequest.of(KEY));
@@ -180,7 +193,11 @@ class ReplicaSpiTest {
                 return "broken";
             }
         };
-        try (Router router = Router.builder().replicas(set).policy(broken).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(broken)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             assertThrows(IllegalStateException.class, () -> router.choose(RouteRequest.of(KEY)));
             assertEquals(0, ReplicaSets.totalInFlight(set));
         }

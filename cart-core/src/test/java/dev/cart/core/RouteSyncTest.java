@@ -69,14 +69,23 @@ class RouteSyncTest {
         for (String id : replicaIds) {
             set.add(id);
         }
-        Router r = Router.builder().replicas(set.build()).policy(TestPolicies.followTheTree()).clock(clock)
-                .evictionInterval(Duration.ZERO).maxTreeSize(maxTreeSize).sync(bus.endpoint(origin)).build();
+        Router r = Router.builder()
+                .replicas(set.build())
+                .policy(TestPolicies.followTheTree())
+                .clock(clock)
+                .evictionInterval(Duration.ZERO)
+                .maxTreeSize(maxTreeSize)
+                .sync(bus.endpoint(origin))
+                .build();
         routers.add(r);
         return r;
     }
 
     private static Replica replica(Router r, String id) {
-        return r.replicas().replicas().stream().filter(x -> x.id().equals(id)).findFirst().orElseThrow();
+        return r.replicas().replicas().stream()
+                .filter(x -> x.id().equals(id))
+                .findFirst()
+                .orElseThrow();
     }
 
     private static PromptKey key(String text) {
@@ -138,8 +147,8 @@ class RouteSyncTest {
         RemoteApplyStats s = b.remoteApplyStats();
         assertEquals(1, s.applied());
         assertEquals(1, s.unknownReplica());
-        b.applyRemote(new RouteEvent.Learned("c#1", clock.millis(), "r0", PromptKey.Unit.TOKENS, 16,
-                new long[] {1, 2, 3}));
+        b.applyRemote(
+                new RouteEvent.Learned("c#1", clock.millis(), "r0", PromptKey.Unit.TOKENS, 16, new long[] {1, 2, 3}));
         assertEquals(1, b.remoteApplyStats().otherKeyFormat());
         assertEquals(3, b.remoteApplyStats().total());
     }
@@ -163,7 +172,8 @@ class RouteSyncTest {
         assertEquals(5 * 64, a.tree().match(left).matchedLength(replica(a, "r0")), "a forgot the other branch");
         bus.deliver();
         assertEquals(5 * 64, b.tree().match(left).matchedLength(r0b), "and so did b");
-        assertEquals(right.blockCount() * 64, b.tree().match(right).matchedLength(r0b), "the request's own route stays");
+        assertEquals(
+                right.blockCount() * 64, b.tree().match(right).matchedLength(r0b), "the request's own route stays");
         assertConsistent(b);
     }
 
@@ -178,7 +188,9 @@ class RouteSyncTest {
         assertEquals(2, b.tree().match(k).holders().size());
         a.forgetReplica(replica(a, "r1"));
         bus.deliver();
-        assertEquals(List.of(replica(b, "r0")), b.tree().match(k).holders().stream().map(h -> h.replica()).toList());
+        assertEquals(
+                List.of(replica(b, "r0")),
+                b.tree().match(k).holders().stream().map(h -> h.replica()).toList());
         assertConsistent(b);
     }
 
@@ -187,7 +199,8 @@ class RouteSyncTest {
         Router a = router("a#1", 100_000, "r0");
         Router b = router("b#1", 100_000, "r0");
         PromptKey old = key(SYSTEM + "an old conversation");
-        PromptKey later = key("A different system prompt entirely, learned after the reset, in full blocks. ".repeat(2));
+        PromptKey later =
+                key("A different system prompt entirely, learned after the reset, in full blocks. ".repeat(2));
         route(a, old);
         route(b, key(SYSTEM + "b's own older route"));
         bus.deliver();

@@ -23,39 +23,51 @@ import org.junit.jupiter.params.provider.EnumSource;
 class RouterModelsTest {
 
     private static final PromptKey KEY = PromptKey.ofText("system prompt ".repeat(20) + "question", 64);
-    private static final Replica ELSEWHERE = ManagedReplicaSet.builder().add("x").build().replicas().get(0);
+    private static final Replica ELSEWHERE =
+            ManagedReplicaSet.builder().add("x").build().replicas().get(0);
 
     /** a: base; b: base and the adapter; c: any model (not declared). */
     private static ReplicaSet pool(ReplicaSets kind) {
-        return kind.build(List.of(
-                new ReplicaSpec("a", 8, 0, List.of("base")),
-                new ReplicaSpec("b", 8, 0, List.of("base", "sql-lora")),
-                new ReplicaSpec("c", 8, 0)), CircuitBreakerConfig.defaults(), Clock.systemUTC());
+        return kind.build(
+                List.of(
+                        new ReplicaSpec("a", 8, 0, List.of("base")),
+                        new ReplicaSpec("b", 8, 0, List.of("base", "sql-lora")),
+                        new ReplicaSpec("c", 8, 0)),
+                CircuitBreakerConfig.defaults(),
+                Clock.systemUTC());
     }
 
     private static ReplicaSet declared(ReplicaSets kind) {
-        return kind.build(List.of(
-                new ReplicaSpec("a", 8, 0, List.of("base")),
-                new ReplicaSpec("b", 8, 0, List.of("base", "sql-lora"))), CircuitBreakerConfig.defaults(),
+        return kind.build(
+                List.of(
+                        new ReplicaSpec("a", 8, 0, List.of("base")),
+                        new ReplicaSpec("b", 8, 0, List.of("base", "sql-lora"))),
+                CircuitBreakerConfig.defaults(),
                 Clock.systemUTC());
     }
 
     private static Router router(ReplicaSet set, List<RouteDecision> heard) {
         SplittableRandom rnd = new SplittableRandom(7);
-        return Router.builder().replicas(set).policy(TestPolicies.followTheTree()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).listener(new RoutingListener() {
+        return Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .listener(new RoutingListener() {
                     @Override
                     public void onDecision(RouteDecision d) {
                         heard.add(d);
                     }
-                }).build();
+                })
+                .build();
     }
 
     /** The replicas {@code n} requests for {@code model}, each with its own prompt, were routed to. */
     private static Set<String> routedIds(Router router, String model, int n) {
         Set<String> ids = new HashSet<>();
         for (int i = 0; i < n; i++) {
-            RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText("prompt " + i, 64)).withModel(model));
+            RouteDecision d = router.choose(
+                    RouteRequest.of(PromptKey.ofText("prompt " + i, 64)).withModel(model));
             assertTrue(d.routed(), d.toString());
             ids.add(d.replica().id());
             d.lease().close();
@@ -93,10 +105,12 @@ class RouterModelsTest {
             kind.makeUnhealthy(b);
             RouteDecision down = router.choose(RouteRequest.of(KEY).withModel("sql-lora"));
             assertEquals(Reason.NO_REPLICA, down.reason(), "served, but its only replica is down");
-            RouteDecision excluded = router.choose(RouteRequest.of(KEY).withModel("base")
+            RouteDecision excluded = router.choose(RouteRequest.of(KEY)
+                    .withModel("base")
                     .excluding(set.replicas().get(0)));
             assertEquals(Reason.NO_REPLICA, excluded.reason(), "served, but excluded or down");
-            assertEquals(Reason.MODEL_NOT_SERVED,
+            assertEquals(
+                    Reason.MODEL_NOT_SERVED,
                     router.choose(RouteRequest.of(KEY).withModel("unknown")).reason(),
                     "down or not, no replica serves it");
             assertEquals(0, ReplicaSets.totalInFlight(set));
@@ -106,12 +120,16 @@ class RouterModelsTest {
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void aFullReplicaServingTheModelIsNoReplicaNotModelNotServed(ReplicaSets kind) {
-        ReplicaSet set = kind.build(List.of(new ReplicaSpec("a", 1, 0, List.of("m")),
-                new ReplicaSpec("b", 1, 0, List.of("n"))), CircuitBreakerConfig.defaults(), Clock.systemUTC());
+        ReplicaSet set = kind.build(
+                List.of(new ReplicaSpec("a", 1, 0, List.of("m")), new ReplicaSpec("b", 1, 0, List.of("n"))),
+                CircuitBreakerConfig.defaults(),
+                Clock.systemUTC());
         try (Router router = router(set, new ArrayList<>())) {
             RouteDecision first = router.choose(RouteRequest.of(KEY).withModel("m"));
             assertEquals("a", first.replica().id());
-            assertEquals(Reason.NO_REPLICA, router.choose(RouteRequest.of(KEY).withModel("m")).reason());
+            assertEquals(
+                    Reason.NO_REPLICA,
+                    router.choose(RouteRequest.of(KEY).withModel("m")).reason());
             first.lease().close();
         }
     }
@@ -124,7 +142,9 @@ class RouterModelsTest {
             Replica a = set.replicas().get(0);
             Replica b = set.replicas().get(1);
             kind.serveModels(b, List.of("base")); // the adapter was unloaded from b
-            assertEquals(Reason.MODEL_NOT_SERVED, router.choose(RouteRequest.of(KEY).withModel("sql-lora")).reason());
+            assertEquals(
+                    Reason.MODEL_NOT_SERVED,
+                    router.choose(RouteRequest.of(KEY).withModel("sql-lora")).reason());
             kind.serveModels(a, List.of("base", "sql-lora")); // and loaded on a
             assertEquals(Set.of("a"), routedIds(router, "sql-lora", 20));
             kind.serveModels(b, List.of()); // b's models unknown again: any model
@@ -142,7 +162,8 @@ class RouterModelsTest {
                     public void onModelsChange(ManagedReplicaSet.Member replica, Set<String> models) {
                         changes.add(replica.id() + "=" + models);
                     }
-                }).build();
+                })
+                .build();
         ManagedReplicaSet.Member a = set.replicas().get(0);
         assertEquals(List.of("base", "sql-lora"), List.copyOf(a.models()), "in order, repeats once");
         assertTrue(a.serves("sql-lora"));
@@ -163,13 +184,17 @@ class RouterModelsTest {
         assertNull(RouteRequest.of(KEY).withModel("").model());
         assertNull(RouteRequest.of(KEY).withModel(null).model());
         RouteRequest r = RouteRequest.of(KEY).withModel("m");
-        assertEquals("m", r.excluding(ELSEWHERE).attempt(1)
-                .withTokenization(Tokenization.CHARACTER_MODE).model(), "kept through every copy");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new ReplicaSpec("http://x", 1, 0, List.of("")));
+        assertEquals(
+                "m",
+                r.excluding(ELSEWHERE)
+                        .attempt(1)
+                        .withTokenization(Tokenization.CHARACTER_MODE)
+                        .model(),
+                "kept through every copy");
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new ReplicaSpec("http://x", 1, 0, List.of("")));
         assertTrue(e.getMessage().contains("http://x"), e.getMessage());
     }
-
 
     /**
      * A request's match only counts routes learned for its own model. The router and the tree know no

@@ -1,9 +1,5 @@
 package dev.cart.core;
 
-import dev.cart.core.spi.RoutingPolicy;
-import dev.cart.core.spi.RoutingContext;
-import dev.cart.core.spi.Choice;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -12,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicy;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -25,13 +24,17 @@ class RouterTest {
 
     private static Router.Builder router(ManagedReplicaSet set) {
         SplittableRandom rnd = new SplittableRandom(1);
-        return Router.builder().replicas(set).policy(TestPolicies.followTheTree())
-                .random(() -> rnd).evictionInterval(Duration.ZERO);
+        return Router.builder()
+                .replicas(set)
+                .policy(TestPolicies.followTheTree())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO);
     }
 
     @Test
     void routesLearnsAndFollows() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").add("c").build();
+        ManagedReplicaSet set =
+                ManagedReplicaSet.builder().add("a").add("b").add("c").build();
         try (Router router = router(set).build()) {
             RouteDecision first = router.choose(RouteRequest.of(KEY));
             assertTrue(first.routed());
@@ -52,7 +55,8 @@ class RouterTest {
     @Test
     void policiesThatIgnoreTheTreeDoNotFeedIt() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
-        try (Router router = router(set).policy(TestPolicies.leastLoadedIgnoringTree()).build()) {
+        try (Router router =
+                router(set).policy(TestPolicies.leastLoadedIgnoringTree()).build()) {
             router.choose(RouteRequest.of(KEY)).lease().close();
             assertEquals(0, router.tree().stats().size());
         }
@@ -60,7 +64,8 @@ class RouterTest {
 
     @Test
     void noUsableReplicaIsADecisionNotAnException() {
-        ManagedReplicaSet set = ManagedReplicaSet.builder().add(new ReplicaSpec("a", 1, 0)).build();
+        ManagedReplicaSet set =
+                ManagedReplicaSet.builder().add(new ReplicaSpec("a", 1, 0)).build();
         try (Router router = router(set).build()) {
             RouteDecision busy = router.choose(RouteRequest.of(KEY));
             RouteDecision none = router.choose(RouteRequest.of(KEY));
@@ -86,7 +91,9 @@ class RouterTest {
                 assertSame(b, d.replica());
                 d.lease().close();
             }
-            assertEquals(Reason.NO_REPLICA, router.choose(RouteRequest.of(KEY).excluding(List.of(a, b))).reason());
+            assertEquals(
+                    Reason.NO_REPLICA,
+                    router.choose(RouteRequest.of(KEY).excluding(List.of(a, b))).reason());
         }
     }
 
@@ -106,8 +113,11 @@ class RouterTest {
             }
         };
         Replica other = real.replicas().get(1);
-        try (Router router = Router.builder().replicas(() -> List.of(flaky, other))
-                .policy(TestPolicies.leastLoadedIgnoringTree()).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(() -> List.of(flaky, other))
+                .policy(TestPolicies.leastLoadedIgnoringTree())
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             RouteDecision d = router.choose(RouteRequest.of(KEY));
             assertSame(other, d.replica(), "the router asked again without the replica that refused");
             d.lease().close();
@@ -120,7 +130,8 @@ class RouterTest {
     @Test
     void aPolicyChoosingOutsideTheCandidatesIsABug() {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
-        Replica stranger = ManagedReplicaSet.builder().add("x").build().replicas().get(0);
+        Replica stranger =
+                ManagedReplicaSet.builder().add("x").build().replicas().get(0);
         RoutingPolicy rogue = new RoutingPolicy() {
             @Override
             public Choice choose(RoutingContext ctx) {
@@ -169,13 +180,18 @@ class RouterTest {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
         AtomicInteger passes = new AtomicInteger();
         PrefixTree tree = PrefixTree.builder().maxSize(1).clock(clock).build();
-        try (Router router = router(set).tree(tree).clock(clock).scheduler(scheduler)
-                .evictionInterval(Duration.ofSeconds(30)).listener(new RoutingListener() {
+        try (Router router = router(set)
+                .tree(tree)
+                .clock(clock)
+                .scheduler(scheduler)
+                .evictionInterval(Duration.ofSeconds(30))
+                .listener(new RoutingListener() {
                     @Override
                     public void onEviction(EvictionReport report) {
                         passes.incrementAndGet();
                     }
-                }).build()) {
+                })
+                .build()) {
             router.choose(RouteRequest.of(KEY)).lease().close();
             assertTrue(tree.stats().size() > 1);
             assertTrue(scheduler.runNext(Duration.ofSeconds(30)));
@@ -193,7 +209,11 @@ class RouterTest {
         ManualScheduler scheduler = new ManualScheduler();
         MutableClock clock = new MutableClock(Instant.parse("2026-03-01T10:30:00Z"));
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").build();
-        try (Router router = router(set).clock(clock).scheduler(scheduler).dailyResetHourUtc(4).build()) {
+        try (Router router = router(set)
+                .clock(clock)
+                .scheduler(scheduler)
+                .dailyResetHourUtc(4)
+                .build()) {
             router.choose(RouteRequest.of(KEY)).lease().close();
             assertTrue(router.tree().stats().size() > 0);
             Duration untilFour = Duration.ofHours(17).plusMinutes(30);
@@ -213,15 +233,18 @@ class RouterTest {
 
     @Test
     void builderNamesWhatIsMissingOrWrong() {
-        assertThrows(IllegalStateException.class, () -> Router.builder().policy(TestPolicies.followTheTree()).build());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> Router.builder().dailyResetHourUtc(24));
+        assertThrows(
+                IllegalStateException.class,
+                () -> Router.builder().policy(TestPolicies.followTheTree()).build());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> Router.builder().dailyResetHourUtc(24));
         assertTrue(e.getMessage().contains("dailyResetHourUtc"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> Router.builder().maxTreeSize(0));
         assertTrue(e.getMessage().contains("maxTreeSize"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> Router.builder().routeTtl(Duration.ofSeconds(-1)));
         assertTrue(e.getMessage().contains("routeTtl"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> Router.builder().evictionInterval(Duration.ofSeconds(-1)));
+        e = assertThrows(
+                IllegalArgumentException.class, () -> Router.builder().evictionInterval(Duration.ofSeconds(-1)));
         assertTrue(e.getMessage().contains("evictionInterval"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> RoutingPolicies.create("nope", java.util.Map.of()));
         assertTrue(e.getMessage().contains("nope"));

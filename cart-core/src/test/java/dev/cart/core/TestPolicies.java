@@ -1,14 +1,13 @@
 package dev.cart.core;
 
-import dev.cart.core.spi.RoutingPolicy;
-import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicy;
 
 /** Minimal policies for core tests (the real ones live in cart-policy). */
 final class TestPolicies {
-    private TestPolicies() {
-    }
+    private TestPolicies() {}
 
     /** Longest holder if it is a candidate, else least loaded: just enough to exercise the router. */
     static RoutingPolicy followTheTree() {

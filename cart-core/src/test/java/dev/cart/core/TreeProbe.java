@@ -2,8 +2,7 @@ package dev.cart.core;
 
 /** Test access to a router's tree for modules outside this package (shipped in cart-core's test jar). */
 public final class TreeProbe {
-    private TreeProbe() {
-    }
+    private TreeProbe() {}
 
     /** True if the tree's size counters equal a full recount (no insert may be running). */
     public static boolean countsMatchRecount(Router router) {

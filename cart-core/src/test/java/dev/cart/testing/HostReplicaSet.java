@@ -40,7 +40,11 @@ public final class HostReplicaSet implements ReplicaSet {
 
     /** One replica of the host's pool. */
     public static final class Node implements Replica {
-        private enum State { CLOSED, OPEN, HALF_OPEN }
+        private enum State {
+            CLOSED,
+            OPEN,
+            HALF_OPEN
+        }
 
         private final ReplicaSpec spec;
         private final CircuitBreakerConfig config;
@@ -49,16 +53,22 @@ public final class HostReplicaSet implements ReplicaSet {
         private final AtomicLong pending = new AtomicLong();
         private volatile boolean healthy = true;
         private volatile Set<String> models; // immutable, empty = any model; replaced whole, read lock-free
+
         @GuardedBy("this")
         private State state = State.CLOSED;
+
         @GuardedBy("this")
         private long generation;
+
         @GuardedBy("this")
         private long openedAt;
+
         @GuardedBy("this")
         private int failures;
+
         @GuardedBy("this")
         private int successes;
+
         @GuardedBy("this")
         private int trials;
 
@@ -84,12 +94,35 @@ public final class HostReplicaSet implements ReplicaSet {
             return m.isEmpty() || m.contains(model);
         }
 
-        @Override public String id() { return spec.id(); }
-        @Override public int inFlight() { return inFlight.get(); }
-        @Override public int maxLoad() { return spec.maxLoad(); }
-        @Override public int loadPenalty() { return spec.loadPenalty(); }
-        @Override public long pendingPrefill() { return pending.get(); }
-        @Override public void addPendingPrefill(long units) { pending.addAndGet(units); }
+        @Override
+        public String id() {
+            return spec.id();
+        }
+
+        @Override
+        public int inFlight() {
+            return inFlight.get();
+        }
+
+        @Override
+        public int maxLoad() {
+            return spec.maxLoad();
+        }
+
+        @Override
+        public int loadPenalty() {
+            return spec.loadPenalty();
+        }
+
+        @Override
+        public long pendingPrefill() {
+            return pending.get();
+        }
+
+        @Override
+        public void addPendingPrefill(long units) {
+            pending.addAndGet(units);
+        }
 
         @Override
         public synchronized boolean isAvailable() {
@@ -111,7 +144,8 @@ public final class HostReplicaSet implements ReplicaSet {
 
         @GuardedBy("this")
         private boolean admits() {
-            if (state == State.OPEN && clock.millis() - openedAt >= config.openTimeout().toMillis()) {
+            if (state == State.OPEN
+                    && clock.millis() - openedAt >= config.openTimeout().toMillis()) {
                 to(State.HALF_OPEN);
             }
             return state == State.CLOSED || (state == State.HALF_OPEN && trials < config.halfOpenMaxRequests());

@@ -18,7 +18,8 @@ public enum ReplicaSets {
     MANAGED {
         @Override
         public ReplicaSet build(List<ReplicaSpec> specs, CircuitBreakerConfig breaker, Clock clock) {
-            ManagedReplicaSet.Builder b = ManagedReplicaSet.builder().circuitBreaker(breaker).clock(clock);
+            ManagedReplicaSet.Builder b =
+                    ManagedReplicaSet.builder().circuitBreaker(breaker).clock(clock);
             specs.forEach(b::add);
             return b.build();
         }

@@ -1,7 +1,6 @@
 package dev.cart.extract;
 
 import com.fasterxml.jackson.core.JsonToken;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;

@@ -1,16 +1,15 @@
 package dev.cart.extract;
 
-import com.fasterxml.jackson.core.JsonToken;
-
-import java.io.IOException;
-import java.util.EnumSet;
-import java.util.Set;
-
 import static dev.cart.extract.Extraction.ATTR;
 import static dev.cart.extract.Extraction.FIELD;
 import static dev.cart.extract.Extraction.ITEM;
 import static dev.cart.extract.Extraction.LABEL_END;
 import static dev.cart.extract.Extraction.SECTION;
+
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.IOException;
+import java.util.EnumSet;
+import java.util.Set;
 
 /**
  * {@code POST /v1/chat/completions}: tools (and legacy functions) as canonical JSON, then each message as

@@ -1,12 +1,11 @@
 package dev.cart.extract;
 
-import com.fasterxml.jackson.core.JsonToken;
-
-import java.io.IOException;
-
 import static dev.cart.extract.Extraction.FIELD;
 import static dev.cart.extract.Extraction.ITEM;
 import static dev.cart.extract.Extraction.SEP;
+
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.IOException;
 
 /**
  * {@code POST /v1/completions}: the prompt, a string or token ids, or a batch of them separated by
@@ -28,14 +27,13 @@ final class CompletionsDialect extends Dialect {
     }
 
     @Override
-    void end() {
-    }
+    void end() {}
 
     private void prompt(JsonToken v) throws IOException, ExtractionException {
         out = x.main;
         switch (v) {
             case VALUE_STRING -> text();
-            case VALUE_NULL -> { }
+            case VALUE_NULL -> {}
             case START_ARRAY -> {
                 JsonToken t = in.next();
                 if (t == JsonToken.VALUE_NUMBER_INT) {
@@ -58,8 +56,10 @@ final class CompletionsDialect extends Dialect {
                     out.boundary();
                 }
             }
-            default -> throw Errors.invalidType(in.path(),
-                    "a string, an array of strings, an array of token ids, or an array of token-id arrays");
+            default ->
+                throw Errors.invalidType(
+                        in.path(),
+                        "a string, an array of strings, an array of token ids, or an array of token-id arrays");
         }
     }
 

@@ -1,7 +1,6 @@
 package dev.cart.extract;
 
 import com.fasterxml.jackson.core.JsonToken;
-
 import java.io.IOException;
 import java.util.Set;
 
@@ -77,7 +76,7 @@ abstract class Dialect {
             throws IOException, ExtractionException {
         switch (v) {
             case VALUE_STRING -> text();
-            case VALUE_NULL -> { }
+            case VALUE_NULL -> {}
             case START_ARRAY -> {
                 boolean first = true;
                 while (in.next() != JsonToken.END_ARRAY) {
@@ -115,13 +114,15 @@ abstract class Dialect {
     }
 
     /** A part or block of a type this class does not know: its tag, then its other fields as canonical JSON. */
-    final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey) throws IOException, ExtractionException {
+    final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey)
+            throws IOException, ExtractionException {
         StringBuilder sb = new StringBuilder(64);
         canon.fields(sb, options, "type", mediaKey);
         out.add(Extraction.ITEM).add(type).add(Extraction.FIELD).add(sb);
     }
 
-    final void toolList(JsonToken v, Segment seg, String label, Set<CanonicalJson.Option> options) throws IOException, ExtractionException {
+    final void toolList(JsonToken v, Segment seg, String label, Set<CanonicalJson.Option> options)
+            throws IOException, ExtractionException {
         if (v == JsonToken.VALUE_NULL) {
             return;
         }

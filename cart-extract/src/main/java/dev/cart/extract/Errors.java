@@ -12,8 +12,7 @@ import com.fasterxml.jackson.core.io.JsonEOFException;
  */
 final class Errors {
 
-    private Errors() {
-    }
+    private Errors() {}
 
     static ExtractionException invalidEncoding() {
         return new ExtractionException(400, "invalid_encoding", null, "request body must be UTF-8 encoded JSON");
@@ -36,8 +35,8 @@ final class Errors {
     }
 
     static ExtractionException valueTooLong(String path, int maxStringLength) {
-        return new ExtractionException(400, "value_too_long", path,
-                path + " is longer than " + maxStringLength + " characters");
+        return new ExtractionException(
+                400, "value_too_long", path, path + " is longer than " + maxStringLength + " characters");
     }
 
     /** Maps a Jackson exception to a typed error without its message, which can quote the input. */
@@ -45,12 +44,20 @@ final class Errors {
         String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
         if (e instanceof StreamConstraintsException) {
             if (m.startsWith("Document nesting depth")) {
-                return new ExtractionException(400, "nesting_too_deep", in.safePath(),
+                return new ExtractionException(
+                        400,
+                        "nesting_too_deep",
+                        in.safePath(),
                         "request body nests objects and arrays deeper than " + maxNestingDepth + " levels");
             }
-            if (m.startsWith("String value length") || m.startsWith("Name length") || m.startsWith("Number value length")) {
+            if (m.startsWith("String value length")
+                    || m.startsWith("Name length")
+                    || m.startsWith("Number value length")) {
                 String path = in.safePath();
-                return new ExtractionException(400, "value_too_long", path,
+                return new ExtractionException(
+                        400,
+                        "value_too_long",
+                        path,
                         (path == null || path.isEmpty() ? "a value" : path) + " is longer than allowed");
             }
             return new ExtractionException(400, "limit_exceeded", null, "request body exceeds a parser limit");
@@ -60,12 +67,16 @@ final class Errors {
         }
         if (e instanceof JsonParseException && m.startsWith("Duplicate field")) {
             String path = in.safePath();
-            return new ExtractionException(400, "duplicate_key", path,
+            return new ExtractionException(
+                    400,
+                    "duplicate_key",
+                    path,
                     "duplicate key " + (path == null || path.isEmpty() ? "" : path + " ") + "in a JSON object");
         }
         String where = "";
         if (e.getLocation() != null && e.getLocation().getLineNr() > 0) {
-            where = " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();
+            where = " at line " + e.getLocation().getLineNr() + ", column "
+                    + e.getLocation().getColumnNr();
         }
         String what = e instanceof JsonEOFException ? "unexpected end of input" : "syntax error";
         return invalidJson(": " + what + where);

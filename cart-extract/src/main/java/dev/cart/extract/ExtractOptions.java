@@ -1,7 +1,5 @@
 package dev.cart.extract;
 
-import dev.cart.core.Tokenization;
-
 import dev.cart.core.PromptKey;
 
 /**
@@ -60,7 +58,8 @@ public final class ExtractOptions {
         this.tokenCacheEntries = b.tokenCacheEntries;
         this.tokenCacheMaxChars = b.tokenCacheMaxChars;
         this.maxConcurrentTokenizations = b.maxConcurrentTokenizations != null
-                ? b.maxConcurrentTokenizations : Runtime.getRuntime().availableProcessors();
+                ? b.maxConcurrentTokenizations
+                : Runtime.getRuntime().availableProcessors();
     }
 
     /**
@@ -135,10 +134,14 @@ public final class ExtractOptions {
         return "ExtractOptions[blockChars=" + blockChars + ", anchorLimit=" + anchorLimit
                 + ", remoteMediaUrlPolicy=" + remoteMediaUrlPolicy + ", maxNestingDepth=" + maxNestingDepth
                 + ", maxStringLength=" + maxStringLength
-                + (tokenizer == null ? ", tokenizer=none" : ", tokenizer=" + tokenizer.name()
-                + ", blockTokens=" + blockTokens + ", anchorTokens=" + anchorTokens
-                + ", tokenCacheEntries=" + tokenCacheEntries + ", tokenCacheMaxChars=" + tokenCacheMaxChars
-                + ", maxConcurrentTokenizations=" + maxConcurrentTokenizations) + "]";
+                + (tokenizer == null
+                        ? ", tokenizer=none"
+                        : ", tokenizer=" + tokenizer.name()
+                                + ", blockTokens=" + blockTokens + ", anchorTokens=" + anchorTokens
+                                + ", tokenCacheEntries=" + tokenCacheEntries + ", tokenCacheMaxChars="
+                                + tokenCacheMaxChars
+                                + ", maxConcurrentTokenizations=" + maxConcurrentTokenizations)
+                + "]";
     }
 
     /** Builds {@link ExtractOptions}; {@link #build()} rejects a bad value naming it and its allowed range. */
@@ -155,8 +158,7 @@ public final class ExtractOptions {
         private int tokenCacheMaxChars = DEFAULT_TOKEN_CACHE_MAX_CHARS;
         private Integer maxConcurrentTokenizations; // null: the number of processors
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** Characters per key block, in [1, 65536]; default 64. Must match the prefix tree's block size. */
         public Builder blockChars(int blockChars) {

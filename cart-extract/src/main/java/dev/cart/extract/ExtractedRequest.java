@@ -2,7 +2,6 @@ package dev.cart.extract;
 
 import dev.cart.core.PromptKey;
 import dev.cart.core.Tokenization;
-
 import java.util.Objects;
 
 /**
@@ -73,8 +72,11 @@ public final class ExtractedRequest {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof ExtractedRequest r && r.key.equals(key) && Objects.equals(r.model, model)
-                && r.stream == stream && r.tokenization.equals(tokenization);
+        return o instanceof ExtractedRequest r
+                && r.key.equals(key)
+                && Objects.equals(r.model, model)
+                && r.stream == stream
+                && r.tokenization.equals(tokenization);
     }
 
     @Override

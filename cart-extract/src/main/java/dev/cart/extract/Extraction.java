@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Tokenization;
-
 import java.io.CharConversionException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -62,6 +61,7 @@ final class Extraction {
     private boolean stream;
     /** The role of the last message read (top-level messages only); written by the dialects. */
     String lastRole;
+
     final Segment tools;
     final Segment functions;
     final Segment system;
@@ -115,8 +115,8 @@ final class Extraction {
     ExtractedRequest result() {
         PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
         assemble(Segment.Sink.of(key));
-        return new ExtractedRequest(key.build(), model, stream, Tokenization.CHARACTER_MODE,
-                new KeyState(endpoint, key, lastRole));
+        return new ExtractedRequest(
+                key.build(), model, stream, Tokenization.CHARACTER_MODE, new KeyState(endpoint, key, lastRole));
     }
 
     /** The result in token mode, or in character mode when {@code tokens} is null. */
@@ -127,7 +127,11 @@ final class Extraction {
         TokenMode.Chunks chunks = new TokenMode.Chunks();
         assemble(chunks);
         TokenMode.Keyed k = tokens.key(chunks);
-        return new ExtractedRequest(k.key(), model, stream, k.tokenization(),
+        return new ExtractedRequest(
+                k.key(),
+                model,
+                stream,
+                k.tokenization(),
                 k.builder() == null ? null : new KeyState(endpoint, k.builder(), lastRole));
     }
 

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.JsonToken;
-
 import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -30,6 +29,7 @@ final class JsonCursor {
 
     /** Field names in error paths are cut to this many characters. */
     private static final int MAX_PATH_NAME = 64;
+
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     /** Reads one typed object once its discriminator is known. */
@@ -175,9 +175,13 @@ final class JsonCursor {
         long end = baseOffset + p.currentTokenLocation().getByteOffset();
         rereadBudget -= end - start;
         if (rereadBudget < 0) {
-            throw new ExtractionException(400, "too_complex", objectPath, "objects whose '" + key
-                    + "' is not their first member are nested too deeply at " + objectPath
-                    + "; put '" + key + "' first");
+            throw new ExtractionException(
+                    400,
+                    "too_complex",
+                    objectPath,
+                    "objects whose '" + key
+                            + "' is not their first member are nested too deeply at " + objectPath
+                            + "; put '" + key + "' first");
         }
         JsonParser mainParser = p;
         int mainOffset = baseOffset;

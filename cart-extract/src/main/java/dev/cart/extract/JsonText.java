@@ -24,8 +24,7 @@ final class JsonText {
     private static final long ONES = 0x0101010101010101L;
     private static final long HIGH = 0x8080808080808080L;
 
-    private JsonText() {
-    }
+    private JsonText() {}
 
     /**
      * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};

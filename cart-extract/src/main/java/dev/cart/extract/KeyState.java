@@ -13,5 +13,4 @@ import dev.cart.core.PromptKey;
  * @param builder  the key's builder after the last character (a token builder in token mode)
  * @param lastRole the {@code role} of the last message, or null
  */
-record KeyState(Endpoint endpoint, PromptKey.Builder builder, String lastRole) {
-}
+record KeyState(Endpoint endpoint, PromptKey.Builder builder, String lastRole) {}

@@ -25,8 +25,7 @@ final class MediaDigest {
     /** Length of {@link #of}'s result: {@code #} and 32 hex digits. */
     static final int LENGTH = 33;
 
-    private MediaDigest() {
-    }
+    private MediaDigest() {}
 
     /** {@code #} and 32 lowercase hex digits for bytes {@code [from, to)} of {@code b}. */
     static String of(byte[] b, int from, int to) {

@@ -84,7 +84,10 @@ final class MediaRefs {
         // bare path, a string the replica might resolve some other way) is refused.
         if (opts.remoteMediaUrlPolicy() != null && (scheme || kind == Kind.URL)) {
             String path = in.path();
-            throw new ExtractionException(opts.remoteMediaUrlPolicy(), "remote_media_rejected", path,
+            throw new ExtractionException(
+                    opts.remoteMediaUrlPolicy(),
+                    "remote_media_rejected",
+                    path,
                     path + " refers to remote media by URL, which this server does not allow;"
                             + " send the media inline (base64 or a data: URI) instead");
         }

@@ -1,15 +1,14 @@
 package dev.cart.extract;
 
-import com.fasterxml.jackson.core.JsonToken;
-
-import java.io.IOException;
-import java.util.EnumSet;
-import java.util.Set;
-
 import static dev.cart.extract.Extraction.FIELD;
 import static dev.cart.extract.Extraction.ITEM;
 import static dev.cart.extract.Extraction.LABEL_END;
 import static dev.cart.extract.Extraction.SECTION;
+
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.IOException;
+import java.util.EnumSet;
+import java.util.Set;
 
 /**
  * {@code POST /v1/messages} (Anthropic): tools as canonical JSON without {@code cache_control}, the system
@@ -19,8 +18,10 @@ import static dev.cart.extract.Extraction.SECTION;
 final class MessagesDialect extends Dialect {
 
     private static final Set<CanonicalJson.Option> TOOL_OPTIONS = EnumSet.of(CanonicalJson.Option.DROP_CACHE_CONTROL);
-    private static final Set<CanonicalJson.Option> BLOCK_OPTIONS = EnumSet.of(CanonicalJson.Option.DIGEST_LONG,
-            CanonicalJson.Option.DROP_CACHE_CONTROL, CanonicalJson.Option.SOURCE_IS_MEDIA);
+    private static final Set<CanonicalJson.Option> BLOCK_OPTIONS = EnumSet.of(
+            CanonicalJson.Option.DIGEST_LONG,
+            CanonicalJson.Option.DROP_CACHE_CONTROL,
+            CanonicalJson.Option.SOURCE_IS_MEDIA);
     private static final Set<CanonicalJson.Option> DIGEST = EnumSet.of(CanonicalJson.Option.DIGEST_LONG);
 
     private boolean sawMessages;
@@ -193,7 +194,11 @@ final class MessagesDialect extends Dialect {
                 if (data == null) {
                     throw Errors.missingField(in.path() + ".data");
                 }
-                out.add(type).add(':').add(mediaType == null ? "" : mediaType).add(':').add(data);
+                out.add(type)
+                        .add(':')
+                        .add(mediaType == null ? "" : mediaType)
+                        .add(':')
+                        .add(data);
             }
             case "url" -> {
                 String ref = stringRefField("url", MediaRefs.Kind.URL);

@@ -1,13 +1,10 @@
 package dev.cart.extract;
 
-import dev.cart.core.Tokenization;
-
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import dev.cart.core.PromptKey;
-
 import java.util.List;
 import java.util.Objects;
 

@@ -1,7 +1,6 @@
 package dev.cart.extract;
 
 import dev.cart.core.PromptKey;
-
 import java.io.Writer;
 import java.util.Arrays;
 
@@ -28,15 +27,19 @@ final class Segment extends Writer {
 
     /** Latin-1 characters, one per byte. */
     private byte[] lat;
+
     private int latLen;
     /** Characters above U+00FF. */
     private char[] wide = NO_CHARS;
+
     private int wideLen;
     /** Where each piece ends, in characters of the whole segment; pieces alternate kind. */
     private int[] pieceEnds = new int[4];
+
     private int pieceCount;
     /** Whether piece 0 is wide (then odd pieces are Latin-1, and the other way round). */
     private boolean firstWide;
+
     private int[] bounds = new int[8];
     private int boundCount;
 
@@ -366,8 +369,7 @@ final class Segment extends Writer {
             }
 
             @Override
-            public void boundary() {
-            }
+            public void boundary() {}
         });
         return sb.toString();
     }
@@ -390,10 +392,8 @@ final class Segment extends Writer {
     }
 
     @Override
-    public void flush() {
-    }
+    public void flush() {}
 
     @Override
-    public void close() {
-    }
+    public void close() {}
 }

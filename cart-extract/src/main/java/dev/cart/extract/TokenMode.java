@@ -1,9 +1,7 @@
 package dev.cart.extract;
 
-import dev.cart.core.Tokenization;
-
 import dev.cart.core.PromptKey;
-
+import dev.cart.core.Tokenization;
 import java.util.Arrays;
 import java.util.concurrent.Semaphore;
 

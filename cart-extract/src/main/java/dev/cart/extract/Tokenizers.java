@@ -4,7 +4,6 @@ import com.knuddels.jtokkit.Encodings;
 import com.knuddels.jtokkit.api.Encoding;
 import com.knuddels.jtokkit.api.EncodingRegistry;
 import com.knuddels.jtokkit.api.EncodingType;
-
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -34,8 +33,7 @@ public final class Tokenizers {
 
     private static final Map<String, Tokenizer> LOADED = new ConcurrentHashMap<>();
 
-    private Tokenizers() {
-    }
+    private Tokenizers() {}
 
     /**
      * The jtokkit tokenizer for {@code encoding}: {@code cl100k_base} (GPT-3.5/GPT-4) or {@code o200k_base}
@@ -49,8 +47,8 @@ public final class Tokenizers {
     public static Tokenizer jtokkit(String encoding) {
         Objects.requireNonNull(encoding, "encoding");
         if (!JTOKKIT.contains(encoding)) {
-            throw new IllegalArgumentException("unknown tokenizer encoding \"" + encoding
-                    + "\"; expected one of cl100k_base, o200k_base");
+            throw new IllegalArgumentException(
+                    "unknown tokenizer encoding \"" + encoding + "\"; expected one of cl100k_base, o200k_base");
         }
         Tokenizer loaded = LOADED.get(encoding);
         if (loaded != null) {
@@ -65,9 +63,11 @@ public final class Tokenizers {
         try {
             Class.forName(JTOKKIT_CLASS, false, loader);
         } catch (ClassNotFoundException | LinkageError e) {
-            throw new IllegalStateException("token mode needs jtokkit on the classpath: add the dependency"
-                    + " com.knuddels:jtokkit (cart-extract declares it optional), or set no tokenizer"
-                    + " to use character mode", e);
+            throw new IllegalStateException(
+                    "token mode needs jtokkit on the classpath: add the dependency"
+                            + " com.knuddels:jtokkit (cart-extract declares it optional), or set no tokenizer"
+                            + " to use character mode",
+                    e);
         }
     }
 

@@ -17,8 +17,7 @@ final class Utf8 {
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final long HIGH_BITS = 0x8080808080808080L;
 
-    private Utf8() {
-    }
+    private Utf8() {}
 
     static boolean isValid(byte[] b) {
         int i = 0;

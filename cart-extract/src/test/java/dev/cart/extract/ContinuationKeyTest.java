@@ -1,19 +1,18 @@
 package dev.cart.extract;
 
-import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
-
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.SplittableRandom;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
+
+import dev.cart.core.PromptKey;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
 
 /**
  * The continuation key (a conversation followed by the assistant's reply) is the start of the key a full
@@ -23,32 +22,37 @@ class ContinuationKeyTest {
 
     @Test
     void continuationIsThePrefixOfTheNextTurnsKey() {
-        qt().withFixedSeed(1612L).withExamples(300)
+        qt().withFixedSeed(1612L)
+                .withExamples(300)
                 .forAll(integers().all(), integers().between(1, 70), integers().between(0, 3))
                 .checkAssert((seed, block, shape) -> {
                     SplittableRandom rnd = new SplittableRandom(seed);
                     boolean anthropic = (shape & 1) == 1;
                     boolean stream = (shape & 2) == 2;
-                    PromptExtractor x = new PromptExtractor(ExtractOptions.builder().blockChars(block)
-                            .anchorLimit(1 + rnd.nextInt(600)).build());
+                    PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                            .blockChars(block)
+                            .anchorLimit(1 + rnd.nextInt(600))
+                            .build());
                     check(x, rnd, anthropic, stream);
                 });
     }
 
     @Test
     void tokenModeContinuesWithTheReplysIds() {
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().tokenizer(new Tokenizer() {
-            @Override
-            public int[] encode(String text) {
-                return text.codePoints().toArray();
-            }
+        PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                .tokenizer(new Tokenizer() {
+                    @Override
+                    public int[] encode(String text) {
+                        return text.codePoints().toArray();
+                    }
 
-            @Override
-            public String name() {
-                return "code-points";
-            }
-        })
-                .blockTokens(4).build());
+                    @Override
+                    public String name() {
+                        return "code-points";
+                    }
+                })
+                .blockTokens(4)
+                .build());
         SplittableRandom rnd = new SplittableRandom(3);
         for (int i = 0; i < 40; i++) {
             check(x, rnd, i % 2 == 0, i % 4 < 2);
@@ -58,8 +62,10 @@ class ContinuationKeyTest {
     @Test
     void nothingToLearn() throws Exception {
         PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
-        ExtractedRequest prefill = x.extract(Endpoint.CHAT_COMPLETIONS, utf8("{\"messages\":[{\"role\":\"user\","
-                + "\"content\":\"q\"},{\"role\":\"assistant\",\"content\":\"The answer is\"}]}"));
+        ExtractedRequest prefill = x.extract(
+                Endpoint.CHAT_COMPLETIONS,
+                utf8("{\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"q\"},{\"role\":\"assistant\",\"content\":\"The answer is\"}]}"));
         assertNull(x.continuationKey(prefill, List.of(" 42")));
         ExtractedRequest completion = x.extract(Endpoint.COMPLETIONS, utf8("{\"prompt\":\"once upon\"}"));
         assertNull(x.continuationKey(completion, List.of(" a time")));
@@ -76,14 +82,18 @@ class ContinuationKeyTest {
                 messages.append(',');
             }
             String role = t % 2 == 0 ? "user" : "assistant";
-            messages.append("{\"role\":\"").append(role).append("\",\"content\":")
-                    .append(KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, rnd.nextInt(0, 200)))).append('}');
+            messages.append("{\"role\":\"")
+                    .append(role)
+                    .append("\",\"content\":")
+                    .append(KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, rnd.nextInt(0, 200))))
+                    .append('}');
         }
         if (turns % 2 == 0) {
             messages.append(",{\"role\":\"user\",\"content\":\"and?\"}");
         }
-        String head = "{" + model + (anthropic ? ",\"system\":" + KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, 50)) : "")
-                + ",\"messages\":[" + messages;
+        String head =
+                "{" + model + (anthropic ? ",\"system\":" + KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, 50)) : "")
+                        + ",\"messages\":[" + messages;
         List<String> reply = new ArrayList<>();
         int pieces = rnd.nextInt(1, 4);
         for (int i = 0; i < pieces; i++) {
@@ -93,8 +103,11 @@ class ContinuationKeyTest {
         if (anthropic && pieces > 1) {
             assistant.append('[');
             for (int i = 0; i < pieces; i++) {
-                assistant.append(i == 0 ? "" : ",").append("{\"type\":\"text\",\"text\":")
-                        .append(KeyPathsTest.json(rnd, reply.get(i))).append('}');
+                assistant
+                        .append(i == 0 ? "" : ",")
+                        .append("{\"type\":\"text\",\"text\":")
+                        .append(KeyPathsTest.json(rnd, reply.get(i)))
+                        .append('}');
             }
             assistant.append(']');
         } else {

@@ -1,21 +1,18 @@
 package dev.cart.extract;
 
-import dev.cart.core.Tokenization;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 class ExtractOptionsTest {
 
@@ -39,8 +36,14 @@ class ExtractOptionsTest {
 
     @Test
     void tokenModeOptions() {
-        ExtractOptions o = ExtractOptions.builder().tokenizer(Tokenizers.jtokkit("o200k_base")).blockTokens(32)
-                .anchorTokens(100).tokenCacheEntries(0).tokenCacheMaxChars(10).maxConcurrentTokenizations(1).build();
+        ExtractOptions o = ExtractOptions.builder()
+                .tokenizer(Tokenizers.jtokkit("o200k_base"))
+                .blockTokens(32)
+                .anchorTokens(100)
+                .tokenCacheEntries(0)
+                .tokenCacheMaxChars(10)
+                .maxConcurrentTokenizations(1)
+                .build();
         assertEquals("o200k_base", o.tokenizer().name());
         assertEquals(32, o.blockTokens());
         assertEquals(100, o.anchorTokens());
@@ -74,15 +77,21 @@ class ExtractOptionsTest {
         rejects(ExtractOptions.builder().tokenCacheEntries(-1), "tokenCacheEntries", "at least 0");
         rejects(ExtractOptions.builder().tokenCacheMaxChars(-1), "tokenCacheMaxChars", "at least 0");
         rejects(ExtractOptions.builder().maxConcurrentTokenizations(0), "maxConcurrentTokenizations", "at least 1");
-        assertEquals(599, ExtractOptions.builder().remoteMediaUrlPolicy(599).build().remoteMediaUrlPolicy());
+        assertEquals(
+                599, ExtractOptions.builder().remoteMediaUrlPolicy(599).build().remoteMediaUrlPolicy());
     }
 
     @Test
     void blockSizeAndAnchorLimitReachTheKey() throws Exception {
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().blockChars(16).anchorLimit(40).build());
-        PromptKey k = x.extract(Endpoint.COMPLETIONS, "{\"prompt\":\"0123456789012345678901234567890123456789xyz\"}".getBytes()).key();
+        PromptExtractor x = new PromptExtractor(
+                ExtractOptions.builder().blockChars(16).anchorLimit(40).build());
+        PromptKey k = x.extract(
+                        Endpoint.COMPLETIONS, "{\"prompt\":\"0123456789012345678901234567890123456789xyz\"}".getBytes())
+                .key();
         assertEquals(16, k.blockSize());
-        PromptKey other = x.extract(Endpoint.COMPLETIONS, "{\"prompt\":\"0123456789012345678901234567890123456789abc\"}".getBytes()).key();
+        PromptKey other = x.extract(
+                        Endpoint.COMPLETIONS, "{\"prompt\":\"0123456789012345678901234567890123456789abc\"}".getBytes())
+                .key();
         assertEquals(k.anchorHash(), other.anchorHash(), "anchor covers only the first 40 characters");
     }
 
@@ -103,7 +112,11 @@ class ExtractOptionsTest {
                     for (int i = 0; i < 400; i++) {
                         int j = (i + offset) % names.size();
                         String f = names.get(j);
-                        assertEquals(expected.get(j), x.extract(Fixtures.endpoint(f), Fixtures.bytes(f)).key(), f);
+                        assertEquals(
+                                expected.get(j),
+                                x.extract(Fixtures.endpoint(f), Fixtures.bytes(f))
+                                        .key(),
+                                f);
                     }
                     return 400;
                 };

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.cart.core.PromptKey;
-
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Base64;
@@ -21,18 +20,20 @@ public final class ExtractionTiming {
 
     private static volatile long sink;
 
-    private ExtractionTiming() {
-    }
+    private ExtractionTiming() {}
 
     public static void main(String[] args) throws Exception {
-        System.out.println(System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
-                + ", " + Runtime.getRuntime().availableProcessors() + " CPUs");
+        System.out.println(System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version") + ", "
+                + Runtime.getRuntime().availableProcessors() + " CPUs");
         String only = args.length > 0 ? args[0] : "all"; // 32k, 32k-sdk, 1m, image: one body per JVM
         if (only.equals("all") || only.equals("32k")) {
             report("chat 32 KB (model first)", chatBody(32 * 1024, false), Endpoint.CHAT_COMPLETIONS);
         }
         if (only.equals("all") || only.equals("32k-sdk")) {
-            report("chat 32 KB (messages first, as the Python SDK)", chatBody(32 * 1024, true), Endpoint.CHAT_COMPLETIONS);
+            report(
+                    "chat 32 KB (messages first, as the Python SDK)",
+                    chatBody(32 * 1024, true),
+                    Endpoint.CHAT_COMPLETIONS);
         }
         if (only.equals("all") || only.equals("1m")) {
             report("chat 1 MB", chatBody(1024 * 1024, true), Endpoint.CHAT_COMPLETIONS);
@@ -46,29 +47,35 @@ public final class ExtractionTiming {
     static byte[] chatBody(int size, boolean messagesFirst) {
         Random rnd = new Random(42);
         String[] words = ("the of and to in is that for it as with was on be by this are from at or an which have not "
-                + "but they his her their one all were there been has when who will more no if out so said what up its "
-                + "about into than them can only other new some could time these two may then do first any my now such "
-                + "like our over man me even most made after also did many before must through back years where much "
-                + "your way well down should because each just those people how too little state good very make world")
+                        + "but they his her their one all were there been has when who will more no if out so said what up its "
+                        + "about into than them can only other new some could time these two may then do first any my now such "
+                        + "like our over man me even most made after also did many before must through back years where much "
+                        + "your way well down should because each just those people how too little state good very make world")
                 .split(" ");
         StringBuilder messages = new StringBuilder("\"messages\":[{\"role\":\"system\",\"content\":\"");
         words(messages, rnd, words, 600);
         messages.append("\"}");
         int turn = 0;
         while (messages.length() < size - 2000) {
-            messages.append(",{\"role\":\"").append(turn++ % 2 == 0 ? "user" : "assistant").append("\",\"content\":\"");
+            messages.append(",{\"role\":\"")
+                    .append(turn++ % 2 == 0 ? "user" : "assistant")
+                    .append("\",\"content\":\"");
             words(messages, rnd, words, 40 + rnd.nextInt(400));
             messages.append("\"}");
         }
         messages.append(']');
-        String tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"search\",\"description\":\"Search the "
-                + "knowledge base for documents matching a query\",\"parameters\":{\"type\":\"object\",\"properties\":"
-                + "{\"query\":{\"type\":\"string\",\"description\":\"What to look for\"},\"limit\":{\"type\":\"integer\","
-                + "\"minimum\":1,\"maximum\":50}},\"required\":[\"query\"]}}},{\"type\":\"function\",\"function\":{\"name\":"
-                + "\"fetch\",\"description\":\"Fetch one document by id\",\"parameters\":{\"type\":\"object\",\"properties\":"
-                + "{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"]}}}]";
-        String head = "\"model\":\"meta-llama/Llama-3.1-70B-Instruct\",\"temperature\":0.2,\"max_tokens\":512,\"stream\":true";
-        String body = messagesFirst ? "{" + messages + "," + head + "," + tools + "}" : "{" + head + "," + tools + "," + messages + "}";
+        String tools =
+                "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"search\",\"description\":\"Search the "
+                        + "knowledge base for documents matching a query\",\"parameters\":{\"type\":\"object\",\"properties\":"
+                        + "{\"query\":{\"type\":\"string\",\"description\":\"What to look for\"},\"limit\":{\"type\":\"integer\","
+                        + "\"minimum\":1,\"maximum\":50}},\"required\":[\"query\"]}}},{\"type\":\"function\",\"function\":{\"name\":"
+                        + "\"fetch\",\"description\":\"Fetch one document by id\",\"parameters\":{\"type\":\"object\",\"properties\":"
+                        + "{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"]}}}]";
+        String head =
+                "\"model\":\"meta-llama/Llama-3.1-70B-Instruct\",\"temperature\":0.2,\"max_tokens\":512,\"stream\":true";
+        String body = messagesFirst
+                ? "{" + messages + "," + head + "," + tools + "}"
+                : "{" + head + "," + tools + "," + messages + "}";
         return body.getBytes(StandardCharsets.UTF_8);
     }
 
@@ -83,8 +90,10 @@ public final class ExtractionTiming {
         byte[] img = new byte[size * 3 / 4];
         new Random(1).nextBytes(img);
         return ("{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"What is this?\"},"
-                + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64," + Base64.getEncoder().encodeToString(img)
-                + "\"}}]}]}").getBytes(StandardCharsets.UTF_8);
+                        + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,"
+                        + Base64.getEncoder().encodeToString(img)
+                        + "\"}}]}]}")
+                .getBytes(StandardCharsets.UTF_8);
     }
 
     private interface Op {
@@ -94,23 +103,37 @@ public final class ExtractionTiming {
     private static void report(String name, byte[] body, Endpoint endpoint) throws Exception {
         PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
         String keyText = x.keyText(endpoint, body);
-        char[] keyChars = keyText.replace(String.valueOf(Extraction.BOUNDARY_MARK), "").toCharArray();
+        char[] keyChars =
+                keyText.replace(String.valueOf(Extraction.BOUNDARY_MARK), "").toCharArray();
         PromptKey key = x.extract(endpoint, body).key();
         JsonFactory jf = new JsonFactory();
         int iterations = (int) Math.max(20, Math.min(20_000, 400_000_000L / Math.max(1, body.length) / 10));
-        System.out.printf("%n%s: body %,d bytes, key %,d chars, %d blocks, %d boundaries; %d calls per round%n",
+        System.out.printf(
+                "%n%s: body %,d bytes, key %,d chars, %d blocks, %d boundaries; %d calls per round%n",
                 name, body.length, key.length(), key.blockCount(), key.boundaryCount(), iterations);
-        time("extract (parse + key)", iterations, () -> sink += x.extract(endpoint, body).key().length());
-        System.out.printf("  %-40s %,d bytes%n", "allocated per extract call", allocatedPerCall(() -> x.extract(endpoint, body)));
+        time(
+                "extract (parse + key)",
+                iterations,
+                () -> sink += x.extract(endpoint, body).key().length());
+        System.out.printf(
+                "  %-40s %,d bytes%n", "allocated per extract call", allocatedPerCall(() -> x.extract(endpoint, body)));
         time("parse only (segments, no key)", iterations, () -> {
             new Extraction(x.factory(), x.options(), endpoint, body).parse();
             sink++;
         });
         Extraction parsed = new Extraction(x.factory(), x.options(), endpoint, body);
         parsed.parse();
-        time("key from parsed segments (result())", iterations, () -> sink += parsed.result().key().length());
-        time("PromptKey from the key's chars alone", iterations,
-                () -> sink += PromptKey.textBuilder(64, 1024).append(keyChars, 0, keyChars.length).build().length());
+        time(
+                "key from parsed segments (result())",
+                iterations,
+                () -> sink += parsed.result().key().length());
+        time(
+                "PromptKey from the key's chars alone",
+                iterations,
+                () -> sink += PromptKey.textBuilder(64, 1024)
+                        .append(keyChars, 0, keyChars.length)
+                        .build()
+                        .length());
         time("floor: Jackson skipping every value", iterations, () -> {
             try (JsonParser p = jf.createParser(body)) {
                 while (p.nextToken() != null) {
@@ -132,7 +155,8 @@ public final class ExtractionTiming {
 
     /** Bytes this thread allocates per call, from HotSpot's per-thread counter. */
     private static long allocatedPerCall(Op op) throws Exception {
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         long id = Thread.currentThread().getId();
         int n = 20;
         long before = mx.getThreadAllocatedBytes(id);
@@ -155,7 +179,8 @@ public final class ExtractionTiming {
             rounds[r] = (System.nanoTime() - t0) / 1e3 / iterations;
         }
         Arrays.sort(rounds);
-        System.out.printf("  %-40s median %10.1f us   (min %.1f, max %.1f)%n", what, rounds[rounds.length / 2],
-                rounds[0], rounds[rounds.length - 1]);
+        System.out.printf(
+                "  %-40s median %10.1f us   (min %.1f, max %.1f)%n",
+                what, rounds[rounds.length / 2], rounds[0], rounds[rounds.length - 1]);
     }
 }

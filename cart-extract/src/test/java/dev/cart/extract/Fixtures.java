@@ -9,19 +9,35 @@ import java.util.List;
 final class Fixtures {
 
     static final List<String> OPENAI = List.of(
-            "chat-system-multiturn", "chat-developer-name", "chat-tools", "chat-legacy-functions",
-            "chat-image-url", "chat-image-inline", "chat-input-audio", "chat-file", "chat-stream",
-            "chat-vllm-media", "completions-string", "completions-array", "completions-tokens",
+            "chat-system-multiturn",
+            "chat-developer-name",
+            "chat-tools",
+            "chat-legacy-functions",
+            "chat-image-url",
+            "chat-image-inline",
+            "chat-input-audio",
+            "chat-file",
+            "chat-stream",
+            "chat-vllm-media",
+            "completions-string",
+            "completions-array",
+            "completions-tokens",
             "completions-token-batch");
     static final List<String> ANTHROPIC = List.of(
-            "messages-basic", "messages-system-blocks", "messages-tools", "messages-image-base64",
-            "messages-image-url", "messages-documents", "messages-document-url", "messages-thinking");
+            "messages-basic",
+            "messages-system-blocks",
+            "messages-tools",
+            "messages-image-base64",
+            "messages-image-url",
+            "messages-documents",
+            "messages-document-url",
+            "messages-thinking");
 
-    private Fixtures() {
-    }
+    private Fixtures() {}
 
     static List<String> all() {
-        return java.util.stream.Stream.concat(OPENAI.stream(), ANTHROPIC.stream()).toList();
+        return java.util.stream.Stream.concat(OPENAI.stream(), ANTHROPIC.stream())
+                .toList();
     }
 
     static byte[] bytes(String name) {

@@ -1,16 +1,15 @@
 package dev.cart.extract;
 
-import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.cart.core.PromptKey;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.junit.jupiter.api.Test;
 
 /**
  * Keys do not change unnoticed: a digest of the key (blocks, boundaries, anchor, length) of every fixture
@@ -32,16 +31,27 @@ class GoldenKeysTest {
     static String lines() throws ExtractionException, IOException {
         StringBuilder sb = new StringBuilder();
         for (int block : new int[] {16, 64}) {
-            PromptExtractor x = new PromptExtractor(ExtractOptions.builder().blockChars(block).anchorLimit(100).build());
+            PromptExtractor x = new PromptExtractor(
+                    ExtractOptions.builder().blockChars(block).anchorLimit(100).build());
             for (String f : Fixtures.all()) {
-                sb.append(block).append(' ').append(f).append(' ').append(digest(x.extract(Fixtures.endpoint(f),
-                        Fixtures.bytes(f)).key())).append('\n');
+                sb.append(block)
+                        .append(' ')
+                        .append(f)
+                        .append(' ')
+                        .append(digest(x.extract(Fixtures.endpoint(f), Fixtures.bytes(f))
+                                .key()))
+                        .append('\n');
             }
             List<byte[]> bodies = generated();
             for (int i = 0; i < bodies.size(); i++) {
-                sb.append(block).append(" generated-").append(i).append(' ')
-                        .append(digest(x.extract(i % 2 == 0 ? Endpoint.CHAT_COMPLETIONS : Endpoint.MESSAGES,
-                                bodies.get(i)).key())).append('\n');
+                sb.append(block)
+                        .append(" generated-")
+                        .append(i)
+                        .append(' ')
+                        .append(digest(
+                                x.extract(i % 2 == 0 ? Endpoint.CHAT_COMPLETIONS : Endpoint.MESSAGES, bodies.get(i))
+                                        .key()))
+                        .append('\n');
             }
         }
         return sb.toString();
@@ -55,12 +65,14 @@ class GoldenKeysTest {
             String user = KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, 500));
             String body = i % 2 == 0
                     ? "{\"model\":\"m" + i + "\",\"messages\":[{\"role\":\"system\",\"content\":" + sys + "},"
-                            + "{\"role\":\"user\",\"name\":\"n\",\"content\":[{\"type\":\"text\",\"text\":" + user + "},"
+                            + "{\"role\":\"user\",\"name\":\"n\",\"content\":[{\"type\":\"text\",\"text\":" + user
+                            + "},"
                             + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,AAAA\"}}]}],"
                             + "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"b\":1,\"a\":"
                             + sys + "}}}]}"
                     : "{\"model\":\"m" + i + "\",\"system\":" + sys + ",\"messages\":[{\"role\":\"user\",\"content\":["
-                            + "{\"type\":\"text\",\"text\":" + user + "},{\"type\":\"tool_result\",\"tool_use_id\":\"t\","
+                            + "{\"type\":\"text\",\"text\":" + user
+                            + "},{\"type\":\"tool_result\",\"tool_use_id\":\"t\","
                             + "\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}]}]}";
             out.add(body.getBytes(StandardCharsets.UTF_8));
         }

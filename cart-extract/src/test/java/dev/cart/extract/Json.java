@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -19,8 +18,7 @@ final class Json {
 
     static final ObjectMapper MAPPER = new ObjectMapper();
 
-    private Json() {
-    }
+    private Json() {}
 
     static ObjectNode parse(byte[] b) {
         try {

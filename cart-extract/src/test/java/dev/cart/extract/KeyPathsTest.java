@@ -1,14 +1,13 @@
 package dev.cart.extract;
 
-import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
-
-import java.nio.charset.StandardCharsets;
-import java.util.SplittableRandom;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
+
+import dev.cart.core.PromptKey;
+import java.nio.charset.StandardCharsets;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
 
 /**
  * Text decoded from the body bytes (ASCII runs copied, escapes and UTF-8 decoded, Latin-1 blocks hashed
@@ -20,8 +19,13 @@ class KeyPathsTest {
 
     @Test
     void bytesAndStringsGiveTheSameKey() {
-        qt().withFixedSeed(20261201L).withExamples(400)
-                .forAll(integers().between(0, 900), integers().between(1, 70), integers().all(), integers().between(0, 2))
+        qt().withFixedSeed(20261201L)
+                .withExamples(400)
+                .forAll(
+                        integers().between(0, 900),
+                        integers().between(1, 70),
+                        integers().all(),
+                        integers().between(0, 2))
                 .checkAssert((len, block, seed, shape) -> {
                     SplittableRandom rnd = new SplittableRandom(seed);
                     String system = text(rnd, len);
@@ -33,7 +37,8 @@ class KeyPathsTest {
                     if (shape == 0) {
                         endpoint = Endpoint.CHAT_COMPLETIONS;
                         body = "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":" + json(rnd, system)
-                                + "},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":" + json(rnd, user) + "}]}]}";
+                                + "},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":" + json(rnd, user)
+                                + "}]}]}";
                         expected = marker + "\u0001system\u0002" + system + "\u2016\u0001user\u0002" + user + "\u2016";
                     } else if (shape == 1) {
                         endpoint = Endpoint.MESSAGES;
@@ -46,12 +51,16 @@ class KeyPathsTest {
                         expected = system.isEmpty() && user.isEmpty() ? "" : marker + system + user;
                     }
                     byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-                    PromptExtractor x = new PromptExtractor(ExtractOptions.builder().blockChars(block)
-                            .anchorLimit(1 + rnd.nextInt(400)).build());
+                    PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                            .blockChars(block)
+                            .anchorLimit(1 + rnd.nextInt(400))
+                            .build());
                     try {
                         String keyText = x.keyText(endpoint, bytes);
                         assertEquals(expected.isEmpty() ? "" : expected, keyText);
-                        assertEquals(stringKey(keyText, x.options()), x.extract(endpoint, bytes).key());
+                        assertEquals(
+                                stringKey(keyText, x.options()),
+                                x.extract(endpoint, bytes).key());
                     } catch (ExtractionException e) {
                         throw new AssertionError(e.code() + " " + e.param(), e);
                     }

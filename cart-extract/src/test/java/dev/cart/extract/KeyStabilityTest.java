@@ -1,15 +1,5 @@
 package dev.cart.extract;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
-
-import java.util.Arrays;
-import java.util.Random;
-import java.util.Set;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,11 +7,31 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.strings;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cart.core.PromptKey;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
 /** What must not change a key, and what must. */
 class KeyStabilityTest {
 
-    private static final Set<String> KNOWN_PART_TYPES = Set.of("text", "refusal", "image_url", "audio_url",
-            "video_url", "input_audio", "file", "image", "document", "tool_use", "tool_result", "thinking",
+    private static final Set<String> KNOWN_PART_TYPES = Set.of(
+            "text",
+            "refusal",
+            "image_url",
+            "audio_url",
+            "video_url",
+            "input_audio",
+            "file",
+            "image",
+            "document",
+            "tool_use",
+            "tool_result",
+            "thinking",
             "redacted_thinking");
 
     private final PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
@@ -36,8 +46,11 @@ class KeyStabilityTest {
 
     @Test
     void memberOrderAndWhitespaceDoNotMatter() {
-        qt().withFixedSeed(20240501L).withExamples(300)
-                .forAll(integers().between(0, Fixtures.all().size() - 1), integers().all())
+        qt().withFixedSeed(20240501L)
+                .withExamples(300)
+                .forAll(
+                        integers().between(0, Fixtures.all().size() - 1),
+                        integers().all())
                 .checkAssert((i, seed) -> {
                     String f = Fixtures.all().get(i);
                     byte[] original = Fixtures.bytes(f);
@@ -57,8 +70,13 @@ class KeyStabilityTest {
         for (String f : Fixtures.all()) {
             byte[] original = Fixtures.bytes(f);
             ObjectNode body = Json.parse(original);
-            body.put("temperature", 0.1).put("max_tokens", 7).put("top_p", 0.5).put("seed", 42).put("n", 3)
-                    .put("x_vendor_extension", "whatever").put("stream", !body.path("stream").asBoolean());
+            body.put("temperature", 0.1)
+                    .put("max_tokens", 7)
+                    .put("top_p", 0.5)
+                    .put("seed", 42)
+                    .put("n", 3)
+                    .put("x_vendor_extension", "whatever")
+                    .put("stream", !body.path("stream").asBoolean());
             body.putObject("response_format").put("type", "json_object");
             body.put("tool_choice", "required");
             body.putArray("stop").add("\n");
@@ -84,7 +102,8 @@ class KeyStabilityTest {
         for (String f : Fixtures.all()) {
             ObjectNode full = Json.parse(Fixtures.bytes(f));
             ArrayNode turns = Json.turns(full);
-            if (turns == null || !turns.get(0).isContainerNode() && !turns.get(0).isTextual()) {
+            if (turns == null
+                    || !turns.get(0).isContainerNode() && !turns.get(0).isTextual()) {
                 continue; // a single token-id prompt is one turn
             }
             PromptKey longKey = key(f, Json.bytes(full));
@@ -119,8 +138,11 @@ class KeyStabilityTest {
 
     @Test
     void differentModelsNeverShareBlockZero() {
-        qt().withFixedSeed(99L).withExamples(500)
-                .forAll(strings().allPossible().ofLengthBetween(0, 200), strings().allPossible().ofLengthBetween(0, 200))
+        qt().withFixedSeed(99L)
+                .withExamples(500)
+                .forAll(
+                        strings().allPossible().ofLengthBetween(0, 200),
+                        strings().allPossible().ofLengthBetween(0, 200))
                 .checkAssert((m1, m2) -> {
                     if (m1.equals(m2)) {
                         return;
@@ -151,7 +173,8 @@ class KeyStabilityTest {
             ((ArrayNode) fewer.get("tools")).remove(1);
             ObjectNode edited = withTools.deepCopy();
             JsonNode firstTool = edited.get("tools").get(0);
-            ObjectNode target = firstTool.has("function") ? (ObjectNode) firstTool.get("function") : (ObjectNode) firstTool;
+            ObjectNode target =
+                    firstTool.has("function") ? (ObjectNode) firstTool.get("function") : (ObjectNode) firstTool;
             target.put("description", "Something else entirely");
             PromptKey k = key(f, Json.bytes(withTools));
             assertNotEquals(k.blockHash(0), key(f, Json.bytes(without)).blockHash(0), f);
@@ -174,7 +197,8 @@ class KeyStabilityTest {
             ArrayNode t = Json.turns(changed);
             JsonNode last = t.get(t.size() - 1);
             if (last.isObject()) {
-                ((ObjectNode) last).put("content", "a different last message, long enough to fill a block or two of key");
+                ((ObjectNode) last)
+                        .put("content", "a different last message, long enough to fill a block or two of key");
             } else if (last.isTextual()) {
                 t.set(t.size() - 1, "a different last prompt");
             } else if (last.isArray()) {

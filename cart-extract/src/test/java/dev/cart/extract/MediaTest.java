@@ -1,15 +1,14 @@
 package dev.cart.extract;
 
-import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
-
-import java.nio.charset.StandardCharsets;
-import java.util.Base64;
-import java.util.Random;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.cart.core.PromptKey;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
 
 /** Inline media enters the key as a digest of its content. */
 class MediaTest {
@@ -54,9 +53,11 @@ class MediaTest {
     void sameBytesSameKeyDifferentBytesDifferentKey() throws Exception {
         String a = image(3000, 1);
         String b = image(3000, 2);
-        assertEquals(key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)),
+        assertEquals(
+                key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)),
                 key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)));
-        assertNotEquals(key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)),
+        assertNotEquals(
+                key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)),
                 key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + b)));
         assertEquals(key(Endpoint.MESSAGES, anthropic(a)), key(Endpoint.MESSAGES, anthropic(a)));
         assertNotEquals(key(Endpoint.MESSAGES, anthropic(a)), key(Endpoint.MESSAGES, anthropic(b)));
@@ -79,7 +80,9 @@ class MediaTest {
         assertTrue(!png.contains(a.substring(0, 20)), "payload does not enter the key");
         // The digest covers the payload bytes only, so the same image has the same digest in both APIs.
         String anth = text(Endpoint.MESSAGES, anthropic(a));
-        assertEquals(png.substring(png.indexOf('#'), png.indexOf('#') + 33), anth.substring(anth.indexOf('#'), anth.indexOf('#') + 33));
+        assertEquals(
+                png.substring(png.indexOf('#'), png.indexOf('#') + 33),
+                anth.substring(anth.indexOf('#'), anth.indexOf('#') + 33));
     }
 
     @Test
@@ -87,11 +90,15 @@ class MediaTest {
         String a = image(600, 4);
         assertTrue(a.contains("/"), "test image should contain a slash");
         String escaped = a.replace("/", "\\/");
-        assertEquals(key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)),
+        assertEquals(
+                key(Endpoint.CHAT_COMPLETIONS, chat("data:image/png;base64," + a)),
                 key(Endpoint.CHAT_COMPLETIONS, chat("data:image\\/png;base64," + escaped)));
         assertEquals(key(Endpoint.MESSAGES, anthropic(a)), key(Endpoint.MESSAGES, anthropic(escaped)));
-        assertEquals(key(Endpoint.CHAT_COMPLETIONS, audio(a)), key(Endpoint.CHAT_COMPLETIONS, audio(String.format("\\u%04x", (int) a.charAt(0)) + a.substring(1))));
-        assertEquals(key(Endpoint.CHAT_COMPLETIONS, file("data:application/pdf;base64," + a)),
+        assertEquals(
+                key(Endpoint.CHAT_COMPLETIONS, audio(a)),
+                key(Endpoint.CHAT_COMPLETIONS, audio(String.format("\\u%04x", (int) a.charAt(0)) + a.substring(1))));
+        assertEquals(
+                key(Endpoint.CHAT_COMPLETIONS, file("data:application/pdf;base64," + a)),
                 key(Endpoint.CHAT_COMPLETIONS, file("data:application\\/pdf;base64," + escaped)));
     }
 

@@ -53,7 +53,11 @@ class ModelIsolationTest {
     @Test
     void theSameConversationForAnotherModelMatchesNothingLearnedForTheFirst() throws Exception {
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
-        try (Router router = Router.builder().replicas(set).policy(FOLLOW).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(FOLLOW)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             RouteRequest base = request("llama-3-8b");
             assertTrue(base.key().blockCount() > 5);
             router.choose(base).lease().close();

@@ -1,11 +1,13 @@
 package dev.cart.extract;
 
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import org.junit.jupiter.api.Test;
-
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -14,10 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Test;
 
 /**
  * Seeded mutations of the valid fixtures: truncation, JSON type flips, garbage bytes, duplicate keys,
@@ -28,15 +27,29 @@ class MutationFuzzTest {
 
     /** Override with {@code -Dcart.fuzz.seed=...} and {@code -Dcart.fuzz.cases=...} for a longer run by hand. */
     private static final long SEED = Long.getLong("cart.fuzz.seed", 0x5EED_CA27L);
+
     private static final int CASES = Integer.getInteger("cart.fuzz.cases", 4000);
-    private static final Set<String> CODES = Set.of("empty_body", "invalid_json", "invalid_encoding", "duplicate_key",
-            "nesting_too_deep", "value_too_long", "limit_exceeded", "invalid_type", "missing_field", "invalid_value",
+    private static final Set<String> CODES = Set.of(
+            "empty_body",
+            "invalid_json",
+            "invalid_encoding",
+            "duplicate_key",
+            "nesting_too_deep",
+            "value_too_long",
+            "limit_exceeded",
+            "invalid_type",
+            "missing_field",
+            "invalid_value",
             "remote_media_rejected");
 
     private final PromptExtractor[] extractors = {
-            new PromptExtractor(ExtractOptions.defaults()),
-            new PromptExtractor(ExtractOptions.builder().remoteMediaUrlPolicy(451).build()),
-            new PromptExtractor(ExtractOptions.builder().maxNestingDepth(8).maxStringLength(64).blockChars(16).build()),
+        new PromptExtractor(ExtractOptions.defaults()),
+        new PromptExtractor(ExtractOptions.builder().remoteMediaUrlPolicy(451).build()),
+        new PromptExtractor(ExtractOptions.builder()
+                .maxNestingDepth(8)
+                .maxStringLength(64)
+                .blockChars(16)
+                .build()),
     };
 
     @Test
@@ -56,7 +69,8 @@ class MutationFuzzTest {
                 how.append(kind).append(' ');
                 body = mutate(body, kind, rnd);
             }
-            Endpoint endpoint = rnd.nextInt(10) == 0 ? Endpoint.values()[rnd.nextInt(3)] : Fixtures.endpoint(names.get(f));
+            Endpoint endpoint =
+                    rnd.nextInt(10) == 0 ? Endpoint.values()[rnd.nextInt(3)] : Fixtures.endpoint(names.get(f));
             PromptExtractor x = extractors[rnd.nextInt(extractors.length)];
             try {
                 ExtractedRequest r = x.extract(endpoint, body);
@@ -68,14 +82,25 @@ class MutationFuzzTest {
                 assertTrue(e.status() >= 400 && e.status() <= 599);
                 assertNotNull(e.getMessage());
             } catch (Throwable t) {
-                fail("case " + i + " (seed " + SEED + ", fixture " + names.get(f) + ", mutations " + how
-                        + ") threw " + t + "\n" + new String(body, 0, Math.min(body.length, 2000), StandardCharsets.ISO_8859_1), t);
+                fail(
+                        "case " + i + " (seed " + SEED + ", fixture " + names.get(f) + ", mutations " + how + ") threw "
+                                + t + "\n"
+                                + new String(body, 0, Math.min(body.length, 2000), StandardCharsets.ISO_8859_1),
+                        t);
             }
         }
         // Some mutations keep the body valid (a flipped type in an ignored field, say); most do not.
         assertTrue(accepted > CASES / 20 && accepted < CASES * 9 / 10, "accepted " + accepted);
-        assertTrue(seen.containsAll(Set.of("invalid_json", "invalid_encoding", "duplicate_key", "nesting_too_deep",
-                "invalid_type", "value_too_long", "remote_media_rejected")), "codes seen: " + seen);
+        assertTrue(
+                seen.containsAll(Set.of(
+                        "invalid_json",
+                        "invalid_encoding",
+                        "duplicate_key",
+                        "nesting_too_deep",
+                        "invalid_type",
+                        "value_too_long",
+                        "remote_media_rejected")),
+                "codes seen: " + seen);
     }
 
     private static byte[] mutate(byte[] body, int kind, Random rnd) {
@@ -88,7 +113,9 @@ class MutationFuzzTest {
                 byte[] junk = new byte[1 + rnd.nextInt(4)];
                 String alphabet = "{}[]\",:\\ 0a-tfn\u0000";
                 for (int j = 0; j < junk.length; j++) {
-                    junk[j] = rnd.nextBoolean() ? (byte) alphabet.charAt(rnd.nextInt(alphabet.length())) : (byte) rnd.nextInt(256);
+                    junk[j] = rnd.nextBoolean()
+                            ? (byte) alphabet.charAt(rnd.nextInt(alphabet.length()))
+                            : (byte) rnd.nextInt(256);
                 }
                 return insert(body, rnd.nextInt(body.length + 1), junk);
             }
@@ -102,11 +129,19 @@ class MutationFuzzTest {
                 }
                 byte[] wrapped = insert(body, at, "[".repeat(depth).getBytes(StandardCharsets.US_ASCII));
                 int end = valueEnd(wrapped, at + depth);
-                return end < 0 ? wrapped : insert(wrapped, end, "]".repeat(depth).getBytes(StandardCharsets.US_ASCII));
+                return end < 0
+                        ? wrapped
+                        : insert(wrapped, end, "]".repeat(depth).getBytes(StandardCharsets.US_ASCII));
             }
             case 5: { // invalid UTF-8
-                byte[][] bad = {{(byte) 0xFF}, {(byte) 0xC0, (byte) 0xAF}, {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
-                        {(byte) 0xE2, (byte) 0x82}, {(byte) 0x80}, {(byte) 0xF5, (byte) 0x80, (byte) 0x80, (byte) 0x80}};
+                byte[][] bad = {
+                    {(byte) 0xFF},
+                    {(byte) 0xC0, (byte) 0xAF},
+                    {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+                    {(byte) 0xE2, (byte) 0x82},
+                    {(byte) 0x80},
+                    {(byte) 0xF5, (byte) 0x80, (byte) 0x80, (byte) 0x80}
+                };
                 return insert(body, rnd.nextInt(body.length + 1), bad[rnd.nextInt(bad.length)]);
             }
             case 6: { // delete a byte range

@@ -1,6 +1,13 @@
 package dev.cart.extract;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.lists;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -11,15 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.quicktheories.QuickTheory.qt;
-import static org.quicktheories.generators.SourceDSL.integers;
-import static org.quicktheories.generators.SourceDSL.lists;
+import org.junit.jupiter.api.Test;
 
 /** The token cache against a naive LRU model, step by step; and its counters under concurrency. */
 class TokenCacheTest {
@@ -78,8 +77,11 @@ class TokenCacheTest {
 
     @Test
     void behavesLikeANaiveLru() {
-        qt().withFixedSeed(20250611L).withExamples(400)
-                .forAll(integers().between(0, 5), integers().between(0, 8),
+        qt().withFixedSeed(20250611L)
+                .withExamples(400)
+                .forAll(
+                        integers().between(0, 5),
+                        integers().between(0, 8),
                         lists().of(integers().between(0, 35)).ofSizeBetween(0, 200))
                 .checkAssert((maxEntries, maxChars, ops) -> {
                     TokenCache cache = new TokenCache(maxEntries, maxChars);
@@ -139,10 +141,10 @@ class TokenCacheTest {
     @Test
     void textOverTheCapIsNeverStored() {
         TokenCache cache = new TokenCache(10, 5);
-        cache.put("123456", new int[]{1});
+        cache.put("123456", new int[] {1});
         assertNull(cache.get("123456"));
-        cache.put("12345", new int[]{2});
-        assertArrayEquals(new int[]{2}, cache.get("12345"));
+        cache.put("12345", new int[] {2});
+        assertArrayEquals(new int[] {2}, cache.get("12345"));
         assertEquals(new TokenCache.Stats(1, 1, 1, 0, 1, 10), cache.stats());
     }
 
@@ -165,7 +167,7 @@ class TokenCacheTest {
                         String text = "t" + k;
                         int[] v = cache.get(text);
                         if (v == null) {
-                            cache.put(text, new int[]{k});
+                            cache.put(text, new int[] {k});
                         } else {
                             assertEquals(k, v[0], "a text maps to its own ids");
                         }

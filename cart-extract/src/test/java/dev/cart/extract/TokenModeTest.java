@@ -1,22 +1,5 @@
 package dev.cart.extract;
 
-import dev.cart.core.Tokenization;
-
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.cart.core.PromptKey;
-import org.junit.jupiter.api.Test;
-
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.List;
-import java.util.Random;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -27,6 +10,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cart.core.PromptKey;
+import dev.cart.core.Tokenization;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 
 /** Keys in token mode: exact boundaries, prefix stability, the segment cache, the bound and its fallback. */
 class TokenModeTest {
@@ -94,7 +92,10 @@ class TokenModeTest {
             assertEquals(PromptKey.Unit.TOKENS, t.key().unit(), f);
             assertEquals(c.length(), t.key().length(), f);
             assertArrayEquals(c.boundaries(), t.key().boundaries(), f);
-            int expectedSegments = c.isEmpty() ? 0 : c.boundaryCount() + (c.boundaryCount() > 0 && c.boundary(c.boundaryCount() - 1) == c.length() ? 0 : 1);
+            int expectedSegments = c.isEmpty()
+                    ? 0
+                    : c.boundaryCount()
+                            + (c.boundaryCount() > 0 && c.boundary(c.boundaryCount() - 1) == c.length() ? 0 : 1);
             assertEquals(expectedSegments, t.tokenization().segments(), f);
         }
     }
@@ -115,9 +116,13 @@ class TokenModeTest {
                     bounds.add(all.size());
                 }
             }
-            PromptKey expected = PromptKey.ofTokens(all.stream().mapToInt(Integer::intValue).toArray(),
-                    bounds.stream().mapToInt(Integer::intValue).toArray(), 16, 256);
-            assertEquals(expected, x.extract(Fixtures.endpoint(f), Fixtures.bytes(f)).key(), f);
+            PromptKey expected = PromptKey.ofTokens(
+                    all.stream().mapToInt(Integer::intValue).toArray(),
+                    bounds.stream().mapToInt(Integer::intValue).toArray(),
+                    16,
+                    256);
+            assertEquals(
+                    expected, x.extract(Fixtures.endpoint(f), Fixtures.bytes(f)).key(), f);
         }
     }
 
@@ -126,10 +131,19 @@ class TokenModeTest {
         assertEquals(16, ExtractOptions.defaults().blockTokens());
         assertEquals(256, ExtractOptions.defaults().anchorTokens());
         assertEquals(512, ExtractOptions.builder().anchorLimit(2048).build().anchorTokens());
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().tokenizer(PER_CHAR)
-                .blockTokens(8).anchorTokens(30).build());
-        PromptKey a = x.extract(Endpoint.COMPLETIONS, "{\"prompt\":\"0123456789012345678901234567890123456789xyzxyzxyzxyz\"}".getBytes()).key();
-        PromptKey b = x.extract(Endpoint.COMPLETIONS, "{\"prompt\":\"0123456789012345678901234567890123456789abcabcabcabc\"}".getBytes()).key();
+        PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                .tokenizer(PER_CHAR)
+                .blockTokens(8)
+                .anchorTokens(30)
+                .build());
+        PromptKey a = x.extract(
+                        Endpoint.COMPLETIONS,
+                        "{\"prompt\":\"0123456789012345678901234567890123456789xyzxyzxyzxyz\"}".getBytes())
+                .key();
+        PromptKey b = x.extract(
+                        Endpoint.COMPLETIONS,
+                        "{\"prompt\":\"0123456789012345678901234567890123456789abcabcabcabc\"}".getBytes())
+                .key();
         assertEquals(8, a.blockSize());
         assertEquals(a.anchorHash(), b.anchorHash(), "the anchor covers only the first 30 tokens");
         assertNotEquals(a.blockHash(a.blockCount() - 1), b.blockHash(b.blockCount() - 1));
@@ -137,13 +151,15 @@ class TokenModeTest {
 
     @Test
     void specialTokenTextIsOrdinaryText() throws Exception {
-        ExtractedRequest r = tokens(CL100K).extract(Endpoint.CHAT_COMPLETIONS, chat(null, "say <|endoftext|> and <|im_start|>"));
+        ExtractedRequest r =
+                tokens(CL100K).extract(Endpoint.CHAT_COMPLETIONS, chat(null, "say <|endoftext|> and <|im_start|>"));
         assertEquals(Tokenization.Outcome.TOKENIZED, r.tokenization().outcome());
     }
 
     @Test
     void emptyPromptGivesAnEmptyTokenKey() throws Exception {
-        ExtractedRequest r = tokens(CL100K).extract(Endpoint.COMPLETIONS, "{\"model\":\"m\",\"prompt\":\"\"}".getBytes());
+        ExtractedRequest r =
+                tokens(CL100K).extract(Endpoint.COMPLETIONS, "{\"model\":\"m\",\"prompt\":\"\"}".getBytes());
         assertTrue(r.key().isEmpty());
         assertEquals(new Tokenization(Tokenization.Outcome.TOKENIZED, 0, 0, 0), r.tokenization());
     }
@@ -153,10 +169,14 @@ class TokenModeTest {
         // A conversation cut after k turns shares every full block of its key with the whole conversation,
         // and its boundaries are the first boundaries of the whole one: turn N+1 matches what turn N learned.
         String[] words = ("the contract clause termination notice party shall days written within agreement , . ; "
-                + "é ü 日本 🙂 \n\n  -- 42 1999 don't isn't").split(" ");
+                        + "é ü 日本 🙂 \n\n  -- 42 1999 don't isn't")
+                .split(" ");
         PromptExtractor x = tokens(CL100K);
-        qt().withFixedSeed(8080L).withExamples(150)
-                .forAll(lists().of(integers().between(0, 400)).ofSizeBetween(1, 8), integers().between(0, 7),
+        qt().withFixedSeed(8080L)
+                .withExamples(150)
+                .forAll(
+                        lists().of(integers().between(0, 400)).ofSizeBetween(1, 8),
+                        integers().between(0, 7),
                         integers().all())
                 .checkAssert((turnLengths, cut, seed) -> {
                     Random rnd = new Random(seed);
@@ -170,8 +190,10 @@ class TokenModeTest {
                     }
                     int k = Math.min(cut, turns.size());
                     try {
-                        PromptKey whole = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, turns)).key();
-                        PromptKey part = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, turns.subList(0, k))).key();
+                        PromptKey whole = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, turns))
+                                .key();
+                        PromptKey part = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, turns.subList(0, k)))
+                                .key();
                         assertTrue(part.blockCount() <= whole.blockCount());
                         for (int i = 0; i < part.blockCount(); i++) {
                             assertEquals(whole.blockHash(i), part.blockHash(i), "block " + i);
@@ -191,7 +213,12 @@ class TokenModeTest {
     void segmentsRepeatFromTheCache() throws Exception {
         PromptExtractor x = tokens(CL100K);
         ExtractedRequest first = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, "What is the notice period?"));
-        assertEquals(new Tokenization(Tokenization.Outcome.TOKENIZED, 2, 0, first.tokenization().tokenizerNanos()),
+        assertEquals(
+                new Tokenization(
+                        Tokenization.Outcome.TOKENIZED,
+                        2,
+                        0,
+                        first.tokenization().tokenizerNanos()),
                 first.tokenization());
         assertTrue(first.tokenization().tokenizerNanos() > 0);
         assertEquals(2, first.tokenization().tokenizedSegments());
@@ -202,7 +229,8 @@ class TokenModeTest {
         assertEquals(1, branch.tokenization().cacheHits());
 
         // The next turn of the first conversation: every earlier message is a hit, only the new two are not.
-        ExtractedRequest next = x.extract(Endpoint.CHAT_COMPLETIONS,
+        ExtractedRequest next = x.extract(
+                Endpoint.CHAT_COMPLETIONS,
                 chat(SYSTEM, "What is the notice period?", "Thirty days, clause 12.", "Written notice?"));
         assertEquals(4, next.tokenization().segments());
         assertEquals(2, next.tokenization().cacheHits());
@@ -221,8 +249,11 @@ class TokenModeTest {
 
     @Test
     void cacheLimitsAreConfigurable() throws Exception {
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().tokenizer(CL100K)
-                .tokenCacheEntries(1).tokenCacheMaxChars(100).build());
+        PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                .tokenizer(CL100K)
+                .tokenCacheEntries(1)
+                .tokenCacheMaxChars(100)
+                .build());
         assertEquals(1, x.tokenCache().maxEntries());
         assertEquals(100, x.tokenCache().maxChars());
         x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, "a", "b"));
@@ -264,8 +295,10 @@ class TokenModeTest {
     @Test
     void saturatedRequestsFallBackInsteadOfWaiting() throws Exception {
         BlockingTokenizer tok = new BlockingTokenizer();
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().tokenizer(tok)
-                .maxConcurrentTokenizations(1).build());
+        PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                .tokenizer(tok)
+                .maxConcurrentTokenizations(1)
+                .build());
         byte[] cached = chat(SYSTEM, "cached question");
         PromptKey cachedKey = x.extract(Endpoint.CHAT_COMPLETIONS, cached).key();
         byte[] blocking = chat(SYSTEM, "BLOCK here");
@@ -328,7 +361,10 @@ class TokenModeTest {
                 return "blocking";
             }
         };
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().tokenizer(tok).maxConcurrentTokenizations(n).build());
+        PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
+                .tokenizer(tok)
+                .maxConcurrentTokenizations(n)
+                .build());
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             List<Future<ExtractedRequest>> held = new ArrayList<>();
@@ -337,11 +373,16 @@ class TokenModeTest {
                 held.add(pool.submit(() -> x.extract(Endpoint.CHAT_COMPLETIONS, body)));
             }
             assertTrue(entered.await(30, TimeUnit.SECONDS), "all " + n + " are tokenizing");
-            assertEquals(Tokenization.Outcome.SATURATED,
-                    x.extract(Endpoint.CHAT_COMPLETIONS, chat(null, "one more")).tokenization().outcome());
+            assertEquals(
+                    Tokenization.Outcome.SATURATED,
+                    x.extract(Endpoint.CHAT_COMPLETIONS, chat(null, "one more"))
+                            .tokenization()
+                            .outcome());
             release.countDown();
             for (Future<ExtractedRequest> f : held) {
-                assertEquals(Tokenization.Outcome.TOKENIZED, f.get(30, TimeUnit.SECONDS).tokenization().outcome());
+                assertEquals(
+                        Tokenization.Outcome.TOKENIZED,
+                        f.get(30, TimeUnit.SECONDS).tokenization().outcome());
             }
         } finally {
             release.countDown();
@@ -365,7 +406,8 @@ class TokenModeTest {
         PromptExtractor x = tokens(broken);
         for (String f : Fixtures.all()) {
             ExtractedRequest r = x.extract(Fixtures.endpoint(f), Fixtures.bytes(f));
-            PromptKey expected = CHARS.extract(Fixtures.endpoint(f), Fixtures.bytes(f)).key();
+            PromptKey expected =
+                    CHARS.extract(Fixtures.endpoint(f), Fixtures.bytes(f)).key();
             if (expected.isEmpty()) {
                 continue;
             }
@@ -374,10 +416,16 @@ class TokenModeTest {
             assertEquals(expected, r.key(), f + ": the fallback key is the character-mode key");
         }
         // And the permit was released every time.
-        PromptExtractor one = new PromptExtractor(ExtractOptions.builder().tokenizer(broken).maxConcurrentTokenizations(1).build());
+        PromptExtractor one = new PromptExtractor(ExtractOptions.builder()
+                .tokenizer(broken)
+                .maxConcurrentTokenizations(1)
+                .build());
         for (int i = 0; i < 3; i++) {
-            assertEquals(Tokenization.Outcome.FAILED,
-                    one.extract(Endpoint.CHAT_COMPLETIONS, chat(null, "q" + i)).tokenization().outcome());
+            assertEquals(
+                    Tokenization.Outcome.FAILED,
+                    one.extract(Endpoint.CHAT_COMPLETIONS, chat(null, "q" + i))
+                            .tokenization()
+                            .outcome());
         }
     }
 
@@ -385,19 +433,23 @@ class TokenModeTest {
     void tokenizerIsLoadedOnceAndSharedSafely() throws Exception {
         assertSame(CL100K, Tokenizers.jtokkit("cl100k_base"));
         assertEquals("cl100k_base", CL100K.name());
-        assertArrayEquals(new int[]{15339, 1917}, CL100K.encode("hello world"));
+        assertArrayEquals(new int[] {15339, 1917}, CL100K.encode("hello world"));
         Tokenizer o200k = Tokenizers.jtokkit("o200k_base");
         assertEquals("o200k_base", o200k.name());
-        assertArrayEquals(new int[]{24912, 2375}, o200k.encode("hello world"));
-        assertEquals("unknown tokenizer encoding \"gpt2\"; expected one of cl100k_base, o200k_base",
-                org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                        () -> Tokenizers.jtokkit("gpt2")).getMessage());
+        assertArrayEquals(new int[] {24912, 2375}, o200k.encode("hello world"));
+        assertEquals(
+                "unknown tokenizer encoding \"gpt2\"; expected one of cl100k_base, o200k_base",
+                org.junit.jupiter.api.Assertions.assertThrows(
+                                IllegalArgumentException.class, () -> Tokenizers.jtokkit("gpt2"))
+                        .getMessage());
 
         // One extractor, many threads, a shared cache: every key equals the single-threaded one.
-        PromptExtractor x = new PromptExtractor(ExtractOptions.builder().tokenizer(o200k).tokenCacheEntries(8).build());
+        PromptExtractor x = new PromptExtractor(
+                ExtractOptions.builder().tokenizer(o200k).tokenCacheEntries(8).build());
         List<byte[]> bodies = new ArrayList<>();
         List<PromptKey> expected = new ArrayList<>();
-        PromptExtractor reference = new PromptExtractor(ExtractOptions.builder().tokenizer(o200k).tokenCacheEntries(0).build());
+        PromptExtractor reference = new PromptExtractor(
+                ExtractOptions.builder().tokenizer(o200k).tokenCacheEntries(0).build());
         for (int i = 0; i < 12; i++) {
             byte[] b = chat(SYSTEM, "question " + i, "answer " + i, "follow-up " + (i % 3));
             bodies.add(b);
@@ -417,7 +469,9 @@ class TokenModeTest {
                             assertEquals(expected.get(j), r.key());
                             tokenized++;
                         } else {
-                            assertEquals(Tokenization.Outcome.SATURATED, r.tokenization().outcome());
+                            assertEquals(
+                                    Tokenization.Outcome.SATURATED,
+                                    r.tokenization().outcome());
                         }
                     }
                     return tokenized;

@@ -3,7 +3,6 @@ package dev.cart.extract;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.cart.core.PromptKey;
-
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -32,8 +31,7 @@ public final class TokenTiming {
 
     private static volatile long sink;
 
-    private TokenTiming() {
-    }
+    private TokenTiming() {}
 
     private interface Op {
         void run() throws Exception;
@@ -41,8 +39,8 @@ public final class TokenTiming {
 
     public static void main(String[] args) throws Exception {
         String encoding = args.length > 0 ? args[0] : "cl100k_base";
-        System.out.println(System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
-                + ", " + Runtime.getRuntime().availableProcessors() + " CPUs, " + encoding);
+        System.out.println(System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version") + ", "
+                + Runtime.getRuntime().availableProcessors() + " CPUs, " + encoding);
         long t0 = System.nanoTime();
         Tokenizer tok = Tokenizers.jtokkit(encoding);
         System.out.printf("loading the encoding: %.0f ms%n", (System.nanoTime() - t0) / 1e6);
@@ -50,8 +48,10 @@ public final class TokenTiming {
         byte[] body = ExtractionTiming.chatBody(32 * 1024, false);
         Endpoint ep = Endpoint.CHAT_COMPLETIONS;
         PromptExtractor chars = new PromptExtractor(ExtractOptions.defaults());
-        PromptExtractor cold = new PromptExtractor(ExtractOptions.builder().tokenizer(tok).tokenCacheEntries(0).build());
-        PromptExtractor warm = new PromptExtractor(ExtractOptions.builder().tokenizer(tok).build());
+        PromptExtractor cold = new PromptExtractor(
+                ExtractOptions.builder().tokenizer(tok).tokenCacheEntries(0).build());
+        PromptExtractor warm =
+                new PromptExtractor(ExtractOptions.builder().tokenizer(tok).build());
 
         String keyText = chars.keyText(ep, body);
         String[] segments = keyText.split(String.valueOf(Extraction.BOUNDARY_MARK), -1);
@@ -61,9 +61,17 @@ public final class TokenTiming {
         String whole = keyText.replace(String.valueOf(Extraction.BOUNDARY_MARK), "");
         ExtractedRequest r = warm.extract(ep, body);
         PromptKey charKey = chars.extract(ep, body).key();
-        System.out.printf("body %,d bytes; key %,d chars, %d segments (%,d chars of tools, %,d of system prompt); "
-                        + "%,d tokens, %d blocks of 16, %d boundaries%n", body.length, charKey.length(), segments.length,
-                segments[0].length(), segments[1].length(), r.key().length(), r.key().blockCount(), r.key().boundaryCount());
+        System.out.printf(
+                "body %,d bytes; key %,d chars, %d segments (%,d chars of tools, %,d of system prompt); "
+                        + "%,d tokens, %d blocks of 16, %d boundaries%n",
+                body.length,
+                charKey.length(),
+                segments.length,
+                segments[0].length(),
+                segments[1].length(),
+                r.key().length(),
+                r.key().blockCount(),
+                r.key().boundaryCount());
 
         List<byte[]> unique = variants(body, 400, false);
         List<byte[]> nextTurn = variants(body, 1000, true);
@@ -84,8 +92,10 @@ public final class TokenTiming {
             bounds[i] = at;
         }
         char[] keyChars = whole.toCharArray();
-        PromptExtractor sys = new PromptExtractor(ExtractOptions.builder().tokenizer(tok).build());
-        PromptExtractor turn = new PromptExtractor(ExtractOptions.builder().tokenizer(tok).build());
+        PromptExtractor sys =
+                new PromptExtractor(ExtractOptions.builder().tokenizer(tok).build());
+        PromptExtractor turn =
+                new PromptExtractor(ExtractOptions.builder().tokenizer(tok).build());
 
         List<String> names = new ArrayList<>();
         List<Op> ops = new ArrayList<>();
@@ -97,10 +107,13 @@ public final class TokenTiming {
         ops.add(() -> sink += cold.extract(ep, body).key().length());
         caches.add(null);
         names.add("token mode, system prompt warm: extract");
-        ops.add(() -> sink += sys.extract(ep, unique.get(next[0]++ % unique.size())).key().length());
+        ops.add(() -> sink +=
+                sys.extract(ep, unique.get(next[0]++ % unique.size())).key().length());
         caches.add(sys);
         names.add("token mode, next turn: extract");
-        ops.add(() -> sink += turn.extract(ep, nextTurn.get(next[0]++ % nextTurn.size())).key().length());
+        ops.add(() -> sink += turn.extract(ep, nextTurn.get(next[0]++ % nextTurn.size()))
+                .key()
+                .length());
         caches.add(turn);
         names.add("token mode, all warm: extract");
         ops.add(() -> sink += warm.extract(ep, body).key().length());
@@ -119,7 +132,10 @@ public final class TokenTiming {
         ops.add(() -> sink += PromptKey.ofTokens(all, bounds, 16, 256).blockCount());
         caches.add(null);
         names.add("part: PromptKey from the key's chars");
-        ops.add(() -> sink += PromptKey.textBuilder(64, 1024).append(keyChars, 0, keyChars.length).build().blockCount());
+        ops.add(() -> sink += PromptKey.textBuilder(64, 1024)
+                .append(keyChars, 0, keyChars.length)
+                .build()
+                .blockCount());
         caches.add(null);
 
         // Warm every operation up first (2 s each), so that no figure depends on the order of measurement.
@@ -159,8 +175,9 @@ public final class TokenTiming {
 
     private static void report(PromptExtractor x) {
         TokenCache.Stats s = x.tokenCache().stats();
-        System.out.printf("  %-48s hit rate %.2f (%,d hits, %,d misses, %,d evictions, size %d)%n", "", s.hitRate(),
-                s.hits(), s.misses(), s.evictions(), s.size());
+        System.out.printf(
+                "  %-48s hit rate %.2f (%,d hits, %,d misses, %,d evictions, size %d)%n",
+                "", s.hitRate(), s.hits(), s.misses(), s.evictions(), s.size());
     }
 
     private static void time(String what, Op op) throws Exception {
@@ -188,7 +205,8 @@ public final class TokenTiming {
             rounds[r] = (System.nanoTime() - t0) / 1e3 / iterations;
         }
         Arrays.sort(rounds);
-        System.out.printf("  %-48s median %9.1f us   (min %.1f, max %.1f)%n", what, rounds[rounds.length / 2],
-                rounds[0], rounds[rounds.length - 1]);
+        System.out.printf(
+                "  %-48s median %9.1f us   (min %.1f, max %.1f)%n",
+                what, rounds[rounds.length / 2], rounds[0], rounds[rounds.length - 1]);
     }
 }

@@ -1,25 +1,27 @@
 package dev.cart.extract;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.longs;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.quicktheories.QuickTheory.qt;
-import static org.quicktheories.generators.SourceDSL.integers;
-import static org.quicktheories.generators.SourceDSL.longs;
+import org.junit.jupiter.api.Test;
 
 /** {@link Utf8#isValid} agrees with the JDK's strict UTF-8 decoder. */
 class Utf8Test {
 
     private static boolean jdkValid(byte[] b) {
         try {
-            StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b));
+            StandardCharsets.UTF_8
+                    .newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(b));
             return true;
         } catch (CharacterCodingException e) {
             return false;
@@ -28,7 +30,8 @@ class Utf8Test {
 
     @Test
     void agreesWithTheJdkDecoder() {
-        qt().withFixedSeed(4242L).withExamples(3000)
+        qt().withFixedSeed(4242L)
+                .withExamples(3000)
                 .forAll(longs().all(), integers().between(0, 80))
                 .checkAssert((seed, len) -> {
                     Random rnd = new Random(seed);

@@ -1,7 +1,6 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.Match;
-
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -27,7 +26,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *       fresh keys and runs a pass every 2,000 inserts on a tree capped at 300,000 blocks.</li>
  * </ul>
  */
-@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
 public class EvictionBenchmark {
 
     @State(Scope.Benchmark)

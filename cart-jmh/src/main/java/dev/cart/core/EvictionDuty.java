@@ -10,8 +10,7 @@ package dev.cart.core;
  */
 public final class EvictionDuty {
 
-    private EvictionDuty() {
-    }
+    private EvictionDuty() {}
 
     public static void main(String[] args) {
         TreeWorkload w = new TreeWorkload(42);
@@ -43,9 +42,15 @@ public final class EvictionDuty {
             }
             long wall = System.nanoTime() - start;
             if (phase == 1) {
-                System.out.printf("passes=%d mean=%.2f ms max=%.2f ms entries evicted per pass=%.0f share of time in "
-                                + "passes=%.1f%% tree size=%d blocks%n", passes, inPasses / 1e6 / passes, max / 1e6,
-                        (double) evicted / passes, 100.0 * inPasses / wall, tree.stats().size());
+                System.out.printf(
+                        "passes=%d mean=%.2f ms max=%.2f ms entries evicted per pass=%.0f share of time in "
+                                + "passes=%.1f%% tree size=%d blocks%n",
+                        passes,
+                        inPasses / 1e6 / passes,
+                        max / 1e6,
+                        (double) evicted / passes,
+                        100.0 * inPasses / wall,
+                        tree.stats().size());
             }
         }
     }

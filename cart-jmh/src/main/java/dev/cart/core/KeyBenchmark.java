@@ -41,7 +41,9 @@ public class KeyBenchmark {
 
     @Benchmark
     public PromptKey latin1Bytes() {
-        return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS).appendLatin1(bytes, 0, bytes.length).build();
+        return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
+                .appendLatin1(bytes, 0, bytes.length)
+                .build();
     }
 
     @Benchmark

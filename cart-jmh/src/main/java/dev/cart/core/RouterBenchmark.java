@@ -36,7 +36,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Xms4g", "-Xmx4g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xms4g", "-Xmx4g"})
 @State(Scope.Benchmark)
 public class RouterBenchmark {
 
@@ -54,18 +56,27 @@ public class RouterBenchmark {
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
         for (int k = 0; k < hits.length; k++) {
             String text = w.texts[k];
-            String four = text.length() >= 4096 ? text.substring(0, 4096)
+            String four = text.length() >= 4096
+                    ? text.substring(0, 4096)
                     : text + TreeWorkload.randomText(rnd, 4096 - text.length());
-            hits[k] = RouteRequest.of(key(PromptKey.ofText(four, TreeWorkload.BLOCK).blocks()));
+            hits[k] = RouteRequest.of(
+                    key(PromptKey.ofText(four, TreeWorkload.BLOCK).blocks()));
         }
-        missBlocks = PromptKey.ofText(TreeWorkload.randomText(rnd, 4096), TreeWorkload.BLOCK).blocks().clone();
+        missBlocks = PromptKey.ofText(TreeWorkload.randomText(rnd, 4096), TreeWorkload.BLOCK)
+                .blocks()
+                .clone();
     }
 
     @Setup(Level.Iteration)
     public void router() {
         PrefixTree tree = w.filledTree(Long.MAX_VALUE);
-        router = Router.builder().replicas(() -> w.replicas).policy(Policies.cacheAware()).tree(tree)
-                .keyFormat(PromptKey.Unit.TOKENS, TreeWorkload.BLOCK).evictionInterval(Duration.ZERO).build();
+        router = Router.builder()
+                .replicas(() -> w.replicas)
+                .policy(Policies.cacheAware())
+                .tree(tree)
+                .keyFormat(PromptKey.Unit.TOKENS, TreeWorkload.BLOCK)
+                .evictionInterval(Duration.ZERO)
+                .build();
     }
 
     /**

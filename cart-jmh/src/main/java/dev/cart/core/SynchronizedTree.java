@@ -1,7 +1,6 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.Match;
-
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;

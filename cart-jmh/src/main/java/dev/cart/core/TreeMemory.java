@@ -10,8 +10,7 @@ import java.lang.management.MemoryMXBean;
  */
 public final class TreeMemory {
 
-    private TreeMemory() {
-    }
+    private TreeMemory() {}
 
     public static void main(String[] args) throws InterruptedException {
         TreeWorkload w = new TreeWorkload(42);
@@ -20,9 +19,15 @@ public final class TreeMemory {
         long after = usedAfterGc();
         TreeStats stats = tree.stats();
         long bytes = after - before;
-        System.out.printf("keys=%d blocks=%d nodes=%d entries=%d heap=%.2f MiB (%.1f bytes/block, %.0f bytes/key)%n",
-                TreeWorkload.KEYS, stats.size(), stats.nodes(), stats.entries(), bytes / 1048576.0,
-                (double) bytes / stats.size(), (double) bytes / TreeWorkload.KEYS);
+        System.out.printf(
+                "keys=%d blocks=%d nodes=%d entries=%d heap=%.2f MiB (%.1f bytes/block, %.0f bytes/key)%n",
+                TreeWorkload.KEYS,
+                stats.size(),
+                stats.nodes(),
+                stats.entries(),
+                bytes / 1048576.0,
+                (double) bytes / stats.size(),
+                (double) bytes / TreeWorkload.KEYS);
         if (tree.match(w.keys[0]).matchedLength() == 0 || w.texts.length == 0) {
             throw new AssertionError("keep the tree and the workload reachable");
         }

@@ -20,20 +20,36 @@ import java.util.SplittableRandom;
 public final class Bodies {
 
     private static final String[] WORDS = ("the of and to in is that for it as with was on be by this are from at "
-            + "or an which have not but they his her their one all were there been has when who will more no if "
-            + "out so said what up its about into than them can only other new some could time these two may then")
+                    + "or an which have not but they his her their one all were there been has when who will more no if "
+                    + "out so said what up its about into than them can only other new some could time these two may then")
             .split(" ");
 
     /** Runs of text, already JSON-escaped where needed: what realistic turns are made of. */
     private static final String[] PIECES = {
-        "\\n\\n", "\\n- ", "\\\"quoted\\\" ", "caf\u00e9 ", "na\u00efve ", "\u00fcber ", "Stra\u00dfe ",
-        "\u2014 ", "\u201csmart quotes\u201d ", "\u65e5\u672c\u8a9e\u306e\u6587 ", "\u4f60\u597d ",
-        "\\u00e9t\\u00e9 ", "\\u2019s ", "\\ud83d\\ude00 ", "\ud83d\ude80 ", "C:\\\\Users\\\\me ",
-        "\\tindented ", "x < 3 && y > 2 ", "{\\\"k\\\": [1, 2]} ", "Ma\u00f1ana ", "\u00bfqu\u00e9? ",
+        "\\n\\n",
+        "\\n- ",
+        "\\\"quoted\\\" ",
+        "caf\u00e9 ",
+        "na\u00efve ",
+        "\u00fcber ",
+        "Stra\u00dfe ",
+        "\u2014 ",
+        "\u201csmart quotes\u201d ",
+        "\u65e5\u672c\u8a9e\u306e\u6587 ",
+        "\u4f60\u597d ",
+        "\\u00e9t\\u00e9 ",
+        "\\u2019s ",
+        "\\ud83d\\ude00 ",
+        "\ud83d\ude80 ",
+        "C:\\\\Users\\\\me ",
+        "\\tindented ",
+        "x < 3 && y > 2 ",
+        "{\\\"k\\\": [1, 2]} ",
+        "Ma\u00f1ana ",
+        "\u00bfqu\u00e9? ",
     };
 
-    private Bodies() {
-    }
+    private Bodies() {}
 
     public static byte[] plain(int size) {
         SplittableRandom rnd = new SplittableRandom(42);
@@ -42,7 +58,9 @@ public final class Bodies {
         sb.append("\"}");
         int turn = 0;
         while (utf8Length(sb) < size - 600) {
-            sb.append(",{\"role\":\"").append(turn++ % 2 == 0 ? "user" : "assistant").append("\",\"content\":\"");
+            sb.append(",{\"role\":\"")
+                    .append(turn++ % 2 == 0 ? "user" : "assistant")
+                    .append("\",\"content\":\"");
             words(sb, rnd, Math.min(1_200, size - 600 - sb.length()), false);
             sb.append("\"}");
         }
@@ -58,8 +76,11 @@ public final class Bodies {
         sb.append("{\"model\":\"llama-3.1-8b-instruct\",\"stream\":false,\"temperature\":0.3,\"tools\":[");
         String[] tools = {"search_orders", "refund_order", "send_email"};
         for (int t = 0; t < tools.length; t++) {
-            sb.append(t == 0 ? "" : ",").append("{\"type\":\"function\",\"function\":{\"name\":\"").append(tools[t])
-                    .append("\",\"description\":\"").append(tools[t].replace('_', ' '))
+            sb.append(t == 0 ? "" : ",")
+                    .append("{\"type\":\"function\",\"function\":{\"name\":\"")
+                    .append(tools[t])
+                    .append("\",\"description\":\"")
+                    .append(tools[t].replace('_', ' '))
                     .append(" for the customer; returns JSON.\\nFails when the \\\"id\\\" is unknown.\",")
                     .append("\"parameters\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\","
                             + "\"description\":\"order id, e.g. \\\"A-1234\\\"\"},\"reason\":{\"type\":\"string\","
@@ -80,10 +101,15 @@ public final class Bodies {
                     sb.append("\"}");
                 }
                 case 1 -> {
-                    sb.append(",{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_").append(turn)
+                    sb.append(",{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_")
+                            .append(turn)
                             .append("\",\"type\":\"function\",\"function\":{\"name\":\"search_orders\",")
-                            .append("\"arguments\":\"{\\\"id\\\":\\\"A-").append(1000 + turn).append("\\\"}\"}}]}")
-                            .append(",{\"role\":\"tool\",\"tool_call_id\":\"call_").append(turn).append("\",\"content\":\"");
+                            .append("\"arguments\":\"{\\\"id\\\":\\\"A-")
+                            .append(1000 + turn)
+                            .append("\\\"}\"}}]}")
+                            .append(",{\"role\":\"tool\",\"tool_call_id\":\"call_")
+                            .append(turn)
+                            .append("\",\"content\":\"");
                     words(sb, rnd, Math.min(300, left), true);
                     sb.append("\"}");
                 }
@@ -94,7 +120,8 @@ public final class Bodies {
                 }
             }
         }
-        sb.append(",{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Danke \u2014 and the last one?\"}]}]}");
+        sb.append(
+                ",{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Danke \u2014 and the last one?\"}]}]}");
         return sb.toString().getBytes(StandardCharsets.UTF_8);
     }
 

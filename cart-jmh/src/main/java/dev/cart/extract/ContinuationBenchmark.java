@@ -28,7 +28,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
 @State(Scope.Benchmark)
 public class ContinuationBenchmark {
 
@@ -50,7 +52,8 @@ public class ContinuationBenchmark {
         reply = List.of(r.toString());
         String text = new String(body, StandardCharsets.UTF_8);
         int close = text.lastIndexOf(']');
-        next = (text.substring(0, close) + ",{\"role\":\"assistant\",\"content\":\"" + r + "\"}" + text.substring(close))
+        next = (text.substring(0, close) + ",{\"role\":\"assistant\",\"content\":\"" + r + "\"}"
+                        + text.substring(close))
                 .getBytes(StandardCharsets.UTF_8);
         extractor = new PromptExtractor(ExtractOptions.defaults());
     }

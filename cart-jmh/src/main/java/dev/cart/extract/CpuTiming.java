@@ -30,8 +30,7 @@ public final class CpuTiming {
         void run() throws Exception;
     }
 
-    private CpuTiming() {
-    }
+    private CpuTiming() {}
 
     public static void main(String[] args) throws Exception {
         keys();
@@ -46,20 +45,25 @@ public final class CpuTiming {
                     b.add(new ReplicaSpec("http://replica-" + i + ":8000", 1 << 20, 0));
                 }
                 ManagedReplicaSet set = b.build();
-                try (Router router = Router.builder().replicas(set).policy(Policies.cacheAware())
+                try (Router router = Router.builder()
+                        .replicas(set)
+                        .policy(Policies.cacheAware())
                         .keyFormat(PromptKey.Unit.CHARS, PromptKey.DEFAULT_BLOCK_CHARS)
-                        .evictionInterval(Duration.ZERO).build()) {
+                        .evictionInterval(Duration.ZERO)
+                        .build()) {
                     for (int k = 0; k < TreeWorkload.KEYS; k++) {
                         router.record(w.keys[k], set.replicas().get(k % TreeWorkload.REPLICAS));
                     }
                     int reps = size > 10_000 ? 300 : 2_000;
                     double[] e = time(reps, () -> x.extract(Endpoint.CHAT_COMPLETIONS, body));
                     double[] r = time(reps, () -> {
-                        RouteDecision d = router.choose(RouteRequest.of(x.extract(Endpoint.CHAT_COMPLETIONS, body).key()));
+                        RouteDecision d = router.choose(RouteRequest.of(
+                                x.extract(Endpoint.CHAT_COMPLETIONS, body).key()));
                         d.lease().close();
                     });
-                    System.out.printf("%-9s %6d   %7.1f / %7.1f          %7.1f / %7.1f%n", kind, body.length, e[0], e[1],
-                            r[0], r[1]);
+                    System.out.printf(
+                            "%-9s %6d   %7.1f / %7.1f          %7.1f / %7.1f%n",
+                            kind, body.length, e[0], e[1], r[0], r[1]);
                 }
             }
         }
@@ -90,8 +94,11 @@ public final class CpuTiming {
             double[] s = time(2_000, () -> PromptKey.ofText(text, PromptKey.DEFAULT_BLOCK_CHARS));
             String b;
             try {
-                double[] t = time(2_000, () -> PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
-                        .appendLatin1(bytes, 0, bytes.length).build());
+                double[] t = time(
+                        2_000,
+                        () -> PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
+                                .appendLatin1(bytes, 0, bytes.length)
+                                .build());
                 b = String.format("%7.2f / %7.2f", t[0], t[1]);
             } catch (LinkageError e) {
                 b = "(not in this build)";
@@ -111,8 +118,9 @@ public final class CpuTiming {
             int reps = size > 10_000 ? 300 : 2_000;
             double[] cont = time(reps, c::extractAndContinue);
             double[] twice = time(reps, c::extractTwice);
-            System.out.printf("          %6d   %7.1f / %7.1f                  %7.1f / %7.1f%n", c.body.length,
-                    cont[0], cont[1], twice[0], twice[1]);
+            System.out.printf(
+                    "          %6d   %7.1f / %7.1f                  %7.1f / %7.1f%n",
+                    c.body.length, cont[0], cont[1], twice[0], twice[1]);
         }
     }
 

@@ -2,10 +2,10 @@ package dev.cart.extract;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
+import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.ReplicaSpec;
 import dev.cart.core.TreeWorkload;
 import dev.cart.policy.Policies;
 import java.time.Duration;
@@ -40,7 +40,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
 @State(Scope.Benchmark)
 public class RouteBenchmark {
 
@@ -69,9 +71,12 @@ public class RouteBenchmark {
             replicas.add(new ReplicaSpec("http://replica-" + i + ":8000", 1 << 20, 0));
         }
         ManagedReplicaSet set = replicas.build();
-        router = Router.builder().replicas(set).policy(Policies.cacheAware())
+        router = Router.builder()
+                .replicas(set)
+                .policy(Policies.cacheAware())
                 .keyFormat(PromptKey.Unit.CHARS, PromptKey.DEFAULT_BLOCK_CHARS)
-                .evictionInterval(Duration.ZERO).build();
+                .evictionInterval(Duration.ZERO)
+                .build();
         for (int k = 0; k < TreeWorkload.KEYS; k++) {
             router.record(workload.keys[k], set.replicas().get(k % TreeWorkload.REPLICAS));
         }

@@ -32,7 +32,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
 @State(Scope.Benchmark)
 public class TokenizerBenchmark {
 
@@ -51,8 +53,10 @@ public class TokenizerBenchmark {
         Tokenizer cl100k = Tokenizers.jtokkit("cl100k_base");
         body = Bodies.plain(bytes);
         cached = new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).build());
-        uncached = new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).tokenCacheEntries(0).build());
-        conversation = new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).build());
+        uncached = new PromptExtractor(
+                ExtractOptions.builder().tokenizer(cl100k).tokenCacheEntries(0).build());
+        conversation =
+                new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).build());
         Tokenization first = cached.extract(Endpoint.CHAT_COMPLETIONS, body).tokenization();
         Tokenization again = cached.extract(Endpoint.CHAT_COMPLETIONS, body).tokenization();
         if (first.outcome() != Tokenization.Outcome.TOKENIZED || again.cacheHits() != again.segments()) {
@@ -66,13 +70,14 @@ public class TokenizerBenchmark {
         nextTurns = new byte[1024][];
         for (int k = 0; k < nextTurns.length; k++) {
             nextTurns[k] = (head + ",{\"role\":\"user\",\"content\":\"turn " + k + ": and what about the other "
-                    + "order, the one that was sent on the second of the month to the old address?\"}" + tail)
+                            + "order, the one that was sent on the second of the month to the old address?\"}" + tail)
                     .getBytes(StandardCharsets.UTF_8);
         }
         for (byte[] b : nextTurns) {
             conversation.extract(Endpoint.CHAT_COMPLETIONS, b);
         }
-        Tokenization t = conversation.extract(Endpoint.CHAT_COMPLETIONS, nextTurns[0]).tokenization();
+        Tokenization t =
+                conversation.extract(Endpoint.CHAT_COMPLETIONS, nextTurns[0]).tokenization();
         if (t.cacheHits() != t.segments() - 1) {
             throw new IllegalStateException("expected every segment but the last cached: " + t);
         }

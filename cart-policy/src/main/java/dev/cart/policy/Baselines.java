@@ -14,8 +14,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class Baselines {
 
-    private Baselines() {
-    }
+    private Baselines() {}
 
     /** Each candidate in turn. */
     static final class RoundRobin implements RoutingPolicy {
@@ -91,7 +90,8 @@ final class Baselines {
             }
             long la = c.get(a).load();
             long lb = c.get(b).load();
-            Replica pick = la < lb ? c.get(a) : lb < la ? c.get(b) : c.get(ctx.random().nextBoolean() ? a : b);
+            Replica pick =
+                    la < lb ? c.get(a) : lb < la ? c.get(b) : c.get(ctx.random().nextBoolean() ? a : b);
             return Choice.of(pick, Reason.POLICY);
         }
 

@@ -103,10 +103,17 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * @param hashLoadFactor      {@link Builder#hashLoadFactor}
      * @param prefillAware        {@link Builder#prefillAware}
      */
-    public record Config(double threshold, int matchAbsThreshold, int balanceAbsThreshold,
-                         double balanceRelThreshold, Guard guard, double medianFactor, double boundedLoadFactor,
-                         MissPlacement missPlacement, double hashLoadFactor, boolean prefillAware) {
-    }
+    public record Config(
+            double threshold,
+            int matchAbsThreshold,
+            int balanceAbsThreshold,
+            double balanceRelThreshold,
+            Guard guard,
+            double medianFactor,
+            double boundedLoadFactor,
+            MissPlacement missPlacement,
+            double hashLoadFactor,
+            boolean prefillAware) {}
 
     static final double DEFAULT_HASH_LOAD_FACTOR = 1.25;
 
@@ -133,8 +140,17 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         this.missPlacement = b.missPlacement;
         this.hashLoadFactor = b.hashLoadFactor;
         this.prefillAware = b.prefillAware;
-        this.config = new Config(threshold, matchAbsThreshold, balanceAbsThreshold, balanceRelThreshold, guard,
-                medianFactor, boundedLoadFactor, missPlacement, hashLoadFactor, prefillAware);
+        this.config = new Config(
+                threshold,
+                matchAbsThreshold,
+                balanceAbsThreshold,
+                balanceRelThreshold,
+                guard,
+                medianFactor,
+                boundedLoadFactor,
+                missPlacement,
+                hashLoadFactor,
+                prefillAware);
     }
 
     /** A builder at the defaults (the policy {@link Policies#cacheAware()} returns). */
@@ -217,8 +233,10 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 }
                 eligible.add(r);
             }
-            Replica best = Candidates.least(eligible,
-                    prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD, ctx.random());
+            Replica best = Candidates.least(
+                    eligible,
+                    prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD,
+                    ctx.random());
             if (best != null) {
                 return new Choice(best, Reason.CACHE_HIT, tier);
             }
@@ -328,7 +346,8 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     @Override
     public String toString() {
         return "cache_aware[threshold=" + threshold + " match_abs_threshold=" + matchAbsThreshold
-                + " guard=" + guard.name().toLowerCase(java.util.Locale.ROOT) + " balance_abs_threshold=" + balanceAbsThreshold
+                + " guard=" + guard.name().toLowerCase(java.util.Locale.ROOT) + " balance_abs_threshold="
+                + balanceAbsThreshold
                 + " balance_rel_threshold=" + balanceRelThreshold + " miss_placement="
                 + missPlacement.name().toLowerCase(java.util.Locale.ROOT) + " prefill_aware=" + prefillAware + "]";
     }
@@ -377,8 +396,8 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** Matched length (units), at least 1, at or above which a match is a hit whatever the fraction (default 8192). */
         public Builder matchAbsThreshold(int v) {
-            matchAbsThreshold = (int) Checks.inRange(name("matchAbsThreshold", "match_abs_threshold"), v, 1,
-                    Integer.MAX_VALUE);
+            matchAbsThreshold =
+                    (int) Checks.inRange(name("matchAbsThreshold", "match_abs_threshold"), v, 1, Integer.MAX_VALUE);
             return this;
         }
 
@@ -387,15 +406,15 @@ public final class CacheAwarePolicy implements RoutingPolicy {
          * loaded candidate's by more than this (and by the relative factor); at least 0, default 8.
          */
         public Builder balanceAbsThreshold(int v) {
-            balanceAbsThreshold = (int) Checks.inRange(name("balanceAbsThreshold", "balance_abs_threshold"), v, 0,
-                    Integer.MAX_VALUE);
+            balanceAbsThreshold =
+                    (int) Checks.inRange(name("balanceAbsThreshold", "balance_abs_threshold"), v, 0, Integer.MAX_VALUE);
             return this;
         }
 
         /** The {@code abs_rel} guard's relative factor, at least 1 (default 1.5). */
         public Builder balanceRelThreshold(double v) {
-            balanceRelThreshold = Checks.inRange(name("balanceRelThreshold", "balance_rel_threshold"), v, 1.0,
-                    Double.MAX_VALUE);
+            balanceRelThreshold =
+                    Checks.inRange(name("balanceRelThreshold", "balance_rel_threshold"), v, 1.0, Double.MAX_VALUE);
             return this;
         }
 

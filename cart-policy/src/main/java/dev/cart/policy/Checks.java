@@ -6,14 +6,13 @@ package dev.cart.policy;
  */
 final class Checks {
 
-    private Checks() {
-    }
+    private Checks() {}
 
     /** {@code value} if it is in [min, max]. */
     static double inRange(String name, double value, double min, double max) {
         if (!(value >= min && value <= max)) {
-            throw new IllegalArgumentException(name + " must be in [" + fmt(min) + ", " + fmt(max) + "], was "
-                    + fmt(value));
+            throw new IllegalArgumentException(
+                    name + " must be in [" + fmt(min) + ", " + fmt(max) + "], was " + fmt(value));
         }
         return value;
     }

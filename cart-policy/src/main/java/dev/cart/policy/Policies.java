@@ -14,8 +14,7 @@ import java.util.Map;
  */
 public final class Policies {
 
-    private Policies() {
-    }
+    private Policies() {}
 
     /** The specification's cache-aware policy with its defaults ({@code CacheAwarePolicy.builder().build()}). */
     public static CacheAwarePolicy cacheAware() {
@@ -62,8 +61,7 @@ public final class Policies {
      */
     public static final class CacheAwareProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
-        public CacheAwareProvider() {
-        }
+        public CacheAwareProvider() {}
 
         @Override
         public String name() {
@@ -79,8 +77,7 @@ public final class Policies {
     /** Provides {@code round_robin}. */
     public static final class RoundRobinProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
-        public RoundRobinProvider() {
-        }
+        public RoundRobinProvider() {}
 
         @Override
         public String name() {
@@ -96,8 +93,7 @@ public final class Policies {
     /** Provides {@code random}. */
     public static final class RandomProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
-        public RandomProvider() {
-        }
+        public RandomProvider() {}
 
         @Override
         public String name() {
@@ -113,8 +109,7 @@ public final class Policies {
     /** Provides {@code least_loaded}. */
     public static final class LeastLoadedProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
-        public LeastLoadedProvider() {
-        }
+        public LeastLoadedProvider() {}
 
         @Override
         public String name() {
@@ -130,8 +125,7 @@ public final class Policies {
     /** Provides {@code power_of_two}. */
     public static final class PowerOfTwoProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
-        public PowerOfTwoProvider() {
-        }
+        public PowerOfTwoProvider() {}
 
         @Override
         public String name() {
@@ -147,8 +141,7 @@ public final class Policies {
     /** Provides {@code consistent_hash}; its one setting is {@code hash_load_factor}. */
     public static final class ConsistentHashProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
-        public ConsistentHashProvider() {
-        }
+        public ConsistentHashProvider() {}
 
         @Override
         public String name() {
@@ -157,8 +150,11 @@ public final class Policies {
 
         @Override
         public RoutingPolicy create(Map<String, ?> settings) {
-            return consistentHash(new SettingsMap(settings).decimal("hash_load_factor")
-                    .orElse(CacheAwarePolicy.DEFAULT_HASH_LOAD_FACTOR), "hash_load_factor");
+            return consistentHash(
+                    new SettingsMap(settings)
+                            .decimal("hash_load_factor")
+                            .orElse(CacheAwarePolicy.DEFAULT_HASH_LOAD_FACTOR),
+                    "hash_load_factor");
         }
     }
 }

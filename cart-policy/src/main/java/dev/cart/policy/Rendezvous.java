@@ -15,8 +15,7 @@ import java.util.List;
  */
 final class Rendezvous {
 
-    private Rendezvous() {
-    }
+    private Rendezvous() {}
 
     /**
      * The highest-scoring replica whose load is within the bound (or the least loaded if none is).

@@ -56,8 +56,8 @@ final class SettingsMap {
             throw bad(key, "an integer", v);
         }
         if (l != (int) l) {
-            throw new IllegalArgumentException(key + " must be in [" + Integer.MIN_VALUE + ", " + Integer.MAX_VALUE
-                    + "], was " + l);
+            throw new IllegalArgumentException(
+                    key + " must be in [" + Integer.MIN_VALUE + ", " + Integer.MAX_VALUE + "], was " + l);
         }
         return Optional.of((int) l);
     }

@@ -36,8 +36,12 @@ class CacheAwarePolicyTest {
 
     static Router router(ManagedReplicaSet set, RoutingPolicy policy) {
         SplittableRandom rnd = new SplittableRandom(7);
-        return Router.builder().replicas(set).policy(policy).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).build();
+        return Router.builder()
+                .replicas(set)
+                .policy(policy)
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .build();
     }
 
     static ManagedReplicaSet pool(int n) {
@@ -81,7 +85,10 @@ class CacheAwarePolicyTest {
     @Test
     void aShortMatchBelowBothThresholdsIsAMiss() {
         ManagedReplicaSet set = pool(2);
-        CacheAwarePolicy p = CacheAwarePolicy.builder().threshold(0.5).matchAbsThreshold(100_000).build();
+        CacheAwarePolicy p = CacheAwarePolicy.builder()
+                .threshold(0.5)
+                .matchAbsThreshold(100_000)
+                .build();
         try (Router router = router(set, p)) {
             router.choose(RouteRequest.of(key(SYSTEM))).lease().close();
             // shares 1,152 of 1,160 + 3,000 characters: ratio 0.28 < 0.5
@@ -97,7 +104,10 @@ class CacheAwarePolicyTest {
     @Test
     void theAbsoluteThresholdCatchesALongSharedPrefixInAnEvenLongerPrompt() {
         ManagedReplicaSet set = pool(2);
-        CacheAwarePolicy p = CacheAwarePolicy.builder().threshold(0.9).matchAbsThreshold(1_000).build();
+        CacheAwarePolicy p = CacheAwarePolicy.builder()
+                .threshold(0.9)
+                .matchAbsThreshold(1_000)
+                .build();
         try (Router router = router(set, p)) {
             RouteDecision first = router.choose(RouteRequest.of(key(SYSTEM)));
             first.lease().close();
@@ -111,12 +121,17 @@ class CacheAwarePolicyTest {
     @Test
     void absRelGuardDivertsOnlyWhenBothConditionsHold() throws Exception {
         ManagedReplicaSet set = pool(2);
-        CacheAwarePolicy p = CacheAwarePolicy.builder().balanceAbsThreshold(4).balanceRelThreshold(2.0).build();
+        CacheAwarePolicy p = CacheAwarePolicy.builder()
+                .balanceAbsThreshold(4)
+                .balanceRelThreshold(2.0)
+                .build();
         try (Router router = router(set, p)) {
             RouteDecision first = router.choose(RouteRequest.of(key(SYSTEM + "q")));
             first.lease().close();
             Replica holder = first.replica();
-            Replica other = set.replicas().get(0) == holder ? set.replicas().get(1) : set.replicas().get(0);
+            Replica other = set.replicas().get(0) == holder
+                    ? set.replicas().get(1)
+                    : set.replicas().get(0);
 
             // holder 5, other 0: abs 5 > 4 and 5 > 0 * 2 -> both hold -> divert
             List<AutoCloseable> h = load(holder, 5);
@@ -137,7 +152,8 @@ class CacheAwarePolicyTest {
             assertEquals(Reason.CACHE_HIT, d.reason());
             d.lease().close();
 
-            // holder 9, other 5 (after adding): abs 4 <= 4 -> stay; holder 12, other 5: abs 7 > 4, rel 12 > 10 -> divert
+            // holder 9, other 5 (after adding): abs 4 <= 4 -> stay; holder 12, other 5: abs 7 > 4, rel 12 > 10 ->
+            // divert
             h.addAll(load(holder, 4));
             o.addAll(load(other, 3));
             d = router.choose(RouteRequest.of(key(SYSTEM + "q")));
@@ -166,7 +182,8 @@ class CacheAwarePolicyTest {
     @Test
     void amongSeveralHoldersTheLeastLoadedWins() throws Exception {
         ManagedReplicaSet set = pool(3);
-        try (Router router = router(set, CacheAwarePolicy.builder().balanceAbsThreshold(1_000).build())) {
+        try (Router router = router(
+                set, CacheAwarePolicy.builder().balanceAbsThreshold(1_000).build())) {
             Replica a = set.replicas().get(0);
             Replica b = set.replicas().get(1);
             TreeProbe.insert(router, key(SYSTEM + "hot"), a);
@@ -199,7 +216,8 @@ class CacheAwarePolicyTest {
     @Test
     void medianGuard() throws Exception {
         ManagedReplicaSet set = pool(3);
-        CacheAwarePolicy p = CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.MEDIAN).build();
+        CacheAwarePolicy p =
+                CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.MEDIAN).build();
         try (Router router = router(set, p)) {
             Replica a = set.replicas().get(0);
             TreeProbe.insert(router, key(SYSTEM), a);
@@ -221,7 +239,8 @@ class CacheAwarePolicyTest {
     @Test
     void medianGuardComparesAHolderWithTheRestOfThePool() throws Exception {
         ManagedReplicaSet set = pool(4);
-        CacheAwarePolicy p = CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.MEDIAN).build();
+        CacheAwarePolicy p =
+                CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.MEDIAN).build();
         try (Router router = router(set, p)) {
             Replica a = set.replicas().get(0);
             Replica b = set.replicas().get(1);
@@ -243,10 +262,16 @@ class CacheAwarePolicyTest {
 
     @Test
     void medianOfOthersLeavesOutOneCopyOfTheHoldersLoad() {
-        qt().withFixedSeed(41L).withExamples(500)
-                .forAll(lists().of(integers().between(0, 20)).ofSizeBetween(1, 9), integers().between(0, 8))
+        qt().withFixedSeed(41L)
+                .withExamples(500)
+                .forAll(
+                        lists().of(integers().between(0, 20)).ofSizeBetween(1, 9),
+                        integers().between(0, 8))
                 .checkAssert((loads, pick) -> {
-                    long[] sorted = loads.stream().mapToLong(Integer::longValue).sorted().toArray();
+                    long[] sorted = loads.stream()
+                            .mapToLong(Integer::longValue)
+                            .sorted()
+                            .toArray();
                     long own = loads.get(pick % loads.size());
                     List<Long> others = new ArrayList<>();
                     for (long l : sorted) {
@@ -260,12 +285,27 @@ class CacheAwarePolicyTest {
 
     @Test
     void hashPlacementLooksPastTheFirstMessage() {
-        PromptKey a1 = PromptKey.textBuilder(64).append(SYSTEM).boundary().append("Document A. " .repeat(100))
-                .append("question one").boundary().build();
-        PromptKey a2 = PromptKey.textBuilder(64).append(SYSTEM).boundary().append("Document A. ".repeat(100))
-                .append("question two").boundary().build();
-        PromptKey b1 = PromptKey.textBuilder(64).append(SYSTEM).boundary().append("Document B. ".repeat(100))
-                .append("question one").boundary().build();
+        PromptKey a1 = PromptKey.textBuilder(64)
+                .append(SYSTEM)
+                .boundary()
+                .append("Document A. ".repeat(100))
+                .append("question one")
+                .boundary()
+                .build();
+        PromptKey a2 = PromptKey.textBuilder(64)
+                .append(SYSTEM)
+                .boundary()
+                .append("Document A. ".repeat(100))
+                .append("question two")
+                .boundary()
+                .build();
+        PromptKey b1 = PromptKey.textBuilder(64)
+                .append(SYSTEM)
+                .boundary()
+                .append("Document B. ".repeat(100))
+                .append("question one")
+                .boundary()
+                .build();
         PromptKey alone = PromptKey.textBuilder(64).append(SYSTEM).boundary().build();
         assertEquals(a1.anchorHash(), b1.anchorHash(), "the key's own anchor is the shared system prompt");
         assertEquals(CacheAwarePolicy.hashAnchor(a1), CacheAwarePolicy.hashAnchor(a2), "same document");
@@ -276,7 +316,9 @@ class CacheAwarePolicyTest {
     @Test
     void boundedLoadGuard() throws Exception {
         ManagedReplicaSet set = pool(4);
-        CacheAwarePolicy p = CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.BOUNDED_LOAD).build();
+        CacheAwarePolicy p = CacheAwarePolicy.builder()
+                .guard(CacheAwarePolicy.Guard.BOUNDED_LOAD)
+                .build();
         try (Router router = router(set, p)) {
             Replica a = set.replicas().get(0);
             TreeProbe.insert(router, key(SYSTEM), a);
@@ -316,10 +358,16 @@ class CacheAwarePolicyTest {
     @Test
     void consistentHashMissPlacementIsTheSameAcrossIndependentRouters() {
         CacheAwarePolicy p = CacheAwarePolicy.builder()
-                .missPlacement(CacheAwarePolicy.MissPlacement.CONSISTENT_HASH).build();
-        try (Router r1 = router(pool(5), p); Router r2 = router(pool(5), p)) {
+                .missPlacement(CacheAwarePolicy.MissPlacement.CONSISTENT_HASH)
+                .build();
+        try (Router r1 = router(pool(5), p);
+                Router r2 = router(pool(5), p)) {
             for (int i = 0; i < 50; i++) {
-                PromptKey k = PromptKey.textBuilder(64).append("system " + i).boundary().append("q").build();
+                PromptKey k = PromptKey.textBuilder(64)
+                        .append("system " + i)
+                        .boundary()
+                        .append("q")
+                        .build();
                 RouteDecision d1 = r1.choose(RouteRequest.of(k));
                 RouteDecision d2 = r2.choose(RouteRequest.of(k));
                 assertEquals(Reason.MISS_HASHED, d1.reason());

@@ -39,8 +39,10 @@ class ModelPropertiesTest {
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void requestsReachOnlyReplicasServingTheirModel(ReplicaSets kind) {
-        qt().withFixedSeed(2121L).withExamples(300)
-                .forAll(lists().of(integers().between(0, 7)).ofSizeBetween(1, 6),
+        qt().withFixedSeed(2121L)
+                .withExamples(300)
+                .forAll(
+                        lists().of(integers().between(0, 7)).ofSizeBetween(1, 6),
                         lists().of(integers().between(0, 9)).ofSize(6),
                         integers().between(0, PolicyPropertiesTest.ALL.size() - 1),
                         integers().between(0, 100_000))
@@ -83,8 +85,12 @@ class ModelPropertiesTest {
         }
         SplittableRandom rnd = new SplittableRandom(seed);
         List<RouteDecision> open = new ArrayList<>();
-        try (Router router = Router.builder().replicas(set).policy(PolicyPropertiesTest.ALL.get(policy).get())
-                .random(() -> rnd).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(PolicyPropertiesTest.ALL.get(policy).get())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             for (int q = 0; q < 40; q++) {
                 if (rnd.nextInt(10) == 0) { // discovery replaces one replica's models
                     int i = rnd.nextInt(replicas.size());
@@ -103,7 +109,8 @@ class ModelPropertiesTest {
                         usable |= r != avoid && r.isAvailable() && r.inFlight() < r.maxLoad();
                     }
                 }
-                RouteRequest request = RouteRequest.of(key(model, rnd.nextInt(9))).withModel(model);
+                RouteRequest request =
+                        RouteRequest.of(key(model, rnd.nextInt(9))).withModel(model);
                 RouteDecision d = router.choose(avoid == null ? request : request.excluding(avoid));
                 if (!servedByAny) {
                     assertEquals(Reason.MODEL_NOT_SERVED, d.reason(), "no replica serves " + model);
@@ -114,7 +121,8 @@ class ModelPropertiesTest {
                 } else {
                     assertTrue(d.routed(), "a usable replica serves " + model + ": " + d);
                     int chosen = replicas.indexOf(d.replica());
-                    assertTrue(serves(masks[chosen], model),
+                    assertTrue(
+                            serves(masks[chosen], model),
                             d.replica().id() + " does not serve " + model + " (mask " + masks[chosen] + ")");
                     assertTrue(d.replica() != avoid, "an excluded replica was chosen");
                 }

@@ -8,17 +8,17 @@ import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
 import dev.cart.core.CircuitBreakerConfig;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.Outcome;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
+import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.TreeProbe;
 import dev.cart.core.RoutingPolicies;
+import dev.cart.core.TreeProbe;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
@@ -40,26 +40,38 @@ class PolicyPropertiesTest {
 
     static final List<Supplier<RoutingPolicy>> ALL = List.of(
             Policies::cacheAware,
-            () -> CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.MEDIAN).build(),
-            () -> CacheAwarePolicy.builder().guard(CacheAwarePolicy.Guard.BOUNDED_LOAD).build(),
-            () -> CacheAwarePolicy.builder().missPlacement(CacheAwarePolicy.MissPlacement.CONSISTENT_HASH).build(),
-            Policies::roundRobin, Policies::random, Policies::leastLoaded, Policies::powerOfTwo,
-            () -> Policies.consistentHash(1.25), () -> Policies.consistentHash(0));
+            () -> CacheAwarePolicy.builder()
+                    .guard(CacheAwarePolicy.Guard.MEDIAN)
+                    .build(),
+            () -> CacheAwarePolicy.builder()
+                    .guard(CacheAwarePolicy.Guard.BOUNDED_LOAD)
+                    .build(),
+            () -> CacheAwarePolicy.builder()
+                    .missPlacement(CacheAwarePolicy.MissPlacement.CONSISTENT_HASH)
+                    .build(),
+            Policies::roundRobin,
+            Policies::random,
+            Policies::leastLoaded,
+            Policies::powerOfTwo,
+            () -> Policies.consistentHash(1.25),
+            () -> Policies.consistentHash(0));
 
     /**
      * A random pool state: per replica a state code (0 healthy, 1 unhealthy, 2 circuit open, 3 at cap,
      * 4 excluded), plus a load.
      */
-    record PoolState(List<Integer> states, List<Integer> loads, int policy, int seed) {
-    }
+    record PoolState(List<Integer> states, List<Integer> loads, int policy, int seed) {}
 
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void neverRoutesToAReplicaThatCannotTakeTheRequest(ReplicaSets kind) {
-        qt().withFixedSeed(21L).withExamples(500)
-                .forAll(lists().of(integers().between(0, 4)).ofSizeBetween(1, 8),
+        qt().withFixedSeed(21L)
+                .withExamples(500)
+                .forAll(
+                        lists().of(integers().between(0, 4)).ofSizeBetween(1, 8),
                         lists().of(integers().between(0, 6)).ofSize(8),
-                        integers().between(0, ALL.size() - 1), integers().between(0, 1000))
+                        integers().between(0, ALL.size() - 1),
+                        integers().between(0, 1000))
                 .checkAssert((states, loads, policy, seed) -> check(kind, new PoolState(states, loads, policy, seed)));
     }
 
@@ -68,7 +80,8 @@ class PolicyPropertiesTest {
         for (int i = 0; i < s.states().size(); i++) {
             specs.add(new ReplicaSpec("http://r" + i, 4, i % 3));
         }
-        ReplicaSet set = kind.build(specs, new CircuitBreakerConfig(1, 1, Duration.ofSeconds(60), 1), new MutableTime());
+        ReplicaSet set =
+                kind.build(specs, new CircuitBreakerConfig(1, 1, Duration.ofSeconds(60), 1), new MutableTime());
         List<Replica> excluded = new ArrayList<>();
         List<Runnable> cleanup = new ArrayList<>();
         for (int i = 0; i < s.states().size(); i++) {
@@ -83,7 +96,7 @@ class PolicyPropertiesTest {
                 }
                 case 3 -> load = 4;
                 case 4 -> excluded.add(m);
-                default -> { }
+                default -> {}
             }
             for (int k = 0; k < load; k++) {
                 Replica.Admission a = m.tryAcquire();
@@ -93,15 +106,23 @@ class PolicyPropertiesTest {
             }
         }
         SplittableRandom rnd = new SplittableRandom(s.seed());
-        try (Router router = Router.builder().replicas(set).policy(ALL.get(s.policy()).get()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(ALL.get(s.policy()).get())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             // Teach the tree a few prompts on every replica, usable or not, so hits are possible.
             for (int i = 0; i < set.replicas().size(); i++) {
-                TreeProbe.insert(router, PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + i, 64), set.replicas().get(i));
+                TreeProbe.insert(
+                        router,
+                        PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + i, 64),
+                        set.replicas().get(i));
             }
             for (int q = 0; q < 20; q++) {
                 int which = rnd.nextInt(set.replicas().size() + 2);
-                PromptKey key = which == 0 ? PromptKey.empty()
+                PromptKey key = which == 0
+                        ? PromptKey.empty()
                         : PromptKey.ofText(CacheAwarePolicyTest.SYSTEM + (which - 1) + " more", 64);
                 List<Replica> usable = new ArrayList<>();
                 for (Replica m : set.replicas()) {
@@ -129,17 +150,25 @@ class PolicyPropertiesTest {
     void missesSpreadEvenlyWithNoIndexBias(ReplicaSets kind) {
         int n = 8;
         int requests = 8_000;
-        for (Supplier<RoutingPolicy> p : List.<Supplier<RoutingPolicy>>of(Policies::cacheAware, Policies::leastLoaded, Policies::random,
-                Policies::powerOfTwo, () -> Policies.consistentHash(0))) {
+        for (Supplier<RoutingPolicy> p : List.<Supplier<RoutingPolicy>>of(
+                Policies::cacheAware,
+                Policies::leastLoaded,
+                Policies::random,
+                Policies::powerOfTwo,
+                () -> Policies.consistentHash(0))) {
             ReplicaSet set = pool(kind, n);
             SplittableRandom rnd = new SplittableRandom(99);
             Map<Replica, Integer> counts = new HashMap<>();
-            try (Router router = Router.builder().replicas(set).policy(p.get()).random(() -> rnd)
-                    .evictionInterval(Duration.ZERO).build()) {
+            try (Router router = Router.builder()
+                    .replicas(set)
+                    .policy(p.get())
+                    .random(() -> rnd)
+                    .evictionInterval(Duration.ZERO)
+                    .build()) {
                 for (int i = 0; i < requests; i++) {
                     // Unique from the first block: every request is a miss for the cache-aware policy.
-                    RouteDecision d = router.choose(RouteRequest.of(
-                            PromptKey.ofText(i + " unique prompt ".repeat(8), 64)));
+                    RouteDecision d =
+                            router.choose(RouteRequest.of(PromptKey.ofText(i + " unique prompt ".repeat(8), 64)));
                     counts.merge(d.replica(), 1, Integer::sum);
                     d.lease().close();
                 }
@@ -158,7 +187,9 @@ class PolicyPropertiesTest {
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void sameKeyStaysWhileLoadsStayBalanced(ReplicaSets kind) {
-        qt().withFixedSeed(23L).withExamples(100).forAll(integers().between(2, 8), integers().between(0, 10_000))
+        qt().withFixedSeed(23L)
+                .withExamples(100)
+                .forAll(integers().between(2, 8), integers().between(0, 10_000))
                 .checkAssert((n, salt) -> {
                     ReplicaSet set = pool(kind, n);
                     try (Router router = router(set)) {
@@ -166,7 +197,8 @@ class PolicyPropertiesTest {
                         RouteDecision first = router.choose(RouteRequest.of(PromptKey.ofText(prompt, 64)));
                         first.lease().close();
                         for (int i = 0; i < 5; i++) {
-                            RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText(prompt + " turn " + i, 64)));
+                            RouteDecision d =
+                                    router.choose(RouteRequest.of(PromptKey.ofText(prompt + " turn " + i, 64)));
                             assertEquals(first.replica(), d.replica());
                             d.lease().close();
                         }
@@ -197,8 +229,11 @@ class PolicyPropertiesTest {
 
     private static Map<Integer, String> place(ReplicaSets kind, List<String> ids, double factor) {
         Map<Integer, String> out = new HashMap<>();
-        try (Router router = Router.builder().replicas(kind.of(ids.toArray(String[]::new))).policy(RoutingPolicies.create("consistent_hash",
-                Map.of("hash_load_factor", factor))).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(kind.of(ids.toArray(String[]::new)))
+                .policy(RoutingPolicies.create("consistent_hash", Map.of("hash_load_factor", factor)))
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             for (int k = 0; k < 500; k++) {
                 RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText("conversation " + k, 64)));
                 out.put(k, d.replica().id());
@@ -210,8 +245,8 @@ class PolicyPropertiesTest {
 
     @Test
     void everyShippedPolicyIsAvailableByName() {
-        for (String name : List.of("cache_aware", "round_robin", "random", "least_loaded", "power_of_two",
-                "consistent_hash")) {
+        for (String name :
+                List.of("cache_aware", "round_robin", "random", "least_loaded", "power_of_two", "consistent_hash")) {
             RoutingPolicy p = RoutingPolicies.create(name, Map.of());
             assertEquals(name, p.name());
         }
@@ -245,8 +280,12 @@ class PolicyPropertiesTest {
     /** The default cache-aware policy with a seeded random source. */
     static Router router(ReplicaSet set) {
         SplittableRandom rnd = new SplittableRandom(7);
-        return Router.builder().replicas(set).policy(Policies.cacheAware()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).build();
+        return Router.builder()
+                .replicas(set)
+                .policy(Policies.cacheAware())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .build();
     }
 
     /** A clock for the circuit breaker; never advanced here. */

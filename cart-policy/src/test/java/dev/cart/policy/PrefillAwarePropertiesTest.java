@@ -7,16 +7,15 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
-import dev.cart.core.spi.Choice;
-import dev.cart.core.ReplicaSet;
-import dev.cart.core.Outcome;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
+import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
+import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.testing.ReplicaSets;
@@ -24,8 +23,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.random.RandomGenerator;
 import java.util.SplittableRandom;
+import java.util.random.RandomGenerator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -82,7 +81,7 @@ class PrefillAwarePropertiesTest {
 
         @Override
         public Admission tryAcquire() {
-            return outcome -> { };
+            return outcome -> {};
         }
 
         @Override
@@ -106,8 +105,7 @@ class PrefillAwarePropertiesTest {
      * both sides of "at least the whole key"), and what it holds (0 nothing, 1 the whole key, 2 the
      * shorter hit, 3 a prefix too short to be a hit).
      */
-    record Spec(int inFlight, int penalty, int pendingHalves, int holds) {
-    }
+    record Spec(int inFlight, int penalty, int pendingHalves, int holds) {}
 
     /** A guard configuration: the default, a tight one, or none. */
     static CacheAwarePolicy policy(int guard, boolean prefillAware) {
@@ -115,19 +113,20 @@ class PrefillAwarePropertiesTest {
         return switch (guard) {
             case 0 -> b.build();
             case 1 -> b.balanceAbsThreshold(2).balanceRelThreshold(1.2).build();
-            default -> b.balanceAbsThreshold(1_000_000).balanceRelThreshold(1_000_000).build();
+            default ->
+                b.balanceAbsThreshold(1_000_000).balanceRelThreshold(1_000_000).build();
         };
     }
 
     private static boolean overloaded(CacheAwarePolicy p, Replica r, long leastLoad) {
         long load = r.load();
-        return load - leastLoad > p.config().balanceAbsThreshold() && load > leastLoad * p.config().balanceRelThreshold();
+        return load - leastLoad > p.config().balanceAbsThreshold()
+                && load > leastLoad * p.config().balanceRelThreshold();
     }
 
     /** A context as the router would make it: these candidates, these holders, longest first. */
     record Context(RouteRequest request, List<Replica> candidates, Match match, RandomGenerator random)
-            implements RoutingContext {
-    }
+            implements RoutingContext {}
 
     private static Match match(List<Match.Holding> holders) {
         List<Match.Holding> sorted = new ArrayList<>(holders);
@@ -162,7 +161,8 @@ class PrefillAwarePropertiesTest {
         List<Match.Holding> holders = new ArrayList<>();
         for (int i = 0; i < specs.size(); i++) {
             Spec s = specs.get(i);
-            Fake f = new Fake("r" + i, s.inFlight(), s.penalty() == 3 ? 2 : 0, (long) s.pendingHalves() * KEY.length() / 2);
+            Fake f = new Fake(
+                    "r" + i, s.inFlight(), s.penalty() == 3 ? 2 : 0, (long) s.pendingHalves() * KEY.length() / 2);
             pool.add(f);
             if (held(s) > 0) {
                 holders.add(new Match.Holding(f, held(s)));
@@ -213,26 +213,46 @@ class PrefillAwarePropertiesTest {
             assertEquals(best[1], chosen.load(), "then least loaded: " + pool);
         }
         if (prefillAware && anyIdle && chosen.pendingPrefill() >= KEY.length()) {
-            assertFalse(c.reason() == Reason.CACHE_HIT, "a holder behind a whole key of prefill, with a "
-                    + "replica idle, is passed over");
+            assertFalse(
+                    c.reason() == Reason.CACHE_HIT,
+                    "a holder behind a whole key of prefill, with a " + "replica idle, is passed over");
         }
     }
 
     @Test
     void choicesMatchTheRankingRules() {
-        qt().withFixedSeed(31L).withExamples(2_000)
-                .forAll(lists().of(integers().between(0, 12).zip(integers().between(0, 3),
-                                integers().between(0, 3), integers().between(0, 3), Spec::new)).ofSizeBetween(1, 6),
-                        integers().between(0, 2), integers().between(0, 1), integers().between(0, 1_000))
+        qt().withFixedSeed(31L)
+                .withExamples(2_000)
+                .forAll(
+                        lists().of(integers()
+                                        .between(0, 12)
+                                        .zip(
+                                                integers().between(0, 3),
+                                                integers().between(0, 3),
+                                                integers().between(0, 3),
+                                                Spec::new))
+                                .ofSizeBetween(1, 6),
+                        integers().between(0, 2),
+                        integers().between(0, 1),
+                        integers().between(0, 1_000))
                 .checkAssert((specs, guard, aware, seed) -> check(specs, guard, aware == 1, seed));
     }
 
     @Test
     void withoutPrefillAwarenessPendingPrefillChangesNothing() {
-        qt().withFixedSeed(37L).withExamples(500)
-                .forAll(lists().of(integers().between(0, 12).zip(integers().between(0, 3),
-                                integers().between(0, 3), integers().between(0, 3), Spec::new)).ofSizeBetween(1, 6),
-                        integers().between(0, 2), integers().between(0, 1_000))
+        qt().withFixedSeed(37L)
+                .withExamples(500)
+                .forAll(
+                        lists().of(integers()
+                                        .between(0, 12)
+                                        .zip(
+                                                integers().between(0, 3),
+                                                integers().between(0, 3),
+                                                integers().between(0, 3),
+                                                Spec::new))
+                                .ofSizeBetween(1, 6),
+                        integers().between(0, 2),
+                        integers().between(0, 1_000))
                 .checkAssert((specs, guard, seed) -> {
                     List<Spec> none = new ArrayList<>();
                     for (Spec s : specs) {
@@ -251,14 +271,15 @@ class PrefillAwarePropertiesTest {
         List<Match.Holding> holders = new ArrayList<>();
         for (int i = 0; i < specs.size(); i++) {
             Spec s = specs.get(i);
-            Fake f = new Fake("r" + i, s.inFlight(), s.penalty() == 3 ? 2 : 0, (long) s.pendingHalves() * KEY.length() / 2);
+            Fake f = new Fake(
+                    "r" + i, s.inFlight(), s.penalty() == 3 ? 2 : 0, (long) s.pendingHalves() * KEY.length() / 2);
             pool.add(f);
             if (s.holds() == 1 || s.holds() == 2) {
                 holders.add(new Match.Holding(f, held(s)));
             }
         }
-        return policy(guard, false).choose(new Context(RouteRequest.of(KEY), pool, match(holders),
-                new SplittableRandom(seed)));
+        return policy(guard, false)
+                .choose(new Context(RouteRequest.of(KEY), pool, match(holders), new SplittableRandom(seed)));
     }
 
     /**
@@ -270,8 +291,13 @@ class PrefillAwarePropertiesTest {
     void aColdPromptAvoidsTheReplicaWhosePrefillQueueIsLongest(ReplicaSets kind) {
         ReplicaSet set = kind.build(List.of(new ReplicaSpec("http://a", 64, 0), new ReplicaSpec("http://b", 64, 0)));
         SplittableRandom rnd = new SplittableRandom(5);
-        try (Router router = Router.builder().replicas(set).policy(Policies.cacheAware()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).firstTokenReports(true).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(Policies.cacheAware())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .firstTokenReports(true)
+                .build()) {
             Replica a = set.replicas().get(0);
             Replica b = set.replicas().get(1);
             List<RouteDecision> open = new ArrayList<>();
@@ -279,7 +305,8 @@ class PrefillAwarePropertiesTest {
             open.add(router.choose(RouteRequest.of(PromptKey.ofText("a long cold prompt ".repeat(200), 64))
                     .excluding(b)));
             for (int i = 0; i < 3; i++) {
-                RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText("short " + i, 64)).excluding(a));
+                RouteDecision d = router.choose(
+                        RouteRequest.of(PromptKey.ofText("short " + i, 64)).excluding(a));
                 d.lease().firstToken();
                 open.add(d);
             }
@@ -287,7 +314,8 @@ class PrefillAwarePropertiesTest {
             assertEquals(3, b.inFlight());
             assertTrue(a.pendingPrefill() > 0);
             assertEquals(0, b.pendingPrefill());
-            RouteDecision cold = router.choose(RouteRequest.of(PromptKey.ofText("another cold prompt ".repeat(100), 64)));
+            RouteDecision cold =
+                    router.choose(RouteRequest.of(PromptKey.ofText("another cold prompt ".repeat(100), 64)));
             assertEquals(Reason.MISS, cold.reason());
             assertEquals(b, cold.replica(), "fewer requests on a, but a whole prompt of prefill ahead");
             open.add(cold);
@@ -303,14 +331,24 @@ class PrefillAwarePropertiesTest {
     void withoutFirstTokenReportsPlacementIsByLoad(ReplicaSets kind) {
         ReplicaSet set = PolicyPropertiesTest.pool(kind, 3);
         SplittableRandom rnd = new SplittableRandom(5);
-        try (Router router = Router.builder().replicas(set).policy(Policies.cacheAware()).random(() -> rnd)
-                .evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(Policies.cacheAware())
+                .random(() -> rnd)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             List<RouteDecision> open = new ArrayList<>();
             for (int i = 0; i < 30; i++) {
                 RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText(i + " unique ".repeat(60), 64)));
                 open.add(d);
-                int max = set.replicas().stream().mapToInt(Replica::inFlight).max().orElseThrow();
-                int min = set.replicas().stream().mapToInt(Replica::inFlight).min().orElseThrow();
+                int max = set.replicas().stream()
+                        .mapToInt(Replica::inFlight)
+                        .max()
+                        .orElseThrow();
+                int min = set.replicas().stream()
+                        .mapToInt(Replica::inFlight)
+                        .min()
+                        .orElseThrow();
                 assertTrue(max - min <= 1, "misses by load: " + set.replicas());
             }
             open.forEach(d -> d.lease().close());

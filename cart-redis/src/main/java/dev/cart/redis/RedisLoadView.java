@@ -52,8 +52,7 @@ public final class RedisLoadView implements AutoCloseable {
     private Thread thread;
 
     /** Sums per replica id of the other instances' figures, and when they were read (nanoTime). */
-    private record Snapshot(Map<String, long[]> load, long readAtNanos, int peers) {
-    }
+    private record Snapshot(Map<String, long[]> load, long readAtNanos, int peers) {}
 
     private RedisLoadView(Builder b) {
         RedisURI uri = RedisURI.create(b.uri);
@@ -61,15 +60,19 @@ public final class RedisLoadView implements AutoCloseable {
         this.where = uri.getHost() + ":" + uri.getPort();
         this.registry = b.pool + ":load";
         this.prefix = b.pool + ":load:";
-        String id = b.instanceId != null ? b.instanceId : ProcessHandle.current().pid() + "";
+        String id =
+                b.instanceId != null ? b.instanceId : ProcessHandle.current().pid() + "";
         this.origin = id + "#" + Integer.toHexString(ThreadLocalRandom.current().nextInt());
         this.intervalNanos = b.interval.toNanos();
         this.ttlMillis = b.ttl.toMillis();
         this.replicas = b.replicas;
         this.client = RedisClient.create(uri);
-        client.setOptions(ClientOptions.builder().autoReconnect(true)
+        client.setOptions(ClientOptions.builder()
+                .autoReconnect(true)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .socketOptions(SocketOptions.builder().connectTimeout(b.commandTimeout).build()).build());
+                .socketOptions(
+                        SocketOptions.builder().connectTimeout(b.commandTimeout).build())
+                .build());
     }
 
     public static Builder builder() {
@@ -127,8 +130,11 @@ public final class RedisLoadView implements AutoCloseable {
             } catch (RuntimeException e) {
                 if (!warned) {
                     warned = true;
-                    LOG.warn("load view cannot reach Redis at {} ({}); remote load counts as 0 after {} ms", where,
-                            e.getClass().getSimpleName(), ttlMillis);
+                    LOG.warn(
+                            "load view cannot reach Redis at {} ({}); remote load counts as 0 after {} ms",
+                            where,
+                            e.getClass().getSimpleName(),
+                            ttlMillis);
                 }
             }
             next += intervalNanos;
@@ -224,8 +230,7 @@ public final class RedisLoadView implements AutoCloseable {
         private Duration ttl = Duration.ofMillis(1_000);
         private Duration commandTimeout = Duration.ofSeconds(2);
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** The Redis URI (as {@link RedisRouteSync.Builder#uri}); never logged. */
         public Builder uri(String uri) {

@@ -71,6 +71,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RedisRouteSync.class);
     /** The one field of a stream entry; its value is an encoded batch. */
     static final String FIELD = "b";
+
     private static final RedisCodec<String, byte[]> CODEC = RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE);
     private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
@@ -107,6 +108,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return size() > 4_096;
         }
     };
+
     private final AtomicInteger pendingEvents = new AtomicInteger();
     private final AtomicLong lastLag = new AtomicLong();
     private final AtomicLong maxLag = new AtomicLong();
@@ -137,7 +139,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         client.setOptions(ClientOptions.builder()
                 .autoReconnect(true)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .socketOptions(SocketOptions.builder().connectTimeout(b.commandTimeout).build())
+                .socketOptions(
+                        SocketOptions.builder().connectTimeout(b.commandTimeout).build())
                 .build());
     }
 
@@ -187,9 +190,22 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     }
 
     public RedisSyncStats stats() {
-        return new RedisSyncStats(published.sum(), batches.sum(), bytes.sum(), dropped.sum(), repeats.sum(),
-                buffer.size() + (long) pendingEvents.get(), applied.sum(), ownSkipped.sum(), malformed.sum(),
-                duplicates.sum(), gaps.sum(), lost.sum(), lastLag.get(), maxLag.get(), publisherUp && tailerUp);
+        return new RedisSyncStats(
+                published.sum(),
+                batches.sum(),
+                bytes.sum(),
+                dropped.sum(),
+                repeats.sum(),
+                buffer.size() + (long) pendingEvents.get(),
+                applied.sum(),
+                ownSkipped.sum(),
+                malformed.sum(),
+                duplicates.sum(),
+                gaps.sum(),
+                lost.sum(),
+                lastLag.get(),
+                maxLag.get(),
+                publisherUp && tailerUp);
     }
 
     /** The stream this instance writes and reads. */
@@ -347,8 +363,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     }
 
     /** A learned route as the publisher remembers it: the last block hash identifies the whole prefix. */
-    private record Sent(String replicaId, long lastBlock, int length) {
-    }
+    private record Sent(String replicaId, long lastBlock, int length) {}
 
     // ------------------------------------------------------------------------------------------------
     // tailer
@@ -371,15 +386,16 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 } else if (position == null) {
                     // no replay: only what is written from now on (an explicit id, so nothing written
                     // between two reads is missed, as it would be by reading from "$" each time)
-                    List<StreamMessage<String, byte[]>> last = c.xrevrange(stream, Range.create("-", "+"),
-                            Limit.create(0, 1));
+                    List<StreamMessage<String, byte[]>> last =
+                            c.xrevrange(stream, Range.create("-", "+"), Limit.create(0, 1));
                     position = last.isEmpty() ? "0-0" : last.get(0).getId();
                 }
                 if (check) {
                     position = checkPosition(c, position);
                 }
                 List<StreamMessage<String, byte[]>> read = c.xread(
-                        XReadArgs.Builder.block(blockMillis).count(REPLAY_PAGE), XReadArgs.StreamOffset.from(stream, position));
+                        XReadArgs.Builder.block(blockMillis).count(REPLAY_PAGE),
+                        XReadArgs.StreamOffset.from(stream, position));
                 long now = System.currentTimeMillis();
                 for (StreamMessage<String, byte[]> m : read) {
                     handle(m);
@@ -411,7 +427,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         String position = from;
         long entries = 0;
         while (running) {
-            Range<String> range = position == null ? Range.create("-", "+")
+            Range<String> range = position == null
+                    ? Range.create("-", "+")
                     : Range.from(Range.Boundary.excluding(position), Range.Boundary.unbounded());
             List<StreamMessage<String, byte[]>> page = c.xrange(stream, range, Limit.create(0, REPLAY_PAGE));
             for (StreamMessage<String, byte[]> m : page) {
@@ -446,8 +463,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         for (int i = 0; i + 1 < info.size(); i += 2) {
             if ("last-generated-id".equals(String.valueOf(info.get(i)))
                     && compareIds(String.valueOf(info.get(i + 1)), position) < 0) {
-                LOG.warn("stream {} at {} was written anew below this instance's position: reading it from the"
-                        + " start", stream, where);
+                LOG.warn(
+                        "stream {} at {} was written anew below this instance's position: reading it from the"
+                                + " start",
+                        stream,
+                        where);
                 return "0-0";
             }
         }
@@ -461,13 +481,17 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         RouteEventCodec.Batch batch;
         try {
             if (data == null) {
-                throw new RouteEventCodec.Malformed("not a batch entry (" + body.size() + " fields, none named \"" + FIELD + "\" alone)");
+                throw new RouteEventCodec.Malformed(
+                        "not a batch entry (" + body.size() + " fields, none named \"" + FIELD + "\" alone)");
             }
             batch = RouteEventCodec.decode(data);
         } catch (RouteEventCodec.Malformed e) {
             if (malformed.sum() == 0) {
-                LOG.warn("skipping a malformed entry {} of stream {}: {} (later ones are only counted)",
-                        m.getId(), stream, e.getMessage());
+                LOG.warn(
+                        "skipping a malformed entry {} of stream {}: {} (later ones are only counted)",
+                        m.getId(),
+                        stream,
+                        e.getMessage());
             }
             malformed.increment();
             return;
@@ -484,8 +508,10 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         if (last != null && batch.seq() > last + 1) {
             gaps.increment();
             lost.add(batch.seq() - last - 1);
-            LOG.warn("{} entries of {} were lost before this instance read them (stream trimmed past its"
-                    + " position, or Redis lost them); going on from what is left", batch.seq() - last - 1,
+            LOG.warn(
+                    "{} entries of {} were lost before this instance read them (stream trimmed past its"
+                            + " position, or Redis lost them); going on from what is left",
+                    batch.seq() - last - 1,
                     batch.origin());
         }
         lastSeq.put(batch.origin(), batch.seq());
@@ -539,7 +565,9 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         boolean was = publisher ? publisherUp : tailerUp;
         if (was || !(publisher ? pubWarned : tailWarned)) {
             // the class of the failure only: a connection exception's message could name the URI
-            String why = e instanceof RedisCommandExecutionException ? e.getMessage() : e.getClass().getSimpleName();
+            String why = e instanceof RedisCommandExecutionException
+                    ? e.getMessage()
+                    : e.getClass().getSimpleName();
             LOG.warn("route sync {} lost Redis at {} ({}); routing goes on locally, retrying", who, where, why);
         }
         if (publisher) {
@@ -568,8 +596,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         private Duration readBlock = Duration.ofMillis(250);
         private boolean replay = true;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * The Redis to use: {@code redis://[:password@]host[:port][/db]}, or {@code rediss://...} for TLS
@@ -670,8 +697,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 throw new IllegalStateException("a Redis route sync needs a URI");
             }
             if (readBlock.compareTo(commandTimeout) >= 0) {
-                throw new IllegalStateException("the command timeout must exceed the read block of "
-                        + readBlock.toMillis() + " ms");
+                throw new IllegalStateException(
+                        "the command timeout must exceed the read block of " + readBlock.toMillis() + " ms");
             }
             return new RedisRouteSync(this);
         }

@@ -24,9 +24,19 @@ package dev.cart.redis;
  * @param maxLagMillis   the largest such lag seen
  * @param connected      whether the last Redis call of each thread succeeded
  */
-public record RedisSyncStats(long published, long batches, long bytesPublished, long dropped, long repeats,
-                             long buffered,
-                             long applied, long ownSkipped, long malformed, long duplicates, long gaps,
-                             long lostEntries,
-                             long lastLagMillis, long maxLagMillis, boolean connected) {
-}
+public record RedisSyncStats(
+        long published,
+        long batches,
+        long bytesPublished,
+        long dropped,
+        long repeats,
+        long buffered,
+        long applied,
+        long ownSkipped,
+        long malformed,
+        long duplicates,
+        long gaps,
+        long lostEntries,
+        long lastLagMillis,
+        long maxLagMillis,
+        boolean connected) {}

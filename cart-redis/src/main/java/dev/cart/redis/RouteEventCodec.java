@@ -40,18 +40,17 @@ final class RouteEventCodec {
     static final int VERSION = 1;
     /** How many previous keys of the batch the encoder compares a key with: all of a full batch. */
     static final int LOOKBACK = 256;
+
     private static final int LEARNED = 0;
     private static final int FORGOTTEN = 1;
     private static final int REMOVED = 2;
     private static final int RESET = 3;
     private static final int TOKENS_BIT = 4;
 
-    private RouteEventCodec() {
-    }
+    private RouteEventCodec() {}
 
     /** A decoded batch. */
-    record Batch(String origin, long seq, List<RouteEvent> events) {
-    }
+    record Batch(String origin, long seq, List<RouteEvent> events) {}
 
     /** A stream entry that is not a batch of this version. */
     static final class Malformed extends Exception {

@@ -10,8 +10,7 @@ import java.util.function.Supplier;
 /** Bounded waits for a state (the tests never sleep for a fixed time). */
 final class Await {
 
-    private Await() {
-    }
+    private Await() {}
 
     /** Polls {@code condition} until true; fails with {@code what} after 30 s. */
     static void until(BooleanSupplier condition, Supplier<String> what) {

@@ -23,11 +23,19 @@ class RedisLoadViewTest {
     }
 
     private static ManagedReplicaSet pool() {
-        return ManagedReplicaSet.builder().add("http://vllm-0:8000").add("http://vllm-1:8000").build();
+        return ManagedReplicaSet.builder()
+                .add("http://vllm-0:8000")
+                .add("http://vllm-1:8000")
+                .build();
     }
 
     private RedisLoadView view(String uri, String id, ManagedReplicaSet pool) {
-        RedisLoadView v = RedisLoadView.builder().uri(uri).pool("cart:pool").instanceId(id).replicas(pool).build();
+        RedisLoadView v = RedisLoadView.builder()
+                .uri(uri)
+                .pool("cart:pool")
+                .instanceId(id)
+                .replicas(pool)
+                .build();
         open.add(v);
         return v.start();
     }
@@ -48,8 +56,10 @@ class RedisLoadViewTest {
         }
         assertNotNull(poolB.replicas().get(0).tryAcquire());
         assertNotNull(poolB.replicas().get(1).tryAcquire());
-        Await.until(() -> c.remoteInFlight("http://vllm-0:8000") == 4 && c.remoteInFlight("http://vllm-1:8000") == 1,
-                () -> "c sees a+b: " + c.remoteInFlight("http://vllm-0:8000") + ", " + c.remoteInFlight("http://vllm-1:8000"));
+        Await.until(
+                () -> c.remoteInFlight("http://vllm-0:8000") == 4 && c.remoteInFlight("http://vllm-1:8000") == 1,
+                () -> "c sees a+b: " + c.remoteInFlight("http://vllm-0:8000") + ", "
+                        + c.remoteInFlight("http://vllm-1:8000"));
         Await.until(() -> a.remoteInFlight("http://vllm-0:8000") == 1, () -> "a sees b only");
         assertEquals(2, c.peers());
         assertEquals(0, c.remoteInFlight("http://unknown:1"));

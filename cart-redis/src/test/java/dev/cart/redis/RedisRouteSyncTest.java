@@ -56,8 +56,10 @@ class RedisRouteSyncTest {
     }
 
     private Instance instance(String uri, String id, int batchEvents) {
-        RedisRouteSync sync = keep(RedisRouteSync.builder().uri(uri).stream("cart:test").instanceId(id)
-                .batchEvents(batchEvents).build());
+        RedisRouteSync sync = keep(RedisRouteSync.builder().uri(uri).stream("cart:test")
+                .instanceId(id)
+                .batchEvents(batchEvents)
+                .build());
         List<RouteEvent> received = new CopyOnWriteArrayList<>();
         sync.start(received::add);
         return new Instance(sync, received);
@@ -65,8 +67,13 @@ class RedisRouteSyncTest {
 
     private static RouteEvent.Learned learned(RedisRouteSync from, long n) {
         long[] blocks = {0x5157_0000L, 0x5157_0001L, 1_000_000L + n};
-        return new RouteEvent.Learned(from.originId(), System.currentTimeMillis(), "http://r" + (n % 3) + ":8000",
-                PromptKey.Unit.CHARS, 64, blocks);
+        return new RouteEvent.Learned(
+                from.originId(),
+                System.currentTimeMillis(),
+                "http://r" + (n % 3) + ":8000",
+                PromptKey.Unit.CHARS,
+                64,
+                blocks);
     }
 
     private RedisServerProcess redis() throws Exception {
@@ -87,8 +94,10 @@ class RedisRouteSyncTest {
     }
 
     private static void awaitReceived(Instance at, long count) {
-        Await.until(() -> at.received().size() >= count,
-                () -> at.received().size() + " of " + count + " events; stats " + at.sync().stats());
+        Await.until(
+                () -> at.received().size() >= count,
+                () -> at.received().size() + " of " + count + " events; stats "
+                        + at.sync().stats());
     }
 
     @Test
@@ -100,12 +109,16 @@ class RedisRouteSyncTest {
         publish(b, 1_000, 500);
         awaitReceived(b, 1_000);
         awaitReceived(a, 500);
-        Await.until(() -> a.sync().stats().ownSkipped() == 1_000 && b.sync().stats().ownSkipped() == 500,
-                () -> "own events read back: " + a.sync().stats() + " / " + b.sync().stats());
+        Await.until(
+                () -> a.sync().stats().ownSkipped() == 1_000 && b.sync().stats().ownSkipped() == 500,
+                () -> "own events read back: " + a.sync().stats() + " / "
+                        + b.sync().stats());
         assertEquals(1_000, b.received().size(), "b got exactly a's events");
         assertEquals(500, a.received().size(), "a got exactly b's events");
-        assertTrue(b.received().stream().allMatch(e -> e.origin().equals(a.sync().originId())));
-        assertTrue(a.received().stream().allMatch(e -> e.origin().equals(b.sync().originId())));
+        assertTrue(
+                b.received().stream().allMatch(e -> e.origin().equals(a.sync().originId())));
+        assertTrue(
+                a.received().stream().allMatch(e -> e.origin().equals(b.sync().originId())));
         assertEquals(1_000, b.lastBlocks().size(), "every route arrived, none twice");
         RedisSyncStats s = a.sync().stats();
         assertEquals(1_000, s.published());
@@ -118,7 +131,9 @@ class RedisRouteSyncTest {
         RedisServerProcess redis = redis();
         Instance a = instance(redis.uri(), "a", 16);
         publish(a, 0, 700);
-        Await.until(() -> a.sync().stats().published() == 700, () -> "published: " + a.sync().stats());
+        Await.until(
+                () -> a.sync().stats().published() == 700,
+                () -> "published: " + a.sync().stats());
         Instance late = instance(redis.uri(), "late", 256);
         awaitReceived(late, 700);
         assertEquals(700, late.lastBlocks().size());
@@ -131,16 +146,22 @@ class RedisRouteSyncTest {
         RedisServerProcess redis = redis();
         Instance a = instance(redis.uri(), "a", 256);
         publish(a, 0, 40);
-        Await.until(() -> a.sync().stats().published() == 40, () -> "published: " + a.sync().stats());
-        RedisRouteSync sync = keep(RedisRouteSync.builder().uri(redis.uri()).stream("cart:test").instanceId("cold")
-                .replay(false).build());
+        Await.until(
+                () -> a.sync().stats().published() == 40,
+                () -> "published: " + a.sync().stats());
+        RedisRouteSync sync = keep(RedisRouteSync.builder().uri(redis.uri()).stream("cart:test")
+                .instanceId("cold")
+                .replay(false)
+                .build());
         List<RouteEvent> got = new CopyOnWriteArrayList<>();
         sync.start(got::add);
         Await.until(() -> sync.stats().connected(), () -> "connected: " + sync.stats());
         for (long n = 40; n < 100; n++) { // one at a time, so some land between two of its reads
             a.sync().publish(learned(a.sync(), n));
             long want = n - 39;
-            Await.until(() -> a.sync().stats().published() == 40 + want, () -> "published: " + a.sync().stats());
+            Await.until(
+                    () -> a.sync().stats().published() == 40 + want,
+                    () -> "published: " + a.sync().stats());
         }
         Await.until(() -> got.size() == 60, () -> got.size() + " of the 60 events written after it started");
         assertTrue(got.stream().allMatch(e -> ((RouteEvent.Learned) e).blocks()[2] >= 1_000_040L));
@@ -156,14 +177,18 @@ class RedisRouteSyncTest {
         publish(a, 0, 300);
         long publishNanos = System.nanoTime() - t0;
         // a batch being gathered (at most 5 ms) is in neither the buffer nor the pending count
-        Await.until(() -> a.sync().stats().buffered() == 300, () -> "held, not lost: " + a.sync().stats());
+        Await.until(
+                () -> a.sync().stats().buffered() == 300,
+                () -> "held, not lost: " + a.sync().stats());
         assertEquals(0, a.sync().stats().published());
         assertTrue(!a.sync().stats().connected());
         keep(RedisServerProcess.start(port));
         awaitReceived(b, 300);
         assertEquals(300, b.lastBlocks().size());
         assertEquals(0, a.sync().stats().dropped());
-        Await.until(() -> a.sync().stats().connected(), () -> "reconnected: " + a.sync().stats());
+        Await.until(
+                () -> a.sync().stats().connected(),
+                () -> "reconnected: " + a.sync().stats());
         // not a timing assertion: a report of what publishing cost while Redis was away
         System.out.printf("300 publishes with Redis absent took %.2f ms in all%n", publishNanos / 1e6);
     }
@@ -177,7 +202,9 @@ class RedisRouteSyncTest {
         awaitReceived(b, 100);
         redis.kill();
         publish(a, 100, 400); // while Redis is gone: enqueued, never blocked, never thrown
-        Await.until(() -> !a.sync().stats().connected(), () -> "noticed the outage: " + a.sync().stats());
+        Await.until(
+                () -> !a.sync().stats().connected(),
+                () -> "noticed the outage: " + a.sync().stats());
         publish(a, 500, 100);
         redis.restart();
         awaitReceived(b, 600);
@@ -188,15 +215,18 @@ class RedisRouteSyncTest {
     @Test
     void aFullBufferDropsTheOldestEventsAndCountsThem() throws Exception {
         int port = RedisServerProcess.freePort();
-        RedisRouteSync sync = keep(RedisRouteSync.builder().uri("redis://127.0.0.1:" + port).stream("cart:test").instanceId("a")
-                .bufferEvents(100).build());
+        RedisRouteSync sync = keep(RedisRouteSync.builder().uri("redis://127.0.0.1:" + port).stream("cart:test")
+                .instanceId("a")
+                .bufferEvents(100)
+                .build());
         List<RouteEvent> none = new CopyOnWriteArrayList<>();
         sync.start(none::add);
         for (long n = 0; n < 1_000; n++) {
             sync.publish(learned(sync, n));
         }
         // a batch being gathered (at most 5 ms) is in neither the buffer nor the pending count
-        Await.until(() -> sync.stats().dropped() + sync.stats().buffered() == 1_000,
+        Await.until(
+                () -> sync.stats().dropped() + sync.stats().buffered() == 1_000,
                 () -> "every event accounted for: " + sync.stats());
         RedisSyncStats s = sync.stats();
         assertTrue(s.dropped() >= 1_000 - 100 - 256, "dropped: " + s);
@@ -219,12 +249,16 @@ class RedisRouteSyncTest {
         admin.xadd("cart:test", Map.of("b", "\u0001", "extra", "field"));
         Instance a = instance(redis.uri(), "a", 256);
         Instance b = instance(redis.uri(), "b", 256);
-        Await.until(() -> b.sync().stats().malformed() == 4, () -> "malformed on replay: " + b.sync().stats());
+        Await.until(
+                () -> b.sync().stats().malformed() == 4,
+                () -> "malformed on replay: " + b.sync().stats());
         publish(a, 0, 50);
         admin.xadd("cart:test", Map.of("b", "\u0001\u0003abc\u0000\u0000\u0007"));
         publish(a, 50, 50);
         awaitReceived(b, 100);
-        Await.until(() -> b.sync().stats().malformed() == 5, () -> "malformed while tailing: " + b.sync().stats());
+        Await.until(
+                () -> b.sync().stats().malformed() == 5,
+                () -> "malformed while tailing: " + b.sync().stats());
         assertEquals(100, b.lastBlocks().size());
     }
 
@@ -236,7 +270,8 @@ class RedisRouteSyncTest {
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         List<RouteEvent> got = new CopyOnWriteArrayList<>();
-        RedisRouteSync slow = keep(RedisRouteSync.builder().uri(redis.uri()).stream("cart:test").instanceId("slow")
+        RedisRouteSync slow = keep(RedisRouteSync.builder().uri(redis.uri()).stream("cart:test")
+                .instanceId("slow")
                 .build());
         slow.start(e -> {
             got.add(e);
@@ -252,7 +287,9 @@ class RedisRouteSyncTest {
         publish(a, 0, 1);
         assertTrue(entered.await(30, TimeUnit.SECONDS), "the slow instance got the first event");
         publish(a, 1, 50);
-        Await.until(() -> a.sync().stats().published() == 51, () -> "published: " + a.sync().stats());
+        Await.until(
+                () -> a.sync().stats().published() == 51,
+                () -> "published: " + a.sync().stats());
         admin.xtrim("cart:test", new XTrimArgs().maxlen(5).exactTrimming());
         release.countDown();
         Await.until(() -> got.size() == 6, () -> got.size() + " events; " + slow.stats());
@@ -262,7 +299,9 @@ class RedisRouteSyncTest {
         for (RouteEvent e : got) {
             lasts.add(((RouteEvent.Learned) e).blocks()[2]);
         }
-        assertEquals(Set.of(1_000_000L, 1_000_046L, 1_000_047L, 1_000_048L, 1_000_049L, 1_000_050L), lasts,
+        assertEquals(
+                Set.of(1_000_000L, 1_000_046L, 1_000_047L, 1_000_048L, 1_000_049L, 1_000_050L),
+                lasts,
                 "the first event, then the five left after the trim");
         publish(a, 51, 3);
         Await.until(() -> got.size() == 9, () -> got.size() + " events after the gap; " + slow.stats());

@@ -66,8 +66,18 @@ final class RedisServerProcess implements AutoCloseable {
         if (process != null && process.isAlive()) {
             throw new IllegalStateException("already running");
         }
-        process = new ProcessBuilder(List.of(binary().toString(), "--port", String.valueOf(port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", dir.toString()))
+        process = new ProcessBuilder(List.of(
+                        binary().toString(),
+                        "--port",
+                        String.valueOf(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--dir",
+                        dir.toString()))
                 .redirectErrorStream(true)
                 .redirectOutput(dir.resolve("redis.log").toFile())
                 .start();

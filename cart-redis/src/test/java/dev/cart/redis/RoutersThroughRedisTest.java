@@ -43,11 +43,21 @@ class RoutersThroughRedisTest {
     }
 
     private Node node(String uri, String id) {
-        ManagedReplicaSet pool = ManagedReplicaSet.builder().add("http://vllm-0:8000").add("http://vllm-1:8000")
-                .add("http://vllm-2:8000").add("http://vllm-3:8000").build();
-        RedisRouteSync sync = RedisRouteSync.builder().uri(uri).stream("cart:pool").instanceId(id).build();
-        Router router = Router.builder().replicas(pool).policy("cache_aware").sync(sync)
-                .evictionInterval(Duration.ZERO).build();
+        ManagedReplicaSet pool = ManagedReplicaSet.builder()
+                .add("http://vllm-0:8000")
+                .add("http://vllm-1:8000")
+                .add("http://vllm-2:8000")
+                .add("http://vllm-3:8000")
+                .build();
+        RedisRouteSync sync = RedisRouteSync.builder().uri(uri).stream("cart:pool")
+                .instanceId(id)
+                .build();
+        Router router = Router.builder()
+                .replicas(pool)
+                .policy("cache_aware")
+                .sync(sync)
+                .evictionInterval(Duration.ZERO)
+                .build();
         sync.start(router::applyRemote);
         open.add(router);
         open.add(sync);
@@ -60,8 +70,10 @@ class RoutersThroughRedisTest {
 
     /** Waits until {@code at} would route {@code key} to {@code replicaId} as a hit (without routing it). */
     private static void awaitHit(Node at, PromptKey key, String replicaId) {
-        Await.until(() -> at.router().remoteApplyStats().applied() > 0 && hitOn(at, key, replicaId),
-                () -> "hit for " + replicaId + "; remote " + at.router().remoteApplyStats() + " sync " + at.sync().stats());
+        Await.until(
+                () -> at.router().remoteApplyStats().applied() > 0 && hitOn(at, key, replicaId),
+                () -> "hit for " + replicaId + "; remote " + at.router().remoteApplyStats() + " sync "
+                        + at.sync().stats());
     }
 
     private static boolean hitOn(Node at, PromptKey key, String replicaId) {
@@ -90,7 +102,11 @@ class RoutersThroughRedisTest {
         for (int i = 0; i < 20; i++) {
             awaitHit(late, conversation(i), chosen.get(i));
         }
-        assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight() + late.pool().totalInFlight());
+        assertEquals(
+                0,
+                a.pool().totalInFlight()
+                        + b.pool().totalInFlight()
+                        + late.pool().totalInFlight());
     }
 
     @Test

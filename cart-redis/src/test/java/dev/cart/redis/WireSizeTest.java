@@ -32,8 +32,7 @@ class WireSizeTest {
     private static final String STREAM = "cart:routes";
     private static final String ORIGIN = "gw-1.example.internal:12345#1a2b3c4d";
 
-    record Figures(double perLearnedBlock, double perRouteBlock, double perEvent) {
-    }
+    record Figures(double perLearnedBlock, double perRouteBlock, double perEvent) {}
 
     /** The request stream of one seed: each request's key (block hashes) and the replica it went to. */
     static List<RouteEvent.Learned> workload(long seed, int requests) {
@@ -66,7 +65,9 @@ class WireSizeTest {
                     chatReplica.remove(c);
                 }
             } else if (kind < 6) { // a new chat
-                key = concat(systems[rnd.nextInt(systems.length)], rnd.longs(rnd.nextInt(3, 13)).toArray());
+                key = concat(
+                        systems[rnd.nextInt(systems.length)],
+                        rnd.longs(rnd.nextInt(3, 13)).toArray());
                 replica = "http://vllm-" + rnd.nextInt(4) + ".pool.svc:8000";
                 chats.add(key);
                 chatReplica.add(replica);
@@ -136,8 +137,9 @@ class WireSizeTest {
                     assertTrue(f.perLearnedBlock() <= 48, "full batches within the 48-byte target: " + f);
                 }
             }
-            System.out.printf("%5d  %8.1f-%-8.1f       %6.2f-%-6.2f      %7.1f-%-7.1f%n", batch, lo[0], hi[0], lo[1],
-                    hi[1], lo[2], hi[2]);
+            System.out.printf(
+                    "%5d  %8.1f-%-8.1f       %6.2f-%-6.2f      %7.1f-%-7.1f%n",
+                    batch, lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]);
         }
     }
 }

@@ -15,16 +15,15 @@ public final class Candidates {
     public static final Comparator<Replica> BY_PENDING_PREFILL_THEN_LOAD =
             Comparator.comparingLong(Replica::pendingPrefill).thenComparingLong(Replica::load);
 
-    private Candidates() {
-    }
+    private Candidates() {}
 
     /**
      * The least of {@code replicas} in {@code order}; among equals, one chosen uniformly at random
      * (reservoir sampling: each of {@code k} tied replicas is kept with probability {@code 1/k}, and the
      * random source is drawn only on ties). Null for an empty list.
      */
-    public static Replica least(List<? extends Replica> replicas, Comparator<? super Replica> order,
-                                RandomGenerator random) {
+    public static Replica least(
+            List<? extends Replica> replicas, Comparator<? super Replica> order, RandomGenerator random) {
         Replica best = null;
         int ties = 0;
         for (int i = 0; i < replicas.size(); i++) {

@@ -21,8 +21,7 @@ public record Match(int matchedLength, int keyLength, List<Holding> holders) {
      * @param replica       the replica
      * @param matchedLength the prefix length (units) it holds
      */
-    public record Holding(Replica replica, int matchedLength) {
-    }
+    public record Holding(Replica replica, int matchedLength) {}
 
     /** Copies {@code holders}. */
     public Match {

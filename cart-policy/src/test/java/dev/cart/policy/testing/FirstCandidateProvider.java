@@ -1,7 +1,7 @@
 package dev.cart.policy.testing;
 
-import dev.cart.core.spi.Choice;
 import dev.cart.core.Reason;
+import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.core.spi.RoutingPolicyProvider;

@@ -22,8 +22,7 @@ import java.util.regex.Pattern;
 /** The processes the benchmark starts (fake replica, CART proxy, nginx) and what it reads about them. */
 final class Children {
 
-    private Children() {
-    }
+    private Children() {}
 
     private static final List<Process> STARTED = new ArrayList<>();
 
@@ -64,13 +63,12 @@ final class Children {
     }
 
     /** The fake replica, as a child JVM on this class path; returns it and its ports. */
-    record Replica(Process process, List<Integer> ports) {
-    }
+    record Replica(Process process, List<Integer> ports) {}
 
     static Replica replica(String java, int ports, Path dir) throws IOException {
         String cp = System.getProperty("java.class.path");
-        List<String> cmd = List.of(java, "-Xms256m", "-Xmx256m", "-cp", cp, FakeReplica.class.getName(),
-                Integer.toString(ports));
+        List<String> cmd =
+                List.of(java, "-Xms256m", "-Xmx256m", "-cp", cp, FakeReplica.class.getName(), Integer.toString(ports));
         Process p = start(cmd, dir.resolve("replica.log"), true);
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         String line = r.readLine();
@@ -93,15 +91,19 @@ final class Children {
 
     /** Waits until {@code GET url} answers 200. */
     static void awaitOk(String url, Process p, Duration max) throws IOException, InterruptedException {
-        HttpClient c = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+        HttpClient c =
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
         long end = System.nanoTime() + max.toNanos();
         while (System.nanoTime() < end) {
             if (!p.isAlive()) {
                 throw new IOException("process exited with status " + p.exitValue() + " before " + url + " answered");
             }
             try {
-                HttpResponse<Void> r = c.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(2))
-                        .build(), HttpResponse.BodyHandlers.discarding());
+                HttpResponse<Void> r = c.send(
+                        HttpRequest.newBuilder(URI.create(url))
+                                .timeout(Duration.ofSeconds(2))
+                                .build(),
+                        HttpResponse.BodyHandlers.discarding());
                 if (r.statusCode() == 200) {
                     return;
                 }
@@ -115,8 +117,12 @@ final class Children {
 
     static String get(String url) throws IOException, InterruptedException {
         HttpClient c = HttpClient.newHttpClient();
-        return c.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
+        return c.send(
+                        HttpRequest.newBuilder(URI.create(url))
+                                .timeout(Duration.ofSeconds(10))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
     }
 
     /**
@@ -128,7 +134,8 @@ final class Children {
             return ticks(-pid);
         }
         long sum = ticks(pid);
-        for (ProcessHandle h : ProcessHandle.of(pid).map(ph -> ph.descendants().toList()).orElse(List.of())) {
+        for (ProcessHandle h :
+                ProcessHandle.of(pid).map(ph -> ph.descendants().toList()).orElse(List.of())) {
             sum += ticks(h.pid());
         }
         return sum;
@@ -158,7 +165,8 @@ final class Children {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
                 if (line.startsWith(field + ":")) {
-                    return Long.parseLong(line.substring(field.length() + 1).trim().split("\\s+")[0]);
+                    return Long.parseLong(
+                            line.substring(field.length() + 1).trim().split("\\s+")[0]);
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -174,7 +182,11 @@ final class Children {
         run(List.of(jcmd, Long.toString(pid), "GC.run"));
         Thread.sleep(1000);
         String info = run(List.of(jcmd, Long.toString(pid), "GC.heap_info"));
-        Files.writeString(log, info + "\n", StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE,
+        Files.writeString(
+                log,
+                info + "\n",
+                StandardCharsets.UTF_8,
+                java.nio.file.StandardOpenOption.CREATE,
                 java.nio.file.StandardOpenOption.APPEND);
         Matcher m = Pattern.compile("used (\\d+)K").matcher(info);
         if (!m.find()) {

@@ -51,10 +51,11 @@ public final class FakeReplica {
     private static final byte[] SSE;
     private static final byte[] HOLD;
     private static final byte[] HEALTH = answer("application/json", "{\"status\":\"ok\"}");
-    private static final byte[] MODELS = answer("application/json",
+    private static final byte[] MODELS = answer(
+            "application/json",
             "{\"object\":\"list\",\"data\":[{\"id\":\"bench\",\"object\":\"model\",\"owned_by\":\"bench\"}]}");
-    private static final byte[] NOT_FOUND = ("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-            .getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] NOT_FOUND =
+            ("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
 
     static {
         String[] words = "the order was sent on the second of the month to the old address and it".split(" ");
@@ -63,10 +64,13 @@ public final class FakeReplica {
             content.append(words[i % words.length]).append(' ');
         }
         String usage = "\"usage\":{\"prompt_tokens\":250,\"completion_tokens\":32,\"total_tokens\":282}";
-        JSON = answer("application/json", "{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion\","
-                + "\"created\":1700000000,\"model\":\"bench\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
-                + "\"assistant\",\"content\":\"" + content + "\"},\"logprobs\":null,\"finish_reason\":\"stop\"}],"
-                + usage + "}");
+        JSON = answer(
+                "application/json",
+                "{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion\","
+                        + "\"created\":1700000000,\"model\":\"bench\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+                        + "\"assistant\",\"content\":\"" + content
+                        + "\"},\"logprobs\":null,\"finish_reason\":\"stop\"}],"
+                        + usage + "}");
         String head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                 + "Transfer-Encoding: chunked\r\n\r\n";
         StringBuilder sse = new StringBuilder(head);
@@ -74,8 +78,10 @@ public final class FakeReplica {
             chunk(sse, event("{\"role\":\"assistant\",\"content\":\"" + words[i % words.length] + " \"}", "null", ""));
         }
         chunk(sse, event("{}", "\"stop\"", ""));
-        chunk(sse, "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
-                + "\"model\":\"bench\",\"choices\":[]," + usage + "}\n\n");
+        chunk(
+                sse,
+                "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                        + "\"model\":\"bench\",\"choices\":[]," + usage + "}\n\n");
         chunk(sse, "data: [DONE]\n\n");
         sse.append("0\r\n\r\n");
         SSE = sse.toString().getBytes(StandardCharsets.UTF_8);
@@ -91,7 +97,9 @@ public final class FakeReplica {
     }
 
     private static void chunk(StringBuilder sb, String data) {
-        sb.append(Integer.toHexString(data.getBytes(StandardCharsets.UTF_8).length)).append("\r\n").append(data)
+        sb.append(Integer.toHexString(data.getBytes(StandardCharsets.UTF_8).length))
+                .append("\r\n")
+                .append(data)
                 .append("\r\n");
     }
 
@@ -153,16 +161,18 @@ public final class FakeReplica {
         }
         System.out.println(line);
         System.out.flush();
-        Thread watch = new Thread(() -> {
-            try (InputStream in = System.in) {
-                while (in.read() >= 0) {
-                    // nothing: wait for the parent to go away
-                }
-            } catch (IOException ignored) {
-                // parent gone
-            }
-            System.exit(0);
-        }, "stdin-watch");
+        Thread watch = new Thread(
+                () -> {
+                    try (InputStream in = System.in) {
+                        while (in.read() >= 0) {
+                            // nothing: wait for the parent to go away
+                        }
+                    } catch (IOException ignored) {
+                        // parent gone
+                    }
+                    System.exit(0);
+                },
+                "stdin-watch");
         watch.setDaemon(true);
         watch.start();
         r.run();
@@ -317,8 +327,7 @@ public final class FakeReplica {
                 case HEADER -> kind = value;
                 case "connection" -> c.close = value.equalsIgnoreCase("close");
                 case "transfer-encoding" -> throw new IllegalStateException("chunked request bodies not supported");
-                default -> {
-                }
+                default -> {}
             }
         }
         c.bodyLeft = length;

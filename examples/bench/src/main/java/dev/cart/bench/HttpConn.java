@@ -86,8 +86,7 @@ final class HttpConn implements Closeable {
         return h.status;
     }
 
-    private record Head(int status, boolean chunked, long length, boolean close) {
-    }
+    private record Head(int status, boolean chunked, long length, boolean close) {}
 
     private Head head() throws IOException {
         String status = readLine();

@@ -56,8 +56,7 @@ public final class ProxyBench {
 
     private static final PrintStream OUT = System.out;
 
-    private ProxyBench() {
-    }
+    private ProxyBench() {}
 
     // ------------------------------------------------------------------------------------------------
     // options
@@ -65,10 +64,12 @@ public final class ProxyBench {
     static final class Options {
         String mode = "overhead";
         String proxyJar = "examples/proxy/target/cart-proxy.jar";
-        String proxyJava = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        String proxyJava =
+                Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String proxyOpts = "";
         /** YAML appended to the CART proxy's configuration (sections other than server and workers). */
         String cartYaml = "";
+
         String nginx = "nginx";
         int rate = 500;
         int openSecs = 20;
@@ -107,7 +108,10 @@ public final class ProxyBench {
                     case "--first-warmup-secs" -> o.firstWarmupSecs = Integer.parseInt(v);
                     case "--connections" -> o.connections = Integer.parseInt(v);
                     case "--open-workers" -> o.openWorkers = Integer.parseInt(v);
-                    case "--sizes" -> o.sizes = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
+                    case "--sizes" ->
+                        o.sizes = Arrays.stream(v.split(","))
+                                .mapToInt(Integer::parseInt)
+                                .toArray();
                     case "--stream" -> {
                         String[] s = v.split(",");
                         o.streams = new boolean[s.length];
@@ -117,8 +121,12 @@ public final class ProxyBench {
                     }
                     case "--targets" -> o.targets = List.of(v.split(","));
                     case "--streams" -> o.streamsToHold = Integer.parseInt(v);
-                    case "--steps" -> o.steps = v.isEmpty() ? new int[0]
-                            : Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
+                    case "--steps" ->
+                        o.steps = v.isEmpty()
+                                ? new int[0]
+                                : Arrays.stream(v.split(","))
+                                        .mapToInt(Integer::parseInt)
+                                        .toArray();
                     case "--hold-secs" -> o.holdSecs = Integer.parseInt(v);
                     case "--out" -> o.out = Path.of(v);
                     default -> throw new IllegalArgumentException("unknown option " + a);
@@ -126,8 +134,9 @@ public final class ProxyBench {
                 i++;
             }
             if (o.out == null) {
-                o.out = Path.of("target", "proxy-bench-"
-                        + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+                o.out = Path.of(
+                        "target",
+                        "proxy-bench-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
             }
             return o;
         }
@@ -153,9 +162,10 @@ public final class ProxyBench {
     // the request mix
 
     private static final String[] WORDS = ("the of and to in is that for it as with was on be by this are from at "
-            + "or an which have not but they his her their one all were there been has when who will more no if "
-            + "out so said what up its about into than them can only other new some could time these two may then "
-            + "order address month second shipment invoice refund customer account").split(" ");
+                    + "or an which have not but they his her their one all were there been has when who will more no if "
+                    + "out so said what up its about into than them can only other new some could time these two may then "
+                    + "order address month second shipment invoice refund customer account")
+            .split(" ");
 
     private static String words(SplittableRandom rnd, int chars) {
         StringBuilder sb = new StringBuilder(chars + 16);
@@ -184,8 +194,9 @@ public final class ProxyBench {
             int userChars = Math.max(16, size - head.length() - tail.length());
             byte[] body = (head + words(rnd, userChars) + tail).getBytes(StandardCharsets.UTF_8);
             byte[] h = ("POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                    + "Accept: " + (stream ? "text/event-stream" : "application/json") + "\r\n"
-                    + FakeReplica.HEADER + ": " + responseKind + "\r\nContent-Length: " + body.length + "\r\n\r\n")
+                            + "Accept: " + (stream ? "text/event-stream" : "application/json") + "\r\n"
+                            + FakeReplica.HEADER + ": " + responseKind + "\r\nContent-Length: " + body.length
+                            + "\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII);
             byte[] req = Arrays.copyOf(h, h.length + body.length);
             System.arraycopy(body, 0, req, h.length, body.length);
@@ -211,8 +222,9 @@ public final class ProxyBench {
         return startCart(o, replicaPorts, port, idle, idle ? "cart-idle" : "cart", "");
     }
 
-    private static Process startCart(Options o, List<Integer> replicaPorts, int port, boolean idle, String name,
-                                     String extraOpts) throws IOException {
+    private static Process startCart(
+            Options o, List<Integer> replicaPorts, int port, boolean idle, String name, String extraOpts)
+            throws IOException {
         StringBuilder yaml = new StringBuilder();
         yaml.append("server:\n  host: \"127.0.0.1\"\n  port: ").append(port).append('\n');
         if (idle) {
@@ -292,9 +304,19 @@ public final class ProxyBench {
     // overhead
 
     /** What one measured phase gave. */
-    record Phase(String target, int size, boolean stream, String kind, int sent, int ok, int errors,
-                 double seconds, long[] latencyNanos, long[] firstByteNanos, Map<String, Double> cpuMsPerRequest,
-                 double load) {
+    record Phase(
+            String target,
+            int size,
+            boolean stream,
+            String kind,
+            int sent,
+            int ok,
+            int errors,
+            double seconds,
+            long[] latencyNanos,
+            long[] firstByteNanos,
+            Map<String, Double> cpuMsPerRequest,
+            double load) {
         double rate() {
             return ok / seconds;
         }
@@ -317,8 +339,8 @@ public final class ProxyBench {
     }
 
     private static void overhead(Options o) throws Exception {
-        Children.Replica replica = Children.replica(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                4, o.out);
+        Children.Replica replica = Children.replica(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), 4, o.out);
         Map<String, Target> targets = new LinkedHashMap<>();
         List<InetSocketAddress> direct = new ArrayList<>();
         for (int p : replica.ports()) {
@@ -335,8 +357,9 @@ public final class ProxyBench {
             int port = Children.freePort();
             Process cart = startCart(o, replica.ports(), port, false, "cart-nodelay", NODELAY);
             Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
-            targets.put("cart-nodelay", new Target("cart-nodelay", List.of(new InetSocketAddress("127.0.0.1", port)),
-                    cart.pid()));
+            targets.put(
+                    "cart-nodelay",
+                    new Target("cart-nodelay", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
         if (o.targets.contains("nginx")) {
             int port = Children.freePort();
@@ -356,8 +379,13 @@ public final class ProxyBench {
                 for (int p : replica.ports()) {
                     ports.append(ports.length() == 0 ? "" : ",").append(p);
                 }
-                cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), RefProxy.class.getName(),
-                        ref.substring(4), Integer.toString(port), ports.toString()));
+                cmd.addAll(List.of(
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        RefProxy.class.getName(),
+                        ref.substring(4),
+                        Integer.toString(port),
+                        ports.toString()));
                 Process p = Children.start(cmd, o.out.resolve(ref + ".log"), false);
                 Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
                 targets.put(ref, new Target(ref, List.of(new InetSocketAddress("127.0.0.1", port)), p.pid()));
@@ -384,8 +412,9 @@ public final class ProxyBench {
                     Phase open = openLoop(t, reqs, o.rate, o.openSecs, o.openWorkers, size, stream, pids);
                     phases.add(open);
                     print(open);
-                    OUT.printf("   closed loop, %d connections, %d s (load %.2f)%n", o.connections, o.closedSecs,
-                            Children.load());
+                    OUT.printf(
+                            "   closed loop, %d connections, %d s (load %.2f)%n",
+                            o.connections, o.closedSecs, Children.load());
                     Phase closed = closedLoop(t, reqs, o.connections, o.closedSecs, size, stream, pids);
                     phases.add(closed);
                     print(closed);
@@ -400,14 +429,29 @@ public final class ProxyBench {
     }
 
     private static void print(Phase p) {
-        OUT.printf(Locale.ROOT, "   %-6s %-6s ok=%d err=%d rate=%.0f/s p50=%.0fus p90=%.0fus p99=%.0fus p99.9=%.0fus "
-                        + "max=%.0fus ttfb50=%.0fus cpu(ms/req)=%s%n", p.target(), p.kind(), p.ok(), p.errors(),
-                p.rate(), p.pct(50), p.pct(90), p.pct(99), p.pct(99.9), p.pct(100), p.ttfb(50), fmt(p.cpuMsPerRequest()));
+        OUT.printf(
+                Locale.ROOT,
+                "   %-6s %-6s ok=%d err=%d rate=%.0f/s p50=%.0fus p90=%.0fus p99=%.0fus p99.9=%.0fus "
+                        + "max=%.0fus ttfb50=%.0fus cpu(ms/req)=%s%n",
+                p.target(),
+                p.kind(),
+                p.ok(),
+                p.errors(),
+                p.rate(),
+                p.pct(50),
+                p.pct(90),
+                p.pct(99),
+                p.pct(99.9),
+                p.pct(100),
+                p.ttfb(50),
+                fmt(p.cpuMsPerRequest()));
     }
 
     private static String fmt(Map<String, Double> m) {
         StringBuilder sb = new StringBuilder();
-        m.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ").append(k).append('=')
+        m.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ")
+                .append(k)
+                .append('=')
                 .append(String.format(Locale.ROOT, "%.3f", v)));
         return sb.toString();
     }
@@ -428,8 +472,9 @@ public final class ProxyBench {
      * Open loop: request {@code i} is due at {@code start + i / rate} and its latency runs from then, whether
      * or not a connection was free at that moment.
      */
-    static Phase openLoop(Target t, byte[][] reqs, int rate, int secs, int workers, int size, boolean stream,
-                          Map<String, Long> pids) throws Exception {
+    static Phase openLoop(
+            Target t, byte[][] reqs, int rate, int secs, int workers, int size, boolean stream, Map<String, Long> pids)
+            throws Exception {
         int total = rate * secs;
         long period = 1_000_000_000L / rate;
         long[] lat = new long[total];
@@ -493,8 +538,19 @@ public final class ProxyBench {
         long[] f = Arrays.copyOf(ttfb, ok);
         Arrays.sort(l);
         Arrays.sort(f);
-        return new Phase(t.name(), size, stream, "open", total, ok, errors.get(), (end - start) / 1e9, l, f,
-                cpuPerRequest(before, after, ok), load);
+        return new Phase(
+                t.name(),
+                size,
+                stream,
+                "open",
+                total,
+                ok,
+                errors.get(),
+                (end - start) / 1e9,
+                l,
+                f,
+                cpuPerRequest(before, after, ok),
+                load);
     }
 
     /** One load-generating connection: reopened before the next request when the last one failed. */
@@ -528,8 +584,9 @@ public final class ProxyBench {
     }
 
     /** Closed loop: each connection sends its next request as soon as it has the answer to the last one. */
-    static Phase closedLoop(Target t, byte[][] reqs, int connections, int secs, int size, boolean stream,
-                            Map<String, Long> pids) throws Exception {
+    static Phase closedLoop(
+            Target t, byte[][] reqs, int connections, int secs, int size, boolean stream, Map<String, Long> pids)
+            throws Exception {
         int cap = 4_000_000;
         long[] lat = new long[cap];
         long[] ttfb = new long[cap];
@@ -582,30 +639,63 @@ public final class ProxyBench {
         long[] f = Arrays.copyOf(ttfb, Math.min(ok, cap));
         Arrays.sort(l);
         Arrays.sort(f);
-        return new Phase(t.name(), size, stream, "closed", (int) sent.get(), ok, errors.get(), (end - start) / 1e9,
-                l, f, cpuPerRequest(before, after, ok), load);
+        return new Phase(
+                t.name(),
+                size,
+                stream,
+                "closed",
+                (int) sent.get(),
+                ok,
+                errors.get(),
+                (end - start) / 1e9,
+                l,
+                f,
+                cpuPerRequest(before, after, ok),
+                load);
     }
 
     private static String environment(Options o) throws Exception {
         StringBuilder sb = new StringBuilder("# Proxy overhead run\n\n");
         sb.append("- date: ").append(LocalDateTime.now()).append('\n');
-        sb.append("- generator and replica JVM: ").append(System.getProperty("java.vm.name")).append(' ')
-                .append(System.getProperty("java.runtime.version")).append('\n');
-        sb.append("- proxy JVM: ").append(o.proxyJava).append(' ').append(o.proxyOpts).append('\n');
-        sb.append("- nginx: ").append(Children.run(List.of(o.nginx, "-v")).trim()).append('\n');
+        sb.append("- generator and replica JVM: ")
+                .append(System.getProperty("java.vm.name"))
+                .append(' ')
+                .append(System.getProperty("java.runtime.version"))
+                .append('\n');
+        sb.append("- proxy JVM: ")
+                .append(o.proxyJava)
+                .append(' ')
+                .append(o.proxyOpts)
+                .append('\n');
+        sb.append("- nginx: ")
+                .append(Children.run(List.of(o.nginx, "-v")).trim())
+                .append('\n');
         sb.append("- replica answers: ").append(FakeReplica.describe()).append('\n');
-        sb.append(String.format(Locale.ROOT, "- open loop: %d req/s for %d s on %d connections; closed loop: %d "
+        sb.append(String.format(
+                Locale.ROOT,
+                "- open loop: %d req/s for %d s on %d connections; closed loop: %d "
                         + "connections for %d s; warm-up (closed loop, 16 connections) %d s before each target's first "
-                        + "measurement, %d s before the others%n", o.rate, o.openSecs,
-                o.openWorkers, o.connections, o.closedSecs, Math.max(o.warmupSecs, o.firstWarmupSecs), o.warmupSecs));
-        sb.append("- cores: ").append(Runtime.getRuntime().availableProcessors()).append(", load at start: ")
-                .append(Children.load()).append('\n');
+                        + "measurement, %d s before the others%n",
+                o.rate,
+                o.openSecs,
+                o.openWorkers,
+                o.connections,
+                o.closedSecs,
+                Math.max(o.warmupSecs, o.firstWarmupSecs),
+                o.warmupSecs));
+        sb.append("- cores: ")
+                .append(Runtime.getRuntime().availableProcessors())
+                .append(", load at start: ")
+                .append(Children.load())
+                .append('\n');
         return sb.toString();
     }
 
     private static String tables(Options o, List<Phase> phases) {
         StringBuilder sb = new StringBuilder();
-        sb.append("\n## Open loop at ").append(o.rate).append(" req/s: latency (µs) from when each request was due\n\n");
+        sb.append("\n## Open loop at ")
+                .append(o.rate)
+                .append(" req/s: latency (µs) from when each request was due\n\n");
         sb.append("| body | stream | target | ok | errors | p50 | p90 | p99 | p99.9 | max | first byte p50 | "
                 + "added p50 | added p99 | CPU ms/req (proxy) | load |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -614,15 +704,28 @@ public final class ProxyBench {
                 continue;
             }
             Phase d = find(phases, "direct", p.size(), p.stream(), "open");
-            sb.append(String.format(Locale.ROOT, "| %d B | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %.2f |%n",
-                    p.size(), p.stream(), p.target(), p.ok(), p.errors(), p.pct(50), p.pct(90), p.pct(99),
-                    p.pct(99.9), p.pct(100), p.ttfb(50),
+            sb.append(String.format(
+                    Locale.ROOT,
+                    "| %d B | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %.2f |%n",
+                    p.size(),
+                    p.stream(),
+                    p.target(),
+                    p.ok(),
+                    p.errors(),
+                    p.pct(50),
+                    p.pct(90),
+                    p.pct(99),
+                    p.pct(99.9),
+                    p.pct(100),
+                    p.ttfb(50),
                     d == null || d == p ? "" : String.format(Locale.ROOT, "%.0f", p.pct(50) - d.pct(50)),
                     d == null || d == p ? "" : String.format(Locale.ROOT, "%.0f", p.pct(99) - d.pct(99)),
-                    proxyCpu(p), p.load()));
+                    proxyCpu(p),
+                    p.load()));
         }
         sb.append("\n## Closed loop, ").append(o.connections).append(" connections: throughput\n\n");
-        sb.append("| body | stream | target | req/s | errors | p50 µs | p99 µs | vs nginx | CPU ms/req generator | replica | proxy | load |\n");
+        sb.append(
+                "| body | stream | target | req/s | errors | p50 µs | p99 µs | vs nginx | CPU ms/req generator | replica | proxy | load |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Phase p : phases) {
             if (!p.kind().equals("closed")) {
@@ -630,10 +733,21 @@ public final class ProxyBench {
             }
             Phase n = find(phases, "nginx", p.size(), p.stream(), "closed");
             Map<String, Double> c = p.cpuMsPerRequest();
-            sb.append(String.format(Locale.ROOT, "| %d B | %s | %s | %.0f | %d | %.0f | %.0f | %s | %.3f | %.3f | %s | %.2f |%n",
-                    p.size(), p.stream(), p.target(), p.rate(), p.errors(), p.pct(50), p.pct(99),
+            sb.append(String.format(
+                    Locale.ROOT,
+                    "| %d B | %s | %s | %.0f | %d | %.0f | %.0f | %s | %.3f | %.3f | %s | %.2f |%n",
+                    p.size(),
+                    p.stream(),
+                    p.target(),
+                    p.rate(),
+                    p.errors(),
+                    p.pct(50),
+                    p.pct(99),
                     n == null ? "" : String.format(Locale.ROOT, "%.2f", p.rate() / n.rate()),
-                    c.getOrDefault("generator", 0.0), c.getOrDefault("replica", 0.0), proxyCpu(p), p.load()));
+                    c.getOrDefault("generator", 0.0),
+                    c.getOrDefault("replica", 0.0),
+                    proxyCpu(p),
+                    p.load()));
         }
         return sb.toString();
     }
@@ -645,7 +759,10 @@ public final class ProxyBench {
 
     private static Phase find(List<Phase> phases, String target, int size, boolean stream, String kind) {
         for (Phase p : phases) {
-            if (p.target().equals(target) && p.size() == size && p.stream() == stream && p.kind().equals(kind)) {
+            if (p.target().equals(target)
+                    && p.size() == size
+                    && p.stream() == stream
+                    && p.kind().equals(kind)) {
                 return p;
             }
         }
@@ -656,8 +773,8 @@ public final class ProxyBench {
     // idle streams
 
     private static void idle(Options o) throws Exception {
-        Children.Replica replica = Children.replica(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                4, o.out);
+        Children.Replica replica = Children.replica(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), 4, o.out);
         int port = Children.freePort();
         Process cart = startCart(o, replica.ports(), port, true);
         String base = "http://127.0.0.1:" + port;
@@ -665,15 +782,26 @@ public final class ProxyBench {
         String jcmd = Path.of(o.proxyJava).getParent().resolve("jcmd").toString();
         long pid = cart.pid();
         Path heapLog = o.out.resolve("heap-info.txt");
-        String version = Children.run(List.of(o.proxyJava, "-version")).lines().findFirst().orElse("?");
+        String version = Children.run(List.of(o.proxyJava, "-version"))
+                .lines()
+                .findFirst()
+                .orElse("?");
         StringBuilder sb = new StringBuilder("# Idle streams through the CART proxy\n\n");
         sb.append("- date: ").append(LocalDateTime.now()).append('\n');
-        sb.append("- proxy JVM: ").append(version).append(' ').append(o.proxyOpts).append('\n');
-        sb.append("- open-file limit of the processes: ").append(Children.run(List.of("sh", "-c", "ulimit -n")).trim())
+        sb.append("- proxy JVM: ")
+                .append(version)
+                .append(' ')
+                .append(o.proxyOpts)
+                .append('\n');
+        sb.append("- open-file limit of the processes: ")
+                .append(Children.run(List.of("sh", "-c", "ulimit -n")).trim())
                 .append('\n');
         sb.append("- a stream: a streamed chat request (1 KB body) whose replica sent the head and one event, then "
-                + "nothing; held ").append(o.holdSecs).append(" s before measuring\n\n");
-        sb.append("| streams open | in flight (proxy /workers) | heap after GC (MiB) | per stream (KiB) | threads | RSS (MiB) | load |\n");
+                        + "nothing; held ")
+                .append(o.holdSecs)
+                .append(" s before measuring\n\n");
+        sb.append(
+                "| streams open | in flight (proxy /workers) | heap after GC (MiB) | per stream (KiB) | threads | RSS (MiB) | load |\n");
         sb.append("|---|---|---|---|---|---|---|\n");
         byte[][] reqs = requests(1024, true, "hold");
         // let the proxy settle (JIT, first health probes) with a few ordinary requests
@@ -722,13 +850,15 @@ public final class ProxyBench {
                 }
                 if (failed > 0) {
                     OUT.printf("  %d streams could not be opened%n", failed);
-                    sb.append("\n(").append(failed).append(" of the streams asked for at this step could not be "
-                            + "opened)\n\n");
+                    sb.append("\n(")
+                            .append(failed)
+                            .append(" of the streams asked for at this step could not be " + "opened)\n\n");
                 }
                 Thread.sleep(o.holdSecs * 1000L);
                 long heap = Children.heapAfterGcKib(jcmd, pid, heapLog);
                 row(sb, held.size(), inFlight(base), heap, base0, pid);
-                Files.writeString(o.out.resolve("class-histogram-" + held.size() + ".txt"),
+                Files.writeString(
+                        o.out.resolve("class-histogram-" + held.size() + ".txt"),
                         Children.run(List.of(jcmd, Long.toString(pid), "GC.class_histogram")));
                 OUT.print(sb);
             }
@@ -744,9 +874,16 @@ public final class ProxyBench {
     }
 
     private static void row(StringBuilder sb, int streams, long inFlight, long heapKib, long baseKib, long pid) {
-        sb.append(String.format(Locale.ROOT, "| %d | %d | %.1f | %s | %d | %.0f | %.2f |%n", streams, inFlight,
-                heapKib / 1024.0, streams == 0 ? "" : String.format(Locale.ROOT, "%.1f", (heapKib - baseKib) / (double) streams),
-                Children.status(pid, "Threads"), Children.status(pid, "VmRSS") / 1024.0, Children.load()));
+        sb.append(String.format(
+                Locale.ROOT,
+                "| %d | %d | %.1f | %s | %d | %.0f | %.2f |%n",
+                streams,
+                inFlight,
+                heapKib / 1024.0,
+                streams == 0 ? "" : String.format(Locale.ROOT, "%.1f", (heapKib - baseKib) / (double) streams),
+                Children.status(pid, "Threads"),
+                Children.status(pid, "VmRSS") / 1024.0,
+                Children.load()));
     }
 
     private static long inFlight(String base) throws IOException, InterruptedException {

@@ -39,11 +39,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class RefProxy {
 
-    private static final Set<String> HOP = Set.of("connection", "keep-alive", "proxy-connection", "te", "trailer",
-            "transfer-encoding", "upgrade", "host", "content-length", "expect");
+    private static final Set<String> HOP = Set.of(
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "transfer-encoding",
+            "upgrade",
+            "host",
+            "content-length",
+            "expect");
 
-    private RefProxy() {
-    }
+    private RefProxy() {}
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
@@ -56,22 +64,27 @@ public final class RefProxy {
         server.setExecutor(executor());
         AtomicInteger rr = new AtomicInteger();
         if (mode.equals("jdk")) {
-            HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            HttpClient client =
+                    HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             server.createContext("/", ex -> {
                 try (ex) {
                     byte[] body = ex.getRequestBody().readAllBytes();
                     int r = replicas.get(Math.floorMod(rr.getAndIncrement(), replicas.size()));
-                    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r
-                            + ex.getRequestURI().getRawPath()));
-                    for (Map.Entry<String, List<String>> h : ex.getRequestHeaders().entrySet()) {
+                    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(
+                            "http://127.0.0.1:" + r + ex.getRequestURI().getRawPath()));
+                    for (Map.Entry<String, List<String>> h :
+                            ex.getRequestHeaders().entrySet()) {
                         if (!HOP.contains(h.getKey().toLowerCase(Locale.ROOT))) {
                             for (String v : h.getValue()) {
                                 b.header(h.getKey(), v);
                             }
                         }
                     }
-                    b.method(ex.getRequestMethod(), body.length == 0 ? HttpRequest.BodyPublishers.noBody()
-                            : HttpRequest.BodyPublishers.ofByteArray(body));
+                    b.method(
+                            ex.getRequestMethod(),
+                            body.length == 0
+                                    ? HttpRequest.BodyPublishers.noBody()
+                                    : HttpRequest.BodyPublishers.ofByteArray(body));
                     HttpResponse<InputStream> resp = client.send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
                     resp.headers().map().forEach((k, v) -> {
                         if (!HOP.contains(k.toLowerCase(Locale.ROOT))) {
@@ -97,9 +110,12 @@ public final class RefProxy {
                     if (u == null) {
                         u = new Upstream(replicas.get(idx));
                     }
-                    StringBuilder head = new StringBuilder(ex.getRequestMethod()).append(' ')
-                            .append(ex.getRequestURI().getRawPath()).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n");
-                    for (Map.Entry<String, List<String>> h : ex.getRequestHeaders().entrySet()) {
+                    StringBuilder head = new StringBuilder(ex.getRequestMethod())
+                            .append(' ')
+                            .append(ex.getRequestURI().getRawPath())
+                            .append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+                    for (Map.Entry<String, List<String>> h :
+                            ex.getRequestHeaders().entrySet()) {
                         if (!HOP.contains(h.getKey().toLowerCase(Locale.ROOT))) {
                             for (String v : h.getValue()) {
                                 head.append(h.getKey()).append(": ").append(v).append("\r\n");
@@ -138,7 +154,8 @@ public final class RefProxy {
 
     private static ExecutorService executor() {
         try {
-            return (ExecutorService) Executors.class.getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
+            return (ExecutorService)
+                    Executors.class.getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
         } catch (ReflectiveOperationException e) {
             return Executors.newFixedThreadPool(512);
         }
@@ -187,10 +204,10 @@ public final class RefProxy {
                 String lk = k.toLowerCase(Locale.ROOT);
                 switch (lk) {
                     case "content-length" -> length = Long.parseLong(v);
-                    case "transfer-encoding" -> chunked = v.toLowerCase(Locale.ROOT).contains("chunked");
+                    case "transfer-encoding" ->
+                        chunked = v.toLowerCase(Locale.ROOT).contains("chunked");
                     case "connection" -> close = v.equalsIgnoreCase("close");
-                    default -> {
-                    }
+                    default -> {}
                 }
                 if (!HOP.contains(lk)) {
                     into.add(k, v);

@@ -29,22 +29,21 @@ import java.util.List;
  */
 public final class EmbeddedRouter {
 
-    private EmbeddedRouter() {
-    }
+    private EmbeddedRouter() {}
 
     /** Runs the demonstration. */
     public static void main(String[] args) {
         ManagedReplicaSet pool = ManagedReplicaSet.builder()
-                .add(new ReplicaSpec("http://gpu-0:8000", 32, 0))  // id (base URL), max in flight, load penalty
+                .add(new ReplicaSpec("http://gpu-0:8000", 32, 0)) // id (base URL), max in flight, load penalty
                 .add(new ReplicaSpec("http://gpu-1:8000", 32, 0))
                 .add(new ReplicaSpec("http://gpu-2:8000", 32, 0))
                 .build();
         PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
         String system = "You are the support assistant of an online bookshop. ".repeat(30);
         try (Router router = Router.builder()
-                .replicas(pool)                 // or your own ReplicaSet (service discovery, breakers)
-                .policy(Policies.cacheAware())  // or .policy("cache_aware") by name
-                .firstTokenReports(true)        // this host calls lease.firstToken(): count prefill at once
+                .replicas(pool) // or your own ReplicaSet (service discovery, breakers)
+                .policy(Policies.cacheAware()) // or .policy("cache_aware") by name
+                .firstTokenReports(true) // this host calls lease.firstToken(): count prefill at once
                 .build()) {
             String alice = "";
             String bob = "";
@@ -76,31 +75,35 @@ public final class EmbeddedRouter {
         if (!d.routed()) {
             return "503: no replica can take the request now"; // no lease to close
         }
-        try (Lease lease = d.lease()) {                       // owns the replica's in-flight slot
+        try (Lease lease = d.lease()) { // owns the replica's in-flight slot
             Response r = forward(d.replica().id(), body);
             lease.status(r.status());
             boolean first = true;
             for (String chunk : r.chunks()) {
                 if (first) {
-                    lease.firstToken();                       // the first bytes arrived: the prefill is done
+                    lease.firstToken(); // the first bytes arrived: the prefill is done
                     first = false;
                 }
                 // write the chunk to the client here
             }
             if (r.status() >= 500) {
-                lease.failed();                               // counts towards opening the replica's circuit
+                lease.failed(); // counts towards opening the replica's circuit
             } else {
                 lease.succeeded();
             }
-            return String.format("%-14s -> %s  matched %5d of %5d chars (%.0f%%), decided in %d us",
-                    d.reason(), d.replica().id(), d.matchedLength(), d.keyLength(), 100 * d.matchedRatio(),
+            return String.format(
+                    "%-14s -> %s  matched %5d of %5d chars (%.0f%%), decided in %d us",
+                    d.reason(),
+                    d.replica().id(),
+                    d.matchedLength(),
+                    d.keyLength(),
+                    100 * d.matchedRatio(),
                     d.decisionNanos() / 1000);
-        }                                                     // a retry: RouteRequest.of(key).excluding(d.replica())
+        } // a retry: RouteRequest.of(key).excluding(d.replica())
     }
 
     /** A replica's answer: its status and its body in chunks (a stream's events). */
-    record Response(int status, List<String> chunks) {
-    }
+    record Response(int status, List<String> chunks) {}
 
     /** Stands in for the HTTP call to the replica at {@code baseUrl}. */
     static Response forward(String baseUrl, byte[] body) {

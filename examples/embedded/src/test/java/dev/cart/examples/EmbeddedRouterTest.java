@@ -17,22 +17,32 @@ class EmbeddedRouterTest {
 
     @Test
     void theReadmeHandlerRoutesReportsAndReleases() {
-        ManagedReplicaSet pool = ManagedReplicaSet.builder().add("http://a").add("http://b").build();
+        ManagedReplicaSet pool =
+                ManagedReplicaSet.builder().add("http://a").add("http://b").build();
         PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
         String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\""
                 + "the same long question, ".repeat(20) + "\"}]}";
-        try (Router router = Router.builder().replicas(pool).policy(Policies.cacheAware())
-                .evictionInterval(Duration.ZERO).firstTokenReports(true).build()) {
+        try (Router router = Router.builder()
+                .replicas(pool)
+                .policy(Policies.cacheAware())
+                .evictionInterval(Duration.ZERO)
+                .firstTokenReports(true)
+                .build()) {
             String first = EmbeddedRouter.handle(router, extractor, body.getBytes(StandardCharsets.UTF_8));
             String again = EmbeddedRouter.handle(router, extractor, body.getBytes(StandardCharsets.UTF_8));
             assertTrue(first.startsWith("miss "), first);
             assertTrue(again.startsWith("cache_hit "), again);
-            assertEquals(first.substring(first.indexOf("->"), first.indexOf("matched")),
-                    again.substring(again.indexOf("->"), again.indexOf("matched")), "the same replica");
+            assertEquals(
+                    first.substring(first.indexOf("->"), first.indexOf("matched")),
+                    again.substring(again.indexOf("->"), again.indexOf("matched")),
+                    "the same replica");
             String bad = EmbeddedRouter.handle(router, extractor, "{\"messages\":1}".getBytes(StandardCharsets.UTF_8));
             assertTrue(bad.startsWith("400 "), bad);
             assertEquals(0, pool.totalInFlight());
-            assertEquals(0, pool.replicas().get(0).pendingPrefill() + pool.replicas().get(1).pendingPrefill());
+            assertEquals(
+                    0,
+                    pool.replicas().get(0).pendingPrefill()
+                            + pool.replicas().get(1).pendingPrefill());
         }
     }
 }

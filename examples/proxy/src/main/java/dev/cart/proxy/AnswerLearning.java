@@ -26,15 +26,14 @@ import java.util.List;
  */
 final class AnswerLearning {
 
-    private AnswerLearning() {
-    }
+    private AnswerLearning() {}
 
     /**
      * Records the continuation of {@code routed} with {@code reply} as held by {@code replica}. Returns the
      * result label for the metrics: {@code learned} or {@code unusable_request}.
      */
-    static String learn(Router router, Extraction extraction, ExtractedRequest routed, List<String> reply,
-                        Replica replica) {
+    static String learn(
+            Router router, Extraction extraction, ExtractedRequest routed, List<String> reply, Replica replica) {
         PromptKey key = routed == null ? null : extraction.continuationKey(routed, reply);
         if (key == null) {
             return "unusable_request";

@@ -130,8 +130,7 @@ final class AnthropicReader implements DialectReader {
     }
 
     /** A content block's type and text (null when it has none). */
-    private record Block(String type, String text) {
-    }
+    private record Block(String type, String text) {}
 
     private Block block(JsonParser p) throws IOException {
         String type = null;

@@ -16,7 +16,8 @@ record Backoff(long initialMillis, double multiplier, double jitter) {
     Duration delay(int retry, RandomGenerator random) {
         double base = initialMillis * Math.pow(multiplier, Math.max(0, retry - 1));
         double factor = jitter == 0 ? 1.0 : 1.0 + jitter * (2 * random.nextDouble() - 1);
-        long nanos = (long) Math.min(base * factor * 1_000_000.0, Duration.ofMinutes(5).toNanos());
+        long nanos = (long)
+                Math.min(base * factor * 1_000_000.0, Duration.ofMinutes(5).toNanos());
         return Duration.ofNanos(Math.max(0, nanos));
     }
 }

@@ -10,8 +10,10 @@ final class ConfigException extends Exception {
     private final List<String> problems;
 
     ConfigException(List<String> problems) {
-        super(problems.size() == 1 ? problems.get(0)
-                : problems.size() + " configuration problems:\n  " + String.join("\n  ", problems));
+        super(
+                problems.size() == 1
+                        ? problems.get(0)
+                        : problems.size() + " configuration problems:\n  " + String.join("\n  ", problems));
         this.problems = List.copyOf(problems);
     }
 

@@ -49,22 +49,30 @@ import java.util.regex.Pattern;
 final class ConfigLoader {
 
     /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
-    static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of("threshold", "match_abs_threshold",
-            "balance_abs_threshold", "balance_rel_threshold", "guard", "median_factor", "bounded_load_factor",
-            "miss_placement", "hash_load_factor", "prefill_aware"));
+    static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of(
+            "threshold",
+            "match_abs_threshold",
+            "balance_abs_threshold",
+            "balance_rel_threshold",
+            "guard",
+            "median_factor",
+            "bounded_load_factor",
+            "miss_placement",
+            "hash_load_factor",
+            "prefill_aware"));
 
     /** The policy that reads every one of {@link #CACHE_POLICY_KEYS}: the settings are checked by it when the
      * configured policy name is unknown, so a misspelled policy hides none of the other problems. */
     private static final String FALLBACK_POLICY = ProxyConfig.Cache.DEFAULT_POLICY;
 
-    private static final Set<String> SECTIONS = new LinkedHashSet<>(List.of("server", "workers", "cache", "health",
-            "circuit_breaker", "proxy"));
+    private static final Set<String> SECTIONS =
+            new LinkedHashSet<>(List.of("server", "workers", "cache", "health", "circuit_breaker", "proxy"));
 
-    private static final ObjectMapper YAML = new ObjectMapper(
-            YAMLFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build());
+    private static final ObjectMapper YAML = new ObjectMapper(YAMLFactory.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build());
 
-    private ConfigLoader() {
-    }
+    private ConfigLoader() {}
 
     /** Reads, layers and validates {@code files}; workers must not be empty. */
     static ProxyConfig load(List<Path> files) throws ConfigException {
@@ -122,8 +130,10 @@ final class ConfigLoader {
         try {
             root = YAML.readTree(text);
         } catch (JsonProcessingException e) {
-            String where = e.getLocation() == null ? ""
-                    : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
+            String where = e.getLocation() == null
+                    ? ""
+                    : " (line " + e.getLocation().getLineNr() + ", column "
+                            + e.getLocation().getColumnNr() + ")";
             problems.file(name, "not valid YAML" + where + ": " + e.getOriginalMessage());
             return null;
         }
@@ -228,8 +238,10 @@ final class ConfigLoader {
         JsonNode node = root.get("workers");
         if (node.isNull() || (node.isArray() && node.isEmpty())) {
             if (requireWorkers) {
-                problems.add("workers", (node.isNull() ? "set to nothing" : "the list is empty")
-                        + "; CART refuses to start without at least one worker" + example);
+                problems.add(
+                        "workers",
+                        (node.isNull() ? "set to nothing" : "the list is empty")
+                                + "; CART refuses to start without at least one worker" + example);
             }
             return out;
         }
@@ -416,9 +428,12 @@ final class ConfigLoader {
             RoutingPolicies.create(policy, Map.of());
         } catch (IllegalArgumentException e) {
             Set<String> available = RoutingPolicies.available().keySet();
-            c.problem("policy", available.contains(policy) ? e.getMessage()
-                    : "unknown routing policy '" + policy + "'" + suggestion(policy, available)
-                    + "; available: " + String.join(", ", available));
+            c.problem(
+                    "policy",
+                    available.contains(policy)
+                            ? e.getMessage()
+                            : "unknown routing policy '" + policy + "'" + suggestion(policy, available)
+                                    + "; available: " + String.join(", ", available));
             checker = FALLBACK_POLICY;
         } catch (RuntimeException e) {
             c.problem("policy", "policy '" + policy + "' failed to start: " + e);
@@ -442,8 +457,8 @@ final class ConfigLoader {
         }
     }
 
-    private static final Pattern LEADING_SETTING = Pattern.compile("^[A-Za-z0-9_.\\[\\]]+:? (must .*)$",
-            Pattern.DOTALL);
+    private static final Pattern LEADING_SETTING =
+            Pattern.compile("^[A-Za-z0-9_.\\[\\]]+:? (must .*)$", Pattern.DOTALL);
     private static final Pattern UNBOUNDED_RANGE = Pattern.compile(
             "in \\[(-?[0-9.]+), (?:1\\.7976931348623157E308|2147483647|9223372036854775807|Infinity)\\]");
     private static final Pattern ONE_OF = Pattern.compile("one of ([a-z0-9_]+(?:, [a-z0-9_]+)*), was '([^']*)'");
@@ -664,7 +679,8 @@ final class ConfigLoader {
             long value;
             if (v.isIntegralNumber() && v.canConvertToLong()) {
                 value = v.asLong();
-            } else if (v.isFloatingPointNumber() && v.asDouble() == Math.rint(v.asDouble())
+            } else if (v.isFloatingPointNumber()
+                    && v.asDouble() == Math.rint(v.asDouble())
                     && Math.abs(v.asDouble()) < 9.0e15) {
                 value = (long) v.asDouble();
             } else {
@@ -717,8 +733,10 @@ final class ConfigLoader {
             }
             T value = v.isTextual() ? allowed.get(v.asText()) : null;
             if (value == null) {
-                problem(key, "must be one of " + String.join(", ", allowed.keySet()) + ", was " + describe(v)
-                        + (v.isTextual() ? suggestion(v.asText(), allowed.keySet()) : ""));
+                problem(
+                        key,
+                        "must be one of " + String.join(", ", allowed.keySet()) + ", was " + describe(v)
+                                + (v.isTextual() ? suggestion(v.asText(), allowed.keySet()) : ""));
                 return;
             }
             set.accept(value);

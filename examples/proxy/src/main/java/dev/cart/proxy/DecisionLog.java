@@ -59,7 +59,9 @@ final class DecisionLog {
 
     /** Id of the replica of the last attempt, or null when no replica was chosen. */
     String replica() {
-        return decision == null || decision.replica() == null ? null : decision.replica().id();
+        return decision == null || decision.replica() == null
+                ? null
+                : decision.replica().id();
     }
 
     void retries(int n) {
@@ -88,29 +90,50 @@ final class DecisionLog {
 
     String line() {
         StringBuilder b = new StringBuilder(256);
-        b.append("decision endpoint=").append(endpoint)
-                .append(" method=").append(method)
-                .append(" model=").append(model)
-                .append(" stream=").append(stream);
+        b.append("decision endpoint=")
+                .append(endpoint)
+                .append(" method=")
+                .append(method)
+                .append(" model=")
+                .append(model)
+                .append(" stream=")
+                .append(stream);
         if (decision != null) {
-            b.append(" reason=").append(passThrough && decision.routed() ? ProxyMetrics.PASS_THROUGH
-                            : decision.reason().code())
-                    .append(" replica=").append(decision.replica() == null ? "-" : decision.replica().id())
-                    .append(" matched=").append(decision.matchedLength())
-                    .append(" key_len=").append(decision.keyLength())
-                    .append(" ratio=").append(String.format(Locale.ROOT, "%.3f", decision.matchedRatio()))
-                    .append(" decision_us=").append(decision.decisionNanos() / 1000);
+            b.append(" reason=")
+                    .append(
+                            passThrough && decision.routed()
+                                    ? ProxyMetrics.PASS_THROUGH
+                                    : decision.reason().code())
+                    .append(" replica=")
+                    .append(
+                            decision.replica() == null
+                                    ? "-"
+                                    : decision.replica().id())
+                    .append(" matched=")
+                    .append(decision.matchedLength())
+                    .append(" key_len=")
+                    .append(decision.keyLength())
+                    .append(" ratio=")
+                    .append(String.format(Locale.ROOT, "%.3f", decision.matchedRatio()))
+                    .append(" decision_us=")
+                    .append(decision.decisionNanos() / 1000);
         } else {
             b.append(" reason=- replica=- matched=- key_len=- ratio=- decision_us=-");
         }
-        b.append(" status=").append(status == 0 ? "-" : Integer.toString(status))
-                .append(" prompt_tokens=").append(promptTokens < 0 ? "-" : Long.toString(promptTokens))
-                .append(" cached=").append(cachedTokens < 0 ? "-" : Long.toString(cachedTokens))
-                .append(" upstream_ms=").append(upstreamNanos < 0 ? "-"
-                        : Long.toString((System.nanoTime() - upstreamNanos) / 1_000_000))
-                .append(" retries=").append(retries)
-                .append(" result=").append(result)
-                .append(" total_ms=").append((System.nanoTime() - startNanos) / 1_000_000);
+        b.append(" status=")
+                .append(status == 0 ? "-" : Integer.toString(status))
+                .append(" prompt_tokens=")
+                .append(promptTokens < 0 ? "-" : Long.toString(promptTokens))
+                .append(" cached=")
+                .append(cachedTokens < 0 ? "-" : Long.toString(cachedTokens))
+                .append(" upstream_ms=")
+                .append(upstreamNanos < 0 ? "-" : Long.toString((System.nanoTime() - upstreamNanos) / 1_000_000))
+                .append(" retries=")
+                .append(retries)
+                .append(" result=")
+                .append(result)
+                .append(" total_ms=")
+                .append((System.nanoTime() - startNanos) / 1_000_000);
         return b.toString();
     }
 
@@ -128,8 +151,16 @@ final class DecisionLog {
         StringBuilder b = new StringBuilder(Math.min(s.length(), max));
         for (int i = 0; i < s.length() && b.length() < max; i++) {
             char c = s.charAt(i);
-            boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-                    || c == '.' || c == '_' || c == ':' || c == '/' || c == '-' || c == '+' || c == '@'
+            boolean ok = (c >= 'a' && c <= 'z')
+                    || (c >= 'A' && c <= 'Z')
+                    || (c >= '0' && c <= '9')
+                    || c == '.'
+                    || c == '_'
+                    || c == ':'
+                    || c == '/'
+                    || c == '-'
+                    || c == '+'
+                    || c == '@'
                     || c == '%';
             b.append(ok ? c : '?');
         }

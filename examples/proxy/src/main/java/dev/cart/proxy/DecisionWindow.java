@@ -19,12 +19,11 @@ final class DecisionWindow {
     /** Decisions kept. */
     static final int SIZE = 1000;
 
-    private record Entry(String replica, boolean hit) {
-    }
+    private record Entry(String replica, boolean hit) {}
 
     /** Counts over the window: decisions and cache hits in total and per replica id. */
-    record Snapshot(int decisions, int hits, Map<String, Integer> decisionsByReplica,
-                    Map<String, Integer> hitsByReplica) {
+    record Snapshot(
+            int decisions, int hits, Map<String, Integer> decisionsByReplica, Map<String, Integer> hitsByReplica) {
 
         double decisionShare(String replica) {
             return decisions == 0 ? 0.0 : (double) decisionsByReplica.getOrDefault(replica, 0) / decisions;

@@ -64,8 +64,8 @@ final class Demo implements AutoCloseable {
             + "paragraphs, link the documentation page you used, and never reveal internal ticket numbers or "
             + "customer names.";
     /** The quick start's two questions: the first is a miss, the second a cache hit on the same replica. */
-    static final List<String> QUICK_START_QUESTIONS = List.of("How do I rotate an API key?",
-            "Which regions have GPUs?");
+    static final List<String> QUICK_START_QUESTIONS =
+            List.of("How do I rotate an API key?", "Which regions have GPUs?");
 
     /**
      * The quick start's shell commands against {@code base} (such as {@code localhost:6700}): the system
@@ -76,8 +76,9 @@ final class Demo implements AutoCloseable {
         List<String> lines = new ArrayList<>();
         lines.add("SYSTEM='" + QUICK_START_SYSTEM + "'");
         lines.add("ask() { curl -s " + base + "/v1/chat/completions -H 'Content-Type: application/json' \\");
-        lines.add("  -d '{\"model\":\"" + MODEL + "\",\"messages\":[{\"role\":\"system\",\"content\":\"'\"$SYSTEM\"'\"},"
-                + "{\"role\":\"user\",\"content\":\"'\"$1\"'\"}]}'; echo; }");
+        lines.add(
+                "  -d '{\"model\":\"" + MODEL + "\",\"messages\":[{\"role\":\"system\",\"content\":\"'\"$SYSTEM\"'\"},"
+                        + "{\"role\":\"user\",\"content\":\"'\"$1\"'\"}]}'; echo; }");
         for (String q : QUICK_START_QUESTIONS) {
             lines.add("ask '" + q + "'");
         }
@@ -102,8 +103,8 @@ final class Demo implements AutoCloseable {
             out.println("  " + line);
         }
         out.println();
-        out.println("The same pool out of process: start replicas with bin/sim-replica --port P --model " + MODEL
-                + ",");
+        out.println(
+                "The same pool out of process: start replicas with bin/sim-replica --port P --model " + MODEL + ",");
         out.println("list each as '- url: \"http://127.0.0.1:P\"' under workers: in a file, and run "
                 + "bin/cache-aware-router -c that-file.");
         out.println("Stop: Ctrl-C");

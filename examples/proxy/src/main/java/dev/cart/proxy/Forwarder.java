@@ -96,8 +96,14 @@ final class Forwarder {
      * path) and raw query, body, the routed endpoint (null for anything else) and, for a cacheable
      * {@code GET /v1/models}, its {@link ModelsCache} key.
      */
-    record Inbound(String method, String rawPath, String rawQuery, byte[] body, Endpoint endpoint, String modelsKey,
-                   ExtractedRequest extracted) {
+    record Inbound(
+            String method,
+            String rawPath,
+            String rawQuery,
+            byte[] body,
+            Endpoint endpoint,
+            String modelsKey,
+            ExtractedRequest extracted) {
 
         static Inbound routed(Endpoint endpoint, String rawQuery, byte[] body, ExtractedRequest extracted) {
             return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, null, extracted);
@@ -153,9 +159,15 @@ final class Forwarder {
     private final ProxyMetrics metrics;
     private final Extraction extraction;
 
-    Forwarder(HttpClient client, ScheduledExecutorService scheduler, Sleeper sleeper,
-              Supplier<RandomGenerator> random, ProxyConfig config, ModelsCache models, ProxyMetrics metrics,
-              Extraction extraction) {
+    Forwarder(
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            Sleeper sleeper,
+            Supplier<RandomGenerator> random,
+            ProxyConfig config,
+            ModelsCache models,
+            ProxyMetrics metrics,
+            Extraction extraction) {
         this.client = client;
         this.scheduler = scheduler;
         this.sleeper = sleeper;
@@ -195,31 +207,45 @@ final class Forwarder {
             return true;
         }
         String m = String.valueOf(e.getMessage());
-        return m.contains("header parser received no bytes") || m.contains("Connection reset")
-                || m.contains("connection closed locally") || m.contains("closed by peer");
+        return m.contains("header parser received no bytes")
+                || m.contains("Connection reset")
+                || m.contains("connection closed locally")
+                || m.contains("closed by peer");
     }
 
-    void forward(HttpExchange ex, Inbound in, RouteRequest first, Routing routing, DecisionLog log)
-            throws IOException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(config.requestTimeoutSecs()).toNanos();
+    void forward(HttpExchange ex, Inbound in, RouteRequest first, Routing routing, DecisionLog log) throws IOException {
+        long deadline = System.nanoTime()
+                + Duration.ofSeconds(config.requestTimeoutSecs()).toNanos();
         RouteRequest request = first;
         String lastFailure = null;
         String retryCause = null;
         boolean passThrough = in.endpoint() == null;
         for (int attempt = 0; ; attempt++) {
-            RouteDecision d = passThrough ? ProxyListener.choosePassThrough(routing.router, request)
+            RouteDecision d = passThrough
+                    ? ProxyListener.choosePassThrough(routing.router, request)
                     : routing.router.choose(request);
             log.decision(d, passThrough);
             log.retries(attempt);
             if (!d.routed()) {
                 if (attempt == 0) {
                     ex.getResponseHeaders().set("Retry-After", "1");
-                    reply(ex, log, 503, "no_replica", "no_replica_available",
+                    reply(
+                            ex,
+                            log,
+                            503,
+                            "no_replica",
+                            "no_replica_available",
                             "no replica can take the request now (all unhealthy, circuit-open or at max_load)");
                 } else {
-                    reply(ex, log, 502, "upstream_failed", "upstream_failed", "the request failed on "
-                            + attempt + " replica(s) and no other replica is available; last error: "
-                            + lastFailure);
+                    reply(
+                            ex,
+                            log,
+                            502,
+                            "upstream_failed",
+                            "upstream_failed",
+                            "the request failed on "
+                                    + attempt + " replica(s) and no other replica is available; last error: "
+                                    + lastFailure);
                 }
                 return;
             }
@@ -229,7 +255,12 @@ final class Forwarder {
             try {
                 long remaining = deadline - System.nanoTime();
                 if (remaining <= 0) {
-                    reply(ex, log, 504, "timeout", "upstream_timeout",
+                    reply(
+                            ex,
+                            log,
+                            504,
+                            "timeout",
+                            "upstream_timeout",
                             "proxy.request_timeout_secs passed before a replica answered");
                     return;
                 }
@@ -251,14 +282,24 @@ final class Forwarder {
                     retryCause = "connect_error";
                     pause = retryPause(attempt, routing, request, replica, deadline);
                     if (pause == null) {
-                        reply(ex, log, 502, "connect_failed", "upstream_unreachable",
+                        reply(
+                                ex,
+                                log,
+                                502,
+                                "connect_failed",
+                                "upstream_unreachable",
                                 "could not connect to the replica: " + lastFailure);
                         return;
                     }
                     continue;
                 } catch (HttpTimeoutException e) {
                     lease.failed();
-                    reply(ex, log, 504, "timeout", "upstream_timeout",
+                    reply(
+                            ex,
+                            log,
+                            504,
+                            "timeout",
+                            "upstream_timeout",
                             "the replica did not answer within proxy.request_timeout_secs");
                     return;
                 } catch (IOException e) {
@@ -267,7 +308,12 @@ final class Forwarder {
                     retryCause = "io_error";
                     pause = retryPause(attempt, routing, request, replica, deadline);
                     if (pause == null) {
-                        reply(ex, log, 502, "upstream_error", "upstream_connection_error",
+                        reply(
+                                ex,
+                                log,
+                                502,
+                                "upstream_error",
+                                "upstream_connection_error",
                                 "the connection to the replica failed: " + lastFailure);
                         return;
                     }
@@ -355,8 +401,16 @@ final class Forwarder {
     }
 
     /** Relays status, headers and body of {@code resp}; closes nothing but the upstream body and the lease. */
-    private void relay(HttpExchange ex, Inbound in, Routing routing, RouteDecision d, HttpResponse<InputStream> resp,
-                       long deadline, long sent, DecisionLog log) throws IOException {
+    private void relay(
+            HttpExchange ex,
+            Inbound in,
+            Routing routing,
+            RouteDecision d,
+            HttpResponse<InputStream> resp,
+            long deadline,
+            long sent,
+            DecisionLog log)
+            throws IOException {
         Replica replica = d.replica();
         int status = resp.statusCode();
         Attempt a = new Attempt(d.lease(), d.replica().id());
@@ -370,8 +424,7 @@ final class Forwarder {
         long remaining = Math.max(1, deadline - System.nanoTime());
         ScheduledFuture<?> timer = scheduler.schedule(a::deadline, remaining, TimeUnit.NANOSECONDS);
         try {
-            boolean noBody = "HEAD".equalsIgnoreCase(in.method()) || status == 204 || status == 304
-                    || status < 200;
+            boolean noBody = "HEAD".equalsIgnoreCase(in.method()) || status == 204 || status == 304 || status < 200;
             if (noBody) {
                 firstByte(a, replica, sent);
                 ex.sendResponseHeaders(status, -1);
@@ -382,14 +435,19 @@ final class Forwarder {
             String contentType = resp.headers().firstValue("content-type").orElse("");
             boolean sse = contentType.toLowerCase(Locale.ROOT).startsWith("text/event-stream");
             OptionalLong length = resp.headers().firstValueAsLong("content-length");
-            boolean chunkedUpstream = resp.headers().firstValue("transfer-encoding").isPresent();
+            boolean chunkedUpstream =
+                    resp.headers().firstValue("transfer-encoding").isPresent();
             if (in.modelsKey() != null && status == 200) {
                 relayModels(ex, in, a, replica, sent, log);
                 return;
             }
-            ResponseObserver observer = status / 100 != 2 ? null : ResponseObserver.create(in.endpoint(),
-                    contentType, resp.headers().firstValue("content-encoding").orElse(null),
-                    learnAnswer && status == 200);
+            ResponseObserver observer = status / 100 != 2
+                    ? null
+                    : ResponseObserver.create(
+                            in.endpoint(),
+                            contentType,
+                            resp.headers().firstValue("content-encoding").orElse(null),
+                            learnAnswer && status == 200);
             boolean fixed = !sse && !chunkedUpstream && length.isPresent() && length.getAsLong() >= 0;
             if (fixed && length.getAsLong() == 0) {
                 firstByte(a, replica, sent);
@@ -576,8 +634,8 @@ final class Forwarder {
         return n - from;
     }
 
-    private static void write(OutputStream out, byte[] b, int off, int len, boolean flush, Attempt a,
-                              DecisionLog log) throws Abort {
+    private static void write(OutputStream out, byte[] b, int off, int len, boolean flush, Attempt a, DecisionLog log)
+            throws Abort {
         try {
             out.write(b, off, len);
             if (flush) {
@@ -619,8 +677,7 @@ final class Forwarder {
         return buf.toByteArray();
     }
 
-    private HttpRequest buildRequest(HttpExchange ex, Inbound in, Replica replica, Duration timeout)
-            throws BadTarget {
+    private HttpRequest buildRequest(HttpExchange ex, Inbound in, Replica replica, Duration timeout) throws BadTarget {
         URI uri = target(replica.id(), in.rawPath(), in.rawQuery());
         HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(timeout);
         HopByHop.copyRequestHeaders(ex.getRequestHeaders(), b);
@@ -636,8 +693,7 @@ final class Forwarder {
     }
 
     private static boolean hasBodyMethod(String method) {
-        return "POST".equalsIgnoreCase(method) || "PUT".equalsIgnoreCase(method)
-                || "PATCH".equalsIgnoreCase(method);
+        return "POST".equalsIgnoreCase(method) || "PUT".equalsIgnoreCase(method) || "PATCH".equalsIgnoreCase(method);
     }
 
     /** A request target the proxy refuses to forward. */
@@ -668,8 +724,11 @@ final class Forwarder {
         } catch (URISyntaxException e) {
             throw new BadTarget("the request target is not a valid URI path");
         }
-        if (!Objects.equals(uri.getScheme(), b.getScheme()) || !Objects.equals(uri.getHost(), b.getHost())
-                || uri.getPort() != b.getPort() || uri.getRawUserInfo() != null || uri.getRawFragment() != null) {
+        if (!Objects.equals(uri.getScheme(), b.getScheme())
+                || !Objects.equals(uri.getHost(), b.getHost())
+                || uri.getPort() != b.getPort()
+                || uri.getRawUserInfo() != null
+                || uri.getRawFragment() != null) {
             throw new BadTarget("the request target does not resolve to the replica");
         }
         return uri;

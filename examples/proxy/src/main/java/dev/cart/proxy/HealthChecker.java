@@ -39,8 +39,11 @@ final class HealthChecker implements AutoCloseable {
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
     private volatile boolean closed;
 
-    HealthChecker(ManagedReplicaSet replicas, HttpClient client, ProxyConfig.Health config,
-                  ScheduledExecutorService scheduler) {
+    HealthChecker(
+            ManagedReplicaSet replicas,
+            HttpClient client,
+            ProxyConfig.Health config,
+            ScheduledExecutorService scheduler) {
         this.replicas = replicas;
         this.client = client;
         this.config = config;
@@ -60,9 +63,13 @@ final class HealthChecker implements AutoCloseable {
                 return;
             }
             timers.removeIf(ScheduledFuture::isDone);
-            timers.add(scheduler.schedule(() -> {
-                var unused = probe(m).whenComplete((ok, e) -> scheduleNext(m, Duration.ofSeconds(config.intervalSecs())));
-            }, delay.toMillis(), TimeUnit.MILLISECONDS));
+            timers.add(scheduler.schedule(
+                    () -> {
+                        var unused = probe(m).whenComplete(
+                                        (ok, e) -> scheduleNext(m, Duration.ofSeconds(config.intervalSecs())));
+                    },
+                    delay.toMillis(),
+                    TimeUnit.MILLISECONDS));
         }
     }
 
@@ -87,13 +94,11 @@ final class HealthChecker implements AutoCloseable {
             record(m, false, "bad probe URL: " + e.getMessage());
             return CompletableFuture.completedFuture(false);
         }
-        return client.sendAsync(request, HttpResponse.BodyHandlers.discarding())
-                .handle((resp, err) -> {
-                    boolean ok = err == null && resp.statusCode() / 100 == 2;
-                    record(m, ok, err != null ? err.getClass().getSimpleName()
-                            : "HTTP " + resp.statusCode());
-                    return ok;
-                });
+        return client.sendAsync(request, HttpResponse.BodyHandlers.discarding()).handle((resp, err) -> {
+            boolean ok = err == null && resp.statusCode() / 100 == 2;
+            record(m, ok, err != null ? err.getClass().getSimpleName() : "HTTP " + resp.statusCode());
+            return ok;
+        });
     }
 
     private void record(ManagedReplicaSet.Member m, boolean ok, String detail) {

@@ -18,8 +18,17 @@ import java.util.Set;
  */
 final class HopByHop {
 
-    static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
-            "proxy-authorization", "proxy-connection", "te", "trailer", "trailers", "transfer-encoding", "upgrade");
+    static final Set<String> HOP_BY_HOP = Set.of(
+            "connection",
+            "keep-alive",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "trailers",
+            "transfer-encoding",
+            "upgrade");
 
     /** Never copied upstream: set by the HTTP client itself, or refused by it. */
     private static final Set<String> REQUEST_OWN = Set.of("host", "content-length", "expect", "http2-settings");
@@ -27,8 +36,7 @@ final class HopByHop {
     /** Never copied downstream: the proxy's HTTP server frames and dates the response itself. */
     private static final Set<String> RESPONSE_OWN = Set.of("content-length", "date");
 
-    private HopByHop() {
-    }
+    private HopByHop() {}
 
     /** Lower-cased names listed in Connection header values ({@code Connection: close, X-Foo}). */
     static Set<String> connectionTokens(List<String> connectionValues) {
@@ -48,8 +56,7 @@ final class HopByHop {
     }
 
     static boolean isHopByHop(String lowerName, Set<String> connectionTokens) {
-        return HOP_BY_HOP.contains(lowerName) || lowerName.startsWith("proxy-")
-                || connectionTokens.contains(lowerName);
+        return HOP_BY_HOP.contains(lowerName) || lowerName.startsWith("proxy-") || connectionTokens.contains(lowerName);
     }
 
     /** Copies the client's end-to-end headers onto the upstream request. */

@@ -52,8 +52,7 @@ public final class Main {
             Reference: docs/configuration.md and config.example.yaml.
             """;
 
-    private Main() {
-    }
+    private Main() {}
 
     public static void main(String[] args) {
         int code = run(args, System.out, System.err);
@@ -63,8 +62,8 @@ public final class Main {
     }
 
     /** Parsed command line; {@code port} and {@code host} are null when not given. */
-    record Args(List<Path> configs, boolean check, boolean demo, boolean version, boolean help, Integer port,
-                String host) {
+    record Args(
+            List<Path> configs, boolean check, boolean demo, boolean version, boolean help, Integer port, String host) {
 
         /** {@code config} with the command line's {@code --port} and {@code --host} applied. */
         ProxyConfig overriding(ProxyConfig config) {
@@ -137,8 +136,8 @@ public final class Main {
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException("--port must be a port number " + ProxyConfig.Server.PORT + ", was '"
-                + s + "'");
+        throw new IllegalArgumentException(
+                "--port must be a port number " + ProxyConfig.Server.PORT + ", was '" + s + "'");
     }
 
     private static String host(String s) {
@@ -176,8 +175,8 @@ public final class Main {
         try {
             config = args.overriding(ConfigLoader.load(args.configs(), !args.demo()));
         } catch (ConfigException e) {
-            err.println("cache-aware-router: invalid configuration (" + e.problems().size() + " problem"
-                    + (e.problems().size() == 1 ? "" : "s") + "):");
+            err.println("cache-aware-router: invalid configuration ("
+                    + e.problems().size() + " problem" + (e.problems().size() == 1 ? "" : "s") + "):");
             for (String p : e.problems()) {
                 err.println("  - " + p);
             }
@@ -185,13 +184,15 @@ public final class Main {
         }
         if (args.demo() && !config.workers().isEmpty()) {
             err.println("cache-aware-router: --demo starts its own simulated replicas, but the configuration lists "
-                    + config.workers().size() + " worker(s) (" + config.workers().get(0).url() + (config.workers()
-                    .size() > 1 ? ", ..." : "") + "); drop --demo to use them, or the workers section to run the demo");
+                    + config.workers().size() + " worker(s) ("
+                    + config.workers().get(0).url() + (config.workers().size() > 1 ? ", ..." : "")
+                    + "); drop --demo to use them, or the workers section to run the demo");
             return INVALID;
         }
         if (args.check()) {
-            out.println("configuration OK: " + (args.demo() ? "demo workers" : config.workers().size()
-                    + " worker(s)") + ", policy " + config.cache().policy() + ", listening on "
+            out.println("configuration OK: "
+                    + (args.demo() ? "demo workers" : config.workers().size() + " worker(s)") + ", policy "
+                    + config.cache().policy() + ", listening on "
                     + config.server().host() + ":" + config.server().port());
             return OK;
         }
@@ -229,13 +230,16 @@ public final class Main {
         Demo runningDemo = demo;
         SignalReload.install(running::reload);
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            running.close();
-            if (runningDemo != null) {
-                runningDemo.close();
-            }
-            stopped.countDown();
-        }, "cart-shutdown"));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            running.close();
+                            if (runningDemo != null) {
+                                runningDemo.close();
+                            }
+                            stopped.countDown();
+                        },
+                        "cart-shutdown"));
         try {
             stopped.await();
         } catch (InterruptedException e) {

@@ -36,8 +36,8 @@ final class ModelsCache {
     static final int MAX_ENTRIES = 64;
 
     /** Request headers whose values select the cache entry (lower case). */
-    static final List<String> KEY_HEADERS = List.of("authorization", "x-api-key", "api-key", "cookie", "accept",
-            "accept-encoding");
+    static final List<String> KEY_HEADERS =
+            List.of("authorization", "x-api-key", "api-key", "cookie", "accept", "accept-encoding");
 
     /** Response headers a cached answer may vary on: the ones the key covers. */
     private static final Set<String> COVERED_VARY = Set.copyOf(KEY_HEADERS);
@@ -119,8 +119,8 @@ final class ModelsCache {
         if (entries.size() >= MAX_ENTRIES && !entries.containsKey(key)) {
             entries.values().removeIf(e -> isStale(e, now));
             while (entries.size() >= MAX_ENTRIES) {
-                entries.entrySet().stream().min(Map.Entry.comparingByValue(
-                                java.util.Comparator.comparing(Entry::fetched)))
+                entries.entrySet().stream()
+                        .min(Map.Entry.comparingByValue(java.util.Comparator.comparing(Entry::fetched)))
                         .ifPresent(oldest -> entries.remove(oldest.getKey(), oldest.getValue()));
             }
         }

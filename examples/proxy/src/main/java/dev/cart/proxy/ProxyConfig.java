@@ -22,8 +22,8 @@ import java.util.Set;
  * record's constructor throws on it, so a configuration built in code is just as safe. Key names and
  * defaults are those of {@code config.example.yaml} and {@code docs/configuration.md}.
  */
-record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker,
-                   Proxy proxy) {
+record ProxyConfig(
+        Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker, Proxy proxy) {
 
     ProxyConfig {
         Objects.requireNonNull(server, "server");
@@ -69,9 +69,17 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
      * Section {@code server}: where to listen, request threads, and the limits that protect the proxy from
      * its clients (see docs/hardening.md for who enforces each: the JDK HTTP server or the handler).
      */
-    record Server(String host, int port, int maxThreads, int maxConnections, int maxConcurrentRequests,
-                  int maxHeaderBytes, int maxHeaders, int maxRequestLineBytes, int requestReadTimeoutSecs,
-                  int idleTimeoutSecs) {
+    record Server(
+            String host,
+            int port,
+            int maxThreads,
+            int maxConnections,
+            int maxConcurrentRequests,
+            int maxHeaderBytes,
+            int maxHeaders,
+            int maxRequestLineBytes,
+            int requestReadTimeoutSecs,
+            int idleTimeoutSecs) {
         static final String DEFAULT_HOST = "0.0.0.0";
         static final int DEFAULT_PORT = 6700;
 
@@ -81,8 +89,8 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         static final IntRange MAX_CONCURRENT_REQUESTS = new IntRange("server.max_concurrent_requests", 1, 1_000_000);
         static final IntRange MAX_HEADER_BYTES = new IntRange("server.max_header_bytes", 1024, 16 * 1024 * 1024);
         static final IntRange MAX_HEADERS = new IntRange("server.max_headers", 1, 10_000);
-        static final IntRange MAX_REQUEST_LINE_BYTES = new IntRange("server.max_request_line_bytes", 256,
-                16 * 1024 * 1024);
+        static final IntRange MAX_REQUEST_LINE_BYTES =
+                new IntRange("server.max_request_line_bytes", 256, 16 * 1024 * 1024);
         static final IntRange REQUEST_READ_TIMEOUT_SECS = new IntRange("server.request_read_timeout_secs", 1, 3_600);
         static final IntRange IDLE_TIMEOUT_SECS = new IntRange("server.idle_timeout_secs", 1, 3_600);
 
@@ -109,10 +117,17 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
 
         /** This section with its other settings kept. */
         Builder toBuilder() {
-            return builder().host(host).port(port).maxThreads(maxThreads).maxConnections(maxConnections)
-                    .maxConcurrentRequests(maxConcurrentRequests).maxHeaderBytes(maxHeaderBytes)
-                    .maxHeaders(maxHeaders).maxRequestLineBytes(maxRequestLineBytes)
-                    .requestReadTimeoutSecs(requestReadTimeoutSecs).idleTimeoutSecs(idleTimeoutSecs);
+            return builder()
+                    .host(host)
+                    .port(port)
+                    .maxThreads(maxThreads)
+                    .maxConnections(maxConnections)
+                    .maxConcurrentRequests(maxConcurrentRequests)
+                    .maxHeaderBytes(maxHeaderBytes)
+                    .maxHeaders(maxHeaders)
+                    .maxRequestLineBytes(maxRequestLineBytes)
+                    .requestReadTimeoutSecs(requestReadTimeoutSecs)
+                    .idleTimeoutSecs(idleTimeoutSecs);
         }
 
         /** Named settings, starting from the defaults. */
@@ -179,8 +194,17 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             }
 
             Server build() {
-                return new Server(host, port, maxThreads, maxConnections, maxConcurrentRequests, maxHeaderBytes,
-                        maxHeaders, maxRequestLineBytes, requestReadTimeoutSecs, idleTimeoutSecs);
+                return new Server(
+                        host,
+                        port,
+                        maxThreads,
+                        maxConnections,
+                        maxConcurrentRequests,
+                        maxHeaderBytes,
+                        maxHeaders,
+                        maxRequestLineBytes,
+                        requestReadTimeoutSecs,
+                        idleTimeoutSecs);
             }
         }
     }
@@ -215,15 +239,24 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
      * cache hits correct the tree ({@code feedback}), and whether a finished chat answer is recorded as
      * the start of the next turn ({@code learn_answer}).
      */
-    record Cache(String policy, Map<String, Object> policySettings, long maxTreeSize, int blockChars,
-                 long evictionIntervalSecs, int dailyCleanupHourUtc, long routeTtlSecs, LearnMode learn,
-                 boolean feedback, boolean learnAnswer, Tokens tokens) {
+    record Cache(
+            String policy,
+            Map<String, Object> policySettings,
+            long maxTreeSize,
+            int blockChars,
+            long evictionIntervalSecs,
+            int dailyCleanupHourUtc,
+            long routeTtlSecs,
+            LearnMode learn,
+            boolean feedback,
+            boolean learnAnswer,
+            Tokens tokens) {
         static final String DEFAULT_POLICY = "cache_aware";
 
         static final IntRange MAX_TREE_SIZE = new IntRange("cache.max_tree_size", 1, Long.MAX_VALUE);
         static final IntRange BLOCK_CHARS = new IntRange("cache.block_chars", 1, 65536);
-        static final IntRange EVICTION_INTERVAL_SECS = new IntRange("cache.eviction_interval_secs", 0,
-                Integer.MAX_VALUE);
+        static final IntRange EVICTION_INTERVAL_SECS =
+                new IntRange("cache.eviction_interval_secs", 0, Integer.MAX_VALUE);
         static final IntRange DAILY_CLEANUP_HOUR_UTC = new IntRange("cache.daily_cleanup_hour_utc", -1, 23);
         static final IntRange ROUTE_TTL_SECS = new IntRange("cache.route_ttl_secs", 0, Integer.MAX_VALUE);
 
@@ -318,8 +351,18 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             }
 
             Cache build() {
-                return new Cache(policy, policySettings, maxTreeSize, blockChars, evictionIntervalSecs,
-                        dailyCleanupHourUtc, routeTtlSecs, learn, feedback, learnAnswer, tokens);
+                return new Cache(
+                        policy,
+                        policySettings,
+                        maxTreeSize,
+                        blockChars,
+                        evictionIntervalSecs,
+                        dailyCleanupHourUtc,
+                        routeTtlSecs,
+                        learn,
+                        feedback,
+                        learnAnswer,
+                        tokens);
             }
         }
     }
@@ -344,8 +387,8 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
 
         Tokens {
             if (tokenizer != null && !TOKENIZERS.contains(tokenizer)) {
-                throw new IllegalArgumentException("cache.tokenizer: must be one of cl100k_base, o200k_base, was '"
-                        + tokenizer + "'");
+                throw new IllegalArgumentException(
+                        "cache.tokenizer: must be one of cl100k_base, o200k_base, was '" + tokenizer + "'");
             }
             BLOCK_TOKENS.check(blockTokens);
             CACHE_ENTRIES.check(cacheEntries);
@@ -479,8 +522,8 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         static final IntRange FAILURE_THRESHOLD = new IntRange("circuit_breaker.failure_threshold", 1, 1_000_000);
         static final IntRange SUCCESS_THRESHOLD = new IntRange("circuit_breaker.success_threshold", 1, 1_000_000);
         static final IntRange TIMEOUT_SECS = new IntRange("circuit_breaker.timeout_secs", 1, 86_400);
-        static final IntRange HALF_OPEN_MAX_REQUESTS = new IntRange("circuit_breaker.half_open_max_requests", 1,
-                1_000_000);
+        static final IntRange HALF_OPEN_MAX_REQUESTS =
+                new IntRange("circuit_breaker.half_open_max_requests", 1, 1_000_000);
 
         Circuit {
             FAILURE_THRESHOLD.check(failureThreshold);
@@ -498,15 +541,16 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         }
 
         CircuitBreakerConfig toCore() {
-            return new CircuitBreakerConfig(failureThreshold, successThreshold, Duration.ofSeconds(timeoutSecs),
-                    halfOpenMaxRequests);
+            return new CircuitBreakerConfig(
+                    failureThreshold, successThreshold, Duration.ofSeconds(timeoutSecs), halfOpenMaxRequests);
         }
 
         /** Named settings, starting from the defaults (those of the core's circuit breaker). */
         static final class Builder {
             private int failureThreshold = CircuitBreakerConfig.defaults().failureThreshold();
             private int successThreshold = CircuitBreakerConfig.defaults().successThreshold();
-            private int timeoutSecs = (int) CircuitBreakerConfig.defaults().openTimeout().toSeconds();
+            private int timeoutSecs =
+                    (int) CircuitBreakerConfig.defaults().openTimeout().toSeconds();
             private int halfOpenMaxRequests = CircuitBreakerConfig.defaults().halfOpenMaxRequests();
 
             Builder failureThreshold(int v) {
@@ -536,9 +580,18 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
     }
 
     /** Section {@code proxy}: forwarding, retries, timeouts, limits and logging. */
-    record Proxy(int maxRetries, long initialBackoffMs, double backoffMultiplier, double jitterFactor,
-                 List<Integer> retryableStatuses, int connectTimeoutSecs, int requestTimeoutSecs,
-                 boolean addRoutedPeerHeader, Integer remoteMediaUrlPolicy, int maxBodyBytes, boolean decisionLog) {
+    record Proxy(
+            int maxRetries,
+            long initialBackoffMs,
+            double backoffMultiplier,
+            double jitterFactor,
+            List<Integer> retryableStatuses,
+            int connectTimeoutSecs,
+            int requestTimeoutSecs,
+            boolean addRoutedPeerHeader,
+            Integer remoteMediaUrlPolicy,
+            int maxBodyBytes,
+            boolean decisionLog) {
         static final int MAX_BODY_LIMIT = Integer.MAX_VALUE - 16;
 
         static final IntRange MAX_RETRIES = new IntRange("proxy.max_retries", 0, 10);
@@ -547,6 +600,7 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
         static final RealRange JITTER_FACTOR = new RealRange("proxy.jitter_factor", 0.0, 1.0);
         /** An HTTP error status: the elements of {@code retryable_statuses}, and {@code remote_media_url_policy}. */
         static final IntRange ERROR_STATUS = new IntRange("proxy.retryable_statuses[]", 400, 599);
+
         static final IntRange REMOTE_MEDIA_URL_POLICY = new IntRange("proxy.remote_media_url_policy", 400, 599);
         static final IntRange CONNECT_TIMEOUT_SECS = new IntRange("proxy.connect_timeout_secs", 1, 3_600);
         static final IntRange REQUEST_TIMEOUT_SECS = new IntRange("proxy.request_timeout_secs", 1, 86_400);
@@ -648,9 +702,18 @@ record ProxyConfig(Server server, List<Worker> workers, Cache cache, Health heal
             }
 
             Proxy build() {
-                return new Proxy(maxRetries, initialBackoffMs, backoffMultiplier, jitterFactor, retryableStatuses,
-                        connectTimeoutSecs, requestTimeoutSecs, addRoutedPeerHeader, remoteMediaUrlPolicy,
-                        maxBodyBytes, decisionLog);
+                return new Proxy(
+                        maxRetries,
+                        initialBackoffMs,
+                        backoffMultiplier,
+                        jitterFactor,
+                        retryableStatuses,
+                        connectTimeoutSecs,
+                        requestTimeoutSecs,
+                        addRoutedPeerHeader,
+                        remoteMediaUrlPolicy,
+                        maxBodyBytes,
+                        decisionLog);
             }
         }
     }

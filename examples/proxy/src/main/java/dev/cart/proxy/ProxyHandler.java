@@ -77,8 +77,11 @@ final class ProxyHandler implements HttpHandler {
             abort = true; // writing to the client failed: nothing more can be said to it
             throw new Forwarder.Abort("client connection failed: " + e.getMessage());
         } catch (RuntimeException | Error e) {
-            LOG.error("internal error handling {} {}", ex.getRequestMethod(),
-                    DecisionLog.safe(ex.getRequestURI().getRawPath(), 200), e);
+            LOG.error(
+                    "internal error handling {} {}",
+                    ex.getRequestMethod(),
+                    DecisionLog.safe(ex.getRequestURI().getRawPath(), 200),
+                    e);
             if (ex.getResponseCode() != -1) {
                 abort = true;
                 throw new Forwarder.Abort("internal error after the response started");
@@ -116,9 +119,14 @@ final class ProxyHandler implements HttpHandler {
             boolean threads = n <= limit;
             server.metrics().rejected(threads ? "threads" : "concurrency");
             ex.getResponseHeaders().set("Retry-After", "1");
-            Responses.error(ex, 503, "overloaded", threads
-                    ? "every request thread (server.max_threads: " + threadLimit + ") is busy; retry shortly"
-                    : "the proxy is handling server.max_concurrent_requests (" + limit + ") requests; retry shortly");
+            Responses.error(
+                    ex,
+                    503,
+                    "overloaded",
+                    threads
+                            ? "every request thread (server.max_threads: " + threadLimit + ") is busy; retry shortly"
+                            : "the proxy is handling server.max_concurrent_requests (" + limit
+                                    + ") requests; retry shortly");
             return;
         }
         try {
@@ -165,12 +173,18 @@ final class ProxyHandler implements HttpHandler {
      */
     private boolean withinHeadLimits(HttpExchange ex) throws IOException {
         ProxyConfig.Server limits = server.config().server();
-        int line = ex.getRequestMethod().length() + ex.getRequestURI().toString().length()
-                + ex.getProtocol().length() + 2;
+        int line = ex.getRequestMethod().length()
+                + ex.getRequestURI().toString().length()
+                + ex.getProtocol().length()
+                + 2;
         if (line > limits.maxRequestLineBytes()) {
             server.metrics().rejected("request_line");
-            Responses.error(ex, 414, "uri_too_long", "the request line is longer than "
-                    + "server.max_request_line_bytes (" + limits.maxRequestLineBytes() + " bytes)");
+            Responses.error(
+                    ex,
+                    414,
+                    "uri_too_long",
+                    "the request line is longer than " + "server.max_request_line_bytes ("
+                            + limits.maxRequestLineBytes() + " bytes)");
             return false;
         }
         int count = 0;
@@ -183,9 +197,13 @@ final class ProxyHandler implements HttpHandler {
         }
         if (count > limits.maxHeaders() || bytes > limits.maxHeaderBytes()) {
             server.metrics().rejected("headers");
-            Responses.error(ex, 431, "request_header_fields_too_large", "the request has more than "
-                    + "server.max_headers (" + limits.maxHeaders() + ") header lines or more than "
-                    + "server.max_header_bytes (" + limits.maxHeaderBytes() + ") bytes of headers");
+            Responses.error(
+                    ex,
+                    431,
+                    "request_header_fields_too_large",
+                    "the request has more than "
+                            + "server.max_headers (" + limits.maxHeaders() + ") header lines or more than "
+                            + "server.max_header_bytes (" + limits.maxHeaderBytes() + ") bytes of headers");
             return false;
         }
         return true;
@@ -214,7 +232,9 @@ final class ProxyHandler implements HttpHandler {
             routed(ex, endpoint.get(), facts);
             return;
         }
-        if (path.equals("/v1/models") && "GET".equals(method) && ex.getRequestURI().getRawQuery() == null) {
+        if (path.equals("/v1/models")
+                && "GET".equals(method)
+                && ex.getRequestURI().getRawQuery() == null) {
             models(ex, path, facts);
             return;
         }
@@ -227,8 +247,11 @@ final class ProxyHandler implements HttpHandler {
 
     private void methodNotAllowed(HttpExchange ex, String allow, String path) throws IOException {
         ex.getResponseHeaders().set("Allow", allow);
-        Responses.error(ex, 405, "method_not_allowed", ex.getRequestMethod() + " is not allowed on "
-                + DecisionLog.safe(path, 200) + "; use " + allow);
+        Responses.error(
+                ex,
+                405,
+                "method_not_allowed",
+                ex.getRequestMethod() + " is not allowed on " + DecisionLog.safe(path, 200) + "; use " + allow);
     }
 
     private void routed(HttpExchange ex, Endpoint endpoint, Facts facts) throws IOException {
@@ -249,9 +272,15 @@ final class ProxyHandler implements HttpHandler {
                 return;
             }
             log.request(req.model(), req.stream());
-            Forwarder.Inbound in = Forwarder.Inbound.routed(endpoint, ex.getRequestURI().getRawQuery(), body, req);
-            server.forwarder().forward(ex, in, RouteRequest.of(req.key()).withTokenization(req.tokenization()),
-                    server.routing(), log);
+            Forwarder.Inbound in =
+                    Forwarder.Inbound.routed(endpoint, ex.getRequestURI().getRawQuery(), body, req);
+            server.forwarder()
+                    .forward(
+                            ex,
+                            in,
+                            RouteRequest.of(req.key()).withTokenization(req.tokenization()),
+                            server.routing(),
+                            log);
         } finally {
             facts.replica = log.replica();
             log.emit();
@@ -271,8 +300,8 @@ final class ProxyHandler implements HttpHandler {
             if (body == null) {
                 return;
             }
-            Forwarder.Inbound in = Forwarder.Inbound.passThrough(ex.getRequestMethod(), path,
-                    ex.getRequestURI().getRawQuery(), body);
+            Forwarder.Inbound in = Forwarder.Inbound.passThrough(
+                    ex.getRequestMethod(), path, ex.getRequestURI().getRawQuery(), body);
             server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
         } finally {
             facts.replica = log.replica();
@@ -376,8 +405,12 @@ final class ProxyHandler implements HttpHandler {
             log.status(400);
             log.result("bad_request");
             ex.getResponseHeaders().set("Connection", "close");
-            Responses.error(ex, 400, "invalid_body", "the request body could not be read: broken chunked "
-                    + "encoding, or the body ended before its Content-Length");
+            Responses.error(
+                    ex,
+                    400,
+                    "invalid_body",
+                    "the request body could not be read: broken chunked "
+                            + "encoding, or the body ended before its Content-Length");
             return null;
         }
         return buf.toByteArray();
@@ -399,7 +432,10 @@ final class ProxyHandler implements HttpHandler {
     private static void tooLarge(HttpExchange ex, int limit, DecisionLog log) throws IOException {
         log.status(413);
         log.result("body_too_large");
-        Responses.error(ex, 413, "request_too_large",
+        Responses.error(
+                ex,
+                413,
+                "request_too_large",
                 "the request body is larger than proxy.max_body_bytes (" + limit + " bytes)");
     }
 }

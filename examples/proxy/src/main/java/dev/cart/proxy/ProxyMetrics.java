@@ -7,8 +7,8 @@ import dev.cart.core.LeaseCompletion;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
-import dev.cart.core.TreeStats;
 import dev.cart.core.Tokenization;
+import dev.cart.core.TreeStats;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -58,18 +58,20 @@ final class ProxyMetrics implements AutoCloseable {
     static final String OTHER = "other";
 
     /** Endpoints that are their own label value; every other path is {@link #OTHER}. */
-    static final Set<String> ENDPOINTS = Set.of("/v1/chat/completions", "/v1/completions", "/v1/messages",
-            "/v1/models", "/health", "/workers", "/metrics");
+    static final Set<String> ENDPOINTS = Set.of(
+            "/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/models", "/health", "/workers", "/metrics");
 
     private static final Duration[] LATENCY_BUCKETS = {
         Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50),
         Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1),
         Duration.ofMillis(2500), Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(30),
-        Duration.ofSeconds(60), Duration.ofSeconds(120), Duration.ofSeconds(300), Duration.ofSeconds(600)};
+        Duration.ofSeconds(60), Duration.ofSeconds(120), Duration.ofSeconds(300), Duration.ofSeconds(600)
+    };
     private static final Duration[] DECISION_BUCKETS = {
         Duration.ofNanos(1_000), Duration.ofNanos(2_500), Duration.ofNanos(5_000), Duration.ofNanos(10_000),
         Duration.ofNanos(25_000), Duration.ofNanos(50_000), Duration.ofNanos(100_000), Duration.ofNanos(250_000),
-        Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(25)};
+        Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(25)
+    };
     private static final double[] RATIO_BUCKETS = {0.001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
 
     final PrometheusMeterRegistry registry;
@@ -113,9 +115,13 @@ final class ProxyMetrics implements AutoCloseable {
                 .description("Eviction passes and the time each held the tree")
                 .register(registry);
 
-        treeGauge("cart.tree.blocks", "Blocks stored in the prefix tree (the unit cache.max_tree_size bounds)",
+        treeGauge(
+                "cart.tree.blocks",
+                "Blocks stored in the prefix tree (the unit cache.max_tree_size bounds)",
                 s -> s.size());
-        treeGauge("cart.tree.characters", "Prompt characters the tree's blocks cover (blocks x block_chars)",
+        treeGauge(
+                "cart.tree.characters",
+                "Prompt characters the tree's blocks cover (blocks x block_chars)",
                 s -> (double) s.size() * blockChars);
         treeGauge("cart.tree.nodes", "Nodes of the prefix tree", TreeStats::nodes);
         treeGauge("cart.tree.entries", "(node, replica) routes the tree remembers", TreeStats::entries);
@@ -136,8 +142,11 @@ final class ProxyMetrics implements AutoCloseable {
         counter("cart.tree.inserts.skipped", "Prefixes not recorded because an eviction pass held the tree");
         counter("cart.tree.resets", "Whole-tree resets (daily cleanup)");
         for (String r : List.of("hit", "miss")) {
-            counter("cart.models.cache", "GET /v1/models answers, from the cache (hit) or a replica (miss)",
-                    "result", r);
+            counter(
+                    "cart.models.cache",
+                    "GET /v1/models answers, from the cache (hit) or a replica (miss)",
+                    "result",
+                    r);
         }
     }
 
@@ -164,8 +173,8 @@ final class ProxyMetrics implements AutoCloseable {
         String key = cacheKey(name, tags);
         Counter c = counters.get(key);
         if (c == null) {
-            c = counters.computeIfAbsent(key, k -> Counter.builder(name).description(help).tags(tags)
-                    .register(registry));
+            c = counters.computeIfAbsent(
+                    key, k -> Counter.builder(name).description(help).tags(tags).register(registry));
         }
         return c;
     }
@@ -174,8 +183,13 @@ final class ProxyMetrics implements AutoCloseable {
         String key = cacheKey(name, tags);
         Timer t = timers.get(key);
         if (t == null) {
-            t = timers.computeIfAbsent(key, k -> Timer.builder(name).description(help).tags(tags)
-                    .serviceLevelObjectives(buckets).register(registry));
+            t = timers.computeIfAbsent(
+                    key,
+                    k -> Timer.builder(name)
+                            .description(help)
+                            .tags(tags)
+                            .serviceLevelObjectives(buckets)
+                            .register(registry));
         }
         return t;
     }
@@ -196,11 +210,23 @@ final class ProxyMetrics implements AutoCloseable {
     /** One client request finished (counted by the handler; the JDK server's own rejections are not). */
     void request(String path, int status, String replica, long nanos) {
         String endpoint = endpointLabel(path);
-        counter("cart.requests", "Client requests by endpoint, status class and the replica of the last attempt",
-                "endpoint", endpoint, "status", statusClass(status), "replica", replica == null ? NONE : replica)
+        counter(
+                        "cart.requests",
+                        "Client requests by endpoint, status class and the replica of the last attempt",
+                        "endpoint",
+                        endpoint,
+                        "status",
+                        statusClass(status),
+                        "replica",
+                        replica == null ? NONE : replica)
                 .increment();
-        timer("cart.request.duration", "Time from the request's arrival to its end, by endpoint", LATENCY_BUCKETS,
-                "endpoint", endpoint).record(nanos, TimeUnit.NANOSECONDS);
+        timer(
+                        "cart.request.duration",
+                        "Time from the request's arrival to its end, by endpoint",
+                        LATENCY_BUCKETS,
+                        "endpoint",
+                        endpoint)
+                .record(nanos, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -208,15 +234,22 @@ final class ProxyMetrics implements AutoCloseable {
      * got them unchanged, but the usage or reply they carried was not read.
      */
     void responseParseFailures(String replica, int n) {
-        counter("cart.response.parse.failures", "Events or JSON bodies of routed answers that could not be parsed "
-                + "for usage and reply (relayed unchanged; what they reported is lost)", "replica", replica)
+        counter(
+                        "cart.response.parse.failures",
+                        "Events or JSON bodies of routed answers that could not be parsed "
+                                + "for usage and reply (relayed unchanged; what they reported is lost)",
+                        "replica",
+                        replica)
                 .increment(n);
     }
 
     /** An upstream request was sent again on a fresh connection after its kept-alive one turned out closed. */
     void staleConnectionResent() {
-        counter("cart.upstream.stale.connections", "Upstream requests sent again on a fresh connection because "
-                + "the kept-alive connection they went out on had been closed by the replica").increment();
+        counter(
+                        "cart.upstream.stale.connections",
+                        "Upstream requests sent again on a fresh connection because "
+                                + "the kept-alive connection they went out on had been closed by the replica")
+                .increment();
     }
 
     /** The reason word of a pass-through request's decision (logs and metrics). */
@@ -229,20 +262,37 @@ final class ProxyMetrics implements AutoCloseable {
     void decision(RouteDecision d, boolean passThrough) {
         String replica = d.routed() ? d.replica().id() : NONE;
         String reason = passThrough && d.routed() ? PASS_THROUGH : d.reason().code();
-        counter("cart.decisions", "Routing decisions by reason and chosen replica", "reason", reason,
-                "replica", replica).increment();
+        counter(
+                        "cart.decisions",
+                        "Routing decisions by reason and chosen replica",
+                        "reason",
+                        reason,
+                        "replica",
+                        replica)
+                .increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
         Tokenization t = d.tokenization();
         if (t.outcome() != Tokenization.Outcome.CHARACTER_MODE && d.attempt() == 0) {
-            counter("cart.tokenization", "Requests in token mode by outcome: tokenized, or given a character key "
-                    + "because every tokenization permit was taken (saturated) or the tokenizer failed",
-                    "outcome", t.outcome().name().toLowerCase(java.util.Locale.ROOT)).increment();
-            counter("cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
-                    "result", "hit").increment(t.cacheHits());
-            counter("cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
-                    "result", "miss").increment(t.segments() - t.cacheHits());
-            timer("cart.tokenizer.duration", "Time a request spent in the tokenizer (0 when every segment was "
-                    + "cached)", DECISION_BUCKETS).record(t.tokenizerNanos(), TimeUnit.NANOSECONDS);
+            counter(
+                            "cart.tokenization",
+                            "Requests in token mode by outcome: tokenized, or given a character key "
+                                    + "because every tokenization permit was taken (saturated) or the tokenizer failed",
+                            "outcome",
+                            t.outcome().name().toLowerCase(java.util.Locale.ROOT))
+                    .increment();
+            counter(
+                            "cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
+                            "result", "hit")
+                    .increment(t.cacheHits());
+            counter(
+                            "cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
+                            "result", "miss")
+                    .increment(t.segments() - t.cacheHits());
+            timer(
+                            "cart.tokenizer.duration",
+                            "Time a request spent in the tokenizer (0 when every segment was " + "cached)",
+                            DECISION_BUCKETS)
+                    .record(t.tokenizerNanos(), TimeUnit.NANOSECONDS);
         }
         if (d.routed()) {
             if (d.keyLength() > 0) {
@@ -255,35 +305,72 @@ final class ProxyMetrics implements AutoCloseable {
     /** A lease closed: one upstream attempt ended (from the router's listener). */
     void leaseCompleted(LeaseCompletion c) {
         String replica = c.decision().replica().id();
-        counter("cart.upstream.requests", "Upstream attempts by replica, outcome and the replica's status class",
-                "replica", replica, "outcome", c.outcome().name().toLowerCase(java.util.Locale.ROOT),
-                "status", statusClass(c.status())).increment();
-        timer("cart.upstream.duration", "Upstream attempt time, from the decision to the end of the replica's "
-                + "answer (the lease's lifetime)", LATENCY_BUCKETS, "replica", replica)
+        counter(
+                        "cart.upstream.requests",
+                        "Upstream attempts by replica, outcome and the replica's status class",
+                        "replica",
+                        replica,
+                        "outcome",
+                        c.outcome().name().toLowerCase(java.util.Locale.ROOT),
+                        "status",
+                        statusClass(c.status()))
+                .increment();
+        timer(
+                        "cart.upstream.duration",
+                        "Upstream attempt time, from the decision to the end of the replica's "
+                                + "answer (the lease's lifetime)",
+                        LATENCY_BUCKETS,
+                        "replica",
+                        replica)
                 .record(c.durationNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** Time from sending the upstream request to the first byte of the answer's body (or its head). */
     void firstByte(String replica, long nanos) {
-        timer("cart.upstream.first.byte", "Time from sending an upstream request to the first byte of its "
-                + "answer's body (the head when there is no body)", LATENCY_BUCKETS, "replica", replica)
+        timer(
+                        "cart.upstream.first.byte",
+                        "Time from sending an upstream request to the first byte of its "
+                                + "answer's body (the head when there is no body)",
+                        LATENCY_BUCKETS,
+                        "replica",
+                        replica)
                 .record(nanos, TimeUnit.NANOSECONDS);
     }
 
     /** An attempt on {@code replica} failed and the request is retried elsewhere. */
     void retry(String replica, String cause) {
-        counter("cart.retries", "Retries, by the replica whose attempt failed and the cause", "replica", replica,
-                "cause", cause).increment();
+        counter(
+                        "cart.retries",
+                        "Retries, by the replica whose attempt failed and the cause",
+                        "replica",
+                        replica,
+                        "cause",
+                        cause)
+                .increment();
     }
 
     void circuitTransition(String replica, CircuitState from, CircuitState to) {
-        counter("cart.circuit.transitions", "Circuit breaker transitions by replica", "replica", replica,
-                "from", from.label(), "to", to.label()).increment();
+        counter(
+                        "cart.circuit.transitions",
+                        "Circuit breaker transitions by replica",
+                        "replica",
+                        replica,
+                        "from",
+                        from.label(),
+                        "to",
+                        to.label())
+                .increment();
     }
 
     void healthTransition(String replica, boolean healthy) {
-        counter("cart.health.transitions", "Health state changes by replica", "replica", replica,
-                "to", healthy ? "healthy" : "unhealthy").increment();
+        counter(
+                        "cart.health.transitions",
+                        "Health state changes by replica",
+                        "replica",
+                        replica,
+                        "to",
+                        healthy ? "healthy" : "unhealthy")
+                .increment();
     }
 
     void insertSkipped() {
@@ -312,12 +399,17 @@ final class ProxyMetrics implements AutoCloseable {
     }
 
     void modelsCache(boolean hit) {
-        counter("cart.models.cache", "GET /v1/models answers, from the cache (hit) or a replica (miss)",
-                "result", hit ? "hit" : "miss").increment();
+        counter(
+                        "cart.models.cache",
+                        "GET /v1/models answers, from the cache (hit) or a replica (miss)",
+                        "result",
+                        hit ? "hit" : "miss")
+                .increment();
     }
 
     void reload(String result) {
-        counter("cart.reloads", "Configuration reloads by result", "result", result).increment();
+        counter("cart.reloads", "Configuration reloads by result", "result", result)
+                .increment();
     }
 
     /** Registers the gauge of requests being handled (those counted against the concurrency limit). */
@@ -334,21 +426,43 @@ final class ProxyMetrics implements AutoCloseable {
      */
     void cacheFeedback(RouteDecision d, CacheFeedback f) {
         String replica = d.replica() == null ? NONE : d.replica().id();
-        counter("cart.cache.predicted.tokens", "Prompt tokens the router predicted the replica had cached, "
-                + "for requests whose usage the replica reported", "replica", replica)
+        counter(
+                        "cart.cache.predicted.tokens",
+                        "Prompt tokens the router predicted the replica had cached, "
+                                + "for requests whose usage the replica reported",
+                        "replica",
+                        replica)
                 .increment(Math.max(0, f.predictedTokens()));
-        counter("cart.cache.delivered.tokens", "Prompt tokens the replica reported as served from its cache",
-                "replica", replica).increment(Math.max(0, f.deliveredTokens()));
-        counter("cart.cache.prompt.tokens", "Prompt tokens of the requests whose cache usage the replica reported",
-                "replica", replica).increment(Math.max(0, f.promptTokens()));
-        counter("cart.cache.feedback", "Replica usage reports compared with the router's prediction, by verdict",
-                "replica", replica, "verdict", f.stale() ? "stale" : "ok").increment();
+        counter(
+                        "cart.cache.delivered.tokens",
+                        "Prompt tokens the replica reported as served from its cache",
+                        "replica",
+                        replica)
+                .increment(Math.max(0, f.deliveredTokens()));
+        counter(
+                        "cart.cache.prompt.tokens",
+                        "Prompt tokens of the requests whose cache usage the replica reported",
+                        "replica",
+                        replica)
+                .increment(Math.max(0, f.promptTokens()));
+        counter(
+                        "cart.cache.feedback",
+                        "Replica usage reports compared with the router's prediction, by verdict",
+                        "replica",
+                        replica,
+                        "verdict",
+                        f.stale() ? "stale" : "ok")
+                .increment();
     }
 
     /** A finished chat answer was (or was not) learned as the start of the next turn. */
     void answerLearned(String result) {
-        counter("cart.learned.answers", "Chat answers recorded as the next turn's prefix (learned), or why not",
-                "result", result).increment();
+        counter(
+                        "cart.learned.answers",
+                        "Chat answers recorded as the next turn's prefix (learned), or why not",
+                        "result",
+                        result)
+                .increment();
     }
 
     /** A request refused before any work because a limit was reached (503 or 4xx from the proxy). */
@@ -365,19 +479,24 @@ final class ProxyMetrics implements AutoCloseable {
         Set<String> ids = new HashSet<>();
         for (ManagedReplicaSet.Member m : set.replicas()) {
             ids.add(m.id());
-            replicaGauge("cart.replica.in.flight", "Requests in flight on the replica", m.id(),
-                    x -> x.inFlight());
-            replicaGauge("cart.replica.max.load", "Admission cap of the replica (max_load)", m.id(),
-                    x -> x.maxLoad());
-            replicaGauge("cart.replica.healthy", "1 when the replica's health checks pass, else 0", m.id(),
+            replicaGauge("cart.replica.in.flight", "Requests in flight on the replica", m.id(), x -> x.inFlight());
+            replicaGauge("cart.replica.max.load", "Admission cap of the replica (max_load)", m.id(), x -> x.maxLoad());
+            replicaGauge(
+                    "cart.replica.healthy",
+                    "1 when the replica's health checks pass, else 0",
+                    m.id(),
                     x -> x.isHealthy() ? 1 : 0);
             for (CircuitState s : CircuitState.values()) {
                 String key = cacheKey("cart.replica.circuit.state", m.id(), s.label());
-                replicaGauges.computeIfAbsent(key, k -> Gauge.builder("cart.replica.circuit.state", routing,
-                                r -> member(r, m.id(), x -> x.circuitState() == s ? 1 : 0))
-                        .description("1 for the replica's current circuit state, 0 for the others")
-                        .tags("replica", m.id(), "state", s.label())
-                        .register(registry));
+                replicaGauges.computeIfAbsent(
+                        key,
+                        k -> Gauge.builder(
+                                        "cart.replica.circuit.state",
+                                        routing,
+                                        r -> member(r, m.id(), x -> x.circuitState() == s ? 1 : 0))
+                                .description("1 for the replica's current circuit state, 0 for the others")
+                                .tags("replica", m.id(), "state", s.label())
+                                .register(registry));
             }
         }
         List<String> gone = new ArrayList<>();
@@ -391,13 +510,13 @@ final class ProxyMetrics implements AutoCloseable {
         gone.forEach(replicaGauges::remove);
     }
 
-    private void replicaGauge(String name, String help, String id,
-                              ToDoubleFunction<ManagedReplicaSet.Member> f) {
-        replicaGauges.computeIfAbsent(cacheKey(name, id), k -> Gauge.builder(name, routing,
-                        r -> member(r, id, f::applyAsDouble))
-                .description(help)
-                .tags("replica", id)
-                .register(registry));
+    private void replicaGauge(String name, String help, String id, ToDoubleFunction<ManagedReplicaSet.Member> f) {
+        replicaGauges.computeIfAbsent(
+                cacheKey(name, id),
+                k -> Gauge.builder(name, routing, r -> member(r, id, f::applyAsDouble))
+                        .description(help)
+                        .tags("replica", id)
+                        .register(registry));
     }
 
     private static double member(Supplier<Routing> r, String id, Function<ManagedReplicaSet.Member, Number> f) {

@@ -47,6 +47,7 @@ final class ProxyServer implements AutoCloseable {
         Supplier<RandomGenerator> random = ThreadLocalRandom::current;
         /** Where {@link #reload()} reads the configuration from; null means reload is unavailable. */
         Callable<ProxyConfig> configSource;
+
         boolean healthChecks = true;
         /** Hears every routing event after the metrics do; its exceptions never reach routing. */
         RoutingListener listener = RoutingListener.NONE;
@@ -84,8 +85,7 @@ final class ProxyServer implements AutoCloseable {
     }
 
     /** What a reload did. */
-    record ReloadResult(boolean accepted, boolean changed, String message) {
-    }
+    record ReloadResult(boolean accepted, boolean changed, String message) {}
 
     private final Options options;
     private final ProxyConfig config;
@@ -124,23 +124,27 @@ final class ProxyServer implements AutoCloseable {
                 .build();
         this.models = new ModelsCache(options.clock);
         this.extraction = new Extraction(config);
-        this.forwarder = new Forwarder(client, scheduler, options.sleeper, options.random, config, models, metrics,
-                extraction);
+        this.forwarder =
+                new Forwarder(client, scheduler, options.sleeper, options.random, config, models, metrics, extraction);
         Routing first = Routing.build(config, options.clock, listener, client, scheduler);
         routing.set(first);
         metrics.syncReplicas(first.replicas);
         this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
         ServerLimits.apply(config);
         try {
-            this.server = HttpServer.create(new InetSocketAddress(config.server().host(), config.server().port()),
+            this.server = HttpServer.create(
+                    new InetSocketAddress(
+                            config.server().host(), config.server().port()),
                     1024);
         } catch (IOException e) {
             first.close();
             metrics.close();
             executor.service().shutdownNow();
             scheduler.shutdownNow();
-            throw new IOException("cannot listen on " + config.server().host() + ":" + config.server().port()
-                    + ": " + e.getMessage(), e);
+            throw new IOException(
+                    "cannot listen on " + config.server().host() + ":"
+                            + config.server().port() + ": " + e.getMessage(),
+                    e);
         }
         server.createContext("/", new ProxyHandler(this, executor.proxiedLimit()));
         server.setExecutor(executor.service());
@@ -153,8 +157,12 @@ final class ProxyServer implements AutoCloseable {
         if (options.healthChecks) {
             p.routing.get().health.start();
         }
-        LOG.info("CART listening on {}:{} with {} worker(s), policy {}, request handlers on {}",
-                config.server().host(), p.port(), config.workers().size(), config.cache().policy(),
+        LOG.info(
+                "CART listening on {}:{} with {} worker(s), policy {}, request handlers on {}",
+                config.server().host(),
+                p.port(),
+                config.workers().size(),
+                config.cache().policy(),
                 p.executor.description());
         return p;
     }

@@ -59,29 +59,32 @@ final class ResponseObserver {
     private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply) {
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
-        this.lines = !sse ? null : new SseLines(new SseLines.Consumer() {
-            @Override
-            public void data(byte[] b, int off, int len) {
-                parse(b, off, len);
-            }
+        this.lines = !sse
+                ? null
+                : new SseLines(new SseLines.Consumer() {
+                    @Override
+                    public void data(byte[] b, int off, int len) {
+                        parse(b, off, len);
+                    }
 
-            @Override
-            public void lineSkipped() {
-                answer.unavailable("too_long"); // a skipped event may have carried part of the answer
-            }
-        });
+                    @Override
+                    public void lineSkipped() {
+                        answer.unavailable("too_long"); // a skipped event may have carried part of the answer
+                    }
+                });
     }
 
     /**
      * An observer for a response to {@code endpoint}, or null when the response cannot be read (a content
      * type that is neither JSON nor an event stream, or a content encoding other than identity).
      */
-    static ResponseObserver create(Endpoint endpoint, String contentType, String contentEncoding,
-                                   boolean collectReply) {
+    static ResponseObserver create(
+            Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply) {
         if (endpoint == null) {
             return null;
         }
-        if (contentEncoding != null && !contentEncoding.isBlank()
+        if (contentEncoding != null
+                && !contentEncoding.isBlank()
                 && !contentEncoding.trim().equalsIgnoreCase("identity")) {
             return null;
         }

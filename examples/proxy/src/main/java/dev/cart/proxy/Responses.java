@@ -11,8 +11,7 @@ final class Responses {
 
     static final ObjectMapper JSON = new ObjectMapper();
 
-    private Responses() {
-    }
+    private Responses() {}
 
     /**
      * An OpenAI-style error: {@code {"error": {"message", "type", "code", "param"}}}. The type is

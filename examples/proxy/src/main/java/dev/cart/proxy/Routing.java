@@ -23,8 +23,7 @@ final class Routing implements AutoCloseable {
     final Router router;
     final HealthChecker health;
 
-    private Routing(List<ProxyConfig.Worker> workers, ManagedReplicaSet replicas, Router router,
-                    HealthChecker health) {
+    private Routing(List<ProxyConfig.Worker> workers, ManagedReplicaSet replicas, Router router, HealthChecker health) {
         this.workers = workers;
         this.replicas = replicas;
         this.router = router;
@@ -35,8 +34,12 @@ final class Routing implements AutoCloseable {
      * Builds the routing state for {@code config}. Health checks are not started here (see
      * {@link HealthChecker#start()}), so a set that is built but never published probes nothing.
      */
-    static Routing build(ProxyConfig config, Clock clock, ProxyListener listener, HttpClient client,
-                         ScheduledExecutorService scheduler) {
+    static Routing build(
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler) {
         ManagedReplicaSet.Builder sb = ManagedReplicaSet.builder()
                 .clock(clock)
                 .health(config.health().thresholds())
@@ -52,7 +55,8 @@ final class Routing implements AutoCloseable {
                 .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
                 .maxTreeSize(cache.maxTreeSize())
                 .routeTtl(Duration.ofSeconds(cache.routeTtlSecs()))
-                .keyFormat(cache.tokens().on() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
+                .keyFormat(
+                        cache.tokens().on() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
                         cache.tokens().on() ? cache.tokens().blockTokens() : cache.blockChars())
                 .clock(clock)
                 .listener(listener)

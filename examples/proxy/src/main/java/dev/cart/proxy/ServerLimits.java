@@ -35,8 +35,7 @@ final class ServerLimits {
 
     private static Map<String, String> applied;
 
-    private ServerLimits() {
-    }
+    private ServerLimits() {}
 
     /** The JDK system properties for {@code config}. */
     static Map<String, String> properties(ProxyConfig config) {
@@ -47,7 +46,8 @@ final class ServerLimits {
         p.put("sun.net.httpserver.maxReqHeaders", Integer.toString(s.maxHeaders()));
         p.put("sun.net.httpserver.maxReqTime", Integer.toString(s.requestReadTimeoutSecs()));
         p.put("sun.net.httpserver.idleInterval", Integer.toString(s.idleTimeoutSecs()));
-        p.put("sun.net.httpserver.maxRspTime",
+        p.put(
+                "sun.net.httpserver.maxRspTime",
                 Long.toString((long) config.proxy().requestTimeoutSecs() + RESPONSE_GRACE_SECS));
         // TCP_NODELAY on client connections, as nginx's tcp_nodelay does by default. The JDK server writes
         // an answer's head and body as separate small segments; with Nagle's algorithm on, the body waits

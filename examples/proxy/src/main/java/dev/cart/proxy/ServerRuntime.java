@@ -40,15 +40,13 @@ final class ServerRuntime {
     /** Platform threads beyond {@code server.max_threads} that proxied requests never keep (Java 17-20). */
     static final int RESERVE_THREADS = 8;
 
-    private ServerRuntime() {
-    }
+    private ServerRuntime() {}
 
     /**
      * The request executor, a description of it for the startup log, and how many proxied requests it can
      * run at once ({@link Integer#MAX_VALUE} with virtual threads).
      */
-    record Executor(ExecutorService service, String description, int proxiedLimit) {
-    }
+    record Executor(ExecutorService service, String description, int proxiedLimit) {}
 
     static Executor requestExecutor(int maxThreads) {
         try {
@@ -62,10 +60,13 @@ final class ServerRuntime {
                 t.setDaemon(true);
                 return t;
             };
-            return new Executor(new HandOffPool(maxThreads + RESERVE_THREADS, RESERVE_THREADS, tf), "a pool of up to "
-                    + maxThreads + " threads for proxied requests (server.max_threads), " + RESERVE_THREADS
-                    + " more for the proxy's own endpoints and " + RESERVE_THREADS + " overflow threads (Java "
-                    + Runtime.version().feature() + ", virtual threads need 21+)", maxThreads);
+            return new Executor(
+                    new HandOffPool(maxThreads + RESERVE_THREADS, RESERVE_THREADS, tf),
+                    "a pool of up to "
+                            + maxThreads + " threads for proxied requests (server.max_threads), " + RESERVE_THREADS
+                            + " more for the proxy's own endpoints and " + RESERVE_THREADS + " overflow threads (Java "
+                            + Runtime.version().feature() + ", virtual threads need 21+)",
+                    maxThreads);
         }
     }
 
@@ -87,8 +88,13 @@ final class ServerRuntime {
         HandOffPool(int threads, int overflowThreads, ThreadFactory tf) {
             super(0, threads, 60, TimeUnit.SECONDS, new SynchronousQueue<>(), tf);
             AtomicInteger n = new AtomicInteger();
-            overflow = new ThreadPoolExecutor(overflowThreads, overflowThreads, 60, TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(), r -> new OverflowThread(r, "cart-http-overflow-" + n.incrementAndGet()));
+            overflow = new ThreadPoolExecutor(
+                    overflowThreads,
+                    overflowThreads,
+                    60,
+                    TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(),
+                    r -> new OverflowThread(r, "cart-http-overflow-" + n.incrementAndGet()));
             overflow.allowCoreThreadTimeOut(true);
             setRejectedExecutionHandler((task, pool) -> {
                 if (pool.isShutdown()) {
@@ -164,7 +170,8 @@ final class ServerRuntime {
             List<String> lines = Files.readAllLines(limits);
             for (String line : lines) {
                 if (line.startsWith("Max open files")) {
-                    String[] parts = line.substring("Max open files".length()).trim().split("\\s+");
+                    String[] parts =
+                            line.substring("Max open files".length()).trim().split("\\s+");
                     if (parts.length > 0) {
                         if (parts[0].equals("unlimited")) {
                             return OptionalLong.of(Long.MAX_VALUE);

@@ -16,8 +16,7 @@ final class SignalReload {
 
     private static final Logger LOG = LoggerFactory.getLogger(SignalReload.class);
 
-    private SignalReload() {
-    }
+    private SignalReload() {}
 
     /** @return true if the handler was installed */
     static boolean install(Runnable reload) {
@@ -34,13 +33,14 @@ final class SignalReload {
                 }
                 return defaultObjectMethod(proxy, method, args);
             };
-            Object handler = Proxy.newProxyInstance(SignalReload.class.getClassLoader(),
-                    new Class<?>[] {handlerClass}, ih);
+            Object handler =
+                    Proxy.newProxyInstance(SignalReload.class.getClassLoader(), new Class<?>[] {handlerClass}, ih);
             Method handle = signalClass.getMethod("handle", signalClass, handlerClass);
             handle.invoke(null, signal, handler);
             return true;
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
-            LOG.warn("SIGHUP reload is not available on this JVM/platform ({}); restart to change workers",
+            LOG.warn(
+                    "SIGHUP reload is not available on this JVM/platform ({}); restart to change workers",
                     e.toString());
             return false;
         }

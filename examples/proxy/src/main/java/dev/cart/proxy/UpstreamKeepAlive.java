@@ -12,8 +12,7 @@ final class UpstreamKeepAlive {
 
     static final int SECONDS = 4;
 
-    private UpstreamKeepAlive() {
-    }
+    private UpstreamKeepAlive() {}
 
     static void apply() {
         if (System.getProperty("jdk.httpclient.keepalive.timeout") == null) {

@@ -35,8 +35,8 @@ class CacheFeedbackTest {
     }
 
     static String chat(String content, boolean stream, boolean includeUsage) {
-        return "{\"model\":\"fake\",\"stream\":" + stream + (includeUsage
-                ? ",\"stream_options\":{\"include_usage\":true}" : "")
+        return "{\"model\":\"fake\",\"stream\":" + stream
+                + (includeUsage ? ",\"stream_options\":{\"include_usage\":true}" : "")
                 + ",\"messages\":[{\"role\":\"user\",\"content\":" + quote(content) + "}]}";
     }
 
@@ -51,14 +51,16 @@ class CacheFeedbackTest {
     @Test
     void aStreamWithAUsageChunkIsRelayedUnchangedAndFeedsTheStatistic() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(1, "")) {
+                ProxyHarness h = ProxyHarness.start(1, "")) {
             ScriptedReplica r = h.replica(0);
             r.reply = "A reply with \"quotes\", a newline\nand unicode \u00e9\u4e2d, long enough to stream in pieces.";
             r.usagePrompt = 1000;
             for (int i = 0; i < 2; i++) {
                 r.usageCached = i == 0 ? 600 : 999; // the second time nearly all of it, as predicted
-                HttpResponse<InputStream> resp = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                        .POST(HttpRequest.BodyPublishers.ofString(chat(PROMPT, true, true))).build(),
+                HttpResponse<InputStream> resp = h.http.send(
+                        HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                                .POST(HttpRequest.BodyPublishers.ofString(chat(PROMPT, true, true)))
+                                .build(),
                         HttpResponse.BodyHandlers.ofInputStream());
                 byte[] got;
                 try (InputStream in = resp.body()) {
@@ -84,7 +86,8 @@ class CacheFeedbackTest {
             double predicted = m.value("cart_cache_predicted_tokens_total", "replica", id);
             long matched = Long.parseLong(second.get("matched"));
             long keyLen = Long.parseLong(second.get("key_len"));
-            assertEquals(Math.round(matched * 1000.0 / keyLen), predicted, 1.0, m.dump("cart_cache_predicted_tokens_total"));
+            assertEquals(
+                    Math.round(matched * 1000.0 / keyLen), predicted, 1.0, m.dump("cart_cache_predicted_tokens_total"));
             assertTrue(predicted > 500, "a hit predicts most of the prompt: " + predicted);
         }
     }
@@ -92,7 +95,7 @@ class CacheFeedbackTest {
     @Test
     void aReplicaThatEvictedBehindTheRoutersBackIsNoLongerPredictedAfterOneResponse() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(2, "cache:\n  learn_answer: false\n")) {
+                ProxyHarness h = ProxyHarness.start(2, "cache:\n  learn_answer: false\n")) {
             for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = 0; // whatever the router believes, nothing was in the cache
@@ -100,16 +103,22 @@ class CacheFeedbackTest {
             String a = PROMPT + "First conversation: where is my parcel? ".repeat(4);
             String b = PROMPT + "Second conversation: can I change my address? ".repeat(4);
             // a decision line is written as its exchange ends: wait for each, so the lines keep request order
-            assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode()); // miss
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode()); // miss
             await("a's decision line", () -> log.lines().size() >= 1);
-            assertEquals(200, h.post("/v1/chat/completions", chat(b, false, false)).statusCode()); // hit on the prompt
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat(b, false, false)).statusCode()); // hit on the prompt
             await("b's decision line", () -> log.lines().size() >= 2);
             // the usage is read as the answer's last bytes pass; wait until the router has heard it
             await("b's stale verdict", () -> staleVerdicts(h) >= 1);
-            assertEquals(200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode());
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat(a, false, false)).statusCode());
             await("three decision lines", () -> log.lines().size() >= 3);
-            List<Map<String, String>> d = log.lines().stream().map(CacheFeedbackTest::fields).toList();
-            assertEquals(List.of("miss", "cache_hit", "cache_hit"), d.stream().map(x -> x.get("reason")).toList(),
+            List<Map<String, String>> d =
+                    log.lines().stream().map(CacheFeedbackTest::fields).toList();
+            assertEquals(
+                    List.of("miss", "cache_hit", "cache_hit"),
+                    d.stream().map(x -> x.get("reason")).toList(),
                     String.join("\n", log.lines()));
             int shared = Integer.parseInt(d.get(1).get("matched"));
             // b was predicted to find the shared prompt cached and found nothing: the replica had lost that
@@ -120,7 +129,8 @@ class CacheFeedbackTest {
             assertTrue(aAgain < Integer.parseInt(d.get(2).get("key_len")) - 64, "a no longer fully predicted");
             PromText m = PromText.parse(h.get("/metrics").body());
             // b and a's second request were both predicted hits the replica did not deliver
-            assertEquals(2, m.sum("cart_cache_feedback_total", "verdict", "stale"), m.dump("cart_cache_feedback_total"));
+            assertEquals(
+                    2, m.sum("cart_cache_feedback_total", "verdict", "stale"), m.dump("cart_cache_feedback_total"));
             assertEquals(0, m.sum("cart_cache_delivered_tokens_total"));
         }
     }
@@ -149,12 +159,17 @@ class CacheFeedbackTest {
                 r.usageCached = 0;
             }
             for (int i = 0; i < 2; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
+                assertEquals(
+                        200,
+                        h.post("/v1/chat/completions", chat(PROMPT, false, false))
+                                .statusCode());
             }
             // counted once the answer has passed, a moment after the client has it
             await("the second answer's verdict", () -> learned(h, "stale_route") + learned(h, "learned") >= 2);
             PromText m = PromText.parse(h.get("/metrics").body());
-            assertEquals(1, m.value("cart_learned_answers_total", "result", "stale_route"),
+            assertEquals(
+                    1,
+                    m.value("cart_learned_answers_total", "result", "stale_route"),
                     "a stale route's answer is not learned: " + m.dump("cart_learned_answers_total"));
         }
     }
@@ -162,18 +177,22 @@ class CacheFeedbackTest {
     @Test
     void withFeedbackOffTheStaleRouteIsKeptButStillCounted() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(2, "cache:\n  feedback: false\n")) {
+                ProxyHarness h = ProxyHarness.start(2, "cache:\n  feedback: false\n")) {
             for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = 0;
             }
             for (int i = 0; i < 3; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
+                assertEquals(
+                        200,
+                        h.post("/v1/chat/completions", chat(PROMPT, false, false))
+                                .statusCode());
                 int lines = i + 1; // a decision line is written as its exchange ends: wait, so lines keep request order
                 await("decision line " + lines, () -> log.lines().size() >= lines);
             }
             await("three decision lines", () -> log.lines().size() >= 3);
-            List<String> reasons = log.lines().stream().map(l -> fields(l).get("reason")).toList();
+            List<String> reasons =
+                    log.lines().stream().map(l -> fields(l).get("reason")).toList();
             assertEquals(List.of("miss", "cache_hit", "cache_hit"), reasons);
             PromText m = PromText.parse(h.get("/metrics").body());
             assertEquals(3, m.sum("cart_cache_feedback_total", "verdict", "ok"), "nothing is called stale");
@@ -187,11 +206,13 @@ class CacheFeedbackTest {
         String body = "{\"model\":\"fake\",\"max_tokens\":10,\"system\":" + quote(PROMPT) + ",\"stream\":%s,"
                 + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(1, "")) {
+                ProxyHarness h = ProxyHarness.start(1, "")) {
             h.replica(0).usagePrompt = 1000;
             h.replica(0).usageCached = 900;
-            assertEquals(200, h.post("/v1/messages", String.format(body, "false")).statusCode());
-            assertEquals(200, h.post("/v1/messages", String.format(body, "true")).statusCode());
+            assertEquals(
+                    200, h.post("/v1/messages", String.format(body, "false")).statusCode());
+            assertEquals(
+                    200, h.post("/v1/messages", String.format(body, "true")).statusCode());
             await("two decision lines", () -> log.lines().size() >= 2);
             for (String line : log.lines()) {
                 assertEquals("1000", fields(line).get("prompt_tokens"), line);
@@ -205,18 +226,22 @@ class CacheFeedbackTest {
     @Test
     void aMissingCachedFieldIsUnknownNotZero() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(2, "")) {
+                ProxyHarness h = ProxyHarness.start(2, "")) {
             for (ScriptedReplica r : h.replicas) {
                 r.usagePrompt = 1000;
                 r.usageCached = -1; // the replica does not report cache hits
             }
             for (int i = 0; i < 3; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false, false)).statusCode());
+                assertEquals(
+                        200,
+                        h.post("/v1/chat/completions", chat(PROMPT, false, false))
+                                .statusCode());
                 int lines = i + 1; // a decision line is written as its exchange ends: wait, so lines keep request order
                 await("decision line " + lines, () -> log.lines().size() >= lines);
             }
             await("three decision lines", () -> log.lines().size() >= 3);
-            List<String> reasons = log.lines().stream().map(l -> fields(l).get("reason")).toList();
+            List<String> reasons =
+                    log.lines().stream().map(l -> fields(l).get("reason")).toList();
             assertEquals(List.of("miss", "cache_hit", "cache_hit"), reasons, "no correction from an unknown");
             for (String line : log.lines()) {
                 assertEquals("1000", fields(line).get("prompt_tokens"), line);

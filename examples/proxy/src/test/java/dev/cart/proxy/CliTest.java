@@ -21,7 +21,9 @@ class CliTest {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     private int run(String... args) {
-        return Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        return Main.run(
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
     }
 
@@ -43,7 +45,8 @@ class CliTest {
     void configCheckAcceptsAGoodConfig() throws Exception {
         Path c = file("config.yaml", "workers:\n  - url: http://node1:8050\n    max_load: 20\n");
         assertEquals(0, run("-c", c.toString(), "--config-check"));
-        assertTrue(out().startsWith("configuration OK: 1 worker(s), policy cache_aware, listening on 0.0.0.0:6700"),
+        assertTrue(
+                out().startsWith("configuration OK: 1 worker(s), policy cache_aware, listening on 0.0.0.0:6700"),
                 out());
         assertEquals("", err());
     }
@@ -81,8 +84,8 @@ class CliTest {
     void anEmptyWorkerListRefusesToStart() throws Exception {
         Path c = file("empty-workers.yaml", "workers: []\n");
         assertEquals(2, run("-c", c.toString()));
-        assertTrue(err().contains("workers: the list is empty; CART refuses to start without at least one worker"),
-                err());
+        assertTrue(
+                err().contains("workers: the list is empty; CART refuses to start without at least one worker"), err());
         assertEquals(2, run("-c", c.toString(), "--config-check"));
     }
 
@@ -144,8 +147,10 @@ class CliTest {
     void theDemoRefusesWorkersFromTheConfig() throws Exception {
         Path c = file("workers.yaml", "workers:\n  - url: http://node1:8050\n");
         assertEquals(2, run("--demo", "-c", c.toString()));
-        assertTrue(err().contains("--demo starts its own simulated replicas, but the configuration lists 1 worker(s)"
-                + " (http://node1:8050); drop --demo to use them, or the workers section to run the demo"), err());
+        assertTrue(
+                err().contains("--demo starts its own simulated replicas, but the configuration lists 1 worker(s)"
+                        + " (http://node1:8050); drop --demo to use them, or the workers section to run the demo"),
+                err());
         err.reset();
         Path tuning = file("tuning.yaml", "cache:\n  threshold: 0.5\n");
         assertEquals(0, run("--demo", "-c", tuning.toString(), "--config-check"));

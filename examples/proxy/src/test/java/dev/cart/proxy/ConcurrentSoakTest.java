@@ -55,9 +55,12 @@ class ConcurrentSoakTest {
             // phase 1: streams that hold their leases (first chunk sent, the rest waits for the gate)
             List<CompletableFuture<HttpResponse<String>>> held = new ArrayList<>();
             for (int i = 0; i < HELD_STREAMS; i++) {
-                held.add(h.http.sendAsync(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                        .POST(HttpRequest.BodyPublishers.ofString(chat(SYSTEM[i % SYSTEM.length] + "held " + i, true)))
-                        .build(), HttpResponse.BodyHandlers.ofString()));
+                held.add(h.http.sendAsync(
+                        HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                                .POST(HttpRequest.BodyPublishers.ofString(
+                                        chat(SYSTEM[i % SYSTEM.length] + "held " + i, true)))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString()));
             }
             await("the held streams are in flight", () -> set.totalInFlight() == HELD_STREAMS);
 
@@ -76,8 +79,8 @@ class ConcurrentSoakTest {
                     SplittableRandom rnd = new SplittableRandom(1000 + thread);
                     for (int i = 0; i < REQUESTS_PER_THREAD; i++) {
                         boolean stream = gate.getCount() == 0 && rnd.nextInt(3) == 0;
-                        String body = chat(SYSTEM[rnd.nextInt(SYSTEM.length)] + "client " + thread + " turn " + i,
-                                stream);
+                        String body =
+                                chat(SYSTEM[rnd.nextInt(SYSTEM.length)] + "client " + thread + " turn " + i, stream);
                         try {
                             HttpResponse<String> r = h.post("/v1/chat/completions", body);
                             statuses.merge(r.statusCode(), 1, Integer::sum);
@@ -113,10 +116,12 @@ class ConcurrentSoakTest {
                 assertTrue(r.body().contains("[DONE]"), "a held stream completes once released: " + r.body());
             }
             int ok = statuses.getOrDefault(200, 0);
-            System.out.println("concurrent soak: " + total + " requests on " + THREADS + " threads with "
-                    + HELD_STREAMS + " held streams; statuses " + statuses + ", broken streams " + brokenStreams);
-            assertEquals(total, ok + brokenStreams.get(), "every request answered 200 (or a stream broken by the "
-                    + "killed replica): " + statuses);
+            System.out.println("concurrent soak: " + total + " requests on " + THREADS + " threads with " + HELD_STREAMS
+                    + " held streams; statuses " + statuses + ", broken streams " + brokenStreams);
+            assertEquals(
+                    total,
+                    ok + brokenStreams.get(),
+                    "every request answered 200 (or a stream broken by the " + "killed replica): " + statuses);
             assertTrue(h.replica(0).requests.size() > 0 && h.replica(1).requests.size() > 0);
         } // close(): in-flight 0 on every replica set, tree stats equal to a recount
     }

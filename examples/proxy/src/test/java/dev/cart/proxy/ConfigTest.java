@@ -29,8 +29,9 @@ class ConfigTest {
     }
 
     private static void assertProblem(List<String> problems, String start) {
-        assertTrue(problems.stream().anyMatch(p -> p.startsWith(start)), "expected a problem starting with '"
-                + start + "' in " + problems);
+        assertTrue(
+                problems.stream().anyMatch(p -> p.startsWith(start)),
+                "expected a problem starting with '" + start + "' in " + problems);
     }
 
     @Test
@@ -70,7 +71,9 @@ class ConfigTest {
 
     @Test
     void theExampleConfigIsValidAndStatesTheDefaults() throws Exception {
-        Path example = Path.of(System.getProperty("user.dir")).resolve("../../config.example.yaml").normalize();
+        Path example = Path.of(System.getProperty("user.dir"))
+                .resolve("../../config.example.yaml")
+                .normalize();
         ProxyConfig c = ConfigLoader.load(List.of(example));
         ProxyConfig defaults = ConfigLoader.parse("workers:\n  - url: http://x:1\n");
         assertEquals(defaults.server(), c.server());
@@ -224,8 +227,11 @@ class ConfigTest {
     @Test
     void otherPoliciesAreAccepted() throws Exception {
         for (String name : List.of("round_robin", "random", "least_loaded", "power_of_two", "consistent_hash")) {
-            assertEquals(name, ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: " + name + "\n")
-                    .cache().policy());
+            assertEquals(
+                    name,
+                    ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: " + name + "\n")
+                            .cache()
+                            .policy());
         }
     }
 
@@ -233,23 +239,31 @@ class ConfigTest {
     void yamlErrorsNameTheFileAndLine() throws Exception {
         Path bad = file("bad.yaml", "workers:\n  - url: [unclosed\n");
         ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(bad)));
-        assertTrue(e.problems().get(0).startsWith(bad + ": not valid YAML (line "), e.problems().toString());
+        assertTrue(
+                e.problems().get(0).startsWith(bad + ": not valid YAML (line "),
+                e.problems().toString());
         Path list = file("list.yaml", "- a\n- b\n");
         e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(list)));
-        assertTrue(e.problems().get(0).contains("top level must be a mapping"), e.problems().toString());
+        assertTrue(
+                e.problems().get(0).contains("top level must be a mapping"),
+                e.problems().toString());
         Path dup = file("dup.yaml", "workers:\n  - url: http://a:1\nserver:\n  port: 1\nserver:\n  port: 2\n");
         e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(dup)));
-        assertTrue(e.problems().get(0).contains("Duplicate field 'server'"), e.problems().toString());
+        assertTrue(
+                e.problems().get(0).contains("Duplicate field 'server'"),
+                e.problems().toString());
         e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(dir.resolve("missing.yaml"))));
-        assertTrue(e.problems().get(0).endsWith("missing.yaml: no such file"), e.problems().toString());
+        assertTrue(
+                e.problems().get(0).endsWith("missing.yaml: no such file"),
+                e.problems().toString());
     }
 
     @Test
     void onlyWorkersMayDifferOnReload() throws Exception {
         ProxyConfig a = ConfigLoader.parse("workers:\n  - url: http://a:1\n");
         ProxyConfig b = ConfigLoader.parse("workers:\n  - url: http://b:1\n");
-        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  threshold: 0.9\n"
-                + "proxy:\n  max_retries: 0\n");
+        ProxyConfig c = ConfigLoader.parse(
+                "workers:\n  - url: http://a:1\ncache:\n  threshold: 0.9\n" + "proxy:\n  max_retries: 0\n");
         assertEquals(List.of(), a.sectionsDifferingFrom(b));
         assertEquals(List.of("cache", "proxy"), a.sectionsDifferingFrom(c));
     }
@@ -274,17 +288,20 @@ class ConfigTest {
         List<String> p = problems("workers:\n  - url: http://a:1\n    max_load: 0\nserver:\n  port: 70000\n");
         assertProblem(p, "server.port: must be in [0, 65535], was 70000");
         assertProblem(p, "workers[0].max_load: must be >= 1, was 0");
-        IllegalArgumentException w = assertThrows(IllegalArgumentException.class,
-                () -> new ProxyConfig.Worker("http://a:1", 0, 0));
+        IllegalArgumentException w =
+                assertThrows(IllegalArgumentException.class, () -> new ProxyConfig.Worker("http://a:1", 0, 0));
         assertEquals("workers[].max_load: must be >= 1, was 0", w.getMessage());
     }
 
     @Test
     void recordsValidateWhenBuiltInCode() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ProxyConfig.Server.builder().host("h").port(70000).build());
         assertEquals("server.port: must be in [0, 65535], was 70000", e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> ProxyConfig.Health.builder().endpoint("x").build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> ProxyConfig.Health.builder().endpoint("x").build());
     }
 
     @Test
@@ -316,10 +333,12 @@ class ConfigTest {
     void anUnknownPolicyHidesNoOtherProblemOfTheSection() {
         List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  policy: cache_awre\n  threshold: 2\n"
                 + "  treshold: 0.3\n  guard: medain\n");
-        assertProblem(p, "cache.policy: unknown routing policy 'cache_awre' (did you mean 'cache_aware'?); available: ");
+        assertProblem(
+                p, "cache.policy: unknown routing policy 'cache_awre' (did you mean 'cache_aware'?); available: ");
         assertProblem(p, "cache.threshold: must be in [0, 1], was 2");
         assertProblem(p, "cache.treshold: unknown key (did you mean 'threshold'?)");
-        assertProblem(p, "cache.guard: must be one of abs_rel, median, bounded_load, was 'medain' (did you mean 'median'?)");
+        assertProblem(
+                p, "cache.guard: must be one of abs_rel, median, bounded_load, was 'medain' (did you mean 'median'?)");
         assertEquals(4, p.size(), p.toString());
     }
 
@@ -327,11 +346,17 @@ class ConfigTest {
     void misspelledChoicesGetASuggestion() {
         List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  learn: on_rout\n  tokenizer: cl100k\n"
                 + "  miss_placement: consistent_hsh\n");
-        assertProblem(p, "cache.learn: must be one of on_route, on_success, was the string 'on_rout' (did you mean 'on_route'?)");
-        assertProblem(p, "cache.tokenizer: must be one of cl100k_base, o200k_base, none, was the string 'cl100k'"
-                + " (did you mean 'cl100k_base'?)");
-        assertProblem(p, "cache.miss_placement: must be one of least_loaded, consistent_hash, was 'consistent_hsh'"
-                + " (did you mean 'consistent_hash'?)");
+        assertProblem(
+                p,
+                "cache.learn: must be one of on_route, on_success, was the string 'on_rout' (did you mean 'on_route'?)");
+        assertProblem(
+                p,
+                "cache.tokenizer: must be one of cl100k_base, o200k_base, none, was the string 'cl100k'"
+                        + " (did you mean 'cl100k_base'?)");
+        assertProblem(
+                p,
+                "cache.miss_placement: must be one of least_loaded, consistent_hash, was 'consistent_hsh'"
+                        + " (did you mean 'consistent_hash'?)");
     }
 
     @Test
@@ -360,10 +385,14 @@ class ConfigTest {
         assertProblem(p, "workers[0].load_penalty: must be >= 0, was -1");
         assertEquals(11, p.size(), String.join("\n", p));
         for (String problem : p) {
-            assertTrue(problem.matches("[a-z_\\[\\]0-9.]+: (must|the|unknown|not|missing|duplicate|required).*"),
+            assertTrue(
+                    problem.matches("[a-z_\\[\\]0-9.]+: (must|the|unknown|not|missing|duplicate|required).*"),
                     "key: problem: " + problem);
-            assertTrue(!problem.contains("E308") && !problem.contains("2147483647")
-                    && !problem.contains("9223372036854775807"), "a readable range: " + problem);
+            assertTrue(
+                    !problem.contains("E308")
+                            && !problem.contains("2147483647")
+                            && !problem.contains("9223372036854775807"),
+                    "a readable range: " + problem);
         }
     }
 }

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
  */
 class DockerfileTest {
 
-    private static final Path ROOT = Path.of(System.getProperty("user.dir")).resolve("../..").normalize();
+    private static final Path ROOT =
+            Path.of(System.getProperty("user.dir")).resolve("../..").normalize();
 
     /** The Dockerfile's instructions, continuation lines joined, comments dropped. */
     private static List<String> instructions() throws Exception {
@@ -72,7 +73,8 @@ class DockerfileTest {
         Matcher runtime = Pattern.compile("eclipse-temurin:(\\d+)-jre").matcher(arg(ins, "RUNTIME_IMAGE"));
         assertTrue(runtime.matches(), "an official eclipse-temurin JRE: " + arg(ins, "RUNTIME_IMAGE"));
         assertTrue(Integer.parseInt(runtime.group(1)) >= 21, "Java 21+ for virtual threads");
-        Matcher builder = Pattern.compile("maven:3\\.\\d+-eclipse-temurin-(\\d+)").matcher(arg(ins, "BUILDER_IMAGE"));
+        Matcher builder =
+                Pattern.compile("maven:3\\.\\d+-eclipse-temurin-(\\d+)").matcher(arg(ins, "BUILDER_IMAGE"));
         assertTrue(builder.matches() && Integer.parseInt(builder.group(1)) >= 17, arg(ins, "BUILDER_IMAGE"));
 
         List<String> build = ins.subList(froms.get(0), froms.get(1));
@@ -81,22 +83,28 @@ class DockerfileTest {
         assertTrue(buildRun.contains("mvn -B -ntp -Dmaven.test.skip=true -pl examples/proxy -am package"), buildRun);
         // the jar the proxy module builds (its finalName) is the one copied out
         String pom = Files.readString(ROOT.resolve("examples/proxy/pom.xml"));
-        Matcher shaded = Pattern.compile("<outputFile>\\$\\{project.build.directory}/([^<]+)</outputFile>").matcher(pom);
+        Matcher shaded = Pattern.compile("<outputFile>\\$\\{project.build.directory}/([^<]+)</outputFile>")
+                .matcher(pom);
         assertTrue(shaded.find(), "the shade plugin's output file");
         assertTrue(buildRun.contains("cp examples/proxy/target/" + shaded.group(1) + " /out/cart-proxy.jar"), buildRun);
-        assertTrue(Files.readString(ROOT.resolve("bin/cache-aware-router"))
-                .contains("examples/proxy/target/" + shaded.group(1)), "the launcher runs the same jar");
+        assertTrue(
+                Files.readString(ROOT.resolve("bin/cache-aware-router"))
+                        .contains("examples/proxy/target/" + shaded.group(1)),
+                "the launcher runs the same jar");
         assertTrue(buildRun.contains("cp docker-entrypoint.sh /out/docker-entrypoint.sh"), buildRun);
         assertTrue(Files.isExecutable(ROOT.resolve("docker-entrypoint.sh")));
         // -Dmaven.test.skip=true builds no test jars: a module may depend on one only from a profile that
         // this property switches off
         try (var poms = Files.walk(ROOT, 3)) {
-            for (Path p : poms.filter(f -> f.getFileName().toString().equals("pom.xml")).toList()) {
+            for (Path p : poms.filter(f -> f.getFileName().toString().equals("pom.xml"))
+                    .toList()) {
                 String text = Files.readString(p);
                 int testJar = text.indexOf("<type>test-jar</type>");
                 if (testJar >= 0) {
                     int profile = text.lastIndexOf("<profile>", testJar);
-                    assertTrue(profile >= 0 && text.indexOf("</profile>", profile) > testJar
+                    assertTrue(
+                            profile >= 0
+                                    && text.indexOf("</profile>", profile) > testJar
                                     && text.substring(profile, testJar).contains("<name>!maven.test.skip</name>"),
                             p + " depends on a test jar outside a profile that -Dmaven.test.skip=true turns off");
                 }
@@ -104,22 +112,30 @@ class DockerfileTest {
         }
 
         assertTrue(run.contains("COPY --from=build /out/cart-proxy.jar /opt/cart/cart-proxy.jar"), run.toString());
-        assertTrue(run.contains("COPY --from=build /out/docker-entrypoint.sh /opt/cart/docker-entrypoint.sh"),
+        assertTrue(
+                run.contains("COPY --from=build /out/docker-entrypoint.sh /opt/cart/docker-entrypoint.sh"),
                 run.toString());
         assertTrue(run.contains("ENTRYPOINT [\"/opt/cart/docker-entrypoint.sh\"]"), run.toString());
         assertTrue(Files.readString(ROOT.resolve("docker-entrypoint.sh")).contains("-jar /opt/cart/cart-proxy.jar"));
 
-        String user = run.stream().filter(i -> i.startsWith("USER ")).reduce((a, b) -> b).orElse("USER root");
+        String user = run.stream()
+                .filter(i -> i.startsWith("USER "))
+                .reduce((a, b) -> b)
+                .orElse("USER root");
         String name = user.substring(5).split(":")[0].strip();
         assertNotEquals("root", name, "runs as a user other than root");
         assertNotEquals("0", name, "runs as a user other than root");
-        assertTrue(run.stream().anyMatch(i -> i.startsWith("RUN useradd") && i.contains(" " + name)),
+        assertTrue(
+                run.stream().anyMatch(i -> i.startsWith("RUN useradd") && i.contains(" " + name)),
                 "the user is created in the runtime stage: " + run);
 
         assertTrue(run.contains("EXPOSE " + ProxyConfig.Server.DEFAULT_PORT), run.toString());
         assertTrue(run.contains("ENV CART_HEALTH_PORT=" + ProxyConfig.Server.DEFAULT_PORT), run.toString());
-        assertTrue(run.stream().anyMatch(i -> i.startsWith("HEALTHCHECK ")
-                && i.endsWith("CMD [\"/opt/cart/docker-entrypoint.sh\", \"--healthcheck\"]")), run.toString());
+        assertTrue(
+                run.stream()
+                        .anyMatch(i -> i.startsWith("HEALTHCHECK ")
+                                && i.endsWith("CMD [\"/opt/cart/docker-entrypoint.sh\", \"--healthcheck\"]")),
+                run.toString());
         assertTrue(run.contains("CMD [\"-c\", \"/workspace/configs/config.yaml\"]"), run.toString());
 
         List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
@@ -146,7 +162,8 @@ class DockerfileTest {
     }
 
     private static int healthcheck(int port) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder("bash", ROOT.resolve("docker-entrypoint.sh").toString(), "--healthcheck")
+        ProcessBuilder pb = new ProcessBuilder(
+                        "bash", ROOT.resolve("docker-entrypoint.sh").toString(), "--healthcheck")
                 .redirectErrorStream(true);
         pb.environment().put("CART_HEALTH_PORT", Integer.toString(port));
         Process p = pb.start();

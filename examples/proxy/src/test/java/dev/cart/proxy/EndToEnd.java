@@ -52,22 +52,37 @@ import java.util.concurrent.atomic.AtomicLong;
 final class EndToEnd {
 
     /** How a comparison is run. */
-    record Settings(int replicas, long cacheTokens, double speedup, int clients, long seed, boolean stream,
-                    boolean learnAnswer) {
-    }
+    record Settings(
+            int replicas,
+            long cacheTokens,
+            double speedup,
+            int clients,
+            long seed,
+            boolean stream,
+            boolean learnAnswer) {}
 
     /** What the replay over HTTP measured. */
-    record HttpRun(String workload, String policy, int requests, int failed, long promptTokens, long cachedTokens,
-                   long proxyPromptTokens, long proxyDeliveredTokens, double seconds, int leftInFlight,
-                   Map<String, Long> reasons, List<Long> perReplica, Trace trace) {
+    record HttpRun(
+            String workload,
+            String policy,
+            int requests,
+            int failed,
+            long promptTokens,
+            long cachedTokens,
+            long proxyPromptTokens,
+            long proxyDeliveredTokens,
+            double seconds,
+            int leftInFlight,
+            Map<String, Long> reasons,
+            List<Long> perReplica,
+            Trace trace) {
         double hitRatio() {
             return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
         }
     }
 
     /** Per request, in workload order: the replica that served it (index, -1 if unknown) and its usage. */
-    record Trace(int[] replica, long[] prompt, long[] cached) {
-    }
+    record Trace(int[] replica, long[] prompt, long[] cached) {}
 
     /** One line of the comparison. */
     record Row(HttpRun http, RunResult sim) {
@@ -76,17 +91,25 @@ final class EndToEnd {
         }
     }
 
-    private EndToEnd() {
-    }
+    private EndToEnd() {}
 
     /**
      * The in-process simulation's figure for the same workload, policy, seed and cluster. The HTTP replica
      * caches prompt blocks only, so the simulation does too here.
      */
     static RunResult simulate(Workload w, String policy, Settings s) {
-        return Simulation.builder().replicas(s.replicas()).cacheTokens(s.cacheTokens()).seed(s.seed())
-                .policy(policy, Map.of()).closedLoop(s.clients()).learn(LearnMode.ON_ROUTE).feedback(true)
-                .reportUsage(true).cacheGeneratedTokens(false).build().run(w);
+        return Simulation.builder()
+                .replicas(s.replicas())
+                .cacheTokens(s.cacheTokens())
+                .seed(s.seed())
+                .policy(policy, Map.of())
+                .closedLoop(s.clients())
+                .learn(LearnMode.ON_ROUTE)
+                .feedback(true)
+                .reportUsage(true)
+                .cacheGeneratedTokens(false)
+                .build()
+                .run(w);
     }
 
     /** Replays {@code w} through a fresh proxy and fresh simulated replicas. */
@@ -95,17 +118,25 @@ final class EndToEnd {
         ProxyServer proxy = null;
         try {
             StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: 0\n  max_threads: ")
-                    .append(Math.max(64, 4 * s.clients())).append("\ncache:\n  policy: ").append(policy)
+                    .append(Math.max(64, 4 * s.clients()))
+                    .append("\ncache:\n  policy: ")
+                    .append(policy)
                     .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n  learn_answer: ")
-                    .append(s.learnAnswer()).append("\nproxy:\n  max_retries: 0\n  decision_log: false\n  add_routed_peer_header: true\nworkers:\n");
+                    .append(s.learnAnswer())
+                    .append(
+                            "\nproxy:\n  max_retries: 0\n  decision_log: false\n  add_routed_peer_header: true\nworkers:\n");
             for (int i = 0; i < s.replicas(); i++) {
                 SimulatedReplicaServer r = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
-                        .name("e2e-" + i).port(0).model("sim").cacheTokens(s.cacheTokens()).speedup(s.speedup()));
+                        .name("e2e-" + i)
+                        .port(0)
+                        .model("sim")
+                        .cacheTokens(s.cacheTokens())
+                        .speedup(s.speedup()));
                 sims.add(r);
                 yaml.append("  - url: ").append(r.baseUri()).append('\n');
             }
-            proxy = ProxyServer.start(ConfigLoader.parse(yaml.toString()),
-                    new ProxyServer.Options().healthChecks(false));
+            proxy = ProxyServer.start(
+                    ConfigLoader.parse(yaml.toString()), new ProxyServer.Options().healthChecks(false));
             List<String> urls = new ArrayList<>();
             for (SimulatedReplicaServer r : sims) {
                 urls.add(r.baseUri().toString());
@@ -125,10 +156,20 @@ final class EndToEnd {
             for (SimulatedReplicaServer r : sims) {
                 perReplica.add(r.requestCount());
             }
-            return new HttpRun(run.workload(), run.policy(), run.requests(), run.failed(), run.promptTokens(),
-                    run.cachedTokens(), (long) m.sum("cart_cache_prompt_tokens_total"),
-                    (long) m.sum("cart_cache_delivered_tokens_total"), run.seconds(), set.totalInFlight(), reasons,
-                    perReplica, run.trace());
+            return new HttpRun(
+                    run.workload(),
+                    run.policy(),
+                    run.requests(),
+                    run.failed(),
+                    run.promptTokens(),
+                    run.cachedTokens(),
+                    (long) m.sum("cart_cache_prompt_tokens_total"),
+                    (long) m.sum("cart_cache_delivered_tokens_total"),
+                    run.seconds(),
+                    set.totalInFlight(),
+                    reasons,
+                    perReplica,
+                    run.trace());
         } finally {
             if (proxy != null) {
                 proxy.close();
@@ -164,8 +205,10 @@ final class EndToEnd {
             this.policy = policy;
             this.s = s;
             this.base = proxy.baseUri();
-            this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                    .connectTimeout(Duration.ofSeconds(10)).build();
+            this.http = HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(10))
+                    .build();
             this.done = new CountDownLatch(requests.size());
             int n = requests.size();
             this.trace = new Trace(new int[n], new long[n], new long[n]);
@@ -182,8 +225,20 @@ final class EndToEnd {
             if (!done.await(30, TimeUnit.MINUTES)) {
                 throw new IllegalStateException("the replay did not finish");
             }
-            return new HttpRun(workload, policy, requests.size(), failed.get(), prompt.get(), cached.get(), 0, 0,
-                    (System.nanoTime() - t0) / 1e9, 0, Map.of(), List.of(), trace);
+            return new HttpRun(
+                    workload,
+                    policy,
+                    requests.size(),
+                    failed.get(),
+                    prompt.get(),
+                    cached.get(),
+                    0,
+                    0,
+                    (System.nanoTime() - t0) / 1e9,
+                    0,
+                    Map.of(),
+                    List.of(),
+                    trace);
         }
 
         /** Called with the lock held. */
@@ -220,14 +275,16 @@ final class EndToEnd {
             HttpRequest req = HttpRequest.newBuilder(base.resolve(r.endpoint().path()))
                     .timeout(Duration.ofMinutes(5))
                     .header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", s.stream()))).build();
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", s.stream())))
+                    .build();
             http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
                 try {
                     if (err != null || resp.statusCode() != 200 || !count(i, resp.body())) {
                         System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode() + " " + resp.body()));
                         failed.incrementAndGet();
                     } else {
-                        trace.replica()[i] = urls.indexOf(resp.headers().firstValue("x-routed-peer").orElse(""));
+                        trace.replica()[i] = urls.indexOf(
+                                resp.headers().firstValue("x-routed-peer").orElse(""));
                     }
                 } finally {
                     finished(i);
@@ -244,7 +301,8 @@ final class EndToEnd {
                 } else {
                     for (String line : body.split("\n")) {
                         if (line.startsWith("data: {") && line.contains("\"usage\"")) {
-                            JsonNode u = Responses.JSON.readTree(line.substring(6)).get("usage");
+                            JsonNode u =
+                                    Responses.JSON.readTree(line.substring(6)).get("usage");
                             if (u != null && u.isObject()) {
                                 usage = u;
                             }
@@ -255,7 +313,9 @@ final class EndToEnd {
                     return false;
                 }
                 long p = usage.get("prompt_tokens").asLong();
-                long c = usage.path("prompt_tokens_details").path("cached_tokens").asLong();
+                long c = usage.path("prompt_tokens_details")
+                        .path("cached_tokens")
+                        .asLong();
                 prompt.addAndGet(p);
                 cached.addAndGet(c);
                 trace.prompt()[i] = p;
@@ -274,9 +334,19 @@ final class EndToEnd {
         b.append("|---|---|---:|---:|---:|---:|---:|---|---:|\n");
         for (Row r : rows) {
             HttpRun h = r.http();
-            b.append(String.format(Locale.ROOT, "| %s | %s | %d | %.3f | %.3f | %+.1f | %d | %,d / %,d | %.1f |%n",
-                    h.workload(), h.policy(), h.requests(), h.hitRatio(), r.sim().hitRatio(),
-                    100 * r.difference(), h.failed(), h.proxyPromptTokens(), h.proxyDeliveredTokens(), h.seconds()));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %s | %d | %.3f | %.3f | %+.1f | %d | %,d / %,d | %.1f |%n",
+                    h.workload(),
+                    h.policy(),
+                    h.requests(),
+                    h.hitRatio(),
+                    r.sim().hitRatio(),
+                    100 * r.difference(),
+                    h.failed(),
+                    h.proxyPromptTokens(),
+                    h.proxyDeliveredTokens(),
+                    h.seconds()));
         }
         return b.toString();
     }
@@ -317,17 +387,35 @@ final class EndToEnd {
                 HttpRun h = overHttp(w, policy, s);
                 RunResult sim = simulate(w, policy, s);
                 rows.add(new Row(h, sim));
-                System.out.printf(Locale.ROOT, "%s %s: HTTP %.3f (%d failed, %.1f s) requests per replica %s %s; "
-                        + "in process %.3f requests per replica %s %s%n", w.name(), policy, h.hitRatio(), h.failed(),
-                        h.seconds(), h.perReplica(), h.reasons(), sim.hitRatio(), java.util.Arrays.toString(sim.routed()),
+                System.out.printf(
+                        Locale.ROOT,
+                        "%s %s: HTTP %.3f (%d failed, %.1f s) requests per replica %s %s; "
+                                + "in process %.3f requests per replica %s %s%n",
+                        w.name(),
+                        policy,
+                        h.hitRatio(),
+                        h.failed(),
+                        h.seconds(),
+                        h.perReplica(),
+                        h.reasons(),
+                        sim.hitRatio(),
+                        java.util.Arrays.toString(sim.routed()),
                         sim.reasons());
             }
         }
         System.out.println();
-        System.out.printf(Locale.ROOT, "seed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, "
-                + "%s, learn_answer %s, Java %s%n%n", seed, replicas, cacheTokens, clients, speedup,
-                stream ? "streamed" : "not streamed", learnAnswer, Runtime.version());
+        System.out.printf(
+                Locale.ROOT,
+                "seed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, "
+                        + "%s, learn_answer %s, Java %s%n%n",
+                seed,
+                replicas,
+                cacheTokens,
+                clients,
+                speedup,
+                stream ? "streamed" : "not streamed",
+                learnAnswer,
+                Runtime.version());
         System.out.print(table(rows));
     }
-
 }

@@ -38,13 +38,17 @@ class EndToEndTest {
         EndToEnd.Settings streamed = new EndToEnd.Settings(4, cache, 400, 8, SEED, true, true);
         Workload rag = Workloads.rag(SEED, 4 * cache, new Workloads.RagSpec(192, 768, 1536, 1.1, 0.7, 64, 16, 48, 8));
         Workload chat = Workloads.multiTurn(SEED, new Workloads.ChatSpec(16, 6, 128, 32, 96, 32, 64));
-        List<EndToEnd.Row> rows = List.of(run(rag, "round_robin", plain), run(rag, "cache_aware", plain),
-                run(chat, "round_robin", streamed), run(chat, "cache_aware", streamed));
+        List<EndToEnd.Row> rows = List.of(
+                run(rag, "round_robin", plain),
+                run(rag, "cache_aware", plain),
+                run(chat, "round_robin", streamed),
+                run(chat, "cache_aware", streamed));
         System.out.print(EndToEnd.table(rows));
         for (int i = 0; i < rows.size(); i += 2) {
             double rr = rows.get(i).http().hitRatio();
             double ca = rows.get(i + 1).http().hitRatio();
-            assertTrue(ca >= rr + 0.15, rows.get(i).http().workload() + ": cache_aware " + ca + " vs round_robin " + rr);
+            assertTrue(
+                    ca >= rr + 0.15, rows.get(i).http().workload() + ": cache_aware " + ca + " vs round_robin " + rr);
         }
     }
 }

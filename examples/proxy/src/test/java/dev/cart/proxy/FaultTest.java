@@ -51,7 +51,12 @@ class FaultTest {
 
     private SimulatedReplicaServer sim(String name, Fault fault, double speedup, int outputTokens) throws IOException {
         SimulatedReplicaServer s = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
-                .name(name).port(0).model("demo").speedup(speedup).outputTokens(outputTokens).fault(fault));
+                .name(name)
+                .port(0)
+                .model("demo")
+                .speedup(speedup)
+                .outputTokens(outputTokens)
+                .fault(fault));
         open.add(s);
         return s;
     }
@@ -60,7 +65,11 @@ class FaultTest {
     private static ProxyHarness harness(String yaml, String... urls) throws Exception {
         StringBuilder b = new StringBuilder(yaml).append("\nserver:\n  host: 127.0.0.1\n  port: 0\nworkers:\n");
         for (int i = 0; i < urls.length; i++) {
-            b.append("  - url: ").append(urls[i]).append("\n    load_penalty: ").append(i == 0 ? 0 : 50).append('\n');
+            b.append("  - url: ")
+                    .append(urls[i])
+                    .append("\n    load_penalty: ")
+                    .append(i == 0 ? 0 : 50)
+                    .append('\n');
         }
         ProxyHarness h = new ProxyHarness();
         h.proxy = ProxyServer.start(ConfigLoader.parse(b.toString()), h.options());
@@ -73,8 +82,11 @@ class FaultTest {
     }
 
     private static String streamBody(ProxyHarness h, String body) throws Exception {
-        HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> r = h.http.send(
+                HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofInputStream());
         try (InputStream in = r.body()) {
             return r.statusCode() + " " + new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
@@ -90,13 +102,18 @@ class FaultTest {
             assertFalse(got.contains("[DONE]"), "the client never sees a complete stream: " + got);
             h.assertNoInFlight();
             PromText m = PromText.parse(h.get("/metrics").body());
-            assertEquals(1, m.sum("cart_upstream_requests_total", "outcome", "failure"), m.dump("cart_upstream_requests_total"));
+            assertEquals(
+                    1,
+                    m.sum("cart_upstream_requests_total", "outcome", "failure"),
+                    m.dump("cart_upstream_requests_total"));
         }
         ScriptedReplica killed = ScriptedReplica.start("killed");
         killed.hangAfterFirstChunk = true;
         try (ProxyHarness h = harness("", killed.url())) {
-            HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("x", true))).build(),
+            HttpResponse<InputStream> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("x", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, r.statusCode());
             killed.firstChunkSent.await(20, TimeUnit.SECONDS);
@@ -134,7 +151,8 @@ class FaultTest {
         assertTrue(fillers.size() < 4, "the backlog filled up");
         SimulatedReplicaServer good = sim("good", Fault.NONE, 200, 8);
         String dead = "http://127.0.0.1:" + blackhole.getLocalPort();
-        try (ProxyHarness h = harness("proxy:\n  connect_timeout_secs: 1\n", dead, good.baseUri().toString())) {
+        try (ProxyHarness h = harness(
+                "proxy:\n  connect_timeout_secs: 1\n", dead, good.baseUri().toString())) {
             String got = streamBody(h, chat("hello", true));
             assertTrue(got.startsWith("200 ") && got.contains("[DONE]"), got);
             assertEquals(1, good.requestCount());
@@ -149,27 +167,37 @@ class FaultTest {
         SimulatedReplicaServer flaky = sim("flaky", Fault.ERROR_500, 200, 8);
         SimulatedReplicaServer steady = sim("steady", Fault.NONE, 200, 8);
         String yaml = "circuit_breaker:\n  failure_threshold: 2\n  success_threshold: 1\n  timeout_secs: 30\n";
-        try (ProxyHarness h = harness(yaml, flaky.baseUri().toString(), steady.baseUri().toString())) {
+        try (ProxyHarness h =
+                harness(yaml, flaky.baseUri().toString(), steady.baseUri().toString())) {
             assertEquals(500, h.post("/v1/chat/completions", chat("one", false)).statusCode());
             assertEquals(500, h.post("/v1/chat/completions", chat("two", false)).statusCode());
             await("circuit open", () -> first(h).circuitState() == CircuitState.OPEN);
             for (int i = 0; i < 3; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", chat("moved " + i, false)).statusCode());
+                assertEquals(
+                        200,
+                        h.post("/v1/chat/completions", chat("moved " + i, false))
+                                .statusCode());
             }
             assertEquals(2, flaky.requestCount(), "no traffic while open");
             h.clock.advance(Duration.ofSeconds(30)); // half-open: a trial that fails reopens
-            assertEquals(500, h.post("/v1/chat/completions", chat("trial", false)).statusCode());
+            assertEquals(
+                    500, h.post("/v1/chat/completions", chat("trial", false)).statusCode());
             await("reopened", () -> first(h).circuitState() == CircuitState.OPEN);
             flaky.setFault(Fault.NONE); // recovers
             h.clock.advance(Duration.ofSeconds(30));
-            assertEquals(200, h.post("/v1/chat/completions", chat("trial two", false)).statusCode());
+            assertEquals(
+                    200,
+                    h.post("/v1/chat/completions", chat("trial two", false)).statusCode());
             await("closed", () -> first(h).circuitState() == CircuitState.CLOSED);
             assertEquals(4, flaky.requestCount());
             PromText m = PromText.parse(h.get("/metrics").body());
             String f = flaky.baseUri().toString();
-            assertEquals(2, m.value("cart_circuit_transitions_total", "replica", f, "from", "half_open", "to", "open")
-                    + m.value("cart_circuit_transitions_total", "replica", f, "from", "closed", "to", "open"));
-            assertEquals(1, m.value("cart_circuit_transitions_total", "replica", f, "from", "half_open", "to", "closed"));
+            assertEquals(
+                    2,
+                    m.value("cart_circuit_transitions_total", "replica", f, "from", "half_open", "to", "open")
+                            + m.value("cart_circuit_transitions_total", "replica", f, "from", "closed", "to", "open"));
+            assertEquals(
+                    1, m.value("cart_circuit_transitions_total", "replica", f, "from", "half_open", "to", "closed"));
         }
     }
 
@@ -177,7 +205,8 @@ class FaultTest {
     void aSlowReplicaEndsAtTheRequestTimeout() throws Exception {
         SimulatedReplicaServer slow = sim("slow", Fault.SLOW, 1, 400);
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = harness("proxy:\n  request_timeout_secs: 1\n", slow.baseUri().toString())) {
+                ProxyHarness h = harness(
+                        "proxy:\n  request_timeout_secs: 1\n", slow.baseUri().toString())) {
             String got = streamBody(h, chat("take your time", true));
             assertFalse(got.contains("[DONE]"), got);
             await("decision line", () -> !log.lines().isEmpty());
@@ -204,7 +233,8 @@ class FaultTest {
             b.setFault(Fault.NONE);
             h.probe();
             assertEquals(200, h.get("/health").statusCode());
-            assertEquals(200, h.post("/v1/chat/completions", chat("anyone", false)).statusCode());
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat("anyone", false)).statusCode());
         }
     }
 

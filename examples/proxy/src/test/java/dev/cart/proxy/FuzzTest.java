@@ -4,6 +4,7 @@ import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,7 +14,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -47,8 +47,9 @@ class FuzzTest {
                 + "[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
     };
     private static final String PUNCTUATION = "{}[]\",:0n\\";
-    private static final String[] PATHS = {"/v1/chat/completions", "/v1/chat/completions", "/v1/completions",
-        "/v1/messages"};
+    private static final String[] PATHS = {
+        "/v1/chat/completions", "/v1/chat/completions", "/v1/completions", "/v1/messages"
+    };
 
     private static byte[] mutateJson(byte[] in, SplittableRandom r) {
         List<Byte> b = new ArrayList<>();
@@ -101,8 +102,11 @@ class FuzzTest {
         String body = VALID[r.nextInt(VALID.length)];
         String path = PATHS[r.nextInt(PATHS.length)];
         String method = "POST";
-        List<String> headers = new ArrayList<>(List.of("Host: 127.0.0.1", "Content-Type: application/json",
-                "Content-Length: " + body.length(), "Connection: close"));
+        List<String> headers = new ArrayList<>(List.of(
+                "Host: 127.0.0.1",
+                "Content-Type: application/json",
+                "Content-Length: " + body.length(),
+                "Connection: close"));
         String version = "HTTP/1.1";
         String bodyPart = body;
         switch (choice) {
@@ -114,9 +118,14 @@ class FuzzTest {
                 headers.set(2, "Transfer-Encoding: chunked");
                 bodyPart = Integer.toHexString(body.length() + r.nextInt(3) - 1) + "\r\n" + body + "\r\n0\r\n\r\n";
             }
-            case 5 -> method = new String[] {"GET", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "G\u0001T"}[r.nextInt(7)];
-            case 6 -> path = path + new String[] {"?a=%zz", "/../../etc/passwd", "%00", "?x=" + "y".repeat(500),
-                "#frag", "/%2e%2e/"}[r.nextInt(6)];
+            case 5 ->
+                method = new String[] {"GET", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "G\u0001T"}[r.nextInt(7)];
+            case 6 ->
+                path = path
+                        + new String[] {
+                                    "?a=%zz", "/../../etc/passwd", "%00", "?x=" + "y".repeat(500), "#frag", "/%2e%2e/"
+                                }
+                                [r.nextInt(6)];
             case 7 -> headers.add("X-Fuzz: " + "v".repeat(r.nextInt(4000)));
             case 8 -> headers.add(r.nextBoolean() ? "Bad Header: x" : "NoColon");
             case 9 -> version = new String[] {"HTTP/1.0", "HTTP/2.0", "HTTP/1.1x", "FOO/1.1"}[r.nextInt(4)];
@@ -126,10 +135,16 @@ class FuzzTest {
                     headers.add("X-Many-" + i + ": " + i);
                 }
             }
-            default -> headers.set(0, "Host: " + new String[] {"", "evil.example:80", "127.0.0.1:1",
-                "[::1]:99999"}[r.nextInt(4)]);
+            default ->
+                headers.set(
+                        0, "Host: " + new String[] {"", "evil.example:80", "127.0.0.1:1", "[::1]:99999"}[r.nextInt(4)]);
         }
-        StringBuilder b = new StringBuilder(method).append(' ').append(path).append(' ').append(version).append("\r\n");
+        StringBuilder b = new StringBuilder(method)
+                .append(' ')
+                .append(path)
+                .append(' ')
+                .append(version)
+                .append("\r\n");
         for (String h : headers) {
             b.append(h).append("\r\n");
         }
@@ -167,7 +182,8 @@ class FuzzTest {
             throw new AssertionError("not JSON: " + body + "\n" + context, e);
         }
         JsonNode err = root.path("error");
-        assertTrue(err.path("message").isTextual() && !err.path("message").asText().isBlank(), body + "\n" + context);
+        assertTrue(
+                err.path("message").isTextual() && !err.path("message").asText().isBlank(), body + "\n" + context);
         assertTrue(err.path("code").isTextual() && !err.path("code").asText().isBlank(), body + "\n" + context);
         assertTrue(err.has("param"), body + "\n" + context);
         assertEquals(Responses.typeFor(status), err.path("type").asText(), body + "\n" + context);
@@ -187,16 +203,20 @@ class FuzzTest {
                 int which = r.nextInt(VALID.length);
                 byte[] body = mutateJson(VALID[which].getBytes(StandardCharsets.UTF_8), r);
                 String path = which == 2 ? "/v1/completions" : which == 3 ? "/v1/messages" : "/v1/chat/completions";
-                HttpResponse<String> resp = h.http.send(HttpRequest.newBuilder(h.uri(path))
-                        .timeout(Duration.ofSeconds(60))
-                        .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> resp = h.http.send(
+                        HttpRequest.newBuilder(h.uri(path))
+                                .timeout(Duration.ofSeconds(60))
+                                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 int s = resp.statusCode();
                 byStatus.merge(s, 1, Integer::sum);
                 String context = replay + ", JSON case " + i + ", " + path + " body "
                         + new String(body, StandardCharsets.ISO_8859_1);
                 assertTrue(s / 100 == 2 || s / 100 == 4 || s == 503, "status " + s + ", " + context);
                 if (s >= 400) {
-                    assertErrorShape(s, resp.headers().firstValue("content-type").orElse(""), resp.body(), context);
+                    assertErrorShape(
+                            s, resp.headers().firstValue("content-type").orElse(""), resp.body(), context);
                     proxyErrors++;
                 }
             }
@@ -232,8 +252,10 @@ class FuzzTest {
                         proxyErrors++;
                     } else {
                         // the JDK server's own short answer to a request it refuses before the proxy sees it
-                        assertTrue(JDK_REFUSED.contains(choice), "an error that is not the proxy's JSON for a "
-                                + "request the JDK does not refuse:\n" + answer + "\n" + context);
+                        assertTrue(
+                                JDK_REFUSED.contains(choice),
+                                "an error that is not the proxy's JSON for a " + "request the JDK does not refuse:\n"
+                                        + answer + "\n" + context);
                         jdkAnswers.merge(choice, 1, Integer::sum);
                     }
                 }

@@ -49,14 +49,15 @@ class HandOffPoolTest {
         }
         assertTrue(done.await(10, TimeUnit.SECONDS), "all five ran while the pool's own threads were held");
         assertEquals(1, ranOn.size(), "one overflow thread ran them in turn");
-        assertEquals(Set.of(true), markedOverflow, "the handler can tell it is on an overflow thread (and refuse a stream)");
+        assertEquals(
+                Set.of(true), markedOverflow, "the handler can tell it is on an overflow thread (and refuse a stream)");
         assertEquals(2, pool.getPoolSize(), "the pool itself never grows past its limit");
 
         release.countDown();
         pool.shutdown();
         assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
         assertTrue(pool.isTerminated());
-        assertThrows(RejectedExecutionException.class, () -> pool.execute(() -> { }));
+        assertThrows(RejectedExecutionException.class, () -> pool.execute(() -> {}));
     }
 
     @Test
@@ -71,7 +72,7 @@ class HandOffPoolTest {
             });
         }
         assertTrue(holding.await(10, TimeUnit.SECONDS), "the pool's thread and the overflow thread are held");
-        pool.execute(() -> { });
+        pool.execute(() -> {});
 
         assertEquals(1, pool.shutdownNow().size(), "the queued exchange is handed back");
         assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "held threads were interrupted and ended");

@@ -37,8 +37,13 @@ class HttpBadInputTest {
     static JsonNode jsonError(String rawResponse) throws Exception {
         String body = rawResponse.substring(rawResponse.indexOf("\r\n\r\n") + 4);
         JsonNode err = Responses.JSON.readTree(body).get("error");
-        assertTrue(err != null && err.get("message").isTextual() && err.get("type").isTextual()
-                && err.has("code") && err.has("param"), rawResponse);
+        assertTrue(
+                err != null
+                        && err.get("message").isTextual()
+                        && err.get("type").isTextual()
+                        && err.has("code")
+                        && err.has("param"),
+                rawResponse);
         return err;
     }
 
@@ -51,10 +56,11 @@ class HttpBadInputTest {
 
     @Test
     void malformedJsonAndWrongTypesOnEachRoutedEndpoint() throws Exception {
-        record Case(String path, String body) {
-        }
+        record Case(String path, String body) {}
         List<Case> cases = List.of(
-                new Case("/v1/chat/completions", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}"),
+                new Case(
+                        "/v1/chat/completions",
+                        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}"),
                 new Case("/v1/chat/completions", "{\"model\":\"m\",\"messages\":\"hi\"}"),
                 new Case("/v1/chat/completions", "{\"model\":\"m\",\"messages\":[1,2]}"),
                 new Case("/v1/chat/completions", "{\"model\":7,\"messages\":[]}"),
@@ -72,7 +78,9 @@ class HttpBadInputTest {
                 new Case("/v1/messages", "{\"model\":\"m\",\"messages\":[\"x\"]}"),
                 new Case("/v1/messages", "{\"model\":\"m\",\"system\":5,\"messages\":[]}"),
                 new Case("/v1/messages", "{\"model\":\"m\",\"messages\":{}}"),
-                new Case("/v1/messages", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":5}]}]}"),
+                new Case(
+                        "/v1/messages",
+                        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":5}]}]}"),
                 new Case("/v1/messages", "{,}"));
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
             for (Case c : cases) {
@@ -89,19 +97,33 @@ class HttpBadInputTest {
     @Test
     void invalidUtf8IsA400() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
-            byte[] head = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"".getBytes(StandardCharsets.UTF_8);
-            byte[][] bad = {{(byte) 0xC3, 0x28}, {(byte) 0xC0, (byte) 0xAF}, {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
-                {(byte) 0xFF}, {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}};
+            byte[] head =
+                    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"".getBytes(StandardCharsets.UTF_8);
+            byte[][] bad = {
+                {(byte) 0xC3, 0x28},
+                {(byte) 0xC0, (byte) 0xAF},
+                {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+                {(byte) 0xFF},
+                {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}
+            };
             for (byte[] b : bad) {
                 ByteArrayOutputStream body = new ByteArrayOutputStream();
                 body.write(head);
                 body.write(b);
                 body.write("\"}]}".getBytes(StandardCharsets.UTF_8));
-                HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                        .POST(HttpRequest.BodyPublishers.ofByteArray(body.toByteArray())).build(),
+                HttpResponse<String> r = h.http.send(
+                        HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                                .POST(HttpRequest.BodyPublishers.ofByteArray(body.toByteArray()))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertEquals(400, r.statusCode(), r.body());
-                assertEquals("invalid_request_error", Responses.JSON.readTree(r.body()).get("error").get("type").asText());
+                assertEquals(
+                        "invalid_request_error",
+                        Responses.JSON
+                                .readTree(r.body())
+                                .get("error")
+                                .get("type")
+                                .asText());
             }
             assertEquals(0, h.replica(0).count());
         }
@@ -117,13 +139,17 @@ class HttpBadInputTest {
             assertEquals(400, status(shortCl), shortCl);
             assertEquals("invalid_json", jsonError(shortCl).get("code").asText());
             // long: the client stops sending before the declared length
-            String longCl = h.rawExchange(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                    + "Content-Length: " + (body.length() + 100) + "\r\n\r\n" + body)
-                    .getBytes(StandardCharsets.ISO_8859_1), true);
+            String longCl = h.rawExchange(
+                    ("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + "Content-Length: " + (body.length() + 100)
+                                    + "\r\n\r\n" + body)
+                            .getBytes(StandardCharsets.ISO_8859_1),
+                    true);
             assertEquals(400, status(longCl), longCl);
             assertEquals("invalid_body", jsonError(longCl).get("code").asText());
             // negative, not a number, two of them, with Transfer-Encoding: refused by the JDK server (400)
-            for (String headers : List.of("Content-Length: -5\r\n", "Content-Length: 12x\r\n",
+            for (String headers : List.of(
+                    "Content-Length: -5\r\n",
+                    "Content-Length: 12x\r\n",
                     "Content-Length: " + body.length() + "\r\nContent-Length: " + body.length() + "\r\n",
                     "Content-Length: " + body.length() + "\r\nTransfer-Encoding: chunked\r\n")) {
                 String r = h.rawExchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n" + body);
@@ -140,11 +166,17 @@ class HttpBadInputTest {
                     + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
             assertEquals(400, status(badSize), badSize);
             assertEquals("invalid_body", jsonError(badSize).get("code").asText());
-            String truncated = h.rawExchange(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                    + "Transfer-Encoding: chunked\r\n\r\n40\r\n{\"model\":").getBytes(StandardCharsets.ISO_8859_1), true);
+            String truncated = h.rawExchange(
+                    ("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                    + "Transfer-Encoding: chunked\r\n\r\n40\r\n{\"model\":")
+                            .getBytes(StandardCharsets.ISO_8859_1),
+                    true);
             assertEquals(400, status(truncated), truncated);
-            String noCrlf = h.rawExchange(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                    + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1), true);
+            String noCrlf = h.rawExchange(
+                    ("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                    + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n")
+                            .getBytes(StandardCharsets.ISO_8859_1),
+                    true);
             assertEquals(400, status(noCrlf), noCrlf);
             String unsupported = h.rawExchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                     + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
@@ -157,15 +189,17 @@ class HttpBadInputTest {
     @Test
     void targetsAndHostsNeverMakeTheProxyCallElsewhere() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "");
-             ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
+                ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
             String other = "127.0.0.1:" + elsewhere.port();
             List<String> requests = List.of(
-                    "GET http://" + other + "/v1/models?x=1 HTTP/1.1\r\nHost: " + other + "\r\nConnection: close\r\n\r\n",
+                    "GET http://" + other + "/v1/models?x=1 HTTP/1.1\r\nHost: " + other
+                            + "\r\nConnection: close\r\n\r\n",
                     "GET https://" + other + "/a HTTP/1.1\r\nHost: " + other + "\r\nConnection: close\r\n\r\n",
                     "GET //" + other + "/b HTTP/1.1\r\nHost: " + other + "\r\nConnection: close\r\n\r\n",
                     "GET http://user:pw@" + other + "/c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                     "CONNECT " + other + " HTTP/1.1\r\nHost: " + other + "\r\nConnection: close\r\n\r\n",
-                    "GET /d HTTP/1.1\r\nHost: " + other + "\r\nX-Forwarded-Host: " + other + "\r\nConnection: close\r\n\r\n",
+                    "GET /d HTTP/1.1\r\nHost: " + other + "\r\nX-Forwarded-Host: " + other
+                            + "\r\nConnection: close\r\n\r\n",
                     "POST http://" + other + "/v1/chat/completions HTTP/1.1\r\nHost: " + other
                             + "\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}");
             for (String req : requests) {
@@ -187,13 +221,14 @@ class HttpBadInputTest {
             String r = h.rawExchange("GET /echo HTTP/1.1\r\nHost: x\r\nX-Routed-Peer: evil\r\n"
                     + "X-Foo: a\r\n b-folded: injected\r\nConnection: close\r\n\r\n");
             String head = r.substring(0, r.indexOf("\r\n\r\n")).toLowerCase();
-            List<String> peers = head.lines().filter(l -> l.startsWith("x-routed-peer:")).toList();
+            List<String> peers =
+                    head.lines().filter(l -> l.startsWith("x-routed-peer:")).toList();
             assertEquals(List.of("x-routed-peer: " + h.replica(0).url().toLowerCase()), peers, head);
             assertFalse(head.contains("b-folded"), head);
         }
         // a worker URL cannot carry a line break into the header: refused by validation
-        ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class,
-                () -> ConfigLoader.parse("workers:\n  - url: \"http://a:1\\r\\nX-Evil: 1\"\n"));
+        ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+                ConfigException.class, () -> ConfigLoader.parse("workers:\n  - url: \"http://a:1\\r\\nX-Evil: 1\"\n"));
         assertTrue(e.getMessage().contains("workers[0].url"), e.getMessage());
     }
 
@@ -201,13 +236,16 @@ class HttpBadInputTest {
     void headLimitsAnswer414And431WithJson() throws Exception {
         String yaml = "server:\n  max_request_line_bytes: 1024\n  max_headers: 20\n";
         try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
-            String longLine = h.rawExchange("GET /" + "a".repeat(2000) + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            String longLine =
+                    h.rawExchange("GET /" + "a".repeat(2000) + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             assertEquals(414, status(longLine), longLine);
             assertEquals("uri_too_long", jsonError(longLine).get("code").asText());
-            String many = h.rawExchange("GET /x HTTP/1.1\r\nHost: x\r\n" + "X-Same: 1\r\n".repeat(30)
-                    + "Connection: close\r\n\r\n");
+            String many = h.rawExchange(
+                    "GET /x HTTP/1.1\r\nHost: x\r\n" + "X-Same: 1\r\n".repeat(30) + "Connection: close\r\n\r\n");
             assertEquals(431, status(many), many);
-            assertEquals("request_header_fields_too_large", jsonError(many).get("code").asText());
+            assertEquals(
+                    "request_header_fields_too_large",
+                    jsonError(many).get("code").asText());
             assertEquals(0, h.replica(0).count());
             assertEquals(200, h.get("/x").statusCode());
         }
@@ -218,8 +256,10 @@ class HttpBadInputTest {
         try (ProxyHarness h = ProxyHarness.start(1, "server:\n  max_concurrent_requests: 1\n")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
-            HttpResponse<InputStream> stream = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("long", true))).build(),
+            HttpResponse<InputStream> stream = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("long", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, stream.statusCode());
             HttpResponse<String> refused = h.post("/v1/chat/completions", chat("second", false));
@@ -249,26 +289,43 @@ class HttpBadInputTest {
         String anthropicKey = "ak-secret-9876543210";
         String prompt = "my medical history is private";
         try (LogCapture all = new LogCapture(org.slf4j.Logger.ROOT_LOGGER_NAME);
-             ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_retries: 1\n")) {
+                ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_retries: 1\n")) {
             HttpRequest.Builder b = HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .header("Authorization", "Bearer " + key).header("x-api-key", anthropicKey);
-            HttpResponse<String> ok = h.http.send(b.copy().POST(HttpRequest.BodyPublishers.ofString(chat(prompt, false)))
-                    .build(), HttpResponse.BodyHandlers.ofString());
+                    .header("Authorization", "Bearer " + key)
+                    .header("x-api-key", anthropicKey);
+            HttpResponse<String> ok = h.http.send(
+                    b.copy()
+                            .POST(HttpRequest.BodyPublishers.ofString(chat(prompt, false)))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertEquals(200, ok.statusCode());
             ScriptedReplica served = h.replica(0).count() == 1 ? h.replica(0) : h.replica(1);
             assertEquals("Bearer " + key, served.last().headers().getFirst("Authorization"));
             assertEquals(anthropicKey, served.last().headers().getFirst("X-api-key"));
             // errors of every kind, with the secrets present
             StringBuilder bodies = new StringBuilder();
-            bodies.append(h.http.send(b.copy().POST(HttpRequest.BodyPublishers.ofString("{bad " + prompt)).build(),
-                    HttpResponse.BodyHandlers.ofString()).body());
+            bodies.append(h.http.send(
+                            b.copy()
+                                    .POST(HttpRequest.BodyPublishers.ofString("{bad " + prompt))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString())
+                    .body());
             h.replica(0).forcedStatus = 502;
             h.replica(1).forcedStatus = 502;
-            bodies.append(h.http.send(b.copy().POST(HttpRequest.BodyPublishers.ofString(chat(prompt, true))).build(),
-                    HttpResponse.BodyHandlers.ofString()).body());
+            bodies.append(h.http.send(
+                            b.copy()
+                                    .POST(HttpRequest.BodyPublishers.ofString(chat(prompt, true)))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString())
+                    .body());
             bodies.append(h.rawExchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key
                     + "\r\nContent-Length: -1\r\n\r\n"));
-            await("decision lines", () -> all.lines().stream().filter(l -> l.startsWith("decision ")).count() >= 3);
+            await(
+                    "decision lines",
+                    () -> all.lines().stream()
+                                    .filter(l -> l.startsWith("decision "))
+                                    .count()
+                            >= 3);
             String logs = String.join("\n", all.lines());
             String answers = bodies.toString();
             for (String secret : List.of(key, anthropicKey, prompt, "medical")) {

@@ -29,8 +29,9 @@ class LearnAnswerTest {
                     continue;
                 }
                 JsonNode n = Responses.JSON.readTree(line.substring(6));
-                JsonNode t = anthropic ? n.path("delta").path("text") : n.path("choices").path(0).path("delta")
-                        .path("content");
+                JsonNode t = anthropic
+                        ? n.path("delta").path("text")
+                        : n.path("choices").path(0).path("delta").path("content");
                 if (t.isTextual()) {
                     b.append(t.asText());
                 }
@@ -38,7 +39,8 @@ class LearnAnswerTest {
             return b.toString();
         }
         JsonNode n = Responses.JSON.readTree(body);
-        return anthropic ? n.path("content").path(0).path("text").asText()
+        return anthropic
+                ? n.path("content").path(0).path("text").asText()
                 : n.path("choices").path(0).path("message").path("content").asText();
     }
 
@@ -46,8 +48,11 @@ class LearnAnswerTest {
         StringBuilder b = new StringBuilder("{\"model\":\"fake\",\"stream\":" + stream + ",\"messages\":[{\"role\":"
                 + "\"system\",\"content\":" + quote(SYSTEM) + "}");
         for (int i = 0; i < turns.length; i++) {
-            b.append(",{\"role\":\"").append(i % 2 == 0 ? "user" : "assistant").append("\",\"content\":")
-                    .append(quote(turns[i])).append('}');
+            b.append(",{\"role\":\"")
+                    .append(i % 2 == 0 ? "user" : "assistant")
+                    .append("\",\"content\":")
+                    .append(quote(turns[i]))
+                    .append('}');
         }
         return b.append("]}").toString();
     }
@@ -56,8 +61,12 @@ class LearnAnswerTest {
         StringBuilder b = new StringBuilder("{\"model\":\"fake\",\"max_tokens\":100,\"stream\":" + stream
                 + ",\"system\":" + quote(SYSTEM) + ",\"messages\":[");
         for (int i = 0; i < turns.length; i++) {
-            b.append(i == 0 ? "" : ",").append("{\"role\":\"").append(i % 2 == 0 ? "user" : "assistant")
-                    .append("\",\"content\":[{\"type\":\"text\",\"text\":").append(quote(turns[i])).append("}]}");
+            b.append(i == 0 ? "" : ",")
+                    .append("{\"role\":\"")
+                    .append(i % 2 == 0 ? "user" : "assistant")
+                    .append("\",\"content\":[{\"type\":\"text\",\"text\":")
+                    .append(quote(turns[i]))
+                    .append("}]}");
         }
         return b.append("]}").toString();
     }
@@ -69,7 +78,7 @@ class LearnAnswerTest {
     private static Map<String, String>[] twoTurns(String yaml, String path, boolean anthropic, boolean stream)
             throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(3, yaml)) {
+                ProxyHarness h = ProxyHarness.start(3, yaml)) {
             for (ScriptedReplica r : h.replicas) {
                 r.reply = REPLY;
             }
@@ -84,19 +93,21 @@ class LearnAnswerTest {
                 await("the answer learned", () -> {
                     try {
                         return PromText.parse(h.get("/metrics").body())
-                                .sum("cart_learned_answers_total", "result", "learned") >= 1;
+                                        .sum("cart_learned_answers_total", "result", "learned")
+                                >= 1;
                     } catch (Exception e) {
                         throw new AssertionError(e);
                     }
                 });
             }
             String q2 = "And how does it compare with a hash table?";
-            HttpResponse<String> second = h.post(path, anthropic ? anthropic(stream, q1, reply, q2)
-                    : openAi(stream, q1, reply, q2));
+            HttpResponse<String> second =
+                    h.post(path, anthropic ? anthropic(stream, q1, reply, q2) : openAi(stream, q1, reply, q2));
             assertEquals(200, second.statusCode());
             await("two decision lines", () -> log.lines().size() >= 2);
             @SuppressWarnings({"unchecked", "rawtypes"})
-            Map<String, String>[] out = new Map[] {fields(log.lines().get(0)), fields(log.lines().get(1))};
+            Map<String, String>[] out =
+                    new Map[] {fields(log.lines().get(0)), fields(log.lines().get(1))};
             return out;
         }
     }
@@ -109,8 +120,9 @@ class LearnAnswerTest {
         assertEquals(turns[0].get("replica"), turns[1].get("replica"));
         // the history is turn 1's key plus the reply (about REPLY.length() more); only the new question and
         // the last partial block may be unmatched
-        assertTrue(matched > firstKey + REPLY.length() - 2 * 64, "matched " + matched + " of " + secondKey
-                + "; turn 1's key was " + firstKey);
+        assertTrue(
+                matched > firstKey + REPLY.length() - 2 * 64,
+                "matched " + matched + " of " + secondKey + "; turn 1's key was " + firstKey);
         assertTrue(secondKey - matched < 64 + 60, "only the new question is unmatched: " + matched + "/" + secondKey);
     }
 
@@ -132,8 +144,7 @@ class LearnAnswerTest {
 
     @Test
     void withLearnAnswerOffTheFollowUpMatchesOnlyUpToTheLastQuestion() throws Exception {
-        Map<String, String>[] turns = twoTurns("cache:\n  learn_answer: false\n", "/v1/chat/completions", false,
-                false);
+        Map<String, String>[] turns = twoTurns("cache:\n  learn_answer: false\n", "/v1/chat/completions", false, false);
         int firstKey = Integer.parseInt(turns[0].get("key_len"));
         assertTrue(Integer.parseInt(turns[1].get("matched")) <= firstKey, turns[1].toString());
     }
@@ -142,15 +153,26 @@ class LearnAnswerTest {
     void toolCallsAndOverlongAnswersAreNotLearned() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
             ScriptedReplica r = h.replica(0);
-            r.toolCalls = "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]";
-            assertEquals(200, h.post("/v1/chat/completions", openAi(false, "call a tool")).statusCode());
+            r.toolCalls =
+                    "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]";
+            assertEquals(
+                    200,
+                    h.post("/v1/chat/completions", openAi(false, "call a tool")).statusCode());
             r.toolCalls = null;
             r.reply = "x".repeat(ResponseObserver.MAX_REPLY_CHARS + 1);
-            assertEquals(200, h.post("/v1/chat/completions", openAi(true, "write a lot")).statusCode());
+            assertEquals(
+                    200,
+                    h.post("/v1/chat/completions", openAi(true, "write a lot")).statusCode());
             r.reply = "short and plain";
-            assertEquals(200, h.post("/v1/chat/completions", openAi(false, "say something")).statusCode());
+            assertEquals(
+                    200,
+                    h.post("/v1/chat/completions", openAi(false, "say something"))
+                            .statusCode());
             PromText m = PromText.parse(h.get("/metrics").body());
-            assertEquals(1, m.value("cart_learned_answers_total", "result", "not_text"), m.dump("cart_learned_answers_total"));
+            assertEquals(
+                    1,
+                    m.value("cart_learned_answers_total", "result", "not_text"),
+                    m.dump("cart_learned_answers_total"));
             assertEquals(1, m.value("cart_learned_answers_total", "result", "too_long"));
             assertEquals(1, m.value("cart_learned_answers_total", "result", "learned"));
         }

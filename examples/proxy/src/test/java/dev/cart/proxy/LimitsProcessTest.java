@@ -74,30 +74,41 @@ class LimitsProcessTest {
 
     private Child start(String serverYaml, String moreYaml, ScriptedReplica replica) throws Exception {
         Path cfg = dir.resolve("cfg-" + System.nanoTime() + ".yaml");
-        Files.writeString(cfg, "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml
-                + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
+        Files.writeString(
+                cfg,
+                "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml + "workers:\n  - url: " + replica.url()
+                        + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> cmd = new ArrayList<>(List.of(java, "-Xmx128m", "-Dsun.net.httpserver.clockTick=100",
-                "-Dsun.net.httpserver.timerMillis=100", "-cp", System.getProperty("java.class.path"),
-                Main.class.getName(), "-c", cfg.toString()));
+        List<String> cmd = new ArrayList<>(List.of(
+                java,
+                "-Xmx128m",
+                "-Dsun.net.httpserver.clockTick=100",
+                "-Dsun.net.httpserver.timerMillis=100",
+                "-cp",
+                System.getProperty("java.class.path"),
+                Main.class.getName(),
+                "-c",
+                cfg.toString()));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         CompletableFuture<Integer> port = new CompletableFuture<>();
         List<String> output = new java.util.concurrent.CopyOnWriteArrayList<>();
-        Thread reader = new Thread(() -> {
-            try {
-                for (String line; (line = out.readLine()) != null; ) {
-                    output.add(line);
-                    Matcher m = LISTENING.matcher(line);
-                    if (m.find()) {
-                        port.complete(Integer.parseInt(m.group(1)));
+        Thread reader = new Thread(
+                () -> {
+                    try {
+                        for (String line; (line = out.readLine()) != null; ) {
+                            output.add(line);
+                            Matcher m = LISTENING.matcher(line);
+                            if (m.find()) {
+                                port.complete(Integer.parseInt(m.group(1)));
+                            }
+                        }
+                    } catch (IOException ignored) {
+                        // the child ended
                     }
-                }
-            } catch (IOException ignored) {
-                // the child ended
-            }
-            port.completeExceptionally(new IllegalStateException("the child ended before listening"));
-        }, "child-output");
+                    port.completeExceptionally(new IllegalStateException("the child ended before listening"));
+                },
+                "child-output");
         reader.setDaemon(true);
         reader.start();
         try {
@@ -137,25 +148,33 @@ class LimitsProcessTest {
     }
 
     private static int health(int port) throws Exception {
-        HttpClient c = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-        return c.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health")).build(),
-                HttpResponse.BodyHandlers.discarding()).statusCode();
+        HttpClient c =
+                HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        return c.send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health"))
+                                .build(),
+                        HttpResponse.BodyHandlers.discarding())
+                .statusCode();
     }
 
     @Test
     void clientsTricklingBytesOrStayingSilentCannotHoldAConnection() throws Exception {
         try (ScriptedReplica r = ScriptedReplica.start("r");
-             Child child = start("  request_read_timeout_secs: 1\n  idle_timeout_secs: 1\n", r)) {
+                Child child = start("  request_read_timeout_secs: 1\n  idle_timeout_secs: 1\n", r)) {
             try (Socket head = new Socket("127.0.0.1", child.port())) {
-                head.getOutputStream().write("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                        .getBytes(StandardCharsets.ISO_8859_1));
-                assertTrue(closedByServer(head, "X-Slow: a\r\n".getBytes(StandardCharsets.ISO_8859_1)),
+                head.getOutputStream()
+                        .write("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                .getBytes(StandardCharsets.ISO_8859_1));
+                assertTrue(
+                        closedByServer(head, "X-Slow: a\r\n".getBytes(StandardCharsets.ISO_8859_1)),
                         "a head trickled byte by byte is cut off by request_read_timeout_secs");
             }
             try (Socket body = new Socket("127.0.0.1", child.port())) {
-                body.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                        + "Content-Length: 100000\r\n\r\n{").getBytes(StandardCharsets.ISO_8859_1));
-                assertTrue(closedByServer(body, "\"a\":1,".getBytes(StandardCharsets.ISO_8859_1)),
+                body.getOutputStream()
+                        .write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + "Content-Length: 100000\r\n\r\n{")
+                                .getBytes(StandardCharsets.ISO_8859_1));
+                assertTrue(
+                        closedByServer(body, "\"a\":1,".getBytes(StandardCharsets.ISO_8859_1)),
                         "a body trickled byte by byte is cut off too");
             }
             try (Socket silent = new Socket("127.0.0.1", child.port())) {
@@ -167,21 +186,27 @@ class LimitsProcessTest {
     }
 
     private static double inProgress(int port) throws Exception {
-        HttpClient c = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-        String text = c.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
+        HttpClient c =
+                HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        String text = c.send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
         return PromText.parse(text).value("cart_requests_in_progress");
     }
 
     @Test
     void aClientThatStopsReadingIsCutOffAfterTheRequestTimeout() throws Exception {
         try (ScriptedReplica r = ScriptedReplica.start("r");
-             Child child = start("", "proxy:\n  request_timeout_secs: 1\n", r)) {
+                Child child = start("", "proxy:\n  request_timeout_secs: 1\n", r)) {
             r.streamChunks = 2_000_000; // far more than the socket buffers hold
             String body = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}";
             try (Socket s = new Socket("127.0.0.1", child.port())) {
-                s.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                        + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.ISO_8859_1));
+                s.getOutputStream()
+                        .write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length()
+                                        + "\r\n\r\n" + body)
+                                .getBytes(StandardCharsets.ISO_8859_1));
                 s.setSoTimeout(20_000);
                 assertTrue(s.getInputStream().read(new byte[64]) > 0, "the stream started");
                 // the client reads nothing more; the handler blocked writing to it must still be freed.
@@ -194,7 +219,8 @@ class LimitsProcessTest {
                     }
                     java.util.concurrent.locks.LockSupport.parkNanos(20_000_000); // bounded poll interval
                 }
-                assertTrue(child.printed("result=timeout_mid_body"),
+                assertTrue(
+                        child.printed("result=timeout_mid_body"),
                         "the stream was cut by the deadline, not finished: " + child.output());
             }
             assertEquals(200, health(child.port()));
@@ -204,16 +230,17 @@ class LimitsProcessTest {
     @Test
     void connectionsBeyondMaxConnectionsAreClosedAtOnce() throws Exception {
         try (ScriptedReplica r = ScriptedReplica.start("r");
-             Child child = start("  max_connections: 3\n  idle_timeout_secs: 600\n"
-                     + "  request_read_timeout_secs: 600\n", r)) {
+                Child child = start(
+                        "  max_connections: 3\n  idle_timeout_secs: 600\n" + "  request_read_timeout_secs: 600\n", r)) {
             List<Socket> held = new ArrayList<>();
             try {
                 for (int i = 0; i < 3; i++) {
                     Socket s = new Socket("127.0.0.1", child.port());
-                    s.getOutputStream().write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                    s.getOutputStream()
+                            .write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
                     s.setSoTimeout(20_000);
-                    BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
-                            StandardCharsets.ISO_8859_1));
+                    BufferedReader in =
+                            new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
                     assertTrue(in.readLine().startsWith("HTTP/1.1 200"), "kept-alive connection " + i);
                     held.add(s);
                 }

@@ -56,23 +56,30 @@ class MetricsTest {
             String r0 = h.replica(0).url();
             String r1 = h.replica(1).url();
             for (int i = 0; i < 3; i++) { // a miss, then two hits, all on r0
-                assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
+                assertEquals(
+                        200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
             }
             assertEquals(400, h.post("/v1/chat/completions", "{bad").statusCode());
             h.replica(0).forcedStatus = 503; // retried on r1
-            assertEquals(200, h.post("/v1/chat/completions", chat("another conversation " + PROMPT, false))
-                    .statusCode());
+            assertEquals(
+                    200,
+                    h.post("/v1/chat/completions", chat("another conversation " + PROMPT, false))
+                            .statusCode());
             h.replica(0).forcedStatus = 0;
             assertEquals(200, h.get("/some/unknown/path?x=1").statusCode());
             assertEquals(200, h.get("/health").statusCode());
             assertEquals(200, h.get("/workers").statusCode());
-            assertEquals(200, h.post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"" + PROMPT + "\"}")
-                    .statusCode());
+            assertEquals(
+                    200,
+                    h.post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"" + PROMPT + "\"}")
+                            .statusCode());
 
             PromText m = scrapeAfter(h, 9);
             // the retry's prefix is held by r0, which the retry excludes: for the retry it is a miss
             // (the holder could not take it; it was not overloaded), placed by load on r1
-            assertEquals(1, m.value("cart_decisions_total", "reason", "miss", "replica", r1),
+            assertEquals(
+                    1,
+                    m.value("cart_decisions_total", "reason", "miss", "replica", r1),
                     m.dump("cart_decisions_total"));
             assertEquals(3, m.value("cart_decisions_total", "reason", "miss", "replica", r0));
             assertEquals(2, m.value("cart_decisions_total", "reason", "cache_hit", "replica", r0));
@@ -81,23 +88,36 @@ class MetricsTest {
             assertEquals(0, m.value("cart_decisions_total", "reason", "empty_text", "replica", r0));
             assertEquals(7, m.sum("cart_decisions_total"));
 
-            assertEquals(3, m.value("cart_requests_total", "endpoint", "/v1/chat/completions", "status", "2xx",
-                    "replica", r0));
-            assertEquals(1, m.value("cart_requests_total", "endpoint", "/v1/chat/completions", "status", "2xx",
-                    "replica", r1));
-            assertEquals(1, m.value("cart_requests_total", "endpoint", "/v1/chat/completions", "status", "4xx",
-                    "replica", "none"));
+            assertEquals(
+                    3,
+                    m.value("cart_requests_total", "endpoint", "/v1/chat/completions", "status", "2xx", "replica", r0));
+            assertEquals(
+                    1,
+                    m.value("cart_requests_total", "endpoint", "/v1/chat/completions", "status", "2xx", "replica", r1));
+            assertEquals(
+                    1,
+                    m.value(
+                            "cart_requests_total",
+                            "endpoint",
+                            "/v1/chat/completions",
+                            "status",
+                            "4xx",
+                            "replica",
+                            "none"));
             assertEquals(1, m.value("cart_requests_total", "endpoint", "other", "status", "2xx", "replica", r0));
             assertEquals(1, m.value("cart_requests_total", "endpoint", "/health", "status", "2xx", "replica", "none"));
             assertEquals(1, m.value("cart_requests_total", "endpoint", "/workers", "status", "2xx", "replica", "none"));
-            assertEquals(1, m.value("cart_requests_total", "endpoint", "/v1/completions", "status", "2xx",
-                    "replica", r0));
+            assertEquals(
+                    1, m.value("cart_requests_total", "endpoint", "/v1/completions", "status", "2xx", "replica", r0));
 
             assertEquals(1, m.value("cart_retries_total", "replica", r0, "cause", "status"));
             assertEquals(1, m.sum("cart_retries_total"));
-            assertEquals(1, m.value("cart_upstream_requests_total", "replica", r0, "outcome", "failure", "status", "5xx"));
-            assertEquals(5, m.value("cart_upstream_requests_total", "replica", r0, "outcome", "success", "status", "2xx"));
-            assertEquals(1, m.value("cart_upstream_requests_total", "replica", r1, "outcome", "success", "status", "2xx"));
+            assertEquals(
+                    1, m.value("cart_upstream_requests_total", "replica", r0, "outcome", "failure", "status", "5xx"));
+            assertEquals(
+                    5, m.value("cart_upstream_requests_total", "replica", r0, "outcome", "success", "status", "2xx"));
+            assertEquals(
+                    1, m.value("cart_upstream_requests_total", "replica", r1, "outcome", "success", "status", "2xx"));
             assertEquals(6, m.sum("cart_upstream_duration_seconds_count", "replica", r0));
             assertEquals(5, m.sum("cart_upstream_first_byte_seconds_count", "replica", r0));
             assertEquals(1, m.sum("cart_upstream_first_byte_seconds_count", "replica", r1));
@@ -105,7 +125,9 @@ class MetricsTest {
             assertEquals(7, m.value("cart_decision_duration_seconds_count"));
             assertEquals(6, m.value("cart_decision_matched_ratio_count"), "routed decisions with prompt text");
             assertEquals(6, m.value("cart_decision_matched_ratio_bucket", "le", "1.0"));
-            assertEquals(4, m.value("cart_decision_matched_ratio_bucket", "le", "0.001"),
+            assertEquals(
+                    4,
+                    m.value("cart_decision_matched_ratio_bucket", "le", "0.001"),
                     "three misses and the retry placed by load hold nothing of their prompt: "
                             + m.dump("cart_decision_matched_ratio_bucket"));
             assertEquals("histogram", m.types.get("cart_decision_matched_ratio"));
@@ -132,13 +154,15 @@ class MetricsTest {
         try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
             String r0 = h.replica(0).url();
             h.replica(0).forcedStatus = 500;
-            assertEquals(500, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
+            assertEquals(
+                    500, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
             await("circuit open", () -> h.member(0).circuitState() == dev.cart.core.CircuitState.OPEN);
             h.get("/v1/models");
             h.replica(0).forcedStatus = 0;
             h.clock.advance(java.time.Duration.ofSeconds(30));
             h.member(0).circuitState(); // half-open on read
-            assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
             await("circuit closed", () -> h.member(0).circuitState() == dev.cart.core.CircuitState.CLOSED);
             assertEquals(200, h.get("/v1/models").statusCode());
             assertEquals(200, h.get("/v1/models").statusCode());
@@ -148,10 +172,14 @@ class MetricsTest {
 
             PromText m = scrapeAfter(h, 5);
             assertEquals(1, m.value("cart_circuit_transitions_total", "replica", r0, "from", "closed", "to", "open"));
-            assertEquals(1, m.value("cart_circuit_transitions_total", "replica", r0, "from", "open", "to", "half_open"));
-            assertEquals(1, m.value("cart_circuit_transitions_total", "replica", r0, "from", "half_open", "to", "closed"));
-            assertEquals(1, m.value("cart_requests_total", "endpoint", "/v1/models", "status", "5xx", "replica",
-                    "none"), m.dump("cart_requests_total"));
+            assertEquals(
+                    1, m.value("cart_circuit_transitions_total", "replica", r0, "from", "open", "to", "half_open"));
+            assertEquals(
+                    1, m.value("cart_circuit_transitions_total", "replica", r0, "from", "half_open", "to", "closed"));
+            assertEquals(
+                    1,
+                    m.value("cart_requests_total", "endpoint", "/v1/models", "status", "5xx", "replica", "none"),
+                    m.dump("cart_requests_total"));
             assertEquals(1, m.value("cart_models_cache_total", "result", "hit"));
             assertEquals(2, m.value("cart_models_cache_total", "result", "miss"));
             assertEquals(report.evicted(), m.value("cart_tree_evicted_entries_total", "cause", "lru"));
@@ -185,9 +213,14 @@ class MetricsTest {
                 } else {
                     String path = "/" + token + "/" + rnd.nextInt(1000) + "?q=" + token;
                     String method = methods[rnd.nextInt(methods.length)];
-                    r = h.http.send(HttpRequest.newBuilder(h.uri(path)).method(method,
-                            method.equals("GET") || method.equals("DELETE") ? HttpRequest.BodyPublishers.noBody()
-                                    : HttpRequest.BodyPublishers.ofString(body)).build(),
+                    r = h.http.send(
+                            HttpRequest.newBuilder(h.uri(path))
+                                    .method(
+                                            method,
+                                            method.equals("GET") || method.equals("DELETE")
+                                                    ? HttpRequest.BodyPublishers.noBody()
+                                                    : HttpRequest.BodyPublishers.ofString(body))
+                                    .build(),
                             HttpResponse.BodyHandlers.ofString());
                 }
                 assertTrue(r.statusCode() == 200 || r.statusCode() == 400, r.statusCode() + " " + r.body());
@@ -195,7 +228,10 @@ class MetricsTest {
             }
             for (int i = 0; i < 30; i++) { // more of the same kinds: must add no label value
                 assertEquals(200, h.get("/another" + rnd.nextInt() + "/path").statusCode());
-                assertEquals(200, h.post("/v1/chat/completions", chat("fresh " + rnd.nextLong(), false)).statusCode());
+                assertEquals(
+                        200,
+                        h.post("/v1/chat/completions", chat("fresh " + rnd.nextLong(), false))
+                                .statusCode());
                 sent += 2;
             }
             PromText m = scrapeAfter(h, sent);
@@ -210,8 +246,17 @@ class MetricsTest {
             allowed.put("replica", replicas);
             allowed.put("endpoint", endpointsAllowed);
             allowed.put("status", Set.of("1xx", "2xx", "3xx", "4xx", "5xx", "none", "other"));
-            allowed.put("reason", Set.of("cache_hit", "hit_overloaded", "miss", "miss_hashed", "empty_text", "policy",
-                    "no_replica", "pass_through"));
+            allowed.put(
+                    "reason",
+                    Set.of(
+                            "cache_hit",
+                            "hit_overloaded",
+                            "miss",
+                            "miss_hashed",
+                            "empty_text",
+                            "policy",
+                            "no_replica",
+                            "pass_through"));
             allowed.put("outcome", Set.of("success", "failure", "cancelled"));
             int cartSeries = 0;
             for (PromText.Sample s : m.samples) {
@@ -263,10 +308,14 @@ class MetricsTest {
     void workersReportEachReplicasShareOfRecentDecisionsAndHits() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(2, "", "load_penalty: 0", "load_penalty: 50")) {
             for (int i = 0; i < 10; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
+                assertEquals(
+                        200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
             }
             h.replica(0).forcedStatus = 503;
-            assertEquals(200, h.post("/v1/chat/completions", chat("elsewhere " + PROMPT, false)).statusCode());
+            assertEquals(
+                    200,
+                    h.post("/v1/chat/completions", chat("elsewhere " + PROMPT, false))
+                            .statusCode());
             JsonNode root = Responses.JSON.readTree(h.get("/workers").body());
             JsonNode recent = root.get("recent");
             assertEquals(DecisionWindow.SIZE, recent.get("window").asInt());
@@ -306,7 +355,7 @@ class MetricsTest {
                 + "cached=\\S+ upstream_ms=\\S+ "
                 + "retries=\\d+ result=\\S+ total_ms=\\d+");
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(1, "")) {
+                ProxyHarness h = ProxyHarness.start(1, "")) {
             h.post("/v1/chat/completions", chat(PROMPT, true));
             h.post("/v1/chat/completions", "{bad");
             h.get("/odd path/%0d%0aX-Injected: 1".replace(" ", "%20"));
@@ -319,9 +368,14 @@ class MetricsTest {
             // A stream's line is written when the stream has ended, which can be after the next request's:
             // find the lines by what they say, not by their order.
             List<String> lines = log.lines();
-            assertEquals(1, lines.stream().filter(l -> l.contains(" reason=miss ")).count(), lines.toString());
-            assertEquals(1, lines.stream().filter(l -> l.contains(" reason=- ") && l.contains(" result=bad_request "))
-                    .count(), lines.toString());
+            assertEquals(
+                    1, lines.stream().filter(l -> l.contains(" reason=miss ")).count(), lines.toString());
+            assertEquals(
+                    1,
+                    lines.stream()
+                            .filter(l -> l.contains(" reason=- ") && l.contains(" result=bad_request "))
+                            .count(),
+                    lines.toString());
             assertFalse(String.join("\n", lines).contains("careful assistant"));
         }
     }
@@ -330,13 +384,16 @@ class MetricsTest {
     void answersThatCannotBeParsedAreCounted() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
             String r0 = h.replica(0).url();
-            assertEquals(200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
             h.replica(0).toolCalls = "[{broken"; // the replica's JSON answer is no longer JSON
             HttpResponse<String> r = h.post("/v1/chat/completions", chat(PROMPT, false));
             assertEquals(200, r.statusCode());
             assertTrue(r.body().contains("[{broken"), "relayed unchanged: " + r.body());
             PromText m = scrapeAfter(h, 2);
-            assertEquals(1, m.value("cart_response_parse_failures_total", "replica", r0),
+            assertEquals(
+                    1,
+                    m.value("cart_response_parse_failures_total", "replica", r0),
                     m.dump("cart_response_parse_failures_total"));
         }
     }

@@ -46,23 +46,29 @@ class PiecesTest {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:1/x"));
         HopByHop.copyRequestHeaders(in, b);
         HttpHeaders out = b.GET().build().headers();
-        assertEquals(Map.of("Authorization", List.of("Bearer k"), "X-multi", List.of("a", "b")).keySet().size(),
-                out.map().size(), out.map().toString());
+        assertEquals(
+                Map.of("Authorization", List.of("Bearer k"), "X-multi", List.of("a", "b"))
+                        .keySet()
+                        .size(),
+                out.map().size(),
+                out.map().toString());
         assertEquals(List.of("Bearer k"), out.allValues("authorization"));
         assertEquals(List.of("a", "b"), out.allValues("x-multi"));
     }
 
     @Test
     void hopByHopResponseHeadersAreDropped() {
-        HttpHeaders in = HttpHeaders.of(Map.of(
-                "connection", List.of("X-Conn-Only"),
-                "x-conn-only", List.of("1"),
-                "transfer-encoding", List.of("chunked"),
-                "content-length", List.of("5"),
-                "trailer", List.of("X-Sum"),
-                "proxy-authenticate", List.of("Basic"),
-                "content-type", List.of("text/event-stream"),
-                "x-request-id", List.of("abc")), (a, b) -> true);
+        HttpHeaders in = HttpHeaders.of(
+                Map.of(
+                        "connection", List.of("X-Conn-Only"),
+                        "x-conn-only", List.of("1"),
+                        "transfer-encoding", List.of("chunked"),
+                        "content-length", List.of("5"),
+                        "trailer", List.of("X-Sum"),
+                        "proxy-authenticate", List.of("Basic"),
+                        "content-type", List.of("text/event-stream"),
+                        "x-request-id", List.of("abc")),
+                (a, b) -> true);
         Headers out = new Headers();
         HopByHop.copyResponseHeaders(in, out);
         assertEquals(2, out.size(), out.keySet().toString());
@@ -87,8 +93,8 @@ class PiecesTest {
 
     @Test
     void upstreamTargetsStayOnTheReplica() throws Exception {
-        assertEquals(URI.create("http://n:8000/v1/x?a=1&b=%20"),
-                Forwarder.target("http://n:8000", "/v1/x", "a=1&b=%20"));
+        assertEquals(
+                URI.create("http://n:8000/v1/x?a=1&b=%20"), Forwarder.target("http://n:8000", "/v1/x", "a=1&b=%20"));
         assertEquals(URI.create("http://n:8000/base/v1/x"), Forwarder.target("http://n:8000/base", "/v1/x", null));
         assertEquals(URI.create("http://n:8000/"), Forwarder.target("http://n:8000", "", null));
         assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "*", null));
@@ -105,9 +111,11 @@ class PiecesTest {
         log.status(503);
         log.result("no_replica");
         String line = log.line();
-        assertTrue(line.startsWith("decision endpoint=/v1/chat/completions method=POST "
-                + "model=llama?3?INJECTED?key?value stream=true reason=- replica=- matched=- key_len=- ratio=- "
-                + "decision_us=- status=503 prompt_tokens=- cached=- upstream_ms=- retries=0 result=no_replica total_ms="),
+        assertTrue(
+                line.startsWith(
+                        "decision endpoint=/v1/chat/completions method=POST "
+                                + "model=llama?3?INJECTED?key?value stream=true reason=- replica=- matched=- key_len=- ratio=- "
+                                + "decision_us=- status=503 prompt_tokens=- cached=- upstream_ms=- retries=0 result=no_replica total_ms="),
                 line);
         assertEquals(1, line.lines().count());
         assertEquals("-", DecisionLog.safe(null, 10));
@@ -159,14 +167,18 @@ class PiecesTest {
         }
         assertEquals(ModelsCache.MAX_ENTRIES, cache.size());
         assertNull(cache.fresh("k0"), "the oldest went first");
-        assertEquals(ModelsCache.MAX_ENTRIES + 9, cache.fresh("k" + (ModelsCache.MAX_ENTRIES + 9)).body()[0]);
+        assertEquals(
+                ModelsCache.MAX_ENTRIES + 9,
+                cache.fresh("k" + (ModelsCache.MAX_ENTRIES + 9)).body()[0]);
     }
 
     @Test
     void openFileLimitIsReadFromProcLimits() throws Exception {
         Path limits = dir.resolve("limits");
-        Files.writeString(limits, "Limit                     Soft Limit           Hard Limit           Units\n"
-                + "Max open files            1024                 524288               files\n");
+        Files.writeString(
+                limits,
+                "Limit                     Soft Limit           Hard Limit           Units\n"
+                        + "Max open files            1024                 524288               files\n");
         assertEquals(OptionalLong.of(1024), ServerRuntime.openFileLimit(limits));
         Files.writeString(limits, "Max open files            unlimited            unlimited            files\n");
         assertEquals(OptionalLong.of(Long.MAX_VALUE), ServerRuntime.openFileLimit(limits));
@@ -180,9 +192,14 @@ class PiecesTest {
         assertTrue(ServerRuntime.openFileWarning(20_000, defaults).isEmpty(), "a sane limit is silent");
         assertTrue(ServerRuntime.openFileWarning(11_280, defaults).isEmpty());
         String w = ServerRuntime.openFileWarning(1024, defaults).orElseThrow();
-        assertTrue(w.startsWith("the open-file limit is 1024 (ulimit -n), below the 11280 that server.max_connections "
-                + "(10000) plus server.max_concurrent_requests (1024) upstream connections can use"), w);
-        ProxyConfig.Server small = ProxyConfig.Server.builder().maxConnections(500).maxConcurrentRequests(100).build();
+        assertTrue(
+                w.startsWith("the open-file limit is 1024 (ulimit -n), below the 11280 that server.max_connections "
+                        + "(10000) plus server.max_concurrent_requests (1024) upstream connections can use"),
+                w);
+        ProxyConfig.Server small = ProxyConfig.Server.builder()
+                .maxConnections(500)
+                .maxConcurrentRequests(100)
+                .build();
         assertTrue(ServerRuntime.openFileWarning(1024, small).isEmpty(), "1024 covers 500 + 100 + 256");
     }
 
@@ -197,6 +214,7 @@ class PiecesTest {
             e.service().shutdownNow();
         }
     }
+
     @Test
     void aStreamRelaysWhatHasArrivedInOneWriteButNeverWaitsForMore() throws Exception {
         byte[] events = "data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);

@@ -8,8 +8,7 @@ import java.util.TreeMap;
 /** A parsed Prometheus text exposition: one sample per series, for tests. */
 final class PromText {
 
-    record Sample(String name, Map<String, String> labels, double value) {
-    }
+    record Sample(String name, Map<String, String> labels, double value) {}
 
     final List<Sample> samples = new ArrayList<>();
     final Map<String, String> types = new TreeMap<>();

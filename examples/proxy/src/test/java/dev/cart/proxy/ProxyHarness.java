@@ -32,8 +32,10 @@ final class ProxyHarness implements AutoCloseable {
     final ManualClock clock = new ManualClock();
     final List<Duration> sleeps = new CopyOnWriteArrayList<>();
     final List<ManagedReplicaSet> seenSets = new CopyOnWriteArrayList<>();
-    final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
+    final HttpClient http = HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5))
+            .build();
     ProxyServer proxy;
 
     /**
@@ -87,8 +89,12 @@ final class ProxyHarness implements AutoCloseable {
     }
 
     HttpResponse<String> post(String path, String body) throws IOException, InterruptedException {
-        return http.send(HttpRequest.newBuilder(uri(path)).POST(HttpRequest.BodyPublishers.ofString(body))
-                .header("Content-Type", "application/json").build(), HttpResponse.BodyHandlers.ofString());
+        return http.send(
+                HttpRequest.newBuilder(uri(path))
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .header("Content-Type", "application/json")
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     HttpResponse<String> get(String path) throws IOException, InterruptedException {
@@ -96,8 +102,8 @@ final class ProxyHarness implements AutoCloseable {
     }
 
     static String chat(String content, boolean stream) {
-        return "{\"model\":\"fake\",\"stream\":" + stream + ",\"messages\":[{\"role\":\"user\",\"content\":\""
-                + content + "\"}]}";
+        return "{\"model\":\"fake\",\"stream\":" + stream + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + content
+                + "\"}]}";
     }
 
     void probe() throws Exception {
@@ -148,7 +154,8 @@ final class ProxyHarness implements AutoCloseable {
             }
             String lower = head.toString().toLowerCase(java.util.Locale.ROOT);
             java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream();
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("content-length: *(\\d+)").matcher(lower);
+            java.util.regex.Matcher m =
+                    java.util.regex.Pattern.compile("content-length: *(\\d+)").matcher(lower);
             if (m.find()) {
                 body.write(in.readNBytes(Integer.parseInt(m.group(1))));
             } else if (lower.contains("transfer-encoding: chunked")) {
@@ -162,7 +169,8 @@ final class ProxyHarness implements AutoCloseable {
                     body.write(in.readNBytes(n));
                     readLine(in);
                 }
-            } else if (!head.toString().startsWith("HTTP/1.1 204") && !head.toString().startsWith("HTTP/1.1 304")) {
+            } else if (!head.toString().startsWith("HTTP/1.1 204")
+                    && !head.toString().startsWith("HTTP/1.1 304")) {
                 body.write(in.readAllBytes());
             }
             return head + body.toString(StandardCharsets.ISO_8859_1);
@@ -200,7 +208,8 @@ final class ProxyHarness implements AutoCloseable {
             assertEquals(0, set.totalInFlight());
         }
         if (proxy != null) {
-            assertTrue(dev.cart.core.TreeProbe.countsMatchRecount(proxy.routing().router),
+            assertTrue(
+                    dev.cart.core.TreeProbe.countsMatchRecount(proxy.routing().router),
                     "tree size accounting matches a recount");
         }
     }

@@ -47,7 +47,8 @@ class ProxyIntegrationTest {
             HttpResponse<String> r = h.post("/v1/chat/completions", body);
             assertEquals(200, r.statusCode());
             assertTrue(r.body().contains("Hello from r"), r.body());
-            assertEquals(String.valueOf(r.body().getBytes(StandardCharsets.UTF_8).length),
+            assertEquals(
+                    String.valueOf(r.body().getBytes(StandardCharsets.UTF_8).length),
                     r.headers().firstValue("content-length").orElse(null));
             assertTrue(r.headers().firstValue("transfer-encoding").isEmpty());
             ScriptedReplica served = h.replica(0).count() == 1 ? h.replica(0) : h.replica(1);
@@ -64,8 +65,10 @@ class ProxyIntegrationTest {
             HttpResponse<String> c = h.post("/v1/completions", "{\"model\":\"fake\",\"prompt\":\"Once upon\"}");
             assertEquals(200, c.statusCode());
             assertTrue(c.body().contains("text_completion"));
-            HttpResponse<String> m = h.post("/v1/messages", "{\"model\":\"fake\",\"max_tokens\":10,\"system\":\"Be brief\","
-                    + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+            HttpResponse<String> m = h.post(
+                    "/v1/messages",
+                    "{\"model\":\"fake\",\"max_tokens\":10,\"system\":\"Be brief\","
+                            + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
             assertEquals(200, m.statusCode());
             assertTrue(m.body().contains("\"type\":\"message\""));
             assertEquals(2, h.replica(0).count());
@@ -77,9 +80,12 @@ class ProxyIntegrationTest {
         try (ProxyHarness h = ProxyHarness.start(3, "")) {
             String prompt = "You are a helpful assistant. ".repeat(20);
             for (int i = 0; i < 5; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", chat(prompt, false)).statusCode());
+                assertEquals(
+                        200, h.post("/v1/chat/completions", chat(prompt, false)).statusCode());
             }
-            int max = Math.max(h.replica(0).count(), Math.max(h.replica(1).count(), h.replica(2).count()));
+            int max = Math.max(
+                    h.replica(0).count(),
+                    Math.max(h.replica(1).count(), h.replica(2).count()));
             assertEquals(5, max, "the repeated prompt always went to the replica that holds it");
         }
     }
@@ -89,11 +95,14 @@ class ProxyIntegrationTest {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
-            HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("hi", true))).build(),
+            HttpResponse<InputStream> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("hi", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, r.statusCode());
-            assertEquals("text/event-stream", r.headers().firstValue("content-type").orElse(null));
+            assertEquals(
+                    "text/event-stream", r.headers().firstValue("content-type").orElse(null));
             assertTrue(r.headers().firstValue("content-length").isEmpty());
             try (BufferedReader reader = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
                 String first = reader.readLine();
@@ -113,11 +122,18 @@ class ProxyIntegrationTest {
     @Test
     void routedPeerHeaderOnlyWhenEnabled() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
-            assertTrue(h.post("/v1/chat/completions", chat("a", false)).headers().firstValue("x-routed-peer").isEmpty());
+            assertTrue(h.post("/v1/chat/completions", chat("a", false))
+                    .headers()
+                    .firstValue("x-routed-peer")
+                    .isEmpty());
         }
         try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  add_routed_peer_header: true\n")) {
-            assertEquals(h.replica(0).url(),
-                    h.post("/v1/chat/completions", chat("a", false)).headers().firstValue("x-routed-peer").orElse(null));
+            assertEquals(
+                    h.replica(0).url(),
+                    h.post("/v1/chat/completions", chat("a", false))
+                            .headers()
+                            .firstValue("x-routed-peer")
+                            .orElse(null));
         }
     }
 
@@ -163,21 +179,26 @@ class ProxyIntegrationTest {
     @Test
     void decisionLogHasOneLinePerRequestAndNeverThePromptOrCredentials() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(1, "")) {
+                ProxyHarness h = ProxyHarness.start(1, "")) {
             String secretPrompt = "my-very-private-prompt-text";
-            HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .header("Authorization", "Bearer sk-top-secret-key")
-                    .header("x-api-key", "anthropic-secret-key")
-                    .POST(HttpRequest.BodyPublishers.ofString(chat(secretPrompt, false))).build(),
+            HttpResponse<String> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .header("Authorization", "Bearer sk-top-secret-key")
+                            .header("x-api-key", "anthropic-secret-key")
+                            .POST(HttpRequest.BodyPublishers.ofString(chat(secretPrompt, false)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode());
-            assertEquals("Bearer sk-top-secret-key", h.replica(0).last().headers().getFirst("Authorization"));
+            assertEquals(
+                    "Bearer sk-top-secret-key", h.replica(0).last().headers().getFirst("Authorization"));
             assertEquals("anthropic-secret-key", h.replica(0).last().headers().getFirst("X-api-key"));
             await("decision line", () -> !log.lines().isEmpty());
             assertEquals(1, log.lines().size(), log.lines().toString());
             String line = log.lines().get(0);
-            assertTrue(line.startsWith("decision endpoint=/v1/chat/completions method=POST model=fake stream=false "
-                    + "reason=miss replica=" + h.replica(0).url() + " matched=0 key_len="), line);
+            assertTrue(
+                    line.startsWith("decision endpoint=/v1/chat/completions method=POST model=fake stream=false "
+                            + "reason=miss replica=" + h.replica(0).url() + " matched=0 key_len="),
+                    line);
             assertTrue(line.contains(" status=200 "), line);
             assertTrue(line.contains(" retries=0 result=ok "), line);
             assertTrue(line.matches(".* decision_us=\\d+ .* upstream_ms=\\d+ .*"), line);
@@ -189,7 +210,7 @@ class ProxyIntegrationTest {
     @Test
     void decisionLogCanBeTurnedOff() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(1, "proxy:\n  decision_log: false\n")) {
+                ProxyHarness h = ProxyHarness.start(1, "proxy:\n  decision_log: false\n")) {
             assertEquals(200, h.post("/v1/chat/completions", chat("x", false)).statusCode());
             assertTrue(log.lines().isEmpty(), log.lines().toString());
         }
@@ -214,11 +235,22 @@ class ProxyIntegrationTest {
             assertError(h.post("/v1/chat/completions", "{not json"), 400, "invalid_json");
             assertError(h.post("/v1/chat/completions", ""), 400, "empty_body");
             assertEquals(400, h.post("/v1/chat/completions", "[1,2]").statusCode());
-            assertEquals(400, h.post("/v1/chat/completions", "{\"model\":\"m\",\"messages\":\"hi\"}").statusCode());
-            assertEquals(400, h.post("/v1/chat/completions", "{\"model\":\"m\",\"stream\":\"yes\","
-                    + "\"messages\":[]}").statusCode());
-            assertEquals(400, h.post("/v1/completions", "{\"model\":\"m\",\"prompt\":{\"a\":1}}").statusCode());
-            assertEquals(400, h.post("/v1/messages", "{\"model\":\"m\",\"messages\":[\"x\"]}").statusCode());
+            assertEquals(
+                    400,
+                    h.post("/v1/chat/completions", "{\"model\":\"m\",\"messages\":\"hi\"}")
+                            .statusCode());
+            assertEquals(
+                    400,
+                    h.post("/v1/chat/completions", "{\"model\":\"m\",\"stream\":\"yes\"," + "\"messages\":[]}")
+                            .statusCode());
+            assertEquals(
+                    400,
+                    h.post("/v1/completions", "{\"model\":\"m\",\"prompt\":{\"a\":1}}")
+                            .statusCode());
+            assertEquals(
+                    400,
+                    h.post("/v1/messages", "{\"model\":\"m\",\"messages\":[\"x\"]}")
+                            .statusCode());
             assertEquals(0, h.replica(0).count(), "bad bodies never reach a replica");
         }
     }
@@ -228,12 +260,15 @@ class ProxyIntegrationTest {
         try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  max_body_bytes: 1024\n")) {
             assertError(h.post("/v1/chat/completions", chat("x".repeat(2000), false)), 413, "request_too_large");
             // without a declared length (chunked upload)
-            HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new java.io.ByteArrayInputStream(
-                            chat("y".repeat(3000), false).getBytes(StandardCharsets.UTF_8)))).build(),
+            HttpResponse<String> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new java.io.ByteArrayInputStream(
+                                    chat("y".repeat(3000), false).getBytes(StandardCharsets.UTF_8))))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertError(r, 413, "request_too_large");
-            assertEquals(200, h.post("/v1/chat/completions", chat("small", false)).statusCode());
+            assertEquals(
+                    200, h.post("/v1/chat/completions", chat("small", false)).statusCode());
             assertEquals(1, h.replica(0).count());
         }
     }
@@ -295,11 +330,19 @@ class ProxyIntegrationTest {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
-            HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("hi", true))).build(),
+            HttpResponse<InputStream> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("hi", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             try (InputStream in = r.body()) {
-                assertEquals(1, json(h.get("/workers").body()).get("workers").get(0).get("in_flight").asInt());
+                assertEquals(
+                        1,
+                        json(h.get("/workers").body())
+                                .get("workers")
+                                .get(0)
+                                .get("in_flight")
+                                .asInt());
                 gate.countDown();
                 in.readAllBytes();
             }
@@ -327,10 +370,13 @@ class ProxyIntegrationTest {
     @Test
     void otherPathsPassThroughUnchanged() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "");
-             LogCapture log = new LogCapture("cart.decision")) {
-            HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/files/abc%20d?purpose=x&y=1"))
-                    .method("PUT", HttpRequest.BodyPublishers.ofString("payload-bytes"))
-                    .header("X-Custom", "v").build(), HttpResponse.BodyHandlers.ofString());
+                LogCapture log = new LogCapture("cart.decision")) {
+            HttpResponse<String> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/files/abc%20d?purpose=x&y=1"))
+                            .method("PUT", HttpRequest.BodyPublishers.ofString("payload-bytes"))
+                            .header("X-Custom", "v")
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode());
             assertEquals("PUT", r.headers().firstValue("x-echo-method").orElse(null));
             ScriptedReplica.Recorded rec = h.replica(0).last();
@@ -339,17 +385,23 @@ class ProxyIntegrationTest {
             assertEquals("purpose=x&y=1", rec.query());
             assertEquals("payload-bytes", rec.bodyText());
             assertEquals("v", rec.headers().getFirst("X-Custom"));
-            HttpResponse<String> d = h.http.send(HttpRequest.newBuilder(h.uri("/tokenize")).DELETE().build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> d = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/tokenize")).DELETE().build(), HttpResponse.BodyHandlers.ofString());
             assertEquals("echo r0 DELETE /tokenize ", d.body());
-            HttpResponse<String> head = h.http.send(HttpRequest.newBuilder(h.uri("/version"))
-                    .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> head = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/version"))
+                            .method("HEAD", HttpRequest.BodyPublishers.noBody())
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertEquals(200, head.statusCode());
             assertEquals("", head.body());
             // logged under their own reason word, not as a routed request without prompt text (empty_text)
             ProxyHarness.await("three decision lines", () -> log.lines().size() >= 3);
             for (String line : log.lines()) {
-                assertTrue(line.contains(" reason=pass_through replica=" + h.replica(0).url() + " "), line);
+                assertTrue(
+                        line.contains(
+                                " reason=pass_through replica=" + h.replica(0).url() + " "),
+                        line);
             }
         }
     }
@@ -357,16 +409,16 @@ class ProxyIntegrationTest {
     @Test
     void absoluteFormTargetsAndOddHostsNeverReachAnotherHost() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "");
-             ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
+                ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
             String response = h.rawExchange("GET http://127.0.0.1:" + elsewhere.port() + "/secret?a=1 HTTP/1.1\r\n"
                     + "Host: 127.0.0.1:" + elsewhere.port() + "\r\nConnection: close\r\n\r\n");
             assertTrue(response.startsWith("HTTP/1.1 200"), response);
             assertTrue(response.endsWith("echo r0 GET /secret?a=1 "), response);
-            String odd = h.rawExchange("GET /x HTTP/1.1\r\nHost: 127.0.0.1:" + elsewhere.port()
-                    + "\r\nConnection: close\r\n\r\n");
+            String odd = h.rawExchange(
+                    "GET /x HTTP/1.1\r\nHost: 127.0.0.1:" + elsewhere.port() + "\r\nConnection: close\r\n\r\n");
             assertTrue(odd.endsWith("echo r0 GET /x "), odd);
-            String weird = h.rawExchange("GET //127.0.0.1:" + elsewhere.port() + "/y HTTP/1.1\r\nHost: x\r\n"
-                    + "Connection: close\r\n\r\n");
+            String weird = h.rawExchange(
+                    "GET //127.0.0.1:" + elsewhere.port() + "/y HTTP/1.1\r\nHost: x\r\n" + "Connection: close\r\n\r\n");
             assertTrue(weird.endsWith("echo r0 GET /y "), weird);
             assertEquals(0, elsewhere.count());
             assertEquals(3, h.replica(0).count());
@@ -376,7 +428,7 @@ class ProxyIntegrationTest {
     @Test
     void aRetryExcludesTheReplicaThatFailed() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(2, "", "load_penalty: 0", "load_penalty: 50")) {
+                ProxyHarness h = ProxyHarness.start(2, "", "load_penalty: 0", "load_penalty: 50")) {
             h.replica(0).forcedStatus = 503;
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("retry me", false));
             assertEquals(200, r.statusCode(), r.body());
@@ -387,7 +439,9 @@ class ProxyIntegrationTest {
             Duration d = h.sleeps.get(0);
             assertTrue(d.toMillis() >= 80 && d.toMillis() <= 120, "initial backoff 100ms +-20%: " + d);
             await("decision line", () -> !log.lines().isEmpty());
-            assertTrue(log.lines().get(0).contains("replica=" + h.replica(1).url()), log.lines().get(0));
+            assertTrue(
+                    log.lines().get(0).contains("replica=" + h.replica(1).url()),
+                    log.lines().get(0));
             assertTrue(log.lines().get(0).contains(" retries=1 "), log.lines().get(0));
         }
     }
@@ -399,7 +453,12 @@ class ProxyIntegrationTest {
                 h.replica(i).forcedStatus = 503;
             }
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("nobody", false));
-            assertEquals(List.of(1, 1, 1), List.of(h.replica(0).count(), h.replica(1).count(), h.replica(2).count()),
+            assertEquals(
+                    List.of(1, 1, 1),
+                    List.of(
+                            h.replica(0).count(),
+                            h.replica(1).count(),
+                            h.replica(2).count()),
                     "each replica is tried once");
             assertEquals(List.of(Duration.ofMillis(100), Duration.ofMillis(200)), h.sleeps);
             assertEquals(503, r.statusCode(), r.body());
@@ -414,8 +473,10 @@ class ProxyIntegrationTest {
             deadPort = s.getLocalPort();
         }
         ProxyHarness h = new ProxyHarness();
-        h.proxy = ProxyServer.start(ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n"
-                + "  - url: http://127.0.0.1:" + deadPort + "\n"), h.options());
+        h.proxy = ProxyServer.start(
+                ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: http://127.0.0.1:"
+                        + deadPort + "\n"),
+                h.options());
         try (h) {
             assertError(h.post("/v1/chat/completions", chat("anyone?", false)), 502, "upstream_unreachable");
             assertTrue(h.sleeps.isEmpty(), "no backoff when no other replica can take it: " + h.sleeps);
@@ -464,7 +525,13 @@ class ProxyIntegrationTest {
             assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
             assertEquals(500, h.post("/v1/chat/completions", chat("two", false)).statusCode());
             await("circuit open", () -> h.member(0).circuitState() == CircuitState.OPEN);
-            assertEquals("open", json(h.get("/workers").body()).get("workers").get(0).get("circuit").asText());
+            assertEquals(
+                    "open",
+                    json(h.get("/workers").body())
+                            .get("workers")
+                            .get(0)
+                            .get("circuit")
+                            .asText());
 
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("three", false));
             assertEquals(200, r.statusCode());
@@ -473,12 +540,24 @@ class ProxyIntegrationTest {
 
             h.clock.advance(Duration.ofSeconds(30));
             assertEquals(CircuitState.HALF_OPEN, h.member(0).circuitState());
-            assertEquals("half_open", json(h.get("/workers").body()).get("workers").get(0).get("circuit").asText());
+            assertEquals(
+                    "half_open",
+                    json(h.get("/workers").body())
+                            .get("workers")
+                            .get(0)
+                            .get("circuit")
+                            .asText());
             h.replica(0).forcedStatus = 0;
             HttpResponse<String> trial = h.post("/v1/chat/completions", chat("four", false));
             assertTrue(trial.body().contains("Hello from r0"), "half-open admits a trial request");
             await("circuit closed", () -> h.member(0).circuitState() == CircuitState.CLOSED);
-            assertEquals("closed", json(h.get("/workers").body()).get("workers").get(0).get("circuit").asText());
+            assertEquals(
+                    "closed",
+                    json(h.get("/workers").body())
+                            .get("workers")
+                            .get(0)
+                            .get("circuit")
+                            .asText());
         }
     }
 
@@ -493,8 +572,8 @@ class ProxyIntegrationTest {
             Socket s = h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     + "Content-Length: " + body.length() + "\r\n\r\n" + body);
             try (s) {
-                BufferedReader reader = new BufferedReader(new InputStreamReader(s.getInputStream(),
-                        StandardCharsets.ISO_8859_1));
+                BufferedReader reader =
+                        new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
                 for (String line; (line = reader.readLine()) != null; ) {
                     if (line.contains("Hello")) {
                         break;
@@ -512,10 +591,12 @@ class ProxyIntegrationTest {
     @Test
     void requestTimeoutBoundsTheWholeStream() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-             ProxyHarness h = ProxyHarness.start(1, "proxy:\n  request_timeout_secs: 1\n")) {
+                ProxyHarness h = ProxyHarness.start(1, "proxy:\n  request_timeout_secs: 1\n")) {
             h.replica(0).hangAfterFirstChunk = true;
-            HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("hang", true))).build(),
+            HttpResponse<InputStream> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("hang", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, r.statusCode());
             try (InputStream in = r.body()) {
@@ -530,7 +611,9 @@ class ProxyIntegrationTest {
             }
             await("lease released", () -> h.member(0).inFlight() == 0);
             await("decision line", () -> !log.lines().isEmpty());
-            assertTrue(log.lines().get(0).contains("result=timeout_mid_body"), log.lines().get(0));
+            assertTrue(
+                    log.lines().get(0).contains("result=timeout_mid_body"),
+                    log.lines().get(0));
         }
     }
 
@@ -577,8 +660,8 @@ class ProxyIntegrationTest {
     @Test
     void sighupTriggersTheReloadHook() throws Exception {
         CountDownLatch reloaded = new CountDownLatch(1);
-        org.junit.jupiter.api.Assumptions.assumeTrue(SignalReload.install(reloaded::countDown),
-                "signals are not available on this JVM");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                SignalReload.install(reloaded::countDown), "signals are not available on this JVM");
         Class<?> signal = Class.forName("sun.misc.Signal");
         Object hup = signal.getConstructor(String.class).newInstance("HUP");
         signal.getMethod("raise", signal).invoke(null, hup);

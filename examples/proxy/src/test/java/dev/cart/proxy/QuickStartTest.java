@@ -21,14 +21,17 @@ import org.junit.jupiter.api.Test;
  */
 class QuickStartTest {
 
-    private static final Pattern DECISION = Pattern.compile("reason=(\\S+) replica=(\\S+) matched=(\\d+) key_len=(\\d+)");
+    private static final Pattern DECISION =
+            Pattern.compile("reason=(\\S+) replica=(\\S+) matched=(\\d+) key_len=(\\d+)");
 
     @Test
     void theReadmeCommandsAreTheOnesTheDemoPrints() throws Exception {
-        Path readme = Path.of(System.getProperty("user.dir")).resolve("../../README.md").normalize();
+        Path readme = Path.of(System.getProperty("user.dir"))
+                .resolve("../../README.md")
+                .normalize();
         String text = Files.readString(readme);
-        String quickStart = text.substring(text.indexOf("## The two commands"),
-                text.indexOf("## Running it in front of a real pool"));
+        String quickStart = text.substring(
+                text.indexOf("## The two commands"), text.indexOf("## Running it in front of a real pool"));
         assertTrue(quickStart.contains("mvn -B -ntp -DskipTests package && bin/cache-aware-router --demo"), quickStart);
         for (String line : Demo.quickStartCommands("localhost:6700")) {
             assertTrue(quickStart.contains("\n" + line + "\n"), "README quick start lacks: " + line);
@@ -37,17 +40,24 @@ class QuickStartTest {
 
     @Test
     void theSecondQuestionIsACacheHitOnTheFirstOnesReplica() throws Exception {
-        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpClient http =
+                HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         try (Demo demo = Demo.start(4);
-             LogCapture log = new LogCapture("cart.decision")) {
+                LogCapture log = new LogCapture("cart.decision")) {
             ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
-            ProxyServer proxy = ProxyServer.start(config.withServer(ProxyConfig.Server.builder().host("127.0.0.1")
-                    .port(0).build()), new ProxyServer.Options().healthChecks(false));
+            ProxyServer proxy = ProxyServer.start(
+                    config.withServer(ProxyConfig.Server.builder()
+                            .host("127.0.0.1")
+                            .port(0)
+                            .build()),
+                    new ProxyServer.Options().healthChecks(false));
             try {
                 for (String question : Demo.QUICK_START_QUESTIONS) {
-                    HttpResponse<String> r = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve(
-                            "/v1/chat/completions")).header("Content-Type", "application/json")
-                            .POST(HttpRequest.BodyPublishers.ofString(Demo.quickStartBody(question))).build(),
+                    HttpResponse<String> r = http.send(
+                            HttpRequest.newBuilder(proxy.baseUri().resolve("/v1/chat/completions"))
+                                    .header("Content-Type", "application/json")
+                                    .POST(HttpRequest.BodyPublishers.ofString(Demo.quickStartBody(question)))
+                                    .build(),
                             HttpResponse.BodyHandlers.ofString());
                     assertEquals(200, r.statusCode(), r.body());
                     assertTrue(r.body().contains("chat.completion"), r.body());
@@ -65,19 +75,25 @@ class QuickStartTest {
                 int matched = Integer.parseInt(second.group(3));
                 assertTrue(matched >= 128 && matched % 64 == 0, "whole blocks of the system prompt match: " + matched);
 
-                HttpResponse<String> w = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/workers")).build(),
+                HttpResponse<String> w = http.send(
+                        HttpRequest.newBuilder(proxy.baseUri().resolve("/workers"))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertTrue(w.body().endsWith("}\n"), "the JSON ends with a newline: " + w.body());
-                HttpResponse<String> health = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/health"))
-                        .build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> health = http.send(
+                        HttpRequest.newBuilder(proxy.baseUri().resolve("/health"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 assertEquals("{\"status\":\"ok\",\"healthy\":4,\"total\":4}\n", health.body());
                 JsonNode workers = Responses.JSON.readTree(w.body());
                 assertEquals(2, workers.at("/recent/decisions").asInt(), w.body());
                 assertEquals(1, workers.at("/recent/cache_hits").asInt(), w.body());
                 for (JsonNode replica : workers.get("workers")) {
                     boolean holder = replica.get("url").asText().equals(first.group(2));
-                    assertEquals(holder ? 1.0 : 0.0, replica.get("cache_hit_share").asDouble(), w.body());
-                    assertEquals(holder ? 1.0 : 0.0, replica.get("decision_share").asDouble(), w.body());
+                    assertEquals(
+                            holder ? 1.0 : 0.0, replica.get("cache_hit_share").asDouble(), w.body());
+                    assertEquals(
+                            holder ? 1.0 : 0.0, replica.get("decision_share").asDouble(), w.body());
                 }
             } finally {
                 proxy.close();

@@ -36,8 +36,7 @@ class ReloadTest {
         ProxyHarness h = new ProxyHarness();
         h.replicas.addAll(List.of(all));
         List<Path> files = List.of(base, workersFile);
-        h.proxy = ProxyServer.start(ConfigLoader.load(files),
-                h.options().configSource(() -> ConfigLoader.load(files)));
+        h.proxy = ProxyServer.start(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
         h.seenSets.add(h.proxy.routing().replicas);
         return h;
     }
@@ -54,8 +53,10 @@ class ReloadTest {
             ManagedReplicaSet before = h.proxy.routing().replicas;
             CountDownLatch gate = new CountDownLatch(1);
             a.gate = gate;
-            HttpResponse<InputStream> streaming = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("long", true))).build(),
+            HttpResponse<InputStream> streaming = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("long", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, streaming.statusCode());
             assertEquals(1, before.totalInFlight());
@@ -66,7 +67,9 @@ class ReloadTest {
             ManagedReplicaSet after = h.proxy.routing().replicas;
             h.seenSets.add(after);
             assertNotSame(before, after);
-            assertEquals(List.of(b.url()), after.replicas().stream().map(ManagedReplicaSet.Member::id).toList());
+            assertEquals(
+                    List.of(b.url()),
+                    after.replicas().stream().map(ManagedReplicaSet.Member::id).toList());
             assertEquals(0, h.proxy.routing().router.treeStats().size(), "a reload starts a fresh tree");
 
             HttpResponse<String> next = h.post("/v1/chat/completions", chat("after reload", false));
@@ -92,20 +95,24 @@ class ReloadTest {
         Path workersFile = dir.resolve("workers.yaml");
         Files.writeString(workersFile, workers(a));
         try (LogCapture log = new LogCapture(ProxyServer.class.getName());
-             ProxyHarness h = start(base, workersFile, a, b)) {
+                ProxyHarness h = start(base, workersFile, a, b)) {
             Routing before = h.proxy.routing();
-            Files.writeString(base, "server:\n  host: 127.0.0.1\n  port: 0\ncache:\n  threshold: 0.9\n"
-                    + "proxy:\n  max_retries: 0\n");
+            Files.writeString(
+                    base,
+                    "server:\n  host: 127.0.0.1\n  port: 0\ncache:\n  threshold: 0.9\n" + "proxy:\n  max_retries: 0\n");
             Files.writeString(workersFile, workers(b));
             ProxyServer.ReloadResult r = h.proxy.reload();
             assertFalse(r.accepted());
-            assertTrue(r.message().contains("only 'workers' may change on reload, but cache, proxy differ"),
-                    r.message());
-            assertTrue(log.lines().stream().anyMatch(l -> l.contains("reload rejected") && l.contains("cache")),
+            assertTrue(
+                    r.message().contains("only 'workers' may change on reload, but cache, proxy differ"), r.message());
+            assertTrue(
+                    log.lines().stream().anyMatch(l -> l.contains("reload rejected") && l.contains("cache")),
                     log.lines().toString());
             assertSame(before, h.proxy.routing());
             assertEquals(0.4, h.proxy.config().cache().policySettings().get("threshold"));
-            assertTrue(h.post("/v1/chat/completions", chat("still a", false)).body().contains("Hello from a"));
+            assertTrue(h.post("/v1/chat/completions", chat("still a", false))
+                    .body()
+                    .contains("Hello from a"));
         }
     }
 

@@ -78,7 +78,8 @@ class ResponseObserverTest {
         assertEquals(new ServedUsage(10, ServedUsage.UNKNOWN), m.usage(), "no cache fields: cached is unknown");
         assertEquals(List.of("Only"), m.reply());
 
-        String thinking = "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\"}}\n\n";
+        String thinking =
+                "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\"}}\n\n";
         ResponseObserver t = feed(Endpoint.MESSAGES, "text/event-stream", thinking.getBytes(StandardCharsets.UTF_8));
         assertNull(t.reply());
         assertEquals("not_text", t.replyProblem());
@@ -86,29 +87,35 @@ class ResponseObserverTest {
 
     @Test
     void whatCannotBeReadIsUnknownNotZero() {
-        ResponseObserver none = feed(Endpoint.CHAT_COMPLETIONS, "application/json",
+        ResponseObserver none = feed(
+                Endpoint.CHAT_COMPLETIONS,
+                "application/json",
                 "{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}".getBytes(StandardCharsets.UTF_8));
         assertEquals(ServedUsage.unknown(), none.usage());
         assertEquals(List.of("hi"), none.reply());
 
         byte[] big = ("{\"pad\":\"" + "x".repeat(ResponseObserver.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":5,"
-                + "\"prompt_tokens_details\":{\"cached_tokens\":5}}}").getBytes(StandardCharsets.UTF_8);
+                        + "\"prompt_tokens_details\":{\"cached_tokens\":5}}}")
+                .getBytes(StandardCharsets.UTF_8);
         ResponseObserver tooBig = feed(Endpoint.CHAT_COMPLETIONS, "application/json", big, 1000);
         assertEquals(ServedUsage.unknown(), tooBig.usage());
         assertNull(tooBig.reply());
 
-        String longLine = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + "y".repeat(ResponseObserver.MAX_LINE_BYTES)
+        String longLine = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""
+                + "y".repeat(ResponseObserver.MAX_LINE_BYTES)
                 + "\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"prompt_tokens_details\":"
                 + "{\"cached_tokens\":3}}}\n\n";
-        ResponseObserver skipped = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream",
-                longLine.getBytes(StandardCharsets.UTF_8), 4096, 8192);
+        ResponseObserver skipped = feed(
+                Endpoint.CHAT_COMPLETIONS, "text/event-stream", longLine.getBytes(StandardCharsets.UTF_8), 4096, 8192);
         assertEquals(new ServedUsage(9, 3), skipped.usage(), "the usage after a skipped line is still read");
         assertEquals("too_long", skipped.replyProblem());
 
         assertNull(ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", "gzip", true));
         assertNull(ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "text/html", null, true));
         assertNull(ResponseObserver.create(null, "application/json", null, true));
-        ResponseObserver several = feed(Endpoint.CHAT_COMPLETIONS, "application/json",
+        ResponseObserver several = feed(
+                Endpoint.CHAT_COMPLETIONS,
+                "application/json",
                 "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"a\"}},{\"index\":1,\"message\":{\"content\":\"b\"}}]}"
                         .getBytes(StandardCharsets.UTF_8));
         assertEquals("several_choices", several.replyProblem());
@@ -121,14 +128,16 @@ class ResponseObserverTest {
                 + "data: {\"usage\": nope}\n\n"
                 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":5}}}\n\n"
                 + "data: [DONE]\n\n";
-        ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream",
-                stream.getBytes(StandardCharsets.UTF_8));
+        ResponseObserver o =
+                feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
         assertEquals(2, o.parseFailures());
         assertEquals(new ServedUsage(10, 5), o.usage(), "the events that parse are still read");
-        ResponseObserver clean = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream",
-                OPENAI_STREAM.getBytes(StandardCharsets.UTF_8));
+        ResponseObserver clean =
+                feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", OPENAI_STREAM.getBytes(StandardCharsets.UTF_8));
         assertEquals(0, clean.parseFailures(), "[DONE], comments and events are not failures");
-        ResponseObserver body = feed(Endpoint.CHAT_COMPLETIONS, "application/json",
+        ResponseObserver body = feed(
+                Endpoint.CHAT_COMPLETIONS,
+                "application/json",
                 "{\"usage\":{\"prompt_tokens\":3".getBytes(StandardCharsets.UTF_8));
         assertEquals(1, body.parseFailures());
     }

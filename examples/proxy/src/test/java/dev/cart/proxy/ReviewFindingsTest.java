@@ -34,8 +34,13 @@ class ReviewFindingsTest {
     /** 1: an encoded spelling of a routed endpoint is vetted and routed like the plain one. */
     @Test
     void encodedSpellingsOfRoutedEndpointsAreVettedAndRouted() throws Exception {
-        List<String> spellings = List.of("/v1/chat/completion%73", "/v1/chat%2Fcompletions", "/%761/chat/completions",
-                "/v1/./chat/completions", "/v1/x/../chat/completions", "/v1/chat/completions/");
+        List<String> spellings = List.of(
+                "/v1/chat/completion%73",
+                "/v1/chat%2Fcompletions",
+                "/%761/chat/completions",
+                "/v1/./chat/completions",
+                "/v1/x/../chat/completions",
+                "/v1/chat/completions/");
         try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  remote_media_url_policy: 403\n")) {
             for (String target : spellings) {
                 String refused = h.rawExchange(post(target, MEDIA_BODY));
@@ -67,8 +72,10 @@ class ReviewFindingsTest {
                 // the client reads nothing more and keeps the connection open. The lease is closed by the
                 // deadline as cancelled (its body was flowing): waited for as that end state, not raced
                 // against the 1 s deadline as an in-flight count of 1 in between
-                await("the lease is closed as cancelled at the deadline", () -> PromText.parse(scrape(h))
-                        .sum("cart_upstream_requests_total", "outcome", "cancelled") == 1);
+                await(
+                        "the lease is closed as cancelled at the deadline",
+                        () -> PromText.parse(scrape(h)).sum("cart_upstream_requests_total", "outcome", "cancelled")
+                                == 1);
                 assertEquals(0, h.member(0).inFlight(), "the replica's slot is free while the client holds on");
                 await("the upstream request is cancelled", () -> r.writeFailed);
                 assertTrue(s.isConnected() && !s.isClosed());
@@ -92,12 +99,14 @@ class ReviewFindingsTest {
                     open.add(h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                             + "Content-Length: " + (limit - 1) + "\r\n\r\n{\"model\":"));
                 }
-                await("every request is being read", () -> PromText.parse(scrape(h))
-                        .value("cart_requests_in_progress") == connections);
+                await(
+                        "every request is being read",
+                        () -> PromText.parse(scrape(h)).value("cart_requests_in_progress") == connections);
                 System.gc();
                 long grown = mem.getHeapMemoryUsage().getUsed() - before;
-                assertTrue(grown < 64L * 1024 * 1024, "heap grew by " + grown / (1024 * 1024) + " MiB for "
-                        + connections + " idle uploads");
+                assertTrue(
+                        grown < 64L * 1024 * 1024,
+                        "heap grew by " + grown / (1024 * 1024) + " MiB for " + connections + " idle uploads");
             } finally {
                 for (Socket s : open) {
                     s.close();
@@ -151,8 +160,10 @@ class ReviewFindingsTest {
         String yaml = "proxy:\n  request_timeout_secs: 1\ncircuit_breaker:\n  failure_threshold: 1\n";
         try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
             h.replica(0).hangAfterFirstChunk = true;
-            HttpResponse<InputStream> r = h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                    .POST(HttpRequest.BodyPublishers.ofString(chat("slow and steady", true))).build(),
+            HttpResponse<InputStream> r = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString(chat("slow and steady", true)))
+                            .build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, r.statusCode());
             try (InputStream in = r.body()) {
@@ -163,7 +174,9 @@ class ReviewFindingsTest {
             await("lease released", () -> h.member(0).inFlight() == 0);
             assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
             PromText m = PromText.parse(h.get("/metrics").body());
-            assertEquals(1, m.sum("cart_upstream_requests_total", "outcome", "cancelled"),
+            assertEquals(
+                    1,
+                    m.sum("cart_upstream_requests_total", "outcome", "cancelled"),
                     m.dump("cart_upstream_requests_total"));
             assertEquals(0, m.sum("cart_upstream_requests_total", "outcome", "failure"));
         }
@@ -177,12 +190,18 @@ class ReviewFindingsTest {
             r.extraResponseHeaders.add("Content-Encoding", "br");
             r.extraResponseHeaders.add("Vary", "Accept-Encoding");
             HttpRequest.Builder withKey = HttpRequest.newBuilder(h.uri("/v1/models"))
-                    .header("Authorization", "Bearer key-a").header("Accept-Encoding", "br").GET();
+                    .header("Authorization", "Bearer key-a")
+                    .header("Accept-Encoding", "br")
+                    .GET();
             HttpResponse<String> a = h.http.send(withKey.build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, a.statusCode());
             assertEquals(1, r.modelsCalls.get());
-            HttpResponse<String> anonymous = h.http.send(HttpRequest.newBuilder(h.uri("/v1/models"))
-                    .header("Accept-Encoding", "br").GET().build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> anonymous = h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/models"))
+                            .header("Accept-Encoding", "br")
+                            .GET()
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertEquals(200, anonymous.statusCode());
             assertEquals(2, r.modelsCalls.get(), "an answer fetched with a credential went to a caller without one");
             HttpResponse<String> again = h.http.send(withKey.build(), HttpResponse.BodyHandlers.ofString());
@@ -190,8 +209,13 @@ class ReviewFindingsTest {
             assertEquals(a.body(), again.body());
             assertEquals("br", again.headers().firstValue("content-encoding").orElse(null));
             assertEquals("Accept-Encoding", again.headers().firstValue("vary").orElse(null));
-            h.http.send(HttpRequest.newBuilder(h.uri("/v1/models")).header("Authorization", "Bearer key-b")
-                    .header("Accept-Encoding", "br").GET().build(), HttpResponse.BodyHandlers.ofString());
+            h.http.send(
+                    HttpRequest.newBuilder(h.uri("/v1/models"))
+                            .header("Authorization", "Bearer key-b")
+                            .header("Accept-Encoding", "br")
+                            .GET()
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertEquals(3, r.modelsCalls.get(), "another credential is another entry");
         }
     }
@@ -205,13 +229,19 @@ class ReviewFindingsTest {
             List<HttpResponse<InputStream>> streams = new ArrayList<>();
             try {
                 for (int i = 0; i < 2; i++) {
-                    streams.add(h.http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                            .POST(HttpRequest.BodyPublishers.ofString(chat("hold " + i, true))).build(),
+                    streams.add(h.http.send(
+                            HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                                    .POST(HttpRequest.BodyPublishers.ofString(chat("hold " + i, true)))
+                                    .build(),
                             HttpResponse.BodyHandlers.ofInputStream()));
                 }
                 for (String path : List.of("/health", "/workers", "/metrics")) {
-                    HttpResponse<String> r = h.http.send(HttpRequest.newBuilder(h.uri(path))
-                            .timeout(Duration.ofSeconds(15)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                    HttpResponse<String> r = h.http.send(
+                            HttpRequest.newBuilder(h.uri(path))
+                                    .timeout(Duration.ofSeconds(15))
+                                    .GET()
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
                     assertEquals(200, r.statusCode(), path);
                 }
             } finally {

@@ -43,6 +43,7 @@ final class ScriptedReplica implements AutoCloseable {
 
     /** When non-zero, every request except /health is answered with this status and a JSON error. */
     volatile int forcedStatus;
+
     volatile boolean healthy = true;
     /** When set, a stream sends its first chunk and then waits for this latch before the rest. */
     volatile CountDownLatch gate;
@@ -52,6 +53,7 @@ final class ScriptedReplica implements AutoCloseable {
     volatile boolean hangBeforeHeaders;
     /** When true, streams send one chunk and then wait for {@link #release}. */
     volatile boolean hangAfterFirstChunk;
+
     final CountDownLatch release = new CountDownLatch(1);
     /** Content chunks per stream. */
     volatile int streamChunks = 3;
@@ -69,6 +71,7 @@ final class ScriptedReplica implements AutoCloseable {
     volatile long usageCached = -1;
     /** Every byte of the last streamed body, exactly as written. */
     volatile byte[] lastStream = new byte[0];
+
     private final ThreadLocal<java.io.ByteArrayOutputStream> streamed = new ThreadLocal<>();
 
     private ScriptedReplica(String name) throws IOException {
@@ -111,15 +114,20 @@ final class ScriptedReplica implements AutoCloseable {
             }
             Headers copy = new Headers();
             copy.putAll(ex.getRequestHeaders());
-            requests.add(new Recorded(ex.getRequestMethod(), path, ex.getRequestURI().getRawQuery(), copy, body));
+            requests.add(
+                    new Recorded(ex.getRequestMethod(), path, ex.getRequestURI().getRawQuery(), copy, body));
             if (hangBeforeHeaders) {
                 await(release);
                 return;
             }
             int forced = forcedStatus;
             if (forced != 0) {
-                send(ex, forced, "application/json", "{\"error\":{\"message\":\"forced failure on " + name
-                        + "\",\"type\":\"server_error\",\"code\":null,\"param\":null}}");
+                send(
+                        ex,
+                        forced,
+                        "application/json",
+                        "{\"error\":{\"message\":\"forced failure on " + name
+                                + "\",\"type\":\"server_error\",\"code\":null,\"param\":null}}");
                 return;
             }
             String text = new String(body, StandardCharsets.UTF_8);
@@ -132,10 +140,16 @@ final class ScriptedReplica implements AutoCloseable {
                         send(ex, 200, "application/json", chatCompletion());
                     }
                 }
-                case "/v1/completions" -> send(ex, 200, "application/json", "{\"id\":\"cmpl-1\",\"object\":"
-                        + "\"text_completion\",\"created\":1700000000,\"model\":\"fake\",\"choices\":[{\"index\":0,"
-                        + "\"text\":\"Hello from " + name + "\",\"logprobs\":null,\"finish_reason\":\"stop\"}],"
-                        + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}");
+                case "/v1/completions" ->
+                    send(
+                            ex,
+                            200,
+                            "application/json",
+                            "{\"id\":\"cmpl-1\",\"object\":"
+                                    + "\"text_completion\",\"created\":1700000000,\"model\":\"fake\",\"choices\":[{\"index\":0,"
+                                    + "\"text\":\"Hello from " + name
+                                    + "\",\"logprobs\":null,\"finish_reason\":\"stop\"}],"
+                                    + "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}");
                 case "/v1/messages" -> {
                     if (stream) {
                         streamMessages(ex);
@@ -145,14 +159,25 @@ final class ScriptedReplica implements AutoCloseable {
                 }
                 case "/v1/models" -> {
                     modelsCalls.incrementAndGet();
-                    send(ex, 200, "application/json", "{\"object\":\"list\",\"data\":[{\"id\":\"fake\",\"object\":"
-                            + "\"model\",\"created\":1700000000,\"owned_by\":\"" + name + "\"}]}");
+                    send(
+                            ex,
+                            200,
+                            "application/json",
+                            "{\"object\":\"list\",\"data\":[{\"id\":\"fake\",\"object\":"
+                                    + "\"model\",\"created\":1700000000,\"owned_by\":\"" + name + "\"}]}");
                 }
                 default -> {
                     ex.getResponseHeaders().set("x-echo-method", ex.getRequestMethod());
-                    send(ex, 200, "application/octet-stream", "echo " + name + " " + ex.getRequestMethod() + " "
-                            + path + (ex.getRequestURI().getRawQuery() == null ? ""
-                            : "?" + ex.getRequestURI().getRawQuery()) + " " + text);
+                    send(
+                            ex,
+                            200,
+                            "application/octet-stream",
+                            "echo " + name + " " + ex.getRequestMethod() + " "
+                                    + path
+                                    + (ex.getRequestURI().getRawQuery() == null
+                                            ? ""
+                                            : "?" + ex.getRequestURI().getRawQuery())
+                                    + " " + text);
                 }
             }
         }
@@ -250,10 +275,12 @@ final class ScriptedReplica implements AutoCloseable {
                 return;
             }
             if (includeUsage) { // the usage chunk, written in three pieces that split its line
-                String usage = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
-                        + "\"model\":\"fake\",\"choices\":[],\"usage\":" + openAiUsage() + "}\n\n";
+                String usage =
+                        "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                                + "\"model\":\"fake\",\"choices\":[],\"usage\":" + openAiUsage() + "}\n\n";
                 int a = usage.length() / 3;
-                if (!write(out, usage.substring(0, a)) || !write(out, usage.substring(a, 2 * a))
+                if (!write(out, usage.substring(0, a))
+                        || !write(out, usage.substring(a, 2 * a))
                         || !write(out, usage.substring(2 * a))) {
                     return;
                 }
@@ -269,26 +296,33 @@ final class ScriptedReplica implements AutoCloseable {
         ex.getResponseHeaders().set("Content-Type", "text/event-stream");
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
-        if (!write(out, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
-                + "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":[],"
-                + "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":" + anthropicUsage(1) + "}}\n\n"
-                + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
-                + "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")) {
+        if (!write(
+                out,
+                "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
+                        + "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":[],"
+                        + "\"stop_reason\":null,\"stop_sequence\":null,\"usage\":" + anthropicUsage(1) + "}}\n\n"
+                        + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+                        + "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")) {
             return;
         }
         afterFirstChunk();
-        java.util.Iterator<String> parts = reply == null ? List.of("Hello", " from ", name).iterator() : pieces();
+        java.util.Iterator<String> parts =
+                reply == null ? List.of("Hello", " from ", name).iterator() : pieces();
         while (parts.hasNext()) {
             String p = parts.next();
-            if (!write(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
-                    + "\"delta\":{\"type\":\"text_delta\",\"text\":" + quote(p) + "}}\n\n")) {
+            if (!write(
+                    out,
+                    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                            + "\"delta\":{\"type\":\"text_delta\",\"text\":" + quote(p) + "}}\n\n")) {
                 return;
             }
         }
-        write(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
-                + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\","
-                + "\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n"
-                + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        write(
+                out,
+                "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+                        + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\","
+                        + "\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n"
+                        + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
     }
 
     private void afterFirstChunk() {

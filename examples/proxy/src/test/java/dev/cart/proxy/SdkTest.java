@@ -40,8 +40,9 @@ class SdkTest {
 
                 StringBuilder streamed = new StringBuilder();
                 try (var stream = client.chat().completions().createStreaming(params)) {
-                    stream.stream().forEach((ChatCompletionChunk chunk) -> chunk.choices()
-                            .forEach(c -> c.delta().content().ifPresent(streamed::append)));
+                    stream.stream()
+                            .forEach((ChatCompletionChunk chunk) -> chunk.choices()
+                                    .forEach(c -> c.delta().content().ifPresent(streamed::append)));
                 }
                 assertTrue(streamed.toString().startsWith("Hello from r"), streamed.toString());
                 assertTrue(streamed.toString().contains(" 2"), streamed.toString());
@@ -72,10 +73,12 @@ class SdkTest {
                 assertTrue(text.startsWith("Hello from r"), text);
 
                 MessageAccumulator acc = MessageAccumulator.create();
-                try (StreamResponse<RawMessageStreamEvent> stream = client.messages().createStreaming(params)) {
+                try (StreamResponse<RawMessageStreamEvent> stream =
+                        client.messages().createStreaming(params)) {
                     stream.stream().forEach(acc::accumulate);
                 }
-                String streamed = acc.message().content().get(0).text().orElseThrow().text();
+                String streamed =
+                        acc.message().content().get(0).text().orElseThrow().text();
                 assertTrue(streamed.startsWith("Hello from r"), streamed);
                 assertEquals(2, h.replica(0).count() + h.replica(1).count());
                 ScriptedReplica served = h.replica(0).count() > 0 ? h.replica(0) : h.replica(1);

@@ -24,7 +24,8 @@ class SimulatedReplicaTest {
 
     private final List<AutoCloseable> open = new ArrayList<>();
     private final List<Duration> sleeps = new CopyOnWriteArrayList<>();
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     private ProxyServer proxy;
 
     @AfterEach
@@ -41,7 +42,12 @@ class SimulatedReplicaTest {
 
     private SimulatedReplicaServer sim(String name, Fault fault) throws IOException {
         SimulatedReplicaServer s = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
-                .name(name).port(0).model("demo").speedup(200).outputTokens(8).fault(fault));
+                .name(name)
+                .port(0)
+                .model("demo")
+                .speedup(200)
+                .outputTokens(8)
+                .fault(fault));
         open.add(s);
         return s;
     }
@@ -49,16 +55,23 @@ class SimulatedReplicaTest {
     private void startProxy(String yaml, SimulatedReplicaServer... sims) throws Exception {
         StringBuilder b = new StringBuilder(yaml).append("\nserver:\n  host: 127.0.0.1\n  port: 0\nworkers:\n");
         for (int i = 0; i < sims.length; i++) {
-            b.append("  - url: ").append(sims[i].baseUri()).append("\n    load_penalty: ").append(i * 10).append('\n');
+            b.append("  - url: ")
+                    .append(sims[i].baseUri())
+                    .append("\n    load_penalty: ")
+                    .append(i * 10)
+                    .append('\n');
         }
-        proxy = ProxyServer.start(ConfigLoader.parse(b.toString()),
+        proxy = ProxyServer.start(
+                ConfigLoader.parse(b.toString()),
                 new ProxyServer.Options().sleeper(sleeps::add).healthChecks(false));
     }
 
     private HttpResponse<String> chat(boolean stream) throws Exception {
-        return http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/v1/chat/completions"))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"demo\",\"stream\":" + stream
-                        + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")).build(),
+        return http.send(
+                HttpRequest.newBuilder(proxy.baseUri().resolve("/v1/chat/completions"))
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"demo\",\"stream\":" + stream
+                                + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"))
+                        .build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -68,15 +81,21 @@ class SimulatedReplicaTest {
         open.add(demo);
         assertEquals(4, demo.workers().size());
         ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
-        proxy = ProxyServer.start(config.withServer(ProxyConfig.Server.builder().host("127.0.0.1").port(0)
-                .maxThreads(16).build()), new ProxyServer.Options());
+        proxy = ProxyServer.start(
+                config.withServer(ProxyConfig.Server.builder()
+                        .host("127.0.0.1")
+                        .port(0)
+                        .maxThreads(16)
+                        .build()),
+                new ProxyServer.Options());
         HttpResponse<String> r = chat(true);
         assertEquals(200, r.statusCode());
         assertTrue(r.headers().firstValue("content-type").orElse("").startsWith("text/event-stream"));
         assertTrue(r.body().startsWith("data: "), r.body());
         assertTrue(r.body().contains("chat.completion.chunk"), r.body());
         assertTrue(r.body().trim().endsWith("data: [DONE]"), r.body());
-        HttpResponse<String> workers = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/workers")).build(),
+        HttpResponse<String> workers = http.send(
+                HttpRequest.newBuilder(proxy.baseUri().resolve("/workers")).build(),
                 HttpResponse.BodyHandlers.ofString());
         assertEquals(4, Responses.JSON.readTree(workers.body()).get("workers").size());
     }
@@ -98,9 +117,12 @@ class SimulatedReplicaTest {
     void aResetMidStreamBreaksTheClientStreamAndCountsAsAFailure() throws Exception {
         SimulatedReplicaServer resetting = sim("resetting", Fault.RESET);
         startProxy("circuit_breaker:\n  failure_threshold: 1\n", resetting);
-        HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(proxy.baseUri().resolve("/v1/chat/completions"))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"demo\",\"stream\":true,\"messages\":"
-                        + "[{\"role\":\"user\",\"content\":\"hi\"}]}")).build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> r = http.send(
+                HttpRequest.newBuilder(proxy.baseUri().resolve("/v1/chat/completions"))
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"demo\",\"stream\":true,\"messages\":"
+                                + "[{\"role\":\"user\",\"content\":\"hi\"}]}"))
+                        .build(),
+                HttpResponse.BodyHandlers.ofInputStream());
         boolean complete;
         try (InputStream in = r.body()) {
             complete = new String(in.readAllBytes(), StandardCharsets.UTF_8).contains("[DONE]");

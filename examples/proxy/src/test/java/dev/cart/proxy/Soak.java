@@ -39,8 +39,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Soak {
 
-    private Soak() {
-    }
+    private Soak() {}
 
     private static final String[] SYSTEMS = {
         "You are a helpful assistant for a bank. Answer politely and never give financial advice. ",
@@ -68,9 +67,16 @@ public final class Soak {
         int clients = args.length > 2 ? Integer.parseInt(args[2]) : 8;
         long maxBlocks = args.length > 3 ? Long.parseLong(args[3]) : 200_000;
         long httpMaxBlocks = args.length > 4 ? Long.parseLong(args[4]) : 5_000;
-        System.out.printf("soak: java %s, max heap %d MiB, %d router requests, %d s of HTTP with %d clients, "
-                + "tree cap %d blocks (HTTP run: %d)%n", Runtime.version(), Runtime.getRuntime().maxMemory() >> 20,
-                routerRequests, httpSeconds, clients, maxBlocks, httpMaxBlocks);
+        System.out.printf(
+                "soak: java %s, max heap %d MiB, %d router requests, %d s of HTTP with %d clients, "
+                        + "tree cap %d blocks (HTTP run: %d)%n",
+                Runtime.version(),
+                Runtime.getRuntime().maxMemory() >> 20,
+                routerRequests,
+                httpSeconds,
+                clients,
+                maxBlocks,
+                httpMaxBlocks);
         if (routerRequests > 0) {
             inProcess(routerRequests, maxBlocks);
         }
@@ -81,14 +87,21 @@ public final class Soak {
 
     static void inProcess(long n, long maxBlocks) {
         ManagedReplicaSet set = ManagedReplicaSet.builder()
-                .add(new ReplicaSpec("http://r1", 256, 0)).add(new ReplicaSpec("http://r2", 256, 0))
-                .add(new ReplicaSpec("http://r3", 256, 0)).add(new ReplicaSpec("http://r4", 256, 0)).build();
+                .add(new ReplicaSpec("http://r1", 256, 0))
+                .add(new ReplicaSpec("http://r2", 256, 0))
+                .add(new ReplicaSpec("http://r3", 256, 0))
+                .add(new ReplicaSpec("http://r4", 256, 0))
+                .build();
         SplittableRandom r = new SplittableRandom(7);
         System.out.println("in-process: requests, heap_after_gc_MiB, tree_blocks, tree_nodes, hits");
         long hits = 0;
         long t0 = System.nanoTime();
-        try (Router router = Router.builder().replicas(set).policy(RoutingPolicies.create("cache_aware", Map.of()))
-                .maxTreeSize(maxBlocks).evictionInterval(Duration.ZERO).build()) {
+        try (Router router = Router.builder()
+                .replicas(set)
+                .policy(RoutingPolicies.create("cache_aware", Map.of()))
+                .maxTreeSize(maxBlocks)
+                .evictionInterval(Duration.ZERO)
+                .build()) {
             for (long i = 1; i <= n; i++) {
                 RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText(prompt(r, i), 64)));
                 if (d.reason() == dev.cart.core.Reason.CACHE_HIT) {
@@ -101,15 +114,21 @@ public final class Soak {
                     router.evictNow();
                 }
                 if (i % 100_000 == 0) {
-                    System.out.printf("in-process: %d, %.1f, %d, %d, %d%n", i, heapAfterGc() / 1048576.0,
-                            router.treeStats().size(), router.treeStats().nodes(), hits);
+                    System.out.printf(
+                            "in-process: %d, %.1f, %d, %d, %d%n",
+                            i,
+                            heapAfterGc() / 1048576.0,
+                            router.treeStats().size(),
+                            router.treeStats().nodes(),
+                            hits);
                 }
             }
             if (!dev.cart.core.TreeProbe.countsMatchRecount(router) || set.totalInFlight() != 0) {
                 throw new IllegalStateException("lost accounting: " + router.treeStats());
             }
         }
-        System.out.printf("in-process: done in %d s; tree stats equal a recount; in-flight 0%n",
+        System.out.printf(
+                "in-process: done in %d s; tree stats equal a recount; in-flight 0%n",
                 TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0));
     }
 
@@ -128,7 +147,8 @@ public final class Soak {
         AtomicLong errors = new AtomicLong();
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         ExecutorService pool = Executors.newFixedThreadPool(clients);
-        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpClient http =
+                HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         for (int c = 0; c < clients; c++) {
             int id = c;
             pool.submit(() -> {
@@ -136,9 +156,11 @@ public final class Soak {
                 long n = 0;
                 while (System.nanoTime() < end) {
                     try {
-                        HttpResponse<Void> resp = http.send(HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
-                                .POST(HttpRequest.BodyPublishers.ofString(ProxyHarness.chat(
-                                        prompt(r, id * 1_000_000_000L + n++), n % 3 == 0))).build(),
+                        HttpResponse<Void> resp = http.send(
+                                HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
+                                        .POST(HttpRequest.BodyPublishers.ofString(
+                                                ProxyHarness.chat(prompt(r, id * 1_000_000_000L + n++), n % 3 == 0)))
+                                        .build(),
                                 HttpResponse.BodyHandlers.discarding());
                         if (resp.statusCode() != 200) {
                             errors.incrementAndGet();
@@ -163,14 +185,23 @@ public final class Soak {
             long wait = Math.min(TimeUnit.SECONDS.toNanos(step), end - System.nanoTime());
             TimeUnit.NANOSECONDS.sleep(Math.max(0, wait)); // a command-line run, not a test: it paces itself
             dev.cart.core.TreeStats tree = h.proxy.routing().router.treeStats();
-            System.out.printf("http: %d, %d, %d, %.1f, %d, %d%n", TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0),
-                    done.get(), errors.get(), heapAfterGc() / 1048576.0, tree.size(), tree.nodes());
+            System.out.printf(
+                    "http: %d, %d, %d, %.1f, %d, %d%n",
+                    TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0),
+                    done.get(),
+                    errors.get(),
+                    heapAfterGc() / 1048576.0,
+                    tree.size(),
+                    tree.nodes());
         }
         pool.shutdown();
         pool.awaitTermination(60, TimeUnit.SECONDS);
         ManagedReplicaSet set = h.proxy.routing().replicas;
-        System.out.printf("http: done: %d requests, %d errors, in-flight %d, tree stats equal a recount: %b%n",
-                done.get(), errors.get(), set.totalInFlight(),
+        System.out.printf(
+                "http: done: %d requests, %d errors, in-flight %d, tree stats equal a recount: %b%n",
+                done.get(),
+                errors.get(),
+                set.totalInFlight(),
                 dev.cart.core.TreeProbe.countsMatchRecount(h.proxy.routing().router));
         for (ScriptedReplica f : h.replicas) {
             f.close();

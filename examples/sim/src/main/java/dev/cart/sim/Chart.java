@@ -27,12 +27,10 @@ final class Chart {
         new Color(0x6B3E00), new Color(0x7F3C8D),
     };
 
-    private Chart() {
-    }
+    private Chart() {}
 
     /** One workload's bars: a label, the ideal hit ratio, and per policy (in legend order) hit and P99. */
-    record Group(String label, double ideal, double[] hit, double[] p99Millis) {
-    }
+    record Group(String label, double ideal, double[] hit, double[] p99Millis) {}
 
     /** The chart of a report's main tables: each workload's median hit ratio and median P99 over the seeds. */
     static void write(Path file, Report.Settings s, RunMatrix.Matrix m) throws IOException {
@@ -51,10 +49,19 @@ final class Chart {
                 hit[i] = w.spread(labels.get(i), RunResult::hitRatio).median();
                 p99[i] = w.spread(labels.get(i), RunResult::ttftP99Millis).median();
             }
-            groups.add(new Group(w.name(), w.prepared(PreparedWorkload::idealHitRatio).median(), hit, p99));
+            groups.add(new Group(
+                    w.name(), w.prepared(PreparedWorkload::idealHitRatio).median(), hit, p99));
         }
-        write(file, String.format(java.util.Locale.ROOT, "CART routing quality: %d simulated replicas (%s), "
-                + "median over seeds %s", s.replicas, m.model().title, s.seedsText()), labels, groups);
+        write(
+                file,
+                String.format(
+                        java.util.Locale.ROOT,
+                        "CART routing quality: %d simulated replicas (%s), " + "median over seeds %s",
+                        s.replicas,
+                        m.model().title,
+                        s.seedsText()),
+                labels,
+                groups);
     }
 
     static void write(Path file, String title, List<String> policies, List<Group> groups) throws IOException {
@@ -91,8 +98,8 @@ final class Chart {
         return plotW / Math.max(1, groups);
     }
 
-    private static void drawHitPanel(Graphics2D g, int x, int y, int w, int h, List<String> policies,
-                                     List<Group> groups) {
+    private static void drawHitPanel(
+            Graphics2D g, int x, int y, int w, int h, List<String> policies, List<Group> groups) {
         axisTitle(g, x, y, "Hit ratio (cached prompt tokens / prompt tokens); dashed: ideal");
         g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
         for (int i = 0; i <= 5; i++) {
@@ -116,16 +123,16 @@ final class Chart {
             }
             int iy = y + h - (int) Math.round(gr.ideal() * h);
             g.setColor(Color.BLACK);
-            g.setStroke(new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f},
-                    0f));
+            g.setStroke(
+                    new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
             g.drawLine(gx - 4, iy, gx + policies.size() * bw + 2, iy);
             g.setStroke(new BasicStroke(1f));
             groupLabel(g, gx, y + h, policies.size() * bw, gr.label());
         }
     }
 
-    private static void drawTtftPanel(Graphics2D g, int x, int y, int w, int h, List<String> policies,
-                                      List<Group> groups) {
+    private static void drawTtftPanel(
+            Graphics2D g, int x, int y, int w, int h, List<String> policies, List<Group> groups) {
         axisTitle(g, x, y, "P99 time to first token (ms, log scale)");
         double max = 1;
         double min = Double.MAX_VALUE;

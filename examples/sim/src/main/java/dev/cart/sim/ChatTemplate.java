@@ -15,8 +15,7 @@ final class ChatTemplate {
     private static final String HEADER_END = "<|end_header_id|>\n\n";
     private static final String EOT = "<|eot_id|>";
 
-    private ChatTemplate() {
-    }
+    private ChatTemplate() {}
 
     /** The prompt for {@code messages}, ending with the generation prompt. */
     static String render(List<Message> messages) {
@@ -27,7 +26,11 @@ final class ChatTemplate {
         StringBuilder sb = new StringBuilder(len);
         sb.append(BEGIN);
         for (Message m : messages) {
-            sb.append(HEADER_START).append(m.role()).append(HEADER_END).append(m.content()).append(EOT);
+            sb.append(HEADER_START)
+                    .append(m.role())
+                    .append(HEADER_END)
+                    .append(m.content())
+                    .append(EOT);
         }
         sb.append(HEADER_START).append("assistant").append(HEADER_END);
         return sb.toString();

@@ -69,9 +69,11 @@ final class Engine {
         int limit = config.effectiveMaxModelLen();
         if (total > limit) {
             r.rejected = true;
-            r.sink.onRejected(r, "This model's maximum context length is " + limit + " tokens. However, you "
-                    + "requested " + total + " tokens (" + r.promptTokens + " in the messages, " + r.maxTokens
-                    + " in the completion).");
+            r.sink.onRejected(
+                    r,
+                    "This model's maximum context length is " + limit + " tokens. However, you "
+                            + "requested " + total + " tokens (" + r.promptTokens + " in the messages, " + r.maxTokens
+                            + " in the completion).");
             return false;
         }
         waiting.addLast(r);

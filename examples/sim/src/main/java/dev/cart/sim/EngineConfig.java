@@ -15,8 +15,16 @@ package dev.cart.sim;
  * @param decodeSeqNanos    cost of one sequence decoding one token in a step
  * @param maxModelLen       longest sequence (prompt plus completion) accepted, in tokens
  */
-record EngineConfig(int blockTokens, int charsPerToken, long cacheTokens, int maxBatchedTokens, int maxNumSeqs,
-                    long stepFixedNanos, long prefillTokenNanos, long decodeSeqNanos, int maxModelLen) {
+record EngineConfig(
+        int blockTokens,
+        int charsPerToken,
+        long cacheTokens,
+        int maxBatchedTokens,
+        int maxNumSeqs,
+        long stepFixedNanos,
+        long prefillTokenNanos,
+        long decodeSeqNanos,
+        int maxModelLen) {
 
     /** vLLM's default KV block size. */
     static final int BLOCK_TOKENS = 16;
@@ -44,8 +52,8 @@ record EngineConfig(int blockTokens, int charsPerToken, long cacheTokens, int ma
             throw new IllegalArgumentException("engine sizes must be positive");
         }
         if (cacheTokens < blockTokens) {
-            throw new IllegalArgumentException("cache must hold at least one block of " + blockTokens
-                    + " tokens, was " + cacheTokens);
+            throw new IllegalArgumentException(
+                    "cache must hold at least one block of " + blockTokens + " tokens, was " + cacheTokens);
         }
         if (cacheTokens / blockTokens > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("cache too large: " + cacheTokens + " tokens");
@@ -56,23 +64,55 @@ record EngineConfig(int blockTokens, int charsPerToken, long cacheTokens, int ma
     }
 
     static EngineConfig defaults() {
-        return new EngineConfig(BLOCK_TOKENS, CHARS_PER_TOKEN, CACHE_TOKENS, MAX_BATCHED_TOKENS, MAX_NUM_SEQS,
-                STEP_FIXED_NANOS, PREFILL_TOKEN_NANOS, DECODE_SEQ_NANOS, MAX_MODEL_LEN);
+        return new EngineConfig(
+                BLOCK_TOKENS,
+                CHARS_PER_TOKEN,
+                CACHE_TOKENS,
+                MAX_BATCHED_TOKENS,
+                MAX_NUM_SEQS,
+                STEP_FIXED_NANOS,
+                PREFILL_TOKEN_NANOS,
+                DECODE_SEQ_NANOS,
+                MAX_MODEL_LEN);
     }
 
     EngineConfig withCacheTokens(long tokens) {
-        return new EngineConfig(blockTokens, charsPerToken, tokens, maxBatchedTokens, maxNumSeqs, stepFixedNanos,
-                prefillTokenNanos, decodeSeqNanos, maxModelLen);
+        return new EngineConfig(
+                blockTokens,
+                charsPerToken,
+                tokens,
+                maxBatchedTokens,
+                maxNumSeqs,
+                stepFixedNanos,
+                prefillTokenNanos,
+                decodeSeqNanos,
+                maxModelLen);
     }
 
     EngineConfig withMaxNumSeqs(int seqs) {
-        return new EngineConfig(blockTokens, charsPerToken, cacheTokens, maxBatchedTokens, seqs, stepFixedNanos,
-                prefillTokenNanos, decodeSeqNanos, maxModelLen);
+        return new EngineConfig(
+                blockTokens,
+                charsPerToken,
+                cacheTokens,
+                maxBatchedTokens,
+                seqs,
+                stepFixedNanos,
+                prefillTokenNanos,
+                decodeSeqNanos,
+                maxModelLen);
     }
 
     EngineConfig withMaxBatchedTokens(int tokens) {
-        return new EngineConfig(blockTokens, charsPerToken, cacheTokens, tokens, maxNumSeqs, stepFixedNanos,
-                prefillTokenNanos, decodeSeqNanos, maxModelLen);
+        return new EngineConfig(
+                blockTokens,
+                charsPerToken,
+                cacheTokens,
+                tokens,
+                maxNumSeqs,
+                stepFixedNanos,
+                prefillTokenNanos,
+                decodeSeqNanos,
+                maxModelLen);
     }
 
     /** Characters in one cache block. */

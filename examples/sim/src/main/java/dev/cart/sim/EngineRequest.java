@@ -9,23 +9,19 @@ final class EngineRequest {
     /** Receives what happens to a request, on the engine's thread, at engine (model) time. */
     interface Sink {
         /** First scheduled: {@link EngineRequest#cachedTokens()} is known. */
-        default void onAdmitted(EngineRequest request, long nanos) {
-        }
+        default void onAdmitted(EngineRequest request, long nanos) {}
 
         /** One token was generated; {@link EngineRequest#generated()} counts it. */
-        default void onToken(EngineRequest request, long nanos) {
-        }
+        default void onToken(EngineRequest request, long nanos) {}
 
         /** The last token was generated; the request has left the engine. */
-        default void onFinished(EngineRequest request, long nanos) {
-        }
+        default void onFinished(EngineRequest request, long nanos) {}
 
         /** The engine refused the request (longer than the model's context). */
-        default void onRejected(EngineRequest request, String message) {
-        }
+        default void onRejected(EngineRequest request, String message) {}
     }
 
-    static final Sink NO_SINK = new Sink() { };
+    static final Sink NO_SINK = new Sink() {};
 
     final long[] blocks;
     final int promptTokens;

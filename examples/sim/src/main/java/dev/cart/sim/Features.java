@@ -37,15 +37,13 @@ final class Features {
     /** The token-mode equivalent of the default {@code match_abs_threshold} of 8,192 characters. */
     static final int TOKEN_MATCH_ABS_THRESHOLD = 2048;
 
-    private Features() {
-    }
+    private Features() {}
 
     /**
      * One routing configuration of a case, with the prepared workload it runs (keys differ by mode) and,
      * when the same configuration already ran on the same workload in the main tables, that run.
      */
-    record Arm(Variant variant, PreparedWorkload prepared, RunResult reused) {
-    }
+    record Arm(Variant variant, PreparedWorkload prepared, RunResult reused) {}
 
     /**
      * One workload of a feature on one seed.
@@ -76,7 +74,9 @@ final class Features {
     /** One workload of a feature over every seed, in seed order. */
     record CaseRuns(String title, List<CaseResult> seeds) {
         Spread spread(String label, ToDoubleFunction<RunResult> f) {
-            return Spread.of(seeds.stream().mapToDouble(c -> f.applyAsDouble(c.of(label))).toArray());
+            return Spread.of(seeds.stream()
+                    .mapToDouble(c -> f.applyAsDouble(c.of(label)))
+                    .toArray());
         }
 
         List<Variant> variants() {
@@ -95,12 +95,22 @@ final class Features {
      * @param altName      the alternative, as the summary names it
      * @param results      one per workload
      */
-    record Feature(String title, String intro, String defaultLabel, String altLabel, String defaultName,
-                   String altName, List<CaseRuns> results) {
-    }
+    record Feature(
+            String title,
+            String intro,
+            String defaultLabel,
+            String altLabel,
+            String defaultName,
+            String altName,
+            List<CaseRuns> results) {}
 
     /** Which of two configurations the rule calls better on one case. */
-    enum Better { DEFAULT, ALTERNATIVE, NEITHER, TRADE_OFF }
+    enum Better {
+        DEFAULT,
+        ALTERNATIVE,
+        NEITHER,
+        TRADE_OFF
+    }
 
     static Better compare(RunResult def, RunResult alt) {
         double dh = alt.hitRatio() - def.hitRatio();
@@ -116,14 +126,17 @@ final class Features {
         if (defBetter && !altBetter) {
             return Better.DEFAULT;
         }
-        boolean trade = (Math.abs(dh) >= HIT_MARGIN && (dh > 0) != (altOverDef < 1)
-                && Math.abs(altOverDef - 1) >= P99_MARGIN);
+        boolean trade =
+                (Math.abs(dh) >= HIT_MARGIN && (dh > 0) != (altOverDef < 1) && Math.abs(altOverDef - 1) >= P99_MARGIN);
         return trade ? Better.TRADE_OFF : Better.NEITHER;
     }
 
     /** Runs every feature's cases on the seeds of the main tables, reusing their runs where they match. */
-    static List<Feature> run(Report.Settings s, RunMatrix.Matrix main,
-                             Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static List<Feature> run(
+            Report.Settings s,
+            RunMatrix.Matrix main,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         List<Feature> out = new ArrayList<>();
         out.add(multiDepth(s, main, policies, progress));
         out.add(feedback(s, main, policies, progress));
@@ -148,18 +161,26 @@ final class Features {
         return mainCase(sr, defaultLabel, alternative, sr.prepared());
     }
 
-    private static Case mainCase(RunMatrix.ScenarioResult sr, String defaultLabel, Variant alternative,
-                                 PreparedWorkload altPrepared) {
+    private static Case mainCase(
+            RunMatrix.ScenarioResult sr, String defaultLabel, Variant alternative, PreparedWorkload altPrepared) {
         PreparedWorkload p = sr.prepared();
-        return new Case(sr.scenario().name(), "", sr.seed(), 0, List.of(
-                new Arm(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE), p, sr.of(Variant.LEAST_LOADED)),
-                new Arm(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE), p, sr.of(Variant.ROUND_ROBIN)),
-                new Arm(cacheAware(defaultLabel), p, sr.of(Variant.CACHE_AWARE)),
-                new Arm(alternative, altPrepared, null)));
+        return new Case(
+                sr.scenario().name(),
+                "",
+                sr.seed(),
+                0,
+                List.of(
+                        new Arm(
+                                Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE),
+                                p,
+                                sr.of(Variant.LEAST_LOADED)),
+                        new Arm(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE), p, sr.of(Variant.ROUND_ROBIN)),
+                        new Arm(cacheAware(defaultLabel), p, sr.of(Variant.CACHE_AWARE)),
+                        new Arm(alternative, altPrepared, null)));
     }
 
-    static CaseResult runCase(Report.Settings s, Case c, Function<Variant, Supplier<RoutingPolicy>> policies,
-                              boolean progress) {
+    static CaseResult runCase(
+            Report.Settings s, Case c, Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
         List<RunMatrix.Row> rows = new ArrayList<>();
         for (Arm a : c.arms()) {
             RunResult r = a.reused();
@@ -179,8 +200,11 @@ final class Features {
     }
 
     /** Runs the cases (in parallel) and groups them by title, in first-seen order. */
-    private static List<CaseRuns> runAll(Report.Settings s, List<Supplier<Case>> cases,
-                                         Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    private static List<CaseRuns> runAll(
+            Report.Settings s,
+            List<Supplier<Case>> cases,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         List<Callable<CaseResult>> tasks = new ArrayList<>();
         for (Supplier<Case> c : cases) {
             tasks.add(() -> runCase(s, c.get(), policies, progress));
@@ -209,97 +233,139 @@ final class Features {
     static final String MULTI_DEPTH = "cache_aware (multi-depth)";
     static final String SINGLE_DEPTH = "cache_aware, single-depth (first boundary)";
 
-    static Feature multiDepth(Report.Settings s, RunMatrix.Matrix main,
-                              Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static Feature multiDepth(
+            Report.Settings s,
+            RunMatrix.Matrix main,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : List.of("branch-resume", "multi-turn")) {
             for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
-                cases.add(() -> mainCase(sr, MULTI_DEPTH, cacheAware(SINGLE_DEPTH).singleDepth(true).usage(false)));
+                cases.add(() -> mainCase(
+                        sr,
+                        MULTI_DEPTH,
+                        cacheAware(SINGLE_DEPTH).singleDepth(true).usage(false)));
             }
         }
-        return new Feature("Multi-depth learning", "CART's tree records every prefix of a key it learns, so a "
-                + "learned request leaves a route at each of its message boundaries (and blocks): multi-depth "
-                + "learning is how matching works, not a setting, and a branching, continuing or resumed "
-                + "conversation matches the longest part it shares with what came before. The alternative is the "
-                + "single-depth router of the notes, one route per request at a fixed point: the router sees each "
-                + "key only up to its first message boundary (`key.prefix(key.boundary(0))`, the end of the system "
-                + "prompt here), for routing and for learning. Its predictions count that prefix, not the prompt, "
-                + "so it is given no usage feedback; everything else is the default. The references and the "
-                + "default are the main tables' runs.",
-                MULTI_DEPTH, SINGLE_DEPTH, "multi-depth (inherent)", "single-depth at the first message boundary",
+        return new Feature(
+                "Multi-depth learning",
+                "CART's tree records every prefix of a key it learns, so a "
+                        + "learned request leaves a route at each of its message boundaries (and blocks): multi-depth "
+                        + "learning is how matching works, not a setting, and a branching, continuing or resumed "
+                        + "conversation matches the longest part it shares with what came before. The alternative is the "
+                        + "single-depth router of the notes, one route per request at a fixed point: the router sees each "
+                        + "key only up to its first message boundary (`key.prefix(key.boundary(0))`, the end of the system "
+                        + "prompt here), for routing and for learning. Its predictions count that prefix, not the prompt, "
+                        + "so it is given no usage feedback; everything else is the default. The references and the "
+                        + "default are the main tables' runs.",
+                MULTI_DEPTH,
+                SINGLE_DEPTH,
+                "multi-depth (inherent)",
+                "single-depth at the first message boundary",
                 runAll(s, cases, policies, progress));
     }
 
     static final String FEEDBACK_ON = "cache_aware (feedback on)";
     static final String FEEDBACK_OFF = "cache_aware, feedback off";
 
-    static Feature feedback(Report.Settings s, RunMatrix.Matrix main,
-                            Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static Feature feedback(
+            Report.Settings s,
+            RunMatrix.Matrix main,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         long small = EngineConfig.defaults().cacheTokens() / FEEDBACK_CACHE_DIVISOR;
         String setting = String.format(Locale.ROOT, "cache %,d tokens per replica", small);
         List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : List.of("rag-zipf", "multi-turn", "branch-resume")) {
             for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
                 PreparedWorkload p = sr.prepared();
-                cases.add(() -> new Case(name, setting, sr.seed(), small, List.of(
-                        new Arm(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE), p, null),
-                        new Arm(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE), p, null),
-                        new Arm(cacheAware(FEEDBACK_ON), p, null),
-                        new Arm(cacheAware(FEEDBACK_OFF).feedback(false), p, null))));
+                cases.add(() -> new Case(
+                        name,
+                        setting,
+                        sr.seed(),
+                        small,
+                        List.of(
+                                new Arm(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE), p, null),
+                                new Arm(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE), p, null),
+                                new Arm(cacheAware(FEEDBACK_ON), p, null),
+                                new Arm(cacheAware(FEEDBACK_OFF).feedback(false), p, null))));
             }
         }
         for (RunMatrix.ScenarioResult sr : seedsOf(main, RunMatrix.MOONCAKE)) {
             cases.add(() -> mainCase(sr, FEEDBACK_ON, cacheAware(FEEDBACK_OFF).feedback(false)));
         }
-        return new Feature("Feedback from the replicas", String.format(Locale.ROOT, "Replicas whose caches are "
-                + "much smaller than what the router remembers: the RAG, multi-turn and branching workloads at "
-                + "the main tables' arrival rates on replicas with a %s of the modelled cache (%,d tokens each), "
-                + "and the Mooncake replay at the modelled cache, whose working set already exceeds it. The "
-                + "router's tree (1,000,000 blocks, no eviction pass in these runs) keeps every route it learns. "
-                + "Both configurations hand the replica's usage to the lease (`Lease.succeeded(ServedUsage)` with "
-                + "its `prompt_tokens` and `cached_tokens`): with feedback off (`Router.Builder.feedback(false)`) "
-                + "the router only compares, on (the default) it also drops the claims a lost prefix took with it "
-                + "(`PrefixTree.forgetBranches`): not the request's own route, since the replica has just computed "
-                + "the prompt again, but the replica's other claims that continue through the part it lost. "
-                + "*Predicted → delivered* sums over the requests the cached "
-                + "tokens the router predicted on the replica it chose and those the replica reported "
-                + "(`RoutingListener.onCacheFeedback`), with delivered over predicted in brackets; "
-                + "*over-predicted* counts the requests whose prediction exceeded the delivery by more than two "
-                + "blocks (32 tokens) and a tenth of the prediction: a route the replica's cache no longer backed.",
-                FEEDBACK_CACHE_DIVISOR == 4 ? "quarter" : "1/" + FEEDBACK_CACHE_DIVISOR, small),
-                FEEDBACK_ON, FEEDBACK_OFF, "feedback on", "feedback off", runAll(s, cases, policies, progress));
+        return new Feature(
+                "Feedback from the replicas",
+                String.format(
+                        Locale.ROOT,
+                        "Replicas whose caches are "
+                                + "much smaller than what the router remembers: the RAG, multi-turn and branching workloads at "
+                                + "the main tables' arrival rates on replicas with a %s of the modelled cache (%,d tokens each), "
+                                + "and the Mooncake replay at the modelled cache, whose working set already exceeds it. The "
+                                + "router's tree (1,000,000 blocks, no eviction pass in these runs) keeps every route it learns. "
+                                + "Both configurations hand the replica's usage to the lease (`Lease.succeeded(ServedUsage)` with "
+                                + "its `prompt_tokens` and `cached_tokens`): with feedback off (`Router.Builder.feedback(false)`) "
+                                + "the router only compares, on (the default) it also drops the claims a lost prefix took with it "
+                                + "(`PrefixTree.forgetBranches`): not the request's own route, since the replica has just computed "
+                                + "the prompt again, but the replica's other claims that continue through the part it lost. "
+                                + "*Predicted → delivered* sums over the requests the cached "
+                                + "tokens the router predicted on the replica it chose and those the replica reported "
+                                + "(`RoutingListener.onCacheFeedback`), with delivered over predicted in brackets; "
+                                + "*over-predicted* counts the requests whose prediction exceeded the delivery by more than two "
+                                + "blocks (32 tokens) and a tenth of the prediction: a route the replica's cache no longer backed.",
+                        FEEDBACK_CACHE_DIVISOR == 4 ? "quarter" : "1/" + FEEDBACK_CACHE_DIVISOR,
+                        small),
+                FEEDBACK_ON,
+                FEEDBACK_OFF,
+                "feedback on",
+                "feedback off",
+                runAll(s, cases, policies, progress));
     }
 
     static final String CHAR_KEYS = "cache_aware, character keys";
     static final String TOKEN_KEYS = "cache_aware, token keys";
 
     /** Workloads of the token-mode comparison. */
-    static final List<String> TOKEN_WORKLOADS = List.of("rag-zipf", "multi-turn", "branch-resume",
-            "generated-shared-prefix");
+    static final List<String> TOKEN_WORKLOADS =
+            List.of("rag-zipf", "multi-turn", "branch-resume", "generated-shared-prefix");
 
-    static Feature tokenMode(Report.Settings s, RunMatrix.Matrix main,
-                             Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static Feature tokenMode(
+            Report.Settings s,
+            RunMatrix.Matrix main,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : TOKEN_WORKLOADS) {
             for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
                 cases.add(() -> {
                     PreparedWorkload chars = sr.prepared();
-                    PreparedWorkload tokens = PreparedWorkload.of(chars.workload, EngineConfig.defaults(),
-                            chars.options.withKeyUnit(PromptKey.Unit.TOKENS));
-                    return mainCase(sr, CHAR_KEYS, cacheAware(TOKEN_KEYS).settings(
-                            Map.of("match_abs_threshold", TOKEN_MATCH_ABS_THRESHOLD)), tokens);
+                    PreparedWorkload tokens = PreparedWorkload.of(
+                            chars.workload, EngineConfig.defaults(), chars.options.withKeyUnit(PromptKey.Unit.TOKENS));
+                    return mainCase(
+                            sr,
+                            CHAR_KEYS,
+                            cacheAware(TOKEN_KEYS).settings(Map.of("match_abs_threshold", TOKEN_MATCH_ABS_THRESHOLD)),
+                            tokens);
                 });
             }
         }
-        return new Feature("Token mode against character mode", String.format(Locale.ROOT, "Both key modes "
-                + "against the main tables' tokenizing replica (see the top of this page), with the main tables' "
-                + "arrivals: character keys are the default (64-character blocks, the main tables' cache_aware "
-                + "runs); token keys are `cart-extract`'s token mode with the replica's encoding "
-                + "(`ExtractOptions.tokenizer(Tokenizers.jtokkit(\"cl100k_base\")).blockTokens(16)`, a router "
-                + "with `keyFormat(TOKENS, 16)` and `match_abs_threshold` %,d, the token equivalent of the "
-                + "default 8,192 characters). The router's token keys still come from its own serialization of "
-                + "the request, not the replica's chat template.", TOKEN_MATCH_ABS_THRESHOLD),
-                CHAR_KEYS, TOKEN_KEYS, "character keys", "token keys (cl100k_base)",
+        return new Feature(
+                "Token mode against character mode",
+                String.format(
+                        Locale.ROOT,
+                        "Both key modes "
+                                + "against the main tables' tokenizing replica (see the top of this page), with the main tables' "
+                                + "arrivals: character keys are the default (64-character blocks, the main tables' cache_aware "
+                                + "runs); token keys are `cart-extract`'s token mode with the replica's encoding "
+                                + "(`ExtractOptions.tokenizer(Tokenizers.jtokkit(\"cl100k_base\")).blockTokens(16)`, a router "
+                                + "with `keyFormat(TOKENS, 16)` and `match_abs_threshold` %,d, the token equivalent of the "
+                                + "default 8,192 characters). The router's token keys still come from its own serialization of "
+                                + "the request, not the replica's chat template.",
+                        TOKEN_MATCH_ABS_THRESHOLD),
+                CHAR_KEYS,
+                TOKEN_KEYS,
+                "character keys",
+                "token keys (cl100k_base)",
                 runAll(s, cases, policies, progress));
     }
 
@@ -313,43 +379,62 @@ final class Features {
             }
             for (RunMatrix.ScenarioResult sr : w.seeds()) {
                 Case c = new Case(w.name(), "", sr.seed(), 0, List.of());
-                results.add(new CaseResult(c, List.of(
-                        new RunMatrix.Row(Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE),
-                                sr.of(Variant.LEAST_LOADED)),
-                        new RunMatrix.Row(Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE),
-                                sr.of(Variant.ROUND_ROBIN)),
-                        new RunMatrix.Row(cacheAware(ON_ROUTE), sr.of(Variant.CACHE_AWARE)),
-                        new RunMatrix.Row(Variant.named(Variant.ON_SUCCESS), sr.of(Variant.ON_SUCCESS)))));
+                results.add(new CaseResult(
+                        c,
+                        List.of(
+                                new RunMatrix.Row(
+                                        Variant.named(Variant.LEAST_LOADED).label(LL_REFERENCE),
+                                        sr.of(Variant.LEAST_LOADED)),
+                                new RunMatrix.Row(
+                                        Variant.named(Variant.ROUND_ROBIN).label(RR_REFERENCE),
+                                        sr.of(Variant.ROUND_ROBIN)),
+                                new RunMatrix.Row(cacheAware(ON_ROUTE), sr.of(Variant.CACHE_AWARE)),
+                                new RunMatrix.Row(Variant.named(Variant.ON_SUCCESS), sr.of(Variant.ON_SUCCESS)))));
             }
         }
-        return new Feature("When to learn", "From the main tables (the same runs): routes recorded when a request "
-                + "is routed (`learn: on_route`, the default; a diverted request's route at its first token) "
-                + "against recorded when the replica has answered (`on_success`).", ON_ROUTE, Variant.ON_SUCCESS,
-                "on_route", "on_success", group(results));
+        return new Feature(
+                "When to learn",
+                "From the main tables (the same runs): routes recorded when a request "
+                        + "is routed (`learn: on_route`, the default; a diverted request's route at its first token) "
+                        + "against recorded when the replica has answered (`on_success`).",
+                ON_ROUTE,
+                Variant.ON_SUCCESS,
+                "on_route",
+                "on_success",
+                group(results));
     }
 
     static final String ANSWERS_ON = "cache_aware (answers learned)";
     static final String ANSWERS_OFF = "cache_aware, answers not learned";
 
-    static Feature answers(Report.Settings s, RunMatrix.Matrix main,
-                           Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static Feature answers(
+            Report.Settings s,
+            RunMatrix.Matrix main,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         List<Supplier<Case>> cases = new ArrayList<>();
         for (String name : List.of("multi-turn", "branch-resume")) {
             for (RunMatrix.ScenarioResult sr : seedsOf(main, name)) {
                 cases.add(() -> mainCase(sr, ANSWERS_ON, cacheAware(ANSWERS_OFF).answers(false)));
             }
         }
-        return new Feature("Learning the answer", "The replica caches the blocks of the tokens it generates, as "
-                + "vLLM V1 does, so after a turn it holds the conversation through its reply, and the workloads' "
-                + "replies are the text their next turns carry back. With answers learned (the proxy's "
-                + "`cache.learn_answer`, on by default) the host records, when a chat answer completes, the key "
-                + "of the conversation followed by the reply, made by the same extractor from the request body "
-                + "with the assistant message appended; without, the router knows the conversation up to its last "
-                + "user message until the next turn is routed. Either way the next turn matches the replica that "
-                + "served the previous one, which also holds the reply; what learning the answer changes first is "
-                + "the router's prediction, which then covers the reply (compare predicted and delivered cached "
-                + "tokens).", ANSWERS_ON, ANSWERS_OFF, "answers learned",
-                "answers not learned", runAll(s, cases, policies, progress));
+        return new Feature(
+                "Learning the answer",
+                "The replica caches the blocks of the tokens it generates, as "
+                        + "vLLM V1 does, so after a turn it holds the conversation through its reply, and the workloads' "
+                        + "replies are the text their next turns carry back. With answers learned (the proxy's "
+                        + "`cache.learn_answer`, on by default) the host records, when a chat answer completes, the key "
+                        + "of the conversation followed by the reply, made by the same extractor from the request body "
+                        + "with the assistant message appended; without, the router knows the conversation up to its last "
+                        + "user message until the next turn is routed. Either way the next turn matches the replica that "
+                        + "served the previous one, which also holds the reply; what learning the answer changes first is "
+                        + "the router's prediction, which then covers the reply (compare predicted and delivered cached "
+                        + "tokens).",
+                ANSWERS_ON,
+                ANSWERS_OFF,
+                "answers learned",
+                "answers not learned",
+                runAll(s, cases, policies, progress));
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -373,18 +458,23 @@ final class Features {
     static String markdown(List<Feature> features) {
         StringBuilder md = new StringBuilder();
         md.append("## Learning: each feature on and off\n\n");
-        md.append(String.format(Locale.ROOT, "Each feature is compared on the workloads where it can matter, on "
-                + "every seed: the default configuration (everything as in *cache_aware* above) against the "
-                + "alternative, with least_loaded and round_robin for reference. The verdict follows one rule, "
-                + "fixed before the runs, applied to each workload on each seed: one configuration is *better* "
-                + "when its hit ratio is higher by at least %.2f without a P99 TTFT more than %.0f%% higher, or its "
-                + "P99 is at least %.0f%% lower without a hit ratio lower by %.2f or more; a *trade-off* when each "
-                + "wins one measure by those margins; otherwise there is *no clear difference*. A feature's "
-                + "verdict counts those (workload, seed) pairs: the numbers support a default outright only when "
-                + "the alternative is better on none and there is no trade-off; when each side wins somewhere, "
-                + "or one measure is traded for the other, the verdict says *trade-off*. Figures are the median "
-                + "over the seeds with the range in brackets.%n%n", HIT_MARGIN, 100 * P99_MARGIN,
-                100 * P99_MARGIN, HIT_MARGIN));
+        md.append(String.format(
+                Locale.ROOT,
+                "Each feature is compared on the workloads where it can matter, on "
+                        + "every seed: the default configuration (everything as in *cache_aware* above) against the "
+                        + "alternative, with least_loaded and round_robin for reference. The verdict follows one rule, "
+                        + "fixed before the runs, applied to each workload on each seed: one configuration is *better* "
+                        + "when its hit ratio is higher by at least %.2f without a P99 TTFT more than %.0f%% higher, or its "
+                        + "P99 is at least %.0f%% lower without a hit ratio lower by %.2f or more; a *trade-off* when each "
+                        + "wins one measure by those margins; otherwise there is *no clear difference*. A feature's "
+                        + "verdict counts those (workload, seed) pairs: the numbers support a default outright only when "
+                        + "the alternative is better on none and there is no trade-off; when each side wins somewhere, "
+                        + "or one measure is traded for the other, the verdict says *trade-off*. Figures are the median "
+                        + "over the seeds with the range in brackets.%n%n",
+                HIT_MARGIN,
+                100 * P99_MARGIN,
+                100 * P99_MARGIN,
+                HIT_MARGIN));
         md.append(summary(features)).append('\n');
         for (Feature f : features) {
             md.append("### ").append(f.title()).append("\n\n").append(f.intro()).append("\n\n");
@@ -404,18 +494,37 @@ final class Features {
                 String l = v.label();
                 boolean none = !v.policy().equals("cache_aware")
                         || cr.spread(l, r -> r.feedback().reports()).median() == 0;
-                String pd = none ? "—" : String.format(Locale.ROOT, "%s → %s (%s)",
-                        mega(cr.spread(l, r -> r.feedback().predicted()).median()),
-                        mega(cr.spread(l, r -> r.feedback().delivered()).median()),
-                        cr.spread(l, r -> r.feedback().deliveredShare()).format("%.2f"));
-                String over = none ? "—" : cr.spread(l, r -> r.feedback().overpredicted()).format("%.0f");
-                t.append("| ").append(first ? cr.title() : "").append(" | ").append(l).append(" | ")
-                        .append(cr.spread(l, RunResult::hitRatio).format("%.3f")).append(" | ")
-                        .append(cr.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio())).format("%.2f"))
-                        .append(" | ").append(cr.spread(l, RunResult::ttftP50Millis).format("%.0f")).append(" | ")
-                        .append(cr.spread(l, RunResult::ttftP99Millis).format("%.0f")).append(" | ")
-                        .append(cr.spread(l, RunResult::maxOverMeanRequests).format("%.2f")).append(" | ")
-                        .append(pd).append(" | ").append(over).append(" |\n");
+                String pd = none
+                        ? "—"
+                        : String.format(
+                                Locale.ROOT,
+                                "%s → %s (%s)",
+                                mega(cr.spread(l, r -> r.feedback().predicted()).median()),
+                                mega(cr.spread(l, r -> r.feedback().delivered()).median()),
+                                cr.spread(l, r -> r.feedback().deliveredShare()).format("%.2f"));
+                String over = none
+                        ? "—"
+                        : cr.spread(l, r -> r.feedback().overpredicted()).format("%.0f");
+                t.append("| ")
+                        .append(first ? cr.title() : "")
+                        .append(" | ")
+                        .append(l)
+                        .append(" | ")
+                        .append(cr.spread(l, RunResult::hitRatio).format("%.3f"))
+                        .append(" | ")
+                        .append(cr.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio()))
+                                .format("%.2f"))
+                        .append(" | ")
+                        .append(cr.spread(l, RunResult::ttftP50Millis).format("%.0f"))
+                        .append(" | ")
+                        .append(cr.spread(l, RunResult::ttftP99Millis).format("%.0f"))
+                        .append(" | ")
+                        .append(cr.spread(l, RunResult::maxOverMeanRequests).format("%.2f"))
+                        .append(" | ")
+                        .append(pd)
+                        .append(" | ")
+                        .append(over)
+                        .append(" |\n");
                 first = false;
             }
         }
@@ -449,16 +558,25 @@ final class Features {
 
     /** Per workload: the figures and the rule's outcome on each seed; then the verdict. */
     static String verdictText(Feature f) {
-        StringBuilder sb = new StringBuilder("By workload, ").append(f.defaultName()).append(" (default) against ")
-                .append(f.altName()).append(" (medians, then the rule seed by seed): ");
+        StringBuilder sb = new StringBuilder("By workload, ")
+                .append(f.defaultName())
+                .append(" (default) against ")
+                .append(f.altName())
+                .append(" (medians, then the rule seed by seed): ");
         boolean first = true;
         for (CaseRuns cr : f.results()) {
             int[] n = tally(f, cr);
-            sb.append(first ? "" : "; ").append(cr.title()).append(String.format(Locale.ROOT,
-                    " hit %.3f vs %.3f, P99 %.0f vs %.0f ms: ", cr.spread(f.defaultLabel(), RunResult::hitRatio)
-                            .median(), cr.spread(f.altLabel(), RunResult::hitRatio).median(),
-                    cr.spread(f.defaultLabel(), RunResult::ttftP99Millis).median(),
-                    cr.spread(f.altLabel(), RunResult::ttftP99Millis).median())).append(counts(f, n));
+            sb.append(first ? "" : "; ")
+                    .append(cr.title())
+                    .append(String.format(
+                            Locale.ROOT,
+                            " hit %.3f vs %.3f, P99 %.0f vs %.0f ms: ",
+                            cr.spread(f.defaultLabel(), RunResult::hitRatio).median(),
+                            cr.spread(f.altLabel(), RunResult::hitRatio).median(),
+                            cr.spread(f.defaultLabel(), RunResult::ttftP99Millis)
+                                    .median(),
+                            cr.spread(f.altLabel(), RunResult::ttftP99Millis).median()))
+                    .append(counts(f, n));
             first = false;
         }
         sb.append(".\n\n**Verdict:** ").append(verdict(f));
@@ -498,34 +616,71 @@ final class Features {
         }
         String pairs = String.format(Locale.ROOT, "of %d (workload, seed) pairs", total);
         if (alt == 0 && trade == 0 && def > 0) {
-            return String.format(Locale.ROOT, "the numbers support the default (%s): better on %d %s, never "
-                    + "worse.", f.defaultName(), def, pairs);
+            return String.format(
+                    Locale.ROOT,
+                    "the numbers support the default (%s): better on %d %s, never " + "worse.",
+                    f.defaultName(),
+                    def,
+                    pairs);
         }
         if (alt == 0 && trade == 0) {
-            return String.format(Locale.ROOT, "the numbers support keeping the default (%s), without showing it "
-                    + "better: no clear difference on all %d (workload, seed) pairs.", f.defaultName(), total);
+            return String.format(
+                    Locale.ROOT,
+                    "the numbers support keeping the default (%s), without showing it "
+                            + "better: no clear difference on all %d (workload, seed) pairs.",
+                    f.defaultName(),
+                    total);
         }
         if (alt == 0 && def == 0) {
-            return String.format(Locale.ROOT, "no clear winner: a trade-off (one measure better, the other worse) "
-                    + "on %d %s, no clear difference on the other %d; neither configuration better on any.", trade,
-                    pairs, total - trade);
+            return String.format(
+                    Locale.ROOT,
+                    "no clear winner: a trade-off (one measure better, the other worse) "
+                            + "on %d %s, no clear difference on the other %d; neither configuration better on any.",
+                    trade,
+                    pairs,
+                    total - trade);
         }
         if (alt == 0) {
-            return String.format(Locale.ROOT, "a trade-off, leaning to the default (%s): better on %d %s, a "
-                    + "trade-off (one measure better, the other worse) on %d, %s better on none.", f.defaultName(),
-                    def, pairs, trade, f.altName());
+            return String.format(
+                    Locale.ROOT,
+                    "a trade-off, leaning to the default (%s): better on %d %s, a "
+                            + "trade-off (one measure better, the other worse) on %d, %s better on none.",
+                    f.defaultName(),
+                    def,
+                    pairs,
+                    trade,
+                    f.altName());
         }
         if (def == 0 && trade == 0) {
-            return String.format(Locale.ROOT, "the numbers do not support the default: %s is better on %d %s and "
-                    + "never worse (no clear difference on the other %d).", f.altName(), alt, pairs, total - alt);
+            return String.format(
+                    Locale.ROOT,
+                    "the numbers do not support the default: %s is better on %d %s and "
+                            + "never worse (no clear difference on the other %d).",
+                    f.altName(),
+                    alt,
+                    pairs,
+                    total - alt);
         }
         if (def == 0) {
-            return String.format(Locale.ROOT, "a trade-off, leaning to the alternative (%s): better on %d %s, a "
-                    + "trade-off on %d, the default (%s) better on none.", f.altName(), alt, pairs, trade,
+            return String.format(
+                    Locale.ROOT,
+                    "a trade-off, leaning to the alternative (%s): better on %d %s, a "
+                            + "trade-off on %d, the default (%s) better on none.",
+                    f.altName(),
+                    alt,
+                    pairs,
+                    trade,
                     f.defaultName());
         }
-        return String.format(Locale.ROOT, "a trade-off: the default (%s) is better on %d %s, %s on %d%s.",
-                f.defaultName(), def, pairs, f.altName(), alt, trade > 0 ? ", a trade-off on " + trade : "");
+        return String.format(
+                Locale.ROOT,
+                "a trade-off: the default (%s) is better on %d %s, %s on %d%s.",
+                f.defaultName(),
+                def,
+                pairs,
+                f.altName(),
+                alt,
+                trade > 0 ? ", a trade-off on " + trade : "");
     }
 
     static String summary(List<Feature> features) {
@@ -533,10 +688,22 @@ final class Features {
                 + "better · alternative better · trade-off · no clear difference | verdict |\n|---|---|---|---|---|\n");
         for (Feature f : features) {
             int[] n = tally(f);
-            t.append("| ").append(f.title()).append(" | ").append(f.defaultName()).append(" | ")
-                    .append(f.altName()).append(" | ").append(n[Better.DEFAULT.ordinal()]).append(" · ")
-                    .append(n[Better.ALTERNATIVE.ordinal()]).append(" · ").append(n[Better.TRADE_OFF.ordinal()])
-                    .append(" · ").append(n[Better.NEITHER.ordinal()]).append(" | ").append(verdict(f))
+            t.append("| ")
+                    .append(f.title())
+                    .append(" | ")
+                    .append(f.defaultName())
+                    .append(" | ")
+                    .append(f.altName())
+                    .append(" | ")
+                    .append(n[Better.DEFAULT.ordinal()])
+                    .append(" · ")
+                    .append(n[Better.ALTERNATIVE.ordinal()])
+                    .append(" · ")
+                    .append(n[Better.TRADE_OFF.ordinal()])
+                    .append(" · ")
+                    .append(n[Better.NEITHER.ordinal()])
+                    .append(" | ")
+                    .append(verdict(f))
                     .append(" |\n");
         }
         return t.toString();

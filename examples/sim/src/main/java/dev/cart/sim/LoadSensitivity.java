@@ -18,31 +18,34 @@ final class LoadSensitivity {
     static final List<String> WORKLOADS = List.of("rag-zipf", "multi-turn", "hot-prefix-80", "hot-prefix-100");
 
     /** The five configurations, in column order. */
-    static final List<String> LABELS = List.of(Variant.ROUND_ROBIN, Variant.LEAST_LOADED, Variant.STRICT,
-            Variant.SPECIFIED, Variant.CACHE_AWARE);
+    static final List<String> LABELS =
+            List.of(Variant.ROUND_ROBIN, Variant.LEAST_LOADED, Variant.STRICT, Variant.SPECIFIED, Variant.CACHE_AWARE);
 
     /** One workload at one load: per seed, the rate and the five configurations' results (in {@link #LABELS} order). */
     record Point(String workload, double load, List<Double> rates, List<List<RunResult>> bySeed) {
         Spread spread(String label, java.util.function.ToDoubleFunction<RunResult> f) {
             int i = LABELS.indexOf(label);
-            return Spread.of(bySeed.stream().mapToDouble(r -> f.applyAsDouble(r.get(i))).toArray());
+            return Spread.of(
+                    bySeed.stream().mapToDouble(r -> f.applyAsDouble(r.get(i))).toArray());
         }
 
         /** {@code label}'s P99 over {@code base}'s, seed by seed. */
         Spread p99Ratio(String label, String base) {
             int i = LABELS.indexOf(label);
             int j = LABELS.indexOf(base);
-            return Spread.of(bySeed.stream().mapToDouble(r -> r.get(i).ttftP99Millis() / r.get(j).ttftP99Millis())
+            return Spread.of(bySeed.stream()
+                    .mapToDouble(r -> r.get(i).ttftP99Millis() / r.get(j).ttftP99Millis())
                     .toArray());
         }
     }
 
-    private LoadSensitivity() {
-    }
+    private LoadSensitivity() {}
 
     /** Runs made for the table (those at the main tables' load are theirs, not counted). */
     static int runs(Report.Settings s, List<Point> points) {
-        return points.stream().filter(p -> p.load() != s.load).mapToInt(p -> p.bySeed().size() * LABELS.size())
+        return points.stream()
+                .filter(p -> p.load() != s.load)
+                .mapToInt(p -> p.bySeed().size() * LABELS.size())
                 .sum();
     }
 
@@ -66,8 +69,17 @@ final class LoadSensitivity {
                         for (String label : LABELS) {
                             // the main tables' load: the same runs as there (same requests, times and seed)
                             RunResult same = load == s.load ? sr.of(label) : null;
-                            rs.add(same != null ? same : RunMatrix.simulation(s, sr.seed(), Variant.named(label),
-                                    RunMatrix::registered, 0).build().run(p));
+                            rs.add(
+                                    same != null
+                                            ? same
+                                            : RunMatrix.simulation(
+                                                            s,
+                                                            sr.seed(),
+                                                            Variant.named(label),
+                                                            RunMatrix::registered,
+                                                            0)
+                                                    .build()
+                                                    .run(p));
                         }
                         rates.add(rate);
                         bySeed.add(rs);

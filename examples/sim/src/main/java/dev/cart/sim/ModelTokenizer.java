@@ -28,6 +28,7 @@ final class ModelTokenizer {
 
     /** Llama-3's special token ids, outside {@code cl100k_base}'s vocabulary. */
     static final int BEGIN_OF_TEXT = 128_000;
+
     static final int START_HEADER = 128_006;
     static final int END_HEADER = 128_007;
     static final int EOT = 128_009;

@@ -64,6 +64,7 @@ final class PreparedWorkload {
     final PromptKey[] keys;
     /** Per chat request, the key of its conversation followed by its answer; null for a completion. */
     final PromptKey[] answerKeys;
+
     final long[][] blocks;
     final int[] promptTokens;
     final int[] maxTokens;
@@ -110,8 +111,7 @@ final class PreparedWorkload {
                 String prompt = r.replicaPrompt();
                 promptTokens[i] = config.tokensOf(prompt.length());
                 maxTokens[i] = r.maxTokens();
-                b = hashes(PromptKey.ofText(options.cacheGenerated() ? prompt + answer : prompt,
-                        config.blockChars()));
+                b = hashes(PromptKey.ofText(options.cacheGenerated() ? prompt + answer : prompt, config.blockChars()));
             } else {
                 int[] prompt = tokenizer.prompt(r);
                 int[] out = tokenizer.text(answer);

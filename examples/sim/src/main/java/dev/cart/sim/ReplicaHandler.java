@@ -112,9 +112,14 @@ final class ReplicaHandler implements HttpHandler {
     // inference
 
     /** A request as parsed: what the engine needs and how to answer. */
-    private record Parsed(Endpoint endpoint, String model, String prompt, int maxTokens, boolean explicitMax,
-                          boolean stream, boolean includeUsage) {
-    }
+    private record Parsed(
+            Endpoint endpoint,
+            String model,
+            String prompt,
+            int maxTokens,
+            boolean explicitMax,
+            boolean stream,
+            boolean includeUsage) {}
 
     /** A request body the replica refuses, with its OpenAI error code. */
     private static final class BadRequest extends Exception {
@@ -148,7 +153,7 @@ final class ReplicaHandler implements HttpHandler {
                 return;
             }
             case HANG -> hang();
-            default -> { }
+            default -> {}
         }
         Parsed p;
         try {
@@ -287,10 +292,14 @@ final class ReplicaHandler implements HttpHandler {
     // ------------------------------------------------------------------------------------------------
     // engine events
 
-    private enum Kind { ADMITTED, TOKEN, FINISHED, REJECTED }
-
-    private record Event(Kind kind, int cached, int generated, long stamp, String message) {
+    private enum Kind {
+        ADMITTED,
+        TOKEN,
+        FINISHED,
+        REJECTED
     }
+
+    private record Event(Kind kind, int cached, int generated, long stamp, String message) {}
 
     /** The request's sink: events cross from the engine thread to the request thread here. */
     private final class Call implements EngineRequest.Sink {
@@ -378,22 +387,34 @@ final class ReplicaHandler implements HttpHandler {
         ObjectNode root = JSON.createObjectNode();
         switch (p.endpoint()) {
             case CHAT_COMPLETIONS -> {
-                root.put("id", id).put("object", "chat.completion").put("created", created).put("model", p.model());
+                root.put("id", id)
+                        .put("object", "chat.completion")
+                        .put("created", created)
+                        .put("model", p.model());
                 ObjectNode c = root.putArray("choices").addObject();
                 c.put("index", 0);
-                c.putObject("message").put("role", "assistant").put("content", text).putNull("refusal");
+                c.putObject("message")
+                        .put("role", "assistant")
+                        .put("content", text)
+                        .putNull("refusal");
                 c.putNull("logprobs");
                 c.put("finish_reason", finishReason(p));
                 root.set("usage", openAiUsage(promptTokens, generated, cached));
             }
             case COMPLETIONS -> {
-                root.put("id", id).put("object", "text_completion").put("created", created).put("model", p.model());
+                root.put("id", id)
+                        .put("object", "text_completion")
+                        .put("created", created)
+                        .put("model", p.model());
                 ObjectNode c = root.putArray("choices").addObject();
                 c.put("index", 0).put("text", text).putNull("logprobs").put("finish_reason", finishReason(p));
                 root.set("usage", openAiUsage(promptTokens, generated, cached));
             }
             case MESSAGES -> {
-                root.put("id", id).put("type", "message").put("role", "assistant").put("model", p.model());
+                root.put("id", id)
+                        .put("type", "message")
+                        .put("role", "assistant")
+                        .put("model", p.model());
                 root.putArray("content").addObject().put("type", "text").put("text", text);
                 root.put("stop_reason", stopReason(p)).putNull("stop_sequence");
                 root.set("usage", anthropicUsage(promptTokens, generated, cached));
@@ -425,20 +446,25 @@ final class ReplicaHandler implements HttpHandler {
         int promptTokens = call.request.promptTokens;
         int resetAfter = reset ? Math.max(1, p.maxTokens() / 2) : Integer.MAX_VALUE;
         boolean started = false;
-        for (;;) {
+        for (; ; ) {
             Event e = call.next();
             switch (e.kind()) {
                 case ADMITTED -> {
                     if (anthropic) {
                         ObjectNode msg = JSON.createObjectNode();
-                        msg.put("id", id).put("type", "message").put("role", "assistant").put("model", p.model());
+                        msg.put("id", id)
+                                .put("type", "message")
+                                .put("role", "assistant")
+                                .put("model", p.model());
                         msg.putArray("content");
                         msg.putNull("stop_reason").putNull("stop_sequence");
                         msg.set("usage", anthropicUsage(promptTokens, 1, e.cached()));
                         ObjectNode ms = JSON.createObjectNode().put("type", "message_start");
                         ms.set("message", msg);
                         event(out, "message_start", ms);
-                        ObjectNode cbs = JSON.createObjectNode().put("type", "content_block_start").put("index", 0);
+                        ObjectNode cbs = JSON.createObjectNode()
+                                .put("type", "content_block_start")
+                                .put("index", 0);
                         cbs.putObject("content_block").put("type", "text").put("text", "");
                         event(out, "content_block_start", cbs);
                         event(out, "ping", JSON.createObjectNode().put("type", "ping"));
@@ -448,7 +474,9 @@ final class ReplicaHandler implements HttpHandler {
                 case TOKEN -> {
                     String word = generatedText(seed, e.generated() - 1, e.generated());
                     if (anthropic) {
-                        ObjectNode d = JSON.createObjectNode().put("type", "content_block_delta").put("index", 0);
+                        ObjectNode d = JSON.createObjectNode()
+                                .put("type", "content_block_delta")
+                                .put("index", 0);
                         d.putObject("delta").put("type", "text_delta").put("text", word);
                         event(out, "content_block_delta", d);
                     } else if (p.endpoint() == Endpoint.CHAT_COMPLETIONS) {
@@ -466,7 +494,11 @@ final class ReplicaHandler implements HttpHandler {
                         data(out, ch);
                     } else {
                         ObjectNode ch = chunk(id, created, p, "text_completion");
-                        ch.putArray("choices").addObject().put("index", 0).put("text", word).putNull("logprobs")
+                        ch.putArray("choices")
+                                .addObject()
+                                .put("index", 0)
+                                .put("text", word)
+                                .putNull("logprobs")
                                 .putNull("finish_reason");
                         data(out, ch);
                     }
@@ -491,8 +523,12 @@ final class ReplicaHandler implements HttpHandler {
             throws IOException {
         switch (p.endpoint()) {
             case MESSAGES -> {
-                event(out, "content_block_stop", JSON.createObjectNode().put("type", "content_block_stop")
-                        .put("index", 0));
+                event(
+                        out,
+                        "content_block_stop",
+                        JSON.createObjectNode()
+                                .put("type", "content_block_stop")
+                                .put("index", 0));
                 ObjectNode md = JSON.createObjectNode().put("type", "message_delta");
                 md.putObject("delta").put("stop_reason", stopReason(p)).putNull("stop_sequence");
                 md.set("usage", anthropicUsage(promptTokens, e.generated(), e.cached()));
@@ -524,7 +560,10 @@ final class ReplicaHandler implements HttpHandler {
     }
 
     private static ObjectNode chunk(String id, long created, Parsed p, String object) {
-        return JSON.createObjectNode().put("id", id).put("object", object).put("created", created)
+        return JSON.createObjectNode()
+                .put("id", id)
+                .put("object", object)
+                .put("created", created)
                 .put("model", p.model());
     }
 
@@ -545,8 +584,11 @@ final class ReplicaHandler implements HttpHandler {
     }
 
     private static ObjectNode anthropicUsage(int prompt, int output, int cached) {
-        return JSON.createObjectNode().put("input_tokens", prompt - cached).put("output_tokens", output)
-                .put("cache_creation_input_tokens", 0).put("cache_read_input_tokens", cached);
+        return JSON.createObjectNode()
+                .put("input_tokens", prompt - cached)
+                .put("output_tokens", output)
+                .put("cache_creation_input_tokens", 0)
+                .put("cache_read_input_tokens", cached);
     }
 
     private static String finishReason(Parsed p) {
@@ -558,7 +600,8 @@ final class ReplicaHandler implements HttpHandler {
     }
 
     private String idFor(Endpoint ep) {
-        String n = Long.toHexString(server.nextId()) + Integer.toHexString(options.name().hashCode() & 0xFFFF);
+        String n = Long.toHexString(server.nextId())
+                + Integer.toHexString(options.name().hashCode() & 0xFFFF);
         return switch (ep) {
             case CHAT_COMPLETIONS -> "chatcmpl-" + n;
             case COMPLETIONS -> "cmpl-" + n;
@@ -598,12 +641,14 @@ final class ReplicaHandler implements HttpHandler {
         if (ep == Endpoint.MESSAGES) {
             root.put("type", "error");
             err = root.putObject("error");
-            err.put("type", switch (status) {
-                case 400 -> "invalid_request_error";
-                case 404 -> "not_found_error";
-                case 503 -> "overloaded_error";
-                default -> "api_error";
-            });
+            err.put(
+                    "type",
+                    switch (status) {
+                        case 400 -> "invalid_request_error";
+                        case 404 -> "not_found_error";
+                        case 503 -> "overloaded_error";
+                        default -> "api_error";
+                    });
             err.put("message", message).put("code", code);
         } else {
             err = root.putObject("error");

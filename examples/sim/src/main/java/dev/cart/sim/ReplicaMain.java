@@ -57,8 +57,7 @@ public final class ReplicaMain {
         }
     }
 
-    private ReplicaMain() {
-    }
+    private ReplicaMain() {}
 
     public static void main(String[] args) {
         SimulatedReplicaServer server;
@@ -73,10 +72,13 @@ public final class ReplicaMain {
             return;
         }
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            server.close();
-            stopped.countDown();
-        }, "sim-replica-shutdown"));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            server.close();
+                            stopped.countDown();
+                        },
+                        "sim-replica-shutdown"));
         try {
             stopped.await();
         } catch (InterruptedException e) {
@@ -99,14 +101,25 @@ public final class ReplicaMain {
         try {
             server = SimulatedReplicaServer.start(o);
         } catch (BindException e) {
-            throw new LaunchException(String.format(Locale.ROOT, "cannot listen on %s:%d: Address already in use: "
-                    + "pick another --port", o.host(), o.port()), 1);
+            throw new LaunchException(
+                    String.format(
+                            Locale.ROOT,
+                            "cannot listen on %s:%d: Address already in use: " + "pick another --port",
+                            o.host(),
+                            o.port()),
+                    1);
         } catch (IOException e) {
-            throw new LaunchException(String.format(Locale.ROOT, "cannot listen on %s:%d: %s", o.host(), o.port(),
-                    e.getMessage()), 1);
+            throw new LaunchException(
+                    String.format(Locale.ROOT, "cannot listen on %s:%d: %s", o.host(), o.port(), e.getMessage()), 1);
         }
-        out.printf(Locale.ROOT, "sim-replica %s listening on %s (model %s, %,d-token cache, speedup %s)%n",
-                server.name(), server.baseUri(), o.model(), o.cacheTokens(), trim(o.speedup()));
+        out.printf(
+                Locale.ROOT,
+                "sim-replica %s listening on %s (model %s, %,d-token cache, speedup %s)%n",
+                server.name(),
+                server.baseUri(),
+                o.model(),
+                o.cacheTokens(),
+                trim(o.speedup()));
         out.flush();
         return server;
     }
@@ -143,8 +156,8 @@ public final class ReplicaMain {
                     case "--host" -> o.host(nonBlank(v));
                     case "--model" -> o.model(nonBlank(v));
                     case "--name" -> name = nonBlank(v);
-                    case "--blocks" -> o.cacheTokens((long) integer(v, 1, Integer.MAX_VALUE / 16)
-                            * EngineConfig.BLOCK_TOKENS);
+                    case "--blocks" ->
+                        o.cacheTokens((long) integer(v, 1, Integer.MAX_VALUE / 16) * EngineConfig.BLOCK_TOKENS);
                     case "--speedup" -> o.speedup(number(v));
                     case "--output-tokens" -> o.outputTokens(integer(v, 1, 1_000_000));
                     case "--max-num-seqs" -> o.maxNumSeqs(integer(v, 1, 1_000_000));
@@ -162,8 +175,16 @@ public final class ReplicaMain {
         return o;
     }
 
-    private static final java.util.Set<String> KNOWN = java.util.Set.of("--port", "--host", "--model", "--name",
-            "--blocks", "--speedup", "--output-tokens", "--max-num-seqs", "--max-batched-tokens");
+    private static final java.util.Set<String> KNOWN = java.util.Set.of(
+            "--port",
+            "--host",
+            "--model",
+            "--name",
+            "--blocks",
+            "--speedup",
+            "--output-tokens",
+            "--max-num-seqs",
+            "--max-batched-tokens");
 
     private static LaunchException usage(String message) {
         return new LaunchException(message + " (see --help)", 2);

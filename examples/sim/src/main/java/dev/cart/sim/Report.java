@@ -55,8 +55,9 @@ public final class Report {
                     case "--load" -> s.load = Double.parseDouble(v);
                     case "--trace-block-chars" -> s.traceBlockChars = Integer.parseInt(v);
                     case "--threads" -> s.threads = Math.max(1, Integer.parseInt(v));
-                    default -> throw new IllegalArgumentException("unknown option " + a + "; options: --root, --out, "
-                            + "--trace, --seeds, --seed, --replicas, --load, --trace-block-chars, --threads");
+                    default ->
+                        throw new IllegalArgumentException("unknown option " + a + "; options: --root, --out, "
+                                + "--trace, --seeds, --seed, --replicas, --load, --trace-block-chars, --threads");
                 }
             }
             return s;
@@ -144,8 +145,7 @@ public final class Report {
         }
     }
 
-    private Report() {
-    }
+    private Report() {}
 
     public static void main(String[] args) throws IOException {
         System.setProperty("java.awt.headless", "true");
@@ -162,8 +162,10 @@ public final class Report {
         Files.createDirectories(dir);
         Path md = dir.resolve("routing-quality.md");
         Path png = dir.resolve("routing-quality.png");
-        Files.writeString(md, ReportMarkdown.render(s, main, aligned, features, sens, seconds,
-                cpuSeconds), StandardCharsets.UTF_8);
+        Files.writeString(
+                md,
+                ReportMarkdown.render(s, main, aligned, features, sens, seconds, cpuSeconds),
+                StandardCharsets.UTF_8);
         Chart.write(png, s, main);
         System.out.printf(Locale.ROOT, "wrote %s and %s in %.1f s (%.1f s of CPU)%n", md, png, seconds, cpuSeconds);
     }

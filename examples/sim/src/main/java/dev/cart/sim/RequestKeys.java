@@ -25,8 +25,7 @@ final class RequestKeys {
 
     private static final PromptExtractor CHARS = new PromptExtractor(ExtractOptions.defaults());
 
-    private RequestKeys() {
-    }
+    private RequestKeys() {}
 
     /** The token-mode extractor, created on first use (loading the encoding takes a moment). */
     private static final class Tokens {
@@ -49,8 +48,8 @@ final class RequestKeys {
         try {
             r = x.extract(endpoint, body);
         } catch (ExtractionException e) {
-            throw new IllegalArgumentException("a workload request the proxy would refuse (" + e.code() + "): "
-                    + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "a workload request the proxy would refuse (" + e.code() + "): " + e.getMessage(), e);
         }
         if (r.key().unit() != unit && !r.key().isEmpty()) {
             throw new IllegalStateException("a token-mode key fell back to characters: " + r.tokenization());
@@ -60,6 +59,8 @@ final class RequestKeys {
 
     /** The block size of keys in {@code unit}, as the router's tree must be configured. */
     static int blockSize(PromptKey.Unit unit) {
-        return unit == PromptKey.Unit.TOKENS ? BLOCK_TOKENS : ExtractOptions.defaults().blockChars();
+        return unit == PromptKey.Unit.TOKENS
+                ? BLOCK_TOKENS
+                : ExtractOptions.defaults().blockChars();
     }
 }

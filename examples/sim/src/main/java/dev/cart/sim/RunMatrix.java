@@ -39,14 +39,18 @@ final class RunMatrix {
          * Real BPE tokens ({@link ModelTokenizer}: a Llama-3 chat template, {@code cl100k_base}), 16-token
          * blocks hashed on token ids: the router's 64-character key blocks do not line up with them.
          */
-        TOKENIZING("tokenizing replica", "counts real tokens: the prompt rendered in a Llama-3 chat template "
-                + "(not the router's serialization), each template marker one special token, the text "
-                + "between them encoded with `cl100k_base`; KV blocks of 16 token ids, so the router's "
-                + "64-character key blocks do not line up with the replica's blocks, as with a real vLLM"),
+        TOKENIZING(
+                "tokenizing replica",
+                "counts real tokens: the prompt rendered in a Llama-3 chat template "
+                        + "(not the router's serialization), each template marker one special token, the text "
+                        + "between them encoded with `cl100k_base`; KV blocks of 16 token ids, so the router's "
+                        + "64-character key blocks do not line up with the replica's blocks, as with a real vLLM"),
         /** Four characters per token, 64-character blocks hashed by the router's own {@code PromptKey}. */
-        ALIGNED("aligned replica", "counts exactly 4 characters per token and hashes 64-character blocks "
-                + "with the router's own `PromptKey.ofText`: every router block is a replica block, no "
-                + "misalignment can happen");
+        ALIGNED(
+                "aligned replica",
+                "counts exactly 4 characters per token and hashes 64-character blocks "
+                        + "with the router's own `PromptKey.ofText`: every router block is a replica block, no "
+                        + "misalignment can happen");
 
         final String title;
         final String description;
@@ -62,11 +66,9 @@ final class RunMatrix {
     }
 
     /** A workload with its arrivals, prepared for one replica model. */
-    record Scenario(String name, String description, String arrivals, PreparedWorkload prepared, int closedClients) {
-    }
+    record Scenario(String name, String description, String arrivals, PreparedWorkload prepared, int closedClients) {}
 
-    record Row(Variant variant, RunResult result) {
-    }
+    record Row(Variant variant, RunResult result) {}
 
     /** One scenario of one seed under every variant. */
     record ScenarioResult(Scenario scenario, long seed, List<Row> rows) {
@@ -102,7 +104,9 @@ final class RunMatrix {
 
         /** {@code f} of each seed's prepared workload. */
         Spread prepared(ToDoubleFunction<PreparedWorkload> f) {
-            return Spread.of(seeds.stream().mapToDouble(s -> f.applyAsDouble(s.prepared())).toArray());
+            return Spread.of(seeds.stream()
+                    .mapToDouble(s -> f.applyAsDouble(s.prepared()))
+                    .toArray());
         }
 
         boolean has(String label) {
@@ -134,8 +138,7 @@ final class RunMatrix {
 
     static final String MOONCAKE = "mooncake-trace";
 
-    private RunMatrix() {
-    }
+    private RunMatrix() {}
 
     /** The policy a variant names, from the registered providers. */
     static Supplier<RoutingPolicy> registered(Variant v) {
@@ -143,22 +146,35 @@ final class RunMatrix {
     }
 
     /** A simulation of the report's cluster routing with {@code v}. */
-    static Simulation.Builder simulation(Report.Settings s, long seed, Variant v,
-                                         Function<Variant, Supplier<RoutingPolicy>> policies, int closedClients) {
-        return Simulation.builder().replicas(s.replicas).seed(seed).closedLoop(closedClients)
-                .policy(v.label(), policies.apply(v)).learn(v.learn()).reportUsage(v.usage())
-                .deferDivertedRoutes(v.defer()).signalFirstToken(v.firstTokens()).learnAnswers(v.answers())
-                .feedback(v.feedback()).singleDepth(v.singleDepth());
+    static Simulation.Builder simulation(
+            Report.Settings s,
+            long seed,
+            Variant v,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            int closedClients) {
+        return Simulation.builder()
+                .replicas(s.replicas)
+                .seed(seed)
+                .closedLoop(closedClients)
+                .policy(v.label(), policies.apply(v))
+                .learn(v.learn())
+                .reportUsage(v.usage())
+                .deferDivertedRoutes(v.defer())
+                .signalFirstToken(v.firstTokens())
+                .learnAnswers(v.answers())
+                .feedback(v.feedback())
+                .singleDepth(v.singleDepth());
     }
 
     /** Runs {@code variants} on every workload of every seed of {@code s} on {@code model}. */
     static Matrix run(Report.Settings s, ReplicaModel model, List<Variant> variants, boolean progress) {
         Workload trace = Files.isReadable(s.tracePath()) ? Workloads.mooncake(s.tracePath(), s.traceBlockChars) : null;
         if (trace == null) {
-            System.err.println("trace not found, the replay is reported as skipped: " + s.tracePath().toAbsolutePath());
+            System.err.println("trace not found, the replay is reported as skipped: "
+                    + s.tracePath().toAbsolutePath());
         }
-        PreparedWorkload tracePrepared = trace == null ? null : PreparedWorkload.of(trace, EngineConfig.defaults(),
-                model.options());
+        PreparedWorkload tracePrepared =
+                trace == null ? null : PreparedWorkload.of(trace, EngineConfig.defaults(), model.options());
         List<Callable<List<ScenarioResult>>> tasks = new ArrayList<>();
         for (long seed : s.seeds) {
             for (Workload w : baseWorkloads(s, seed)) {
@@ -166,13 +182,31 @@ final class RunMatrix {
                     PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults(), model.options());
                     List<ScenarioResult> out = new ArrayList<>();
                     double rate = rateFor(s, model, p);
-                    out.add(runScenario(new Scenario(w.name(), w.description(), String.format(Locale.ROOT,
-                            "Poisson, %.1f req/s", rate), p.retimed(w.poisson(rate, seed)), 0), s, seed, variants,
-                            RunMatrix::registered, progress));
+                    out.add(runScenario(
+                            new Scenario(
+                                    w.name(),
+                                    w.description(),
+                                    String.format(Locale.ROOT, "Poisson, %.1f req/s", rate),
+                                    p.retimed(w.poisson(rate, seed)),
+                                    0),
+                            s,
+                            seed,
+                            variants,
+                            RunMatrix::registered,
+                            progress));
                     if (w.name().equals("rag-zipf")) {
                         int clients = 16 * s.replicas;
-                        out.add(runScenario(new Scenario(w.name() + "-closed", w.description(), "closed loop, "
-                                + clients + " clients", p, clients), s, seed, variants, RunMatrix::registered,
+                        out.add(runScenario(
+                                new Scenario(
+                                        w.name() + "-closed",
+                                        w.description(),
+                                        "closed loop, " + clients + " clients",
+                                        p,
+                                        clients),
+                                s,
+                                seed,
+                                variants,
+                                RunMatrix::registered,
                                 progress));
                     }
                     return out;
@@ -182,25 +216,41 @@ final class RunMatrix {
                 tasks.add(() -> {
                     double rate = rateFor(s, model, tracePrepared);
                     double factor = trace.meanRate() / rate;
-                    return List.of(runScenario(new Scenario(trace.name(), trace.description(), String.format(
-                            Locale.ROOT, "trace timestamps x%.3f (%.1f req/s)", factor, rate),
-                            tracePrepared.retimed(trace.timeScaled(factor)), 0), s, seed, variants,
-                            RunMatrix::registered, progress));
+                    return List.of(runScenario(
+                            new Scenario(
+                                    trace.name(),
+                                    trace.description(),
+                                    String.format(Locale.ROOT, "trace timestamps x%.3f (%.1f req/s)", factor, rate),
+                                    tracePrepared.retimed(trace.timeScaled(factor)),
+                                    0),
+                            s,
+                            seed,
+                            variants,
+                            RunMatrix::registered,
+                            progress));
                 });
             }
         }
         Map<String, List<ScenarioResult>> byName = new LinkedHashMap<>();
         for (List<ScenarioResult> rs : parallel(s.threads, tasks)) {
             for (ScenarioResult r : rs) {
-                byName.computeIfAbsent(r.scenario().name(), k -> new ArrayList<>()).add(r);
+                byName.computeIfAbsent(r.scenario().name(), k -> new ArrayList<>())
+                        .add(r);
             }
         }
         return new Matrix(model, s.seeds, variants, collect(byName));
     }
 
     /** The report's workloads, in table order. */
-    static final List<String> WORKLOADS = List.of("generated-shared-prefix", "rag-zipf", "multi-turn",
-            "branch-resume", "hot-prefix-80", "hot-prefix-100", MOONCAKE, "rag-zipf-closed");
+    static final List<String> WORKLOADS = List.of(
+            "generated-shared-prefix",
+            "rag-zipf",
+            "multi-turn",
+            "branch-resume",
+            "hot-prefix-80",
+            "hot-prefix-100",
+            MOONCAKE,
+            "rag-zipf-closed");
 
     /**
      * The runs of every workload in table order; the trace replay, when it did not run, as skipped ("no
@@ -224,8 +274,13 @@ final class RunMatrix {
     /** The generated workloads of one seed (the Mooncake trace is added apart). */
     static List<Workload> baseWorkloads(Report.Settings s, long seed) {
         long clusterCache = s.replicas * EngineConfig.defaults().cacheTokens();
-        return List.of(Workloads.sharedPrefix(seed), Workloads.rag(seed, clusterCache), Workloads.multiTurn(seed),
-                Workloads.branching(seed), Workloads.hotPrefix(seed, 0.8), Workloads.hotPrefix(seed, 1.0));
+        return List.of(
+                Workloads.sharedPrefix(seed),
+                Workloads.rag(seed, clusterCache),
+                Workloads.multiTurn(seed),
+                Workloads.branching(seed),
+                Workloads.hotPrefix(seed, 0.8),
+                Workloads.hotPrefix(seed, 1.0));
     }
 
     /**
@@ -240,17 +295,24 @@ final class RunMatrix {
     static double rateFor(double load, int replicas, ReplicaModel model, PreparedWorkload p) {
         EngineConfig cfg = EngineConfig.defaults();
         double tokensPerSecond = 1e9 / cfg.prefillTokenNanos() * replicas;
-        double meanTokens = model == ReplicaModel.TOKENIZING ? p.meanPromptTokens()
+        double meanTokens = model == ReplicaModel.TOKENIZING
+                ? p.meanPromptTokens()
                 : p.workload.meanPromptChars() / cfg.charsPerToken();
         return load * tokensPerSecond / meanTokens;
     }
 
     /** Runs one scenario under every variant, each on a fresh cluster. */
-    static ScenarioResult runScenario(Scenario sc, Report.Settings s, long seed, List<Variant> variants,
-                                      Function<Variant, Supplier<RoutingPolicy>> policies, boolean progress) {
+    static ScenarioResult runScenario(
+            Scenario sc,
+            Report.Settings s,
+            long seed,
+            List<Variant> variants,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress) {
         List<Row> rows = new ArrayList<>();
         for (Variant v : variants) {
-            RunResult r = simulation(s, seed, v, policies, sc.closedClients()).build().run(sc.prepared());
+            RunResult r =
+                    simulation(s, seed, v, policies, sc.closedClients()).build().run(sc.prepared());
             rows.add(new Row(v, r));
             if (progress) {
                 System.out.println("seed " + seed + ": " + r);

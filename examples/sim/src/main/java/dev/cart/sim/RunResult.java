@@ -38,8 +38,7 @@ public final class RunResult {
      * sent, got its first token and finished (-1 if it never did), where it went (-1 for none), and its
      * cached prompt tokens.
      */
-    record Trace(long[] sent, long[] firstToken, long[] finished, int[] replica, int[] cached) {
-    }
+    record Trace(long[] sent, long[] firstToken, long[] finished, int[] replica, int[] cached) {}
 
     /**
      * The router's cache predictions set against what the replicas delivered, summed over the requests whose
@@ -53,8 +52,8 @@ public final class RunResult {
      *                      and a tenth of the prediction: a route the replica's cache no longer backed
      * @param staleDropped  of those, the ones the router acted on (feedback on: it dropped the stale claims)
      */
-    public record Feedback(long reports, long predicted, long delivered, long promptTokens, long overpredicted,
-                           long staleDropped) {
+    public record Feedback(
+            long reports, long predicted, long delivered, long promptTokens, long overpredicted, long staleDropped) {
 
         static final Feedback NONE = new Feedback(0, 0, 0, 0, 0, 0);
 
@@ -69,10 +68,27 @@ public final class RunResult {
         }
     }
 
-    RunResult(String workload, String policy, int requests, int completed, int noReplica, int refused,
-              long promptTokens, long cachedTokens, double idealHitRatio, long[] ttft, long firstArrival,
-              long lastFinish, long outputTokens, int[] routed, int[] peakInFlight, long[] busyNanos,
-              long preemptions, Map<Reason, Integer> reasons, Trace trace, Feedback feedback) {
+    RunResult(
+            String workload,
+            String policy,
+            int requests,
+            int completed,
+            int noReplica,
+            int refused,
+            long promptTokens,
+            long cachedTokens,
+            double idealHitRatio,
+            long[] ttft,
+            long firstArrival,
+            long lastFinish,
+            long outputTokens,
+            int[] routed,
+            int[] peakInFlight,
+            long[] busyNanos,
+            long preemptions,
+            Map<Reason, Integer> reasons,
+            Trace trace,
+            Feedback feedback) {
         this.workload = workload;
         this.policy = policy;
         this.requests = requests;
@@ -247,8 +263,16 @@ public final class RunResult {
 
     @Override
     public String toString() {
-        return String.format("%s/%s: hit %.3f (ideal %.3f) ttft p50 %.0f ms p99 %.0f ms, %.2f req/s, routed %s, "
-                        + "peak %s", workload, policy, hitRatio(), idealHitRatio, ttftP50Millis(), ttftP99Millis(),
-                requestsPerSecond(), Arrays.toString(routed), Arrays.toString(peakInFlight));
+        return String.format(
+                "%s/%s: hit %.3f (ideal %.3f) ttft p50 %.0f ms p99 %.0f ms, %.2f req/s, routed %s, " + "peak %s",
+                workload,
+                policy,
+                hitRatio(),
+                idealHitRatio,
+                ttftP50Millis(),
+                ttftP99Millis(),
+                requestsPerSecond(),
+                Arrays.toString(routed),
+                Arrays.toString(peakInFlight));
     }
 }

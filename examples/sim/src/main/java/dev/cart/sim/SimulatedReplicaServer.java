@@ -64,7 +64,9 @@ public final class SimulatedReplicaServer implements AutoCloseable {
     private SimulatedReplicaServer(Options o) throws IOException {
         this.options = o;
         this.fault = o.fault;
-        EngineConfig config = EngineConfig.defaults().withCacheTokens(o.cacheTokens).withMaxNumSeqs(o.maxNumSeqs)
+        EngineConfig config = EngineConfig.defaults()
+                .withCacheTokens(o.cacheTokens)
+                .withMaxNumSeqs(o.maxNumSeqs)
                 .withMaxBatchedTokens(o.maxBatchedTokens);
         this.engine = new RealTimeEngine(config, o.speedup, "sim-" + o.name);
         AtomicInteger threads = new AtomicInteger();
@@ -204,8 +206,7 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         private int maxBatchedTokens = EngineConfig.MAX_BATCHED_TOKENS;
         private double slowFactor = 10;
 
-        private Options() {
-        }
+        private Options() {}
 
         /**
          * Name {@code sim-replica}, host 127.0.0.1, ephemeral port, model {@code sim-llama-3.1-8b}, a
@@ -264,8 +265,8 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         /** KV-cache capacity in tokens (default 150,000). */
         public Options cacheTokens(long tokens) {
             if (tokens < EngineConfig.BLOCK_TOKENS) {
-                throw new IllegalArgumentException("cacheTokens must be at least one block ("
-                        + EngineConfig.BLOCK_TOKENS + "), was " + tokens);
+                throw new IllegalArgumentException(
+                        "cacheTokens must be at least one block (" + EngineConfig.BLOCK_TOKENS + "), was " + tokens);
             }
             this.cacheTokens = tokens;
             return this;

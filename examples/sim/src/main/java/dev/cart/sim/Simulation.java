@@ -7,14 +7,14 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
+import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.RoutingListener;
-import dev.cart.core.spi.RoutingPolicy;
-import dev.cart.core.ReplicaSpec;
+import dev.cart.core.RoutingPolicies;
 import dev.cart.core.ServedUsage;
+import dev.cart.core.spi.RoutingPolicy;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -78,12 +78,10 @@ public final class Simulation {
      */
     interface Probe {
         /** A request was routed; {@code state} is each replica's state before it was queued. */
-        default void dispatched(long nanos, int request, RouteDecision decision, int replica, ReplicaState[] state) {
-        }
+        default void dispatched(long nanos, int request, RouteDecision decision, int replica, ReplicaState[] state) {}
 
         /** A request got its first token. */
-        default void firstToken(long nanos, int request, int replica, int cachedTokens, long ttftNanos) {
-        }
+        default void firstToken(long nanos, int request, int replica, int cachedTokens, long ttftNanos) {}
     }
 
     /**
@@ -261,8 +259,8 @@ public final class Simulation {
             }
             for (ManagedReplicaSet.Member m : members) {
                 if (m.pendingPrefill() != 0) {
-                    throw new IllegalStateException("pending prefill left after the run on " + m.id() + ": "
-                            + m.pendingPrefill());
+                    throw new IllegalStateException(
+                            "pending prefill left after the run on " + m.id() + ": " + m.pendingPrefill());
                 }
             }
             long[] busy = new long[replicas];
@@ -271,10 +269,26 @@ public final class Simulation {
                 busy[i] = engines[i].busyNanos();
                 pre += engines[i].preemptions();
             }
-            return new RunResult(w.workload.name(), policyName, n, completed, noReplica, refused, promptTokens,
-                    cachedTokens, w.idealHitRatio(), java.util.Arrays.copyOf(ttft, ttftCount),
-                    firstArrival == Long.MAX_VALUE ? 0 : firstArrival, lastFinish, outputTokens, routed, peak, busy,
-                    pre, reasons, new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf),
+            return new RunResult(
+                    w.workload.name(),
+                    policyName,
+                    n,
+                    completed,
+                    noReplica,
+                    refused,
+                    promptTokens,
+                    cachedTokens,
+                    w.idealHitRatio(),
+                    java.util.Arrays.copyOf(ttft, ttftCount),
+                    firstArrival == Long.MAX_VALUE ? 0 : firstArrival,
+                    lastFinish,
+                    outputTokens,
+                    routed,
+                    peak,
+                    busy,
+                    pre,
+                    reasons,
+                    new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf),
                     feedbackCounter.stats());
         }
 
@@ -329,13 +343,16 @@ public final class Simulation {
             if (probe != null) {
                 ReplicaState[] st = new ReplicaState[replicas];
                 for (int k = 0; k < replicas; k++) {
-                    st[k] = new ReplicaState(members.get(k).inFlight(), engines[k].waitingCount(),
-                            engines[k].runningCount(), engines[k].pendingPrefillTokens());
+                    st[k] = new ReplicaState(
+                            members.get(k).inFlight(),
+                            engines[k].waitingCount(),
+                            engines[k].runningCount(),
+                            engines[k].pendingPrefillTokens());
                 }
                 probe.dispatched(t, i, d, rep, st);
             }
-            EngineRequest er = new EngineRequest(w.blocks[i], w.promptTokens[i], w.maxTokens[i],
-                    new Completion(i, d.lease(), d.replica()));
+            EngineRequest er = new EngineRequest(
+                    w.blocks[i], w.promptTokens[i], w.maxTokens[i], new Completion(i, d.lease(), d.replica()));
             if (engines[rep].submit(er, t) && !stepping[rep]) {
                 startStep(rep, t);
             }
@@ -482,8 +499,7 @@ public final class Simulation {
         private boolean singleDepth;
         private PreparedWorkload.Options prepare = PreparedWorkload.Options.defaults();
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * Whether the host learns the answer (default off): when a chat request completes, it records for the

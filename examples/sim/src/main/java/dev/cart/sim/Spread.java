@@ -11,7 +11,8 @@ record Spread(double median, double min, double max, int n) {
 
     /** The spread of {@code values}, NaNs left out (all NaN: NaN). */
     static Spread of(double... values) {
-        double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        double[] v =
+                Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
         if (v.length == 0) {
             return new Spread(Double.NaN, Double.NaN, Double.NaN, 0);
         }

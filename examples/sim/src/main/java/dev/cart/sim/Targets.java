@@ -11,7 +11,11 @@ import java.util.Locale;
  */
 final class Targets {
 
-    enum Kind { HIT_SHARE, P99_RATIO, MAX_MEAN }
+    enum Kind {
+        HIT_SHARE,
+        P99_RATIO,
+        MAX_MEAN
+    }
 
     /**
      * One target: what it says, how it is measured, against which baseline (P99 ratios) and its limit.
@@ -55,8 +59,16 @@ final class Targets {
      * @param rrRatio    cache_aware's P99 over round_robin's per seed (P99 targets; beside every baseline)
      * @param notes      per seed where cache_aware misses: why
      */
-    record Verdict(Target target, String workload, String skipped, Spread ca, Spread spec, Spread rrRatio,
-                   Spread caP99, Spread baseP99, List<String> notes) {
+    record Verdict(
+            Target target,
+            String workload,
+            String skipped,
+            Spread ca,
+            Spread spec,
+            Spread rrRatio,
+            Spread caP99,
+            Spread baseP99,
+            List<String> notes) {
         boolean skippedTarget() {
             return skipped != null;
         }
@@ -78,8 +90,7 @@ final class Targets {
         }
     }
 
-    private Targets() {
-    }
+    private Targets() {}
 
     static double value(Target t, RunResult r, RunMatrix.ScenarioResult sr) {
         return switch (t.kind()) {
@@ -115,8 +126,16 @@ final class Targets {
                 }
                 Spread caP99 = w.spread(Variant.CACHE_AWARE, RunResult::ttftP99Millis);
                 Spread baseP99 = t.baseline() == null ? null : w.spread(t.baseline(), RunResult::ttftP99Millis);
-                out.add(new Verdict(t, w.name(), null, Spread.of(ca), Spread.of(spec),
-                        t.kind() == Kind.P99_RATIO ? Spread.of(rr) : null, caP99, baseP99, notes));
+                out.add(new Verdict(
+                        t,
+                        w.name(),
+                        null,
+                        Spread.of(ca),
+                        Spread.of(spec),
+                        t.kind() == Kind.P99_RATIO ? Spread.of(rr) : null,
+                        caP99,
+                        baseP99,
+                        notes));
             }
         }
         return out;
@@ -130,13 +149,26 @@ final class Targets {
         double limit = t.limit() * sr.of(t.baseline()).ttftP99Millis();
         double floor = sr.prepared().ttftFloorMillis(0.99);
         if (floor > limit) {
-            return String.format(Locale.ROOT, "seed %d: %.0f ms against %.0f ms allowed, out of reach (TTFT floor "
-                    + "%.0f ms)", sr.seed(), ca.ttftP99Millis(), limit, floor);
+            return String.format(
+                    Locale.ROOT,
+                    "seed %d: %.0f ms against %.0f ms allowed, out of reach (TTFT floor " + "%.0f ms)",
+                    sr.seed(),
+                    ca.ttftP99Millis(),
+                    limit,
+                    floor);
         }
         int[] slow = ReportMarkdown.slowest(sr, Variant.CACHE_AWARE);
-        return String.format(Locale.ROOT, "seed %d: %.0f ms against %.0f ms allowed (floor %.0f ms; of the %d "
-                        + "slowest requests %d sent during warm-up, %d with under half the prompt cached)", sr.seed(),
-                ca.ttftP99Millis(), limit, floor, slow[0], slow[1], slow[2]);
+        return String.format(
+                Locale.ROOT,
+                "seed %d: %.0f ms against %.0f ms allowed (floor %.0f ms; of the %d "
+                        + "slowest requests %d sent during warm-up, %d with under half the prompt cached)",
+                sr.seed(),
+                ca.ttftP99Millis(),
+                limit,
+                floor,
+                slow[0],
+                slow[1],
+                slow[2]);
     }
 
     /** How many of {@code vs} are met: {median, worst seed, specified median, specified worst, skipped}. */

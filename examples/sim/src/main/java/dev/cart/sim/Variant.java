@@ -14,8 +14,17 @@ import java.util.Map;
  * ({@code feedback}) and whether it sees only the start of each key up to its first message boundary
  * ({@code singleDepth}).
  */
-record Variant(String label, String policy, Map<String, Object> settings, LearnMode learn, boolean usage,
-               boolean defer, boolean firstTokens, boolean answers, boolean feedback, boolean singleDepth) {
+record Variant(
+        String label,
+        String policy,
+        Map<String, Object> settings,
+        LearnMode learn,
+        boolean usage,
+        boolean defer,
+        boolean firstTokens,
+        boolean answers,
+        boolean feedback,
+        boolean singleDepth) {
 
     static final String ROUND_ROBIN = "round_robin";
     static final String LEAST_LOADED = "least_loaded";
@@ -35,8 +44,7 @@ record Variant(String label, String policy, Map<String, Object> settings, LearnM
 
     /** The specification's host: learns on route, at once, and hears nothing back but the first token. */
     static Variant specified(String label, Map<String, Object> settings) {
-        return new Variant(label, "cache_aware", settings, LearnMode.ON_ROUTE, false, false, true, false, true,
-                false);
+        return new Variant(label, "cache_aware", settings, LearnMode.ON_ROUTE, false, false, true, false, true, false);
     }
 
     /** The policies of the main tables, in table and legend order. */
@@ -52,16 +60,28 @@ record Variant(String label, String policy, Map<String, Object> settings, LearnM
         v.add(shipped("cache_aware guard=bounded_load", "cache_aware", Map.of("guard", "bounded_load")));
         v.add(shipped("cache_aware miss=consistent_hash", "cache_aware", Map.of("miss_placement", "consistent_hash")));
         v.add(shipped(ON_SUCCESS, "cache_aware", Map.of()).learn(LearnMode.ON_SUCCESS));
-        v.add(shipped("cache_aware, no first-token reports", "cache_aware", Map.of()).firstTokens(false));
-        v.add(specified(STRICT, Map.of("guard", "abs_rel", "prefill_aware", false,
-                "balance_abs_threshold", 1_000_000, "balance_rel_threshold", 1_000_000.0)));
+        v.add(shipped("cache_aware, no first-token reports", "cache_aware", Map.of())
+                .firstTokens(false));
+        v.add(specified(
+                STRICT,
+                Map.of(
+                        "guard",
+                        "abs_rel",
+                        "prefill_aware",
+                        false,
+                        "balance_abs_threshold",
+                        1_000_000,
+                        "balance_rel_threshold",
+                        1_000_000.0)));
         return v;
     }
 
     /** The variants every target needs: the baselines, the default, the specified rule and strict affinity. */
     static List<Variant> core() {
-        return all().stream().filter(v -> List.of(ROUND_ROBIN, LEAST_LOADED, CACHE_AWARE, SPECIFIED, STRICT)
-                .contains(v.label())).toList();
+        return all().stream()
+                .filter(v -> List.of(ROUND_ROBIN, LEAST_LOADED, CACHE_AWARE, SPECIFIED, STRICT)
+                        .contains(v.label()))
+                .toList();
     }
 
     /** The variant labelled {@code label} among {@link #all()}. */

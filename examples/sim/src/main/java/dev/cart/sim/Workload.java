@@ -70,7 +70,8 @@ public record Workload(String name, String description, List<WorkloadRequest> re
         if (requests.size() < 2) {
             return 0;
         }
-        long span = requests.get(requests.size() - 1).arrivalNanos() - requests.get(0).arrivalNanos();
+        long span = requests.get(requests.size() - 1).arrivalNanos()
+                - requests.get(0).arrivalNanos();
         return span <= 0 ? 0 : (requests.size() - 1) / (span / 1e9);
     }
 

@@ -26,8 +26,14 @@ public final class WorkloadRequest {
     private final String session;
     private final String reply;
 
-    private WorkloadRequest(long arrivalNanos, Endpoint endpoint, List<Message> messages, String prompt,
-                            int maxTokens, String session, String reply) {
+    private WorkloadRequest(
+            long arrivalNanos,
+            Endpoint endpoint,
+            List<Message> messages,
+            String prompt,
+            int maxTokens,
+            String session,
+            String reply) {
         if (maxTokens < 1) {
             throw new IllegalArgumentException("max tokens must be at least 1, was " + maxTokens);
         }
@@ -52,8 +58,8 @@ public final class WorkloadRequest {
      * conversation followed by it. {@code reply} may be null: the answer is then text no later request
      * contains.
      */
-    public static WorkloadRequest chat(Endpoint endpoint, List<Message> messages, int maxTokens, String session,
-                                       String reply) {
+    public static WorkloadRequest chat(
+            Endpoint endpoint, List<Message> messages, int maxTokens, String session, String reply) {
         if (endpoint == Endpoint.COMPLETIONS) {
             throw new IllegalArgumentException("a chat request needs a chat endpoint");
         }
@@ -62,8 +68,8 @@ public final class WorkloadRequest {
 
     /** A plain completion request ({@code /v1/completions}). */
     public static WorkloadRequest completion(String prompt, int maxTokens, String session) {
-        return new WorkloadRequest(0, Endpoint.COMPLETIONS, null, Objects.requireNonNull(prompt), maxTokens,
-                session, null);
+        return new WorkloadRequest(
+                0, Endpoint.COMPLETIONS, null, Objects.requireNonNull(prompt), maxTokens, session, null);
     }
 
     /** The same request arriving at {@code nanos} after the start of the run. */

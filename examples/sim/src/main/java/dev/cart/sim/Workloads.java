@@ -33,8 +33,7 @@ public final class Workloads {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private Workloads() {
-    }
+    private Workloads() {}
 
     private static String text(long seed, int tokens) {
         return Filler.text(seed, tokens * CHARS_PER_TOKEN);
@@ -57,8 +56,8 @@ public final class Workloads {
      * {@code perGroup} different questions ({@code system + "\n\n" + question}, sent as a completion
      * prompt), in shuffled order.
      */
-    public static Workload sharedPrefix(long seed, int groups, int perGroup, int systemTokens, int questionTokens,
-                                        int outputTokens) {
+    public static Workload sharedPrefix(
+            long seed, int groups, int perGroup, int systemTokens, int questionTokens, int outputTokens) {
         List<WorkloadRequest> out = new ArrayList<>(groups * perGroup);
         for (int g = 0; g < groups; g++) {
             String system = text(Filler.seed(seed, 1, g), systemTokens);
@@ -68,10 +67,13 @@ public final class Workloads {
             }
         }
         Collections.shuffle(out, new java.util.Random(Filler.seed(seed, 3)));
-        return new Workload("generated-shared-prefix", String.format(
-                "SGLang generated-shared-prefix: %d groups x %d prompts, %d-token system prompt, %d-token question, "
-                        + "%d-token output, /v1/completions, shuffled", groups, perGroup, systemTokens, questionTokens,
-                outputTokens), out);
+        return new Workload(
+                "generated-shared-prefix",
+                String.format(
+                        "SGLang generated-shared-prefix: %d groups x %d prompts, %d-token system prompt, %d-token question, "
+                                + "%d-token output, /v1/completions, shuffled",
+                        groups, perGroup, systemTokens, questionTokens, outputTokens),
+                out);
     }
 
     // ----------------------------------------------------------------------------------------------
@@ -90,8 +92,16 @@ public final class Workloads {
      * @param maxQuestion    longest question
      * @param outputTokens   tokens generated per request
      */
-    public record RagSpec(int requests, int minDocTokens, int maxDocTokens, double zipfS, double demandShare,
-                          int systemTokens, int minQuestion, int maxQuestion, int outputTokens) {
+    public record RagSpec(
+            int requests,
+            int minDocTokens,
+            int maxDocTokens,
+            double zipfS,
+            double demandShare,
+            int systemTokens,
+            int minQuestion,
+            int maxQuestion,
+            int outputTokens) {
         public static RagSpec defaults() {
             return new RagSpec(2048, 1536, 3584, 1.1, 0.7, 96, 32, 96, 128);
         }
@@ -126,14 +136,23 @@ public final class Workloads {
         for (int i = 0; i < spec.requests(); i++) {
             int d = sample(cdf, rnd.nextDouble());
             String q = text(Filler.seed(seed, 14, i), uniform(rnd, spec.minQuestion(), spec.maxQuestion()));
-            List<Message> msgs = List.of(Message.system(system),
-                    Message.user(docText[d] + "\n\nQuestion: " + q));
+            List<Message> msgs = List.of(Message.system(system), Message.user(docText[d] + "\n\nQuestion: " + q));
             out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, msgs, spec.outputTokens(), null));
         }
-        return new Workload("rag-zipf", String.format(
-                "RAG: %d documents of %d-%d tokens (%,d tokens, %.0f%% of the cluster cache), Zipf s=%.2f, %d requests, "
-                        + "%d-token output", docs, spec.minDocTokens(), spec.maxDocTokens(), total,
-                100.0 * total / clusterCacheTokens, spec.zipfS(), spec.requests(), spec.outputTokens()), out);
+        return new Workload(
+                "rag-zipf",
+                String.format(
+                        "RAG: %d documents of %d-%d tokens (%,d tokens, %.0f%% of the cluster cache), Zipf s=%.2f, %d requests, "
+                                + "%d-token output",
+                        docs,
+                        spec.minDocTokens(),
+                        spec.maxDocTokens(),
+                        total,
+                        100.0 * total / clusterCacheTokens,
+                        spec.zipfS(),
+                        spec.requests(),
+                        spec.outputTokens()),
+                out);
     }
 
     static double[] zipfCdf(int n, double s) {
@@ -177,8 +196,8 @@ public final class Workloads {
      * @param minReply     shortest assistant reply (the request's max tokens)
      * @param maxReply     longest assistant reply
      */
-    public record ChatSpec(int users, int rounds, int systemTokens, int minUser, int maxUser, int minReply,
-                           int maxReply) {
+    public record ChatSpec(
+            int users, int rounds, int systemTokens, int minUser, int maxUser, int minReply, int maxReply) {
         public static ChatSpec defaults() {
             return new ChatSpec(128, 8, 1024, 32, 160, 128, 384);
         }
@@ -213,8 +232,8 @@ public final class Workloads {
             Collections.shuffle(order, new java.util.Random(Filler.seed(seed, 22, r)));
             for (int u : order) {
                 List<Message> h = history.get(u);
-                String user = "Turn " + (r + 1) + ": " + text(Filler.seed(seed, 23, u, r),
-                        uniform(rnd, spec.minUser(), spec.maxUser()));
+                String user = "Turn " + (r + 1) + ": "
+                        + text(Filler.seed(seed, 23, u, r), uniform(rnd, spec.minUser(), spec.maxUser()));
                 h.add(Message.user(user));
                 int replyTokens = uniform(rnd, spec.minReply(), spec.maxReply());
                 String reply = text(Filler.seed(seed, 24, u, r), replyTokens);
@@ -222,10 +241,19 @@ public final class Workloads {
                 h.add(Message.assistant(reply));
             }
         }
-        return new Workload("multi-turn", String.format(
-                "multi-turn chat: %d users x %d rounds, shared %d-token system prompt, user turns %d-%d tokens, "
-                        + "replies %d-%d tokens, turns interleaved across users", spec.users(), spec.rounds(),
-                spec.systemTokens(), spec.minUser(), spec.maxUser(), spec.minReply(), spec.maxReply()), out);
+        return new Workload(
+                "multi-turn",
+                String.format(
+                        "multi-turn chat: %d users x %d rounds, shared %d-token system prompt, user turns %d-%d tokens, "
+                                + "replies %d-%d tokens, turns interleaved across users",
+                        spec.users(),
+                        spec.rounds(),
+                        spec.systemTokens(),
+                        spec.minUser(),
+                        spec.maxUser(),
+                        spec.minReply(),
+                        spec.maxReply()),
+                out);
     }
 
     // ----------------------------------------------------------------------------------------------
@@ -242,8 +270,8 @@ public final class Workloads {
      * @param maxTurns      main-line length after which a conversation starts over
      * @param chat          message sizes (users and rounds are ignored)
      */
-    public record BranchSpec(int conversations, int requests, double pContinue, double pBranch, int maxTurns,
-                             ChatSpec chat) {
+    public record BranchSpec(
+            int conversations, int requests, double pContinue, double pBranch, int maxTurns, ChatSpec chat) {
         public static BranchSpec defaults() {
             return new BranchSpec(96, 1024, 0.5, 0.3, 12, ChatSpec.defaults());
         }
@@ -278,8 +306,8 @@ public final class Workloads {
             List<Message> h = main.get(k);
             int turns = (h.size() - 1) / 2;
             double u = rnd.nextDouble();
-            String question = "Question " + i + ": " + text(Filler.seed(seed, 32, i), uniform(rnd, c.minUser(),
-                    c.maxUser()));
+            String question =
+                    "Question " + i + ": " + text(Filler.seed(seed, 32, i), uniform(rnd, c.minUser(), c.maxUser()));
             int replyTokens = uniform(rnd, c.minReply(), c.maxReply());
             String session = "conv-" + k;
             List<Message> msgs;
@@ -305,10 +333,19 @@ public final class Workloads {
             msgs.add(Message.user(question));
             out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, msgs, replyTokens, session));
         }
-        return new Workload("branch-resume", String.format(
-                "branching conversations: %d conversations, %d requests (%d continue, %d branch, %d resume from the "
-                        + "middle), shared %d-token system prompt, restart after %d turns", spec.conversations(),
-                spec.requests(), continued, branched, resumed, c.systemTokens(), spec.maxTurns()), out);
+        return new Workload(
+                "branch-resume",
+                String.format(
+                        "branching conversations: %d conversations, %d requests (%d continue, %d branch, %d resume from the "
+                                + "middle), shared %d-token system prompt, restart after %d turns",
+                        spec.conversations(),
+                        spec.requests(),
+                        continued,
+                        branched,
+                        resumed,
+                        c.systemTokens(),
+                        spec.maxTurns()),
+                out);
     }
 
     // ----------------------------------------------------------------------------------------------
@@ -346,15 +383,18 @@ public final class Workloads {
             boolean isHot = spec.share() >= 1.0 || rnd.nextDouble() < spec.share();
             String system = isHot ? hot : text(Filler.seed(seed, 42, i), spec.systemTokens());
             hits += isHot ? 1 : 0;
-            List<Message> msgs = List.of(Message.system(system),
-                    Message.user(text(Filler.seed(seed, 43, i), spec.questionTokens())));
+            List<Message> msgs = List.of(
+                    Message.system(system), Message.user(text(Filler.seed(seed, 43, i), spec.questionTokens())));
             out.add(WorkloadRequest.chat(Endpoint.CHAT_COMPLETIONS, msgs, spec.outputTokens(), null));
         }
         int pct = (int) Math.round(spec.share() * 100);
-        return new Workload("hot-prefix-" + pct, String.format(
-                "hot prefix: %d-token system prompt on %d of %d requests (%d%%), others unique; %d-token question, "
-                        + "%d-token output", spec.systemTokens(), hits, spec.requests(), pct, spec.questionTokens(),
-                spec.outputTokens()), out);
+        return new Workload(
+                "hot-prefix-" + pct,
+                String.format(
+                        "hot prefix: %d-token system prompt on %d of %d requests (%d%%), others unique; %d-token question, "
+                                + "%d-token output",
+                        spec.systemTokens(), hits, spec.requests(), pct, spec.questionTokens(), spec.outputTokens()),
+                out);
     }
 
     // ----------------------------------------------------------------------------------------------
@@ -409,10 +449,16 @@ public final class Workloads {
             throw new UncheckedIOException("cannot read trace " + trace, e);
         }
         out.sort((a, b) -> Long.compare(a.arrivalNanos(), b.arrivalNanos()));
-        return new Workload("mooncake-trace", String.format(
-                "Mooncake trace replay: %d requests, 512-token blocks as %d characters (%d tokens, scale 1/%d), "
-                        + "output lengths as traced", out.size(), charsPerBlock, charsPerBlock / CHARS_PER_TOKEN,
-                MOONCAKE_BLOCK_TOKENS * CHARS_PER_TOKEN / charsPerBlock), out);
+        return new Workload(
+                "mooncake-trace",
+                String.format(
+                        "Mooncake trace replay: %d requests, 512-token blocks as %d characters (%d tokens, scale 1/%d), "
+                                + "output lengths as traced",
+                        out.size(),
+                        charsPerBlock,
+                        charsPerBlock / CHARS_PER_TOKEN,
+                        MOONCAKE_BLOCK_TOKENS * CHARS_PER_TOKEN / charsPerBlock),
+                out);
     }
 
     /** The text of trace block {@code id}: its id first, then filler seeded by the id. */

@@ -116,8 +116,7 @@ class BlockCacheTest {
         return c;
     }
 
-    private record Held(long[] chain, int len) {
-    }
+    private record Held(long[] chain, int len) {}
 
     /** Applies {@code ops} to both caches, engine-style, comparing everything after each step. */
     static void run(List<Integer> ops, int capacity) {
@@ -181,8 +180,8 @@ class BlockCacheTest {
         assertEquals(model.lru.size(), real.evictable(), "evictable" + at);
         assertEquals(model.refs.size(), real.cached(), "cached" + at);
         assertEquals(model.priv, real.privateBlocks(), "private" + at);
-        assertArrayEquals(model.lru.stream().mapToLong(Long::longValue).toArray(), real.evictionOrder(),
-                "eviction order" + at);
+        assertArrayEquals(
+                model.lru.stream().mapToLong(Long::longValue).toArray(), real.evictionOrder(), "eviction order" + at);
         for (int d = 0; d < DOCS; d++) {
             for (int k = 0; k < LEN; k++) {
                 long b = block(d, k);
@@ -194,8 +193,11 @@ class BlockCacheTest {
 
     @Test
     void matchesNaiveModel() {
-        qt().withExamples(400).withShrinkCycles(2000)
-                .forAll(lists().of(integers().between(0, 1 << 16)).ofSizeBetween(0, 250), integers().between(1, 24))
+        qt().withExamples(400)
+                .withShrinkCycles(2000)
+                .forAll(
+                        lists().of(integers().between(0, 1 << 16)).ofSizeBetween(0, 250),
+                        integers().between(1, 24))
                 .checkAssert(BlockCacheTest::run);
     }
 

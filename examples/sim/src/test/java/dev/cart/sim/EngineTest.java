@@ -29,8 +29,8 @@ class EngineTest {
 
     /** A request whose block hashes cover its prompt followed by {@code output}, as vLLM V1 caches them. */
     static EngineRequest withOutput(String prompt, String output, int maxTokens) {
-        return new EngineRequest(hashes(prompt + output), CFG.tokensOf(prompt.length()), maxTokens,
-                EngineRequest.NO_SINK);
+        return new EngineRequest(
+                hashes(prompt + output), CFG.tokensOf(prompt.length()), maxTokens, EngineRequest.NO_SINK);
     }
 
     static long[] hashes(String text) {
@@ -184,8 +184,8 @@ class EngineTest {
         String[] shared = {text(1, 700), text(2, 1200), text(3, 300)};
         long t = 0;
         for (int i = 0; i < 200; i++) {
-            EngineRequest r = request(shared[rnd.nextInt(3)] + text(1000 + i, 1 + rnd.nextInt(400)),
-                    1 + rnd.nextInt(64));
+            EngineRequest r =
+                    request(shared[rnd.nextInt(3)] + text(1000 + i, 1 + rnd.nextInt(400)), 1 + rnd.nextInt(64));
             all.add(r);
             e.submit(r, t);
             for (int s = rnd.nextInt(3); s > 0 && e.hasWork(); s--) {
@@ -212,8 +212,12 @@ class EngineTest {
      */
     @Test
     void generatedTokensAreCachedAsTheNaiveModelSays() {
-        qt().withExamples(150).withShrinkCycles(500)
-                .forAll(integers().between(1, 300), integers().between(1, 200), integers().between(0, 220),
+        qt().withExamples(150)
+                .withShrinkCycles(500)
+                .forAll(
+                        integers().between(1, 300),
+                        integers().between(1, 200),
+                        integers().between(0, 220),
                         integers().between(0, 60))
                 .checkAssert((prompt, out, keep, suffix) -> {
                     String p = text(prompt, prompt);

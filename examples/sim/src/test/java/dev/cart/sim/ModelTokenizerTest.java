@@ -20,7 +20,9 @@ class ModelTokenizerTest {
     void templateMarkersAreSingleSpecialTokensAndTextIsBpe() {
         int[] ids = TOKENIZER.chat(List.of(Message.system("Be brief."), Message.user("hello world")));
         assertEquals(ModelTokenizer.BEGIN_OF_TEXT, ids[0]);
-        assertEquals(3, Arrays.stream(ids).filter(i -> i == ModelTokenizer.START_HEADER).count());
+        assertEquals(
+                3,
+                Arrays.stream(ids).filter(i -> i == ModelTokenizer.START_HEADER).count());
         assertEquals(2, Arrays.stream(ids).filter(i -> i == ModelTokenizer.EOT).count());
         assertEquals(ModelTokenizer.END_HEADER, ids[ids.length - 2], "ends with the assistant header and \\n\\n");
         int[] text = TOKENIZER.text("hello world");
@@ -53,8 +55,8 @@ class ModelTokenizerTest {
     void preparedInTokensTheReplicaCountsTheEncodingsTokens() {
         Workload w = Workloads.multiTurn(5, new Workloads.ChatSpec(3, 3, 64, 8, 24, 8, 24));
         PreparedWorkload chars = PreparedWorkload.of(w, EngineConfig.defaults());
-        PreparedWorkload tokens = PreparedWorkload.of(w, EngineConfig.defaults(),
-                new PreparedWorkload.Options(PromptKey.Unit.TOKENS, true, true));
+        PreparedWorkload tokens = PreparedWorkload.of(
+                w, EngineConfig.defaults(), new PreparedWorkload.Options(PromptKey.Unit.TOKENS, true, true));
         for (int i = 0; i < w.size(); i++) {
             WorkloadRequest r = w.requests().get(i);
             assertEquals(TOKENIZER.prompt(r).length, tokens.promptTokens[i]);

@@ -56,28 +56,49 @@ class ReportTest {
     @Test
     void writesTablesTargetsAndAChartOverSeeds(@TempDir Path dir) throws Exception {
         System.setProperty("java.awt.headless", "true");
-        Report.Settings s = Report.Settings.parse(new String[] {"--replicas", "2", "--seeds", "3-4", "--trace",
-                dir.resolve("absent.jsonl").toString()});
+        Report.Settings s = Report.Settings.parse(new String[] {
+            "--replicas",
+            "2",
+            "--seeds",
+            "3-4",
+            "--trace",
+            dir.resolve("absent.jsonl").toString()
+        });
         List<Variant> variants = Variant.core();
         RunMatrix.ReplicaModel model = RunMatrix.ReplicaModel.TOKENIZING;
         List<RunMatrix.ScenarioResult> rag = new java.util.ArrayList<>();
         List<RunMatrix.ScenarioResult> hot = new java.util.ArrayList<>();
         for (long seed : s.seeds) {
-            Workload r = Workloads.rag(seed, 2 * 150_000L, new Workloads.RagSpec(120, 256, 512, 1.1, 0.7, 32, 8, 16, 8));
+            Workload r =
+                    Workloads.rag(seed, 2 * 150_000L, new Workloads.RagSpec(120, 256, 512, 1.1, 0.7, 32, 8, 16, 8));
             Workload h = Workloads.hotPrefix(seed, new Workloads.HotSpec(80, 1.0, 512, 32, 8));
             PreparedWorkload pr = PreparedWorkload.of(r.poisson(10, seed), EngineConfig.defaults(), model.options());
             PreparedWorkload ph = PreparedWorkload.of(h, EngineConfig.defaults(), model.options());
-            rag.add(RunMatrix.runScenario(new RunMatrix.Scenario("rag-zipf", r.description(), "Poisson, 10.0 req/s",
-                    pr, 0), s, seed, variants, RunMatrix::registered, false));
-            hot.add(RunMatrix.runScenario(new RunMatrix.Scenario("hot-prefix-100", h.description(), "closed", ph, 4),
-                    s, seed, variants, RunMatrix::registered, false));
+            rag.add(RunMatrix.runScenario(
+                    new RunMatrix.Scenario("rag-zipf", r.description(), "Poisson, 10.0 req/s", pr, 0),
+                    s,
+                    seed,
+                    variants,
+                    RunMatrix::registered,
+                    false));
+            hot.add(RunMatrix.runScenario(
+                    new RunMatrix.Scenario("hot-prefix-100", h.description(), "closed", ph, 4),
+                    s,
+                    seed,
+                    variants,
+                    RunMatrix::registered,
+                    false));
         }
-        RunMatrix.Matrix main = new RunMatrix.Matrix(model, s.seeds, variants, List.of(
-                new RunMatrix.WorkloadRuns("rag-zipf", null, rag),
-                new RunMatrix.WorkloadRuns("hot-prefix-100", null, hot),
-                new RunMatrix.WorkloadRuns(RunMatrix.MOONCAKE, "no trace", List.of())));
-        RunMatrix.Matrix aligned = new RunMatrix.Matrix(RunMatrix.ReplicaModel.ALIGNED, s.seeds, variants,
-                main.workloads());
+        RunMatrix.Matrix main = new RunMatrix.Matrix(
+                model,
+                s.seeds,
+                variants,
+                List.of(
+                        new RunMatrix.WorkloadRuns("rag-zipf", null, rag),
+                        new RunMatrix.WorkloadRuns("hot-prefix-100", null, hot),
+                        new RunMatrix.WorkloadRuns(RunMatrix.MOONCAKE, "no trace", List.of())));
+        RunMatrix.Matrix aligned =
+                new RunMatrix.Matrix(RunMatrix.ReplicaModel.ALIGNED, s.seeds, variants, main.workloads());
         String md = ReportMarkdown.render(s, main, aligned, List.of(), List.of(), 1.0, 2.0);
 
         assertTrue(md.contains("options: `--trace "), md);
@@ -87,7 +108,8 @@ class ReportTest {
         assertTrue(md.contains("### rag-zipf"));
         assertTrue(md.contains("| cache_aware hit ratio >= 0.9 x ideal | rag-zipf |"));
         assertTrue(md.contains("| cache_aware P99 TTFT <= 0.6 x strict affinity | hot-prefix-100 |"));
-        assertTrue(md.contains("| cache_aware P99 TTFT <= 1.1 x least_loaded | mooncake-trace | skipped: no trace |"),
+        assertTrue(
+                md.contains("| cache_aware P99 TTFT <= 1.1 x least_loaded | mooncake-trace | skipped: no trace |"),
                 "the skipped workload keeps its target row");
         assertTrue(md.contains("| mooncake-trace | skipped: no trace |"), "and its headline row");
         assertTrue(md.contains("1 not measured, skipped: no trace"), md);
@@ -98,10 +120,13 @@ class ReportTest {
         assertTrue(md.contains(" workloads; cache_aware below both on "), md);
         assertTrue(md.contains(" of 2"), "counted over the two measured workloads, the skipped one left out");
         // one row per policy in each workload's table, every figure a median with its range (two seeds differ)
-        long rows = md.lines().filter(l -> l.matches("\\| (round_robin|least_loaded|cache_aware[a-z ]*) \\| "
-                + "[0-9.]+( \\[[0-9.]+–[0-9.]+\\])? \\| .*")).count();
+        long rows = md.lines()
+                .filter(l -> l.matches("\\| (round_robin|least_loaded|cache_aware[a-z ]*) \\| "
+                        + "[0-9.]+( \\[[0-9.]+–[0-9.]+\\])? \\| .*"))
+                .count();
         assertEquals(2 * variants.size(), rows, md);
-        assertTrue(md.lines().anyMatch(l -> l.startsWith("| cache_aware | ") && l.contains("–")),
+        assertTrue(
+                md.lines().anyMatch(l -> l.startsWith("| cache_aware | ") && l.contains("–")),
                 "a range appears where the seeds differ");
 
         Path png = dir.resolve("chart.png");
@@ -117,15 +142,24 @@ class ReportTest {
         List<java.util.concurrent.Callable<RunMatrix.ScenarioResult>> tasks = new java.util.ArrayList<>();
         for (long seed : List.of(5L, 6L, 7L)) {
             tasks.add(() -> {
-                Workload h = Workloads.hotPrefix(seed, new Workloads.HotSpec(60, 0.8, 256, 32, 8)).poisson(40, seed);
+                Workload h = Workloads.hotPrefix(seed, new Workloads.HotSpec(60, 0.8, 256, 32, 8))
+                        .poisson(40, seed);
                 PreparedWorkload p = PreparedWorkload.of(h, EngineConfig.defaults());
-                return RunMatrix.runScenario(new RunMatrix.Scenario("hot", "", "", p, 0), s, seed, Variant.core(),
-                        RunMatrix::registered, false);
+                return RunMatrix.runScenario(
+                        new RunMatrix.Scenario("hot", "", "", p, 0),
+                        s,
+                        seed,
+                        Variant.core(),
+                        RunMatrix::registered,
+                        false);
             });
         }
         List<RunMatrix.ScenarioResult> one = RunMatrix.parallel(1, tasks);
         List<RunMatrix.ScenarioResult> two = RunMatrix.parallel(3, tasks);
-        assertEquals(List.of(5L, 6L, 7L), two.stream().map(RunMatrix.ScenarioResult::seed).toList(), "task order");
+        assertEquals(
+                List.of(5L, 6L, 7L),
+                two.stream().map(RunMatrix.ScenarioResult::seed).toList(),
+                "task order");
         for (int i = 0; i < one.size(); i++) {
             for (Variant v : Variant.core()) {
                 RunResult a = one.get(i).of(v.label());
@@ -133,14 +167,20 @@ class ReportTest {
                 assertEquals(a.toString(), b.toString(), v.label());
                 assertEquals(a.ttftP99Millis(), b.ttftP99Millis());
                 assertEquals(a.hitRatio(), b.hitRatio());
-                org.junit.jupiter.api.Assertions.assertArrayEquals(a.trace().firstToken(), b.trace().firstToken(),
+                org.junit.jupiter.api.Assertions.assertArrayEquals(
+                        a.trace().firstToken(),
+                        b.trace().firstToken(),
                         "every request's first token at the same virtual time");
-                org.junit.jupiter.api.Assertions.assertArrayEquals(a.trace().replica(), b.trace().replica());
+                org.junit.jupiter.api.Assertions.assertArrayEquals(
+                        a.trace().replica(), b.trace().replica());
             }
         }
-        assertTrue(one.get(0).of(Variant.CACHE_AWARE).ttftP99Millis() != one.get(1).of(Variant.CACHE_AWARE)
-                .ttftP99Millis() || one.get(0).of(Variant.CACHE_AWARE).hitRatio() != one.get(1)
-                .of(Variant.CACHE_AWARE).hitRatio(), "other seeds, other runs");
+        assertTrue(
+                one.get(0).of(Variant.CACHE_AWARE).ttftP99Millis()
+                                != one.get(1).of(Variant.CACHE_AWARE).ttftP99Millis()
+                        || one.get(0).of(Variant.CACHE_AWARE).hitRatio()
+                                != one.get(1).of(Variant.CACHE_AWARE).hitRatio(),
+                "other seeds, other runs");
     }
 
     @Test
@@ -158,8 +198,8 @@ class ReportTest {
         byName.remove("multi-turn");
         assertThrows(IllegalStateException.class, () -> RunMatrix.collect(byName), "only the trace may be missing");
 
-        RunMatrix.Matrix m = new RunMatrix.Matrix(RunMatrix.ReplicaModel.TOKENIZING, List.of(1L), Variant.core(),
-                List.of(trace));
+        RunMatrix.Matrix m =
+                new RunMatrix.Matrix(RunMatrix.ReplicaModel.TOKENIZING, List.of(1L), Variant.core(), List.of(trace));
         List<Targets.Verdict> vs = Targets.verdicts(m);
         assertEquals(1, vs.size(), "the replay's target stays");
         assertTrue(vs.get(0).skippedTarget());

@@ -45,7 +45,8 @@ class SimulatedReplicaServerTest {
 
     @BeforeEach
     void start() throws IOException {
-        server = SimulatedReplicaServer.start(Options.defaults().name("t").speedup(200).outputTokens(8));
+        server = SimulatedReplicaServer.start(
+                Options.defaults().name("t").speedup(200).outputTokens(8));
         http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     }
 
@@ -59,13 +60,21 @@ class SimulatedReplicaServerTest {
     }
 
     private HttpResponse<String> post(String path, String body) throws IOException, InterruptedException {
-        return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(20))
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        return http.send(
+                HttpRequest.newBuilder(uri(path))
+                        .timeout(Duration.ofSeconds(20))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     private HttpResponse<String> get(String path) throws IOException, InterruptedException {
-        return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(20)).GET().build(),
+        return http.send(
+                HttpRequest.newBuilder(uri(path))
+                        .timeout(Duration.ofSeconds(20))
+                        .GET()
+                        .build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -76,40 +85,65 @@ class SimulatedReplicaServerTest {
     }
 
     private OpenAIClient sdk() {
-        return OpenAIOkHttpClient.builder().baseUrl(server.baseUri() + "/v1").apiKey("test-key").maxRetries(0)
-                .timeout(Duration.ofSeconds(20)).build();
+        return OpenAIOkHttpClient.builder()
+                .baseUrl(server.baseUri() + "/v1")
+                .apiKey("test-key")
+                .maxRetries(0)
+                .timeout(Duration.ofSeconds(20))
+                .build();
     }
 
     @Test
     void theOpenAiSdkParsesACompletionAndItsUsage() {
         OpenAIClient client = sdk();
-        ChatCompletionCreateParams params = ChatCompletionCreateParams.builder().model("sim")
-                .addSystemMessage(LONG).addUserMessage("first question").maxCompletionTokens(12).build();
+        ChatCompletionCreateParams params = ChatCompletionCreateParams.builder()
+                .model("sim")
+                .addSystemMessage(LONG)
+                .addUserMessage("first question")
+                .maxCompletionTokens(12)
+                .build();
         ChatCompletion first = client.chat().completions().create(params);
         first.validate();
         assertEquals(1, first.choices().size());
         assertTrue(first.choices().get(0).message().content().orElseThrow().length() > 0);
-        assertEquals(ChatCompletion.Choice.FinishReason.LENGTH, first.choices().get(0).finishReason());
+        assertEquals(
+                ChatCompletion.Choice.FinishReason.LENGTH,
+                first.choices().get(0).finishReason());
         CompletionUsage u1 = first.usage().orElseThrow();
         assertEquals(12, u1.completionTokens());
         assertTrue(u1.promptTokens() > 750, "3000 characters of system prompt are about 750 tokens");
         assertEquals(0, u1.promptTokensDetails().orElseThrow().cachedTokens().orElseThrow());
 
-        ChatCompletion second = client.chat().completions().create(params.toBuilder()
-                .messages(List.of()).addSystemMessage(LONG).addUserMessage("another question").build());
-        long cached = second.usage().orElseThrow().promptTokensDetails().orElseThrow().cachedTokens().orElseThrow();
+        ChatCompletion second = client.chat()
+                .completions()
+                .create(params.toBuilder()
+                        .messages(List.of())
+                        .addSystemMessage(LONG)
+                        .addUserMessage("another question")
+                        .build());
+        long cached = second.usage()
+                .orElseThrow()
+                .promptTokensDetails()
+                .orElseThrow()
+                .cachedTokens()
+                .orElseThrow();
         assertTrue(cached >= 700 && cached % 16 == 0, "the shared system prompt is served from cache: " + cached);
     }
 
     @Test
     void theOpenAiSdkParsesAStreamedCompletionAndItsUsage() {
         OpenAIClient client = sdk();
-        ChatCompletionCreateParams params = ChatCompletionCreateParams.builder().model("sim")
-                .addUserMessage(LONG).maxCompletionTokens(10)
-                .streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build()).build();
+        ChatCompletionCreateParams params = ChatCompletionCreateParams.builder()
+                .model("sim")
+                .addUserMessage(LONG)
+                .maxCompletionTokens(10)
+                .streamOptions(
+                        ChatCompletionStreamOptions.builder().includeUsage(true).build())
+                .build();
         StringBuilder text = new StringBuilder();
         List<ChatCompletionChunk> chunks = new ArrayList<>();
-        try (StreamResponse<ChatCompletionChunk> stream = client.chat().completions().createStreaming(params)) {
+        try (StreamResponse<ChatCompletionChunk> stream =
+                client.chat().completions().createStreaming(params)) {
             stream.stream().forEach(c -> {
                 c.validate();
                 chunks.add(c);
@@ -125,8 +159,9 @@ class SimulatedReplicaServerTest {
         assertEquals(10, u.completionTokens());
         assertTrue(u.promptTokens() > 750);
         assertTrue(u.promptTokensDetails().orElseThrow().cachedTokens().isPresent());
-        assertTrue(chunks.stream().anyMatch(c -> !c.choices().isEmpty()
-                && c.choices().get(0).finishReason().isPresent()));
+        assertTrue(chunks.stream()
+                .anyMatch(c -> !c.choices().isEmpty()
+                        && c.choices().get(0).finishReason().isPresent()));
     }
 
     @Test
@@ -166,8 +201,11 @@ class SimulatedReplicaServerTest {
         assertEquals(0, first.path("usage").path("cache_read_input_tokens").asInt());
 
         String streamed = body.replace("{\"model\"", "{\"stream\":true,\"model\"");
-        HttpResponse<Stream<String>> r = http.send(HttpRequest.newBuilder(uri("/v1/messages"))
-                .POST(HttpRequest.BodyPublishers.ofString(streamed)).build(), HttpResponse.BodyHandlers.ofLines());
+        HttpResponse<Stream<String>> r = http.send(
+                HttpRequest.newBuilder(uri("/v1/messages"))
+                        .POST(HttpRequest.BodyPublishers.ofString(streamed))
+                        .build(),
+                HttpResponse.BodyHandlers.ofLines());
         assertEquals("text/event-stream", r.headers().firstValue("Content-Type").orElse(""));
         List<String> events = new ArrayList<>();
         JsonNode start = null;
@@ -186,10 +224,14 @@ class SimulatedReplicaServerTest {
             }
         }
         assertEquals(List.of("message_start", "content_block_start", "ping"), events.subList(0, 3));
-        assertEquals(List.of("content_block_stop", "message_delta", "message_stop"),
+        assertEquals(
+                List.of("content_block_stop", "message_delta", "message_stop"),
                 events.subList(events.size() - 3, events.size()));
         assertEquals(6, events.stream().filter("content_block_delta"::equals).count());
-        int cached = start.path("message").path("usage").path("cache_read_input_tokens").asInt();
+        int cached = start.path("message")
+                .path("usage")
+                .path("cache_read_input_tokens")
+                .asInt();
         assertTrue(cached > 700, "the system prompt is cached from the first call: " + cached);
         assertEquals(6, delta.path("usage").path("output_tokens").asInt());
         assertEquals("max_tokens", delta.path("delta").path("stop_reason").asText());
@@ -204,12 +246,15 @@ class SimulatedReplicaServerTest {
         assertEquals("invalid_json", e.path("code").asText());
         assertFalse(e.path("message").asText().isEmpty());
 
-        JsonNode missing = JSON.readTree(post("/v1/chat/completions", "{\"model\":\"m\"}").body()).path("error");
+        JsonNode missing = JSON.readTree(
+                        post("/v1/chat/completions", "{\"model\":\"m\"}").body())
+                .path("error");
         assertEquals("missing_field", missing.path("code").asText());
 
         JsonNode anthropic = JSON.readTree(post("/v1/messages", "[1,2").body());
         assertEquals("error", anthropic.path("type").asText());
-        assertEquals("invalid_request_error", anthropic.path("error").path("type").asText());
+        assertEquals(
+                "invalid_request_error", anthropic.path("error").path("type").asText());
         assertEquals("invalid_json", anthropic.path("error").path("code").asText());
 
         assertEquals(405, get("/v1/chat/completions").statusCode());
@@ -220,7 +265,9 @@ class SimulatedReplicaServerTest {
         server.setFault(Fault.ERROR_500);
         HttpResponse<String> r = post("/v1/chat/completions", chatBody("hi", 4, false));
         assertEquals(500, r.statusCode());
-        assertEquals("server_error", JSON.readTree(r.body()).path("error").path("type").asText());
+        assertEquals(
+                "server_error",
+                JSON.readTree(r.body()).path("error").path("type").asText());
         assertEquals(200, get("/health").statusCode(), "a failing replica can still look alive");
 
         server.setFault(Fault.ERROR_503);
@@ -246,9 +293,11 @@ class SimulatedReplicaServerTest {
         byte[] raw;
         try (Socket socket = new Socket(server.baseUri().getHost(), server.port())) {
             socket.setSoTimeout(20_000);
-            socket.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: replica\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
-                    .getBytes(StandardCharsets.UTF_8));
+            socket.getOutputStream()
+                    .write(("POST /v1/chat/completions HTTP/1.1\r\nHost: replica\r\n"
+                                    + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n"
+                                    + body)
+                            .getBytes(StandardCharsets.UTF_8));
             raw = socket.getInputStream().readAllBytes(); // until the server drops the connection
         }
         String got = new String(raw, StandardCharsets.UTF_8);
@@ -261,13 +310,20 @@ class SimulatedReplicaServerTest {
     @Test
     void hangNeverAnswers() throws Exception {
         server.setFault(Fault.HANG);
-        HttpRequest req = HttpRequest.newBuilder(uri("/v1/chat/completions")).timeout(Duration.ofMillis(300))
-                .POST(HttpRequest.BodyPublishers.ofString(chatBody("hi", 4, false))).build();
+        HttpRequest req = HttpRequest.newBuilder(uri("/v1/chat/completions"))
+                .timeout(Duration.ofMillis(300))
+                .POST(HttpRequest.BodyPublishers.ofString(chatBody("hi", 4, false)))
+                .build();
         assertThrows(HttpTimeoutException.class, () -> http.send(req, HttpResponse.BodyHandlers.ofString()));
-        HttpRequest health = HttpRequest.newBuilder(uri("/health")).timeout(Duration.ofMillis(300)).GET().build();
+        HttpRequest health = HttpRequest.newBuilder(uri("/health"))
+                .timeout(Duration.ofMillis(300))
+                .GET()
+                .build();
         assertThrows(HttpTimeoutException.class, () -> http.send(health, HttpResponse.BodyHandlers.ofString()));
         server.setFault(Fault.NONE);
-        assertEquals(200, post("/v1/chat/completions", chatBody("hi", 4, false)).statusCode(),
+        assertEquals(
+                200,
+                post("/v1/chat/completions", chatBody("hi", 4, false)).statusCode(),
                 "a hanging request holds one thread, not the server");
     }
 

@@ -20,7 +20,12 @@ class SimulationTest {
     }
 
     static RunResult run(Workload w, String policy) {
-        return Simulation.builder().replicas(4).seed(5).policy(policy, Map.of()).build().run(w);
+        return Simulation.builder()
+                .replicas(4)
+                .seed(5)
+                .policy(policy, Map.of())
+                .build()
+                .run(w);
     }
 
     @Test
@@ -31,7 +36,8 @@ class SimulationTest {
         assertEquals(w.size(), rr.completed());
         assertEquals(w.size(), affinity.completed());
         // Round robin computes each group's system prompt on up to four replicas, cache_aware on one.
-        assertTrue(affinity.hitRatio() > rr.hitRatio() + 0.15,
+        assertTrue(
+                affinity.hitRatio() > rr.hitRatio() + 0.15,
                 "cache_aware " + affinity.hitRatio() + " vs round robin " + rr.hitRatio());
         assertTrue(affinity.hitRatio() <= affinity.idealHitRatio() + 1e-9);
         assertEquals(affinity.idealHitRatio(), rr.idealHitRatio());
@@ -53,7 +59,11 @@ class SimulationTest {
     void aSessionSendsOneTurnAtATimeAndReusesItsHistory() {
         Workload w = Workloads.multiTurn(3, new Workloads.ChatSpec(3, 5, 256, 16, 32, 16, 32));
         // every turn arrives at time zero: only session ordering keeps them apart
-        RunResult r = Simulation.builder().replicas(1).policy("round_robin", Map.of()).build().run(w);
+        RunResult r = Simulation.builder()
+                .replicas(1)
+                .policy("round_robin", Map.of())
+                .build()
+                .run(w);
         RunResult.Trace t = r.trace();
         java.util.Map<String, Integer> last = new java.util.HashMap<>();
         for (int i = 0; i < w.size(); i++) {
@@ -61,7 +71,8 @@ class SimulationTest {
             if (prev != null) {
                 assertTrue(t.sent()[i] >= t.finished()[prev], "turn sent before the previous answer");
                 int prevPromptChars = w.requests().get(prev).replicaPrompt().length();
-                assertTrue(t.cached()[i] >= prevPromptChars / 4 - 16,
+                assertTrue(
+                        t.cached()[i] >= prevPromptChars / 4 - 16,
                         "the previous turn's prompt is cached: " + t.cached()[i]);
             }
         }
@@ -70,7 +81,11 @@ class SimulationTest {
     @Test
     void aClosedLoopKeepsItsClientsBusyAndNoMore() {
         Workload w = Workloads.hotPrefix(2, new Workloads.HotSpec(60, 1.0, 256, 64, 16));
-        RunResult r = Simulation.builder().replicas(2).closedLoop(3).policy("round_robin", Map.of()).build()
+        RunResult r = Simulation.builder()
+                .replicas(2)
+                .closedLoop(3)
+                .policy("round_robin", Map.of())
+                .build()
                 .run(w);
         assertEquals(60, r.completed());
         int[] peak = r.peakInFlight();
@@ -89,12 +104,17 @@ class SimulationTest {
 
     @Test
     void theRoutersPendingPrefillFollowsTheEnginesQueue() {
-        Workload w = Workloads.hotPrefix(4, new Workloads.HotSpec(200, 0.8, 1024, 64, 16)).poisson(20, 4);
+        Workload w = Workloads.hotPrefix(4, new Workloads.HotSpec(200, 0.8, 1024, 64, 16))
+                .poisson(20, 4);
         long[] seen = new long[2];
         Simulation.Probe probe = new Simulation.Probe() {
             @Override
-            public void dispatched(long nanos, int request, dev.cart.core.RouteDecision d, int replica,
-                                   Simulation.ReplicaState[] state) {
+            public void dispatched(
+                    long nanos,
+                    int request,
+                    dev.cart.core.RouteDecision d,
+                    int replica,
+                    Simulation.ReplicaState[] state) {
                 assertTrue(d.replica().pendingPrefill() >= d.prefillEstimate(), "the request itself is counted");
                 seen[0]++;
                 if (state[replica].pendingPrefill() > 0) {
@@ -102,7 +122,12 @@ class SimulationTest {
                 }
             }
         };
-        RunResult r = Simulation.builder().replicas(3).seed(2).policy("cache_aware", Map.of()).probe(probe).build()
+        RunResult r = Simulation.builder()
+                .replicas(3)
+                .seed(2)
+                .policy("cache_aware", Map.of())
+                .probe(probe)
+                .build()
                 .run(w);
         assertEquals(200, r.completed()); // and the run checks that every count went back to zero
         assertEquals(200, seen[0]);
@@ -111,33 +136,43 @@ class SimulationTest {
 
     @Test
     void aHotPrefixSpreadsWhileThePoolIsIdleInsteadOfQueueingBehindItsFirstComputation() {
-        Workload w = Workloads.hotPrefix(5, new Workloads.HotSpec(300, 1.0, 2048, 128, 64)).poisson(30, 5);
+        Workload w = Workloads.hotPrefix(5, new Workloads.HotSpec(300, 1.0, 2048, 128, 64))
+                .poisson(30, 5);
         RunResult now = run(w, "cache_aware");
-        RunResult specified = Simulation.builder().replicas(4).seed(5)
-                .policy("cache_aware", Map.of("prefill_aware", false)).deferDivertedRoutes(false).build().run(w);
+        RunResult specified = Simulation.builder()
+                .replicas(4)
+                .seed(5)
+                .policy("cache_aware", Map.of("prefill_aware", false))
+                .deferDivertedRoutes(false)
+                .build()
+                .run(w);
         assertEquals(300, now.completed());
         // As specified, every request of the first ~0.3 s follows the first holder and waits for its cold
         // prefill; ranked by pending prefill, they go to the idle replicas instead.
-        assertTrue(now.ttftMillis(0.97) < specified.ttftMillis(0.97),
+        assertTrue(
+                now.ttftMillis(0.97) < specified.ttftMillis(0.97),
                 now.ttftMillis(0.97) + " ms vs " + specified.ttftMillis(0.97) + " ms");
         assertTrue(now.hitRatio() >= specified.hitRatio() - 0.01);
     }
 
     /** A small chat workload: 6 users x 5 turns behind a 256-token system prompt, at a gentle rate. */
     static Workload smallChat() {
-        return Workloads.multiTurn(7, new Workloads.ChatSpec(6, 5, 256, 16, 48, 32, 64)).poisson(4, 7);
+        return Workloads.multiTurn(7, new Workloads.ChatSpec(6, 5, 256, 16, 48, 32, 64))
+                .poisson(4, 7);
     }
 
     /** The decisions of a run, by request. */
     static Map<Integer, RouteDecision> decisions(Simulation.Builder b, Workload w) {
         Map<Integer, RouteDecision> out = new HashMap<>();
         b.probe(new Simulation.Probe() {
-            @Override
-            public void dispatched(long nanos, int request, RouteDecision d, int replica,
-                                   Simulation.ReplicaState[] state) {
-                out.put(request, d);
-            }
-        }).build().run(w);
+                    @Override
+                    public void dispatched(
+                            long nanos, int request, RouteDecision d, int replica, Simulation.ReplicaState[] state) {
+                        out.put(request, d);
+                    }
+                })
+                .build()
+                .run(w);
         return out;
     }
 
@@ -155,9 +190,17 @@ class SimulationTest {
     @Test
     void theReplicaKeepsTheReplyItGeneratedSoTheNextTurnReusesIt() {
         Workload w = smallChat();
-        RunResult withOutput = Simulation.builder().replicas(1).policy("round_robin", Map.of()).build().run(w);
-        RunResult promptOnly = Simulation.builder().replicas(1).policy("round_robin", Map.of())
-                .cacheGeneratedTokens(false).build().run(w);
+        RunResult withOutput = Simulation.builder()
+                .replicas(1)
+                .policy("round_robin", Map.of())
+                .build()
+                .run(w);
+        RunResult promptOnly = Simulation.builder()
+                .replicas(1)
+                .policy("round_robin", Map.of())
+                .cacheGeneratedTokens(false)
+                .build()
+                .run(w);
         int[] prev = previousTurn(w);
         for (int i = 0; i < w.size(); i++) {
             if (prev[i] < 0) {
@@ -166,12 +209,15 @@ class SimulationTest {
             WorkloadRequest before = w.requests().get(prev[i]);
             int promptTokens = before.replicaPrompt().length() / 4;
             int held = promptTokens + before.maxTokens() - 1; // the last generated token's KV is never computed
-            assertTrue(withOutput.trace().cached()[i] >= held - 16, "turn " + i + " reuses the previous reply: "
-                    + withOutput.trace().cached()[i] + " of " + held);
+            assertTrue(
+                    withOutput.trace().cached()[i] >= held - 16,
+                    "turn " + i + " reuses the previous reply: "
+                            + withOutput.trace().cached()[i] + " of " + held);
             assertTrue(promptOnly.trace().cached()[i] <= promptTokens, "without output blocks only the prompt");
         }
         assertTrue(withOutput.hitRatio() > promptOnly.hitRatio() + 0.05);
-        assertTrue(withOutput.idealHitRatio() > promptOnly.idealHitRatio() + 0.05,
+        assertTrue(
+                withOutput.idealHitRatio() > promptOnly.idealHitRatio() + 0.05,
                 "the ideal counts what the replica keeps: the reply too");
         assertTrue(withOutput.hitRatio() <= withOutput.idealHitRatio() + 1e-9);
     }
@@ -182,8 +228,13 @@ class SimulationTest {
         PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults());
         int[] prev = previousTurn(w);
         for (boolean learn : new boolean[] {true, false}) {
-            Map<Integer, RouteDecision> ds = decisions(Simulation.builder().replicas(2).seed(3)
-                    .policy("cache_aware", Map.of()).learnAnswers(learn), w);
+            Map<Integer, RouteDecision> ds = decisions(
+                    Simulation.builder()
+                            .replicas(2)
+                            .seed(3)
+                            .policy("cache_aware", Map.of())
+                            .learnAnswers(learn),
+                    w);
             for (int i = 0; i < w.size(); i++) {
                 if (prev[i] < 0) {
                     continue;
@@ -192,8 +243,10 @@ class SimulationTest {
                 RouteDecision d = ds.get(i);
                 assertEquals(Reason.CACHE_HIT, d.reason());
                 if (learn) {
-                    assertTrue(d.matchedLength() >= answer, "turn " + i + " matched " + d.matchedLength()
-                            + " of the previous conversation and reply, " + answer);
+                    assertTrue(
+                            d.matchedLength() >= answer,
+                            "turn " + i + " matched " + d.matchedLength() + " of the previous conversation and reply, "
+                                    + answer);
                 } else {
                     assertTrue(d.matchedLength() < answer, "without learning, only up to the last user message");
                 }
@@ -205,19 +258,37 @@ class SimulationTest {
     void aSingleDepthRouterSeesOnlyTheStartOfEachKey() {
         Workload w = smallChat();
         PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults());
-        Map<Integer, RouteDecision> ds = decisions(Simulation.builder().replicas(3).seed(3)
-                .policy("cache_aware", Map.of()).singleDepth(true).learnAnswers(true), w);
+        Map<Integer, RouteDecision> ds = decisions(
+                Simulation.builder()
+                        .replicas(3)
+                        .seed(3)
+                        .policy("cache_aware", Map.of())
+                        .singleDepth(true)
+                        .learnAnswers(true),
+                w);
         for (int i = 0; i < w.size(); i++) {
             assertEquals(p.keys[i].boundary(0), ds.get(i).key().length());
             assertTrue(ds.get(i).matchedLength() <= p.keys[i].boundary(0));
         }
         // Busy enough that the guard spreads the system prompt's traffic: a single-depth router then scatters
         // each conversation over the replicas, while a multi-depth one keeps following its turns.
-        Workload busy = Workloads.multiTurn(7, new Workloads.ChatSpec(48, 4, 256, 16, 48, 32, 64)).poisson(60, 7);
-        RunResult multi = Simulation.builder().replicas(3).seed(3).policy("cache_aware", Map.of()).build().run(busy);
-        RunResult single = Simulation.builder().replicas(3).seed(3).policy("cache_aware", Map.of()).singleDepth(true)
-                .build().run(busy);
-        assertTrue(multi.hitRatio() > single.hitRatio() + 0.05,
+        Workload busy = Workloads.multiTurn(7, new Workloads.ChatSpec(48, 4, 256, 16, 48, 32, 64))
+                .poisson(60, 7);
+        RunResult multi = Simulation.builder()
+                .replicas(3)
+                .seed(3)
+                .policy("cache_aware", Map.of())
+                .build()
+                .run(busy);
+        RunResult single = Simulation.builder()
+                .replicas(3)
+                .seed(3)
+                .policy("cache_aware", Map.of())
+                .singleDepth(true)
+                .build()
+                .run(busy);
+        assertTrue(
+                multi.hitRatio() > single.hitRatio() + 0.05,
                 "conversations scatter when only the system prompt is routed: " + multi.hitRatio() + " vs "
                         + single.hitRatio());
     }
@@ -225,20 +296,31 @@ class SimulationTest {
     @Test
     void tokenModeKeysAgainstATokenizingReplicaGiveHits() {
         Workload w = smallChat();
-        Simulation.Builder tokens = Simulation.builder().replicas(3).seed(3).replicaTokenizer(true).tokenKeys(true)
-                .reportUsage(true).policy("cache_aware", Map.of("match_abs_threshold", 2048));
+        Simulation.Builder tokens = Simulation.builder()
+                .replicas(3)
+                .seed(3)
+                .replicaTokenizer(true)
+                .tokenKeys(true)
+                .reportUsage(true)
+                .policy("cache_aware", Map.of("match_abs_threshold", 2048));
         Map<Integer, RouteDecision> ds = decisions(tokens, w);
         for (RouteDecision d : ds.values()) {
             assertEquals(PromptKey.Unit.TOKENS, d.key().unit());
         }
         RunResult r = tokens.probe(null).build().run(w);
-        RunResult rr = Simulation.builder().replicas(3).seed(3).replicaTokenizer(true).policy("round_robin", Map.of())
-                .build().run(w);
+        RunResult rr = Simulation.builder()
+                .replicas(3)
+                .seed(3)
+                .replicaTokenizer(true)
+                .policy("round_robin", Map.of())
+                .build()
+                .run(w);
         assertEquals(w.size() - 1, r.reasons().get(Reason.CACHE_HIT), "everything after the first request hits");
         assertTrue(r.hitRatio() > rr.hitRatio() + 0.1, r.hitRatio() + " vs round robin " + rr.hitRatio());
         RunResult.Feedback f = r.feedback();
         assertEquals(w.size(), f.reports());
-        assertTrue(f.deliveredShare() > 0.9 && f.deliveredShare() < 1.1,
+        assertTrue(
+                f.deliveredShare() > 0.9 && f.deliveredShare() < 1.1,
                 "predictions in key tokens match the replica's own count: " + f);
     }
 }

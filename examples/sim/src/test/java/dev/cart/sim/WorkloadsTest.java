@@ -35,7 +35,9 @@ class WorkloadsTest {
         for (WorkloadRequest r : w.requests()) {
             perSystem.merge(r.prompt().substring(0, 2048 * 4), 1, Integer::sum);
         }
-        assertTrue(perSystem.values().stream().allMatch(n -> n == 16), "each system prompt shared by 16: " + perSystem.values());
+        assertTrue(
+                perSystem.values().stream().allMatch(n -> n == 16),
+                "each system prompt shared by 16: " + perSystem.values());
         Set<String> questions = new HashSet<>();
         for (WorkloadRequest r : w.requests()) {
             questions.add(r.prompt().substring(2048 * 4));
@@ -45,12 +47,18 @@ class WorkloadsTest {
 
     /** Every generator, by name, as a function of the seed. */
     static final Map<String, java.util.function.LongFunction<Workload>> GENERATORS = Map.of(
-            "sharedPrefix", Workloads::sharedPrefix,
-            "rag", seed -> Workloads.rag(seed, 4 * 150_000L),
-            "multiTurn", Workloads::multiTurn,
-            "branching", Workloads::branching,
-            "hotPrefix80", seed -> Workloads.hotPrefix(seed, 0.8),
-            "hotPrefix100", seed -> Workloads.hotPrefix(seed, 1.0));
+            "sharedPrefix",
+            Workloads::sharedPrefix,
+            "rag",
+            seed -> Workloads.rag(seed, 4 * 150_000L),
+            "multiTurn",
+            Workloads::multiTurn,
+            "branching",
+            Workloads::branching,
+            "hotPrefix80",
+            seed -> Workloads.hotPrefix(seed, 0.8),
+            "hotPrefix100",
+            seed -> Workloads.hotPrefix(seed, 1.0));
 
     /** What a request is, for comparing whole workloads. */
     static List<String> fingerprint(Workload w) {
@@ -71,9 +79,11 @@ class WorkloadsTest {
             assertEquals(first, again, g.getKey() + ": seed 11 twice");
             assertNotEquals(first, other, g.getKey() + ": seeds 11 and 12");
             long differing = java.util.stream.IntStream.range(0, Math.min(first.size(), other.size()))
-                    .filter(i -> !first.get(i).equals(other.get(i))).count();
-            assertTrue(differing > first.size() / 2, g.getKey() + ": most requests differ between seeds, "
-                    + differing + " of " + first.size());
+                    .filter(i -> !first.get(i).equals(other.get(i)))
+                    .count();
+            assertTrue(
+                    differing > first.size() / 2,
+                    g.getKey() + ": most requests differ between seeds, " + differing + " of " + first.size());
         }
     }
 
@@ -117,10 +127,14 @@ class WorkloadsTest {
                 List<Message> now = r.messages();
                 assertEquals(before, now.subList(0, before.size()), "the history is kept verbatim");
                 assertEquals("assistant", now.get(before.size()).role());
-                assertEquals(prev.maxTokens() * 4, now.get(before.size()).content().length(),
+                assertEquals(
+                        prev.maxTokens() * 4,
+                        now.get(before.size()).content().length(),
                         "the reply has as many tokens as the turn asked for");
-                assertEquals(prev.reply(), now.get(before.size()).content(), "the reply generated is the reply sent back");
-                assertTrue(r.replicaPrompt().startsWith(prev.replicaPrompt() + prev.reply()),
+                assertEquals(
+                        prev.reply(), now.get(before.size()).content(), "the reply generated is the reply sent back");
+                assertTrue(
+                        r.replicaPrompt().startsWith(prev.replicaPrompt() + prev.reply()),
                         "turn N and its reply are a prefix of turn N+1");
                 assertTrue(r.replicaPrompt().startsWith(prev.replicaPrompt()), "turn N is a prefix of turn N+1");
             }
@@ -130,8 +144,8 @@ class WorkloadsTest {
 
     @Test
     void branchesShareTheMainLineAndResumptionsTruncateIt() {
-        Workload w = Workloads.branching(5, new Workloads.BranchSpec(4, 200, 0.5, 0.3, 6,
-                new Workloads.ChatSpec(0, 0, 32, 8, 16, 8, 16)));
+        Workload w = Workloads.branching(
+                5, new Workloads.BranchSpec(4, 200, 0.5, 0.3, 6, new Workloads.ChatSpec(0, 0, 32, 8, 16, 8, 16)));
         int branchLike = 0;
         Map<String, WorkloadRequest> prevInSession = new HashMap<>();
         for (WorkloadRequest r : w.requests()) {
@@ -155,9 +169,12 @@ class WorkloadsTest {
             for (int j = i + 1; j < w.size(); j++) {
                 WorkloadRequest later = w.requests().get(j);
                 if (later.session().equals(r.session())) {
-                    if (r.reply() != null && later.messages().size() > r.messages().size()
+                    if (r.reply() != null
+                            && later.messages().size() > r.messages().size()
                             && later.messages().subList(0, r.messages().size()).equals(r.messages())) {
-                        assertEquals(Message.assistant(r.reply()), later.messages().get(r.messages().size()),
+                        assertEquals(
+                                Message.assistant(r.reply()),
+                                later.messages().get(r.messages().size()),
                                 "a main-line reply is carried back by the conversation's later requests");
                         continued++;
                     }
@@ -174,9 +191,12 @@ class WorkloadsTest {
         Workload w80 = Workloads.hotPrefix(6, 0.8);
         Workload w100 = Workloads.hotPrefix(6, 1.0);
         String hot = w100.requests().get(0).messages().get(0).content();
-        long hot80 = w80.requests().stream().filter(r -> r.messages().get(0).content().equals(hot)).count();
+        long hot80 = w80.requests().stream()
+                .filter(r -> r.messages().get(0).content().equals(hot))
+                .count();
         assertTrue(hot80 > 0.75 * 1024 && hot80 < 0.85 * 1024, "about 80%: " + hot80);
-        assertTrue(w100.requests().stream().allMatch(r -> r.messages().get(0).content().equals(hot)));
+        assertTrue(w100.requests().stream()
+                .allMatch(r -> r.messages().get(0).content().equals(hot)));
         assertEquals("hot-prefix-80", w80.name());
     }
 
@@ -188,31 +208,43 @@ class WorkloadsTest {
         Workload again = Workloads.hotPrefix(1, 1.0).poisson(20, 9);
         int same = 0;
         for (int i = 0; i < w.size(); i++) {
-            assertEquals(w.requests().get(i).arrivalNanos(), again.requests().get(i).arrivalNanos(), "seed 9 twice");
-            same += w.requests().get(i).arrivalNanos() == other.requests().get(i).arrivalNanos() ? 1 : 0;
+            assertEquals(
+                    w.requests().get(i).arrivalNanos(), again.requests().get(i).arrivalNanos(), "seed 9 twice");
+            same += w.requests().get(i).arrivalNanos()
+                            == other.requests().get(i).arrivalNanos()
+                    ? 1
+                    : 0;
         }
         assertTrue(same < 10, "seeds 9 and 10 give other arrival times (" + same + " equal)");
-        assertEquals(fingerprintWithoutTimes(Workloads.hotPrefix(1, 1.0)), fingerprintWithoutTimes(w),
+        assertEquals(
+                fingerprintWithoutTimes(Workloads.hotPrefix(1, 1.0)),
+                fingerprintWithoutTimes(w),
                 "arrivals change the times, not the requests");
         for (int i = 1; i < w.size(); i++) {
-            assertTrue(w.requests().get(i).arrivalNanos() >= w.requests().get(i - 1).arrivalNanos());
+            assertTrue(w.requests().get(i).arrivalNanos()
+                    >= w.requests().get(i - 1).arrivalNanos());
         }
     }
 
     @Test
     void traceBlocksBecomeDeterministicText(@TempDir Path dir) throws IOException {
         Path trace = dir.resolve("t.jsonl");
-        Files.writeString(trace, String.join("\n",
-                "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 7, \"hash_ids\": [1, 2, 3]}",
-                "{\"timestamp\": 40, \"input_length\": 600, \"output_length\": 3, \"hash_ids\": [1, 4]}",
-                "{\"timestamp\": 90, \"input_length\": 100, \"output_length\": 0, \"hash_ids\": [5]}"));
+        Files.writeString(
+                trace,
+                String.join(
+                        "\n",
+                        "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 7, \"hash_ids\": [1, 2, 3]}",
+                        "{\"timestamp\": 40, \"input_length\": 600, \"output_length\": 3, \"hash_ids\": [1, 4]}",
+                        "{\"timestamp\": 90, \"input_length\": 100, \"output_length\": 0, \"hash_ids\": [5]}"));
         Workload w = Workloads.mooncake(trace, 256);
         List<WorkloadRequest> rs = w.requests();
         assertEquals(3, rs.size());
         assertEquals((int) Math.ceil(1100 * 256 / 512.0), rs.get(0).prompt().length());
         assertEquals(300, rs.get(1).prompt().length());
         assertEquals(rs.get(0).prompt().substring(0, 256), rs.get(1).prompt().substring(0, 256), "same id, same text");
-        assertNotEquals(rs.get(0).prompt().charAt(257), rs.get(1).prompt().charAt(257),
+        assertNotEquals(
+                rs.get(0).prompt().charAt(257),
+                rs.get(1).prompt().charAt(257),
                 "different ids differ from their first characters");
         assertEquals(40_000_000L, rs.get(1).arrivalNanos());
         assertEquals(7, rs.get(0).maxTokens());
@@ -220,20 +252,26 @@ class WorkloadsTest {
         String nine = Workloads.blockText(9, 256);
         assertEquals(256, nine.length());
         assertTrue(rs.get(0).prompt().contains(Workloads.blockText(2, 256)), "a request is its blocks' text");
-        assertNotEquals(nine.substring(0, 8), Workloads.blockText(10, 256).substring(0, 8),
+        assertNotEquals(
+                nine.substring(0, 8),
+                Workloads.blockText(10, 256).substring(0, 8),
                 "ids 9 and 10 differ from the start");
     }
 
     static List<String> fingerprintWithoutTimes(Workload w) {
-        return w.requests().stream().map(r -> r.session() + "|" + r.maxTokens() + "|" + r.replicaPrompt()).toList();
+        return w.requests().stream()
+                .map(r -> r.session() + "|" + r.maxTokens() + "|" + r.replicaPrompt())
+                .toList();
     }
 
     @Test
     void theMooncakeTraceKeepsItsReuseWhenScaled() {
         // the report's default trace path, from the repository root (two levels above this module)
         Path trace = Path.of("../..").resolve(new Report.Settings().trace).normalize();
-        assumeTrue(Files.isReadable(trace), () -> "SKIPPED: no trace at " + trace.toAbsolutePath()
-                + "; the Mooncake replay's scaling is not checked (the report marks the workload skipped too)");
+        assumeTrue(
+                Files.isReadable(trace),
+                () -> "SKIPPED: no trace at " + trace.toAbsolutePath()
+                        + "; the Mooncake replay's scaling is not checked (the report marks the workload skipped too)");
         Workload w = Workloads.mooncake(trace);
         assertEquals(3993, w.size());
         double ideal = PreparedWorkload.of(w, EngineConfig.defaults()).idealHitRatio();
