@@ -101,7 +101,7 @@ class ReloadTest {
             assertFalse(r.accepted());
             assertTrue(r.message().contains("only 'workers' may change on reload, but cache, proxy differ"),
                     r.message());
-            assertTrue(log.lines().stream().anyMatch(l -> l.contains("reload rejected") && l.contains("cache")),
+            assertTrue(log.lines().stream().anyMatch(l -> l.contains("rejected, keeping the running configuration") && l.contains("cache")),
                     log.lines().toString());
             assertSame(before, h.proxy.routing());
             assertEquals(0.4, h.proxy.config().cache().policySettings().get("threshold"));
