@@ -298,6 +298,14 @@ public final class Router implements AutoCloseable {
         return report;
     }
 
+    /**
+     * Forgets every route of {@code replica}: the tree no longer sends any prefix to it. For a replica
+     * leaving the pool while the tree is kept for the others (see {@link Builder#routesOf(Router)}).
+     */
+    public void forgetReplica(Replica replica) {
+        tree.removeReplica(Objects.requireNonNull(replica));
+    }
+
     /** Drops the whole tree now (what the daily cleanup does). */
     public void resetTree() {
         tree.clear();
@@ -471,6 +479,19 @@ public final class Router implements AutoCloseable {
          */
         public Builder routeTtl(Duration ttl) {
             treeSettings.ttl(ttl);
+            return this;
+        }
+
+        /**
+         * Routes over {@code previous}'s prefix tree instead of a new one, so its routes stay: for a
+         * router that replaces {@code previous} with another replica set (a reload). The tree matches
+         * replicas by identity, so only routes of replica objects that are in the new set too can be
+         * chosen; drop the others with {@link #forgetReplica}. The tree keeps {@code previous}'s size
+         * cap and route TTL ({@link #maxTreeSize} and {@link #routeTtl} are ignored). Close
+         * {@code previous} (which stops its maintenance) and let this router's run on the tree.
+         */
+        public Builder routesOf(Router previous) {
+            this.tree = previous.tree;
             return this;
         }
 

@@ -31,8 +31,11 @@ import org.slf4j.LoggerFactory;
  * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
  * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
  * with the sections that differ, and the running configuration kept. An accepted reload builds a new
- * replica set, tree, router and health checker, publishes them with one atomic store and then closes
- * the old ones: requests already in flight finish on their old lease. Reloads are serialised.
+ * replica set, router and health checker ({@link Routing#replacing}: workers that stay keep their
+ * member, so their slots, circuit and routes, and the tree is carried over), publishes them with one
+ * atomic store, forgets the removed replicas' routes and then closes the old ones: requests already in
+ * flight finish on their old lease. The {@code /v1/models} cache is emptied only when a worker is added.
+ * Reloads are serialised and ordered (see {@link #reload()}).
  *
  * <p>Concurrency: the configuration and the routing state are read through volatile/atomic references
  * once per request; everything else is immutable or thread-safe.
@@ -298,14 +301,19 @@ final class ProxyServer implements AutoCloseable {
             }
             Routing next;
             try {
-                next = Routing.build(fresh, options.clock, listener, client, scheduler);
+                next = Routing.replacing(routing.get(), fresh, options.clock, listener, client, scheduler);
             } catch (RuntimeException e) {
                 return rejected(what + " rejected, keeping the running configuration (" + current.workers().size()
                         + " worker(s)): " + e.getMessage());
             }
             Routing old = routing.getAndSet(next);
             running = fresh;
-            models.clear();
+            int dropped = next.forgetRemoved(old);
+            boolean added = !current.workers().stream().map(ProxyConfig.Worker::url).toList()
+                    .containsAll(fresh.workers().stream().map(ProxyConfig.Worker::url).toList());
+            if (added) {
+                models.clear(); // a new replica may serve other models
+            }
             window.clear();
             metrics.syncReplicas(next.replicas);
             metrics.reload("applied");
@@ -315,10 +323,21 @@ final class ProxyServer implements AutoCloseable {
             old.close();
             String msg = what + " applied: workers " + current.workers().size() + " -> " + fresh.workers().size()
                     + " " + fresh.workers().stream().map(ProxyConfig.Worker::url).toList()
-                    + "; the prefix tree starts empty";
+                    + "; routes kept for " + keptCount(old, next) + " worker(s), dropped for " + dropped
+                    + (added ? "; /v1/models cache emptied" : "; /v1/models cache kept");
             LOG.info(msg);
             return new ReloadResult(true, true, msg);
         }
+    }
+
+    private static int keptCount(Routing old, Routing next) {
+        int n = 0;
+        for (var m : next.replicas.replicas()) {
+            if (old.replicas.replicas().contains(m)) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private ReloadResult rejected(String message) {

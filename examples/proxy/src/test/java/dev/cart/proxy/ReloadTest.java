@@ -67,7 +67,7 @@ class ReloadTest {
             h.seenSets.add(after);
             assertNotSame(before, after);
             assertEquals(List.of(b.url()), after.replicas().stream().map(ManagedReplicaSet.Member::id).toList());
-            assertEquals(0, h.proxy.routing().router.treeStats().size(), "a reload starts a fresh tree");
+            assertEquals(0, h.proxy.routing().router.treeStats().size(), "the removed replica's routes are dropped");
 
             HttpResponse<String> next = h.post("/v1/chat/completions", chat("after reload", false));
             assertTrue(next.body().contains("Hello from b"), next.body());
