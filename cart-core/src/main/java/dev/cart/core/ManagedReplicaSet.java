@@ -92,7 +92,9 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
     /** Builds a {@link ManagedReplicaSet}; only the replicas are required. */
     public static final class Builder {
-        private final List<ReplicaSpec> specs = new ArrayList<>();
+        /** Each a {@link ReplicaSpec} to build or a kept {@link Member}, in the order added. */
+        private final List<Object> entries = new ArrayList<>();
+
         private Clock clock = Clock.systemUTC();
         private HealthConfig health = HealthConfig.defaults();
         private CircuitBreakerConfig circuit = CircuitBreakerConfig.defaults();
@@ -102,7 +104,18 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         /** Adds one replica. */
         public Builder add(ReplicaSpec spec) {
-            specs.add(Objects.requireNonNull(spec));
+            entries.add(Objects.requireNonNull(spec));
+            return this;
+        }
+
+        /**
+         * Adds a member of another set itself, not a copy: its in-flight count, pending prefill, health
+         * and circuit carry over, and a lease taken from the other set is released on it as usual. For a
+         * set that replaces another with some of the same replicas (a reload); the member keeps the
+         * clock, health and circuit settings and the listener it was built with.
+         */
+        public Builder keep(Member member) {
+            entries.add(Objects.requireNonNull(member));
             return this;
         }
 
@@ -137,16 +150,19 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         /** @throws IllegalArgumentException if there is no replica or two share an id */
         public ManagedReplicaSet build() {
-            if (specs.isEmpty()) {
+            if (entries.isEmpty()) {
                 throw new IllegalArgumentException("a ManagedReplicaSet needs at least one replica");
             }
             Set<String> ids = new LinkedHashSet<>();
             List<Member> members = new ArrayList<>();
-            for (ReplicaSpec spec : specs) {
-                if (!ids.add(spec.id())) {
-                    throw new IllegalArgumentException("duplicate replica " + spec.id());
+            for (Object entry : entries) {
+                Member m = entry instanceof Member kept
+                        ? kept
+                        : new Member((ReplicaSpec) entry, clock, health, circuit, listener);
+                if (!ids.add(m.id)) {
+                    throw new IllegalArgumentException("duplicate replica " + m.id);
                 }
-                members.add(new Member(spec, clock, health, circuit, listener));
+                members.add(m);
             }
             return new ManagedReplicaSet(members);
         }

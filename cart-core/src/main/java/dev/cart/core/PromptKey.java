@@ -221,8 +221,8 @@ public final class PromptKey {
     /** Never the prompt text: lengths only. */
     @Override
     public String toString() {
-        return "PromptKey[" + unit.name().toLowerCase() + " length=" + length + " blocks=" + blocks.length
-                + " boundaries=" + boundaries.length + "]";
+        return "PromptKey[" + unit.name().toLowerCase(java.util.Locale.ROOT) + " length=" + length + " blocks="
+                + blocks.length + " boundaries=" + boundaries.length + "]";
     }
 
     /**

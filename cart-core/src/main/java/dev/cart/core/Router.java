@@ -277,7 +277,8 @@ public final class Router implements AutoCloseable {
 
     /**
      * Forgets every route to {@code replica}, here and (with a {@link RouteSync}) on the other instances:
-     * for a host whose service discovery removed it from the pool. A maintenance pass.
+     * for a replica leaving the pool while the tree is kept for the others (a host's service discovery
+     * removed it, or a reload with {@link Builder#routesOf(Router)}). A maintenance pass.
      */
     public void forgetReplica(Replica replica) {
         Objects.requireNonNull(replica, "replica");
@@ -595,6 +596,19 @@ public final class Router implements AutoCloseable {
          */
         public Builder routeTtl(Duration ttl) {
             treeSettings.ttl(ttl);
+            return this;
+        }
+
+        /**
+         * Routes over {@code previous}'s prefix tree instead of a new one, so its routes stay: for a
+         * router that replaces {@code previous} with another replica set (a reload). The tree matches
+         * replicas by identity, so only routes of replica objects that are in the new set too can be
+         * chosen; drop the others with {@link #forgetReplica}. The tree keeps {@code previous}'s size
+         * cap and route TTL ({@link #maxTreeSize} and {@link #routeTtl} are ignored). Close
+         * {@code previous} (which stops its maintenance) and let this router's run on the tree.
+         */
+        public Builder routesOf(Router previous) {
+            this.tree = previous.tree;
             return this;
         }
 

@@ -45,7 +45,7 @@ final class MediaDigest {
             a = Long.rotateLeft((a ^ v) * K1, 29);
             c = Long.rotateLeft((c ^ v) * K2, 31);
         }
-        long n = to - from;
+        long n = (long) to - from;
         long hi = mix(a ^ mix(n + K2));
         long lo = mix(c ^ Long.rotateLeft(hi, 23) ^ n);
         char[] out = new char[LENGTH];

@@ -146,7 +146,7 @@ public final class RedisLoadView implements AutoCloseable {
             }
         }
         if (conn != null) {
-            conn.closeAsync();
+            var unused = conn.closeAsync(); // closing: nothing to wait for
         }
     }
 
@@ -227,7 +227,7 @@ public final class RedisLoadView implements AutoCloseable {
         private String instanceId;
         private ReplicaSet replicas;
         private Duration interval = Duration.ofMillis(100);
-        private Duration ttl = Duration.ofMillis(1_000);
+        private Duration ttl = Duration.ofSeconds(1);
         private Duration commandTimeout = Duration.ofSeconds(2);
 
         private Builder() {}

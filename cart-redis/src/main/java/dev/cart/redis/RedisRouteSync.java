@@ -308,7 +308,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             }
         }
         if (conn != null) {
-            conn.closeAsync();
+            var unused = conn.closeAsync(); // closing: nothing to wait for
         }
     }
 
@@ -393,9 +393,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 if (check) {
                     position = checkPosition(c, position);
                 }
-                List<StreamMessage<String, byte[]>> read = c.xread(
-                        XReadArgs.Builder.block(blockMillis).count(REPLAY_PAGE),
-                        XReadArgs.StreamOffset.from(stream, position));
+                @SuppressWarnings({"unchecked", "rawtypes"}) // Lettuce's generic varargs
+                XReadArgs.StreamOffset<String>[] from =
+                        new XReadArgs.StreamOffset[] {XReadArgs.StreamOffset.from(stream, position)};
+                List<StreamMessage<String, byte[]>> read =
+                        c.xread(XReadArgs.Builder.block(blockMillis).count(REPLAY_PAGE), from);
                 long now = System.currentTimeMillis();
                 for (StreamMessage<String, byte[]> m : read) {
                     handle(m);
@@ -418,7 +420,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             }
         }
         if (conn != null) {
-            conn.closeAsync();
+            var unused = conn.closeAsync(); // closing: nothing to wait for
         }
     }
 

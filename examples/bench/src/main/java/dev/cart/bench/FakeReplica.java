@@ -55,7 +55,7 @@ public final class FakeReplica {
             "application/json",
             "{\"object\":\"list\",\"data\":[{\"id\":\"bench\",\"object\":\"model\",\"owned_by\":\"bench\"}]}");
     private static final byte[] NOT_FOUND =
-            ("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
     static {
         String[] words = "the order was sent on the second of the month to the old address and it".split(" ");

@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
  * a time, the whole answer read and discarded (length-delimited, chunked, or up to the close). Cheap on
  * purpose, so the generator spends little of the machine's CPU. Not thread-safe: one per worker thread.
  */
+@SuppressWarnings("AssignmentExpression") // the read-a-line-until-empty loop idiom
 final class HttpConn implements Closeable {
 
     private final Socket socket;

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -52,6 +53,8 @@ import java.util.regex.Pattern;
  *
  * <p>Never part of the tests: run by hand, see {@code docs/benchmarks.md}.
  */
+@SuppressWarnings({"ReferenceEquality", "IncrementInForLoopAndHeader"
+}) // the direct target is compared by identity; flags take their value by i++
 public final class ProxyBench {
 
     private static final PrintStream OUT = System.out;
@@ -136,7 +139,9 @@ public final class ProxyBench {
             if (o.out == null) {
                 o.out = Path.of(
                         "target",
-                        "proxy-bench-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+                        "proxy-bench-"
+                                + LocalDateTime.now(ZoneOffset.UTC)
+                                        .format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
             }
             return o;
         }
@@ -656,7 +661,7 @@ public final class ProxyBench {
 
     private static String environment(Options o) throws Exception {
         StringBuilder sb = new StringBuilder("# Proxy overhead run\n\n");
-        sb.append("- date: ").append(LocalDateTime.now()).append('\n');
+        sb.append("- date: ").append(LocalDateTime.now(ZoneOffset.UTC)).append('\n');
         sb.append("- generator and replica JVM: ")
                 .append(System.getProperty("java.vm.name"))
                 .append(' ')
@@ -787,7 +792,7 @@ public final class ProxyBench {
                 .findFirst()
                 .orElse("?");
         StringBuilder sb = new StringBuilder("# Idle streams through the CART proxy\n\n");
-        sb.append("- date: ").append(LocalDateTime.now()).append('\n');
+        sb.append("- date: ").append(LocalDateTime.now(ZoneOffset.UTC)).append('\n');
         sb.append("- proxy JVM: ")
                 .append(version)
                 .append(' ')

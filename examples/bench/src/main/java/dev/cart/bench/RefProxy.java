@@ -37,6 +37,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Run: {@code java -cp cart-bench.jar dev.cart.bench.RefProxy jdk|socket PORT REPLICA_PORT,...}.
  * Request threads: virtual threads on Java 21+, else a pool of 512.
  */
+@SuppressWarnings("AssignmentExpression") // the read-a-line-until-empty loop idiom
 public final class RefProxy {
 
     private static final Set<String> HOP = Set.of(

@@ -61,6 +61,7 @@ public final class EmbeddedRouter {
     }
 
     /** What a request handler does; returns what the handler would answer, as one line. */
+    @SuppressWarnings("UnusedVariable") // a host writes each chunk to its client where the comment says
     static String handle(Router router, PromptExtractor extractor, byte[] body) {
         ExtractedRequest req;
         try {

@@ -11,8 +11,11 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.cart.core.LearnMode;
 import dev.cart.core.RoutingPolicies;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -72,7 +75,29 @@ final class ConfigLoader {
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build());
 
+    /**
+     * The largest configuration file read, in bytes (1 MiB). A real configuration is a few KiB even with
+     * a thousand workers (about 100 KiB); the bound keeps a wrong file (a log, a dump) given by mistake,
+     * or a huge one on SIGHUP, from costing the running proxy hundreds of MiB while it is parsed.
+     */
+    static final int MAX_FILE_BYTES = 1024 * 1024;
+
     private ConfigLoader() {}
+
+    /** The file's text; at most {@link #MAX_FILE_BYTES} are read, so a larger file costs no more memory. */
+    private static String readBounded(Path file) throws IOException {
+        byte[] bytes;
+        try (InputStream in = Files.newInputStream(file)) {
+            bytes = in.readNBytes(MAX_FILE_BYTES + 1);
+        }
+        if (bytes.length > MAX_FILE_BYTES) {
+            return null;
+        }
+        return StandardCharsets.UTF_8
+                .newDecoder()
+                .decode(ByteBuffer.wrap(bytes))
+                .toString();
+    }
 
     /** Reads, layers and validates {@code files}; workers must not be empty. */
     static ProxyConfig load(List<Path> files) throws ConfigException {
@@ -108,7 +133,13 @@ final class ConfigLoader {
         for (Path file : files) {
             String text;
             try {
-                text = Files.readString(file);
+                text = readBounded(file);
+                if (text == null) {
+                    problems.file(
+                            file.toString(),
+                            "too large: a configuration file may have at most " + MAX_FILE_BYTES + " bytes (1 MiB)");
+                    continue;
+                }
             } catch (NoSuchFileException e) {
                 problems.file(file.toString(), "no such file");
                 continue;

@@ -323,6 +323,26 @@ final class Forwarder {
                     log.result("interrupted");
                     throw new Abort("interrupted while waiting for the replica");
                 }
+                String invalid = invalidAnswer(resp);
+                if (invalid != null) {
+                    closeQuietly(resp.body());
+                    lease.failed();
+                    lastFailure = replica.id() + ": " + invalid;
+                    retryCause = "invalid_answer";
+                    LOG.warn("replica {} sent an invalid answer: {}", replica.id(), invalid);
+                    pause = retryPause(attempt, routing, request, replica, deadline);
+                    if (pause == null) {
+                        reply(
+                                ex,
+                                log,
+                                502,
+                                "upstream_error",
+                                "upstream_invalid_answer",
+                                "the replica's answer was not valid HTTP: " + lastFailure);
+                        return;
+                    }
+                    continue;
+                }
                 int status = resp.statusCode();
                 lease.status(status);
                 if (retryable.contains(status)) {
@@ -350,6 +370,24 @@ final class Forwarder {
                 }
             }
         }
+    }
+
+    /**
+     * Why an answer the JDK client accepted is still not valid HTTP (RFC 9110, RFC 9112), or null: a
+     * status outside 100-599, or both Transfer-Encoding and Content-Length, which a front proxy or
+     * client could read differently from how the JDK client did (it goes by Content-Length); relaying
+     * it would pass a response-splitting ambiguity on.
+     */
+    static String invalidAnswer(HttpResponse<?> resp) {
+        int status = resp.statusCode();
+        if (status < 100 || status > 599) {
+            return "status " + status + " is outside 100-599";
+        }
+        if (resp.headers().firstValue("transfer-encoding").isPresent()
+                && resp.headers().firstValue("content-length").isPresent()) {
+            return "both Transfer-Encoding and Content-Length";
+        }
+        return null;
     }
 
     /**

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.stream.Collectors;
 
 /**
  * The {@code cache-aware-router} command line.
@@ -205,7 +206,8 @@ public final class Main {
         Demo demo = null;
         ProxyServer server;
         try {
-            ProxyServer.Options options = new ProxyServer.Options();
+            ProxyServer.Options options = new ProxyServer.Options()
+                    .configNames(args.configs().stream().map(Path::toString).collect(Collectors.joining(", ")));
             if (args.demo()) {
                 demo = Demo.start(4);
                 config = config.withWorkers(demo.workers());

@@ -16,6 +16,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
@@ -30,8 +31,11 @@ import org.slf4j.LoggerFactory;
  * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
  * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
  * with the sections that differ, and the running configuration kept. An accepted reload builds a new
- * replica set, tree, router and health checker, publishes them with one atomic store and then closes
- * the old ones: requests already in flight finish on their old lease. Reloads are serialised.
+ * replica set, router and health checker ({@link Routing#replacing}: workers that stay keep their
+ * member, so their slots, circuit and routes, and the tree is carried over), publishes them with one
+ * atomic store, forgets the removed replicas' routes and then closes the old ones: requests already in
+ * flight finish on their old lease. The {@code /v1/models} cache is emptied only when a worker is added.
+ * Reloads are serialised and ordered (see {@link #reload()}).
  *
  * <p>Concurrency: the configuration and the routing state are read through volatile/atomic references
  * once per request; everything else is immutable or thread-safe.
@@ -47,6 +51,8 @@ final class ProxyServer implements AutoCloseable {
         Supplier<RandomGenerator> random = ThreadLocalRandom::current;
         /** Where {@link #reload()} reads the configuration from; null means reload is unavailable. */
         Callable<ProxyConfig> configSource;
+        /** The files {@link #configSource} reads, as reload log lines name them (names only, never contents). */
+        String configNames = "the configuration source";
 
         boolean healthChecks = true;
         /** Hears every routing event after the metrics do; its exceptions never reach routing. */
@@ -69,6 +75,11 @@ final class ProxyServer implements AutoCloseable {
 
         Options configSource(Callable<ProxyConfig> source) {
             this.configSource = source;
+            return this;
+        }
+
+        Options configNames(String names) {
+            this.configNames = Objects.requireNonNull(names);
             return this;
         }
 
@@ -101,6 +112,11 @@ final class ProxyServer implements AutoCloseable {
     private final Forwarder forwarder;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
     private final Object reloadLock = new Object();
+    /** Numbers each reload's read, taken before the read starts. */
+    private final AtomicLong reads = new AtomicLong();
+    /** The number of the newest read a reload has acted on (applied, unchanged or rejected); under reloadLock. */
+    private long lastActedRead;
+
     private volatile ProxyConfig running;
 
     private ProxyServer(ProxyConfig config, Options options) throws IOException {
@@ -225,45 +241,97 @@ final class ProxyServer implements AutoCloseable {
         return window;
     }
 
-    /** Re-reads the configuration from the configured source (SIGHUP does this). */
+    /**
+     * Re-reads the configuration from the configured source (SIGHUP does this). Each read is numbered
+     * before it starts, and a read is acted on only if no newer read has been acted on already: reloads
+     * that overlap (a burst of signals while the files are rewritten) end on the newest read, never on an
+     * older one that happened to reach the lock last. The files are read outside the lock, so a slow read
+     * does not hold up a newer one.
+     */
     ReloadResult reload() {
         if (options.configSource == null) {
             return rejected("reload is not available: the proxy was started without configuration files");
         }
+        long read = reads.incrementAndGet();
         ProxyConfig fresh;
         try {
             fresh = options.configSource.call();
         } catch (ConfigException e) {
-            return rejected("reload rejected, keeping the running configuration: " + e.getMessage());
+            return rejectedRead(read, e.getMessage());
         } catch (Exception e) {
-            return rejected("reload rejected, keeping the running configuration: " + e);
+            return rejectedRead(read, e.toString());
         }
-        return reload(fresh);
+        return apply(fresh, read);
     }
 
     /** Applies {@code fresh} if only its workers differ from the running configuration. */
     ReloadResult reload(ProxyConfig fresh) {
+        return apply(fresh, reads.incrementAndGet());
+    }
+
+    private ReloadResult rejectedRead(long read, String problem) {
         synchronized (reloadLock) {
+            if (read < lastActedRead) {
+                return superseded(read);
+            }
+            lastActedRead = read;
+            return rejected("reload #" + read + " of " + options.configNames
+                    + " rejected, keeping the running configuration ("
+                    + running.workers().size()
+                    + " worker(s)): " + problem);
+        }
+    }
+
+    private ReloadResult superseded(long read) {
+        metrics.reload("superseded");
+        String msg = "reload #" + read + " of " + options.configNames + " not applied: the newer read #" + lastActedRead
+                + " was acted on first";
+        LOG.info(msg);
+        return new ReloadResult(false, false, msg);
+    }
+
+    private ReloadResult apply(ProxyConfig fresh, long read) {
+        synchronized (reloadLock) {
+            if (read < lastActedRead) {
+                return superseded(read);
+            }
+            lastActedRead = read;
             ProxyConfig current = running;
+            String what = "reload #" + read + " of " + options.configNames;
             List<String> differing = current.sectionsDifferingFrom(fresh);
             if (!differing.isEmpty()) {
-                return rejected("reload rejected, keeping the running configuration: only 'workers' may change "
-                        + "on reload, but " + String.join(", ", differing) + " differ(s); restart to apply");
+                return rejected(what + " rejected, keeping the running configuration ("
+                        + current.workers().size()
+                        + " worker(s)): only 'workers' may change on reload, but " + String.join(", ", differing)
+                        + " differ(s); restart to apply");
             }
             if (current.workers().equals(fresh.workers())) {
                 metrics.reload("unchanged");
-                LOG.info("reload: configuration unchanged, nothing to do");
+                LOG.info(
+                        "{}: configuration unchanged ({} worker(s)), nothing to do",
+                        what,
+                        current.workers().size());
                 return new ReloadResult(true, false, "unchanged");
             }
             Routing next;
             try {
-                next = Routing.build(fresh, options.clock, listener, client, scheduler);
+                next = Routing.replacing(routing.get(), fresh, options.clock, listener, client, scheduler);
             } catch (RuntimeException e) {
-                return rejected("reload rejected, keeping the running configuration: " + e.getMessage());
+                return rejected(what + " rejected, keeping the running configuration ("
+                        + current.workers().size() + " worker(s)): " + e.getMessage());
             }
             Routing old = routing.getAndSet(next);
             running = fresh;
-            models.clear();
+            int dropped = next.forgetRemoved(old);
+            boolean added = !current.workers().stream()
+                    .map(ProxyConfig.Worker::url)
+                    .toList()
+                    .containsAll(fresh.workers().stream()
+                            .map(ProxyConfig.Worker::url)
+                            .toList());
+            if (added) {
+                models.clear(); // a new replica may serve other models
+            }
             window.clear();
             metrics.syncReplicas(next.replicas);
             metrics.reload("applied");
@@ -271,12 +339,25 @@ final class ProxyServer implements AutoCloseable {
                 next.health.start();
             }
             old.close();
-            String msg = "reload accepted: " + fresh.workers().size() + " worker(s) "
+            String msg = what + " applied: workers " + current.workers().size() + " -> "
+                    + fresh.workers().size()
+                    + " "
                     + fresh.workers().stream().map(ProxyConfig.Worker::url).toList()
-                    + "; the prefix tree starts empty";
+                    + "; routes kept for " + keptCount(old, next) + " worker(s), dropped for " + dropped
+                    + (added ? "; /v1/models cache emptied" : "; /v1/models cache kept");
             LOG.info(msg);
             return new ReloadResult(true, true, msg);
         }
+    }
+
+    private static int keptCount(Routing old, Routing next) {
+        int n = 0;
+        for (var m : next.replicas.replicas()) {
+            if (old.replicas.replicas().contains(m)) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private ReloadResult rejected(String message) {

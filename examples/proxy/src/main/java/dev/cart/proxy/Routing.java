@@ -7,14 +7,31 @@ import dev.cart.core.RoutingPolicies;
 import java.net.http.HttpClient;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 
 /**
- * Everything a reload replaces, built together and swapped as one reference: the replica set, a fresh
- * prefix tree, the router over them and the health checker that feeds the set. A request reads the
- * current {@code Routing} once and uses it for all its attempts, so retries exclude replicas of the same
- * set and a lease taken before a swap is released on the set it came from.
+ * The routing state of one worker list, swapped as one reference: the replica set, the router over it,
+ * the prefix tree the router uses and the health checker that feeds the set. A request reads the current
+ * {@code Routing} once and uses it for all its attempts, so retries exclude replicas of the same set and a
+ * lease taken before a swap is released on the replica it came from.
+ *
+ * <p>A reload ({@link #replacing}) keeps what the workers that stay have earned. The design carries
+ * the surviving replicas over rather than re-keying the tree: the tree matches replicas by identity, so
+ * the new set is built with the previous set's {@code Member} objects for every worker whose entry
+ * (URL, {@code max_load}, {@code load_penalty}) is unchanged, and new members only for added or changed
+ * ones; the new router routes over the previous router's tree, and the routes of the members that left
+ * are forgotten. A kept member is one object in both sets, so its in-flight count, circuit and health go
+ * on unchanged: a lease taken before the swap is released on it exactly once and nothing is counted
+ * twice. Re-keying the tree instead would have needed a rewrite of every tree entry under the
+ * maintenance lock and would have reset each replica's in-flight count and circuit at the swap.
+ *
+ * <p>A request still in flight on a removed replica may learn its prefix after the swap (its lease
+ * belongs to the old router, which shares the tree). Such a route names a replica outside the set, so it
+ * is never chosen (the router picks among the set's members only), and the size cap or TTL drops it.
  */
 final class Routing implements AutoCloseable {
 
@@ -40,17 +57,31 @@ final class Routing implements AutoCloseable {
             ProxyListener listener,
             HttpClient client,
             ScheduledExecutorService scheduler) {
-        ManagedReplicaSet.Builder sb = ManagedReplicaSet.builder()
+        ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
+        for (ProxyConfig.Worker w : config.workers()) {
+            sb.add(w.spec());
+        }
+        return assemble(config, clock, listener, client, scheduler, sb.build(), null);
+    }
+
+    private static ManagedReplicaSet.Builder setBuilder(ProxyConfig config, Clock clock, ProxyListener listener) {
+        return ManagedReplicaSet.builder()
                 .clock(clock)
                 .health(config.health().thresholds())
                 .circuitBreaker(config.circuitBreaker().toCore())
                 .listener(listener);
-        for (ProxyConfig.Worker w : config.workers()) {
-            sb.add(w.spec());
-        }
-        ManagedReplicaSet set = sb.build();
+    }
+
+    private static Routing assemble(
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            ManagedReplicaSet set,
+            Router previous) {
         ProxyConfig.Cache cache = config.cache();
-        Router router = Router.builder()
+        Router.Builder rb = Router.builder()
                 .replicas(set)
                 .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
                 .maxTreeSize(cache.maxTreeSize())
@@ -64,10 +95,54 @@ final class Routing implements AutoCloseable {
                 .dailyResetHourUtc(cache.dailyCleanupHourUtc())
                 .learn(cache.learn())
                 .feedback(cache.feedback())
-                .firstTokenReports(true) // Forwarder reports each answer's first bytes
-                .build();
+                .firstTokenReports(true); // Forwarder reports each answer's first bytes
+        if (previous != null) {
+            rb.routesOf(previous);
+        }
+        Router router = rb.build();
         HealthChecker health = new HealthChecker(set, client, config.health(), scheduler);
         return new Routing(config.workers(), set, router, health);
+    }
+
+    /**
+     * Builds the routing state for {@code config}'s workers to replace {@code previous}: unchanged workers
+     * keep their member (slots, circuit, health) and their routes, and the tree is {@code previous}'s.
+     * Publish the result, then call {@link #forgetRemoved} and close {@code previous}.
+     */
+    static Routing replacing(
+            Routing previous,
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler) {
+        ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
+        for (ProxyConfig.Worker w : config.workers()) {
+            if (previous.workers.contains(w)) {
+                sb.keep(previous.replicas.member(w.url()).orElseThrow());
+            } else {
+                sb.add(w.spec());
+            }
+        }
+        return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router);
+    }
+
+    /**
+     * Forgets the routes of {@code previous}'s members that are not in this set.
+     *
+     * @return how many replicas' routes were dropped
+     */
+    int forgetRemoved(Routing previous) {
+        Set<ManagedReplicaSet.Member> here = Collections.newSetFromMap(new IdentityHashMap<>());
+        here.addAll(replicas.replicas());
+        int dropped = 0;
+        for (ManagedReplicaSet.Member m : previous.replicas.replicas()) {
+            if (!here.contains(m)) {
+                router.forgetReplica(m);
+                dropped++;
+            }
+        }
+        return dropped;
     }
 
     /** Stops the health checks and the tree maintenance. Leases taken from this set stay valid. */
