@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -47,10 +46,7 @@ final class Json {
     /** A deep copy with the members of every object shuffled. */
     static JsonNode shuffled(JsonNode n, Random rnd) {
         if (n.isObject()) {
-            List<Map.Entry<String, JsonNode>> fields = new ArrayList<>();
-            for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-                fields.add(it.next());
-            }
+            List<Map.Entry<String, JsonNode>> fields = new ArrayList<>(n.properties());
             Collections.shuffle(fields, rnd);
             ObjectNode o = MAPPER.createObjectNode();
             for (Map.Entry<String, JsonNode> f : fields) {

@@ -210,8 +210,8 @@ class MutationFuzzTest {
         if (n.isContainerNode()) {
             out.add(n);
             if (n.isObject()) {
-                for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-                    collect(it.next().getValue(), out);
+                for (Map.Entry<String, JsonNode> e : n.properties()) {
+                    collect(e.getValue(), out);
                 }
             } else {
                 for (JsonNode e : n) {
