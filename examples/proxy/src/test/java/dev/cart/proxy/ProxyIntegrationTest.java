@@ -665,7 +665,7 @@ class ProxyIntegrationTest {
         Class<?> signal = Class.forName("sun.misc.Signal");
         Object hup = signal.getConstructor(String.class).newInstance("HUP");
         signal.getMethod("raise", signal).invoke(null, hup);
-        assertTrue(reloaded.await(20, java.util.concurrent.TimeUnit.SECONDS));
+        assertTrue(reloaded.await(60, java.util.concurrent.TimeUnit.SECONDS));
     }
 
     @Test
