@@ -40,7 +40,7 @@ class LimitsProcessTest {
     private static final Pattern LISTENING = Pattern.compile("CART listening on [^:]+:(\\d+)");
 
     /** A proxy in a child JVM with the lines it printed so far; closing it destroys the process. */
-    private record Child(Process process, int port, List<String> output) implements AutoCloseable {
+    private record Child(Process process, int port, List<String> output, Path config) implements AutoCloseable {
 
         /** Waits, bounded, until the child has printed a line containing {@code text}. */
         boolean printed(String text) {
@@ -112,7 +112,7 @@ class LimitsProcessTest {
         reader.setDaemon(true);
         reader.start();
         try {
-            return new Child(p, port.get(60, TimeUnit.SECONDS), output);
+            return new Child(p, port.get(60, TimeUnit.SECONDS), output, cfg);
         } catch (Exception e) {
             p.destroyForcibly();
             throw e;
@@ -265,6 +265,25 @@ class LimitsProcessTest {
                     fail("the proxy did not serve again after the connections closed");
                 }
             }
+        }
+    }
+
+    /** An operator's reload: the file gains a worker, SIGHUP goes to the process, the new list is applied. */
+    @Test
+    void sighupReloadsTheWorkerList() throws Exception {
+        try (ScriptedReplica a = ScriptedReplica.start("a");
+                ScriptedReplica b = ScriptedReplica.start("b");
+                Child child = start("", a)) {
+            String yaml = Files.readString(child.config());
+            String one = "workers:\n  - url: " + a.url() + "\n";
+            assertTrue(yaml.contains(one), yaml);
+            Files.writeString(child.config(), yaml.replace(one, one + "  - url: " + b.url() + "\n"));
+            Process kill = new ProcessBuilder(
+                            "kill", "-HUP", Long.toString(child.process().pid()))
+                    .redirectErrorStream(true)
+                    .start();
+            assertEquals(0, kill.waitFor(), "kill -HUP");
+            assertTrue(child.printed("applied: workers 1 -> 2"), "the reload was applied: " + child.output());
         }
     }
 }

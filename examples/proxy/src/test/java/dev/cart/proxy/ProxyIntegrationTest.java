@@ -658,17 +658,6 @@ class ProxyIntegrationTest {
     }
 
     @Test
-    void sighupTriggersTheReloadHook() throws Exception {
-        CountDownLatch reloaded = new CountDownLatch(1);
-        org.junit.jupiter.api.Assumptions.assumeTrue(
-                SignalReload.install(reloaded::countDown), "signals are not available on this JVM");
-        Class<?> signal = Class.forName("sun.misc.Signal");
-        Object hup = signal.getConstructor(String.class).newInstance("HUP");
-        signal.getMethod("raise", signal).invoke(null, hup);
-        assertTrue(reloaded.await(60, java.util.concurrent.TimeUnit.SECONDS));
-    }
-
-    @Test
     void backgroundHealthChecksPollTheConfiguredEndpoint() throws Exception {
         ScriptedReplica r = ScriptedReplica.start("polled");
         r.healthy = false;
