@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
 /**
@@ -205,6 +207,18 @@ public final class Main {
         ServerLimits.apply(config); // before any HttpServer of this process exists (demo replicas too)
         Demo demo = null;
         ProxyServer server;
+        // SIGHUP is handled from before the server listens: the JVM's default action would end the process,
+        // and an operator (or a test) may signal as soon as the listening line appears. A signal that comes
+        // before the server exists is kept and acted on once it does (acting twice is harmless).
+        AtomicReference<ProxyServer> reloadTarget = new AtomicReference<>();
+        AtomicBoolean reloadPending = new AtomicBoolean();
+        SignalReload.install(() -> {
+            reloadPending.set(true);
+            ProxyServer target = reloadTarget.get();
+            if (target != null && reloadPending.getAndSet(false)) {
+                target.reload();
+            }
+        });
         try {
             ProxyServer.Options options = new ProxyServer.Options()
                     .configNames(args.configs().stream().map(Path::toString).collect(Collectors.joining(", ")));
@@ -230,7 +244,10 @@ public final class Main {
         }
         ProxyServer running = server;
         Demo runningDemo = demo;
-        SignalReload.install(running::reload);
+        reloadTarget.set(running);
+        if (reloadPending.getAndSet(false)) {
+            running.reload();
+        }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
