@@ -79,7 +79,11 @@ class LimitsProcessTest {
                 "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml + "workers:\n  - url: " + replica.url()
                         + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
         String java = ProcessHandle.current().info().command().orElse("java");
+        // env --default-signal=HUP: a build started under nohup ignores SIGHUP, and an ignored signal is
+        // inherited by every child, where the JVM keeps it ignored and a reload could never be asked for
         List<String> cmd = new ArrayList<>(List.of(
+                "env",
+                "--default-signal=HUP",
                 java,
                 "-Xmx128m",
                 "-Dsun.net.httpserver.clockTick=100",
