@@ -18,7 +18,11 @@ final class LogCapture implements AutoCloseable {
     }
 
     List<String> lines() {
-        return appender.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
+        synchronized (appender) { // the appender adds under its own lock (AppenderBase.doAppend)
+            return appender.list.stream()
+                    .map(ILoggingEvent::getFormattedMessage)
+                    .toList();
+        }
     }
 
     @Override
