@@ -4,12 +4,14 @@ import dev.cart.core.spi.Match;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
 import org.jetbrains.lincheck.datastructures.Param;
 import org.jetbrains.lincheck.datastructures.StressOptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Linearizability of {@code match} against an eviction pass that detaches a leaf while matches walk
@@ -23,6 +25,10 @@ import org.junit.jupiter.api.Test;
  * per pass, and removed replicas, found exactly that. Inserts are left out too: one that meets a running
  * pass is skipped and counted, which {@link PrefixTreeConcurrencyTest} checks.
  */
+// A fixed amount of work (iterations x invocations), so its time scales with the machine: on a 2-core
+// machine under a load of about 30 the model check took 7 minutes. The build's 5-minute default timeout
+// is there to end hangs; this test cannot hang, so it gets a bound that only a hang reaches.
+@Timeout(value = 30, unit = TimeUnit.MINUTES)
 @Param(name = "key", gen = IntGen.class, conf = "0:5")
 public class PrefixTreeEvictionLincheckTest {
 
