@@ -20,11 +20,12 @@ import java.util.concurrent.Callable;
  * entry point, since the whole report takes minutes:
  *
  * <pre>
- * mvn -B -ntp -pl examples/sim -am package -DskipTests
+ * mvn -B -ntp -pl examples/sim -am package -DskipTests dependency:build-classpath \
+ *     -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
  * java -cp "examples/sim/target/classes:$(cat examples/sim/target/classpath.txt)" dev.cart.sim.MixedModelReport
  * </pre>
  *
- * (or any classpath holding the module and its dependencies). It writes the section between
+ * (from the repository root; {@link #COMMAND}). It writes the section between
  * {@link #BEGIN} and {@link #END} in {@code <out>/routing-quality.md}, replacing the one there or appending
  * it; {@link Report} keeps the section when it rewrites the file. Options as {@link Report.Settings}
  * ({@code --seeds}, {@code --load}, {@code --threads}, {@code --out}); {@code --replicas} is the pool's.
@@ -33,6 +34,11 @@ import java.util.concurrent.Callable;
  * fails the run, so the figures come only from runs that kept every model on its replicas.
  */
 public final class MixedModelReport {
+
+    /** How the section is regenerated, from the repository root. */
+    static final String COMMAND = "mvn -B -ntp -pl examples/sim -am package -DskipTests dependency:build-classpath"
+            + " -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime`, then `java -cp"
+            + " \"examples/sim/target/classes:$(cat examples/sim/target/classpath.txt)\" dev.cart.sim.MixedModelReport";
 
     static final String BEGIN = "<!-- mixed-models:begin -->";
     static final String END = "<!-- mixed-models:end -->";
@@ -130,12 +136,13 @@ public final class MixedModelReport {
                 .append("`dev.cart.sim.Report`'s, which keeps this section), ")
                 .append(Instant.now().truncatedTo(ChronoUnit.SECONDS))
                 .append(String.format(Locale.ROOT, ", %.1f s for %d runs. ", seconds, seeds.size() * VARIANTS.size()))
-                .append("Command: `mvn -B -ntp -pl examples/sim -am package -DskipTests`, then `java -cp ")
-                .append("\"examples/sim/target/classes:<its dependencies>\" dev.cart.sim.MixedModelReport`.\n\n");
+                .append("Command (from the repository root): `")
+                .append(COMMAND)
+                .append("` (options as the report's: `--seeds`, `--load`, `--threads`).\n\n");
         Workload w = MixedModels.workload(seeds.get(0).seed());
         b.append("Pool: ")
                 .append(s.replicas)
-                .append(" tokenizing replicas (as in the tables above): replicas 0-3 serve `")
+                .append(" replicas, each the tokenizing replica model of the tables above: replicas 0-3 serve `")
                 .append(MixedModels.LLAMA)
                 .append("`, 4-5 `")
                 .append(MixedModels.QWEN)
