@@ -253,6 +253,24 @@ class ModelsTest {
     }
 
     @Test
+    void discoveryReadsTheIdsOfAnOpenAiModelList() {
+        byte[] vllm = ("{\"object\":\"list\",\"data\":[{\"id\":\"base\",\"parent\":null},"
+                        + "{\"id\":\"sql\",\"parent\":\"base\"},{\"id\":\"base\"},{\"id\":\" \"},{\"id\":7},{}]}")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(List.of("base", "sql"), ModelDiscovery.modelIds(vllm));
+        assertEquals(List.of(), ModelDiscovery.modelIds("[1,2]".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        assertEquals(
+                List.of(), ModelDiscovery.modelIds("{\"data\":{}}".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        assertEquals(List.of(), ModelDiscovery.modelIds("not json".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        StringBuilder many = new StringBuilder("{\"data\":[");
+        for (int i = 0; i < ProxyConfig.Worker.MAX_MODELS + 5; i++) {
+            many.append(i == 0 ? "" : ",").append("{\"id\":\"m").append(i).append("\"}");
+        }
+        byte[] big = many.append("]}").toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(ProxyConfig.Worker.MAX_MODELS, ModelDiscovery.modelIds(big).size());
+    }
+
+    @Test
     void theModelLabelSetIsBounded() {
         ModelLabels labels = new ModelLabels();
         var set = dev.cart.core.ManagedReplicaSet.builder();
