@@ -58,6 +58,11 @@ final class Extraction {
     private final Dialect dialect;
 
     private String model;
+    /** vLLM's {@code cache_salt}: a replica keeps the caches of different salts apart. */
+    private String cacheSalt;
+    /** SGLang's {@code lora_path}: the adapter(s) of the request, a cache of their own. */
+    private String loraPath;
+
     private boolean stream;
     /** The role of the last message read (top-level messages only); written by the dialects. */
     String lastRole;
@@ -180,6 +185,8 @@ final class Extraction {
             JsonToken v = in.next();
             switch (name) {
                 case "model" -> model = in.optString(v);
+                case "cache_salt" -> cacheSalt = in.optString(v);
+                case "lora_path" -> loraPath = adapters(v);
                 case "stream" -> stream = in.optBoolean(v);
                 default -> {
                     if (!dialect.member(name, v)) {
@@ -194,13 +201,30 @@ final class Extraction {
         dialect.end();
     }
 
+    /**
+     * {@code lora_path}: a string, null, or (SGLang, for a batch) a list of strings and nulls, which enters
+     * the marker as its items joined by {@link #SEP}.
+     */
+    private String adapters(JsonToken v) throws IOException, ExtractionException {
+        if (v != JsonToken.START_ARRAY) {
+            return in.optString(v);
+        }
+        StringBuilder sb = new StringBuilder("[");
+        JsonToken t;
+        while ((t = in.next()) != JsonToken.END_ARRAY) {
+            String item = in.optString(t);
+            sb.append(SEP).append(item == null ? "" : item);
+        }
+        return sb.toString();
+    }
+
     /** Model marker, tools, system, messages: the key's fixed order, whatever the body's field order. */
     private void assemble(Segment.Sink key) {
         boolean hasTools = !tools.isEmpty() || !functions.isEmpty();
         if (!hasTools && system.isEmpty() && main.isEmpty()) {
             return;
         }
-        char[] marker = modelMarker(model).toCharArray();
+        char[] marker = modelMarker(model, cacheSalt, loraPath).toCharArray();
         key.append(marker, 0, marker.length);
         if (hasTools) {
             tools.appendTo(key);
@@ -233,7 +257,43 @@ final class Extraction {
 
     /** {@code NUL "model:" <16 hex digits of the name's digest> NUL}: fixed length, so it fits block 0. */
     static String modelMarker(String model) {
-        byte[] b = (model == null ? "" : model).getBytes(StandardCharsets.UTF_8);
-        return MODEL + "model:" + MediaDigest.of(b, 0, b.length).substring(1, 17) + MODEL;
+        return modelMarker(model, null, null);
+    }
+
+    /**
+     * The marker of {@code model} with what else separates replica caches: a {@code cache_salt} and an
+     * adapter ({@code lora_path}); null or empty ones are absent, and with neither the marker is the
+     * model's alone. With either, the marker is {@code NUL "model;" h NUL} (a semicolon, not a colon) and
+     * {@code h} digests every part length-prefixed ({@code length ":" model}, then {@code NUL name ":"
+     * length ":" value} per present field), so no model name, salt or adapter can be spelled to give
+     * another request's marker. The same fixed length.
+     */
+    static String modelMarker(String model, String cacheSalt, String loraPath) {
+        String m = model == null ? "" : model;
+        boolean salted = (cacheSalt != null && !cacheSalt.isEmpty()) || (loraPath != null && !loraPath.isEmpty());
+        StringBuilder in = new StringBuilder();
+        if (salted) {
+            in.append(m.length()).append(':').append(m);
+            separate(in, "cache_salt", cacheSalt);
+            separate(in, "lora_path", loraPath);
+        } else {
+            in.append(m);
+        }
+        byte[] b = in.toString().getBytes(StandardCharsets.UTF_8);
+        return MODEL
+                + (salted ? "model;" : "model:")
+                + MediaDigest.of(b, 0, b.length).substring(1, 17)
+                + MODEL;
+    }
+
+    private static void separate(StringBuilder in, String name, String value) {
+        if (value != null && !value.isEmpty()) {
+            in.append(MODEL)
+                    .append(name)
+                    .append(':')
+                    .append(value.length())
+                    .append(':')
+                    .append(value);
+        }
     }
 }

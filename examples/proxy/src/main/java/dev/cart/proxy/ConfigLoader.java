@@ -312,6 +312,8 @@ final class ConfigLoader {
         });
         w.integer(ProxyConfig.Worker.MAX_LOAD, v -> maxLoad[0] = v);
         w.integer(ProxyConfig.Worker.LOAD_PENALTY, v -> penalty[0] = v);
+        List<String> models = new ArrayList<>();
+        w.modelList(ProxyConfig.Worker.MODELS, models::addAll);
         w.finish();
         if (url[0] == null) {
             if (!urlSet[0] && !w.node.has("url")) {
@@ -323,7 +325,7 @@ final class ConfigLoader {
             w.problem("url", "duplicate worker " + url[0]);
             return null;
         }
-        return new ProxyConfig.Worker(url[0], (int) maxLoad[0], (int) penalty[0]);
+        return new ProxyConfig.Worker(url[0], (int) maxLoad[0], (int) penalty[0], models);
     }
 
     /** Checks a worker URL and returns it without a trailing slash, or null after adding a problem. */
@@ -807,6 +809,47 @@ final class ConfigLoader {
                 }
             }
             set.accept(out);
+        }
+
+        /**
+         * A non-empty list of model names (strings, not blank, at most {@link ProxyConfig.Worker#MAX_MODELS});
+         * repeats count once; {@code ["*"]} alone means any model. Absent or null: nothing is set (the
+         * models are discovered).
+         */
+        void modelList(String key, Consumer<List<String>> set) {
+            JsonNode v = get(key);
+            if (v == null) {
+                return;
+            }
+            if (!v.isArray()) {
+                problem(key, "must be a list of model names, was " + describe(v));
+                return;
+            }
+            if (v.isEmpty()) {
+                problem(
+                        key,
+                        "must name at least one model; leave the key out to learn the models from the"
+                                + " replica's GET /v1/models");
+                return;
+            }
+            if (v.size() > ProxyConfig.Worker.MAX_MODELS) {
+                problem(key, "lists " + v.size() + " models, more than " + ProxyConfig.Worker.MAX_MODELS);
+                return;
+            }
+            LinkedHashSet<String> out = new LinkedHashSet<>();
+            for (int i = 0; i < v.size(); i++) {
+                JsonNode m = v.get(i);
+                if (!m.isTextual() || m.asText().isBlank()) {
+                    problem(key + "[" + i + "]", "must be a model name (a non-blank string), was " + describe(m));
+                    return;
+                }
+                out.add(m.asText());
+            }
+            if (out.contains(ProxyConfig.Worker.ANY_MODEL) && out.size() > 1) {
+                problem(key, "'" + ProxyConfig.Worker.ANY_MODEL + "' (any model) must be the list's only entry");
+                return;
+            }
+            set.accept(List.copyOf(out));
         }
 
         /** A scalar handed to the policy as it is: Integer/Long, Double, String or Boolean. */

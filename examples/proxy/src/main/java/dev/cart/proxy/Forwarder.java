@@ -3,6 +3,7 @@ package dev.cart.proxy;
 import com.sun.net.httpserver.HttpExchange;
 import dev.cart.core.CacheFeedback;
 import dev.cart.core.Lease;
+import dev.cart.core.Reason;
 import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
@@ -227,7 +228,11 @@ final class Forwarder {
             log.decision(d, passThrough);
             log.retries(attempt);
             if (!d.routed()) {
-                if (attempt == 0) {
+                if (d.reason() == Reason.MODEL_NOT_SERVED) {
+                    log.status(ModelNotFound.STATUS);
+                    log.result(ModelNotFound.CODE);
+                    Responses.json(ex, ModelNotFound.STATUS, ModelNotFound.body(in.endpoint(), d.model()));
+                } else if (attempt == 0) {
                     ex.getResponseHeaders().set("Retry-After", "1");
                     reply(
                             ex,
@@ -406,7 +411,11 @@ final class Forwarder {
     /** True if a replica other than {@code failed} and those already excluded could take the request now. */
     private static boolean anotherCandidate(Routing routing, RouteRequest request, Replica failed) {
         for (Replica r : routing.router.replicas().replicas()) {
-            if (r != failed && !request.isExcluded(r) && r.isAvailable() && r.inFlight() < r.maxLoad()) {
+            if (r != failed
+                    && !request.isExcluded(r)
+                    && (request.model() == null || r.serves(request.model()))
+                    && r.isAvailable()
+                    && r.inFlight() < r.maxLoad()) {
                 return true;
             }
         }

@@ -8,6 +8,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -25,6 +26,11 @@ import org.slf4j.LoggerFactory;
  * previous one finished, so a slow replica never has two probes in flight and no scheduler thread ever
  * blocks on the network.
  *
+ * <p>Models: a replica whose {@code workers[].models} is not configured has its models learned in the same
+ * chain, right after a probe that succeeded, by {@link ModelDiscovery} (its {@code GET /v1/models}); the
+ * next probe waits for it, so one cycle is one probe plus at most one models request per replica, and an
+ * adapter unloaded from a replica stops receiving requests within one cycle.
+ *
  * <p>Concurrency: {@link #close()} may race a probe in flight; results that arrive after it are
  * dropped, so a replaced replica set (after a reload) is never touched again.
  */
@@ -36,6 +42,10 @@ final class HealthChecker implements AutoCloseable {
     private final HttpClient client;
     private final ProxyConfig.Health config;
     private final ScheduledExecutorService scheduler;
+    private final ModelDiscovery discovery;
+    /** Ids of the replicas whose models are discovered (not configured). */
+    private final Set<String> discovered;
+
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
     private volatile boolean closed;
 
@@ -43,11 +53,14 @@ final class HealthChecker implements AutoCloseable {
             ManagedReplicaSet replicas,
             HttpClient client,
             ProxyConfig.Health config,
-            ScheduledExecutorService scheduler) {
+            ScheduledExecutorService scheduler,
+            Set<String> discovered) {
         this.replicas = replicas;
         this.client = client;
         this.config = config;
         this.scheduler = scheduler;
+        this.discovery = new ModelDiscovery(client, Duration.ofSeconds(config.timeoutSecs()));
+        this.discovered = Set.copyOf(discovered);
     }
 
     /** Starts polling: a first probe of every replica now, then one every interval. */
@@ -65,7 +78,7 @@ final class HealthChecker implements AutoCloseable {
             timers.removeIf(ScheduledFuture::isDone);
             timers.add(scheduler.schedule(
                     () -> {
-                        var unused = probe(m).whenComplete(
+                        var unused = cycle(m).whenComplete(
                                         (ok, e) -> scheduleNext(m, Duration.ofSeconds(config.intervalSecs())));
                     },
                     delay.toMillis(),
@@ -73,13 +86,23 @@ final class HealthChecker implements AutoCloseable {
         }
     }
 
-    /** Probes every replica once now; the future completes when all results are recorded. */
+    /**
+     * One health cycle of every replica now (a probe, then its models where they are discovered); the
+     * future completes when all results are recorded.
+     */
     CompletableFuture<Void> probeAll() {
-        List<CompletableFuture<Boolean>> all = new ArrayList<>();
+        List<CompletableFuture<?>> all = new ArrayList<>();
         for (ManagedReplicaSet.Member m : replicas.replicas()) {
-            all.add(probe(m));
+            all.add(cycle(m));
         }
         return CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
+    }
+
+    /** A probe of {@code m} and, if it succeeded and {@code m}'s models are discovered, a models refresh. */
+    private CompletableFuture<?> cycle(ManagedReplicaSet.Member m) {
+        return probe(m).thenCompose(ok -> ok && discovered.contains(m.id()) && !closed
+                ? discovery.refresh(m, () -> !closed)
+                : CompletableFuture.completedFuture(null));
     }
 
     /** One probe of {@code m}; completes (never exceptionally) with the result after recording it. */

@@ -210,25 +210,58 @@ record ProxyConfig(
     }
 
     /** One entry of {@code workers}: a replica's base URL (no trailing slash) and its load knobs. */
-    record Worker(String url, int maxLoad, int loadPenalty) {
+    /**
+     * One entry of {@code workers}.
+     *
+     * @param models the models the worker serves as configured ({@code workers[].models}; {@code ["*"]}:
+     *               any model); empty when the key is absent, and then the health checks learn them from
+     *               the replica's {@code GET /v1/models} ({@link ModelDiscovery})
+     */
+    record Worker(String url, int maxLoad, int loadPenalty, List<String> models) {
         static final int DEFAULT_MAX_LOAD = ReplicaSpec.DEFAULT_MAX_LOAD;
         static final int DEFAULT_LOAD_PENALTY = 0;
+        /** Largest {@code workers[].models} list. */
+        static final int MAX_MODELS = 1024;
 
         static final IntRange MAX_LOAD = new IntRange("workers[].max_load", 1, Integer.MAX_VALUE);
         static final IntRange LOAD_PENALTY = new IntRange("workers[].load_penalty", 0, Integer.MAX_VALUE);
+        static final String MODELS = "models";
+        /** {@code models: ["*"]}: the worker serves any model, and its models are not discovered. */
+        static final String ANY_MODEL = "*";
 
         Worker {
             Objects.requireNonNull(url, "url");
             MAX_LOAD.check(maxLoad);
             LOAD_PENALTY.check(loadPenalty);
+            models = List.copyOf(models);
+        }
+
+        /** A worker whose models are discovered. */
+        Worker(String url, int maxLoad, int loadPenalty) {
+            this(url, maxLoad, loadPenalty, List.of());
         }
 
         static Worker of(String url) {
             return new Worker(url, DEFAULT_MAX_LOAD, DEFAULT_LOAD_PENALTY);
         }
 
+        /** True when {@code workers[].models} is set: configured models win over discovery. */
+        boolean modelsConfigured() {
+            return !models.isEmpty();
+        }
+
+        /** True when {@code other} is the same replica with the same cap and penalty (its models may differ). */
+        boolean sameReplica(Worker other) {
+            return url.equals(other.url) && maxLoad == other.maxLoad && loadPenalty == other.loadPenalty;
+        }
+
+        /** The models as the replica set takes them: empty for any model. */
+        List<String> servedModels() {
+            return models.equals(List.of(ANY_MODEL)) ? List.of() : models;
+        }
+
         ReplicaSpec spec() {
-            return new ReplicaSpec(url, maxLoad, loadPenalty);
+            return new ReplicaSpec(url, maxLoad, loadPenalty, servedModels());
         }
     }
 

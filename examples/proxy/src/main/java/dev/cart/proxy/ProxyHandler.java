@@ -278,7 +278,9 @@ final class ProxyHandler implements HttpHandler {
                     .forward(
                             ex,
                             in,
-                            RouteRequest.of(req.key()).withTokenization(req.tokenization()),
+                            RouteRequest.of(req.key())
+                                    .withTokenization(req.tokenization())
+                                    .withModel(req.model()),
                             server.routing(),
                             log);
         } finally {
@@ -321,8 +323,14 @@ final class ProxyHandler implements HttpHandler {
         ProxyConfig config = server.config();
         DecisionLog log = new DecisionLog(config.proxy().decisionLog(), path, "GET");
         try {
-            Forwarder.Inbound in = Forwarder.Inbound.models(path, key);
-            server.forwarder().forward(ex, in, RouteRequest.empty(), server.routing(), log);
+            ModelsUnion.Answer a = server.modelsUnion().fetch(server.routing().replicas, path, ex.getRequestHeaders());
+            log.status(a.status());
+            log.result(a.listed() > 0 ? "models_union" : "models_relayed");
+            if (a.cacheable()) {
+                server.models().put(key, a.body(), a.headers());
+            }
+            ex.getResponseHeaders().putAll(a.headers());
+            Responses.bytes(ex, a.status(), a.body());
         } finally {
             facts.replica = log.replica();
             log.emit();
@@ -367,7 +375,15 @@ final class ProxyHandler implements HttpHandler {
             w.put("load_penalty", m.loadPenalty());
             w.put("decision_share", round3(recent.decisionShare(m.id())));
             w.put("cache_hit_share", round3(recent.hitShare(m.id())));
+            ArrayNode served = w.putArray("models");
+            m.models().forEach(served::add);
         }
+        ObjectNode byModel = root.putObject("models");
+        server.metrics().modelCounts().forEach((model, counts) -> {
+            ObjectNode c = byModel.putObject(model);
+            c.put("decisions", counts[0]);
+            c.put("cache_hits", counts[1]);
+        });
         Responses.json(ex, 200, root);
     }
 

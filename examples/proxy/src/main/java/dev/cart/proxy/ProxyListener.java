@@ -125,6 +125,20 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
         guarded(() -> metrics.healthTransition(replica.id(), healthy));
     }
 
+    @Override
+    public void onModelsChange(ManagedReplicaSet.Member replica, java.util.Set<String> models) {
+        LOG.info(
+                "replica {} serves {}",
+                replica.id(),
+                models.isEmpty()
+                        ? "any model"
+                        : models.size() + " model(s): "
+                                + models.stream()
+                                        .limit(20)
+                                        .map(m -> DecisionLog.safe(m, 100))
+                                        .toList());
+    }
+
     private void guarded(Runnable r) {
         try {
             r.run();

@@ -46,7 +46,8 @@ import java.util.function.ToDoubleFunction;
  * reload drops a replica (its counters stay, as Prometheus counters do, until the process restarts).
  *
  * <p>Cardinality: label values come only from fixed sets (endpoints, reasons, outcomes, status classes,
- * circuit states, causes) and from the configured replica URLs. Nothing from a request body, path or
+ * circuit states, causes), from the configured replica URLs and from the models the replicas list (at most
+ * {@link ModelLabels#MAX_LABELS}; see there). Nothing from a request body, path or
  * header ever becomes a label value: an unknown path is {@code endpoint="other"}.
  *
  * <p>Concurrency: every method is thread-safe and never throws to its caller on the request path
@@ -84,6 +85,7 @@ final class ProxyMetrics implements AutoCloseable {
     private final DistributionSummary matchedRatio;
     private final Timer evictionDuration;
     private final DecisionWindow window;
+    private final ModelLabels modelLabels = new ModelLabels();
 
     /**
      * @param routing    the current routing state (read at scrape time)
@@ -271,6 +273,7 @@ final class ProxyMetrics implements AutoCloseable {
                         replica)
                 .increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
+        modelDecision(d, reason);
         Tokenization t = d.tokenization();
         if (t.outcome() != Tokenization.Outcome.CHARACTER_MODE && d.attempt() == 0) {
             counter(
@@ -300,6 +303,28 @@ final class ProxyMetrics implements AutoCloseable {
             }
             window.record(replica, d.reason() == Reason.CACHE_HIT);
         }
+    }
+
+    /** Counts a decision under its model's bounded label ({@link ModelLabels}). */
+    private void modelDecision(RouteDecision d, String reason) {
+        Routing r = routing.get();
+        String model = modelLabels.label(d.model(), r == null ? null : r.replicas);
+        counter(
+                        "cart.model.decisions",
+                        "Routing decisions by model (models the pool lists; other; none) and reason",
+                        "model",
+                        model,
+                        "reason",
+                        reason)
+                .increment();
+        if (d.routed()) {
+            modelLabels.record(model, d.reason() == Reason.CACHE_HIT);
+        }
+    }
+
+    /** Per-model decision and cache-hit counts since the start, for {@code /workers}. */
+    Map<String, long[]> modelCounts() {
+        return modelLabels.snapshot();
     }
 
     /** A lease closed: one upstream attempt ended (from the router's listener). */

@@ -108,6 +108,7 @@ final class ProxyServer implements AutoCloseable {
     private final ProxyMetrics metrics;
     private final ProxyListener listener;
     private final ModelsCache models;
+    private final ModelsUnion modelsUnion;
     private final Extraction extraction;
     private final Forwarder forwarder;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
@@ -139,6 +140,8 @@ final class ProxyServer implements AutoCloseable {
                 .followRedirects(HttpClient.Redirect.NEVER)
                 .build();
         this.models = new ModelsCache(options.clock);
+        this.modelsUnion =
+                new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));
         this.extraction = new Extraction(config);
         this.forwarder =
                 new Forwarder(client, scheduler, options.sleeper, options.random, config, models, metrics, extraction);
@@ -227,6 +230,10 @@ final class ProxyServer implements AutoCloseable {
 
     ModelsCache models() {
         return models;
+    }
+
+    ModelsUnion modelsUnion() {
+        return modelsUnion;
     }
 
     ProxyListener listener() {

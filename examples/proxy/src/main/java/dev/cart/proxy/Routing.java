@@ -22,7 +22,8 @@ import java.util.concurrent.ScheduledExecutorService;
  * <p>A reload ({@link #replacing}) keeps what the workers that stay have earned. The design carries
  * the surviving replicas over rather than re-keying the tree: the tree matches replicas by identity, so
  * the new set is built with the previous set's {@code Member} objects for every worker whose entry
- * (URL, {@code max_load}, {@code load_penalty}) is unchanged, and new members only for added or changed
+ * (URL, {@code max_load}, {@code load_penalty}) is unchanged (its
+ * {@code models} may change: the kept member takes the new list), and new members only for added or changed
  * ones; the new router routes over the previous router's tree, and the routes of the members that left
  * are forgotten. A kept member is one object in both sets, so its in-flight count, circuit and health go
  * on unchanged: a lease taken before the swap is released on it exactly once and nothing is counted
@@ -100,7 +101,13 @@ final class Routing implements AutoCloseable {
             rb.routesOf(previous);
         }
         Router router = rb.build();
-        HealthChecker health = new HealthChecker(set, client, config.health(), scheduler);
+        Set<String> discovered = new java.util.HashSet<>();
+        for (ProxyConfig.Worker w : config.workers()) {
+            if (!w.modelsConfigured()) {
+                discovered.add(w.url());
+            }
+        }
+        HealthChecker health = new HealthChecker(set, client, config.health(), scheduler, discovered);
         return new Routing(config.workers(), set, router, health);
     }
 
@@ -118,13 +125,30 @@ final class Routing implements AutoCloseable {
             ScheduledExecutorService scheduler) {
         ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
         for (ProxyConfig.Worker w : config.workers()) {
-            if (previous.workers.contains(w)) {
-                sb.keep(previous.replicas.member(w.url()).orElseThrow());
-            } else {
+            ProxyConfig.Worker before = previousEntry(previous, w);
+            if (before == null) {
                 sb.add(w.spec());
+                continue;
             }
+            ManagedReplicaSet.Member kept = previous.replicas.member(w.url()).orElseThrow();
+            if (w.modelsConfigured()) {
+                kept.models(w.servedModels());
+            } else if (before.modelsConfigured()) {
+                kept.models(List.of()); // any model until the health checks discover its models
+            } // else: keep what discovery learned
+            sb.keep(kept);
         }
         return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router);
+    }
+
+    /** {@code w}'s entry in {@code previous} if the replica is the same there ({@link ProxyConfig.Worker#sameReplica}). */
+    private static ProxyConfig.Worker previousEntry(Routing previous, ProxyConfig.Worker w) {
+        for (ProxyConfig.Worker p : previous.workers) {
+            if (p.sameReplica(w)) {
+                return p;
+            }
+        }
+        return null;
     }
 
     /**

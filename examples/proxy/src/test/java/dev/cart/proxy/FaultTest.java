@@ -53,7 +53,7 @@ class FaultTest {
         SimulatedReplicaServer s = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
                 .name(name)
                 .port(0)
-                .model("demo")
+                .model("fake") // the model ProxyHarness.chat names: the health checks learn it from /v1/models
                 .speedup(speedup)
                 .outputTokens(outputTokens)
                 .fault(fault));

@@ -40,6 +40,10 @@ final class ScriptedReplica implements AutoCloseable {
     final List<Recorded> requests = new CopyOnWriteArrayList<>();
     final AtomicInteger healthProbes = new AtomicInteger();
     final AtomicInteger modelsCalls = new AtomicInteger();
+    /** {@code GET /v1/models} requests of the proxy's model discovery (not in {@link #requests}). */
+    final AtomicInteger discoveryCalls = new AtomicInteger();
+    /** The {@code /v1/models} body (null: a 500 to discovery, the default list to clients). */
+    volatile String modelsAnswer;
 
     /** When non-zero, every request except /health is answered with this status and a JSON error. */
     volatile int forcedStatus;
@@ -76,6 +80,7 @@ final class ScriptedReplica implements AutoCloseable {
 
     private ScriptedReplica(String name) throws IOException {
         this.name = name;
+        this.modelsAnswer = modelsList(List.of("fake"));
         this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
         server.createContext("/", this::handle);
         server.setExecutor(executor);
@@ -110,6 +115,17 @@ final class ScriptedReplica implements AutoCloseable {
             if (path.equals("/health")) {
                 healthProbes.incrementAndGet();
                 send(ex, healthy ? 200 : 503, "application/json", "{\"status\":\"" + (healthy ? "ok" : "down") + "\"}");
+                return;
+            }
+            if (path.equals("/v1/models")
+                    && ModelDiscovery.USER_AGENT.equals(ex.getRequestHeaders().getFirst("User-Agent"))) {
+                discoveryCalls.incrementAndGet();
+                String listed = modelsAnswer;
+                if (listed == null) {
+                    send(ex, 500, "text/plain", "models unavailable");
+                } else {
+                    send(ex, 200, "application/json", listed);
+                }
                 return;
             }
             Headers copy = new Headers();
@@ -163,8 +179,7 @@ final class ScriptedReplica implements AutoCloseable {
                             ex,
                             200,
                             "application/json",
-                            "{\"object\":\"list\",\"data\":[{\"id\":\"fake\",\"object\":"
-                                    + "\"model\",\"created\":1700000000,\"owned_by\":\"" + name + "\"}]}");
+                            modelsAnswer == null ? modelsList(List.of("fake")) : modelsAnswer);
                 }
                 default -> {
                     ex.getResponseHeaders().set("x-echo-method", ex.getRequestMethod());
@@ -181,6 +196,20 @@ final class ScriptedReplica implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** An OpenAI {@code /v1/models} body listing {@code ids}, each owned by this replica. */
+    String modelsList(List<String> ids) {
+        StringBuilder b = new StringBuilder("{\"object\":\"list\",\"data\":[");
+        for (int i = 0; i < ids.size(); i++) {
+            b.append(i == 0 ? "" : ",")
+                    .append("{\"id\":\"")
+                    .append(ids.get(i))
+                    .append("\",\"object\":\"model\",\"created\":1700000000,\"owned_by\":\"")
+                    .append(name)
+                    .append("\"}");
+        }
+        return b.append("]}").toString();
     }
 
     private String replyText() {

@@ -66,6 +66,9 @@ final class PreparedWorkload {
     final PromptKey[] answerKeys;
 
     final long[][] blocks;
+    /** Per request, the model it names (null: the default); the router sends it only where it is served. */
+    final String[] models;
+
     final int[] promptTokens;
     final int[] maxTokens;
     final long[] arrivals;
@@ -84,6 +87,7 @@ final class PreparedWorkload {
         keys = new PromptKey[n];
         answerKeys = new PromptKey[n];
         blocks = new long[n][];
+        models = new String[n];
         promptTokens = new int[n];
         maxTokens = new int[n];
         arrivals = new long[n];
@@ -101,10 +105,12 @@ final class PreparedWorkload {
         }
         for (int i = 0; i < n; i++) {
             WorkloadRequest r = rs.get(i);
-            keys[i] = RequestKeys.key(options.keyUnit(), r.endpoint(), r.body(MODEL, false));
+            String model = r.model() == null ? MODEL : r.model();
+            models[i] = r.model();
+            keys[i] = RequestKeys.key(options.keyUnit(), r.endpoint(), r.body(model, false));
             String answer = answerText(r, i);
             if (r.endpoint() != Endpoint.COMPLETIONS) {
-                answerKeys[i] = RequestKeys.key(options.keyUnit(), r.endpoint(), r.continuationBody(MODEL, answer));
+                answerKeys[i] = RequestKeys.key(options.keyUnit(), r.endpoint(), r.continuationBody(model, answer));
             }
             long[] b;
             if (tokenizer == null) {
@@ -123,6 +129,9 @@ final class PreparedWorkload {
                     System.arraycopy(out, 0, seq, prompt.length, out.length);
                 }
                 b = hashes(PromptKey.ofTokens(seq, new int[0], bt, PromptKey.DEFAULT_ANCHOR_LIMIT));
+            }
+            if (r.model() != null) {
+                b = salted(b, r.model()); // a replica's cache keeps each model's blocks apart
             }
             // the replica never computes the last generated token's KV: at most prompt + output - 1 tokens
             int cachable = Math.min(b.length, (promptTokens[i] + maxTokens[i] - 1) / bt);
@@ -164,6 +173,7 @@ final class PreparedWorkload {
         this.keys = p.keys;
         this.answerKeys = p.answerKeys;
         this.blocks = p.blocks;
+        this.models = p.models;
         this.promptTokens = p.promptTokens;
         this.maxTokens = p.maxTokens;
         this.session = p.session;
@@ -206,6 +216,18 @@ final class PreparedWorkload {
             return r.reply();
         }
         return Filler.text(Filler.seed(0x5EA1L, i), r.maxTokens() * Workloads.CHARS_PER_TOKEN);
+    }
+
+    /** {@code b} with every block hash mixed with {@code model}'s: the same prefix structure, no block shared. */
+    static long[] salted(long[] b, String model) {
+        long salt = 0x9E3779B97F4A7C15L * (model.hashCode() | 1L);
+        long[] out = new long[b.length];
+        for (int i = 0; i < b.length; i++) {
+            long x = b[i] ^ salt;
+            x = (x ^ (x >>> 33)) * 0xFF51AFD7ED558CCDL;
+            out[i] = x ^ (x >>> 33);
+        }
+        return out;
     }
 
     private static long[] hashes(PromptKey k) {

@@ -54,6 +54,7 @@ final class ReplicaHandler implements HttpHandler {
         switch (path) {
             case "/health" -> health(ex, method);
             case "/v1/models" -> models(ex, method);
+            case "/v1/load_lora_adapter", "/v1/unload_lora_adapter" -> adapter(ex, method, path);
             default -> {
                 Optional<Endpoint> ep = Endpoint.forPath(path);
                 if (ep.isPresent()) {
@@ -93,14 +94,68 @@ final class ReplicaHandler implements HttpHandler {
         }
         ObjectNode root = JSON.createObjectNode();
         root.put("object", "list");
-        ObjectNode m = root.putArray("data").addObject();
+        var data = root.putArray("data");
+        ObjectNode m = data.addObject();
         m.put("id", options.model());
         m.put("object", "model");
         m.put("created", System.currentTimeMillis() / 1000);
         m.put("owned_by", "cart-sim");
         m.put("root", options.model());
+        m.putNull("parent");
         m.put("max_model_len", config.effectiveMaxModelLen());
+        for (String adapter : server.adapters()) { // as vLLM lists a LoRA adapter: its own id, the base as parent
+            ObjectNode a = data.addObject();
+            a.put("id", adapter);
+            a.put("object", "model");
+            a.put("created", System.currentTimeMillis() / 1000);
+            a.put("owned_by", "cart-sim");
+            a.put("root", "/adapters/" + adapter);
+            a.put("parent", options.model());
+            a.put("max_model_len", config.effectiveMaxModelLen());
+        }
         sendJson(ex, 200, root);
+    }
+
+    /**
+     * vLLM's run-time adapter endpoints ({@code VLLM_ALLOW_RUNTIME_LORA_UPDATING}): a body
+     * {@code {"lora_name": ..., "lora_path": ...}} loads an adapter, {@code {"lora_name": ...}} unloads it.
+     */
+    private void adapter(HttpExchange ex, String method, String path) throws IOException {
+        byte[] body = ex.getRequestBody().readAllBytes();
+        if (!method.equals("POST")) {
+            sendError(ex, null, 405, "method_not_allowed", "use POST " + path);
+            return;
+        }
+        JsonNode root;
+        try {
+            root = JSON.readTree(body);
+        } catch (IOException e) {
+            root = null;
+        }
+        JsonNode name = root == null ? null : root.get("lora_name");
+        if (name == null || !name.isTextual() || name.asText().isBlank()) {
+            sendError(ex, null, 400, "missing_field", "'lora_name' is required");
+            return;
+        }
+        boolean load = path.equals("/v1/load_lora_adapter");
+        try {
+            if (load) {
+                server.loadAdapter(name.asText());
+            } else {
+                server.unloadAdapter(name.asText());
+            }
+        } catch (IllegalArgumentException e) {
+            sendError(ex, null, 400, "invalid_value", e.getMessage());
+            return;
+        }
+        byte[] text = ("Success: LoRA adapter '" + name.asText() + "' " + (load ? "added" : "removed")
+                        + " successfully.")
+                .getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+        ex.sendResponseHeaders(200, text.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(text);
+        }
     }
 
     private void hang() throws IOException {
@@ -162,10 +217,18 @@ final class ReplicaHandler implements HttpHandler {
             sendError(ex, ep, 400, e.code, e.getMessage());
             return;
         }
+        if (!server.serves(p.model())) {
+            // vLLM's answer for a model it does not serve (an adapter not loaded, say)
+            sendError(ex, ep, 404, "model_not_found", "The model `" + p.model() + "` does not exist.");
+            return;
+        }
         PromptKey key = PromptKey.ofText(p.prompt(), config.blockChars());
         long[] blocks = new long[key.blockCount()];
         for (int i = 0; i < blocks.length; i++) {
             blocks[i] = key.blockHash(i);
+        }
+        if (!p.model().equals(options.model())) {
+            blocks = PreparedWorkload.salted(blocks, p.model()); // an adapter's KV blocks are its own
         }
         Call call = new Call(fault == Fault.SLOW ? options.slowFactor() : 1.0);
         EngineRequest r = new EngineRequest(blocks, config.tokensOf(p.prompt().length()), p.maxTokens(), call);

@@ -41,6 +41,10 @@ public final class ReplicaMain {
               --output-tokens N          tokens generated when a request sets no max_tokens (default 64)
               --max-num-seqs N           running requests at most (default 256)
               --max-batched-tokens N     tokens per engine step (default 2048)
+              --adapters A,B             LoRA adapters loaded at start, listed by /v1/models with their parent
+                                         (more with POST /v1/load_lora_adapter, fewer with /v1/unload_lora_adapter)
+              --strict-models true       serve only --model and the loaded adapters; others get a 404
+                                         (default false: any model name is served)
               -h, --help                 print this help
 
             Example, a pool of three for the proxy:
@@ -162,6 +166,12 @@ public final class ReplicaMain {
                     case "--output-tokens" -> o.outputTokens(integer(v, 1, 1_000_000));
                     case "--max-num-seqs" -> o.maxNumSeqs(integer(v, 1, 1_000_000));
                     case "--max-batched-tokens" -> o.maxBatchedTokens(integer(v, 1, 10_000_000));
+                    case "--adapters" ->
+                        o.adapters(java.util.Arrays.stream(v.split(","))
+                                .map(String::trim)
+                                .filter(x -> !x.isEmpty())
+                                .toList());
+                    case "--strict-models" -> o.strictModels(bool(v));
                     default -> throw usage("unknown option " + flag);
                 }
             } catch (IllegalArgumentException e) {
@@ -184,7 +194,17 @@ public final class ReplicaMain {
             "--speedup",
             "--output-tokens",
             "--max-num-seqs",
-            "--max-batched-tokens");
+            "--max-batched-tokens",
+            "--adapters",
+            "--strict-models");
+
+    private static boolean bool(String v) {
+        return switch (v.trim()) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("must be true or false, was " + v);
+        };
+    }
 
     private static LaunchException usage(String message) {
         return new LaunchException(message + " (see --help)", 2);

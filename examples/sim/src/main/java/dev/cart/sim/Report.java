@@ -162,9 +162,10 @@ public final class Report {
         Files.createDirectories(dir);
         Path md = dir.resolve("routing-quality.md");
         Path png = dir.resolve("routing-quality.png");
+        String mixedModels = MixedModelReport.keptSection(md); // written by its own entry point
         Files.writeString(
                 md,
-                ReportMarkdown.render(s, main, aligned, features, sens, seconds, cpuSeconds),
+                ReportMarkdown.render(s, main, aligned, features, sens, seconds, cpuSeconds) + mixedModels,
                 StandardCharsets.UTF_8);
         Chart.write(png, s, main);
         System.out.printf(Locale.ROOT, "wrote %s and %s in %.1f s (%.1f s of CPU)%n", md, png, seconds, cpuSeconds);

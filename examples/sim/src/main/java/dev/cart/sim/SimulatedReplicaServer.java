@@ -5,7 +5,11 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.util.Collections;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -60,10 +64,13 @@ public final class SimulatedReplicaServer implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private volatile Fault fault;
     private volatile boolean closed;
+    /** LoRA adapters loaded now, in load order; each served under its own name. */
+    private final Set<String> adapters = Collections.synchronizedSet(new LinkedHashSet<>());
 
     private SimulatedReplicaServer(Options o) throws IOException {
         this.options = o;
         this.fault = o.fault;
+        this.adapters.addAll(o.adapters);
         EngineConfig config = EngineConfig.defaults()
                 .withCacheTokens(o.cacheTokens)
                 .withMaxNumSeqs(o.maxNumSeqs)
@@ -115,6 +122,38 @@ public final class SimulatedReplicaServer implements AutoCloseable {
     /** The replica's name (from its options). */
     public String name() {
         return options.name;
+    }
+
+    /**
+     * Loads a LoRA adapter at run time, as vLLM's {@code POST /v1/load_lora_adapter} does: from now on it
+     * is listed by {@code GET /v1/models} (with {@code parent} the base model) and requests naming it are
+     * served.
+     */
+    public void loadAdapter(String name) {
+        if (name == null || name.isBlank() || name.equals(options.model())) {
+            throw new IllegalArgumentException("an adapter needs a name of its own");
+        }
+        adapters.add(name);
+    }
+
+    /** Unloads an adapter: it leaves {@code GET /v1/models}, and requests naming it get a 404. */
+    public void unloadAdapter(String name) {
+        adapters.remove(name);
+    }
+
+    /** The adapters loaded now, in load order. */
+    public List<String> adapters() {
+        synchronized (adapters) {
+            return List.copyOf(adapters);
+        }
+    }
+
+    /**
+     * True if a request naming {@code model} is served: the base model, a loaded adapter, or (unless the
+     * replica was started with {@link Options#strictModels}) any name at all, as the simulator always did.
+     */
+    boolean serves(String model) {
+        return !options.strictModels() || model.equals(options.model()) || adapters.contains(model);
     }
 
     /** Sets the fault shown by requests that arrive from now on. */
@@ -205,6 +244,8 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         private int maxNumSeqs = EngineConfig.MAX_NUM_SEQS;
         private int maxBatchedTokens = EngineConfig.MAX_BATCHED_TOKENS;
         private double slowFactor = 10;
+        private List<String> adapters = List.of();
+        private boolean strictModels;
 
         private Options() {}
 
@@ -229,7 +270,33 @@ public final class SimulatedReplicaServer implements AutoCloseable {
             o.maxNumSeqs = maxNumSeqs;
             o.maxBatchedTokens = maxBatchedTokens;
             o.slowFactor = slowFactor;
+            o.adapters = adapters;
+            o.strictModels = strictModels;
             return o;
+        }
+
+        /** LoRA adapters loaded at start (more are loaded and unloaded at run time; none by default). */
+        public Options adapters(List<String> names) {
+            for (String n : names) {
+                if (n == null || n.isBlank()) {
+                    throw new IllegalArgumentException("an adapter name must not be blank");
+                }
+            }
+            this.adapters = List.copyOf(names);
+            return this;
+        }
+
+        /**
+         * Whether a request naming a model this replica does not serve (neither the base model nor a loaded
+         * adapter) gets vLLM's 404 (default off: any model name is served, as a single-model pool needs).
+         */
+        public Options strictModels(boolean on) {
+            this.strictModels = on;
+            return this;
+        }
+
+        public boolean strictModels() {
+            return strictModels;
         }
 
         /** Name used in thread names and the {@code x-sim-replica} response header. */

@@ -71,6 +71,8 @@ public final class Simulation {
     private final boolean learnAnswers;
     private final boolean singleDepth;
     private final PreparedWorkload.Options prepare;
+    /** Per replica, the models it serves (empty, or no entry: any model). */
+    private final List<List<String>> replicaModels;
 
     /**
      * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
@@ -112,6 +114,7 @@ public final class Simulation {
         this.learnAnswers = b.learnAnswers;
         this.singleDepth = b.singleDepth;
         this.prepare = b.prepare;
+        this.replicaModels = b.replicaModels;
     }
 
     public static Builder builder() {
@@ -195,7 +198,8 @@ public final class Simulation {
             this.n = w.size();
             ManagedReplicaSet.Builder sb = ManagedReplicaSet.builder().clock(clock);
             for (int i = 0; i < replicas; i++) {
-                sb.add(new ReplicaSpec("replica-" + i, maxLoad, 0));
+                sb.add(new ReplicaSpec(
+                        "replica-" + i, maxLoad, 0, i < replicaModels.size() ? replicaModels.get(i) : List.of()));
             }
             set = sb.build();
             members = set.replicas();
@@ -329,7 +333,7 @@ public final class Simulation {
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
             sent[i] = t;
-            RouteDecision d = router.choose(RouteRequest.of(routed(w.keys[i])));
+            RouteDecision d = router.choose(RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
                 noReplica++;
@@ -498,8 +502,20 @@ public final class Simulation {
         private boolean learnAnswers;
         private boolean singleDepth;
         private PreparedWorkload.Options prepare = PreparedWorkload.Options.defaults();
+        private List<List<String>> replicaModels = List.of();
 
         private Builder() {}
+
+        /**
+         * The models each replica serves, by index (default: every replica serves any model); a replica
+         * without an entry, or with an empty list, serves any. A request naming a model
+         * ({@link WorkloadRequest#withModel}) is routed among the replicas serving it only, as the proxy
+         * routes a pool of several models; none serving it counts as no replica.
+         */
+        public Builder replicaModels(List<List<String>> models) {
+            this.replicaModels = models.stream().map(List::copyOf).toList();
+            return this;
+        }
 
         /**
          * Whether the host learns the answer (default off): when a chat request completes, it records for the

@@ -25,6 +25,8 @@ public final class WorkloadRequest {
     private final int maxTokens;
     private final String session;
     private final String reply;
+    /** The model the request names; null for the workload's default model. */
+    private final String model;
 
     private WorkloadRequest(
             long arrivalNanos,
@@ -33,7 +35,8 @@ public final class WorkloadRequest {
             String prompt,
             int maxTokens,
             String session,
-            String reply) {
+            String reply,
+            String model) {
         if (maxTokens < 1) {
             throw new IllegalArgumentException("max tokens must be at least 1, was " + maxTokens);
         }
@@ -44,6 +47,7 @@ public final class WorkloadRequest {
         this.maxTokens = maxTokens;
         this.session = session;
         this.reply = reply;
+        this.model = model;
     }
 
     /** A chat request ({@code /v1/chat/completions}, or {@code /v1/messages} for {@link Endpoint#MESSAGES}). */
@@ -63,18 +67,31 @@ public final class WorkloadRequest {
         if (endpoint == Endpoint.COMPLETIONS) {
             throw new IllegalArgumentException("a chat request needs a chat endpoint");
         }
-        return new WorkloadRequest(0, endpoint, List.copyOf(messages), null, maxTokens, session, reply);
+        return new WorkloadRequest(0, endpoint, List.copyOf(messages), null, maxTokens, session, reply, null);
     }
 
     /** A plain completion request ({@code /v1/completions}). */
     public static WorkloadRequest completion(String prompt, int maxTokens, String session) {
         return new WorkloadRequest(
-                0, Endpoint.COMPLETIONS, null, Objects.requireNonNull(prompt), maxTokens, session, null);
+                0, Endpoint.COMPLETIONS, null, Objects.requireNonNull(prompt), maxTokens, session, null, null);
     }
 
     /** The same request arriving at {@code nanos} after the start of the run. */
     public WorkloadRequest at(long nanos) {
-        return new WorkloadRequest(nanos, endpoint, messages, prompt, maxTokens, session, reply);
+        return new WorkloadRequest(nanos, endpoint, messages, prompt, maxTokens, session, reply, model);
+    }
+
+    /**
+     * The same request naming {@code model} (a base model or an adapter): routed only to replicas serving
+     * it, and cached by a replica apart from other models' blocks. Null: the workload's default model.
+     */
+    public WorkloadRequest withModel(String model) {
+        return new WorkloadRequest(arrivalNanos, endpoint, messages, prompt, maxTokens, session, reply, model);
+    }
+
+    /** The model the request names, or null for the workload's default. */
+    public String model() {
+        return model;
     }
 
     /** Arrival time, nanoseconds after the start of the run (open-loop arrivals). */

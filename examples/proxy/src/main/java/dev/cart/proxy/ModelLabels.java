@@ -1,0 +1,84 @@
+package dev.cart.proxy;
+
+import dev.cart.core.ManagedReplicaSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The {@code model} label of per-model metrics, and the per-model decision and hit counts {@code /workers}
+ * shows. The label set is bounded: a request's model is its own label only if a replica of the pool lists
+ * it among the models it serves (configured or discovered; a replica that serves any model lists none)
+ * and fewer than {@link #MAX_LABELS} models have become labels; every other model is {@code other}, and a
+ * request that names none is {@code none}. So a client cannot add label values by sending made-up names.
+ * A model that became a label stays one (its counters stay, as Prometheus counters do).
+ *
+ * <p>Concurrency: lock-free reads of a concurrent map; a new label is admitted under this object's lock
+ * so the bound holds under races.
+ */
+final class ModelLabels {
+
+    static final int MAX_LABELS = 32;
+
+    /** Decisions and cache hits of one label. */
+    static final class Counts {
+        final LongAdder decisions = new LongAdder();
+        final LongAdder hits = new LongAdder();
+    }
+
+    private final Map<String, Counts> labels = new ConcurrentHashMap<>();
+
+    /** The label of {@code model} for a decision over {@code set}. */
+    String label(String model, ManagedReplicaSet set) {
+        if (model == null) {
+            return ProxyMetrics.NONE;
+        }
+        if (labels.containsKey(model)) {
+            return model;
+        }
+        if (set == null || !listed(set, model)) {
+            return ProxyMetrics.OTHER;
+        }
+        synchronized (this) {
+            if (labels.containsKey(model)) {
+                return model;
+            }
+            if (labels.size() >= MAX_LABELS) {
+                return ProxyMetrics.OTHER;
+            }
+            labels.put(model, new Counts());
+            return model;
+        }
+    }
+
+    /** Counts one routed decision of {@code label} (a value {@link #label} returned). */
+    void record(String label, boolean hit) {
+        Counts c = labels.get(label);
+        if (c != null) {
+            c.decisions.increment();
+            if (hit) {
+                c.hits.increment();
+            }
+        }
+    }
+
+    /** Each labelled model's counts so far, sorted by name. */
+    Map<String, long[]> snapshot() {
+        Map<String, long[]> out = new LinkedHashMap<>();
+        labels.keySet().stream().sorted().forEach(m -> {
+            Counts c = labels.get(m);
+            out.put(m, new long[] {c.decisions.sum(), c.hits.sum()});
+        });
+        return out;
+    }
+
+    private static boolean listed(ManagedReplicaSet set, String model) {
+        for (ManagedReplicaSet.Member m : set.replicas()) {
+            if (m.models().contains(model)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
