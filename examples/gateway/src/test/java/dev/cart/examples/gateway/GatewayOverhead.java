@@ -95,7 +95,7 @@ final class GatewayOverhead {
             phase(http, rr, clients, Math.max(secs, 10), gateway.pid(), "round_robin");
             List<Phase> phases = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
-                for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) {
+                for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) { // ABBA
                     Phase p = phase(
                             http, useCart ? cart : rr, clients, secs, gateway.pid(), useCart ? "cart" : "round_robin");
                     phases.add(p);
@@ -112,15 +112,15 @@ final class GatewayOverhead {
                             p.cpuMsPerRequest());
                 }
             }
-            int phaseSecs = secs;
             System.out.printf(
                     Locale.ROOT,
-                    "%n%d rounds of %d s per route, %d clients (closed loop), %d cores, Java %s%n",
+                    "%n%d rounds of %d s per route (order alternating), %d clients (closed loop), %d cores, Java %s%n",
                     rounds,
                     secs,
                     clients,
                     Runtime.getRuntime().availableProcessors(),
                     Runtime.version());
+            int phaseSecs = secs;
             for (String route : List.of("round_robin", "cart")) {
                 System.out.printf(
                         Locale.ROOT,
@@ -131,6 +131,7 @@ final class GatewayOverhead {
                         range(phases, route, Phase::cpuMsPerRequest),
                         range(phases, route, p -> (double) p.requests() / phaseSecs));
             }
+            System.out.println(differences(phases));
         } finally {
             if (gateway != null) {
                 gateway.destroy();
@@ -140,6 +141,47 @@ final class GatewayOverhead {
             replica.destroy();
         }
         System.exit(0);
+    }
+
+    /** Per round, CART's phase against the round-robin phase of the same round: p50 and CPU per request. */
+    static String differences(List<Phase> phases) {
+        int rounds = phases.size() / 2;
+        double[] p50 = new double[rounds];
+        double[] cpu = new double[rounds];
+        double[] cpuPct = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+            Phase a = phases.get(2 * r);
+            Phase b = phases.get(2 * r + 1);
+            Phase cart = a.route().equals("cart") ? a : b;
+            Phase rr = cart == a ? b : a;
+            p50[r] = cart.p50Ms() - rr.p50Ms();
+            cpu[r] = cart.cpuMsPerRequest() - rr.cpuMsPerRequest();
+            cpuPct[r] = 100 * cpu[r] / rr.cpuMsPerRequest();
+        }
+        return String.format(
+                Locale.ROOT,
+                "CART - round robin, per round: p50 %s ms (median %+.3f); CPU %s ms/request (median %+.3f), "
+                        + "%s %% (median %+.1f %%)",
+                list(p50, "%+.3f"),
+                median(p50),
+                list(cpu, "%+.3f"),
+                median(cpu),
+                list(cpuPct, "%+.1f"),
+                median(cpuPct));
+    }
+
+    private static String list(double[] v, String format) {
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < v.length; i++) {
+            b.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, format, v[i]));
+        }
+        return b.append(']').toString();
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
     private static String range(List<Phase> phases, String route, java.util.function.ToDoubleFunction<Phase> f) {
