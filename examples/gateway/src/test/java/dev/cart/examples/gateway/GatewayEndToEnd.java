@@ -66,7 +66,6 @@ final class GatewayEndToEnd {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int REPLICAS = 4;
     private static final long CACHE_TOKENS = 150_000;
-    private static final double SPEEDUP = 100;
     private static final int CLIENTS = 16 * REPLICAS;
 
     /** One measured replay. */
@@ -95,6 +94,7 @@ final class GatewayEndToEnd {
         long seed = 1;
         boolean stream = false;
         int warmup = 256;
+        double speedup = 100;
         List<String> workloadNames = List.of("rag-zipf", "multi-turn");
         List<String> balancers = List.of("cart", "round_robin");
         String proxyJar = "examples/proxy/target/cart-proxy.jar";
@@ -105,6 +105,7 @@ final class GatewayEndToEnd {
                 case "--seed" -> seed = Long.parseLong(args[++i]);
                 case "--stream" -> stream = true;
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
+                case "--speedup" -> speedup = Double.parseDouble(args[++i]);
                 case "--workloads" -> workloadNames = List.of(args[++i].split(","));
                 case "--balancers" -> balancers = List.of(args[++i].split(","));
                 case "--proxy-jar" -> proxyJar = args[++i];
@@ -134,7 +135,7 @@ final class GatewayEndToEnd {
                 for (String balancer : balancers) {
                     for (String server : servers) {
                         String jar = server.equals("proxy") ? proxyJar : gatewayJar;
-                        Run r = measure(run, w, server, jar, balancer, stream, warmup);
+                        Run r = measure(run, w, server, jar, balancer, stream, warmup, speedup);
                         all.add(r);
                         System.out.printf(
                                 Locale.ROOT,
@@ -163,7 +164,7 @@ final class GatewayEndToEnd {
                 REPLICAS,
                 CACHE_TOKENS,
                 CLIENTS,
-                SPEEDUP,
+                speedup,
                 stream ? "streamed" : "not streamed",
                 warmup,
                 Runtime.getRuntime().availableProcessors(),
@@ -240,7 +241,8 @@ final class GatewayEndToEnd {
     }
 
     /** Fresh replicas and a fresh server process; the warm-up, then the workload through one balancer. */
-    static Run measure(int run, Workload w, String server, String jar, String balancer, boolean stream, int warmup)
+    static Run measure(
+            int run, Workload w, String server, String jar, String balancer, boolean stream, int warmup, double speedup)
             throws Exception {
         List<SimulatedReplicaServer> sims = new ArrayList<>();
         Process process = null;
@@ -254,7 +256,7 @@ final class GatewayEndToEnd {
                         .port(0)
                         .model("sim")
                         .cacheTokens(CACHE_TOKENS)
-                        .speedup(SPEEDUP)));
+                        .speedup(speedup)));
             }
             int port = freePort();
             String java =
