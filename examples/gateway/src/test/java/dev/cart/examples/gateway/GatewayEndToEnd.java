@@ -46,19 +46,19 @@ import java.util.regex.Pattern;
  * {@code round_robin}.
  *
  * <p>Fairness: the two servers alternate (odd runs proxy first, even runs gateway first) so that a change in the
- * machine's load touches both; each server is warmed before its measured replay by {@code --warmup} requests whose
- * prompts share nothing with the workload's (the JIT, the gateway's lazily built load-balancer context and both
- * servers' connection pools are then warm; the replicas' caches evict those blocks first, being the least recently
- * used, and CART's routes for them are never matched). Without the warm-up the workload's first burst of 64
- * requests reaches a cold gateway, which holds it back and then decides it at once, whereas the proxy decides it as
- * the requests arrive: the first users are placed on the replicas differently, and in a multi-turn workload where a
- * user's history stays on one replica that placement decides, many turns later, which replica's cache overflows.
+ * machine's load touches both; each runs in its own JVM, not in the one running the replicas and the driver; each is
+ * warmed before its measured replay by {@code --warmup} requests whose prompts share nothing with the workload's
+ * (the JIT, the gateway's lazily built load-balancer context and both servers' connection pools are then warm; the
+ * replicas' caches evict those blocks first, being the least recently used, and CART's routes for them are never
+ * matched). Without the warm-up the workload's first burst of 64 requests reaches a cold gateway, which holds it
+ * back and then decides it at once, whereas the proxy decides it as the requests arrive: the guard diverts
+ * fewer of the first requests and the first users are placed on the replicas differently.
  *
  * <p>Not run by the test suite (it needs both jars, {@code mvn -DskipTests package}):
  *
  * <pre>
  * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
- *     [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
+ *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
  * </pre>
  */
 final class GatewayEndToEnd {
