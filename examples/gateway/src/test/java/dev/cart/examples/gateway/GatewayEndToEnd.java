@@ -2,58 +2,86 @@ package dev.cart.examples.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.cart.gateway.CartGatewayRouting;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.Workload;
 import dev.cart.sim.WorkloadRequest;
 import dev.cart.sim.Workloads;
+import java.io.IOException;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import org.springframework.boot.SpringApplication;
-import org.springframework.context.ConfigurableApplicationContext;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * The hit ratio of a workload replayed through the example gateway over HTTP, in front of simulated vLLM
- * replicas running as HTTP servers: through the CART route ({@code lb://llm}) and, on the same gateway and the
- * same kind of fresh replicas, through the gateway's default round robin ({@code lb://llm-rr}). The replay rules
- * and settings are those of the standalone proxy's end-to-end comparison ({@code docs/end-to-end.md}): 4 replicas
- * of 150,000 cache tokens, engine time 100x faster than the modelled GPU, a closed loop of 64 clients, a chat
- * turn waits for its user's previous turn, hit ratio = sum of {@code cached_tokens} / sum of {@code prompt_tokens}
- * as the replicas reported them; CART learns on route, feedback on, eviction off. Not run by the test suite:
+ * The hit ratio through the example gateway against the standalone proxy's, measured the same way in the same run:
+ * one driver (this process), fresh simulated vLLM replicas for every measurement, and the server under test — the
+ * proxy's jar or the gateway's jar — started as a child process in front of them with the same JVM options. The
+ * replay rules and settings are those of the proxy's end-to-end comparison ({@code docs/end-to-end.md}): 4 replicas
+ * of 150,000 cache tokens, engine time 100x faster than the modelled GPU, a closed loop of 64 clients, a chat turn
+ * waits for its user's previous turn, hit ratio = sum of {@code cached_tokens} / sum of {@code prompt_tokens} as the
+ * replicas reported them; CART learns on route, feedback on, tree eviction off. CART against the proxy's
+ * {@code cache_aware}; the gateway's default round robin ({@code lb://llm-rr}) against the proxy's
+ * {@code round_robin}.
+ *
+ * <p>Fairness: the two servers alternate (odd runs proxy first, even runs gateway first) so that a change in the
+ * machine's load touches both; each runs in its own JVM, not in the one running the replicas and the driver; each is
+ * warmed before its measured replay by {@code --warmup} requests whose prompts share nothing with the workload's
+ * (the JIT, the gateway's lazily built load-balancer context and both servers' connection pools are then warm; the
+ * replicas' caches evict those blocks first, being the least recently used, and CART's routes for them are never
+ * matched). Without the warm-up the workload's first burst of 64 requests reaches a cold gateway, which holds it
+ * back and then decides it at once, whereas the proxy decides it as the requests arrive: the guard diverts
+ * fewer of the first requests and the first users are placed on the replicas differently.
+ *
+ * <p>Not run by the test suite (it needs both jars, {@code mvn -DskipTests package}):
  *
  * <pre>
- * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--seed N] [--stream]
+ * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
+ *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
  * </pre>
  */
 final class GatewayEndToEnd {
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int REPLICAS = 4;
+    private static final long CACHE_TOKENS = 150_000;
+    private static final int CLIENTS = 16 * REPLICAS;
 
+    /** One measured replay. */
     record Run(
+            int run,
             String workload,
-            String route,
+            String server,
+            String balancer,
             int requests,
             int failed,
             long prompt,
             long cached,
             double seconds,
-            Map<String, Long> perReplica,
-            int leftInFlight) {
+            int moves,
+            Map<String, Long> decisions,
+            long leftInFlight) {
         double hitRatio() {
             return prompt == 0 ? 0 : (double) cached / prompt;
         }
@@ -62,180 +90,452 @@ final class GatewayEndToEnd {
     private GatewayEndToEnd() {}
 
     public static void main(String[] args) throws Exception {
+        int runs = 7;
         long seed = 1;
         boolean stream = false;
-        int replicas = 4;
-        long cacheTokens = 150_000;
+        int warmup = 256;
         double speedup = 100;
+        List<String> workloadNames = List.of("rag-zipf", "multi-turn");
+        List<String> balancers = List.of("cart", "round_robin");
+        String proxyJar = "examples/proxy/target/cart-proxy.jar";
+        String gatewayJar = "examples/gateway/target/cart-gateway-example.jar";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
+                case "--runs" -> runs = Integer.parseInt(args[++i]);
                 case "--seed" -> seed = Long.parseLong(args[++i]);
                 case "--stream" -> stream = true;
+                case "--warmup" -> warmup = Integer.parseInt(args[++i]);
+                case "--speedup" -> speedup = Double.parseDouble(args[++i]);
+                case "--workloads" -> workloadNames = List.of(args[++i].split(","));
+                case "--balancers" -> balancers = List.of(args[++i].split(","));
+                case "--proxy-jar" -> proxyJar = args[++i];
+                case "--gateway-jar" -> gatewayJar = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        int clients = 16 * replicas;
-        List<Workload> workloads = List.of(Workloads.rag(seed, replicas * cacheTokens), Workloads.multiTurn(seed));
-        List<Run> runs = new ArrayList<>();
-        for (Workload w : workloads) {
-            for (String route : List.of("round_robin", "cart")) {
-                Run r = run(w, route, replicas, cacheTokens, speedup, clients, stream);
-                runs.add(r);
-                System.out.printf(
-                        Locale.ROOT,
-                        "%s via %s: hit ratio %.3f, %d failed, %.1f s, per replica %s, left in flight %d%n",
-                        r.workload(),
-                        r.route(),
-                        r.hitRatio(),
-                        r.failed(),
-                        r.seconds(),
-                        r.perReplica(),
-                        r.leftInFlight());
+        for (String jar : List.of(proxyJar, gatewayJar)) {
+            if (!Files.isRegularFile(Path.of(jar))) {
+                throw new IllegalArgumentException(jar + " not found: build it with mvn -B -ntp -DskipTests package");
+            }
+        }
+        Map<String, Workload> workloads = new LinkedHashMap<>();
+        for (String name : workloadNames) {
+            workloads.put(
+                    name,
+                    switch (name) {
+                        case "rag-zipf" -> Workloads.rag(seed, REPLICAS * CACHE_TOKENS);
+                        case "multi-turn" -> Workloads.multiTurn(seed);
+                        default -> throw new IllegalArgumentException("unknown workload " + name);
+                    });
+        }
+        List<Run> all = new ArrayList<>();
+        for (int run = 1; run <= runs; run++) {
+            List<String> servers = run % 2 == 1 ? List.of("proxy", "gateway") : List.of("gateway", "proxy");
+            for (Workload w : workloads.values()) {
+                for (String balancer : balancers) {
+                    for (String server : servers) {
+                        String jar = server.equals("proxy") ? proxyJar : gatewayJar;
+                        Run r = measure(run, w, server, jar, balancer, stream, warmup, speedup);
+                        all.add(r);
+                        System.out.printf(
+                                Locale.ROOT,
+                                "run %d %s %s %s: hit ratio %.4f, %d failed, %.1f s, %d turns moved replica, "
+                                        + "decisions %s, left in flight %d%n",
+                                r.run(),
+                                r.workload(),
+                                r.server(),
+                                r.balancer(),
+                                r.hitRatio(),
+                                r.failed(),
+                                r.seconds(),
+                                r.moves(),
+                                r.decisions(),
+                                r.leftInFlight());
+                    }
+                }
             }
         }
         System.out.printf(
                 Locale.ROOT,
-                "%nseed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, %s, Java %s%n%n",
+                "%nseed %d, %d runs, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, %s, "
+                        + "warm-up %d requests, %d cores, Java %s%n%n",
                 seed,
-                replicas,
-                cacheTokens,
-                clients,
+                runs,
+                REPLICAS,
+                CACHE_TOKENS,
+                CLIENTS,
                 speedup,
                 stream ? "streamed" : "not streamed",
+                warmup,
+                Runtime.getRuntime().availableProcessors(),
                 Runtime.version());
-        System.out.println("| workload | gateway balancer | requests | hit ratio over HTTP | failed | run (s) |");
-        System.out.println("|---|---|---:|---:|---:|---:|");
-        for (Run r : runs) {
-            System.out.printf(
-                    Locale.ROOT,
-                    "| %s | %s | %d | %.3f | %d | %.1f |%n",
-                    r.workload(),
-                    r.route().equals("cart") ? "CART (cache_aware)" : "default round robin",
-                    r.requests(),
-                    r.hitRatio(),
-                    r.failed(),
-                    r.seconds());
-        }
+        System.out.print(summary(all, workloads.keySet(), balancers));
         System.exit(0);
     }
 
-    /** Fresh replicas and a fresh gateway; the workload through one route. */
-    static Run run(
-            Workload w, String route, int replicas, long cacheTokens, double speedup, int clients, boolean stream)
+    /** Per workload and balancer: each server's range, and gateway − proxy per run and against the proxy's mean. */
+    static String summary(List<Run> all, Iterable<String> workloads, List<String> balancers) {
+        StringBuilder b = new StringBuilder(
+                "| workload | balancer | gateway (range; each run) | proxy (range; each run) | gateway − proxy, same run (points) "
+                        + "| gateway − proxy mean (points) | failed | left in flight |\n|---|---|---|---|---|---|---:|---:|\n");
+        for (String w : workloads) {
+            for (String balancer : balancers) {
+                List<Run> gw = all.stream()
+                        .filter(r -> r.workload().equals(w)
+                                && r.balancer().equals(balancer)
+                                && r.server().equals("gateway"))
+                        .toList();
+                List<Run> px = all.stream()
+                        .filter(r -> r.workload().equals(w)
+                                && r.balancer().equals(balancer)
+                                && r.server().equals("proxy"))
+                        .toList();
+                if (gw.isEmpty() || px.size() != gw.size()) {
+                    continue;
+                }
+                double proxyMean =
+                        px.stream().mapToDouble(Run::hitRatio).average().orElse(0);
+                double[] paired = new double[gw.size()];
+                double[] toMean = new double[gw.size()];
+                for (int i = 0; i < gw.size(); i++) {
+                    paired[i] = 100 * (gw.get(i).hitRatio() - px.get(i).hitRatio());
+                    toMean[i] = 100 * (gw.get(i).hitRatio() - proxyMean);
+                }
+                b.append(String.format(
+                        Locale.ROOT,
+                        "| %s | %s | %s | %s | %s | %s | %d | %d |%n",
+                        w,
+                        balancer.equals("cart") ? "CART / cache_aware" : "round robin",
+                        ratios(gw),
+                        ratios(px),
+                        points(paired),
+                        points(toMean),
+                        gw.stream().mapToInt(Run::failed).sum()
+                                + px.stream().mapToInt(Run::failed).sum(),
+                        gw.stream().mapToLong(Run::leftInFlight).sum()
+                                + px.stream().mapToLong(Run::leftInFlight).sum()));
+            }
+        }
+        return b.toString();
+    }
+
+    private static String ratios(List<Run> runs) {
+        double[] v = runs.stream().mapToDouble(Run::hitRatio).toArray();
+        double[] s = v.clone();
+        Arrays.sort(s);
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%.3f–%.3f (", s[0], s[s.length - 1]));
+        for (int i = 0; i < v.length; i++) {
+            b.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.3f", v[i]));
+        }
+        return b.append(')').toString();
+    }
+
+    private static String points(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%+.1f..%+.1f (", s[0], s[s.length - 1]));
+        for (int i = 0; i < v.length; i++) {
+            b.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%+.1f", v[i]));
+        }
+        return b.append(')').toString();
+    }
+
+    /** Fresh replicas and a fresh server process; the warm-up, then the workload through one balancer. */
+    static Run measure(
+            int run, Workload w, String server, String jar, String balancer, boolean stream, int warmup, double speedup)
             throws Exception {
         List<SimulatedReplicaServer> sims = new ArrayList<>();
-        ConfigurableApplicationContext gateway = null;
+        Process process = null;
+        Path config = null;
+        Path log = null;
+        boolean ok = false;
         try {
-            List<String> props = new ArrayList<>(List.of(
-                    "--server.port=0",
-                    "--cart.eviction-interval-secs=0",
-                    "--cart.learn=on_route",
-                    "--cart.feedback=true",
-                    "--logging.level.root=WARN",
-                    "--spring.main.banner-mode=off"));
-            for (int i = 0; i < replicas; i++) {
-                SimulatedReplicaServer r = SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
+            for (int i = 0; i < REPLICAS; i++) {
+                sims.add(SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
                         .name("e2e-" + i)
                         .port(0)
                         .model("sim")
-                        .cacheTokens(cacheTokens)
-                        .speedup(speedup));
-                sims.add(r);
-                for (String service : List.of("llm", "llm-rr")) {
-                    props.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i + "].uri="
-                            + r.baseUri());
+                        .cacheTokens(CACHE_TOKENS)
+                        .speedup(speedup)));
+            }
+            int port = freePort();
+            String java =
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            List<String> cmd = new ArrayList<>(List.of(java, "-Xmx1g", "-jar", jar));
+            boolean proxy = server.equals("proxy");
+            if (proxy) {
+                config = Files.createTempFile("cart-e2e-", ".yaml");
+                Files.writeString(config, proxyConfig(port, balancer, sims));
+                cmd.addAll(List.of("-c", config.toString()));
+            } else {
+                cmd.addAll(List.of(
+                        "--server.port=" + port,
+                        "--server.address=127.0.0.1",
+                        "--cart.eviction-interval-secs=0",
+                        "--cart.learn=on_route",
+                        "--cart.feedback=true",
+                        "--logging.level.root=WARN",
+                        "--spring.main.banner-mode=off"));
+                for (int i = 0; i < sims.size(); i++) {
+                    for (String service : List.of("llm", "llm-rr")) {
+                        cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i + "].uri="
+                                + sims.get(i).baseUri());
+                    }
                 }
             }
-            gateway = SpringApplication.run(GatewayExample.class, props.toArray(String[]::new));
-            int port = Integer.parseInt(gateway.getEnvironment().getProperty("local.server.port"));
-            String prefix = route.equals("cart") ? "" : "/rr";
-            Run run = new Replay(w, route, URI.create("http://127.0.0.1:" + port + prefix), clients, stream).run();
-            CartGatewayRouting routing = gateway.getBean(CartGatewayRouting.class);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (routing.inFlight("llm") != 0 && System.nanoTime() < deadline) {
-                LockSupport.parkNanos(2_000_000); // bounded wait for the last leases to close
+            log = Files.createTempFile("cart-e2e-" + server + "-", ".log");
+            process = new ProcessBuilder(cmd)
+                    .redirectErrorStream(true)
+                    .redirectOutput(log.toFile())
+                    .start();
+            URI base = URI.create("http://127.0.0.1:" + port);
+            HttpClient http = HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(10))
+                    .build();
+            awaitUp(http, base.resolve(proxy ? "/health" : "/actuator/health"), process);
+            URI route = URI.create(base + (proxy || balancer.equals("cart") ? "" : "/rr"));
+            URI metrics = base.resolve(proxy ? "/metrics" : "/actuator/prometheus");
+            if (warmup > 0) {
+                warmUp(http, route, warmup, stream);
+                awaitIdle(http, metrics);
             }
-            Map<String, Long> reasons = new TreeMap<>();
-            for (var c : gateway.getBean(io.micrometer.core.instrument.MeterRegistry.class)
-                    .find("cart.decisions")
-                    .counters()) {
-                reasons.merge(c.getId().getTag("reason"), (long) c.count(), Long::sum);
-            }
-            System.out.println(w.name() + " via " + route + ": decisions by reason " + reasons);
-            Map<String, Long> perReplica = new TreeMap<>();
-            for (SimulatedReplicaServer s : sims) {
-                perReplica.put(s.name(), s.requestCount());
-            }
+            Map<String, Long> before = decisions(scrape(http, metrics));
+            Replay replay = new Replay(w, http, route, stream);
+            replay.run();
+            long inFlight = awaitIdle(http, metrics);
+            Map<String, Long> decisions = decisions(scrape(http, metrics));
+            before.forEach((reason, n) -> decisions.merge(reason, -n, Long::sum));
+            decisions.values().removeIf(n -> n == 0);
+            ok = true;
             return new Run(
-                    run.workload(),
-                    route,
-                    run.requests(),
-                    run.failed(),
-                    run.prompt(),
-                    run.cached(),
-                    run.seconds(),
-                    perReplica,
-                    routing.inFlight("llm"));
+                    run,
+                    w.name(),
+                    server,
+                    balancer,
+                    w.requests().size(),
+                    replay.failed.get(),
+                    replay.prompt.get(),
+                    replay.cached.get(),
+                    replay.seconds,
+                    replay.moves(),
+                    decisions,
+                    inFlight);
         } finally {
-            if (gateway != null) {
-                gateway.close();
+            if (process != null) {
+                process.destroy();
+                if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
             }
             for (SimulatedReplicaServer r : sims) {
                 r.close();
             }
+            if (config != null) {
+                Files.deleteIfExists(config);
+            }
+            if (log != null && ok) {
+                Files.deleteIfExists(log);
+            } else if (log != null) {
+                System.err.println("the " + server + "'s output is in " + log);
+            }
         }
     }
 
-    /** The closed-loop replay: {@code clients} requests out at once, a chat user's turns one after another. */
+    /** The proxy's settings of {@code docs/end-to-end.md}: learn on route, feedback on, eviction off, no retries. */
+    private static String proxyConfig(int port, String balancer, List<SimulatedReplicaServer> sims) {
+        StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: ")
+                .append(port)
+                .append("\n  max_threads: ")
+                .append(4 * CLIENTS)
+                .append("\ncache:\n  policy: ")
+                .append(balancer.equals("cart") ? "cache_aware" : "round_robin")
+                .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n")
+                .append("proxy:\n  max_retries: 0\n  decision_log: false\nworkers:\n");
+        for (SimulatedReplicaServer r : sims) {
+            yaml.append("  - url: ").append(r.baseUri()).append('\n');
+        }
+        return yaml.toString();
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static void awaitUp(HttpClient http, URI health, Process process) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("the server exited with " + process.exitValue() + " before it was up");
+            }
+            try {
+                HttpResponse<Void> r = http.send(
+                        HttpRequest.newBuilder(health)
+                                .timeout(Duration.ofSeconds(5))
+                                .build(),
+                        HttpResponse.BodyHandlers.discarding());
+                if (r.statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException notYet) {
+                // not listening yet
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+        }
+        throw new IllegalStateException("the server was not up within 3 minutes: " + health);
+    }
+
+    /**
+     * {@code n} chat requests, {@link #CLIENTS} at a time, whose prompts (random words) share no prefix with the
+     * workload's or with each other beyond a few characters.
+     */
+    private static void warmUp(HttpClient http, URI route, int n, boolean stream) throws InterruptedException {
+        SplittableRandom rnd = new SplittableRandom(n);
+        String[] words = "warm up only the server under test never the measured caches".split(" ");
+        List<HttpRequest> requests = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            StringBuilder text = new StringBuilder("warm-up " + i + ":");
+            while (text.length() < 2_000) {
+                text.append(' ').append(words[rnd.nextInt(words.length)]);
+            }
+            String body = "{\"model\":\"sim\",\"stream\":" + stream + ",\"max_tokens\":8,\"messages\":[{\"role\":"
+                    + "\"user\",\"content\":\"" + text + "\"}]}";
+            requests.add(HttpRequest.newBuilder(URI.create(route + "/v1/chat/completions"))
+                    .timeout(Duration.ofMinutes(2))
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body))
+                    .build());
+        }
+        AtomicInteger next = new AtomicInteger();
+        CountDownLatch done = new CountDownLatch(n);
+        for (int c = 0; c < Math.min(CLIENTS, n); c++) {
+            sendNext(http, requests, next, done);
+        }
+        if (!done.await(10, TimeUnit.MINUTES)) {
+            throw new IllegalStateException("the warm-up did not finish");
+        }
+    }
+
+    private static void sendNext(HttpClient http, List<HttpRequest> requests, AtomicInteger next, CountDownLatch done) {
+        int i = next.getAndIncrement();
+        if (i >= requests.size()) {
+            return;
+        }
+        var unused = http.sendAsync(requests.get(i), HttpResponse.BodyHandlers.discarding())
+                .whenComplete((r, e) -> {
+                    done.countDown();
+                    sendNext(http, requests, next, done);
+                });
+    }
+
+    private static String scrape(HttpClient http, URI metrics) throws IOException, InterruptedException {
+        return http.send(
+                        HttpRequest.newBuilder(metrics)
+                                .timeout(Duration.ofSeconds(30))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8))
+                .body();
+    }
+
+    private static final Pattern SAMPLE = Pattern.compile("^([a-z_]+)(\\{[^}]*})? ([-+0-9.eE]+|NaN)$");
+    private static final Pattern REASON = Pattern.compile("reason=\"([^\"]+)\"");
+
+    /** {@code cart_decisions_total} by reason. */
+    private static Map<String, Long> decisions(String text) {
+        Map<String, Long> by = new TreeMap<>();
+        for (String line : text.split("\n")) {
+            Matcher m = SAMPLE.matcher(line);
+            if (m.matches() && m.group(1).equals("cart_decisions_total") && m.group(2) != null) {
+                Matcher r = REASON.matcher(m.group(2));
+                if (r.find()) {
+                    by.merge(r.group(1), (long) Double.parseDouble(m.group(3)), Long::sum);
+                }
+            }
+        }
+        return by;
+    }
+
+    /** Requests holding a slot: the proxy's per-replica gauge, the gateway's per-service one. */
+    private static long inFlight(String text) {
+        long n = 0;
+        for (String line : text.split("\n")) {
+            Matcher m = SAMPLE.matcher(line);
+            if (m.matches()
+                    && (m.group(1).equals("cart_replica_in_flight")
+                            || m.group(1).equals("cart_requests_in_flight"))) {
+                n += (long) Double.parseDouble(m.group(3));
+            }
+        }
+        return n;
+    }
+
+    /** Waits (bounded) until no request holds a slot; the count left. */
+    private static long awaitIdle(HttpClient http, URI metrics) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long n;
+        while ((n = inFlight(scrape(http, metrics))) != 0 && System.nanoTime() < deadline) {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+        return n;
+    }
+
+    /**
+     * The closed-loop replay: {@link #CLIENTS} requests out at once, each finished request letting the next one
+     * in workload order go, a chat user's turns one after another (the simulation's rules).
+     */
     private static final class Replay {
         private final List<WorkloadRequest> requests;
-        private final Workload w;
-        private final String route;
+        private final HttpClient http;
         private final URI base;
-        private final int clients;
         private final boolean stream;
-        private final HttpClient http = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(10))
-                .build();
         private final CountDownLatch done;
         private final Map<String, ArrayDeque<Integer>> waiting = new HashMap<>();
         private final Map<String, Boolean> busy = new HashMap<>();
         private final AtomicLong prompt = new AtomicLong();
         private final AtomicLong cached = new AtomicLong();
         private final AtomicInteger failed = new AtomicInteger();
+        private final String[] servedBy;
+        private double seconds;
         private int next;
 
-        Replay(Workload w, String route, URI base, int clients, boolean stream) {
-            this.w = w;
+        Replay(Workload w, HttpClient http, URI base, boolean stream) {
             this.requests = w.requests();
-            this.route = route;
+            this.http = http;
             this.base = base;
-            this.clients = clients;
             this.stream = stream;
             this.done = new CountDownLatch(requests.size());
+            this.servedBy = new String[requests.size()];
         }
 
-        Run run() throws InterruptedException {
+        void run() throws InterruptedException {
             long t0 = System.nanoTime();
             synchronized (this) {
-                for (next = 0; next < Math.min(clients, requests.size()); next++) {
+                for (next = 0; next < Math.min(CLIENTS, requests.size()); next++) {
                     arrive(next);
                 }
             }
             if (!done.await(30, TimeUnit.MINUTES)) {
                 throw new IllegalStateException("the replay did not finish");
             }
-            return new Run(
-                    w.name(),
-                    route,
-                    requests.size(),
-                    failed.get(),
-                    prompt.get(),
-                    cached.get(),
-                    (System.nanoTime() - t0) / 1e9,
-                    Map.of(),
-                    0);
+            seconds = (System.nanoTime() - t0) / 1e9;
+        }
+
+        /** Turns of a session served by another replica than the session's previous turn. */
+        int moves() {
+            Map<String, String> last = new HashMap<>();
+            int moves = 0;
+            for (int i = 0; i < requests.size(); i++) {
+                String session = requests.get(i).session();
+                if (session != null && servedBy[i] != null) {
+                    String before = last.put(session, servedBy[i]);
+                    if (before != null && !before.equals(servedBy[i])) {
+                        moves++;
+                    }
+                }
+            }
+            return moves;
         }
 
         /** Called with the lock held. */
@@ -281,6 +581,10 @@ final class GatewayEndToEnd {
                             if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
                                 System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode()));
                                 failed.incrementAndGet();
+                            } else {
+                                servedBy[i] = resp.headers()
+                                        .firstValue("x-sim-replica")
+                                        .orElse(null);
                             }
                         } finally {
                             finished(i);

@@ -25,25 +25,40 @@ import java.util.concurrent.atomic.AtomicInteger;
  * fast fake replica (examples/bench {@code FakeReplica}, a child process answering at once with a canned chat
  * completion), driven in a closed loop of {@code --clients} connections from this process, alternating between
  * the route CART balances ({@code /v1/...}, service {@code llm}) and the same gateway's default round robin over
- * the same replica ports ({@code /rr/v1/...}, service {@code llm-rr}). Each phase reports the client-side p50 and
- * p99 latency and the gateway process's CPU time per request (from {@code /proc/<pid>/stat}); the rounds give a
- * range. Requests are ~1 KB chat bodies, 16 system prompts shared by 256 requests (the bench's mix). Not run by
- * the test suite:
+ * the same replica ports ({@code /rr/v1/...}, service {@code llm-rr}). After a warm-up of both routes
+ * ({@code --warmup-secs}, each route twice), each round runs one phase per route, in ABBA order; a phase reports the
+ * client-side p50 and p99 latency and the gateway's CPU time per request, the process's (from
+ * {@code /proc/<pid>/stat}: JIT compiler and GC threads included) and its Reactor Netty event loops' alone (from
+ * {@code /proc/<pid>/task/<tid>/stat}: the request path). CPU time per request is what holds on a loaded machine;
+ * latency there includes waiting for a core. The rounds give ranges and per-round differences. Requests are ~1 KB
+ * chat bodies, 16 system prompts shared by 256 requests (the bench's mix). Not run by the test suite:
  *
  * <pre>
- * java -cp ... dev.cart.examples.gateway.GatewayOverhead [--rounds 3] [--secs 10] [--clients 16]
+ * java -cp ... dev.cart.examples.gateway.GatewayOverhead [--rounds 3] [--secs 10] [--clients 16] [--warmup-secs 60]
  * </pre>
  */
 final class GatewayOverhead {
 
     private GatewayOverhead() {}
 
-    record Phase(String route, int requests, int failed, double p50Ms, double p99Ms, double cpuMsPerRequest) {}
+    /**
+     * One closed-loop phase: client latencies, and the gateway's CPU time per request, the whole process's (JIT and
+     * GC threads included) and its Reactor Netty event loops' alone (the request path).
+     */
+    record Phase(
+            String route,
+            int requests,
+            int failed,
+            double p50Ms,
+            double p99Ms,
+            double cpuMsPerRequest,
+            double loopCpuMsPerRequest) {}
 
     public static void main(String[] args) throws Exception {
         int rounds = 3;
         int secs = 10;
         int clients = 16;
+        int warmupSecs = 60;
         String jar = "examples/gateway/target/cart-gateway-example.jar";
         String benchClasses = "examples/bench/target/classes";
         for (int i = 0; i < args.length; i++) {
@@ -51,6 +66,7 @@ final class GatewayOverhead {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--secs" -> secs = Integer.parseInt(args[++i]);
                 case "--clients" -> clients = Integer.parseInt(args[++i]);
+                case "--warmup-secs" -> warmupSecs = Integer.parseInt(args[++i]);
                 case "--jar" -> jar = args[++i];
                 case "--bench-classes" -> benchClasses = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
@@ -91,46 +107,51 @@ final class GatewayOverhead {
             HttpClient http =
                     HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             System.out.println("warming up both routes...");
-            phase(http, cart, clients, Math.max(secs, 10), gateway.pid(), "cart");
-            phase(http, rr, clients, Math.max(secs, 10), gateway.pid(), "round_robin");
+            for (int w = 0; w < 2; w++) { // both routes twice, so that neither is measured right after its first use
+                phase(http, cart, clients, Math.max(1, warmupSecs / 4), gateway.pid(), "cart");
+                phase(http, rr, clients, Math.max(1, warmupSecs / 4), gateway.pid(), "round_robin");
+            }
             List<Phase> phases = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
-                for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) {
+                for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) { // ABBA
                     Phase p = phase(
                             http, useCart ? cart : rr, clients, secs, gateway.pid(), useCart ? "cart" : "round_robin");
                     phases.add(p);
                     System.out.printf(
                             Locale.ROOT,
                             "round %d %-11s: %d requests (%d failed), p50 %.3f ms, p99 %.3f ms, "
-                                    + "gateway CPU %.3f ms/request%n",
+                                    + "gateway CPU %.3f ms/request (event loops %.3f)%n",
                             r + 1,
                             p.route(),
                             p.requests(),
                             p.failed(),
                             p.p50Ms(),
                             p.p99Ms(),
-                            p.cpuMsPerRequest());
+                            p.cpuMsPerRequest(),
+                            p.loopCpuMsPerRequest());
                 }
             }
-            int phaseSecs = secs;
             System.out.printf(
                     Locale.ROOT,
-                    "%n%d rounds of %d s per route, %d clients (closed loop), %d cores, Java %s%n",
+                    "%n%d rounds of %d s per route (order alternating), %d clients (closed loop), %d cores, Java %s%n",
                     rounds,
                     secs,
                     clients,
                     Runtime.getRuntime().availableProcessors(),
                     Runtime.version());
+            int phaseSecs = secs;
             for (String route : List.of("round_robin", "cart")) {
                 System.out.printf(
                         Locale.ROOT,
-                        "%-11s p50 %s ms, p99 %s ms, CPU %s ms/request, %s req/s%n",
+                        "%-11s p50 %s ms, p99 %s ms, CPU %s ms/request (event loops %s), %s req/s%n",
                         route,
                         range(phases, route, Phase::p50Ms),
                         range(phases, route, Phase::p99Ms),
                         range(phases, route, Phase::cpuMsPerRequest),
+                        range(phases, route, Phase::loopCpuMsPerRequest),
                         range(phases, route, p -> (double) p.requests() / phaseSecs));
             }
+            System.out.println(differences(phases));
         } finally {
             if (gateway != null) {
                 gateway.destroy();
@@ -140,6 +161,51 @@ final class GatewayOverhead {
             replica.destroy();
         }
         System.exit(0);
+    }
+
+    /** Per round, CART's phase against the round-robin phase of the same round: p50 and CPU per request. */
+    static String differences(List<Phase> phases) {
+        int rounds = phases.size() / 2;
+        double[] p50 = new double[rounds];
+        double[] cpu = new double[rounds];
+        double[] cpuPct = new double[rounds];
+        double[] loopPct = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+            Phase a = phases.get(2 * r);
+            Phase b = phases.get(2 * r + 1);
+            Phase cart = a.route().equals("cart") ? a : b;
+            Phase rr = cart == a ? b : a;
+            p50[r] = cart.p50Ms() - rr.p50Ms();
+            cpu[r] = cart.cpuMsPerRequest() - rr.cpuMsPerRequest();
+            cpuPct[r] = 100 * cpu[r] / rr.cpuMsPerRequest();
+            loopPct[r] = 100 * (cart.loopCpuMsPerRequest() - rr.loopCpuMsPerRequest()) / rr.loopCpuMsPerRequest();
+        }
+        return String.format(
+                Locale.ROOT,
+                "CART - round robin, per round: p50 %s ms (median %+.3f); CPU %s ms/request (median %+.3f), "
+                        + "%s %% (median %+.1f %%); event-loop CPU %s %% (median %+.1f %%)",
+                list(p50, "%+.3f"),
+                median(p50),
+                list(cpu, "%+.3f"),
+                median(cpu),
+                list(cpuPct, "%+.1f"),
+                median(cpuPct),
+                list(loopPct, "%+.1f"),
+                median(loopPct));
+    }
+
+    private static String list(double[] v, String format) {
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < v.length; i++) {
+            b.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, format, v[i]));
+        }
+        return b.append(']').toString();
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
     private static String range(List<Phase> phases, String route, java.util.function.ToDoubleFunction<Phase> f) {
@@ -225,11 +291,13 @@ final class GatewayOverhead {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(secs);
         CountDownLatch done = new CountDownLatch(clients);
         long cpu0 = cpuTicks(pid);
+        long loop0 = eventLoopTicks(pid);
         for (int c = 0; c < clients; c++) {
             loop(http, requests, next, end, latencies, count, failed, done);
         }
         done.await();
         long cpu1 = cpuTicks(pid);
+        long loop1 = eventLoopTicks(pid);
         int n = Math.min(count.get(), latencies.length);
         long[] sorted = Arrays.copyOf(latencies, n);
         Arrays.sort(sorted);
@@ -240,7 +308,8 @@ final class GatewayOverhead {
                 failed.get(),
                 sorted[n / 2] / 1e6,
                 sorted[(int) (n * 0.99)] / 1e6,
-                (cpu1 - cpu0) / ticksPerMs / Math.max(1, n));
+                (cpu1 - cpu0) / ticksPerMs / Math.max(1, n),
+                (loop1 - loop0) / ticksPerMs / Math.max(1, n));
     }
 
     private static void loop(
@@ -271,6 +340,27 @@ final class GatewayOverhead {
                     }
                     loop(http, requests, next, end, latencies, count, failed, done);
                 });
+    }
+
+    /** utime + stime of the process's Reactor Netty threads ({@code reactor-http-*}), in clock ticks. */
+    private static long eventLoopTicks(long pid) throws IOException {
+        long ticks = 0;
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : (Iterable<Path>) tasks::iterator) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (IOException gone) {
+                    continue; // the thread ended
+                }
+                String comm = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                if (comm.startsWith("reactor-http")) {
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                }
+            }
+        }
+        return ticks;
     }
 
     /** utime + stime of a process, in clock ticks. */
