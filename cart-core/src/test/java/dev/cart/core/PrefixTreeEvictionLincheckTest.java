@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
  * beside it may see some of the pass's entries gone and others not yet (each removal, with its detach or
  * merge, is atomic; the pass as a whole is not). A first version of this test that evicted many entries
  * per pass, and removed replicas, found exactly that. Inserts are left out too: one that meets a running
- * pass is skipped and counted, which {@link PrefixTreeConcurrencyTest} checks.
+ * pass is skipped and counted, which {@link PrefixTreeConcurrencyTest} checks. Budget: as
+ * {@link PrefixTreeLincheckTest}.
  */
 @Param(name = "key", gen = IntGen.class, conf = "0:5")
 public class PrefixTreeEvictionLincheckTest {
@@ -74,8 +75,8 @@ public class PrefixTreeEvictionLincheckTest {
     @Test
     void stress() {
         new StressOptions()
-                .iterations(15)
-                .invocationsPerIteration(200)
+                .iterations(8 * PrefixTreeLincheckTest.SCALE)
+                .invocationsPerIteration(100)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeEvictionLincheckTest.class);
@@ -84,10 +85,10 @@ public class PrefixTreeEvictionLincheckTest {
     @Test
     void modelChecking() {
         new ModelCheckingOptions()
-                .iterations(6)
-                .invocationsPerIteration(40)
+                .iterations(3 * PrefixTreeLincheckTest.SCALE)
+                .invocationsPerIteration(20)
                 .threads(2)
-                .actorsPerThread(3)
+                .actorsPerThread(2)
                 .check(PrefixTreeEvictionLincheckTest.class);
     }
 }
