@@ -23,8 +23,9 @@ import org.junit.jupiter.api.Test;
  *
  * <p>Budget: stress runs 8 scenarios of 100 invocations, model checking 3 of 20, here and in
  * {@link PrefixTreeEvictionLincheckTest} (whose model checking uses 2 actors per thread). On a 2-core
- * machine at a load average of about 30, the four tests took 5.3 minutes; with the former 15 x 200 and
- * 6 x 40 they took 7.5 to 13 minutes and the eviction model check hit the 5-minute test timeout. When
+ * machine at a load average of about 30, the four tests took 5.3 minutes (2.6 at about 21, when
+ * cart-core's whole verify took 3.4); with the former 15 x 200 and 6 x 40 they took 7.5 to 13 minutes
+ * at 25-35 and the eviction model check hit the 5-minute test timeout. When
  * changing the tree, run them with more: {@code -Dcart.lincheck.scale=10} multiplies the scenarios.
  */
 @Param(name = "key", gen = IntGen.class, conf = "0:5")
