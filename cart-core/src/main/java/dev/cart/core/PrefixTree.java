@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import com.google.errorprone.annotations.concurrent.LockMethod;
 import dev.cart.core.spi.Match;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -28,27 +30,38 @@ import java.util.function.LongFunction;
  * Edges are compressed: each edge carries a run of block hashes (its label) and leads to a node. A node
  * holds the replicas that were sent a prompt passing through it, each with the time it was last used.
  * A replica recorded for a key holds every prefix of that key, so {@link #insert} marks the whole path.
- * The edges out of a node are immutable {@code Edge} objects in a small open-addressing table keyed by
- * the label's first block, so a lookup costs the same for 2 children or 100,000.
+ * The edge into a node is stored in the node itself (its label and first block, both final), and a
+ * node's children sit in a small open-addressing table keyed by their first block, so a lookup costs
+ * the same for 2 children or 100,000, and one level of a walk loads four objects: the table, the child,
+ * its label and its replica array. Since a label never changes, an edge that changes (split, merge)
+ * changes by replacing its node with a copy (see below).
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
  * not at all, in an order consistent with real time. How:
  * <ul>
- *   <li>Every change a reader can see is one atomic store: a new {@code Edge} in a table slot (a new
- *       leaf, a split edge, a merged edge, a tombstone), a new table, or a new holder array (with the
- *       array of its replicas, which is what a match reads: holders are loaded only by writers).</li>
+ *   <li>Every change a reader can see is one atomic store: a new node in a table slot (a new leaf, the
+ *       node that splits an edge, the copy of a node whose edge was merged, a tombstone), a new table,
+ *       or a new holder array (with the array of its replicas, which is what a match reads: holders
+ *       are loaded only by writers). A node's first block, label and depth are final, so a reader
+ *       never sees a label change under it: a split publishes a new middle node whose table holds a
+ *       copy of the old child with the rest of the label; a merge publishes a copy of the child with
+ *       the joined label. A copy shares the original's tables, holders and version, and the original is
+ *       retired ({@code replacedBy}), so a writer that still holds the original (an eviction pass's
+ *       entry list) finds the node that took its place.</li>
  *   <li>An insert that adds its replica to existing nodes changes several of them. Every node carries a
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
  *   <li>{@link #match} takes no lock and writes nothing. It reads each node's version before its fields,
- *       then looks again: every edge it followed still in its slot, every version unchanged. If not, a
+ *       then looks again: every node it followed still in its parent's slot, every version unchanged. If not, a
  *       writer changed <em>this</em> path meanwhile and the match walks again. Writes elsewhere (most
  *       structural writes: a new leaf under another node) never make it retry, and maintenance never
  *       makes it wait.</li>
  *   <li>{@link #insert} of a key the replica already holds entirely only refreshes last-use times: no
  *       lock, no version change, no write when the stored time would not change (nodes near the root
- *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.</li>
+ *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.
+ *       What can be made before the mutex is (the new leaf's label, found by the lock-free walk that
+ *       tried the refresh, and its holder), so the mutex covers the second walk and the stores.</li>
  *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
  *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
  *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
@@ -77,11 +90,12 @@ final class PrefixTree {
 
     private static final Holder[] NO_HOLDERS = new Holder[0];
     private static final Replica[] NO_REPLICAS = new Replica[0];
-    private static final Edge[] NO_EDGES = new Edge[0];
+    private static final Node[] NO_CHILDREN = new Node[0];
+    private static final long[] NO_LABEL = new long[0];
     /** Marks a removed slot; probes continue past it. */
-    private static final Edge TOMBSTONE = new Edge(0, new long[0], null);
+    private static final Node TOMBSTONE = new Node(0, NO_LABEL, -1);
 
-    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Edge[].class);
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Node[].class);
 
     private final long maxSize;
     private final long ttlMillis;
@@ -92,7 +106,7 @@ final class PrefixTree {
     private final AtomicLong nodes = new AtomicLong();
     private final AtomicLong entries = new AtomicLong();
     private final LongAdder skipped = new LongAdder();
-    private volatile Node root = new Node(0);
+    private volatile Node root = newRoot();
 
     private PrefixTree(Builder b) {
         this.maxSize = b.maxSize;
@@ -124,7 +138,6 @@ final class PrefixTree {
             return Match.none(key.length());
         }
         Node[] seen = new Node[8];
-        Edge[] via = new Edge[8];
         int[] versions = new int[8];
         Replica[][] holders = new Replica[8][];
         int[] reach = new int[8];
@@ -136,45 +149,44 @@ final class PrefixTree {
             int depth = 0;
             int i = 0;
             while (i < n) {
-                Edge e = find(node.edges, b[i]);
-                if (e == null) {
+                Node child = find(node.children, b[i]);
+                if (child == null) {
                     break;
                 }
-                Node target = e.target;
-                int v = target.version;
+                int v = child.version;
                 if ((v & 1) != 0) {
                     continue attempt;
                 }
-                int m = commonPrefix(e.label, b, i);
+                long[] label = child.label;
+                int m = commonPrefix(label, b, i);
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
-                    via = Arrays.copyOf(via, depth * 2);
                     versions = Arrays.copyOf(versions, depth * 2);
                     holders = Arrays.copyOf(holders, depth * 2);
                     reach = Arrays.copyOf(reach, depth * 2);
                 }
-                seen[depth] = target;
-                via[depth] = e;
+                seen[depth] = child;
                 versions[depth] = v;
-                holders[depth] = target.replicas;
+                holders[depth] = child.replicas;
                 reach[depth++] = i + m;
                 i += m;
-                if (m < e.label.length) {
+                if (m < label.length) {
                     break;
                 }
-                node = target;
+                node = child;
             }
-            // Second look: every edge still in place and every node unchanged means all that was read
-            // was current at once (edges and holder arrays are never reused, versions only grow).
+            // Second look: every node still in its slot and unchanged means all that was read was
+            // current at once (nodes, labels and holder arrays are never reused, versions only grow).
             if (root != start) {
                 continue;
             }
             Node parent = start;
             for (int d = 0; d < depth; d++) {
-                if (find(parent.edges, via[d].first) != via[d] || seen[d].version != versions[d]) {
+                Node child = seen[d];
+                if (find(parent.children, child.first) != child || child.version != versions[d]) {
                     continue attempt;
                 }
-                parent = seen[d];
+                parent = child;
             }
             return result(key, depth, holders, reach);
         }
@@ -259,25 +271,35 @@ final class PrefixTree {
     }
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        if (refresh(b, replica, now, remote)) {
+        int reach = refresh(b, replica, now, remote);
+        if (reach < 0) {
             return true;
         }
+        // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
+        // the tree (used only if the walk under the mutex stops at the same block).
+        Prepared leaf = reach < b.length ? new Prepared(reach, Arrays.copyOfRange(b, reach, b.length)) : null;
         if (!lockForWrite()) {
             skipped.increment();
             return false;
         }
         try {
-            write(b, replica, now, remote);
+            write(b, replica, now, remote, leaf);
             return true;
         } finally {
             writers.unlock();
         }
     }
 
+    /** A new leaf's label made before the mutex, for a key that leaves the tree at block {@code from}. */
+    private record Prepared(int from, long[] label) {}
+
     /**
      * Takes the writer mutex unless maintenance is running or waiting; never waits for maintenance.
-     * Waits (parked, in short slices) only for another writer.
+     * Waits (parked, in short slices) only for another writer. Returns true holding the mutex, false
+     * not holding it.
      */
+    @SuppressWarnings("deprecation") // @LockMethod: the way to tell Error Prone's GuardedBy check
+    @LockMethod("writers")
     private boolean lockForWrite() {
         for (; ; ) {
             if (maintenance.get() > 0) {
@@ -298,47 +320,42 @@ final class PrefixTree {
         }
     }
 
-    /** Takes the mutex for maintenance: new writes are refused from now on, running ones finish. */
-    private void lockForMaintenance() {
-        maintenance.incrementAndGet();
-        writers.lock();
-    }
-
-    private void unlockMaintenance() {
-        maintenance.decrementAndGet();
-        writers.unlock();
-    }
-
     /**
      * The lock-free case: the whole key is stored and the replica holds every node on it. Refreshes the
-     * last-use times (a local insert also makes the entries local) and returns true; returns false as
-     * soon as anything would have to change.
+     * last-use times (a local insert also makes the entries local) and returns -1. Otherwise changes
+     * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
      */
-    private boolean refresh(long[] b, Replica replica, long now, boolean remote) {
+    private int refresh(long[] b, Replica replica, long now, boolean remote) {
         Node node = root;
         int i = 0;
         Node[] path = null;
         int depth = 0;
+        boolean heldAll = true;
         while (i < b.length) {
-            Edge e = find(node.edges, b[i]);
-            if (e == null) {
-                return false;
+            Node child = find(node.children, b[i]);
+            if (child == null) {
+                return i;
             }
-            long[] label = e.label;
-            if (label.length > b.length - i || commonPrefix(label, b, i) < label.length) {
-                return false;
+            long[] label = child.label;
+            int m = commonPrefix(label, b, i);
+            if (m < label.length) {
+                return i + m;
             }
-            node = e.target;
-            if (!holds(node, replica)) {
-                return false;
+            node = child;
+            i += m;
+            if (heldAll && holds(node, replica)) {
+                if (path == null) {
+                    path = new Node[8];
+                } else if (depth == path.length) {
+                    path = Arrays.copyOf(path, depth * 2);
+                }
+                path[depth++] = node;
+            } else {
+                heldAll = false;
             }
-            if (path == null) {
-                path = new Node[4];
-            } else if (depth == path.length) {
-                path = Arrays.copyOf(path, depth * 2);
-            }
-            path[depth++] = node;
-            i += label.length;
+        }
+        if (!heldAll) {
+            return b.length;
         }
         for (int d = 0; d < depth; d++) {
             Holder h = holderOf(path[d], replica);
@@ -346,7 +363,7 @@ final class PrefixTree {
                 h.touch(now, remote);
             }
         }
-        return true;
+        return -1;
     }
 
     /**
@@ -354,29 +371,30 @@ final class PrefixTree {
      * if the key leaves it midway) and the replica to every node of the path that lacks it. The nodes
      * that gain the replica are odd from before the first change to after the last.
      */
-    private void write(long[] b, Replica replica, long now, boolean remote) {
+    @GuardedBy("writers")
+    private void write(long[] b, Replica replica, long now, boolean remote, Prepared prepared) {
         int n = b.length;
         Node[] path = new Node[8];
         int depth = 0;
         Node node = root;
         int i = 0;
-        Edge split = null; // the edge the key leaves midway, if any
+        Node split = null; // the child whose edge the key leaves midway, if any
         int splitLen = 0;
         boolean needLeaf = false;
         while (i < n) {
-            Edge e = find(node.edges, b[i]);
-            if (e == null) {
+            Node child = find(node.children, b[i]);
+            if (child == null) {
                 needLeaf = true;
                 break;
             }
-            int m = commonPrefix(e.label, b, i);
-            if (m < e.label.length) {
-                split = e;
+            int m = commonPrefix(child.label, b, i);
+            if (m < child.label.length) {
+                split = child;
                 splitLen = m;
                 needLeaf = i + m < n;
                 break;
             }
-            node = e.target;
+            node = child;
             if (depth == path.length) {
                 path = Arrays.copyOf(path, depth * 2);
             }
@@ -401,11 +419,11 @@ final class PrefixTree {
             if (split != null) {
                 Node mid = newMid(node, split, splitLen, replica, now, remote);
                 if (needLeaf) {
-                    addEdge(mid, newLeaf(mid, b, i + splitLen, replica, now, remote));
+                    addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, now, remote));
                 }
-                replaceEdge(node, new Edge(split.first, Arrays.copyOf(split.label, splitLen), mid));
+                replaceChild(node, mid);
             } else if (needLeaf) {
-                addEdge(node, newLeaf(node, b, i, replica, now, remote));
+                addChild(node, newLeaf(node, b, i, prepared, replica, now, remote));
             }
             for (int d = 0; d < depth; d++) {
                 if (lacking[d]) {
@@ -429,28 +447,32 @@ final class PrefixTree {
         }
     }
 
-    private Edge newLeaf(Node parent, long[] b, int from, Replica replica, long now, boolean remote) {
-        Node leaf = new Node(b.length);
+    @GuardedBy("writers")
+    private Node newLeaf(
+            Node parent, long[] b, int from, Prepared prepared, Replica replica, long now, boolean remote) {
+        long[] label =
+                prepared != null && prepared.from == from ? prepared.label : Arrays.copyOfRange(b, from, b.length);
+        Node leaf = new Node(b.length, label, b[from]);
         leaf.parent = parent;
-        leaf.edgeFirst = b[from];
         setHolders(leaf, new Holder[] {new Holder(replica, now, remote)});
-        size.addAndGet(b.length - from);
+        size.addAndGet(label.length);
         nodes.incrementAndGet();
         entries.incrementAndGet();
-        return new Edge(b[from], Arrays.copyOfRange(b, from, b.length), leaf);
+        return leaf;
     }
 
     /**
-     * Builds the node that splits {@code edge} of {@code parent} after {@code m} blocks; it holds what the
-     * old target held (they hold every prefix) plus {@code replica}, and leads to the old target. Not yet
-     * published: the caller replaces the parent's edge. If {@code replica} held the target already, its
-     * entry here merges both: the later time, and local if either was.
+     * Builds the node that splits the edge into {@code target} (a child of {@code parent}) after {@code m}
+     * blocks; it holds what the target held (they hold every prefix) plus {@code replica}, and leads to
+     * a copy of the target that carries the rest of the label; the target is retired in favour of the
+     * copy. Not yet published: the caller replaces the target by it in the parent's table. If {@code replica} held the target already, its entry here merges both: the later time,
+     * and local if either was.
      */
-    private Node newMid(Node parent, Edge edge, int m, Replica replica, long now, boolean remote) {
-        Node target = edge.target;
-        Node mid = new Node(target.depth - (edge.label.length - m));
+    @GuardedBy("writers")
+    private Node newMid(Node parent, Node target, int m, Replica replica, long now, boolean remote) {
+        long[] label = target.label;
+        Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
-        mid.edgeFirst = edge.first;
         Holder[] th = target.holders;
         Holder[] copy = new Holder[th.length + 1];
         int k = 0;
@@ -464,13 +486,49 @@ final class PrefixTree {
         }
         copy[k++] = own;
         setHolders(mid, k == copy.length ? copy : Arrays.copyOf(copy, k));
-        long[] tail = Arrays.copyOfRange(edge.label, m, edge.label.length);
-        addEdge(mid, new Edge(tail[0], tail, target));
-        target.parent = mid;
-        target.edgeFirst = tail[0];
+        Node rest = copyWithLabel(target, Arrays.copyOfRange(label, m, label.length), mid);
+        addChild(mid, rest);
+        retire(target, rest);
         nodes.incrementAndGet();
         entries.addAndGet(mid.holders.length);
         return mid;
+    }
+
+    /**
+     * A copy of {@code node} under {@code parent} with another label (same depth, so the label ends at
+     * the same block): it shares the node's child table, holders (the same {@link Holder} objects, so a
+     * lock-free refresh that still touches the original's updates the copy's) and version. The node's
+     * children are moved under the copy. Not yet published.
+     */
+    @GuardedBy("writers")
+    private Node copyWithLabel(Node node, long[] label, Node parent) {
+        Node copy = new Node(node.depth, label, label[0]);
+        copy.parent = parent;
+        copy.version = node.version;
+        copy.children = node.children;
+        copy.childCount = node.childCount;
+        copy.tombstones = node.tombstones;
+        copy.holders = node.holders;
+        copy.replicas = node.replicas;
+        for (Node c : live(node.children)) {
+            c.parent = copy;
+        }
+        return copy;
+    }
+
+    /** Marks {@code old} as replaced by {@code copy}: writers still holding {@code old} follow it. */
+    @GuardedBy("writers")
+    private void retire(Node old, Node copy) {
+        old.replacedBy = copy;
+        old.detached = true;
+    }
+
+    /** The node that now stands for {@code node}: itself, or the copy that replaced it. */
+    private static Node current(Node node) {
+        while (node.replacedBy != null) {
+            node = node.replacedBy;
+        }
+        return node;
     }
 
     /**
@@ -549,26 +607,26 @@ final class PrefixTree {
             Node node = root;
             int i = 0;
             while (i < b.length) {
-                Edge e = find(node.edges, b[i]);
-                if (e == null) {
+                Node child = find(node.children, b[i]);
+                if (child == null) {
                     break;
                 }
-                int m = commonPrefix(e.label, b, i);
-                if (m < e.label.length) {
+                int m = commonPrefix(child.label, b, i);
+                if (m < child.label.length) {
                     // The key ends or leaves inside this edge: what the edge goes on to is a branch. If the
                     // replica holds it below the lost block, split the edge where the key stops following
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
-                    Holder below = holder(e.target.holders, replica);
+                    Holder below = holder(child.holders, replica);
                     if (i + m > keepBlocks && below != null) {
-                        Node mid = newMid(node, e, m, replica, below.lastAccess, below.remote); // as it was
-                        replaceEdge(node, new Edge(e.first, Arrays.copyOf(e.label, m), mid));
+                        Node mid = newMid(node, child, m, replica, below.lastAccess, below.remote); // as it was
+                        replaceChild(node, mid);
                         path.add(mid);
                     }
                     break;
                 }
-                path.add(e.target);
+                path.add(child);
                 i += m;
-                node = e.target;
+                node = child;
             }
             List<Node> doomed = new ArrayList<>();
             for (int k = 0; k < path.size(); k++) {
@@ -577,28 +635,30 @@ final class PrefixTree {
                     continue; // branches off here start at or before the lost block: not below it
                 }
                 Node next = k + 1 < path.size() ? path.get(k + 1) : null;
-                for (Edge e : live(p.edges)) {
-                    if (e.target != next) {
-                        heldBelow(e.target, replica, doomed);
+                for (Node c : live(p.children)) {
+                    if (c != next) {
+                        heldBelow(c, replica, doomed);
                     }
                 }
             }
             // Odd from before the first removal to after the last, as an insert does: a match through
-            // these nodes walks again rather than see the branch half dropped.
+            // these nodes walks again rather than see the branch half dropped. A node merged meanwhile
+            // is replaced by a copy that carries its (odd) version: the copy is made even again.
             for (Node v : doomed) {
                 v.version++;
             }
             int dropped = 0;
             try {
                 for (Node v : doomed) {
-                    Holder h = holder(v.holders, replica);
-                    if (h != null && removeHolder(v, h)) {
+                    Node at = current(v);
+                    Holder h = holder(at.holders, replica);
+                    if (h != null && removeHolder(at, h)) {
                         dropped++;
                     }
                 }
             } finally {
                 for (Node v : doomed) {
-                    v.version++;
+                    current(v).version++;
                 }
             }
             return dropped;
@@ -618,8 +678,8 @@ final class PrefixTree {
                 continue; // a replica holding a node holds its parent: nothing of it below either
             }
             order.push(n);
-            for (Edge e : live(n.edges)) {
-                stack.push(e.target);
+            for (Node c : live(n.children)) {
+                stack.push(c);
             }
         }
         out.addAll(order); // popped in reverse discovery order: every node after all of its descendants
@@ -633,7 +693,8 @@ final class PrefixTree {
      * until the size is within the cap. Inserts that would change the tree meanwhile are skipped.
      */
     public EvictionReport evict() {
-        lockForMaintenance();
+        maintenance.incrementAndGet(); // new writes are refused from now on, running ones finish
+        writers.lock();
         long t0 = System.nanoTime();
         try {
             long before = size.get();
@@ -677,7 +738,8 @@ final class PrefixTree {
             return new EvictionReport(
                     expired, evicted, nodesBefore - nodes.get(), before, size.get(), System.nanoTime() - t0);
         } finally {
-            unlockMaintenance();
+            maintenance.decrementAndGet();
+            writers.unlock();
         }
     }
 
@@ -701,7 +763,8 @@ final class PrefixTree {
      * @return the number of entries dropped
      */
     long dropUntil(long cutoffMillis) {
-        lockForMaintenance();
+        maintenance.incrementAndGet(); // new writes are refused from now on, running ones finish
+        writers.lock();
         try {
             long dropped = 0;
             for (Entry en : collectEntries()) {
@@ -711,13 +774,15 @@ final class PrefixTree {
             }
             return dropped;
         } finally {
-            unlockMaintenance();
+            maintenance.decrementAndGet();
+            writers.unlock();
         }
     }
 
     /** Forgets every entry of {@code replica}, for a replica leaving the pool. */
     public void removeReplica(Replica replica) {
-        lockForMaintenance();
+        maintenance.incrementAndGet(); // new writes are refused from now on, running ones finish
+        writers.lock();
         try {
             for (Entry en : collectEntries()) {
                 if (en.holder.replica == replica) {
@@ -725,20 +790,23 @@ final class PrefixTree {
                 }
             }
         } finally {
-            unlockMaintenance();
+            maintenance.decrementAndGet();
+            writers.unlock();
         }
     }
 
     /** Drops everything (the daily reset). */
     public void clear() {
-        lockForMaintenance();
+        maintenance.incrementAndGet(); // new writes are refused from now on, running ones finish
+        writers.lock();
         try {
-            root = new Node(0);
+            root = newRoot();
             size.set(0);
             nodes.set(0);
             entries.set(0);
         } finally {
-            unlockMaintenance();
+            maintenance.decrementAndGet();
+            writers.unlock();
         }
     }
 
@@ -752,7 +820,8 @@ final class PrefixTree {
      * tests: the result equals {@link #stats()} whenever no insert is running.
      */
     public TreeStats recount() {
-        lockForMaintenance();
+        maintenance.incrementAndGet(); // new writes are refused from now on, running ones finish
+        writers.lock();
         try {
             long s = 0;
             long nd = 0;
@@ -760,16 +829,17 @@ final class PrefixTree {
             ArrayDeque<Node> stack = new ArrayDeque<>();
             stack.push(root);
             while (!stack.isEmpty()) {
-                for (Edge e : live(stack.pop().edges)) {
-                    s += e.label.length;
+                for (Node c : live(stack.pop().children)) {
+                    s += c.label.length;
                     nd++;
-                    en += e.target.holders.length;
-                    stack.push(e.target);
+                    en += c.holders.length;
+                    stack.push(c);
                 }
             }
             return new TreeStats(s, nd, en, skipped.sum());
         } finally {
-            unlockMaintenance();
+            maintenance.decrementAndGet();
+            writers.unlock();
         }
     }
 
@@ -784,23 +854,23 @@ final class PrefixTree {
     }
 
     private static void drawChildren(Node node, String indent, LongFunction<String> names, StringBuilder sb) {
-        List<Edge> edges = live(node.edges);
-        edges.sort(Comparator.comparingLong(e -> e.first));
-        for (int k = 0; k < edges.size(); k++) {
-            Edge e = edges.get(k);
-            boolean last = k == edges.size() - 1;
+        List<Node> children = live(node.children);
+        children.sort(Comparator.comparingLong(c -> c.first));
+        for (int k = 0; k < children.size(); k++) {
+            Node e = children.get(k);
+            boolean last = k == children.size() - 1;
             sb.append(indent).append(last ? "└── " : "├── ");
             for (long block : e.label) {
                 sb.append(names.apply(block));
             }
-            Holder[] hs = e.target.holders.clone();
+            Holder[] hs = e.holders.clone();
             Arrays.sort(hs, Comparator.comparing(h -> h.replica.id()));
             sb.append(" [");
             for (int j = 0; j < hs.length; j++) {
                 sb.append(j == 0 ? "" : " ").append(hs[j].replica.id());
             }
             sb.append("]\n");
-            drawChildren(e.target, indent + (last ? "    " : "│   "), names, sb);
+            drawChildren(e, indent + (last ? "    " : "│   "), names, sb);
         }
     }
 
@@ -809,11 +879,11 @@ final class PrefixTree {
         ArrayDeque<Node> stack = new ArrayDeque<>();
         stack.push(root);
         while (!stack.isEmpty()) {
-            for (Edge e : live(stack.pop().edges)) {
-                for (Holder h : e.target.holders) {
-                    out.add(new Entry(e.target, h));
+            for (Node c : live(stack.pop().children)) {
+                for (Holder h : c.holders) {
+                    out.add(new Entry(c, h));
                 }
-                stack.push(e.target);
+                stack.push(c);
             }
         }
         return out;
@@ -825,7 +895,9 @@ final class PrefixTree {
      *
      * @return true if the entry was still there
      */
-    private boolean removeHolder(Node node, Holder holder) {
+    @GuardedBy("writers")
+    private boolean removeHolder(Node given, Holder holder) {
+        Node node = current(given);
         if (node.detached) {
             return false;
         }
@@ -853,26 +925,26 @@ final class PrefixTree {
      * Detaches {@code node} if nobody holds it and it has no children, or merges it into its only child if
      * nobody holds it; then looks at the parent, whose shape may have changed too.
      */
+    @GuardedBy("writers")
     private void tidy(Node node) {
-        while (node != root && !node.detached && node.holders.length == 0 && node.edgeCount <= 1) {
+        while (node != root && !node.detached && node.holders.length == 0 && node.childCount <= 1) {
             Node parent = node.parent;
-            Edge own = find(parent.edges, node.edgeFirst);
-            if (own == null || own.target != node) {
+            if (find(parent.children, node.first) != node) {
                 throw new IllegalStateException("tree corrupted: node not found under its parent");
             }
-            if (node.edgeCount == 0) {
-                removeEdge(parent, own.first);
-                size.addAndGet(-own.label.length);
+            if (node.childCount == 0) {
+                removeChild(parent, node.first);
+                size.addAndGet(-node.label.length);
                 nodes.decrementAndGet();
                 node.detached = true;
                 node = parent;
             } else {
-                Edge only = live(node.edges).get(0);
-                long[] joined = Arrays.copyOf(own.label, own.label.length + only.label.length);
-                System.arraycopy(only.label, 0, joined, own.label.length, only.label.length);
-                only.target.parent = parent;
-                only.target.edgeFirst = own.first;
-                replaceEdge(parent, new Edge(own.first, joined, only.target));
+                Node only = live(node.children).get(0);
+                long[] joined = Arrays.copyOf(node.label, node.label.length + only.label.length);
+                System.arraycopy(only.label, 0, joined, node.label.length, only.label.length);
+                Node merged = copyWithLabel(only, joined, parent);
+                replaceChild(parent, merged);
+                retire(only, merged);
                 nodes.decrementAndGet();
                 node.detached = true;
                 return; // the parent kept as many children as before
@@ -890,118 +962,121 @@ final class PrefixTree {
         return (int) (h ^ (h >>> 32)) & mask;
     }
 
-    /** The live edge whose label starts with {@code first}, or null. */
-    private static Edge find(Edge[] table, long first) {
+    /** The live child whose label starts with {@code first}, or null. */
+    private static Node find(Node[] table, long first) {
         int len = table.length;
         if (len == 0) {
             return null;
         }
         int mask = len - 1;
         for (int i = spread(first, mask); ; i = (i + 1) & mask) {
-            Edge e = (Edge) SLOT.getAcquire(table, i);
-            if (e == null) {
+            Node c = (Node) SLOT.getAcquire(table, i);
+            if (c == null) {
                 return null;
             }
-            if (e != TOMBSTONE && e.first == first) {
-                return e;
+            if (c.first == first && c != TOMBSTONE) {
+                return c;
             }
         }
     }
 
-    /** Live edges of a table (a snapshot list). */
-    private static List<Edge> live(Edge[] table) {
-        List<Edge> out = new ArrayList<>(Math.min(table.length, 16));
+    /** Live children of a table (a snapshot list). */
+    private static List<Node> live(Node[] table) {
+        List<Node> out = new ArrayList<>(Math.min(table.length, 16));
         for (int i = 0; i < table.length; i++) {
-            Edge e = (Edge) SLOT.getAcquire(table, i);
-            if (e != null && e != TOMBSTONE) {
-                out.add(e);
+            Node c = (Node) SLOT.getAcquire(table, i);
+            if (c != null && c != TOMBSTONE) {
+                out.add(c);
             }
         }
         return out;
     }
 
-    /** Adds an edge whose first block is not yet in the node's table. Writer only. */
-    private static void addEdge(Node node, Edge edge) {
-        Edge[] table = node.edges;
-        if ((node.edgeCount + node.tombstones + 1) * 2 > table.length) {
-            Edge[] grown = rebuild(table, Math.max(2, Integer.highestOneBit((node.edgeCount + 1) * 4 - 1)));
-            place(grown, edge);
+    /** Adds a child whose first block is not yet in the node's table. */
+    @GuardedBy("writers")
+    private void addChild(Node node, Node child) {
+        Node[] table = node.children;
+        if ((node.childCount + node.tombstones + 1) * 2 > table.length) {
+            Node[] grown = rebuild(table, Math.max(2, Integer.highestOneBit((node.childCount + 1) * 4 - 1)));
+            place(grown, child);
             node.tombstones = 0;
-            node.edgeCount++;
-            node.edges = grown; // one volatile store publishes the new table with the new edge
+            node.childCount++;
+            node.children = grown; // one volatile store publishes the new table with the new child
             return;
         }
         int mask = table.length - 1;
-        int i = spread(edge.first, mask);
+        int i = spread(child.first, mask);
         while (true) {
-            Edge e = table[i];
-            if (e == null || e == TOMBSTONE) {
-                if (e == TOMBSTONE) {
+            Node c = table[i];
+            if (c == null || c == TOMBSTONE) {
+                if (c == TOMBSTONE) {
                     node.tombstones--;
                 }
-                SLOT.setRelease(table, i, edge);
-                node.edgeCount++;
+                SLOT.setRelease(table, i, child);
+                node.childCount++;
                 return;
             }
             i = (i + 1) & mask;
         }
     }
 
-    /** Replaces the edge with the same first block. Writer only. */
-    private static void replaceEdge(Node node, Edge edge) {
-        Edge[] table = node.edges;
+    /** Replaces the child with the same first block. */
+    @GuardedBy("writers")
+    private void replaceChild(Node node, Node child) {
+        Node[] table = node.children;
         int mask = table.length - 1;
-        for (int i = spread(edge.first, mask); ; i = (i + 1) & mask) {
-            Edge e = table[i];
-            if (e != null && e != TOMBSTONE && e.first == edge.first) {
-                SLOT.setRelease(table, i, edge);
+        for (int i = spread(child.first, mask); ; i = (i + 1) & mask) {
+            Node c = table[i];
+            if (c != null && c != TOMBSTONE && c.first == child.first) {
+                SLOT.setRelease(table, i, child);
                 return;
             }
         }
     }
 
-    /** Removes the edge starting with {@code first}. Writer only. */
-    private static void removeEdge(Node node, long first) {
-        Edge[] table = node.edges;
-        if (node.edgeCount == 1) {
-            node.edgeCount = 0;
+    /** Removes the child starting with {@code first}. */
+    @GuardedBy("writers")
+    private void removeChild(Node node, long first) {
+        Node[] table = node.children;
+        if (node.childCount == 1) {
+            node.childCount = 0;
             node.tombstones = 0;
-            node.edges = NO_EDGES;
+            node.children = NO_CHILDREN;
             return;
         }
         int mask = table.length - 1;
         for (int i = spread(first, mask); ; i = (i + 1) & mask) {
-            Edge e = table[i];
-            if (e != null && e != TOMBSTONE && e.first == first) {
+            Node c = table[i];
+            if (c != null && c != TOMBSTONE && c.first == first) {
                 SLOT.setRelease(table, i, TOMBSTONE);
-                node.edgeCount--;
+                node.childCount--;
                 node.tombstones++;
                 break;
             }
         }
-        if (node.tombstones > node.edgeCount && table.length > 8) {
-            node.edges = rebuild(table, Math.max(2, Integer.highestOneBit(node.edgeCount * 4 - 1)));
+        if (node.tombstones > node.childCount && table.length > 8) {
+            node.children = rebuild(table, Math.max(2, Integer.highestOneBit(node.childCount * 4 - 1)));
             node.tombstones = 0;
         }
     }
 
-    private static Edge[] rebuild(Edge[] table, int capacity) {
-        Edge[] t = new Edge[capacity];
-        for (Edge e : table) {
-            if (e != null && e != TOMBSTONE) {
-                place(t, e);
+    private static Node[] rebuild(Node[] table, int capacity) {
+        Node[] t = new Node[capacity];
+        for (Node c : table) {
+            if (c != null && c != TOMBSTONE) {
+                place(t, c);
             }
         }
         return t;
     }
 
-    private static void place(Edge[] t, Edge e) {
+    private static void place(Node[] t, Node c) {
         int mask = t.length - 1;
-        int i = spread(e.first, mask);
+        int i = spread(c.first, mask);
         while (t[i] != null) {
             i = (i + 1) & mask;
         }
-        t[i] = e;
+        t[i] = c;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -1021,10 +1096,9 @@ final class PrefixTree {
     }
 
     private static void snapshot(Node node, List<Long> path, Map<List<Long>, Map<Replica, Route>> out) {
-        for (Edge e : live(node.edges)) {
-            Node t = e.target;
+        for (Node t : live(node.children)) {
             List<Long> p = new ArrayList<>(path);
-            for (long block : e.label) {
+            for (long block : t.label) {
                 p.add(block);
                 if (t.holders.length > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
@@ -1047,46 +1121,58 @@ final class PrefixTree {
     }
 
     private static void check(Node node, int depth, boolean isRoot) {
-        List<Edge> edges = live(node.edges);
+        List<Node> children = live(node.children);
         if (node.depth != depth) {
             throw new IllegalStateException("depth " + node.depth + " != path length " + depth);
         }
         if ((node.version & 1) != 0) {
             throw new IllegalStateException("odd version at rest");
         }
-        if (edges.size() != node.edgeCount) {
-            throw new IllegalStateException("edge count " + node.edgeCount + " != " + edges.size());
+        if (children.size() != node.childCount) {
+            throw new IllegalStateException("child count " + node.childCount + " != " + children.size());
         }
-        if (!isRoot && node.holders.length == 0 && edges.size() < 2) {
-            throw new IllegalStateException("holderless node with " + edges.size() + " children at depth " + depth);
+        if (!isRoot && node.holders.length == 0 && children.size() < 2) {
+            throw new IllegalStateException("holderless node with " + children.size() + " children at depth " + depth);
         }
-        for (Edge e : edges) {
-            if (e.label.length == 0 || e.label[0] != e.first || find(node.edges, e.first) != e) {
+        if (node.replicas.length != node.holders.length) {
+            throw new IllegalStateException("replica array out of step with the holders");
+        }
+        for (Node t : children) {
+            if (t.label.length == 0 || t.label[0] != t.first || find(node.children, t.first) != t) {
                 throw new IllegalStateException("bad edge");
             }
-            Node t = e.target;
-            if (t.parent != node || t.edgeFirst != e.first || t.detached) {
+            if (t.parent != node || t.detached || t.replacedBy != null) {
                 throw new IllegalStateException("bad parent link");
             }
-            check(t, depth + e.label.length, false);
+            check(t, depth + t.label.length, false);
         }
     }
 
     // ------------------------------------------------------------------------------------------------
     // internals
 
+    private static Node newRoot() {
+        return new Node(0, NO_LABEL, 0);
+    }
+
     /**
-     * A node: the end of one edge (its label lives in the parent's {@link Edge}). {@code edges} and
-     * {@code holders} are replaced or published slot by slot, never half-written. The other fields are
-     * only used by writers, under the writer mutex.
+     * A node with the edge that leads to it: its label (the run of block hashes from the parent, {@code
+     * first} = label[0]) and depth are final for the node's life. {@code children} and {@code holders}
+     * are replaced or published slot by slot, never half-written. The other fields are used only by
+     * writers, under the tree's writer mutex (which a static class cannot name for {@code @GuardedBy};
+     * the tree's methods that change them carry it instead).
      */
     static final class Node {
+        /** First block of {@link #label}: the key of this node in its parent's table. */
+        final long first;
+        /** The blocks of the edge from the parent to this node; never changed (a change makes a copy). */
+        final long[] label;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
-        /** Even when stable, odd while an insert adds a replica to this node and others. */
+        /** Even when stable, odd while a writer adds (or drops) a replica to this node and others. */
         volatile int version;
 
-        volatile Edge[] edges = NO_EDGES;
+        volatile Node[] children = NO_CHILDREN;
         volatile Holder[] holders = NO_HOLDERS;
         /**
          * The replicas of {@code holders}, in the same order, replaced with it (see {@link #setHolders}):
@@ -1095,30 +1181,19 @@ final class PrefixTree {
          */
         volatile Replica[] replicas = NO_REPLICAS;
 
-        int edgeCount;
+        int childCount;
         int tombstones;
         /** The node above; null only for a root. */
         Node parent;
-        /** First block of the edge leading here. */
-        long edgeFirst;
-        /** True once maintenance removed the node from the tree. */
+        /** True once the node left the tree (removed, merged away, or replaced by a copy). */
         boolean detached;
+        /** The copy that replaced this node when its edge was split or merged, or null. */
+        Node replacedBy;
 
-        Node(int depth) {
+        Node(int depth, long[] label, long first) {
             this.depth = depth;
-        }
-    }
-
-    /** An edge: a label (run of block hashes, {@code first} = label[0]) and the node it leads to. Immutable. */
-    static final class Edge {
-        final long first;
-        final long[] label;
-        final Node target;
-
-        Edge(long first, long[] label, Node target) {
-            this.first = first;
             this.label = label;
-            this.target = target;
+            this.first = first;
         }
     }
 

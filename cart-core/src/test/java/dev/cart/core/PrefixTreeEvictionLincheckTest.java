@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Timeout;
  * beside it may see some of the pass's entries gone and others not yet (each removal, with its detach or
  * merge, is atomic; the pass as a whole is not). A first version of this test that evicted many entries
  * per pass, and removed replicas, found exactly that. Inserts are left out too: one that meets a running
- * pass is skipped and counted, which {@link PrefixTreeConcurrencyTest} checks.
+ * pass is skipped and counted, which {@link PrefixTreeConcurrencyTest} checks. Budget: as
+ * {@link PrefixTreeLincheckTest}.
  */
 // A fixed amount of work (iterations x invocations), so its time scales with the machine: on a 2-core
 // machine under a load of about 30 the model check took 7 minutes. The build's 5-minute default timeout
@@ -80,8 +81,8 @@ public class PrefixTreeEvictionLincheckTest {
     @Test
     void stress() {
         new StressOptions()
-                .iterations(15)
-                .invocationsPerIteration(200)
+                .iterations(8 * PrefixTreeLincheckTest.SCALE)
+                .invocationsPerIteration(100)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeEvictionLincheckTest.class);
@@ -90,10 +91,10 @@ public class PrefixTreeEvictionLincheckTest {
     @Test
     void modelChecking() {
         new ModelCheckingOptions()
-                .iterations(6)
-                .invocationsPerIteration(40)
+                .iterations(3 * PrefixTreeLincheckTest.SCALE)
+                .invocationsPerIteration(20)
                 .threads(2)
-                .actorsPerThread(3)
+                .actorsPerThread(2)
                 .check(PrefixTreeEvictionLincheckTest.class);
     }
 }

@@ -23,8 +23,12 @@ import org.junit.jupiter.api.Timeout;
  * {@link PrefixTreeEvictionLincheckTest}: a writer that meets a running pass is skipped by design, which
  * no sequential order explains, so the two are not mixed here.
  *
- * <p>Budget: stress runs 15 scenarios of 200 invocations, model checking 6 of 40: small enough for every
- * build on a loaded 2-core machine; raise them locally when changing the tree.
+ * <p>Budget: stress runs 8 scenarios of 100 invocations, model checking 3 of 20, here and in
+ * {@link PrefixTreeEvictionLincheckTest} (whose model checking uses 2 actors per thread). On a 2-core
+ * machine at a load average of about 30, the four tests took 5.3 minutes (2.6 at about 21, when
+ * cart-core's whole verify took 3.4); with the former 15 x 200 and 6 x 40 they took 7.5 to 13 minutes
+ * at 25-35 and the eviction model check hit the 5-minute test timeout. When
+ * changing the tree, run them with more: {@code -Dcart.lincheck.scale=10} multiplies the scenarios.
  */
 // A fixed amount of work (iterations x invocations), so its time scales with the machine: on a 2-core
 // machine under a load of about 30 the model check took 7 minutes. The build's 5-minute default timeout
@@ -43,6 +47,9 @@ public class PrefixTreeLincheckTest {
         {1, 2, 3, 4, 8, 9},
         {10, 11},
     };
+
+    /** Multiplies the number of scenarios (system property {@code cart.lincheck.scale}, default 1). */
+    static final int SCALE = Integer.getInteger("cart.lincheck.scale", 1);
 
     private static final List<ManagedReplicaSet.Member> REPLICAS =
             ManagedReplicaSet.builder().add("r0").add("r1").build().replicas();
@@ -76,8 +83,8 @@ public class PrefixTreeLincheckTest {
     @Test
     void stress() {
         new StressOptions()
-                .iterations(15)
-                .invocationsPerIteration(200)
+                .iterations(8 * SCALE)
+                .invocationsPerIteration(100)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);
@@ -86,8 +93,8 @@ public class PrefixTreeLincheckTest {
     @Test
     void modelChecking() {
         new ModelCheckingOptions()
-                .iterations(6)
-                .invocationsPerIteration(40)
+                .iterations(3 * SCALE)
+                .invocationsPerIteration(20)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);

@@ -9,8 +9,8 @@ import java.nio.ByteOrder;
  *
  * <p>Jackson rejects some invalid sequences but decodes others (overlong forms, lead bytes above
  * F4) without complaint, so a body is validated here before it is parsed. ASCII, which is nearly all
- * of a typical body (and all of base64 media), is skipped sixteen bytes at a time; only the bytes
- * around a non-ASCII one are checked one by one. Stateless and thread-safe.
+ * of a typical body (and all of base64 media), is skipped sixteen bytes at a time, shorter runs eight
+ * at a time; only the bytes of a non-ASCII sequence are checked one by one. Stateless and thread-safe.
  */
 final class Utf8 {
 
@@ -26,14 +26,12 @@ final class Utf8 {
             while (i + 16 <= n && (((long) LONGS.get(b, i) | (long) LONGS.get(b, i + 8)) & HIGH_BITS) == 0) {
                 i += 16;
             }
+            // the ASCII before the next non-ASCII byte (text that mixes scripts has short ASCII runs)
+            i += asciiRun(b, i, n);
             if (i == n) {
                 break;
             }
             int c = b[i] & 0xFF;
-            if (c < 0x80) {
-                i++;
-                continue;
-            }
             int len;
             int min;
             if (c >= 0xC2 && c <= 0xDF) {

@@ -19,7 +19,8 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Tree {@code match} and {@code insert} on the fixed workload ({@link TreeWorkload}), the concurrent tree
- * against a plain synchronized trie in the same run (as Caffeine's GetPutBenchmark compares caches).
+ * against the same tree behind one lock ({@link LockedTree}) in the same run (as Caffeine's
+ * GetPutBenchmark compares caches): the baseline differs only in how it is shared between threads.
  *
  * <ul>
  *   <li>{@code matchRepeat}: a query that repeats an inserted key.</li>
@@ -34,7 +35,13 @@ import org.openjdk.jmh.annotations.Warmup;
  *       {@code matchUnseen / mixedMatch + insertFresh / mixedInsert} in ns/op (2.0 is perfect scaling).</li>
  * </ul>
  *
- * <p>The tree is rebuilt before every iteration ({@link Trees#fill()}), outside the measurement.
+ * <p>The tree is rebuilt before every iteration ({@link Trees#fill()}), outside the measurement, in one
+ * of two heap layouts ({@code layout}): {@code built}, as it lies after being built while the process
+ * allocates other things (here 1 KB of short-lived garbage between two inserts, as a server handling
+ * requests does), with no collection after the fill; {@code compacted}, after a full collection has
+ * copied the tree together. Where the nodes lie moves {@code match} several-fold: every level is a few
+ * dependent loads, each a cache miss on a tree larger than the cache. (The first young collection
+ * during an iteration also copies a {@code built} tree together; {@code -prof gc} shows how many ran.)
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -47,12 +54,17 @@ public class TreeBenchmark {
 
     @State(Scope.Benchmark)
     public static class Trees {
-        @Param({"concurrent", "synchronized"})
+        @Param({"concurrent", "locked"})
         public String impl;
+
+        @Param({"compacted", "built"})
+        public String layout;
 
         TreeWorkload w;
         PrefixTree tree;
-        SynchronizedTree plain;
+        LockedTree locked;
+        /** Where the garbage allocated between inserts goes (read once, so it is not optimised away). */
+        static volatile Object sink;
 
         @Setup(Level.Trial)
         public void workload() {
@@ -66,26 +78,35 @@ public class TreeBenchmark {
         @Setup(Level.Iteration)
         public void fill() {
             tree = null;
-            plain = null;
-            if (impl.equals("concurrent")) {
-                tree = w.filledTree(Long.MAX_VALUE);
-            } else {
-                plain = new SynchronizedTree();
-                for (int k = 0; k < TreeWorkload.KEYS; k++) {
-                    plain.insert(w.keys[k], w.owners[k], 0);
+            locked = null;
+            System.gc(); // the previous iteration's tree goes before this one is built
+            PrefixTree t = PrefixTree.builder().maxSize(Long.MAX_VALUE).build();
+            boolean compacted = layout.equals("compacted");
+            for (int k = 0; k < TreeWorkload.KEYS; k++) {
+                t.insert(w.keys[k], w.owners[k]);
+                if (!compacted) {
+                    sink = new byte[1024];
                 }
+            }
+            if (compacted) {
+                System.gc();
+            }
+            if (impl.equals("concurrent")) {
+                tree = t;
+            } else {
+                locked = new LockedTree(t);
             }
         }
 
         Match match(PromptKey key) {
-            return tree != null ? tree.match(key) : plain.match(key);
+            return tree != null ? tree.match(key) : locked.match(key);
         }
 
         void insert(PromptKey key, Replica r) {
             if (tree != null) {
                 tree.insert(key, r);
             } else {
-                plain.insert(key, r, System.currentTimeMillis());
+                locked.insert(key, r);
             }
         }
     }
