@@ -26,9 +26,6 @@ import org.junit.jupiter.api.Timeout;
  * pass is skipped and counted, which {@link PrefixTreeConcurrencyTest} checks. Budget: as
  * {@link PrefixTreeLincheckTest}.
  */
-// A fixed amount of work (iterations x invocations), so its time scales with the machine: on a 2-core
-// machine under a load of about 30 the model check took 7 minutes. The build's 5-minute default timeout
-// is there to end hangs; this test cannot hang, so it gets a bound that only a hang reaches.
 @Timeout(value = 30, unit = TimeUnit.MINUTES)
 @Param(name = "key", gen = IntGen.class, conf = "0:5")
 public class PrefixTreeEvictionLincheckTest {
@@ -81,8 +78,8 @@ public class PrefixTreeEvictionLincheckTest {
     @Test
     void stress() {
         new StressOptions()
-                .iterations(8 * PrefixTreeLincheckTest.SCALE)
-                .invocationsPerIteration(100)
+                .iterations(15 * PrefixTreeLincheckTest.SCALE)
+                .invocationsPerIteration(200)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeEvictionLincheckTest.class);
@@ -91,10 +88,10 @@ public class PrefixTreeEvictionLincheckTest {
     @Test
     void modelChecking() {
         new ModelCheckingOptions()
-                .iterations(3 * PrefixTreeLincheckTest.SCALE)
-                .invocationsPerIteration(20)
+                .iterations(6 * PrefixTreeLincheckTest.SCALE)
+                .invocationsPerIteration(40)
                 .threads(2)
-                .actorsPerThread(2)
+                .actorsPerThread(3)
                 .check(PrefixTreeEvictionLincheckTest.class);
     }
 }

@@ -23,16 +23,14 @@ import org.junit.jupiter.api.Timeout;
  * {@link PrefixTreeEvictionLincheckTest}: a writer that meets a running pass is skipped by design, which
  * no sequential order explains, so the two are not mixed here.
  *
- * <p>Budget: stress runs 8 scenarios of 100 invocations, model checking 3 of 20, here and in
- * {@link PrefixTreeEvictionLincheckTest} (whose model checking uses 2 actors per thread). On a 2-core
- * machine at a load average of about 30, the four tests took 5.3 minutes (2.6 at about 21, when
- * cart-core's whole verify took 3.4); with the former 15 x 200 and 6 x 40 they took 7.5 to 13 minutes
- * at 25-35 and the eviction model check hit the 5-minute test timeout. When
- * changing the tree, run them with more: {@code -Dcart.lincheck.scale=10} multiplies the scenarios.
+ * <p>Budget: stress runs 15 scenarios of 200 invocations, model checking 6 of 40, here and in
+ * {@link PrefixTreeEvictionLincheckTest}: enough to have caught the races of earlier versions, small
+ * enough that the whole build took 4 to 6.5 minutes on a 2-core machine held busy by two other
+ * processes. A fixed amount of work, so the time scales with the machine: at a load average of
+ * 25-35 the four took 7.5 to 13 minutes and the eviction model check passed the build's 5-minute default
+ * timeout, which is there to end hangs; these tests cannot hang, so they get a bound only a hang reaches.
+ * When changing the tree, run them with more: {@code -Dcart.lincheck.scale=10} multiplies the scenarios.
  */
-// A fixed amount of work (iterations x invocations), so its time scales with the machine: on a 2-core
-// machine under a load of about 30 the model check took 7 minutes. The build's 5-minute default timeout
-// is there to end hangs; this test cannot hang, so it gets a bound that only a hang reaches.
 @Timeout(value = 30, unit = TimeUnit.MINUTES)
 @Param(name = "key", gen = IntGen.class, conf = "0:5")
 @Param(name = "replica", gen = IntGen.class, conf = "0:1")
@@ -83,8 +81,8 @@ public class PrefixTreeLincheckTest {
     @Test
     void stress() {
         new StressOptions()
-                .iterations(8 * SCALE)
-                .invocationsPerIteration(100)
+                .iterations(15 * SCALE)
+                .invocationsPerIteration(200)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);
@@ -93,8 +91,8 @@ public class PrefixTreeLincheckTest {
     @Test
     void modelChecking() {
         new ModelCheckingOptions()
-                .iterations(3 * SCALE)
-                .invocationsPerIteration(20)
+                .iterations(6 * SCALE)
+                .invocationsPerIteration(40)
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);
