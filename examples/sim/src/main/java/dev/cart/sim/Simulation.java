@@ -15,6 +15,7 @@ import dev.cart.core.RoutingListener;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.policy.PredictedTtftPolicy;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -71,6 +72,9 @@ public final class Simulation {
     private final boolean learnAnswers;
     private final boolean singleDepth;
     private final PreparedWorkload.Options prepare;
+    private final double[] slowdowns;
+    private final int slowReplica;
+    private final double slowFactor;
 
     /**
      * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
@@ -112,6 +116,9 @@ public final class Simulation {
         this.learnAnswers = b.learnAnswers;
         this.singleDepth = b.singleDepth;
         this.prepare = b.prepare;
+        this.slowdowns = b.slowdowns;
+        this.slowReplica = b.slowReplica;
+        this.slowFactor = b.slowFactor;
     }
 
     public static Builder builder() {
@@ -182,6 +189,7 @@ public final class Simulation {
         final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
         final FeedbackCounter feedbackCounter = new FeedbackCounter();
         int completed;
+        int dispatched;
         int noReplica;
         int refused;
         long promptTokens;
@@ -205,6 +213,7 @@ public final class Simulation {
                     .policy(policy.get())
                     .random(() -> rnd)
                     .clock(clock)
+                    .ticker(clock::nanos)
                     .evictionInterval(Duration.ZERO)
                     .learn(learn)
                     .feedback(feedback)
@@ -216,6 +225,9 @@ public final class Simulation {
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
                 engines[i] = new Engine(engine);
+                if (slowdowns != null) {
+                    engines[i].slowdown(slowdowns[i]);
+                }
             }
             stepping = new boolean[replicas];
             sessionBusy = new boolean[w.sessions];
@@ -289,7 +301,8 @@ public final class Simulation {
                     pre,
                     reasons,
                     new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf),
-                    feedbackCounter.stats());
+                    feedbackCounter.stats(),
+                    router.policy() instanceof PredictedTtftPolicy p ? p.estimateErrorP50() : Double.NaN);
         }
 
         void push(long time, int kind, int index) {
@@ -329,6 +342,9 @@ public final class Simulation {
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
             sent[i] = t;
+            if (slowReplica >= 0 && ++dispatched == n / 2) {
+                engines[slowReplica].slowdown(slowFactor); // another tenant arrives on its GPU
+            }
             RouteDecision d = router.choose(RouteRequest.of(routed(w.keys[i])));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
@@ -498,8 +514,30 @@ public final class Simulation {
         private boolean learnAnswers;
         private boolean singleDepth;
         private PreparedWorkload.Options prepare = PreparedWorkload.Options.defaults();
+        private double[] slowdowns;
+        private int slowReplica = -1;
+        private double slowFactor = 1.0;
 
         private Builder() {}
+
+        /**
+         * Each replica's step time as a multiple of the model's (default all 1): {@code 1, 1, 2, 2} is a pool
+         * whose first two replicas are twice as fast as the other two. One factor per replica.
+         */
+        public Builder slowdowns(double... factors) {
+            this.slowdowns = factors.clone();
+            return this;
+        }
+
+        /**
+         * Makes replica {@code index} {@code factor} times slower once half of the run's requests have been
+         * sent (another tenant starting on its GPU); none by default.
+         */
+        public Builder slowdownMidRun(int index, double factor) {
+            this.slowReplica = index;
+            this.slowFactor = factor;
+            return this;
+        }
 
         /**
          * Whether the host learns the answer (default off): when a chat request completes, it records for the
@@ -654,6 +692,13 @@ public final class Simulation {
         public Simulation build() {
             if (policy == null) {
                 throw new IllegalStateException("a simulation needs a routing policy");
+            }
+            if (slowdowns != null && slowdowns.length != replicas) {
+                throw new IllegalStateException(
+                        "slowdowns gives " + slowdowns.length + " factors for " + replicas + " replicas");
+            }
+            if (slowReplica >= replicas) {
+                throw new IllegalStateException("no replica " + slowReplica + " to slow down");
             }
             return new Simulation(this);
         }
