@@ -56,6 +56,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * so a new replica is tried as an ordinary one. Learned models are kept by replica id, so they
  * survive a reload that rebuilds the replica objects.
  *
+ * <p>It is greedy on TTFT, with no load guard but the router's {@code max_load}: a prefix every request
+ * shares stays on the replicas that hold it while their predicted TTFT (queue plus a short uncached tail)
+ * is lower than an idle replica's for the whole prompt, which in-flight decode load rarely outweighs.
+ *
  * <p>The policy needs first-token reports ({@code Lease.firstToken()}); without them it never learns and
  * ranks by the prior model: least pending prefill plus uncached units, then least load.
  *
