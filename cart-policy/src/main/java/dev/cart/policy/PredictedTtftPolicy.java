@@ -84,7 +84,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
     static final int ERROR_WINDOW = 256;
     /** Bound on one observation: within [predicted / 4, predicted x 4]. */
     static final double OBSERVATION_BOUND = 4.0;
-    /** Bound on a replica's prediction: at most this times the pool median model's. */
+    /** Bound on a replica's speed factor: at most this times the pool's (lower) median factor. */
     static final double POOL_BOUND = 16.0;
 
     /**
@@ -93,7 +93,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
      * @param prefillMillisPerKiloUnit time per 1,000 prompt units (characters or tokens, as the keys are)
      * @param decodeMillisPerRequest   time added per request in flight (the decode batch it shares)
      * @param baseMillis               fixed time (about one engine step)
-     * @param observations             first tokens learned from so far (0: the prior or the pool mean)
+     * @param observations             first tokens learned from so far (0: the prior or the pool median)
      */
     public record Speeds(
             double prefillMillisPerKiloUnit, double decodeMillisPerRequest, double baseMillis, long observations) {
@@ -238,7 +238,6 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         Match match = key.isEmpty() ? Match.none(0) : ctx.match();
         Speeds median = poolMedian;
         Replica best = null;
-        double bestCost = 0;
         ReplicaEstimate bestEstimate = null;
         ReplicaEstimate second = null;
         int ties = 0;
@@ -248,13 +247,11 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
             int matched = match.matchedLength(r);
             longestCandidate = Math.max(longestCandidate, matched);
             ReplicaEstimate e = estimate(r, key.length(), matched, median);
-            double cost = e.predictedMillis();
-            int c = bestEstimate == null ? -1 : Double.compare(cost, bestCost);
+            int c = bestEstimate == null ? -1 : Double.compare(e.predictedMillis(), bestEstimate.predictedMillis());
             if (c < 0) {
                 second = bestEstimate;
                 best = r;
                 bestEstimate = e;
-                bestCost = cost;
                 ties = 1;
             } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
                 second = bestEstimate;

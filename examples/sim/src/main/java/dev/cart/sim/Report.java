@@ -165,7 +165,7 @@ public final class Report {
         Path png = dir.resolve("routing-quality.png");
         Files.writeString(
                 md,
-                ReportMarkdown.render(s, main, aligned, features, sens, seconds, cpuSeconds)
+                ReportMarkdown.render(s, main, aligned, features, sens, TtftComparison.runs(ttft), seconds, cpuSeconds)
                         + TtftComparison.markdown(s, ttft),
                 StandardCharsets.UTF_8);
         Chart.write(png, s, main);

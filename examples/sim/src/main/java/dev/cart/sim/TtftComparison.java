@@ -26,8 +26,12 @@ public final class TtftComparison {
     static final List<String> LABELS =
             List.of(Variant.ROUND_ROBIN, Variant.LEAST_LOADED, Variant.CACHE_AWARE, Variant.PREDICTED_TTFT);
 
-    /** One cluster shape's runs. */
-    record ShapeRuns(RunMatrix.Shape shape, RunMatrix.Matrix matrix) {}
+    /** One cluster shape's runs; {@code reused} when they are the main tables' own. */
+    record ShapeRuns(RunMatrix.Shape shape, RunMatrix.Matrix matrix, boolean reused) {
+        ShapeRuns(RunMatrix.Shape shape, RunMatrix.Matrix matrix) {
+            this(shape, matrix, false);
+        }
+    }
 
     private TtftComparison() {}
 
@@ -48,7 +52,7 @@ public final class TtftComparison {
         RunMatrix.ReplicaModel model = RunMatrix.ReplicaModel.TOKENIZING;
         if (uniform != null
                 && uniform.variants().stream().anyMatch(v -> v.label().equals(Variant.PREDICTED_TTFT))) {
-            out.add(new ShapeRuns(RunMatrix.Shape.UNIFORM, uniform));
+            out.add(new ShapeRuns(RunMatrix.Shape.UNIFORM, uniform, true));
         } else {
             out.add(new ShapeRuns(
                     RunMatrix.Shape.UNIFORM, RunMatrix.run(s, model, variants(), progress, RunMatrix.Shape.UNIFORM)));
@@ -58,6 +62,15 @@ public final class TtftComparison {
             out.add(new ShapeRuns(shape, RunMatrix.run(s, model, variants(), progress, shape)));
         }
         return out;
+    }
+
+    /** The runs made for the section: those of every shape but a uniform one reused from the main tables. */
+    static int runs(List<ShapeRuns> runs) {
+        int n = 0;
+        for (ShapeRuns r : runs) {
+            n += r.reused() ? 0 : r.matrix().runs();
+        }
+        return n;
     }
 
     /** One target: a measure per seed, judged on the median and, where the issue says so, on every seed. */

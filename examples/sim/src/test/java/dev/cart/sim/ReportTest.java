@@ -238,6 +238,7 @@ class ReportTest {
                                     new RunMatrix.WorkloadRuns("hot-prefix-80", null, hot),
                                     new RunMatrix.WorkloadRuns(RunMatrix.MOONCAKE, "no trace", List.of())))));
         }
+        assertEquals(3 * 2 * 4, TtftComparison.runs(runs), "3 shapes x 2 seeds x 4 policies, none reused");
         List<TtftComparison.Verdict> vs = TtftComparison.verdicts(runs);
         // uniform: P99, hit, error; heterogeneous: P99, throughput, error; slowdown: P99, error
         assertEquals(8, vs.size(), String.valueOf(vs));
