@@ -25,13 +25,13 @@ public final class Lease implements AutoCloseable {
 
     private final RouteDecision decision;
     private final Router router;
-    private final long startNanos = System.nanoTime();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean learned = new AtomicBoolean();
     private final AtomicBoolean fedBack = new AtomicBoolean();
     private final AtomicBoolean prefilled = new AtomicBoolean();
     private volatile Outcome outcome = Outcome.CANCELLED;
     private volatile int status;
+    private volatile boolean prefilledReported;
 
     Lease(RouteDecision decision, Router router) {
         this.decision = decision;
@@ -58,6 +58,7 @@ public final class Lease implements AutoCloseable {
 
     private void prefillDone(boolean reported) {
         if (prefilled.compareAndSet(false, true)) {
+            prefilledReported = reported;
             router.prefillDone(decision, reported, outcome);
         }
     }
@@ -133,7 +134,7 @@ public final class Lease implements AutoCloseable {
                 decision.admission().release(o);
             }
         } finally {
-            router.closed(decision, o, status, System.nanoTime() - startNanos);
+            router.closed(decision, o, status, prefilledReported);
         }
     }
 }

@@ -8,7 +8,7 @@ package dev.cart.core;
  * @param status        the status the replica answered with, as recorded by {@link Lease#status(int)}
  *                      (for the proxy, the HTTP status); 0 when none was recorded, for example when the
  *                      connection failed before an answer
- * @param durationNanos time from the decision to the close
+ * @param durationNanos time from the decision to the close, on the router's {@link Router.Builder#ticker ticker}
  * @param retries       attempts that came before this one for the same request
  *                      ({@link RouteRequest#attempt()}); 0 for a first attempt
  */

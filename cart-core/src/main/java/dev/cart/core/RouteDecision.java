@@ -21,6 +21,8 @@ public final class RouteDecision {
     private final int attempt;
     private final Tokenization tokenization;
     private final String model;
+    private final Object detail;
+    private final long startNanos;
     private final Lease lease;
 
     RouteDecision(
@@ -30,8 +32,10 @@ public final class RouteDecision {
             int matchedLength,
             int prefillEstimate,
             int pendingCounted,
+            Object detail,
             RouteRequest request,
             long decisionNanos,
+            long startNanos,
             Router router) {
         PromptKey key = request.key();
         this.replica = replica;
@@ -46,6 +50,8 @@ public final class RouteDecision {
         this.attempt = request.attempt();
         this.tokenization = request.tokenization();
         this.model = request.model();
+        this.detail = detail;
+        this.startNanos = startNanos;
         this.lease = new Lease(this, router);
     }
 
@@ -106,6 +112,19 @@ public final class RouteDecision {
     /** What this request added to its replica's {@link Replica#pendingPrefill()} (0 while not tracked). */
     int pendingCounted() {
         return pendingCounted;
+    }
+
+    /**
+     * What the policy added about its decision ({@link dev.cart.core.spi.Choice#detail()}), or null: for
+     * logs through its {@code toString()}, which never contains prompt text.
+     */
+    public Object detail() {
+        return detail;
+    }
+
+    /** The router's {@linkplain Router.Builder#ticker ticker} reading when the decision was made. */
+    long startNanos() {
+        return startNanos;
     }
 
     /** Length of the request's key in units. */

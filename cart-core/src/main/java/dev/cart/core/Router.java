@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
@@ -64,6 +65,8 @@ public final class Router implements AutoCloseable {
     private final boolean publishes;
     private final RemoteRoutes remote;
     private volatile boolean syncFailureLogged;
+    private volatile boolean observationFailureLogged;
+    private final LongSupplier ticker;
     /** Set by the first {@link Lease#firstToken()} report; from then on routed prefill is counted. */
     private volatile boolean tracksPrefill;
 
@@ -78,6 +81,7 @@ public final class Router implements AutoCloseable {
         this.listener = new SafeListener(b.listener);
         this.random = b.random;
         this.clock = b.clock;
+        this.ticker = b.ticker;
         this.evictionInterval = b.evictionInterval;
         this.dailyResetHourUtc = b.dailyResetHourUtc;
         this.learnMode = b.learnMode;
@@ -144,7 +148,7 @@ public final class Router implements AutoCloseable {
             }
         }
         if (!served) {
-            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, request, t0);
+            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, request, t0);
         }
         PromptKey key = request.key();
         RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get());
@@ -161,7 +165,7 @@ public final class Router implements AutoCloseable {
             }
             ctx.drop(chosen); // filled up since the policy looked; ask again without it
         }
-        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, request, t0);
+        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, request, t0);
     }
 
     /**
@@ -191,7 +195,7 @@ public final class Router implements AutoCloseable {
                 chosen.addPendingPrefill(prefill);
                 counted = prefill;
             }
-            return decided(chosen, admission, choice.reason(), matched, prefill, counted, request, t0);
+            return decided(chosen, admission, choice.reason(), matched, prefill, counted, choice.detail(), request, t0);
         } catch (RuntimeException | Error e) {
             if (counted != 0) {
                 chosen.addPendingPrefill(-counted);
@@ -219,6 +223,20 @@ public final class Router implements AutoCloseable {
         if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
             record(d.key(), d.replica());
         }
+        if (reported) {
+            try {
+                policy.onFirstToken(d, ticker.getAsLong() - d.startNanos());
+            } catch (RuntimeException e) {
+                observationFailed(e);
+            }
+        }
+    }
+
+    private void observationFailed(RuntimeException e) {
+        if (!observationFailureLogged) {
+            observationFailureLogged = true;
+            LOG.error("policy " + policy.name() + " failed to observe a lease (logged once; routing goes on)", e);
+        }
     }
 
     private RouteDecision decided(
@@ -228,10 +246,21 @@ public final class Router implements AutoCloseable {
             int matched,
             int prefill,
             int counted,
+            Object detail,
             RouteRequest request,
             long t0) {
         RouteDecision d = new RouteDecision(
-                r, admission, reason, matched, prefill, counted, request, System.nanoTime() - t0, this);
+                r,
+                admission,
+                reason,
+                matched,
+                prefill,
+                counted,
+                detail,
+                request,
+                System.nanoTime() - t0,
+                r == null ? 0 : ticker.getAsLong(),
+                this);
         listener.onDecision(d);
         return d;
     }
@@ -355,8 +384,15 @@ public final class Router implements AutoCloseable {
         listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
     }
 
-    void closed(RouteDecision d, Outcome outcome, int status, long nanos) {
-        listener.onLeaseCompleted(new LeaseCompletion(d, outcome, status, nanos, d.attempt()));
+    void closed(RouteDecision d, Outcome outcome, int status, boolean firstToken) {
+        long nanos = ticker.getAsLong() - d.startNanos();
+        try {
+            policy.onLeaseClosed(d, outcome, firstToken, nanos);
+        } catch (RuntimeException e) {
+            observationFailed(e);
+        } finally {
+            listener.onLeaseCompleted(new LeaseCompletion(d, outcome, status, nanos, d.attempt()));
+        }
     }
 
     /** The replica set routed over. */
@@ -485,6 +521,7 @@ public final class Router implements AutoCloseable {
         private RoutingListener listener = RoutingListener.NONE;
         private Supplier<RandomGenerator> random = ThreadLocalRandom::current;
         private Clock clock = Clock.systemUTC();
+        private LongSupplier ticker = System::nanoTime;
         private Scheduler scheduler;
         private Duration evictionInterval = DEFAULT_EVICTION_INTERVAL;
         private int dailyResetHourUtc = -1;
@@ -633,6 +670,16 @@ public final class Router implements AutoCloseable {
         /** Clock for the daily reset (and for the default tree's timestamps). */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock);
+            return this;
+        }
+
+        /**
+         * Source of monotonic nanoseconds for lease durations ({@link LeaseCompletion#durationNanos()}) and
+         * the policy's lease observations ({@link RoutingPolicy#onFirstToken}); {@link System#nanoTime()} by
+         * default. A simulation or a test injects its own.
+         */
+        public Builder ticker(LongSupplier ticker) {
+            this.ticker = Objects.requireNonNull(ticker);
             return this;
         }
 

@@ -10,7 +10,7 @@ import java.util.Map;
  * instead (a builder starts at the same defaults). The same policies are
  * available by name through {@link dev.cart.core.RoutingPolicies#create}: {@code cache_aware},
  * {@code round_robin}, {@code random}, {@code least_loaded}, {@code power_of_two},
- * {@code consistent_hash}.
+ * {@code consistent_hash}, {@code predicted_ttft}.
  */
 public final class Policies {
 
@@ -19,6 +19,14 @@ public final class Policies {
     /** The specification's cache-aware policy with its defaults ({@code CacheAwarePolicy.builder().build()}). */
     public static CacheAwarePolicy cacheAware() {
         return CacheAwarePolicy.builder().build();
+    }
+
+    /**
+     * The replica with the smallest predicted time to first token, from speeds learned online
+     * ({@code PredictedTtftPolicy.builder().build()}).
+     */
+    public static PredictedTtftPolicy predictedTtft() {
+        return PredictedTtftPolicy.builder().build();
     }
 
     /** Each usable replica in turn. */
@@ -71,6 +79,25 @@ public final class Policies {
         @Override
         public RoutingPolicy create(Map<String, ?> settings) {
             return CacheAwarePolicy.fromSettings(settings);
+        }
+    }
+
+    /**
+     * Provides {@code predicted_ttft}; its settings keys are {@code prior_prefill_ms_per_1k_units},
+     * {@code prior_decode_ms_per_request}, {@code prior_base_ms} and {@code learning_rate}.
+     */
+    public static final class PredictedTtftProvider implements RoutingPolicyProvider {
+        /** Made by {@link java.util.ServiceLoader}. */
+        public PredictedTtftProvider() {}
+
+        @Override
+        public String name() {
+            return "predicted_ttft";
+        }
+
+        @Override
+        public RoutingPolicy create(Map<String, ?> settings) {
+            return PredictedTtftPolicy.fromSettings(settings);
         }
     }
 

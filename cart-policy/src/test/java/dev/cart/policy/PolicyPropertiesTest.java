@@ -54,7 +54,8 @@ class PolicyPropertiesTest {
             Policies::leastLoaded,
             Policies::powerOfTwo,
             () -> Policies.consistentHash(1.25),
-            () -> Policies.consistentHash(0));
+            () -> Policies.consistentHash(0),
+            Policies::predictedTtft);
 
     /**
      * A random pool state: per replica a state code (0 healthy, 1 unhealthy, 2 circuit open, 3 at cap,
@@ -245,8 +246,14 @@ class PolicyPropertiesTest {
 
     @Test
     void everyShippedPolicyIsAvailableByName() {
-        for (String name :
-                List.of("cache_aware", "round_robin", "random", "least_loaded", "power_of_two", "consistent_hash")) {
+        for (String name : List.of(
+                "cache_aware",
+                "round_robin",
+                "random",
+                "least_loaded",
+                "power_of_two",
+                "consistent_hash",
+                "predicted_ttft")) {
             RoutingPolicy p = RoutingPolicies.create(name, Map.of());
             assertEquals(name, p.name());
         }

@@ -1,5 +1,8 @@
 package dev.cart.core.spi;
 
+import dev.cart.core.Outcome;
+import dev.cart.core.RouteDecision;
+
 /**
  * Chooses a replica for one request among the candidates the router offers. The router has already
  * removed replicas that are unhealthy, circuit-open, at their {@code max_load} or excluded, so any
@@ -23,6 +26,21 @@ public interface RoutingPolicy {
     default boolean usesPrefixTree() {
         return true;
     }
+
+    /**
+     * Observes that a request this policy routed had its first token, {@code nanos} after its decision
+     * (measured by the router's {@linkplain dev.cart.core.Router.Builder#ticker ticker}). Called once per
+     * reported first token ({@link dev.cart.core.Lease#firstToken()}), on the host's thread; a policy that
+     * learns from it must be quick and thread-safe. No-op by default.
+     */
+    default void onFirstToken(RouteDecision decision, long nanos) {}
+
+    /**
+     * Observes that a request this policy routed ended: its lease closed with {@code outcome},
+     * {@code nanos} after its decision; {@code firstToken} says whether a first token was reported before.
+     * Called once per routed lease, on the closing thread. No-op by default.
+     */
+    default void onLeaseClosed(RouteDecision decision, Outcome outcome, boolean firstToken, long nanos) {}
 
     /** Name used in logs and configuration. */
     String name();

@@ -43,6 +43,7 @@ final class Engine {
     private long preemptions;
     private int peakRunning;
     private int peakWaiting;
+    private double slowdown = 1.0;
 
     Engine(EngineConfig config) {
         this.config = config;
@@ -51,6 +52,17 @@ final class Engine {
 
     EngineConfig config() {
         return config;
+    }
+
+    /**
+     * Makes every step from the next one on take {@code factor} times its modelled time (1 is the model; 2
+     * a replica half as fast, as another tenant on its GPU or an older GPU would make it).
+     */
+    void slowdown(double factor) {
+        if (!(factor > 0 && factor <= 1000)) {
+            throw new IllegalArgumentException("slowdown must be in (0, 1000], was " + factor);
+        }
+        this.slowdown = factor;
     }
 
     BlockCache cache() {
@@ -223,6 +235,9 @@ final class Engine {
         peakRunning = Math.max(peakRunning, running.size());
         planned = true;
         long d = config.stepNanos(prefillTokens, decodeSeqs);
+        if (slowdown != 1.0) {
+            d = Math.round(d * slowdown);
+        }
         busyNanos += d;
         computedPromptTokens += prefillTokens;
         steps++;

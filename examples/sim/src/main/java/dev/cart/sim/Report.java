@@ -11,7 +11,7 @@ import java.util.Locale;
 /**
  * The routing-quality report's command line: parses the options, runs the matrix ({@link RunMatrix}) on the
  * tokenizing and the aligned replica, the learning section ({@link Features}) and the load sensitivity
- * ({@link LoadSensitivity}), and writes {@code routing-quality.md} ({@link ReportMarkdown}) and
+ * ({@link LoadSensitivity}), the {@code predicted_ttft} comparison ({@link TtftComparison}), and writes {@code routing-quality.md} ({@link ReportMarkdown}) and
  * {@code routing-quality.png} ({@link Chart}).
  *
  * <pre>
@@ -156,6 +156,7 @@ public final class Report {
         RunMatrix.Matrix aligned = RunMatrix.run(s, RunMatrix.ReplicaModel.ALIGNED, Variant.core(), true);
         List<Features.Feature> features = Features.run(s, main, RunMatrix::registered, true);
         List<LoadSensitivity.Point> sens = LoadSensitivity.run(s, main);
+        List<TtftComparison.ShapeRuns> ttft = TtftComparison.run(s, main, true);
         double seconds = (System.nanoTime() - t0) / 1e9;
         double cpuSeconds = (ReportMarkdown.processCpuNanos() - cpu0) / 1e9;
         Path dir = s.outDir();
@@ -165,7 +166,9 @@ public final class Report {
         String mixedModels = MixedModelReport.keptSection(md); // written by its own entry point
         Files.writeString(
                 md,
-                ReportMarkdown.render(s, main, aligned, features, sens, seconds, cpuSeconds) + mixedModels,
+                ReportMarkdown.render(s, main, aligned, features, sens, TtftComparison.runs(ttft), seconds, cpuSeconds)
+                        + TtftComparison.markdown(s, ttft)
+                        + mixedModels,
                 StandardCharsets.UTF_8);
         Chart.write(png, s, main);
         System.out.printf(Locale.ROOT, "wrote %s and %s in %.1f s (%.1f s of CPU)%n", md, png, seconds, cpuSeconds);

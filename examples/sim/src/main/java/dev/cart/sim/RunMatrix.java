@@ -65,6 +65,71 @@ final class RunMatrix {
         }
     }
 
+    /**
+     * How fast the cluster's replicas are: all alike (the main tables), some slower from the start, or one
+     * slowing down mid-run.
+     *
+     * @param name        short name, as the report's section titles it
+     * @param description what the shape is, for the report
+     * @param slowdowns   each replica's step time over the model's, or null for all 1 (see
+     *                    {@link Simulation.Builder#slowdowns})
+     * @param slowReplica the replica that slows down once half the requests were sent, or -1
+     * @param slowFactor  by how much it slows down
+     */
+    record Shape(String name, String description, double[] slowdowns, int slowReplica, double slowFactor) {
+        static final Shape UNIFORM = new Shape("uniform", "every replica as modelled", null, -1, 1.0);
+
+        /** The first half of the replicas as modelled, the others twice as slow. */
+        static Shape heterogeneous(int replicas) {
+            double[] f = new double[replicas];
+            for (int i = 0; i < replicas; i++) {
+                f[i] = i < (replicas + 1) / 2 ? 1.0 : 2.0;
+            }
+            return new Shape(
+                    "heterogeneous",
+                    "the first " + (replicas + 1) / 2 + " replicas as modelled, the other " + replicas / 2
+                            + " twice as slow (each of their engine steps takes 2x); arrival rates by the load "
+                            + "rule on the pool's real capacity",
+                    f,
+                    -1,
+                    1.0);
+        }
+
+        /** The last replica becomes three times slower once half the requests were sent. */
+        static Shape slowdown(int replicas) {
+            return new Shape(
+                    "slowdown",
+                    "every replica as modelled until half the requests were sent; then replica-" + (replicas - 1)
+                            + " takes 3x as long per engine step (another tenant on its GPU); arrival rates as for "
+                            + "the uniform pool",
+                    null,
+                    replicas - 1,
+                    3.0);
+        }
+
+        /** The pool's prefill capacity in replicas as modelled (the sum of 1 / slowdown). */
+        double capacity(int replicas) {
+            if (slowdowns == null) {
+                return replicas;
+            }
+            double c = 0;
+            for (double f : slowdowns) {
+                c += 1.0 / f;
+            }
+            return c;
+        }
+
+        Simulation.Builder apply(Simulation.Builder b) {
+            if (slowdowns != null) {
+                b.slowdowns(slowdowns);
+            }
+            if (slowReplica >= 0) {
+                b.slowdownMidRun(slowReplica, slowFactor);
+            }
+            return b;
+        }
+    }
+
     /** A workload with its arrivals, prepared for one replica model. */
     record Scenario(String name, String description, String arrivals, PreparedWorkload prepared, int closedClients) {}
 
@@ -168,6 +233,11 @@ final class RunMatrix {
 
     /** Runs {@code variants} on every workload of every seed of {@code s} on {@code model}. */
     static Matrix run(Report.Settings s, ReplicaModel model, List<Variant> variants, boolean progress) {
+        return run(s, model, variants, progress, Shape.UNIFORM);
+    }
+
+    /** Runs {@code variants} on every workload of every seed of {@code s} on {@code model}, a {@code shape} pool. */
+    static Matrix run(Report.Settings s, ReplicaModel model, List<Variant> variants, boolean progress, Shape shape) {
         Workload trace = Files.isReadable(s.tracePath()) ? Workloads.mooncake(s.tracePath(), s.traceBlockChars) : null;
         if (trace == null) {
             System.err.println("trace not found, the replay is reported as skipped: "
@@ -181,7 +251,7 @@ final class RunMatrix {
                 tasks.add(() -> {
                     PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults(), model.options());
                     List<ScenarioResult> out = new ArrayList<>();
-                    double rate = rateFor(s, model, p);
+                    double rate = rateFor(s.load, shape.capacity(s.replicas), model, p);
                     out.add(runScenario(
                             new Scenario(
                                     w.name(),
@@ -193,7 +263,8 @@ final class RunMatrix {
                             seed,
                             variants,
                             RunMatrix::registered,
-                            progress));
+                            progress,
+                            shape));
                     if (w.name().equals("rag-zipf")) {
                         int clients = 16 * s.replicas;
                         out.add(runScenario(
@@ -207,14 +278,15 @@ final class RunMatrix {
                                 seed,
                                 variants,
                                 RunMatrix::registered,
-                                progress));
+                                progress,
+                                shape));
                     }
                     return out;
                 });
             }
             if (tracePrepared != null) {
                 tasks.add(() -> {
-                    double rate = rateFor(s, model, tracePrepared);
+                    double rate = rateFor(s.load, shape.capacity(s.replicas), model, tracePrepared);
                     double factor = trace.meanRate() / rate;
                     return List.of(runScenario(
                             new Scenario(
@@ -227,7 +299,8 @@ final class RunMatrix {
                             seed,
                             variants,
                             RunMatrix::registered,
-                            progress));
+                            progress,
+                            shape));
                 });
             }
         }
@@ -292,7 +365,7 @@ final class RunMatrix {
         return rateFor(s.load, s.replicas, model, p);
     }
 
-    static double rateFor(double load, int replicas, ReplicaModel model, PreparedWorkload p) {
+    static double rateFor(double load, double replicas, ReplicaModel model, PreparedWorkload p) {
         EngineConfig cfg = EngineConfig.defaults();
         double tokensPerSecond = 1e9 / cfg.prefillTokenNanos() * replicas;
         double meanTokens = model == ReplicaModel.TOKENIZING
@@ -309,10 +382,23 @@ final class RunMatrix {
             List<Variant> variants,
             Function<Variant, Supplier<RoutingPolicy>> policies,
             boolean progress) {
+        return runScenario(sc, s, seed, variants, policies, progress, Shape.UNIFORM);
+    }
+
+    /** Runs one scenario under every variant, each on a fresh cluster of {@code shape}. */
+    static ScenarioResult runScenario(
+            Scenario sc,
+            Report.Settings s,
+            long seed,
+            List<Variant> variants,
+            Function<Variant, Supplier<RoutingPolicy>> policies,
+            boolean progress,
+            Shape shape) {
         List<Row> rows = new ArrayList<>();
         for (Variant v : variants) {
-            RunResult r =
-                    simulation(s, seed, v, policies, sc.closedClients()).build().run(sc.prepared());
+            RunResult r = shape.apply(simulation(s, seed, v, policies, sc.closedClients()))
+                    .build()
+                    .run(sc.prepared());
             rows.add(new Row(v, r));
             if (progress) {
                 System.out.println("seed " + seed + ": " + r);

@@ -32,6 +32,7 @@ public final class RunResult {
     private final Map<Reason, Integer> reasons;
     private final Trace trace;
     private final Feedback feedback;
+    private final double estimateErrorP50;
 
     /**
      * Per-request outcomes, indexed like the workload (for tests and diagnostics): when each request was
@@ -89,6 +90,53 @@ public final class RunResult {
             Map<Reason, Integer> reasons,
             Trace trace,
             Feedback feedback) {
+        this(
+                workload,
+                policy,
+                requests,
+                completed,
+                noReplica,
+                refused,
+                promptTokens,
+                cachedTokens,
+                idealHitRatio,
+                ttft,
+                firstArrival,
+                lastFinish,
+                outputTokens,
+                routed,
+                peakInFlight,
+                busyNanos,
+                preemptions,
+                reasons,
+                trace,
+                feedback,
+                Double.NaN);
+    }
+
+    RunResult(
+            String workload,
+            String policy,
+            int requests,
+            int completed,
+            int noReplica,
+            int refused,
+            long promptTokens,
+            long cachedTokens,
+            double idealHitRatio,
+            long[] ttft,
+            long firstArrival,
+            long lastFinish,
+            long outputTokens,
+            int[] routed,
+            int[] peakInFlight,
+            long[] busyNanos,
+            long preemptions,
+            Map<Reason, Integer> reasons,
+            Trace trace,
+            Feedback feedback,
+            double estimateErrorP50) {
+        this.estimateErrorP50 = estimateErrorP50;
         this.workload = workload;
         this.policy = policy;
         this.requests = requests;
@@ -110,6 +158,15 @@ public final class RunResult {
         this.reasons = Collections.unmodifiableMap(new EnumMap<>(reasons));
         this.trace = trace;
         this.feedback = feedback;
+    }
+
+    /**
+     * The median relative error of the policy's TTFT predictions against the measured TTFT over the recent
+     * first tokens of its warmed-up replicas ({@code PredictedTtftPolicy.estimateErrorP50()}); NaN for a
+     * policy that predicts none.
+     */
+    public double estimateErrorP50() {
+        return estimateErrorP50;
     }
 
     /** Predicted against delivered cached tokens (empty when the host reported no usage). */

@@ -15,6 +15,7 @@ import dev.cart.core.RoutingListener;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.policy.PredictedTtftPolicy;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -73,6 +74,9 @@ public final class Simulation {
     private final PreparedWorkload.Options prepare;
     /** Per replica, the models it serves (empty, or no entry: any model). */
     private final List<List<String>> replicaModels;
+    private final double[] slowdowns;
+    private final int slowReplica;
+    private final double slowFactor;
 
     /**
      * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
@@ -115,6 +119,9 @@ public final class Simulation {
         this.singleDepth = b.singleDepth;
         this.prepare = b.prepare;
         this.replicaModels = b.replicaModels;
+        this.slowdowns = b.slowdowns;
+        this.slowReplica = b.slowReplica;
+        this.slowFactor = b.slowFactor;
     }
 
     public static Builder builder() {
@@ -185,6 +192,7 @@ public final class Simulation {
         final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
         final FeedbackCounter feedbackCounter = new FeedbackCounter();
         int completed;
+        int dispatched;
         int noReplica;
         int refused;
         long promptTokens;
@@ -209,6 +217,7 @@ public final class Simulation {
                     .policy(policy.get())
                     .random(() -> rnd)
                     .clock(clock)
+                    .ticker(clock::nanos)
                     .evictionInterval(Duration.ZERO)
                     .learn(learn)
                     .feedback(feedback)
@@ -220,6 +229,9 @@ public final class Simulation {
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
                 engines[i] = new Engine(engine);
+                if (slowdowns != null) {
+                    engines[i].slowdown(slowdowns[i]);
+                }
             }
             stepping = new boolean[replicas];
             sessionBusy = new boolean[w.sessions];
@@ -293,7 +305,8 @@ public final class Simulation {
                     pre,
                     reasons,
                     new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf),
-                    feedbackCounter.stats());
+                    feedbackCounter.stats(),
+                    router.policy() instanceof PredictedTtftPolicy p ? p.estimateErrorP50() : Double.NaN);
         }
 
         void push(long time, int kind, int index) {
@@ -333,6 +346,9 @@ public final class Simulation {
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
             sent[i] = t;
+            if (slowReplica >= 0 && ++dispatched == n / 2) {
+                engines[slowReplica].slowdown(slowFactor); // another tenant arrives on its GPU
+            }
             RouteDecision d = router.choose(RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
@@ -503,6 +519,9 @@ public final class Simulation {
         private boolean singleDepth;
         private PreparedWorkload.Options prepare = PreparedWorkload.Options.defaults();
         private List<List<String>> replicaModels = List.of();
+        private double[] slowdowns;
+        private int slowReplica = -1;
+        private double slowFactor = 1.0;
 
         private Builder() {}
 
@@ -514,6 +533,25 @@ public final class Simulation {
          */
         public Builder replicaModels(List<List<String>> models) {
             this.replicaModels = models.stream().map(List::copyOf).toList();
+            return this;
+        }
+
+        /**
+         * Each replica's step time as a multiple of the model's (default all 1): {@code 1, 1, 2, 2} is a pool
+         * whose first two replicas are twice as fast as the other two. One factor per replica.
+         */
+        public Builder slowdowns(double... factors) {
+            this.slowdowns = factors.clone();
+            return this;
+        }
+
+        /**
+         * Makes replica {@code index} {@code factor} times slower once half of the run's requests have been
+         * sent (another tenant starting on its GPU); none by default.
+         */
+        public Builder slowdownMidRun(int index, double factor) {
+            this.slowReplica = index;
+            this.slowFactor = factor;
             return this;
         }
 
@@ -670,6 +708,13 @@ public final class Simulation {
         public Simulation build() {
             if (policy == null) {
                 throw new IllegalStateException("a simulation needs a routing policy");
+            }
+            if (slowdowns != null && slowdowns.length != replicas) {
+                throw new IllegalStateException(
+                        "slowdowns gives " + slowdowns.length + " factors for " + replicas + " replicas");
+            }
+            if (slowReplica >= replicas) {
+                throw new IllegalStateException("no replica " + slowReplica + " to slow down");
             }
             return new Simulation(this);
         }

@@ -30,6 +30,7 @@ record Variant(
     static final String LEAST_LOADED = "least_loaded";
     static final String CONSISTENT_HASH = "consistent_hash";
     static final String CACHE_AWARE = "cache_aware";
+    static final String PREDICTED_TTFT = "predicted_ttft";
     static final String SPECIFIED = "cache_aware as specified";
     static final String STRICT = "cache_aware strict affinity";
     static final String ON_SUCCESS = "cache_aware learn=on_success";
@@ -54,6 +55,7 @@ record Variant(
         v.add(shipped(LEAST_LOADED, "least_loaded", Map.of()));
         v.add(shipped(CONSISTENT_HASH, "consistent_hash", Map.of()));
         v.add(shipped(CACHE_AWARE, "cache_aware", Map.of()));
+        v.add(shipped(PREDICTED_TTFT, "predicted_ttft", Map.of()));
         v.add(specified(SPECIFIED, Map.of("prefill_aware", false)));
         v.add(shipped("cache_aware guard=abs_rel", "cache_aware", Map.of("guard", "abs_rel")));
         v.add(shipped("cache_aware guard=median", "cache_aware", Map.of("guard", "median")));

@@ -3,6 +3,7 @@ package dev.cart.sim;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
@@ -71,6 +72,17 @@ class EngineTest {
         long expected = CFG.stepNanos(2048, 0) + CFG.stepNanos(4000 - 2048, 0);
         assertEquals(expected, soloTtft(4000, 1));
         assertEquals(CFG.stepNanos(1000, 0), soloTtft(1000, 2));
+    }
+
+    @Test
+    void aSlowedEngineTakesThatMuchLongerPerStep() {
+        Engine e = new Engine(CFG);
+        e.slowdown(2.0);
+        EngineRequest r = request(text(3, 1000), 4);
+        e.submit(r, 0);
+        drain(e, 0);
+        assertEquals(2 * CFG.stepNanos(1000, 0), r.ttftNanos());
+        assertThrows(IllegalArgumentException.class, () -> e.slowdown(0));
     }
 
     @Test

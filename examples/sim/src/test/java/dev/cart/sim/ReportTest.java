@@ -206,4 +206,62 @@ class ReportTest {
         assertFalse(vs.get(0).metMedian());
         assertEquals(1, Targets.count(vs)[4]);
     }
+
+    /** The predicted_ttft section: every shape, every policy's row, and verdicts computed seed by seed. */
+    @Test
+    void theTtftSectionJudgesEachShapeAgainstCacheAware() {
+        Report.Settings s = Report.Settings.parse(new String[] {"--replicas", "2", "--seeds", "5-6"});
+        List<TtftComparison.ShapeRuns> runs = new java.util.ArrayList<>();
+        for (RunMatrix.Shape shape :
+                List.of(RunMatrix.Shape.UNIFORM, RunMatrix.Shape.heterogeneous(2), RunMatrix.Shape.slowdown(2))) {
+            List<RunMatrix.ScenarioResult> hot = new java.util.ArrayList<>();
+            for (long seed : s.seeds) {
+                Workload h = Workloads.hotPrefix(seed, new Workloads.HotSpec(60, 0.8, 256, 32, 8))
+                        .poisson(30, seed);
+                hot.add(RunMatrix.runScenario(
+                        new RunMatrix.Scenario(
+                                "hot-prefix-80", "", "", PreparedWorkload.of(h, EngineConfig.defaults()), 0),
+                        s,
+                        seed,
+                        TtftComparison.variants(),
+                        RunMatrix::registered,
+                        false,
+                        shape));
+            }
+            runs.add(new TtftComparison.ShapeRuns(
+                    shape,
+                    new RunMatrix.Matrix(
+                            RunMatrix.ReplicaModel.TOKENIZING,
+                            s.seeds,
+                            TtftComparison.variants(),
+                            List.of(
+                                    new RunMatrix.WorkloadRuns("hot-prefix-80", null, hot),
+                                    new RunMatrix.WorkloadRuns(RunMatrix.MOONCAKE, "no trace", List.of())))));
+        }
+        assertEquals(3 * 2 * 4, TtftComparison.runs(runs), "3 shapes x 2 seeds x 4 policies, none reused");
+        List<TtftComparison.Verdict> vs = TtftComparison.verdicts(runs);
+        // uniform: P99, hit, error; heterogeneous: P99, throughput, error; slowdown: P99, error
+        assertEquals(8, vs.size(), String.valueOf(vs));
+        RunMatrix.ScenarioResult first =
+                runs.get(0).matrix().workloads().get(0).seeds().get(0);
+        double ratio = first.of(Variant.PREDICTED_TTFT).ttftP99Millis()
+                / first.of(Variant.CACHE_AWARE).ttftP99Millis();
+        assertTrue(
+                vs.get(0).value().min() <= ratio && ratio <= vs.get(0).value().max(), "a per-seed ratio");
+        assertTrue(vs.stream().allMatch(v -> !Double.isNaN(v.value().median())), "every target measured");
+        String md = TtftComparison.markdown(s, runs);
+        assertTrue(md.contains("### Targets: "), md);
+        for (String shape : List.of("uniform", "heterogeneous", "slowdown")) {
+            assertTrue(md.contains("### " + shape + " pool"), md);
+        }
+        for (String l : TtftComparison.LABELS) {
+            assertEquals(
+                    3,
+                    md.lines()
+                            .filter(x -> x.startsWith("| hot-prefix-80 | " + l + " | "))
+                            .count(),
+                    l);
+        }
+        assertTrue(md.contains("| mooncake-trace | skipped: no trace |"), md);
+    }
 }

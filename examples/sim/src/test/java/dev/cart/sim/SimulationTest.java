@@ -2,6 +2,7 @@ package dev.cart.sim;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.PromptKey;
@@ -42,6 +43,20 @@ class SimulationTest {
         assertTrue(affinity.hitRatio() <= affinity.idealHitRatio() + 1e-9);
         assertEquals(affinity.idealHitRatio(), rr.idealHitRatio());
         assertEquals(0.82, affinity.idealHitRatio(), 0.05);
+    }
+
+    @Test
+    void predictedTtftSendsLessToSlowerReplicasAndReportsItsEstimateError() {
+        Workload w = smallSharedPrefix();
+        Simulation.Builder b = Simulation.builder().replicas(4).seed(5).slowdowns(1, 1, 3, 3);
+        RunResult pt = b.policy("predicted_ttft", Map.of()).build().run(w);
+        RunResult ll = b.policy("least_loaded", Map.of()).build().run(w);
+        assertEquals(w.size(), pt.completed());
+        int[] r = pt.routed();
+        assertTrue(r[0] + r[1] > 2 * (r[2] + r[3]), "fast replicas take most: " + java.util.Arrays.toString(r));
+        assertTrue(pt.estimateErrorP50() >= 0 && pt.estimateErrorP50() < 1, "error " + pt.estimateErrorP50());
+        assertTrue(Double.isNaN(ll.estimateErrorP50()), "a policy that predicts nothing has no error");
+        assertThrows(IllegalStateException.class, () -> b.slowdowns(1, 2).build());
     }
 
     @Test
