@@ -22,6 +22,7 @@ public final class RouteDecision {
     private final Tokenization tokenization;
     private final String model;
     private final Lease lease;
+    private final boolean learnedElsewhere;
 
     RouteDecision(
             Replica replica,
@@ -32,6 +33,7 @@ public final class RouteDecision {
             int pendingCounted,
             RouteRequest request,
             long decisionNanos,
+            boolean learnedElsewhere,
             Router router) {
         PromptKey key = request.key();
         this.replica = replica;
@@ -46,7 +48,17 @@ public final class RouteDecision {
         this.attempt = request.attempt();
         this.tokenization = request.tokenization();
         this.model = request.model();
+        this.learnedElsewhere = learnedElsewhere;
         this.lease = new Lease(this, router);
+    }
+
+    /**
+     * True for a {@link Reason#CACHE_HIT} that followed a route only other router instances had reported
+     * ({@link Router.Builder#sync}): this instance had never sent that prefix to that replica itself. The
+     * share of such hits is what sharing routes between instances gains. False without a sync.
+     */
+    public boolean learnedElsewhere() {
+        return learnedElsewhere;
     }
 
     /** The replica's admission of this request (null without a replica); released by the lease. */
