@@ -57,11 +57,22 @@ final class Routing implements AutoCloseable {
             ProxyListener listener,
             HttpClient client,
             ScheduledExecutorService scheduler) {
+        return build(config, clock, listener, client, scheduler, Cluster.OFF);
+    }
+
+    /** As {@link #build(ProxyConfig, Clock, ProxyListener, HttpClient, ScheduledExecutorService)}, in a cluster. */
+    static Routing build(
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            Cluster cluster) {
         ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
         for (ProxyConfig.Worker w : config.workers()) {
             sb.add(w.spec());
         }
-        return assemble(config, clock, listener, client, scheduler, sb.build(), null);
+        return assemble(config, clock, listener, client, scheduler, sb.build(), null, cluster);
     }
 
     private static ManagedReplicaSet.Builder setBuilder(ProxyConfig config, Clock clock, ProxyListener listener) {
@@ -79,7 +90,8 @@ final class Routing implements AutoCloseable {
             HttpClient client,
             ScheduledExecutorService scheduler,
             ManagedReplicaSet set,
-            Router previous) {
+            Router previous,
+            Cluster cluster) {
         ProxyConfig.Cache cache = config.cache();
         Router.Builder rb = Router.builder()
                 .replicas(set)
@@ -99,6 +111,7 @@ final class Routing implements AutoCloseable {
         if (previous != null) {
             rb.routesOf(previous);
         }
+        cluster.configure(rb);
         Router router = rb.build();
         HealthChecker health = new HealthChecker(set, client, config.health(), scheduler);
         return new Routing(config.workers(), set, router, health);
@@ -116,6 +129,18 @@ final class Routing implements AutoCloseable {
             ProxyListener listener,
             HttpClient client,
             ScheduledExecutorService scheduler) {
+        return replacing(previous, config, clock, listener, client, scheduler, Cluster.OFF);
+    }
+
+    /** As {@link #replacing(Routing, ProxyConfig, Clock, ProxyListener, HttpClient, ScheduledExecutorService)}, in a cluster. */
+    static Routing replacing(
+            Routing previous,
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            Cluster cluster) {
         ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
         for (ProxyConfig.Worker w : config.workers()) {
             if (previous.workers.contains(w)) {
@@ -124,7 +149,7 @@ final class Routing implements AutoCloseable {
                 sb.add(w.spec());
             }
         }
-        return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router);
+        return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router, cluster);
     }
 
     /**
