@@ -176,6 +176,35 @@ class SharedLoadTest {
         assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
     }
 
+    @Test
+    void redisAbsentAtStart_routingGoesOnAndRoutesAndLoadArriveOnceItStarts() throws Exception {
+        int port = RedisServerProcess.freePort();
+        String uri = "redis://127.0.0.1:" + port; // nothing listens yet
+        Node a = node(uri, "a");
+        Node b = node(uri, "b");
+        List<String> chosen = new ArrayList<>();
+        for (int i = 0; i < 20; i++) { // every decision made from local memory
+            RouteDecision d = a.router().choose(RouteRequest.of(conversation(i)));
+            assertNotNull(d.replica());
+            chosen.add(d.replica().id());
+            d.lease().close();
+        }
+        assertEquals(0, a.pool().totalInFlight());
+        assertEquals(0, b.load().peers(), "no view without Redis");
+        RedisServerProcess redis = RedisServerProcess.start(port);
+        open.add(redis);
+        Await.until(() -> b.router().remoteApplyStats().applied() >= 20, () -> "the buffered routes arrive");
+        for (int i = 0; i < 20; i++) {
+            RouteDecision d = peek(b, conversation(i));
+            assertEquals(Reason.CACHE_HIT, d.reason());
+            assertEquals(chosen.get(i), d.replica().id());
+        }
+        Replica.Admission held = assertHeld(a.replica(IDS.get(2)).tryAcquire());
+        Await.until(() -> b.load().remoteInFlight(IDS.get(2)) == 1, () -> "the load view works once Redis is up");
+        held.release(Outcome.SUCCESS);
+        assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
+    }
+
     private static Replica.Admission assertHeld(Replica.Admission a) {
         assertNotNull(a, "admitted");
         return a;

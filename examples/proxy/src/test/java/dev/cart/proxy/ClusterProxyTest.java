@@ -161,6 +161,30 @@ class ClusterProxyTest {
         }
     }
 
+    @Test
+    void withRedisUnreachableEveryRequestIsAnsweredAndNothingIsLeftInFlight() throws Exception {
+        String url = "redis://:" + PASSWORD + "@127.0.0.1:" + RedisServerProcess.freePort(); // nothing listens
+        List<ScriptedReplica> replicas = new ArrayList<>();
+        for (String n : List.of("a", "b")) {
+            ScriptedReplica r = ScriptedReplica.start(n);
+            replicas.add(r);
+            open.add(r);
+        }
+        try (LogCapture log = new LogCapture(org.slf4j.Logger.ROOT_LOGGER_NAME)) {
+            ProxyServer one = proxy(replicas, url, "one");
+            for (int u = 0; u < 10; u++) {
+                HttpResponse<String> r = post(one, turn1(u));
+                assertEquals(200, r.statusCode(), r.body());
+            }
+            assertEquals(0, one.routing().replicas.totalInFlight());
+            assertEquals(0.0, metricValue(one, "cart_cluster_connected"));
+            assertTrue(metricValue(one, "cart_cluster_events_buffered") > 0, "events wait for Redis");
+            for (String line : log.lines()) {
+                assertFalse(line.contains(PASSWORD), "a log line carries the Redis password: " + line);
+            }
+        }
+    }
+
     /** One sample's value from the proxy's /metrics (NaN when absent). */
     private double metricValue(ProxyServer p, String name) {
         try {
