@@ -1080,6 +1080,38 @@ final class PrefixTree {
     }
 
     // ------------------------------------------------------------------------------------------------
+    // origin of a route (several instances)
+
+    /**
+     * Whether {@code replica}'s claim on the first {@code blocks} blocks of {@code key} was learned only from
+     * other instances ({@link #insertRemote}) and never confirmed by this instance's own traffic. A lock-free
+     * walk like a match's first look (no second look: the answer feeds a metric, a moment's staleness is
+     * fine); false when the tree does not hold it.
+     */
+    boolean learnedElsewhere(long[] key, int blocks, Replica replica) {
+        Node node = root;
+        int i = 0;
+        int end = Math.min(blocks, key.length);
+        while (i < end) {
+            Edge e = find(node.edges, key[i]);
+            if (e == null) {
+                return false;
+            }
+            int m = commonPrefix(e.label, key, i);
+            i += m;
+            if (i >= end) {
+                Holder h = holderOf(e.target, replica);
+                return h != null && h.remote;
+            }
+            if (m < e.label.length) {
+                return false;
+            }
+            node = e.target;
+        }
+        return false;
+    }
+
+    // ------------------------------------------------------------------------------------------------
     // test hooks (package-private)
 
     /** One route as the tree holds it, expanded per block prefix. */

@@ -24,6 +24,7 @@ public final class RouteDecision {
     private final Object detail;
     private final long startNanos;
     private final Lease lease;
+    private final boolean learnedElsewhere;
 
     RouteDecision(
             Replica replica,
@@ -36,6 +37,7 @@ public final class RouteDecision {
             RouteRequest request,
             long decisionNanos,
             long startNanos,
+            boolean learnedElsewhere,
             Router router) {
         PromptKey key = request.key();
         this.replica = replica;
@@ -52,7 +54,17 @@ public final class RouteDecision {
         this.model = request.model();
         this.detail = detail;
         this.startNanos = startNanos;
+        this.learnedElsewhere = learnedElsewhere;
         this.lease = new Lease(this, router);
+    }
+
+    /**
+     * True for a {@link Reason#CACHE_HIT} that followed a route only other router instances had reported
+     * ({@link Router.Builder#sync}): this instance had never sent that prefix to that replica itself. The
+     * share of such hits is what sharing routes between instances gains. False without a sync.
+     */
+    public boolean learnedElsewhere() {
+        return learnedElsewhere;
     }
 
     /** The replica's admission of this request (null without a replica); released by the lease. */

@@ -64,6 +64,7 @@ public final class Router implements AutoCloseable {
     private final RouteSync sync;
     private final boolean publishes;
     private final RemoteRoutes remote;
+    private final RemoteLoad remoteLoad;
     private volatile boolean syncFailureLogged;
     private volatile boolean observationFailureLogged;
     private final LongSupplier ticker;
@@ -92,6 +93,7 @@ public final class Router implements AutoCloseable {
         this.tracksPrefill = b.firstTokenReports;
         this.sync = b.sync;
         this.publishes = b.sync != RouteSync.NONE;
+        this.remoteLoad = b.remoteLoad;
         this.remote = new RemoteRoutes(
                 tree, replicas, keyUnit, keyBlockSize, sync.originId(), policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
@@ -144,28 +146,33 @@ public final class Router implements AutoCloseable {
                 served = true;
             }
             if (!request.isExcluded(r) && r.isAvailable() && r.inFlight() < r.maxLoad()) {
-                candidates.add(r);
+                candidates.add(
+                        remoteLoad == RemoteLoad.NONE
+                                ? r
+                                : new CombinedLoadReplica(
+                                        r, remoteLoad.inFlight(r.id()), remoteLoad.pendingPrefill(r.id())));
             }
         }
         if (!served) {
-            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, request, t0);
+            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, false, request, t0);
         }
         PromptKey key = request.key();
         RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get());
         while (!candidates.isEmpty()) {
             Choice choice = policy.choose(ctx);
-            Replica chosen = choice.replica();
-            if (!ctx.isCandidate(chosen)) {
+            Replica view = choice.replica();
+            if (!ctx.isCandidate(view)) {
                 throw new IllegalStateException(
-                        "policy " + policy.name() + " chose " + chosen.id() + ", which was not among the candidates");
+                        "policy " + policy.name() + " chose " + view.id() + ", which was not among the candidates");
             }
+            Replica chosen = CombinedLoadReplica.unwrap(view);
             Replica.Admission admission = chosen.tryAcquire();
             if (admission != null) {
                 return admitted(chosen, admission, choice, ctx, request, t0);
             }
-            ctx.drop(chosen); // filled up since the policy looked; ask again without it
+            ctx.drop(view); // filled up since the policy looked; ask again without it
         }
-        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, request, t0);
+        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, false, request, t0);
     }
 
     /**
@@ -183,19 +190,25 @@ public final class Router implements AutoCloseable {
         PromptKey key = request.key();
         int counted = 0;
         try {
+            // read before this request's own route makes the entry local
+            boolean elsewhere = publishes
+                    && choice.reason() == Reason.CACHE_HIT
+                    && choice.matchedLength() > 0
+                    && fits(key)
+                    && tree.learnedElsewhere(key.blocks(), choice.matchedLength() / keyBlockSize, chosen);
             if (learnMode == LearnMode.ON_ROUTE && !deferred(choice.reason())) {
                 record(key, chosen);
             }
             int matched = choice.matchedLength();
             if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
-                matched = ctx.match().matchedLength(chosen); // what the chosen replica holds on a miss
+                matched = ctx.treeMatch().matchedLength(chosen); // what the chosen replica holds on a miss
             }
             int prefill = Math.max(0, key.length() - matched);
             if (tracksPrefill) {
                 chosen.addPendingPrefill(prefill);
                 counted = prefill;
             }
-            return decided(chosen, admission, choice.reason(), matched, prefill, counted, choice.detail(), request, t0);
+            return decided(chosen, admission, choice.reason(), matched, prefill, counted, choice.detail(), elsewhere, request, t0);
         } catch (RuntimeException | Error e) {
             if (counted != 0) {
                 chosen.addPendingPrefill(-counted);
@@ -247,6 +260,7 @@ public final class Router implements AutoCloseable {
             int prefill,
             int counted,
             Object detail,
+            boolean learnedElsewhere,
             RouteRequest request,
             long t0) {
         RouteDecision d = new RouteDecision(
@@ -260,6 +274,7 @@ public final class Router implements AutoCloseable {
                 request,
                 System.nanoTime() - t0,
                 r == null ? 0 : ticker.getAsLong(),
+                learnedElsewhere,
                 this);
         listener.onDecision(d);
         return d;
@@ -393,6 +408,11 @@ public final class Router implements AutoCloseable {
         } finally {
             listener.onLeaseCompleted(new LeaseCompletion(d, outcome, status, nanos, d.attempt()));
         }
+    }
+
+    /** The other instances' load this router adds to its own ({@link Builder#remoteLoad}). */
+    public RemoteLoad remoteLoad() {
+        return remoteLoad;
     }
 
     /** The replica set routed over. */
@@ -532,8 +552,21 @@ public final class Router implements AutoCloseable {
         private boolean deferDiverted = true;
         private boolean firstTokenReports;
         private RouteSync sync = RouteSync.NONE;
+        private RemoteLoad remoteLoad = RemoteLoad.NONE;
 
         private Builder() {}
+
+        /**
+         * The load other router instances put on this pool's replicas (for example the {@code cart-redis}
+         * module's shared load view): policies then see each candidate's in-flight count, load and pending
+         * prefill as this instance's own exact figures plus the others', so the guard and the prefill-aware
+         * ranking weigh the whole pool's traffic. The admission cap stays per instance. {@link
+         * RemoteLoad#NONE} (the default) counts this instance alone.
+         */
+        public Builder remoteLoad(RemoteLoad remoteLoad) {
+            this.remoteLoad = Objects.requireNonNull(remoteLoad);
+            return this;
+        }
 
         /**
          * Shares what this router learns with other instances routing the same pool (for example the

@@ -2,16 +2,25 @@ package dev.cart.core;
 
 import dev.cart.core.spi.Match;
 import dev.cart.core.spi.RoutingContext;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.random.RandomGenerator;
 
-/** The router's {@link RoutingContext} for one decision: the tree is matched on first use. Not shared. */
+/**
+ * The router's {@link RoutingContext} for one decision: the tree is matched on first use. Not shared.
+ *
+ * <p>With a {@link RemoteLoad}, the candidates are {@link CombinedLoadReplica} views, and the match the
+ * policy sees names those views in place of the tree's replicas (so a policy compares holders with
+ * candidates by identity as usual); {@link #treeMatch()} keeps the tree's own answer for the router.
+ */
 final class RouterContext implements RoutingContext {
 
     private final RouteRequest request;
     private final List<Replica> candidates;
     private final PrefixTree tree;
     private final RandomGenerator random;
+    private final boolean combined;
+    private Match treeMatch;
     private Match match;
 
     /** @param tree the tree to match against, or null when the key cannot match it (another unit) */
@@ -20,6 +29,7 @@ final class RouterContext implements RoutingContext {
         this.candidates = candidates;
         this.tree = tree;
         this.random = random;
+        this.combined = !candidates.isEmpty() && candidates.get(0) instanceof CombinedLoadReplica;
     }
 
     @Override
@@ -36,10 +46,39 @@ final class RouterContext implements RoutingContext {
     public Match match() {
         Match m = match;
         if (m == null) {
-            m = tree == null ? Match.none(request.key().length()) : tree.match(request.key());
+            m = combined ? withViews(treeMatch()) : treeMatch();
             match = m;
         }
         return m;
+    }
+
+    /** The tree's match, naming the pool's own replicas. */
+    Match treeMatch() {
+        Match m = treeMatch;
+        if (m == null) {
+            m = tree == null ? Match.none(request.key().length()) : tree.match(request.key());
+            treeMatch = m;
+        }
+        return m;
+    }
+
+    /** {@code m} with each holder that is a candidate replaced by its candidate view. */
+    private Match withViews(Match m) {
+        if (m.holders().isEmpty()) {
+            return m;
+        }
+        List<Match.Holding> mapped = new ArrayList<>(m.holders().size());
+        for (Match.Holding h : m.holders()) {
+            Replica view = h.replica();
+            for (int i = 0; i < candidates.size(); i++) {
+                if (((CombinedLoadReplica) candidates.get(i)).local == view) {
+                    view = candidates.get(i);
+                    break;
+                }
+            }
+            mapped.add(view == h.replica() ? h : new Match.Holding(view, h.matchedLength()));
+        }
+        return new Match(m.matchedLength(), m.keyLength(), mapped);
     }
 
     @Override

@@ -104,6 +104,23 @@ class RouteSyncTest {
     }
 
     @Test
+    void aHitOnARouteOnlyAPeerReportedSaysSoOnceThenTheRouteIsLocal() {
+        Router a = router("a#1", 100_000, "r0", "r1", "r2");
+        Router b = router("b#1", 100_000, "r0", "r1", "r2");
+        PromptKey k = key(SYSTEM + "Which bicycle tyre pressure suits a gravel ride on wet forest paths?");
+        RouteDecision first = route(a, k);
+        assertFalse(first.learnedElsewhere(), "a miss");
+        assertFalse(route(a, k).learnedElsewhere(), "a hit on a's own route");
+        bus.deliver();
+        RouteDecision onB = route(b, k);
+        assertEquals(Reason.CACHE_HIT, onB.reason());
+        assertTrue(onB.learnedElsewhere(), "b follows a route only a reported");
+        RouteDecision again = route(b, k);
+        assertEquals(Reason.CACHE_HIT, again.reason());
+        assertFalse(again.learnedElsewhere(), "b's own request made the route b's");
+    }
+
+    @Test
     void aRouteLearnedOnOneInstanceIsMatchedOnTheOther() {
         Router a = router("a#1", 100_000, "r0", "r1", "r2");
         Router b = router("b#1", 100_000, "r0", "r1", "r2");

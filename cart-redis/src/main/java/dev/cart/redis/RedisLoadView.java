@@ -1,12 +1,10 @@
 package dev.cart.redis;
 
+import dev.cart.core.RemoteLoad;
 import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSet;
-import io.lettuce.core.ClientOptions;
 import io.lettuce.core.Range;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
-import io.lettuce.core.SocketOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import java.time.Duration;
@@ -14,7 +12,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -32,8 +29,12 @@ import org.slf4j.LoggerFactory;
  * {@link #remotePendingPrefill} read a map it replaces whole, so they are lock-free and make no Redis
  * call. When Redis cannot be reached for longer than the TTL, the view is empty (remote load 0): a view
  * too old to trust is not used.
+ *
+ * <p>As a {@link RemoteLoad} ({@code Router.Builder.remoteLoad}) it makes the router's policies weigh
+ * each replica's load as this instance's exact count plus these sums: the figures of the others are at
+ * most one interval (plus a Redis round trip) old.
  */
-public final class RedisLoadView implements AutoCloseable {
+public final class RedisLoadView implements RemoteLoad, AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(RedisLoadView.class);
 
@@ -55,24 +56,14 @@ public final class RedisLoadView implements AutoCloseable {
     private record Snapshot(Map<String, long[]> load, long readAtNanos, int peers) {}
 
     private RedisLoadView(Builder b) {
-        RedisURI uri = RedisURI.create(b.uri);
-        uri.setTimeout(b.commandTimeout);
-        this.where = uri.getHost() + ":" + uri.getPort();
+        this.where = RedisEndpoint.where(b.uri);
         this.registry = b.pool + ":load";
         this.prefix = b.pool + ":load:";
-        String id =
-                b.instanceId != null ? b.instanceId : ProcessHandle.current().pid() + "";
-        this.origin = id + "#" + Integer.toHexString(ThreadLocalRandom.current().nextInt());
+        this.origin = RedisEndpoint.origin(b.instanceId);
         this.intervalNanos = b.interval.toNanos();
         this.ttlMillis = b.ttl.toMillis();
         this.replicas = b.replicas;
-        this.client = RedisClient.create(uri);
-        client.setOptions(ClientOptions.builder()
-                .autoReconnect(true)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .socketOptions(
-                        SocketOptions.builder().connectTimeout(b.commandTimeout).build())
-                .build());
+        this.client = RedisEndpoint.client(b.uri, b.commandTimeout);
     }
 
     public static Builder builder() {
@@ -101,6 +92,23 @@ public final class RedisLoadView implements AutoCloseable {
     public long remotePendingPrefill(String replicaId) {
         long[] v = fresh().get(replicaId);
         return v == null ? 0 : v[1];
+    }
+
+    /** {@link RemoteLoad}: the same as {@link #remoteInFlight}. */
+    @Override
+    public long inFlight(String replicaId) {
+        return remoteInFlight(replicaId);
+    }
+
+    /** {@link RemoteLoad}: the same as {@link #remotePendingPrefill}. */
+    @Override
+    public long pendingPrefill(String replicaId) {
+        return remotePendingPrefill(replicaId);
+    }
+
+    /** This instance's origin id in the registry (its instance id and a random suffix per start). */
+    public String originId() {
+        return origin;
     }
 
     /** Other instances whose load was read in the last refresh (0 when the view is too old). */
@@ -234,13 +242,7 @@ public final class RedisLoadView implements AutoCloseable {
 
         /** The Redis URI (as {@link RedisRouteSync.Builder#uri}); never logged. */
         public Builder uri(String uri) {
-            Objects.requireNonNull(uri, "uri");
-            try {
-                RedisURI.create(uri);
-            } catch (RuntimeException e) {
-                throw new IllegalArgumentException("cluster.redis_url is not a valid redis:// or rediss:// URI");
-            }
-            this.uri = uri;
+            this.uri = RedisEndpoint.checked(uri);
             return this;
         }
 

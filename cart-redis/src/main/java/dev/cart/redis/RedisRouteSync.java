@@ -2,13 +2,10 @@ package dev.cart.redis;
 
 import dev.cart.core.RouteEvent;
 import dev.cart.core.RouteSync;
-import io.lettuce.core.ClientOptions;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
-import io.lettuce.core.RedisURI;
-import io.lettuce.core.SocketOptions;
 import io.lettuce.core.StreamMessage;
 import io.lettuce.core.XAddArgs;
 import io.lettuce.core.XReadArgs;
@@ -17,8 +14,6 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.codec.RedisCodec;
 import io.lettuce.core.codec.StringCodec;
-import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -26,7 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -77,6 +72,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int REPLAY_PAGE = 512;
     private static final int RECENT_LEARNED = 65_536;
+    private static final long PEER_WINDOW_MILLIS = 60_000;
 
     private final RedisClient client;
     private final String where;
@@ -109,6 +105,10 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         }
     };
 
+    /** Per origin, when an entry of it was last read (written by the tailer, read by {@link #peers}). */
+    private final Map<String, Long> peersSeen = new ConcurrentHashMap<>();
+
+    private final SyncLag lag = new SyncLag();
     private final AtomicInteger pendingEvents = new AtomicInteger();
     private final AtomicLong lastLag = new AtomicLong();
     private final AtomicLong maxLag = new AtomicLong();
@@ -122,12 +122,9 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private Thread tailerThread;
 
     private RedisRouteSync(Builder b) {
-        RedisURI uri = RedisURI.create(b.uri);
-        uri.setTimeout(b.commandTimeout);
-        this.where = uri.getHost() + ":" + uri.getPort();
+        this.where = RedisEndpoint.where(b.uri);
         this.stream = b.stream;
-        String id = b.instanceId != null ? b.instanceId : Builder.defaultInstanceId();
-        this.origin = id + "#" + Integer.toHexString(ThreadLocalRandom.current().nextInt());
+        this.origin = RedisEndpoint.origin(b.instanceId);
         this.maxLen = b.maxLen;
         this.batchEvents = b.batchEvents;
         this.batchDelayNanos = b.batchDelay.toNanos();
@@ -135,13 +132,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         this.blockMillis = b.readBlock.toMillis();
         this.replay = b.replay;
         this.buffer = new ArrayBlockingQueue<>(b.bufferEvents);
-        this.client = RedisClient.create(uri);
-        client.setOptions(ClientOptions.builder()
-                .autoReconnect(true)
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .socketOptions(
-                        SocketOptions.builder().connectTimeout(b.commandTimeout).build())
-                .build());
+        this.client = RedisEndpoint.client(b.uri, b.commandTimeout);
     }
 
     public static Builder builder() {
@@ -205,7 +196,23 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 lost.sum(),
                 lastLag.get(),
                 maxLag.get(),
-                publisherUp && tailerUp);
+                publisherUp && tailerUp,
+                peers());
+    }
+
+    /**
+     * Lags of the other instances' events applied here while tailing: from the time the publishing router
+     * recorded the event to its apply here (see {@link SyncLag}).
+     */
+    public SyncLag.Snapshot lag() {
+        return lag.snapshot();
+    }
+
+    /** Other instances (origins) whose entries this instance read in the last minute. */
+    public int peers() {
+        long since = System.currentTimeMillis() - PEER_WINDOW_MILLIS;
+        peersSeen.values().removeIf(t -> t < since);
+        return peersSeen.size();
     }
 
     /** The stream this instance writes and reads. */
@@ -400,7 +407,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                         c.xread(XReadArgs.Builder.block(blockMillis).count(REPLAY_PAGE), from);
                 long now = System.currentTimeMillis();
                 for (StreamMessage<String, byte[]> m : read) {
-                    handle(m);
+                    handle(m, true);
                     position = m.getId();
                     long lag = Math.max(0, now - idMillis(m.getId()));
                     lastLag.set(lag);
@@ -434,7 +441,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                     : Range.from(Range.Boundary.excluding(position), Range.Boundary.unbounded());
             List<StreamMessage<String, byte[]>> page = c.xrange(stream, range, Limit.create(0, REPLAY_PAGE));
             for (StreamMessage<String, byte[]> m : page) {
-                handle(m);
+                handle(m, false);
                 position = m.getId();
             }
             entries += page.size();
@@ -476,8 +483,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         return position;
     }
 
-    /** Decodes one entry and applies the events of other origins; counts what it skips. */
-    private void handle(StreamMessage<String, byte[]> m) {
+    /**
+     * Decodes one entry and applies the events of other origins; counts what it skips. While tailing
+     * ({@code live}), each applied event's lag is recorded.
+     */
+    private void handle(StreamMessage<String, byte[]> m, boolean live) {
         Map<String, byte[]> body = m.getBody();
         byte[] data = body.size() == 1 ? body.get(FIELD) : null;
         RouteEventCodec.Batch batch;
@@ -517,11 +527,15 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                     batch.origin());
         }
         lastSeq.put(batch.origin(), batch.seq());
+        peersSeen.put(batch.origin(), System.currentTimeMillis());
         Consumer<? super RouteEvent> a = applier;
         for (RouteEvent e : batch.events()) {
             try {
                 a.accept(e);
                 applied.increment();
+                if (live) {
+                    lag.record(System.currentTimeMillis() - e.timeMillis());
+                }
             } catch (RuntimeException ex) {
                 LOG.error("applying a route event from {} failed", batch.origin(), ex);
             }
@@ -605,14 +619,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
          * (Lettuce's {@link RedisURI} syntax). Never logged: logs name the host and port only.
          */
         public Builder uri(String uri) {
-            Objects.requireNonNull(uri, "uri");
-            try {
-                RedisURI.create(uri); // fails now on a malformed URI, not on the first connection
-            } catch (RuntimeException e) {
-                // not the parser's message: it may quote the URI, password included
-                throw new IllegalArgumentException("cluster.redis_url is not a valid redis:// or rediss:// URI");
-            }
-            this.uri = uri;
+            this.uri = RedisEndpoint.checked(uri); // fails now on a malformed URI, not on the first connection
             return this;
         }
 
@@ -703,16 +710,6 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                         "the command timeout must exceed the read block of " + readBlock.toMillis() + " ms");
             }
             return new RedisRouteSync(this);
-        }
-
-        private static String defaultInstanceId() {
-            String host;
-            try {
-                host = InetAddress.getLocalHost().getHostName();
-            } catch (UnknownHostException e) {
-                host = "localhost";
-            }
-            return host + ":" + ProcessHandle.current().pid();
         }
     }
 }

@@ -23,6 +23,7 @@ package dev.cart.redis;
  *                       (Redis's clock when it was written); replayed entries do not count
  * @param maxLagMillis   the largest such lag seen
  * @param connected      whether the last Redis call of each thread succeeded
+ * @param peers          other instances whose entries were read in the last minute
  */
 public record RedisSyncStats(
         long published,
@@ -39,4 +40,5 @@ public record RedisSyncStats(
         long lostEntries,
         long lastLagMillis,
         long maxLagMillis,
-        boolean connected) {}
+        boolean connected,
+        int peers) {}

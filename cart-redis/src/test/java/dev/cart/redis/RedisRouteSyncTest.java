@@ -105,6 +105,8 @@ class RedisRouteSyncTest {
         RedisServerProcess redis = redis();
         Instance a = instance(redis.uri(), "a", 256);
         Instance b = instance(redis.uri(), "b", 256);
+        // both tailing (the replay of the empty window done), so every event arrives live
+        Await.until(() -> a.sync().stats().connected() && b.sync().stats().connected(), () -> "connected");
         publish(a, 0, 1_000);
         publish(b, 1_000, 500);
         awaitReceived(b, 1_000);
@@ -124,6 +126,11 @@ class RedisRouteSyncTest {
         assertEquals(1_000, s.published());
         assertTrue(s.batches() < 1_000, "events were batched: " + s);
         assertEquals(0, s.dropped() + s.malformed() + s.gaps() + s.duplicates());
+        assertEquals(1, s.peers(), "a read b's entries");
+        assertEquals(1, b.sync().peers());
+        assertEquals(1_000, b.sync().lag().count(), "one lag per event applied live");
+        assertEquals(500, a.sync().lag().count());
+        assertTrue(b.sync().lag().quantileMillis(0.99) >= b.sync().lag().quantileMillis(0.5));
     }
 
     @Test

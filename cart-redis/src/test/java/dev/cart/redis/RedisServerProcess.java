@@ -18,9 +18,10 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * A real {@code redis-server} for the tests: started on a given port in a temporary directory without
  * persistence, stopped (or killed) by the test. A missing binary fails the test with a clear message:
- * these tests are the proof that sync works against Redis, and must not pass by not running.
+ * these tests are the proof that sync works against Redis, and must not pass by not running. Public (in
+ * the test jar) for the proxy's cluster tests.
  */
-final class RedisServerProcess implements AutoCloseable {
+public final class RedisServerProcess implements AutoCloseable {
 
     private final int port;
     private final Path dir;
@@ -32,14 +33,14 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** A port free right now on loopback. */
-    static int freePort() throws IOException {
+    public static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
     }
 
     /** The redis-server binary, or a failed test saying how to install it. */
-    static Path binary() {
+    public static Path binary() {
         String path = System.getenv().getOrDefault("PATH", "");
         for (String d : (path + ":/usr/bin:/usr/local/bin:/usr/sbin").split(":")) {
             if (d.isEmpty()) {
@@ -55,14 +56,14 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** Starts a server on {@code port} (in a new temporary directory) and waits until it answers PING. */
-    static RedisServerProcess start(int port) throws IOException {
+    public static RedisServerProcess start(int port) throws IOException {
         RedisServerProcess r = new RedisServerProcess(port, Files.createTempDirectory("cart-redis-test"));
         r.restart();
         return r;
     }
 
     /** Starts the server again on the same port (after {@link #kill}): an empty Redis, as after a crash. */
-    void restart() throws IOException {
+    public void restart() throws IOException {
         if (process != null && process.isAlive()) {
             throw new IllegalStateException("already running");
         }
@@ -110,16 +111,16 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** Kills the server at once (SIGKILL): no goodbye to its clients. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(20, TimeUnit.SECONDS);
     }
 
-    int port() {
+    public int port() {
         return port;
     }
 
-    String uri() {
+    public String uri() {
         return "redis://127.0.0.1:" + port;
     }
 

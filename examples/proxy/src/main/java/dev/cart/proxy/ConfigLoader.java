@@ -69,7 +69,7 @@ final class ConfigLoader {
     private static final String FALLBACK_POLICY = ProxyConfig.Cache.DEFAULT_POLICY;
 
     private static final Set<String> SECTIONS =
-            new LinkedHashSet<>(List.of("server", "workers", "cache", "health", "circuit_breaker", "proxy"));
+            new LinkedHashSet<>(List.of("server", "workers", "cache", "health", "circuit_breaker", "proxy", "cluster"));
 
     private static final ObjectMapper YAML = new ObjectMapper(YAMLFactory.builder()
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
@@ -231,8 +231,9 @@ final class ConfigLoader {
         ProxyConfig.Health health = health(Section.of(root, "health", problems));
         ProxyConfig.Circuit circuit = circuit(Section.of(root, "circuit_breaker", problems));
         ProxyConfig.Proxy proxy = proxy(Section.of(root, "proxy", problems));
+        ClusterConfig cluster = cluster(Section.of(root, "cluster", problems));
         problems.throwIfAny();
-        return new ProxyConfig(server, workers, cache, health, circuit, proxy);
+        return new ProxyConfig(server, workers, cache, health, circuit, proxy, cluster);
     }
 
     private static ProxyConfig.Server server(Section s) {
@@ -446,6 +447,53 @@ final class ConfigLoader {
         p.integer(ProxyConfig.Proxy.MAX_BODY_BYTES, v -> b.maxBodyBytes((int) v));
         p.bool("decision_log", b::decisionLog);
         p.finish();
+        return b.build();
+    }
+
+    /** Section {@code cluster}; a problem with the Redis URL never quotes it (it may carry a password). */
+    private static ClusterConfig cluster(Section s) {
+        ClusterConfig.Builder b = ClusterConfig.builder();
+        s.text("redis_url", v -> {
+            try {
+                dev.cart.redis.RedisRouteSync.builder().uri(v); // parses only: no connection
+                b.redisUrl(v);
+            } catch (IllegalArgumentException e) {
+                s.problem("redis_url", "must be a redis:// or rediss:// URI (redis://[:password@]host[:port][/db])");
+            }
+        });
+        s.text("stream", v -> {
+            if (v.isBlank()) {
+                s.problem("stream", "must not be empty");
+            } else {
+                b.stream(v);
+            }
+        });
+        s.text("instance_id", v -> {
+            if (v.isBlank()) {
+                s.problem("instance_id", "must not be empty");
+            } else {
+                b.instanceId(v);
+            }
+        });
+        s.integer(ClusterConfig.MAX_LEN, b::maxLen);
+        s.integer(ClusterConfig.BATCH_EVENTS, v -> b.batchEvents((int) v));
+        s.integer(ClusterConfig.BATCH_DELAY_MS, v -> b.batchDelayMs((int) v));
+        s.integer(ClusterConfig.BUFFER_EVENTS, v -> b.bufferEvents((int) v));
+        int[] load = {100, 1_000};
+        s.integer(ClusterConfig.LOAD_INTERVAL_MS, v -> {
+            b.loadIntervalMs((int) v);
+            load[0] = (int) v;
+        });
+        s.integer(ClusterConfig.LOAD_TTL_MS, v -> {
+            b.loadTtlMs((int) v);
+            load[1] = (int) v;
+        });
+        s.integer(ClusterConfig.TIMEOUT_MS, v -> b.timeoutMs((int) v));
+        s.finish();
+        if (load[1] < 2L * load[0]) {
+            s.problem("load_ttl_ms", "must be at least twice load_interval_ms (" + load[0] + "), was " + load[1]);
+            return ClusterConfig.OFF;
+        }
         return b.build();
     }
 

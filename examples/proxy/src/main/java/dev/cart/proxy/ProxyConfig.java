@@ -23,9 +23,21 @@ import java.util.Set;
  * defaults are those of {@code config.example.yaml} and {@code docs/configuration.md}.
  */
 record ProxyConfig(
-        Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker, Proxy proxy) {
+        Server server,
+        List<Worker> workers,
+        Cache cache,
+        Health health,
+        Circuit circuitBreaker,
+        Proxy proxy,
+        ClusterConfig cluster) {
+
+    /** A configuration without the {@code cluster} section (one instance alone). */
+    ProxyConfig(Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker, Proxy proxy) {
+        this(server, workers, cache, health, circuitBreaker, proxy, ClusterConfig.OFF);
+    }
 
     ProxyConfig {
+        Objects.requireNonNull(cluster, "cluster");
         Objects.requireNonNull(server, "server");
         Objects.requireNonNull(cache, "cache");
         Objects.requireNonNull(health, "health");
@@ -36,12 +48,12 @@ record ProxyConfig(
 
     /** The same configuration with another worker list (used by demo mode). */
     ProxyConfig withWorkers(List<Worker> newWorkers) {
-        return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy);
+        return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy, cluster);
     }
 
     /** The same configuration with another {@code server} section (command-line overrides). */
     ProxyConfig withServer(Server newServer) {
-        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy);
+        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy, cluster);
     }
 
     /** Names of the top-level sections other than {@code workers} that differ from {@code other}. */
@@ -61,6 +73,9 @@ record ProxyConfig(
         }
         if (!proxy.equals(other.proxy)) {
             diff.add("proxy");
+        }
+        if (!cluster.equals(other.cluster)) {
+            diff.add("cluster");
         }
         return diff;
     }

@@ -371,6 +371,9 @@ final class ProxyHandler implements HttpHandler {
             w.put("healthy", m.isHealthy());
             w.put("circuit", m.circuitState().label());
             w.put("in_flight", m.inFlight());
+            if (server.cluster().on()) {
+                w.put("remote_in_flight", server.cluster().remoteInFlight(m.id())); // the other instances'
+            }
             w.put("max_load", m.maxLoad());
             w.put("load_penalty", m.loadPenalty());
             w.put("decision_share", round3(recent.decisionShare(m.id())));

@@ -302,6 +302,13 @@ final class ProxyMetrics implements AutoCloseable {
                 matchedRatio.record(d.matchedRatio());
             }
             window.record(replica, d.reason() == Reason.CACHE_HIT);
+            if (d.learnedElsewhere()) {
+                counter(
+                                "cart.cluster.hits.learned.elsewhere",
+                                "Cache hits on a route only other instances had reported (share: over"
+                                        + " cart.decisions with reason cache_hit)")
+                        .increment();
+            }
         }
     }
 

@@ -112,6 +112,7 @@ final class ProxyServer implements AutoCloseable {
     private final Extraction extraction;
     private final Forwarder forwarder;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
+    private final Cluster cluster;
     private final Object reloadLock = new Object();
     /** Numbers each reload's read, taken before the read starts. */
     private final AtomicLong reads = new AtomicLong();
@@ -145,8 +146,10 @@ final class ProxyServer implements AutoCloseable {
         this.extraction = new Extraction(config);
         this.forwarder =
                 new Forwarder(client, scheduler, options.sleeper, options.random, config, models, metrics, extraction);
-        Routing first = Routing.build(config, options.clock, listener, client, scheduler);
+        this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
+        Routing first = Routing.build(config, options.clock, listener, client, scheduler, cluster);
         routing.set(first);
+        cluster.bindTo(metrics.registry);
         metrics.syncReplicas(first.replicas);
         this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
         ServerLimits.apply(config);
@@ -157,6 +160,7 @@ final class ProxyServer implements AutoCloseable {
                     1024);
         } catch (IOException e) {
             first.close();
+            cluster.close();
             metrics.close();
             executor.service().shutdownNow();
             scheduler.shutdownNow();
@@ -173,6 +177,10 @@ final class ProxyServer implements AutoCloseable {
     static ProxyServer start(ProxyConfig config, Options options) throws IOException {
         ProxyServer p = new ProxyServer(config, options);
         p.server.start();
+        p.cluster.start(() -> p.routing.get().router);
+        if (p.cluster.on()) {
+            LOG.info("cluster: {}", p.cluster.describe());
+        }
         if (options.healthChecks) {
             p.routing.get().health.start();
         }
@@ -238,6 +246,11 @@ final class ProxyServer implements AutoCloseable {
 
     ProxyListener listener() {
         return listener;
+    }
+
+    /** This proxy's cluster membership ({@link Cluster#OFF} without a {@code cluster} section). */
+    Cluster cluster() {
+        return cluster;
     }
 
     ProxyMetrics metrics() {
@@ -322,7 +335,7 @@ final class ProxyServer implements AutoCloseable {
             }
             Routing next;
             try {
-                next = Routing.replacing(routing.get(), fresh, options.clock, listener, client, scheduler);
+                next = Routing.replacing(routing.get(), fresh, options.clock, listener, client, scheduler, cluster);
             } catch (RuntimeException e) {
                 return rejected(what + " rejected, keeping the running configuration ("
                         + current.workers().size() + " worker(s)): " + e.getMessage());
@@ -381,6 +394,7 @@ final class ProxyServer implements AutoCloseable {
         if (r != null) {
             r.close();
         }
+        cluster.close();
         scheduler.shutdownNow();
         executor.service().shutdownNow();
         metrics.close();

@@ -58,11 +58,22 @@ final class Routing implements AutoCloseable {
             ProxyListener listener,
             HttpClient client,
             ScheduledExecutorService scheduler) {
+        return build(config, clock, listener, client, scheduler, Cluster.OFF);
+    }
+
+    /** As {@link #build(ProxyConfig, Clock, ProxyListener, HttpClient, ScheduledExecutorService)}, in a cluster. */
+    static Routing build(
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            Cluster cluster) {
         ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
         for (ProxyConfig.Worker w : config.workers()) {
             sb.add(w.spec());
         }
-        return assemble(config, clock, listener, client, scheduler, sb.build(), null);
+        return assemble(config, clock, listener, client, scheduler, sb.build(), null, cluster);
     }
 
     private static ManagedReplicaSet.Builder setBuilder(ProxyConfig config, Clock clock, ProxyListener listener) {
@@ -80,7 +91,8 @@ final class Routing implements AutoCloseable {
             HttpClient client,
             ScheduledExecutorService scheduler,
             ManagedReplicaSet set,
-            Router previous) {
+            Router previous,
+            Cluster cluster) {
         ProxyConfig.Cache cache = config.cache();
         Router.Builder rb = Router.builder()
                 .replicas(set)
@@ -100,6 +112,7 @@ final class Routing implements AutoCloseable {
         if (previous != null) {
             rb.routesOf(previous);
         }
+        cluster.configure(rb);
         Router router = rb.build();
         Set<String> discovered = new java.util.HashSet<>();
         for (ProxyConfig.Worker w : config.workers()) {
@@ -123,6 +136,18 @@ final class Routing implements AutoCloseable {
             ProxyListener listener,
             HttpClient client,
             ScheduledExecutorService scheduler) {
+        return replacing(previous, config, clock, listener, client, scheduler, Cluster.OFF);
+    }
+
+    /** As {@link #replacing(Routing, ProxyConfig, Clock, ProxyListener, HttpClient, ScheduledExecutorService)}, in a cluster. */
+    static Routing replacing(
+            Routing previous,
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            Cluster cluster) {
         ManagedReplicaSet.Builder sb = setBuilder(config, clock, listener);
         for (ProxyConfig.Worker w : config.workers()) {
             ProxyConfig.Worker before = previousEntry(previous, w);
@@ -138,7 +163,7 @@ final class Routing implements AutoCloseable {
             } // else: keep what discovery learned
             sb.keep(kept);
         }
-        return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router);
+        return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router, cluster);
     }
 
     /** {@code w}'s entry in {@code previous} if the replica is the same there ({@link ProxyConfig.Worker#sameReplica}). */

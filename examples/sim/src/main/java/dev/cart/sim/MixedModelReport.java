@@ -40,8 +40,9 @@ public final class MixedModelReport {
             + " -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime`, then `java -cp"
             + " \"examples/sim/target/classes:$(cat examples/sim/target/classpath.txt)\" dev.cart.sim.MixedModelReport";
 
-    static final String BEGIN = "<!-- mixed-models:begin -->";
-    static final String END = "<!-- mixed-models:end -->";
+    private static final String NAME = "mixed-models";
+    static final String BEGIN = KeptSections.begin(NAME);
+    static final String END = KeptSections.end(NAME);
 
     private static final List<Variant> VARIANTS = List.of(
             Variant.shipped(Variant.ROUND_ROBIN, "round_robin", Map.of()),
@@ -238,32 +239,11 @@ public final class MixedModelReport {
 
     /** {@code doc} with {@code section} in place of the one it has, or appended after a blank line. */
     static String withSection(String doc, String section) {
-        int from = doc.indexOf(BEGIN);
-        int to = doc.indexOf(END);
-        if (from >= 0 && to > from) {
-            int end = to + END.length();
-            if (end < doc.length() && doc.charAt(end) == '\n') {
-                end++;
-            }
-            return doc.substring(0, from) + section + doc.substring(end);
-        }
-        if (doc.isEmpty()) {
-            return section;
-        }
-        return doc + (doc.endsWith("\n\n") ? "" : doc.endsWith("\n") ? "\n" : "\n\n") + section;
+        return KeptSections.withSection(doc, NAME, section);
     }
 
     /** The section {@code md} holds (with a newline after it), or "" when it holds none or does not exist. */
     static String keptSection(Path md) throws IOException {
-        if (!Files.exists(md)) {
-            return "";
-        }
-        String doc = Files.readString(md, StandardCharsets.UTF_8);
-        int from = doc.indexOf(BEGIN);
-        int to = doc.indexOf(END);
-        if (from < 0 || to < from) {
-            return "";
-        }
-        return "\n" + doc.substring(from, to + END.length()) + "\n";
+        return KeptSections.kept(md, NAME);
     }
 }

@@ -164,10 +164,12 @@ public final class Report {
         Path md = dir.resolve("routing-quality.md");
         Path png = dir.resolve("routing-quality.png");
         String mixedModels = MixedModelReport.keptSection(md); // written by its own entry point
+        String scaleOut = KeptSections.kept(md, "scale-out"); // a summary of scale-out.md (ScaleOutReport)
         Files.writeString(
                 md,
                 ReportMarkdown.render(s, main, aligned, features, sens, TtftComparison.runs(ttft), seconds, cpuSeconds)
                         + TtftComparison.markdown(s, ttft)
+                        + scaleOut
                         + mixedModels,
                 StandardCharsets.UTF_8);
         Chart.write(png, s, main);

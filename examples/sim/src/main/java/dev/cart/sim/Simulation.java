@@ -9,7 +9,6 @@ import dev.cart.core.Reason;
 import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
-import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingListener;
 import dev.cart.core.RoutingPolicies;
@@ -77,6 +76,7 @@ public final class Simulation {
     private final double[] slowdowns;
     private final int slowReplica;
     private final double slowFactor;
+    private final Instances.ScaleOut scaleOut;
 
     /**
      * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
@@ -122,6 +122,7 @@ public final class Simulation {
         this.slowdowns = b.slowdowns;
         this.slowReplica = b.slowReplica;
         this.slowFactor = b.slowFactor;
+        this.scaleOut = b.scaleOut;
     }
 
     public static Builder builder() {
@@ -171,7 +172,7 @@ public final class Simulation {
         final PriorityQueue<Event> events = new PriorityQueue<>();
         final ManagedReplicaSet set;
         final List<ManagedReplicaSet.Member> members;
-        final Router router;
+        final Instances instances;
         final Engine[] engines;
         final boolean[] stepping;
         final boolean[] sessionBusy;
@@ -204,28 +205,33 @@ public final class Simulation {
         Run(PreparedWorkload w) {
             this.w = w;
             this.n = w.size();
-            ManagedReplicaSet.Builder sb = ManagedReplicaSet.builder().clock(clock);
-            for (int i = 0; i < replicas; i++) {
-                sb.add(new ReplicaSpec(
-                        "replica-" + i, maxLoad, 0, i < replicaModels.size() ? replicaModels.get(i) : List.of()));
+            ManagedReplicaSet[] sets = new ManagedReplicaSet[scaleOut.instances()];
+            for (int k = 0; k < sets.length; k++) { // one per router instance (its own counts), ids alike
+                ManagedReplicaSet.Builder sb = ManagedReplicaSet.builder().clock(clock);
+                for (int i = 0; i < replicas; i++) {
+                    sb.add(new ReplicaSpec(
+                            "replica-" + i, maxLoad, 0, i < replicaModels.size() ? replicaModels.get(i) : List.of()));
+                }
+                sets[k] = sb.build();
             }
-            set = sb.build();
+            set = sets[0];
             members = set.replicas();
-            SplittableRandom rnd = new SplittableRandom(seed);
-            router = Router.builder()
-                    .replicas(set)
-                    .policy(policy.get())
-                    .random(() -> rnd)
-                    .clock(clock)
-                    .ticker(clock::nanos)
-                    .evictionInterval(Duration.ZERO)
-                    .learn(learn)
-                    .feedback(feedback)
-                    .deferDivertedRoutes(deferDiverted)
-                    .firstTokenReports(signalFirstToken)
-                    .keyFormat(w.keyUnit(), RequestKeys.blockSize(w.keyUnit()))
-                    .listener(feedbackCounter)
-                    .build();
+            instances = new Instances(scaleOut, clock, sets, seed, (k, rb) -> {
+                SplittableRandom rnd = new SplittableRandom(k == 0 ? seed : seed + 7_919L * k);
+                return rb.replicas(sets[k])
+                        .policy(policy.get())
+                        .random(() -> rnd)
+                        .clock(clock)
+                        .ticker(clock::nanos)
+                        .evictionInterval(Duration.ZERO)
+                        .learn(learn)
+                        .feedback(feedback)
+                        .deferDivertedRoutes(deferDiverted)
+                        .firstTokenReports(signalFirstToken)
+                        .keyFormat(w.keyUnit(), RequestKeys.blockSize(w.keyUnit()))
+                        .listener(feedbackCounter)
+                        .build();
+            });
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
                 engines[i] = new Engine(engine);
@@ -269,14 +275,16 @@ public final class Simulation {
                     stepEnded(e.index, e.time);
                 }
             }
-            router.close();
-            if (set.totalInFlight() != 0) {
-                throw new IllegalStateException("leases left open after the run: " + set.totalInFlight());
+            instances.close();
+            if (instances.totalInFlight() != 0) {
+                throw new IllegalStateException("leases left open after the run: " + instances.totalInFlight());
             }
-            for (ManagedReplicaSet.Member m : members) {
-                if (m.pendingPrefill() != 0) {
-                    throw new IllegalStateException(
-                            "pending prefill left after the run on " + m.id() + ": " + m.pendingPrefill());
+            for (ManagedReplicaSet s : instances.sets()) {
+                for (ManagedReplicaSet.Member m : s.replicas()) {
+                    if (m.pendingPrefill() != 0) {
+                        throw new IllegalStateException(
+                                "pending prefill left after the run on " + m.id() + ": " + m.pendingPrefill());
+                    }
                 }
             }
             long[] busy = new long[replicas];
@@ -306,7 +314,7 @@ public final class Simulation {
                     reasons,
                     new RunResult.Trace(sent, firstToken, finished, replicaOf, cachedOf),
                     feedbackCounter.stats(),
-                    router.policy() instanceof PredictedTtftPolicy p ? p.estimateErrorP50() : Double.NaN);
+                    instances.router(0).policy() instanceof PredictedTtftPolicy p ? p.estimateErrorP50() : Double.NaN);
         }
 
         void push(long time, int kind, int index) {
@@ -349,7 +357,7 @@ public final class Simulation {
             if (slowReplica >= 0 && ++dispatched == n / 2) {
                 engines[slowReplica].slowdown(slowFactor); // another tenant arrives on its GPU
             }
-            RouteDecision d = router.choose(RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
+            RouteDecision d = instances.choose(t, RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
                 noReplica++;
@@ -359,7 +367,7 @@ public final class Simulation {
             int rep = indexOf(d.replica());
             routed[rep]++;
             replicaOf[i] = rep;
-            peak[rep] = Math.max(peak[rep], d.replica().inFlight());
+            peak[rep] = Math.max(peak[rep], instances.inFlight(rep));
             if (probe != null) {
                 ReplicaState[] st = new ReplicaState[replicas];
                 for (int k = 0; k < replicas; k++) {
@@ -384,12 +392,7 @@ public final class Simulation {
         }
 
         int indexOf(Replica r) {
-            for (int k = 0; k < members.size(); k++) {
-                if (members.get(k) == r) {
-                    return k;
-                }
-            }
-            throw new IllegalStateException("router chose a replica outside the set: " + r.id());
+            return instances.indexOf(r);
         }
 
         void startStep(int rep, long t) {
@@ -456,7 +459,7 @@ public final class Simulation {
                 lastFinish = Math.max(lastFinish, nanos);
                 if (learnAnswers && w.answerKeys[index] != null) {
                     // after the answer has reached the client, as the proxy does
-                    router.record(routed(w.answerKeys[index]), replica);
+                    instances.routerOf(replica).record(routed(w.answerKeys[index]), replica);
                 }
                 done(index, nanos);
             }
@@ -522,6 +525,7 @@ public final class Simulation {
         private double[] slowdowns;
         private int slowReplica = -1;
         private double slowFactor = 1.0;
+        private Instances.ScaleOut scaleOut = Instances.ScaleOut.SINGLE;
 
         private Builder() {}
 
@@ -552,6 +556,15 @@ public final class Simulation {
         public Builder slowdownMidRun(int index, double factor) {
             this.slowReplica = index;
             this.slowFactor = factor;
+            return this;
+        }
+
+        /**
+         * Several router instances behind a random load balancer, sharing routes and load or not
+         * ({@link Instances}); one instance (the default) is the single router.
+         */
+        Builder scaleOut(Instances.ScaleOut spec) {
+            this.scaleOut = Objects.requireNonNull(spec);
             return this;
         }
 

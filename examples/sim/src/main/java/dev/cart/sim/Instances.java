@@ -1,0 +1,288 @@
+package dev.cart.sim;
+
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.PromptKey;
+import dev.cart.core.RemoteLoad;
+import dev.cart.core.Replica;
+import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteEvent;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.RouteSync;
+import dev.cart.core.Router;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.function.BiFunction;
+
+/**
+ * Several router instances in front of one simulated pool, behind a load balancer that sends each request
+ * to a live instance chosen uniformly at random (a plain L4 balancer: no affinity). Each instance has its
+ * own tree and its own replica set (so its own in-flight and pending-prefill counts); the engines are the
+ * pool's, shared.
+ *
+ * <p>With {@link ScaleOut#sync()} the instances share what {@code cart-redis} shares, through an in-memory
+ * stand-in on the virtual clock: every route event an instance publishes reaches every other live
+ * instance's {@link Router#applyRemote} {@link ScaleOut#syncLagNanos()} later, and each instance's load
+ * (in-flight and pending prefill per replica) is snapshotted every {@link ScaleOut#loadIntervalNanos()}
+ * and counted by the others ({@link RemoteLoad}) until its TTL after the instance died. Work is done
+ * lazily, when a request is routed (the only moment anyone reads it): events due by then are applied, and
+ * a load snapshot due by then is taken from the counts at that moment (so a snapshot is 0 to one interval
+ * old when read, as in the real view). The real transport is tested against a real {@code redis-server}
+ * in {@code cart-redis}.
+ *
+ * <p>Failover: {@link ScaleOut#killInstance()} stops receiving requests at {@link ScaleOut#killAtNanos()};
+ * the requests it already routed run to their end on the replicas (their leases close on its set), it
+ * stops learning from the others, and its load stops counting a TTL after its death.
+ *
+ * <p>With one instance and no sync this routes exactly as a single router does (the balancer's randomness
+ * is its own). Not thread-safe: one simulation run.
+ */
+final class Instances {
+
+    /**
+     * How the instances are run.
+     *
+     * @param instances         router instances behind the balancer
+     * @param sync              whether they share routes and load
+     * @param syncLagNanos      delay from an event's publication to its apply on the others
+     * @param loadIntervalNanos how often each instance's load is snapshotted for the others
+     * @param loadTtlNanos      how long a dead instance's last load still counts
+     * @param killInstance      the instance that dies mid-run, or -1
+     * @param killAtNanos       when it dies (virtual time)
+     */
+    record ScaleOut(
+            int instances,
+            boolean sync,
+            long syncLagNanos,
+            long loadIntervalNanos,
+            long loadTtlNanos,
+            int killInstance,
+            long killAtNanos) {
+
+        static final ScaleOut SINGLE = new ScaleOut(1, false, 0, 0, 0, -1, 0);
+
+        ScaleOut {
+            if (instances < 1) {
+                throw new IllegalArgumentException("instances must be at least 1, was " + instances);
+            }
+            if (killInstance >= instances) {
+                throw new IllegalArgumentException("no instance " + killInstance + " among " + instances);
+            }
+        }
+
+        /** {@code n} instances, sharing (20 ms lag, 100 ms load interval, 1 s TTL) or not. */
+        static ScaleOut of(int n, boolean sync) {
+            return new ScaleOut(n, sync, 20_000_000L, 100_000_000L, 1_000_000_000L, -1, 0);
+        }
+
+        ScaleOut syncLag(long nanos) {
+            return new ScaleOut(instances, sync, nanos, loadIntervalNanos, loadTtlNanos, killInstance, killAtNanos);
+        }
+
+        ScaleOut loadInterval(long nanos) {
+            return new ScaleOut(instances, sync, syncLagNanos, nanos, loadTtlNanos, killInstance, killAtNanos);
+        }
+
+        ScaleOut killing(int instance, long atNanos) {
+            return new ScaleOut(instances, sync, syncLagNanos, loadIntervalNanos, loadTtlNanos, instance, atNanos);
+        }
+    }
+
+    private record Pending(long at, RouteEvent event) {}
+
+    private final ScaleOut spec;
+    private final VirtualClock clock;
+    private final ManagedReplicaSet[] sets;
+    private final Router[] routers;
+    private final int replicas;
+    private final Map<String, Integer> index = new HashMap<>();
+    private final SplittableRandom balancer;
+    private final ArrayDeque<Pending> bus = new ArrayDeque<>();
+    /** Per instance, per replica: in-flight and pending prefill at its last snapshot. */
+    private final long[][] inFlight;
+
+    private final long[][] pending;
+    private long nextSnapshot;
+    private boolean killed;
+    private final int[] live;
+    private int liveCount;
+
+    /**
+     * @param sets   one replica set per instance, members in the same order, ids alike
+     * @param router builds instance {@code i}'s router over {@code sets[i]} with the given sync and remote load
+     */
+    Instances(
+            ScaleOut spec,
+            VirtualClock clock,
+            ManagedReplicaSet[] sets,
+            long seed,
+            BiFunction<Integer, Router.Builder, Router> router) {
+        this.spec = spec;
+        this.clock = clock;
+        this.sets = sets;
+        this.replicas = sets[0].replicas().size();
+        int n = spec.instances();
+        this.routers = new Router[n];
+        this.inFlight = new long[n][replicas];
+        this.pending = new long[n][replicas];
+        this.balancer = new SplittableRandom(seed * 0x9E3779B97F4A7C15L + 17);
+        List<ManagedReplicaSet.Member> first = sets[0].replicas();
+        for (int k = 0; k < replicas; k++) {
+            index.put(first.get(k).id(), k);
+        }
+        for (int i = 0; i < n; i++) {
+            Router.Builder b = Router.builder();
+            if (spec.sync() && n > 1) {
+                b.sync(endpoint("sim-" + i)).remoteLoad(remoteLoad(i));
+            }
+            routers[i] = router.apply(i, b);
+        }
+        this.live = new int[n];
+        for (int i = 0; i < n; i++) {
+            live[i] = i;
+        }
+        this.liveCount = n;
+    }
+
+    private RouteSync endpoint(String origin) {
+        return new RouteSync() {
+            @Override
+            public String originId() {
+                return origin;
+            }
+
+            @Override
+            public void publish(RouteEvent event) {
+                bus.addLast(new Pending(clock.nanos() + spec.syncLagNanos(), event));
+            }
+        };
+    }
+
+    private RemoteLoad remoteLoad(int self) {
+        return new RemoteLoad() {
+            @Override
+            public long inFlight(String replicaId) {
+                return others(self, inFlight, replicaId);
+            }
+
+            @Override
+            public long pendingPrefill(String replicaId) {
+                return others(self, pending, replicaId);
+            }
+        };
+    }
+
+    private long others(int self, long[][] figures, String replicaId) {
+        Integer k = index.get(replicaId);
+        if (k == null) {
+            return 0;
+        }
+        long sum = 0;
+        for (int j = 0; j < figures.length; j++) {
+            if (j != self) {
+                sum += figures[j][k];
+            }
+        }
+        return sum;
+    }
+
+    /** Routes {@code request} at virtual time {@code t} on a live instance chosen at random. */
+    RouteDecision choose(long t, RouteRequest request) {
+        advance(t);
+        int i = liveCount == 1 ? live[0] : live[balancer.nextInt(liveCount)];
+        return routers[i].choose(request);
+    }
+
+    /** Instance {@code i}'s router. */
+    Router router(int i) {
+        return routers[i];
+    }
+
+    /** Applies what is due by {@code t}: the kill, route events, a load snapshot. */
+    private void advance(long t) {
+        if (!killed && spec.killInstance() >= 0 && t >= spec.killAtNanos()) {
+            killed = true;
+            int dead = spec.killInstance();
+            int k = 0;
+            for (int i = 0; i < liveCount; i++) {
+                if (live[i] != dead) {
+                    live[k++] = live[i];
+                }
+            }
+            liveCount = k;
+        }
+        while (!bus.isEmpty() && bus.peekFirst().at() <= t) {
+            RouteEvent e = bus.pollFirst().event();
+            for (int i = 0; i < liveCount; i++) {
+                routers[live[i]].applyRemote(e); // the origin skips its own
+            }
+        }
+        if (spec.sync() && routers.length > 1 && t >= nextSnapshot) {
+            for (int i = 0; i < routers.length; i++) {
+                boolean dead = killed && i == spec.killInstance();
+                boolean expired = dead && t >= spec.killAtNanos() + spec.loadTtlNanos();
+                List<ManagedReplicaSet.Member> ms = sets[i].replicas();
+                for (int k = 0; k < replicas; k++) {
+                    if (expired) {
+                        inFlight[i][k] = 0;
+                        pending[i][k] = 0;
+                    } else if (!dead) {
+                        inFlight[i][k] = ms.get(k).inFlight();
+                        pending[i][k] = ms.get(k).pendingPrefill();
+                    } // a dead instance's last write counts until its TTL
+                }
+            }
+            nextSnapshot = t - t % spec.loadIntervalNanos() + spec.loadIntervalNanos();
+        }
+    }
+
+    /** The pool's index (engine) of a replica of any instance's set. */
+    int indexOf(Replica r) {
+        Integer k = index.get(r.id());
+        if (k == null) {
+            throw new IllegalStateException("router chose a replica outside the pool: " + r.id());
+        }
+        return k;
+    }
+
+    /** The router whose set {@code r} belongs to. */
+    Router routerOf(Replica r) {
+        int k = indexOf(r);
+        for (int i = 0; i < sets.length; i++) {
+            if (sets[i].replicas().get(k) == r) {
+                return routers[i];
+            }
+        }
+        throw new IllegalStateException("a replica of no instance: " + r.id());
+    }
+
+    /** Requests in flight on the pool's replica {@code k}, over every instance. */
+    int inFlight(int k) {
+        int n = 0;
+        for (ManagedReplicaSet s : sets) {
+            n += s.replicas().get(k).inFlight();
+        }
+        return n;
+    }
+
+    int totalInFlight() {
+        int n = 0;
+        for (ManagedReplicaSet s : sets) {
+            n += s.totalInFlight();
+        }
+        return n;
+    }
+
+    /** Every instance's members (for the end-of-run checks). */
+    List<ManagedReplicaSet> sets() {
+        return List.of(sets);
+    }
+
+    void close() {
+        for (Router r : routers) {
+            r.close();
+        }
+    }
+}

@@ -1,0 +1,308 @@
+package dev.cart.sim;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The scale-out section of {@code docs/routing-quality.md}: N router instances, each with its own tree and
+ * replica counts, behind a random load balancer in front of the report's simulated pool ({@link Instances}),
+ * 1 against 2, 4 and 8 instances that share nothing, share nothing but place misses by consistent hashing,
+ * or share routes and load (the in-memory stand-in for {@code cart-redis}: 20 ms from publication to apply,
+ * load snapshots every 100 ms). The policy is the shipped {@code cache_aware} behind a host doing what the
+ * proxy does (the report's {@code cache_aware} variant). Workloads, arrival rates and the replica model are
+ * the main report's ({@link RunMatrix}); each (workload, seed) runs every configuration on the same
+ * requests and arrival times. Then failover: four synced instances, one killed at the middle arrival.
+ *
+ * <p>Run from the repository root: {@value #COMMAND} ({@code -Dreport.args="--seeds 1-5 --threads 2 --trace
+ * <path>"}; seeds 1-5 by default). Writes {@code docs/scale-out.md} and prints the tables.
+ */
+public final class ScaleOutReport {
+
+    static final List<String> WORKLOADS =
+            List.of("generated-shared-prefix", "rag-zipf", "multi-turn", "branch-resume", RunMatrix.MOONCAKE);
+
+    /** One configuration of the instances; {@code loadIntervalMs} only matters synced. */
+    record Config(String label, int instances, boolean sync, boolean hashMisses, int loadIntervalMs, int lagMs) {}
+
+    static final List<Config> CONFIGS = configs();
+
+    private static List<Config> configs() {
+        List<Config> c = new ArrayList<>();
+        c.add(new Config("1 instance", 1, false, false, 100, 20));
+        for (int n : new int[] {2, 4, 8}) {
+            c.add(new Config(n + ", no sync", n, false, false, 100, 20));
+            c.add(new Config(n + ", no sync, consistent-hash misses", n, false, true, 100, 20));
+            c.add(new Config(n + ", synced", n, true, false, 100, 20));
+        }
+        // how much of the synced P99 is the load view's age: the same with snapshots ten times as often
+        for (int n : new int[] {4, 8}) {
+            c.add(new Config(n + ", synced, load every 10 ms", n, true, false, 10, 20));
+        }
+        // and what a slow stream costs: events ten times as late as assumed above
+        c.add(new Config("4, synced, 200 ms sync lag", 4, true, false, 100, 200));
+        return c;
+    }
+
+    /** The failover runs: four instances, none killed or the last one killed at the middle arrival. */
+    record Failover(String label, boolean sync, boolean kill) {}
+
+    static final List<Failover> FAILOVERS = List.of(
+            new Failover("4 synced", true, false),
+            new Failover("4 synced, one killed", true, true),
+            new Failover("4 no sync, one killed", false, true));
+
+    /** What one run gives the tables. */
+    record Figures(double hit, double p99, double maxOverMean, double hitAfter, double p99After) {}
+
+    private ScaleOutReport() {}
+
+    public static void main(String[] args) throws Exception {
+        Report.Settings s = Report.Settings.parse(args);
+        RunMatrix.ReplicaModel model = RunMatrix.ReplicaModel.TOKENIZING;
+        Workload trace = Files.isReadable(s.tracePath()) ? Workloads.mooncake(s.tracePath(), s.traceBlockChars) : null;
+        List<Callable<Map<String, Figures>>> tasks = new ArrayList<>();
+        List<String> taskWorkload = new ArrayList<>();
+        for (long seed : s.seeds) {
+            for (Workload w : RunMatrix.baseWorkloads(s, seed)) {
+                if (!WORKLOADS.contains(w.name())) {
+                    continue;
+                }
+                taskWorkload.add(w.name());
+                tasks.add(() -> {
+                    PreparedWorkload p = PreparedWorkload.of(w, EngineConfig.defaults(), model.options());
+                    return runAll(s, seed, p.retimed(w.poisson(RunMatrix.rateFor(s, model, p), seed)));
+                });
+            }
+            if (trace != null) {
+                taskWorkload.add(RunMatrix.MOONCAKE);
+                tasks.add(() -> {
+                    PreparedWorkload p = PreparedWorkload.of(trace, EngineConfig.defaults(), model.options());
+                    double rate = RunMatrix.rateFor(s, model, p);
+                    return runAll(s, seed, p.retimed(trace.timeScaled(trace.meanRate() / rate)));
+                });
+            }
+        }
+        long t0 = System.nanoTime();
+        List<Map<String, Figures>> results = RunMatrix.parallel(s.threads, tasks);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        Map<String, List<Map<String, Figures>>> byWorkload = new LinkedHashMap<>();
+        for (String w : WORKLOADS) {
+            byWorkload.put(w, new ArrayList<>());
+        }
+        for (int i = 0; i < results.size(); i++) {
+            byWorkload.get(taskWorkload.get(i)).add(results.get(i));
+        }
+        String tables = tables(s, byWorkload, trace != null);
+        System.out.println(tables);
+        Path out = s.root.resolve(s.out).resolve("scale-out.md").normalize();
+        Files.writeString(out, document(s, tables, seconds, results.size()));
+        System.out.println("wrote " + out);
+    }
+
+    static final String COMMAND = "mvn -B -ntp -pl examples/sim -am -Pscale-out package -DskipTests";
+
+    /** The whole page: how it was made, what is simulated, the tables. */
+    static String document(Report.Settings s, String tables, double seconds, int tasks) {
+        StringBuilder md = new StringBuilder();
+        md.append("# Scale-out: several router instances in front of one pool (simulated)\n\n");
+        md.append("Generated by `dev.cart.sim.ScaleOutReport`; do not edit by hand. The section \"Scale-out\" of"
+                + " [`routing-quality.md`](routing-quality.md) points here.\n\n");
+        md.append("| | |\n|---|---|\n");
+        md.append("| date | ")
+                .append(DateTimeFormatter.ISO_INSTANT.format(Instant.now().truncatedTo(ChronoUnit.SECONDS)))
+                .append(" |\n");
+        md.append("| command | `")
+                .append(COMMAND)
+                .append("` (with `-Dreport.args=\"--trace <path of the Mooncake"
+                        + " trace>\"` when `../shared/traces` is not beside the repository) |\n");
+        md.append("| machine | ")
+                .append(System.getProperty("os.name"))
+                .append(' ')
+                .append(System.getProperty("os.arch"))
+                .append(", ")
+                .append(Runtime.getRuntime().availableProcessors())
+                .append(" cores |\n");
+        md.append("| JDK | ")
+                .append(System.getProperty("java.vm.name"))
+                .append(' ')
+                .append(System.getProperty("java.runtime.version"))
+                .append(" |\n");
+        md.append(String.format(
+                Locale.ROOT,
+                "| run time | %.0f s on %d threads for %d (workload, seed) tasks of %d runs each |%n%n",
+                seconds,
+                s.threads,
+                tasks,
+                CONFIGS.size() + FAILOVERS.size()));
+        md.append("""
+                **Setup.** The main report's cluster, replica model (the tokenizing replica), workloads, seeds and \
+                arrival rates (`RunMatrix`: 4 replicas, 70% of nominal prefill throughput). In front of it, N router \
+                instances, each with its own prefix tree and its own replica set (so its own in-flight and \
+                pending-prefill counts), behind a load balancer that sends each request to a live instance chosen \
+                uniformly at random, as a plain L4 balancer does (no session affinity). Every instance runs the \
+                shipped `cache_aware` policy behind a host that does what the proxy does (the report's `cache_aware` \
+                variant). A conversation's turns therefore land on any instance.
+
+                - *no sync*: the instances share nothing, as several proxies without a `cluster` section.
+                - *consistent-hash misses*: no sync, and `miss_placement: consistent_hash`, so instances that never \
+                  saw a prompt still tend to place it on the same replica.
+                - *synced*: the instances share what `cart-redis` shares, through an in-memory stand-in on the \
+                  simulation's virtual clock (`Instances`): every route event (learned route, forgotten branch) \
+                  reaches the other instances' `Router.applyRemote` 20 ms after its publication (measured on \
+                  loopback, on a loaded 2-core machine: p50 5 to 10 ms, p99 50 to 200 ms, see \
+                  `cart-redis/README.md`; one row below uses 200 ms), and each instance's per-replica in-flight \
+                  count and pending prefill is snapshotted every 100 ms and added, by the others, to their own \
+                  exact counts (`Router.Builder.remoteLoad`), as `RedisLoadView` does. The real transport is the \
+                  subject of `cart-redis`'s tests against a real `redis-server` (routes, load, faults) and of the \
+                  proxy's `ClusterProxyTest`; the simulation does not talk to Redis.
+                - *load every 10 ms*: synced, with load snapshots ten times as often (`cluster.load_interval_ms: \
+                  10`): what the load view's age costs in tail latency. *200 ms sync lag*: synced, with route \
+                  events ten times as late.
+
+                Hit ratio is measured by the replicas (cached over prompt tokens); P99 TTFT from the request's \
+                sending to its first token; *max/mean* is requests on the busiest replica over the mean. Ratios to \
+                one instance are taken seed by seed on the same requests and arrival times. Failover: four \
+                instances, the fourth stops receiving requests at the middle arrival (its requests in flight run to \
+                their end; its load counts a further second, the view's TTL); *after* counts the requests sent from \
+                then on.
+
+                """.replaceAll("(?<=\\S) {2,}(?=\\S)", " ")); // the continuation lines of list items
+        md.append(tables);
+        return md.toString();
+    }
+
+    /** Every configuration and every failover run on one (workload, seed). */
+    static Map<String, Figures> runAll(Report.Settings s, long seed, PreparedWorkload p) {
+        Map<String, Figures> out = new LinkedHashMap<>();
+        for (Config c : CONFIGS) {
+            Instances.ScaleOut spec = Instances.ScaleOut.of(c.instances(), c.sync())
+                    .loadInterval(c.loadIntervalMs() * 1_000_000L)
+                    .syncLag(c.lagMs() * 1_000_000L);
+            out.put(c.label(), figures(run(s, seed, c.hashMisses(), spec, p), p, Long.MAX_VALUE));
+        }
+        long middle = p.arrivals[p.size() / 2];
+        for (Failover f : FAILOVERS) {
+            Instances.ScaleOut spec = Instances.ScaleOut.of(4, f.sync());
+            if (f.kill()) {
+                spec = spec.killing(3, middle);
+            }
+            out.put("failover: " + f.label(), figures(run(s, seed, false, spec, p), p, middle));
+        }
+        return out;
+    }
+
+    static RunResult run(
+            Report.Settings s, long seed, boolean hashMisses, Instances.ScaleOut spec, PreparedWorkload p) {
+        Variant v = Variant.named(Variant.CACHE_AWARE);
+        if (hashMisses) {
+            v = Variant.shipped(
+                    "cache_aware miss=consistent_hash", "cache_aware", Map.of("miss_placement", "consistent_hash"));
+        }
+        return RunMatrix.simulation(s, seed, v, RunMatrix::registered, 0)
+                .scaleOut(spec)
+                .build()
+                .run(p);
+    }
+
+    /** The run's figures; those "after" count only requests sent at or after {@code from}. */
+    static Figures figures(RunResult r, PreparedWorkload p, long from) {
+        RunResult.Trace t = r.trace();
+        long prompt = 0;
+        long cached = 0;
+        List<Long> ttfts = new ArrayList<>();
+        for (int i = 0; i < t.sent().length; i++) {
+            if (t.sent()[i] >= from && t.finished()[i] >= 0) {
+                prompt += p.promptTokens[i];
+                cached += t.cached()[i];
+                ttfts.add(t.firstToken()[i] - t.sent()[i]);
+            }
+        }
+        double p99After = Double.NaN;
+        if (!ttfts.isEmpty()) {
+            ttfts.sort(null);
+            p99After = ttfts.get((int) Math.min(ttfts.size() - 1, Math.ceil(0.99 * ttfts.size()) - 1)) / 1e6;
+        }
+        return new Figures(
+                r.hitRatio(),
+                r.ttftP99Millis(),
+                r.maxOverMeanRequests(),
+                prompt == 0 ? Double.NaN : (double) cached / prompt,
+                p99After);
+    }
+
+    static String tables(Report.Settings s, Map<String, List<Map<String, Figures>>> byWorkload, boolean traced) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(
+                Locale.ROOT,
+                "Seeds %s; %d replicas; load %.1f; tokenizing replica. Each cell: median [min-max] over the seeds.%n%n",
+                s.seeds,
+                s.replicas,
+                s.load));
+        for (String w : WORKLOADS) {
+            List<Map<String, Figures>> runs = byWorkload.get(w);
+            if (runs.isEmpty()) {
+                b.append("**")
+                        .append(w)
+                        .append("**: skipped")
+                        .append(traced ? "" : " (no trace)")
+                        .append("\n\n");
+                continue;
+            }
+            b.append("**").append(w).append("**\n\n");
+            b.append("| instances | hit ratio | × 1 instance | P99 TTFT ms | × 1 instance | max/mean requests |\n");
+            b.append("|---|---:|---:|---:|---:|---:|\n");
+            for (Config c : CONFIGS) {
+                b.append("| ").append(c.label()).append(" | ");
+                b.append(spread(runs, c.label(), Figures::hit).format("%.3f")).append(" | ");
+                b.append(ratio(runs, c.label(), "1 instance", Figures::hit).format("%.2f"))
+                        .append(" | ");
+                b.append(spread(runs, c.label(), Figures::p99).format("%.0f")).append(" | ");
+                b.append(ratio(runs, c.label(), "1 instance", Figures::p99).format("%.2f"))
+                        .append(" | ");
+                b.append(spread(runs, c.label(), Figures::maxOverMean).format("%.2f"))
+                        .append(" |\n");
+            }
+            b.append('\n');
+        }
+        b.append("**Failover** (four instances; the killed one stops at the middle arrival; \"after\" counts the"
+                + " requests sent from then on)\n\n");
+        b.append("| workload | run | hit ratio | hit ratio after | P99 TTFT ms after |\n|---|---|---:|---:|---:|\n");
+        for (String w : WORKLOADS) {
+            List<Map<String, Figures>> runs = byWorkload.get(w);
+            if (runs.isEmpty()) {
+                continue;
+            }
+            for (Failover f : FAILOVERS) {
+                String l = "failover: " + f.label();
+                b.append("| ").append(w).append(" | ").append(f.label()).append(" | ");
+                b.append(spread(runs, l, Figures::hit).format("%.3f")).append(" | ");
+                b.append(spread(runs, l, Figures::hitAfter).format("%.3f")).append(" | ");
+                b.append(spread(runs, l, Figures::p99After).format("%.0f")).append(" |\n");
+            }
+        }
+        return b.toString();
+    }
+
+    private static Spread spread(List<Map<String, Figures>> runs, String label, ToDoubleFunction<Figures> f) {
+        return Spread.of(
+                runs.stream().mapToDouble(m -> f.applyAsDouble(m.get(label))).toArray());
+    }
+
+    /** Per seed, {@code label}'s figure over {@code base}'s on the same requests. */
+    private static Spread ratio(
+            List<Map<String, Figures>> runs, String label, String base, ToDoubleFunction<Figures> f) {
+        return Spread.of(runs.stream()
+                .mapToDouble(m -> f.applyAsDouble(m.get(label)) / f.applyAsDouble(m.get(base)))
+                .toArray());
+    }
+}
