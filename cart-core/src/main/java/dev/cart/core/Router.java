@@ -208,7 +208,17 @@ public final class Router implements AutoCloseable {
                 chosen.addPendingPrefill(prefill);
                 counted = prefill;
             }
-            return decided(chosen, admission, choice.reason(), matched, prefill, counted, choice.detail(), elsewhere, request, t0);
+            return decided(
+                    chosen,
+                    admission,
+                    choice.reason(),
+                    matched,
+                    prefill,
+                    counted,
+                    choice.detail(),
+                    elsewhere,
+                    request,
+                    t0);
         } catch (RuntimeException | Error e) {
             if (counted != 0) {
                 chosen.addPendingPrefill(-counted);

@@ -1,7 +1,6 @@
 package dev.cart.sim;
 
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.PromptKey;
 import dev.cart.core.RemoteLoad;
 import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;

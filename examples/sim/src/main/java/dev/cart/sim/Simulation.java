@@ -73,6 +73,7 @@ public final class Simulation {
     private final PreparedWorkload.Options prepare;
     /** Per replica, the models it serves (empty, or no entry: any model). */
     private final List<List<String>> replicaModels;
+
     private final double[] slowdowns;
     private final int slowReplica;
     private final double slowFactor;
@@ -357,7 +358,8 @@ public final class Simulation {
             if (slowReplica >= 0 && ++dispatched == n / 2) {
                 engines[slowReplica].slowdown(slowFactor); // another tenant arrives on its GPU
             }
-            RouteDecision d = instances.choose(t, RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
+            RouteDecision d =
+                    instances.choose(t, RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
                 noReplica++;
