@@ -1093,20 +1093,20 @@ final class PrefixTree {
         int i = 0;
         int end = Math.min(blocks, key.length);
         while (i < end) {
-            Edge e = find(node.edges, key[i]);
-            if (e == null) {
+            Node child = find(node.children, key[i]);
+            if (child == null) {
                 return false;
             }
-            int m = commonPrefix(e.label, key, i);
+            int m = commonPrefix(child.label, key, i);
             i += m;
             if (i >= end) {
-                Holder h = holderOf(e.target, replica);
+                Holder h = holderOf(child, replica);
                 return h != null && h.remote;
             }
-            if (m < e.label.length) {
+            if (m < child.label.length) {
                 return false;
             }
-            node = e.target;
+            node = child;
         }
         return false;
     }
