@@ -110,7 +110,7 @@ class BadUpstreamAnswerTest {
         };
         try (RawReplica raw = new RawReplica(answer)) {
             ProxyHarness h = new ProxyHarness();
-            h.proxy = ProxyServer.start(
+            h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: " + raw.url()
                             + "\nproxy:\n  max_retries: 0\n"),
                     h.options());

@@ -72,7 +72,7 @@ class FaultTest {
                     .append('\n');
         }
         ProxyHarness h = new ProxyHarness();
-        h.proxy = ProxyServer.start(ConfigLoader.parse(b.toString()), h.options());
+        h.proxy = h.startProxy(ConfigLoader.parse(b.toString()), h.options());
         h.seenSets.add(h.proxy.routing().replicas);
         return h;
     }
@@ -252,7 +252,7 @@ class FaultTest {
         List<Path> files = List.of(base, workers);
         ProxyHarness h = new ProxyHarness();
         h.replicas.addAll(List.of(a, b, c));
-        h.proxy = ProxyServer.start(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+        h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
         h.seenSets.add(h.proxy.routing().replicas);
         ExecutorService clients = Executors.newFixedThreadPool(4);
         try (h) {

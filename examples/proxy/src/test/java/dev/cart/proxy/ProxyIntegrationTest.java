@@ -473,7 +473,7 @@ class ProxyIntegrationTest {
             deadPort = s.getLocalPort();
         }
         ProxyHarness h = new ProxyHarness();
-        h.proxy = ProxyServer.start(
+        h.proxy = h.startProxy(
                 ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: http://127.0.0.1:"
                         + deadPort + "\n"),
                 h.options());
@@ -506,7 +506,7 @@ class ProxyIntegrationTest {
                 + "  - url: " + live.url() + "\n    load_penalty: 50\n";
         ProxyHarness h = new ProxyHarness();
         h.replicas.add(live);
-        h.proxy = ProxyServer.start(ConfigLoader.parse(yaml), h.options());
+        h.proxy = h.startProxy(ConfigLoader.parse(yaml), h.options());
         try (h) {
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("dead first", false));
             assertEquals(200, r.statusCode(), r.body());
@@ -665,7 +665,7 @@ class ProxyIntegrationTest {
                 + "health:\n  interval_secs: 1\n  timeout_secs: 1\n  failure_threshold: 1\n  success_threshold: 1\n";
         ProxyHarness h = new ProxyHarness();
         h.replicas.add(r);
-        h.proxy = ProxyServer.start(ConfigLoader.parse(yaml), h.options().healthChecks(true));
+        h.proxy = h.startProxy(ConfigLoader.parse(yaml), h.options().healthChecks(true));
         try (h) {
             await("first probe marks it unhealthy", () -> !h.member(0).isHealthy());
             assertEquals(503, h.get("/health").statusCode());

@@ -36,7 +36,7 @@ class ReloadTest {
         ProxyHarness h = new ProxyHarness();
         h.replicas.addAll(List.of(all));
         List<Path> files = List.of(base, workersFile);
-        h.proxy = ProxyServer.start(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+        h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
         h.seenSets.add(h.proxy.routing().replicas);
         return h;
     }
