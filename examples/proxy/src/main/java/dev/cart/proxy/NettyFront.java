@@ -112,7 +112,7 @@ final class NettyFront implements Front {
     }
 
     /** Binds on {@code server.host:port}; the channel accepts at once, so {@link #start} has nothing to do. */
-    static Front listen(ProxyConfig config, ProxyCore core, BodyBudget budget) throws IOException {
+    static Front listen(ProxyConfig config, ProxyCore core, BodyBudget budget, Sleeper sleeper) throws IOException {
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         Class<? extends ServerChannel> serverClass =
@@ -134,6 +134,8 @@ final class NettyFront implements Front {
                 .channel(serverClass)
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                // a client that half-closes after sending still gets its answer (and a body cut short, a 400)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
                 .childOption(
                         ChannelOption.WRITE_BUFFER_WATER_MARK,
                         new WriteBufferWaterMark(RELAY_BUFFER_BYTES / 2, RELAY_BUFFER_BYTES))
@@ -146,7 +148,7 @@ final class NettyFront implements Front {
                             return;
                         }
                         ch.closeFuture().addListener(f -> connections.decrementAndGet());
-                        Connection c = new Connection(config, core, budget, upstream);
+                        Connection c = new Connection(config, core, budget, upstream, sleeper);
                         ch.pipeline()
                                 .addLast("clock", c.clock)
                                 .addLast("codec", new HttpServerCodec(decoding.clone()))
@@ -157,10 +159,17 @@ final class NettyFront implements Front {
             Channel ch =
                     b.bind(limits.host(), limits.port()).syncUninterruptibly().channel();
             return new NettyFront(boss, workers, ch, epoll ? "epoll" : "nio", threads);
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // Netty rethrows the bind's checked exception unchecked
             boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
-            throw new IOException(String.valueOf(e.getMessage()), e);
+            String m = String.valueOf(e.getMessage());
+            if (e instanceof java.net.BindException || m.contains("Address already in use")) {
+                // epoll reports a taken port as a native error: say it the way the JDK does
+                java.net.BindException taken = new java.net.BindException("Address already in use");
+                taken.initCause(e);
+                throw taken;
+            }
+            throw new IOException(m, e);
         }
     }
 
@@ -226,6 +235,7 @@ final class NettyFront implements Front {
         private final ProxyCore core;
         private final BodyBudget budget;
         private final NettyUpstream upstream;
+        private final Sleeper sleeper;
         /** Watches the raw bytes: the first byte of a request starts its read deadline. */
         final ChannelHandler clock = new Clock();
 
@@ -251,7 +261,8 @@ final class NettyFront implements Front {
         private ScheduledFuture<?> backoff;
         private Call call;
 
-        Connection(ProxyConfig config, ProxyCore core, BodyBudget budget, NettyUpstream upstream) {
+        Connection(ProxyConfig config, ProxyCore core, BodyBudget budget, NettyUpstream upstream, Sleeper sleeper) {
+            this.sleeper = sleeper;
             this.config = config;
             this.core = core;
             this.budget = budget;
@@ -546,6 +557,14 @@ final class NettyFront implements Front {
             ctx.channel().config().setAutoRead(false); // the next request waits for this answer
             if (step instanceof Forwarder.Reply r) {
                 writeAnswer(r.answer(), false, true);
+            } else if (step instanceof Forwarder.Wait w && sleeper != Sleeper.SYSTEM) {
+                // an injected sleeper (tests record the backoff) decides the wait; the loop is not held long
+                try {
+                    sleeper.sleep(w.pause());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                drive(x.next(), x);
             } else if (step instanceof Forwarder.Wait w) {
                 backoff = ctx.executor()
                         .schedule(
@@ -561,6 +580,26 @@ final class NettyFront implements Front {
             } else {
                 throw new IllegalStateException("a relay comes from an answer: " + step);
             }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext c, Object evt) {
+            if (evt instanceof io.netty.channel.socket.ChannelInputShutdownEvent) {
+                closeAfter = true; // the client sends nothing more: the answer in progress is the last
+                if (phase == Phase.HEAD) {
+                    c.close();
+                } else if (phase == Phase.BODY) {
+                    phase = Phase.DISCARD; // the body ended before its length or its last chunk
+                    requestComplete = true;
+                    writeAnswer(core.badBody((ProxyCore.Proxied) plan), true, true);
+                } else if (!requestComplete) {
+                    requestComplete = true; // nothing more of this request will come
+                    if (responseComplete) {
+                        c.close();
+                    }
+                }
+            }
+            c.fireUserEventTriggered(evt);
         }
 
         @Override
@@ -909,6 +948,7 @@ final class NettyFront implements Front {
                     drive(x.failed(s, Forwarder.Failure.TIMEOUT, "no answer in time"), x);
                 } else {
                     relay.deadline();
+                    relay.upstreamBroke(new IOException("proxy.request_timeout_secs ended the answer"));
                     ch.close();
                     ctx.close();
                 }

@@ -173,7 +173,7 @@ record ProxyConfig(
             private int maxRequestLineBytes = 8 * 1024;
             private int requestReadTimeoutSecs = 60;
             private int idleTimeoutSecs = 30;
-            private Engine engine = Engine.JDK;
+            private Engine engine = Engine.NETTY;
             private long maxBufferedBodyBytes = 0;
 
             Builder engine(Engine v) {

@@ -150,7 +150,7 @@ final class ProxyServer implements AutoCloseable {
         try {
             this.front = switch (config.server().engine()) {
                 case JDK -> JdkFront.listen(config, core, client, scheduler, options.sleeper, bodyBudget);
-                case NETTY -> NettyFront.listen(config, core, bodyBudget);
+                case NETTY -> NettyFront.listen(config, core, bodyBudget, options.sleeper);
             };
         } catch (IOException e) {
             first.close();

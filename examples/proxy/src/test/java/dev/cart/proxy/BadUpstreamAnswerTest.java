@@ -15,11 +15,20 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Replica answers that are not valid HTTP must reach the client as a clean 502, counted as failures. */
+// runs against both fronts (server.engine: netty and jdk)
+@ParameterizedClass(name = "{0} front")
+@EnumSource(ProxyConfig.Server.Engine.class)
 class BadUpstreamAnswerTest {
+
+    @Parameter
+    ProxyConfig.Server.Engine engine;
 
     /** A replica on a raw socket that answers every request with {@code answer}, then closes. */
     static final class RawReplica implements AutoCloseable {
@@ -109,7 +118,7 @@ class BadUpstreamAnswerTest {
                         + "\r\nConnection: close\r\n\r\n" + BODY;
         };
         try (RawReplica raw = new RawReplica(answer)) {
-            ProxyHarness h = new ProxyHarness();
+            ProxyHarness h = new ProxyHarness(engine);
             h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: " + raw.url()
                             + "\nproxy:\n  max_retries: 0\n"),
