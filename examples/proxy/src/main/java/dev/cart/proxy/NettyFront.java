@@ -94,7 +94,7 @@ final class NettyFront implements Front {
     private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
 
     /** Answer bytes buffered per client connection before reading from the replica pauses. */
-    static final int RELAY_BUFFER_BYTES = 4 * 1024 * 1024;
+    static final int RELAY_BUFFER_BYTES = 8 * 1024 * 1024;
 
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
