@@ -365,7 +365,8 @@ public final class ProxyBench {
             int port = Children.freePort();
             Process cart = startCart(o, replica.ports(), port, false, "cart-jdk", "");
             Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
-            targets.put("cart-jdk", new Target("cart-jdk", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
+            targets.put(
+                    "cart-jdk", new Target("cart-jdk", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
         if (o.targets.contains("cart-nodelay")) {
             int port = Children.freePort();

@@ -597,6 +597,10 @@ final class NettyFront implements Front {
                     if (responseComplete) {
                         c.close();
                     }
+                } else if (phase == Phase.ANSWER) {
+                    // the client closed its side while its answer was being produced: it has gone (as nginx
+                    // reads it); the upstream request is cancelled and the replica's slot freed at once
+                    c.close();
                 }
             }
             c.fireUserEventTriggered(evt);

@@ -76,6 +76,23 @@ class NettyFrontTest {
         assertEquals(0, stopsReading(ProxyConfig.Server.Engine.NETTY, SLOW_READER_ANSWER), "in flight");
     }
 
+    @Test
+    void aClientThatLeavesBeforeTheAnswerFreesTheReplicasSlot() throws Exception {
+        try (ProxyHarness h = ProxyHarness.start(ProxyConfig.Server.Engine.NETTY, 1, "")) {
+            h.replica(0).hangBeforeHeaders = true; // the replica computes for as long as request_timeout_secs
+            String body = chat("never mind", false);
+            try (Socket s = h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + body.length() + "\r\n\r\n" + body)) {
+                ProxyHarness.await(
+                        "the request reached the replica", () -> h.replica(0).count() == 1);
+                assertEquals(1, h.member(0).inFlight());
+            } // the client leaves
+            ProxyHarness.await(
+                    "the slot released when the client left", () -> h.member(0).inFlight() == 0);
+            h.replica(0).release.countDown();
+        }
+    }
+
     /** A 6 MiB answer: more than the kernel's socket buffers hold (4 MiB at most here), less than the front's. */
     static final int SLOW_READER_ANSWER = 6 * 1024 * 1024;
 
