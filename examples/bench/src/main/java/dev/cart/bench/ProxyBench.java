@@ -232,6 +232,9 @@ public final class ProxyBench {
             throws IOException {
         StringBuilder yaml = new StringBuilder();
         yaml.append("server:\n  host: \"127.0.0.1\"\n  port: ").append(port).append('\n');
+        if (name.equals("cart-jdk")) {
+            yaml.append("  engine: jdk\n"); // the JDK HttpServer + HttpClient front, beside the default (Netty)
+        }
         if (idle) {
             yaml.append("  max_connections: 30000\n  max_concurrent_requests: 30000\n");
         }
@@ -357,6 +360,13 @@ public final class ProxyBench {
             Process cart = startCart(o, replica.ports(), port, false);
             Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
             targets.put("cart", new Target("cart", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
+        }
+        if (o.targets.contains("cart-jdk")) {
+            int port = Children.freePort();
+            Process cart = startCart(o, replica.ports(), port, false, "cart-jdk", "");
+            Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
+            targets.put(
+                    "cart-jdk", new Target("cart-jdk", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
         if (o.targets.contains("cart-nodelay")) {
             int port = Children.freePort();

@@ -254,6 +254,12 @@ final class ConfigLoader {
         s.integer(ProxyConfig.Server.MAX_REQUEST_LINE_BYTES, v -> b.maxRequestLineBytes((int) v));
         s.integer(ProxyConfig.Server.REQUEST_READ_TIMEOUT_SECS, v -> b.requestReadTimeoutSecs((int) v));
         s.integer(ProxyConfig.Server.IDLE_TIMEOUT_SECS, v -> b.idleTimeoutSecs((int) v));
+        s.integer(ProxyConfig.Server.MAX_BUFFERED_BODY_BYTES, b::maxBufferedBodyBytes);
+        Map<String, ProxyConfig.Server.Engine> engines = new LinkedHashMap<>();
+        for (ProxyConfig.Server.Engine e : ProxyConfig.Server.Engine.values()) {
+            engines.put(e.label(), e);
+        }
+        s.choice("engine", engines, b::engine);
         s.finish();
         return b.build();
     }

@@ -59,18 +59,26 @@ final class HopByHop {
         return HOP_BY_HOP.contains(lowerName) || lowerName.startsWith("proxy-") || connectionTokens.contains(lowerName);
     }
 
-    /** Copies the client's end-to-end headers onto the upstream request. */
-    static void copyRequestHeaders(Headers from, HttpRequest.Builder to) {
+    /** The client's end-to-end headers, as they go upstream (each front's client adds Host and framing). */
+    static Headers requestHeaders(Headers from) {
+        Headers to = new Headers();
         Set<String> named = connectionTokens(getIgnoreCase(from, "connection"));
         for (Map.Entry<String, List<String>> e : from.entrySet()) {
-            String name = e.getKey();
-            String lower = name.toLowerCase(Locale.ROOT);
+            String lower = e.getKey().toLowerCase(Locale.ROOT);
             if (isHopByHop(lower, named) || REQUEST_OWN.contains(lower)) {
                 continue;
             }
+            to.put(e.getKey(), List.copyOf(e.getValue()));
+        }
+        return to;
+    }
+
+    /** Copies already filtered headers ({@link #requestHeaders}) onto a JDK client request. */
+    static void copyTo(Headers filtered, HttpRequest.Builder to) {
+        for (Map.Entry<String, List<String>> e : filtered.entrySet()) {
             for (String value : e.getValue()) {
                 try {
-                    to.header(name, value);
+                    to.header(e.getKey(), value);
                 } catch (IllegalArgumentException refused) {
                     // a header the JDK client will not send (restricted or malformed): drop it
                 }
@@ -78,17 +86,27 @@ final class HopByHop {
         }
     }
 
-    /** Copies the replica's end-to-end headers onto the client response. */
-    static void copyResponseHeaders(HttpHeaders from, Headers to) {
-        Set<String> named = connectionTokens(from.allValues("connection"));
+    /** The JDK client's answer headers as a {@link Headers} multimap (pseudo-headers left out). */
+    static Headers of(HttpHeaders from) {
+        Headers to = new Headers();
         for (Map.Entry<String, List<String>> e : from.map().entrySet()) {
-            String name = e.getKey();
-            String lower = name.toLowerCase(Locale.ROOT);
+            if (!e.getKey().startsWith(":")) {
+                to.put(e.getKey(), List.copyOf(e.getValue()));
+            }
+        }
+        return to;
+    }
+
+    /** Copies the replica's end-to-end headers onto the client response. */
+    static void copyResponseHeaders(Headers from, Headers to) {
+        Set<String> named = connectionTokens(getIgnoreCase(from, "connection"));
+        for (Map.Entry<String, List<String>> e : from.entrySet()) {
+            String lower = e.getKey().toLowerCase(Locale.ROOT);
             if (lower.startsWith(":") || isHopByHop(lower, named) || RESPONSE_OWN.contains(lower)) {
                 continue;
             }
             for (String value : e.getValue()) {
-                to.add(name, value);
+                to.add(e.getKey(), value);
             }
         }
     }

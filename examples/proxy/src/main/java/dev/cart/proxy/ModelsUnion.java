@@ -17,7 +17,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 
 /**
  * {@code GET /v1/models} of the whole pool: the client's request is sent to every healthy replica at once
@@ -54,8 +53,12 @@ final class ModelsUnion {
         this.timeout = timeout;
     }
 
-    /** Asks the replicas of {@code set} for {@code path} with {@code clientHeaders}, and merges the answers. */
-    Answer fetch(ManagedReplicaSet set, String path, Headers clientHeaders) throws IOException {
+    /**
+     * Asks the replicas of {@code set} for {@code path} with {@code clientHeaders}, and merges the answers.
+     * Never blocks: the future completes on the HTTP client's threads once every replica answered, failed or
+     * timed out (a replica without an answer counts as {@code null} in the merge).
+     */
+    CompletableFuture<Answer> fetch(ManagedReplicaSet set, String path, Headers clientHeaders) {
         List<ManagedReplicaSet.Member> asked = new ArrayList<>();
         for (ManagedReplicaSet.Member m : set.replicas()) {
             if (m.isHealthy()) {
@@ -67,20 +70,16 @@ final class ModelsUnion {
         }
         List<CompletableFuture<HttpResponse<byte[]>>> answers = new ArrayList<>();
         for (ManagedReplicaSet.Member m : asked) {
-            answers.add(send(m, path, clientHeaders));
+            answers.add(send(m, path, clientHeaders).exceptionally(e -> null)); // no answer from that replica
         }
-        List<HttpResponse<byte[]>> got = new ArrayList<>();
-        for (CompletableFuture<HttpResponse<byte[]>> f : answers) {
-            try {
-                got.add(f.get());
-            } catch (ExecutionException e) {
-                got.add(null); // connection error or timeout: no answer from that replica
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new Forwarder.Abort("interrupted while listing the models");
-            }
-        }
-        return merge(got);
+        return CompletableFuture.allOf(answers.toArray(CompletableFuture[]::new))
+                .thenApply(done -> {
+                    List<HttpResponse<byte[]>> got = new ArrayList<>();
+                    for (CompletableFuture<HttpResponse<byte[]>> f : answers) {
+                        got.add(f.join());
+                    }
+                    return merge(got);
+                });
     }
 
     private CompletableFuture<HttpResponse<byte[]>> send(ManagedReplicaSet.Member m, String path, Headers headers) {
@@ -88,7 +87,7 @@ final class ModelsUnion {
         try {
             HttpRequest.Builder b =
                     HttpRequest.newBuilder(URI.create(m.id() + path)).timeout(timeout);
-            HopByHop.copyRequestHeaders(headers, b);
+            HopByHop.copyTo(HopByHop.requestHeaders(headers), b);
             b.setHeader("Accept-Encoding", "identity");
             request = b.GET().build();
         } catch (IllegalArgumentException e) {
@@ -127,7 +126,7 @@ final class ModelsUnion {
         for (HttpResponse<byte[]> r : answers) {
             if (r != null && r.body() != null) {
                 Headers h = new Headers();
-                HopByHop.copyResponseHeaders(r.headers(), h);
+                HopByHop.copyResponseHeaders(HopByHop.of(r.headers()), h);
                 return new Answer(r.statusCode(), h, r.body(), false, answers.size(), 0);
             }
         }

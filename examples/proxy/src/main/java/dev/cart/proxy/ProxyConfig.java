@@ -94,7 +94,9 @@ record ProxyConfig(
             int maxHeaders,
             int maxRequestLineBytes,
             int requestReadTimeoutSecs,
-            int idleTimeoutSecs) {
+            int idleTimeoutSecs,
+            Engine engine,
+            long maxBufferedBodyBytes) {
         static final String DEFAULT_HOST = "0.0.0.0";
         static final int DEFAULT_PORT = 6700;
 
@@ -108,6 +110,31 @@ record ProxyConfig(
                 new IntRange("server.max_request_line_bytes", 256, 16 * 1024 * 1024);
         static final IntRange REQUEST_READ_TIMEOUT_SECS = new IntRange("server.request_read_timeout_secs", 1, 3_600);
         static final IntRange IDLE_TIMEOUT_SECS = new IntRange("server.idle_timeout_secs", 1, 3_600);
+        /** 0: a quarter of the JVM's maximum heap ({@link #bufferedBodyLimit()}). */
+        static final IntRange MAX_BUFFERED_BODY_BYTES = new IntRange("server.max_buffered_body_bytes", 0, 1L << 50);
+
+        /** The HTTP front: Netty (the default, event loops) or the JDK's HttpServer and HttpClient. */
+        enum Engine {
+            NETTY("netty"),
+            JDK("jdk");
+
+            private final String label;
+
+            Engine(String label) {
+                this.label = label;
+            }
+
+            String label() {
+                return label;
+            }
+        }
+
+        /** The total of request bodies buffered at once: the setting, or a quarter of the maximum heap for 0. */
+        long bufferedBodyLimit() {
+            return maxBufferedBodyBytes > 0
+                    ? maxBufferedBodyBytes
+                    : Runtime.getRuntime().maxMemory() / 4;
+        }
 
         Server {
             Objects.requireNonNull(host, "server.host");
@@ -120,6 +147,8 @@ record ProxyConfig(
             MAX_REQUEST_LINE_BYTES.check(maxRequestLineBytes);
             REQUEST_READ_TIMEOUT_SECS.check(requestReadTimeoutSecs);
             IDLE_TIMEOUT_SECS.check(idleTimeoutSecs);
+            Objects.requireNonNull(engine, "server.engine");
+            MAX_BUFFERED_BODY_BYTES.check(maxBufferedBodyBytes);
         }
 
         static Server defaults() {
@@ -142,7 +171,9 @@ record ProxyConfig(
                     .maxHeaders(maxHeaders)
                     .maxRequestLineBytes(maxRequestLineBytes)
                     .requestReadTimeoutSecs(requestReadTimeoutSecs)
-                    .idleTimeoutSecs(idleTimeoutSecs);
+                    .idleTimeoutSecs(idleTimeoutSecs)
+                    .engine(engine)
+                    .maxBufferedBodyBytes(maxBufferedBodyBytes);
         }
 
         /** Named settings, starting from the defaults. */
@@ -157,6 +188,18 @@ record ProxyConfig(
             private int maxRequestLineBytes = 8 * 1024;
             private int requestReadTimeoutSecs = 60;
             private int idleTimeoutSecs = 30;
+            private Engine engine = Engine.NETTY;
+            private long maxBufferedBodyBytes = 0;
+
+            Builder engine(Engine v) {
+                engine = v;
+                return this;
+            }
+
+            Builder maxBufferedBodyBytes(long v) {
+                maxBufferedBodyBytes = v;
+                return this;
+            }
 
             Builder host(String v) {
                 host = v;
@@ -219,7 +262,9 @@ record ProxyConfig(
                         maxHeaders,
                         maxRequestLineBytes,
                         requestReadTimeoutSecs,
-                        idleTimeoutSecs);
+                        idleTimeoutSecs,
+                        engine,
+                        maxBufferedBodyBytes);
             }
         }
     }

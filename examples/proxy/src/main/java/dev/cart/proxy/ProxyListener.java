@@ -9,6 +9,9 @@ import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingListener;
+import dev.cart.core.ServedUsage;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -22,15 +25,14 @@ import org.slf4j.LoggerFactory;
  * come without such a guard from core, so they are guarded here: a failure is logged once and dropped.
  *
  * <p>Cache feedback: the router reports its prediction against the replica's usage from inside
- * {@code Lease.succeeded(usage)}, on the caller's thread. The forwarder needs that verdict for the same
- * request (a stale route is not learned again), so the last one is kept in a thread-local that the
- * forwarder reads and clears right after the call ({@link #takeFeedback()}).
+ * {@code Lease.succeeded(usage)}, on the caller's thread. The relay needs that verdict for the same
+ * request (a stale route is not learned again), so {@link #succeeded} calls the lease and hands the verdict
+ * reported for that decision back: it is matched by the decision, not by the thread, so it holds on any
+ * front and never leaks from one request to another.
  */
 final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener {
 
     private static final Logger LOG = LoggerFactory.getLogger("cart.replicas");
-
-    private static final ThreadLocal<CacheFeedback> LAST_FEEDBACK = new ThreadLocal<>();
 
     /** Set on a thread while it chooses a replica for a request that is not routed by prompt. */
     private static final ThreadLocal<Boolean> PASS_THROUGH = new ThreadLocal<>();
@@ -38,6 +40,8 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
     private final ProxyMetrics metrics;
     private final RoutingListener extra;
     private final AtomicBoolean failureLogged = new AtomicBoolean();
+    /** Decisions whose lease is being marked succeeded, each with the place for its verdict. */
+    private final Map<RouteDecision, CacheFeedback[]> awaitingFeedback = new ConcurrentHashMap<>();
 
     ProxyListener(ProxyMetrics metrics, RoutingListener extra) {
         this.metrics = metrics;
@@ -56,7 +60,7 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
      * than {@code empty_text}, which stays the word for a routed request with no prompt text. The router
      * calls its listener on the choosing thread, so a thread-local marks the call.
      */
-    static RouteDecision choosePassThrough(Router router, RouteRequest request) {
+    RouteDecision choosePassThrough(Router router, RouteRequest request) {
         PASS_THROUGH.set(Boolean.TRUE);
         try {
             return router.choose(request);
@@ -73,18 +77,27 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
 
     @Override
     public void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
-        LAST_FEEDBACK.set(feedback);
+        CacheFeedback[] slot = awaitingFeedback.get(decision);
+        if (slot != null) {
+            slot[0] = feedback;
+        }
         metrics.cacheFeedback(decision, feedback);
         extra.onCacheFeedback(decision, feedback);
     }
 
-    /** The feedback reported on this thread since the last call, or null; clears it. */
-    static CacheFeedback takeFeedback() {
-        CacheFeedback f = LAST_FEEDBACK.get();
-        if (f != null) {
-            LAST_FEEDBACK.remove();
+    /**
+     * Marks {@code decision}'s lease succeeded with {@code usage} and returns the router's verdict on that
+     * usage, or null when it gave none (usage unknown, or not compared).
+     */
+    CacheFeedback succeeded(RouteDecision decision, ServedUsage usage) {
+        CacheFeedback[] slot = new CacheFeedback[1];
+        awaitingFeedback.put(decision, slot);
+        try {
+            decision.lease().succeeded(usage);
+        } finally {
+            awaitingFeedback.remove(decision);
         }
-        return f;
+        return slot[0];
     }
 
     @Override

@@ -1,9 +1,7 @@
 package dev.cart.proxy;
 
-import com.sun.net.httpserver.HttpServer;
 import dev.cart.core.RoutingListener;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.time.Clock;
@@ -15,7 +13,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -24,9 +21,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The running proxy: the JDK {@link HttpServer} on {@code server.host:port}, one {@link HttpClient} to
- * the replicas (HTTP/1.1, so plain-http replicas never see an h2c upgrade attempt; connect timeout from
- * {@code proxy.connect_timeout_secs}; no redirects followed), and the current {@link Routing}.
+ * The running proxy: its {@link Front} on {@code server.host:port} ({@code server.engine}: {@link NettyFront}
+ * or {@link JdkFront}), the {@link ProxyCore} and {@link Forwarder} both fronts drive, one JDK
+ * {@link HttpClient} for health checks (and the JDK front's requests: HTTP/1.1, so plain-http replicas never
+ * see an h2c upgrade attempt; connect timeout from {@code proxy.connect_timeout_secs}; no redirects
+ * followed), and the current {@link Routing}.
  *
  * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
  * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
@@ -100,8 +99,6 @@ final class ProxyServer implements AutoCloseable {
 
     private final Options options;
     private final ProxyConfig config;
-    private final HttpServer server;
-    private final ServerRuntime.Executor executor;
     private final HttpClient client;
     private final ScheduledExecutorService scheduler;
     private final DecisionWindow window = new DecisionWindow();
@@ -109,8 +106,11 @@ final class ProxyServer implements AutoCloseable {
     private final ProxyListener listener;
     private final ModelsCache models;
     private final ModelsUnion modelsUnion;
-    private final Extraction extraction;
+    private final RoutingKeys routingKeys;
     private final Forwarder forwarder;
+    private final ProxyCore core;
+    private final BodyBudget bodyBudget;
+    private final Front front;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
     private final Cluster cluster;
     private final Object reloadLock = new Object();
@@ -135,6 +135,7 @@ final class ProxyServer implements AutoCloseable {
         this.metrics = new ProxyMetrics(routing::get, config.cache().blockChars(), window);
         this.listener = new ProxyListener(metrics, options.listener);
         UpstreamKeepAlive.apply();
+        // health checks (and, on the JDK front, proxied requests) go through the JDK client
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))
@@ -143,40 +144,36 @@ final class ProxyServer implements AutoCloseable {
         this.models = new ModelsCache(options.clock);
         this.modelsUnion =
                 new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));
-        this.extraction = new Extraction(config);
-        this.forwarder =
-                new Forwarder(client, scheduler, options.sleeper, options.random, config, models, metrics, extraction);
+        this.routingKeys = new RoutingKeys(config);
+        this.forwarder = new Forwarder(options.random, config, models, metrics, routingKeys, listener);
+        this.bodyBudget = new BodyBudget(config.server().bufferedBodyLimit(), metrics);
         this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
         Routing first = Routing.build(config, options.clock, listener, client, scheduler, cluster);
         routing.set(first);
         cluster.bindTo(metrics.registry);
         metrics.syncReplicas(first.replicas);
-        this.executor = ServerRuntime.requestExecutor(config.server().maxThreads());
-        ServerLimits.apply(config);
+        this.core = new ProxyCore(this);
         try {
-            this.server = HttpServer.create(
-                    new InetSocketAddress(
-                            config.server().host(), config.server().port()),
-                    1024);
+            this.front = switch (config.server().engine()) {
+                case JDK -> JdkFront.listen(config, core, client, scheduler, options.sleeper, bodyBudget);
+                case NETTY -> NettyFront.listen(config, core, bodyBudget, options.sleeper);
+            };
         } catch (IOException e) {
             first.close();
             cluster.close();
             metrics.close();
-            executor.service().shutdownNow();
             scheduler.shutdownNow();
             throw new IOException(
                     "cannot listen on " + config.server().host() + ":"
                             + config.server().port() + ": " + e.getMessage(),
                     e);
         }
-        server.createContext("/", new ProxyHandler(this, executor.proxiedLimit()));
-        server.setExecutor(executor.service());
     }
 
     /** Builds and starts the proxy. */
     static ProxyServer start(ProxyConfig config, Options options) throws IOException {
         ProxyServer p = new ProxyServer(config, options);
-        p.server.start();
+        p.front.start();
         p.cluster.start(() -> p.routing.get().router);
         if (p.cluster.on()) {
             LOG.info("cluster: {}", p.cluster.describe());
@@ -185,12 +182,12 @@ final class ProxyServer implements AutoCloseable {
             p.routing.get().health.start();
         }
         LOG.info(
-                "CART listening on {}:{} with {} worker(s), policy {}, request handlers on {}",
+                "CART listening on {}:{} with {} worker(s), policy {}, {}",
                 config.server().host(),
                 p.port(),
                 config.workers().size(),
                 config.cache().policy(),
-                p.executor.description());
+                p.front.description());
         return p;
     }
 
@@ -208,7 +205,7 @@ final class ProxyServer implements AutoCloseable {
     }
 
     int port() {
-        return server.getAddress().getPort();
+        return front.port();
     }
 
     /** The base URI clients use, on loopback when bound to the wildcard address. */
@@ -232,8 +229,12 @@ final class ProxyServer implements AutoCloseable {
         return forwarder;
     }
 
-    Extraction extraction() {
-        return extraction;
+    BodyBudget bodyBudget() {
+        return bodyBudget;
+    }
+
+    RoutingKeys routingKeys() {
+        return routingKeys;
     }
 
     ModelsCache models() {
@@ -389,19 +390,13 @@ final class ProxyServer implements AutoCloseable {
     /** Stops accepting, closes the routing state and the threads. In-flight exchanges are cut off. */
     @Override
     public void close() {
-        server.stop(0);
+        front.close();
         Routing r = routing.get();
         if (r != null) {
             r.close();
         }
         cluster.close();
         scheduler.shutdownNow();
-        executor.service().shutdownNow();
         metrics.close();
-        try {
-            executor.service().awaitTermination(5, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 }

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * {@code HttpServer} ({@link Main} calls it first, before demo replicas start). A later call with other
  * values cannot change what the JDK already read: it logs a warning (only tests and embedders start several
  * proxies in one process). The limits the JDK does not offer (header count across repeated names, request
- * line length, concurrent requests) are enforced by {@link ProxyHandler}.
+ * line length, concurrent requests) are enforced by {@link ProxyCore}.
  */
 final class ServerLimits {
 

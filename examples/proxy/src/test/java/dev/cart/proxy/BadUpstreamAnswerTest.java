@@ -15,11 +15,21 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Replica answers that are not valid HTTP must reach the client as a clean 502, counted as failures. */
+// runs against both fronts (server.engine: netty and jdk)
+@ParameterizedClass(name = "{0} front")
+@EnumSource(ProxyConfig.Server.Engine.class)
 class BadUpstreamAnswerTest {
+
+    @Parameter
+    ProxyConfig.Server.Engine engine;
 
     /** A replica on a raw socket that answers every request with {@code answer}, then closes. */
     static final class RawReplica implements AutoCloseable {
@@ -93,6 +103,36 @@ class BadUpstreamAnswerTest {
 
     private static final String BODY = "{\"id\":\"x\",\"choices\":[]}";
 
+    /**
+     * A request that makes every replica read it and drop the connection (an engine that crashes on the
+     * prompt) is sent once per allowed attempt: the stale-connection resend is for reused connections only.
+     * Before, it was sent twice to each of the three replicas (6 sends).
+     */
+    @Test
+    void aPoisonRequestIsSentOncePerAttempt() throws Exception {
+        try (RawReplica a = new RawReplica("");
+                RawReplica b = new RawReplica("");
+                RawReplica c = new RawReplica("")) {
+            ProxyHarness h = new ProxyHarness(engine);
+            h.proxy = h.startProxy(
+                    ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + a.url()
+                            + "\n  - url: " + b.url() + "\n  - url: " + c.url() + "\nproxy:\n  max_retries: 2\n"),
+                    h.options());
+            try (h) {
+                HttpResponse<String> r = h.post("/v1/chat/completions", ProxyHarness.chat("poison", false));
+                assertEquals(502, r.statusCode(), r.body());
+                int sends = 0;
+                for (RawReplica x : List.of(a, b, c)) {
+                    synchronized (x.heads) {
+                        sends += x.heads.size();
+                    }
+                }
+                assertEquals(3, sends, "one send per attempt (max_retries: 2), no resend on a fresh connection");
+                assertEquals(2, h.sleeps.size(), "two retries");
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"chunked-and-length", "status-999", "status-600"})
     void aBrokenAnswerBecomesA502AndCountsAsTheReplicasFailure(String kind) throws Exception {
@@ -109,8 +149,8 @@ class BadUpstreamAnswerTest {
                         + "\r\nConnection: close\r\n\r\n" + BODY;
         };
         try (RawReplica raw = new RawReplica(answer)) {
-            ProxyHarness h = new ProxyHarness();
-            h.proxy = ProxyServer.start(
+            ProxyHarness h = new ProxyHarness(engine);
+            h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: " + raw.url()
                             + "\nproxy:\n  max_retries: 0\n"),
                     h.options());

@@ -50,8 +50,7 @@ class ConfigSizeTest {
         Files.writeString(file, ONE);
         List<Path> files = List.of(file);
         try (ProxyHarness h = new ProxyHarness()) {
-            h.proxy = ProxyServer.start(
-                    ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+            h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
             Files.writeString(file, padded(ONE.replace("20001", "20002"), 20 * 1024 * 1024));
             ProxyServer.ReloadResult r = h.proxy.reload();
             assertFalse(r.accepted(), r.message());

@@ -343,6 +343,21 @@ class ConfigTest {
     }
 
     @Test
+    void theEngineIsNettyOrJdk() throws Exception {
+        assertEquals(
+                ProxyConfig.Server.Engine.NETTY,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\n").server().engine());
+        assertEquals(
+                ProxyConfig.Server.Engine.JDK,
+                ConfigLoader.parse("server:\n  engine: jdk\nworkers:\n  - url: http://a:1\n")
+                        .server()
+                        .engine());
+        assertProblem(
+                problems("server:\n  engine: netyy\nworkers:\n  - url: http://a:1\n"),
+                "server.engine: must be one of netty, jdk, was the string 'netyy' (did you mean 'netty'?)");
+    }
+
+    @Test
     void misspelledChoicesGetASuggestion() {
         List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  learn: on_rout\n  tokenizer: cl100k\n"
                 + "  miss_placement: consistent_hsh\n");

@@ -135,8 +135,10 @@ final class EndToEnd {
                 sims.add(r);
                 yaml.append("  - url: ").append(r.baseUri()).append('\n');
             }
-            proxy = ProxyServer.start(
-                    ConfigLoader.parse(yaml.toString()), new ProxyServer.Options().healthChecks(false));
+            proxy = ProxyHarness.startOn(
+                    ProxyHarness.defaultEngine(),
+                    ConfigLoader.parse(yaml.toString()),
+                    new ProxyServer.Options().healthChecks(false));
             List<String> urls = new ArrayList<>();
             for (SimulatedReplicaServer r : sims) {
                 urls.add(r.baseUri().toString());

@@ -30,12 +30,21 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Replica faults on loopback, each ending with nothing lost: every in-flight count back to 0 and the tree's
  * counters equal to a recount (checked by {@link ProxyHarness#close()}).
  */
+// runs against both fronts (server.engine: netty and jdk)
+@ParameterizedClass(name = "{0} front")
+@EnumSource(ProxyConfig.Server.Engine.class)
 class FaultTest {
+
+    @Parameter
+    ProxyConfig.Server.Engine engine;
 
     @TempDir
     Path dir;
@@ -62,7 +71,7 @@ class FaultTest {
     }
 
     /** A harness over arbitrary worker URLs (the first gets load_penalty 0, the others 50). */
-    private static ProxyHarness harness(String yaml, String... urls) throws Exception {
+    private ProxyHarness harness(String yaml, String... urls) throws Exception {
         StringBuilder b = new StringBuilder(yaml).append("\nserver:\n  host: 127.0.0.1\n  port: 0\nworkers:\n");
         for (int i = 0; i < urls.length; i++) {
             b.append("  - url: ")
@@ -71,8 +80,8 @@ class FaultTest {
                     .append(i == 0 ? 0 : 50)
                     .append('\n');
         }
-        ProxyHarness h = new ProxyHarness();
-        h.proxy = ProxyServer.start(ConfigLoader.parse(b.toString()), h.options());
+        ProxyHarness h = new ProxyHarness(engine);
+        h.proxy = h.startProxy(ConfigLoader.parse(b.toString()), h.options());
         h.seenSets.add(h.proxy.routing().replicas);
         return h;
     }
@@ -250,9 +259,9 @@ class FaultTest {
         String bc = "workers:\n  - url: " + b.url() + "\n  - url: " + c.url() + "\n";
         Files.writeString(workers, ab);
         List<Path> files = List.of(base, workers);
-        ProxyHarness h = new ProxyHarness();
+        ProxyHarness h = new ProxyHarness(engine);
         h.replicas.addAll(List.of(a, b, c));
-        h.proxy = ProxyServer.start(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+        h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
         h.seenSets.add(h.proxy.routing().replicas);
         ExecutorService clients = Executors.newFixedThreadPool(4);
         try (h) {

@@ -25,14 +25,24 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The connection limits the JDK HTTP server enforces, set from {@code server.*} by {@link ServerLimits}.
- * The JDK reads them once per process, so each test runs the real command ({@link Main}) in a child JVM
+ * The connection limits of {@code server.*} on each front: the JDK HTTP server's, set by {@link ServerLimits}
+ * (the JDK reads them once per process), and the Netty front's own. Each test runs the real command
+ * ({@link Main}) in a child JVM
  * on loopback, as an operator would. The JDK timer granularity properties are lowered for the child so
  * that the test does not wait for the default 10-second idle sweep.
  */
+// runs against both fronts (server.engine: netty and jdk)
+@ParameterizedClass(name = "{0} front")
+@EnumSource(ProxyConfig.Server.Engine.class)
 class LimitsProcessTest {
+
+    @Parameter
+    ProxyConfig.Server.Engine engine;
 
     @TempDir
     Path dir;
@@ -76,8 +86,8 @@ class LimitsProcessTest {
         Path cfg = dir.resolve("cfg-" + System.nanoTime() + ".yaml");
         Files.writeString(
                 cfg,
-                "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml + "workers:\n  - url: " + replica.url()
-                        + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
+                "server:\n  host: 127.0.0.1\n  port: 0\n  engine: " + engine.label() + "\n" + serverYaml
+                        + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
         String java = ProcessHandle.current().info().command().orElse("java");
         // env --default-signal=HUP: a build started under nohup ignores SIGHUP, and an ignored signal is
         // inherited by every child, where the JVM keeps it ignored and a reload could never be asked for

@@ -291,7 +291,7 @@ class MetricsTest {
         };
         ProxyHarness h = new ProxyHarness();
         h.replicas.add(ScriptedReplica.start("r0"));
-        h.proxy = ProxyServer.start(ConfigLoader.parse(h.yaml("")), h.options().listener(throwing));
+        h.proxy = h.startProxy(ConfigLoader.parse(h.yaml("")), h.options().listener(throwing));
         try (h) {
             for (int i = 0; i < 5; i++) {
                 HttpResponse<String> r = h.post("/v1/chat/completions", chat(PROMPT, i % 2 == 0));

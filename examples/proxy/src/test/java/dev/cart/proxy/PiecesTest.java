@@ -44,7 +44,7 @@ class PiecesTest {
         in.add("X-Multi", "a");
         in.add("X-Multi", "b");
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:1/x"));
-        HopByHop.copyRequestHeaders(in, b);
+        HopByHop.copyTo(HopByHop.requestHeaders(in), b);
         HttpHeaders out = b.GET().build().headers();
         assertEquals(
                 Map.of("Authorization", List.of("Bearer k"), "X-multi", List.of("a", "b"))
@@ -70,7 +70,7 @@ class PiecesTest {
                         "x-request-id", List.of("abc")),
                 (a, b) -> true);
         Headers out = new Headers();
-        HopByHop.copyResponseHeaders(in, out);
+        HopByHop.copyResponseHeaders(HopByHop.of(in), out);
         assertEquals(2, out.size(), out.keySet().toString());
         assertEquals("text/event-stream", out.getFirst("Content-Type"));
         assertEquals("abc", out.getFirst("X-Request-Id"));
@@ -221,13 +221,13 @@ class PiecesTest {
         byte[] buf = new byte[64];
         java.io.InputStream arrived = new java.io.ByteArrayInputStream(events);
         int n = arrived.read(buf, 0, 5);
-        assertEquals(events.length - 5, Forwarder.readArrived(arrived, buf, n), "all that had arrived, in one go");
+        assertEquals(events.length - 5, JdkFront.readArrived(arrived, buf, n), "all that had arrived, in one go");
         assertArrayEquals(events, java.util.Arrays.copyOf(buf, events.length));
 
         byte[] small = new byte[8];
         java.io.InputStream more = new java.io.ByteArrayInputStream(events);
         more.read(small, 0, 2);
-        assertEquals(6, Forwarder.readArrived(more, small, 2), "never past the buffer");
+        assertEquals(6, JdkFront.readArrived(more, small, 2), "never past the buffer");
 
         // a stream with nothing more arrived: available() is 0, and a read would block
         java.io.InputStream waiting = new java.io.InputStream() {
@@ -241,6 +241,6 @@ class PiecesTest {
                 return 0;
             }
         };
-        assertEquals(0, Forwarder.readArrived(waiting, buf, 3));
+        assertEquals(0, JdkFront.readArrived(waiting, buf, 3));
     }
 }

@@ -37,18 +37,42 @@ final class ProxyHarness implements AutoCloseable {
             .connectTimeout(Duration.ofSeconds(5))
             .build();
     ProxyServer proxy;
+    /** The front the proxy runs on; the default comes from {@code -Dcart.test.engine}, else the config's default. */
+    final ProxyConfig.Server.Engine engine;
+
+    ProxyHarness() {
+        this(defaultEngine());
+    }
+
+    ProxyHarness(ProxyConfig.Server.Engine engine) {
+        this.engine = engine;
+    }
+
+    /** The engine of tests that do not name one: {@code -Dcart.test.engine=jdk|netty}, else the config default. */
+    static ProxyConfig.Server.Engine defaultEngine() {
+        String e = System.getProperty("cart.test.engine");
+        return e == null || e.isBlank()
+                ? ProxyConfig.Server.defaults().engine()
+                : ProxyConfig.Server.Engine.valueOf(e.trim().toUpperCase(java.util.Locale.ROOT));
+    }
 
     /**
      * Starts {@code n} fake replicas and a proxy whose config is {@code yaml} plus a workers list of the
      * fakes (the yaml must not list workers); {@code {i}} in {@code workerExtra} is the fake's index.
      */
     static ProxyHarness start(int n, String yaml, String... perWorkerExtra) throws Exception {
-        ProxyHarness h = new ProxyHarness();
+        return start(defaultEngine(), n, yaml, perWorkerExtra);
+    }
+
+    /** {@link #start(int, String, String...)} on the given front. */
+    static ProxyHarness start(ProxyConfig.Server.Engine engine, int n, String yaml, String... perWorkerExtra)
+            throws Exception {
+        ProxyHarness h = new ProxyHarness(engine);
         try {
             for (int i = 0; i < n; i++) {
                 h.replicas.add(ScriptedReplica.start("r" + i));
             }
-            h.proxy = ProxyServer.start(ConfigLoader.parse(h.yaml(yaml, perWorkerExtra)), h.options());
+            h.startProxy(ConfigLoader.parse(h.yaml(yaml, perWorkerExtra)), h.options());
             h.seenSets.add(h.proxy.routing().replicas);
         } catch (Exception | Error e) {
             h.closeQuietly();
@@ -57,18 +81,40 @@ final class ProxyHarness implements AutoCloseable {
         return h;
     }
 
+    /** Starts the proxy of this harness on its engine (also for configurations read again on reload). */
+    ProxyServer startProxy(ProxyConfig config, ProxyServer.Options options) throws IOException {
+        proxy = startOn(engine, config, options);
+        return proxy;
+    }
+
+    /** Starts a proxy for {@code config} on {@code engine}; a reload source's configurations get it too. */
+    static ProxyServer startOn(ProxyConfig.Server.Engine engine, ProxyConfig config, ProxyServer.Options options)
+            throws IOException {
+        if (options.configSource != null) {
+            java.util.concurrent.Callable<ProxyConfig> source = options.configSource;
+            options.configSource(() -> onEngine(engine, source.call()));
+        }
+        return ProxyServer.start(onEngine(engine, config), options);
+    }
+
+    static ProxyConfig onEngine(ProxyConfig.Server.Engine engine, ProxyConfig config) {
+        return config.withServer(config.server().toBuilder().engine(engine).build());
+    }
+
     ProxyServer.Options options() {
         return new ProxyServer.Options().clock(clock).sleeper(sleeps::add).healthChecks(false);
     }
 
     String yaml(String base, String... perWorkerExtra) {
         String given = base == null ? "" : base;
+        String server = "server:\n  host: 127.0.0.1\n  port: 0\n"
+                + (given.contains("engine:") ? "" : "  engine: " + engine.label() + "\n");
         StringBuilder b;
         if (given.startsWith("server:\n") || given.contains("\nserver:\n")) {
-            b = new StringBuilder(given.replace("server:\n", "server:\n  host: 127.0.0.1\n  port: 0\n"));
+            b = new StringBuilder(given.replace("server:\n", server));
             b.append('\n');
         } else {
-            b = new StringBuilder(given).append("\nserver:\n  host: 127.0.0.1\n  port: 0\n");
+            b = new StringBuilder(given).append('\n').append(server);
         }
         b.append("workers:\n");
         for (int i = 0; i < replicas.size(); i++) {

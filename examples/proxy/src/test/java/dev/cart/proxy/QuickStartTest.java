@@ -45,7 +45,8 @@ class QuickStartTest {
         try (Demo demo = Demo.start(4);
                 LogCapture log = new LogCapture("cart.decision")) {
             ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
-            ProxyServer proxy = ProxyServer.start(
+            ProxyServer proxy = ProxyHarness.startOn(
+                    ProxyHarness.defaultEngine(),
                     config.withServer(ProxyConfig.Server.builder()
                             .host("127.0.0.1")
                             .port(0)

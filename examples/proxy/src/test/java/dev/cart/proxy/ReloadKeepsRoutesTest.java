@@ -53,8 +53,7 @@ class ReloadKeepsRoutesTest {
         try (LogCapture log = new LogCapture("cart.decision");
                 ProxyHarness h = new ProxyHarness()) {
             h.replicas.addAll(List.of(a, b, c));
-            h.proxy = ProxyServer.start(
-                    ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+            h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
             h.seenSets.add(h.proxy.routing().replicas);
             // learn routes until every replica holds some tenant's prefix
             Map<String, List<Integer>> byReplica = new LinkedHashMap<>();

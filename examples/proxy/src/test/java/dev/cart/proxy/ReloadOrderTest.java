@@ -59,7 +59,7 @@ class ReloadOrderTest {
         CountDownLatch secondDone = new CountDownLatch(1);
         AtomicInteger calls = new AtomicInteger();
         try (ProxyHarness h = new ProxyHarness()) {
-            h.proxy = ProxyServer.start(ConfigLoader.load(files), h.options().configSource(() -> {
+            h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> {
                 ProxyConfig c = ConfigLoader.load(files);
                 if (calls.incrementAndGet() == 1) {
                     firstRead.countDown();
@@ -97,8 +97,7 @@ class ReloadOrderTest {
         ExecutorService pool = Executors.newFixedThreadPool(4);
         int stale = 0;
         try (ProxyHarness h = new ProxyHarness()) {
-            h.proxy = ProxyServer.start(
-                    ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+            h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
             int v = 0;
             for (int round = 0; round < rounds; round++) {
                 List<Future<?>> reloads = new ArrayList<>();

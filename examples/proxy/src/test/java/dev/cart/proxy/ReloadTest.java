@@ -18,8 +18,17 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
+// runs against both fronts (server.engine: netty and jdk)
+@ParameterizedClass(name = "{0} front")
+@EnumSource(ProxyConfig.Server.Engine.class)
 class ReloadTest {
+
+    @Parameter
+    ProxyConfig.Server.Engine engine;
 
     @TempDir
     Path dir;
@@ -33,10 +42,10 @@ class ReloadTest {
     }
 
     private ProxyHarness start(Path base, Path workersFile, ScriptedReplica... all) throws Exception {
-        ProxyHarness h = new ProxyHarness();
+        ProxyHarness h = new ProxyHarness(engine);
         h.replicas.addAll(List.of(all));
         List<Path> files = List.of(base, workersFile);
-        h.proxy = ProxyServer.start(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
+        h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
         h.seenSets.add(h.proxy.routing().replicas);
         return h;
     }

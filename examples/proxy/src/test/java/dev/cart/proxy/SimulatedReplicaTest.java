@@ -61,7 +61,8 @@ class SimulatedReplicaTest {
                     .append(i * 10)
                     .append('\n');
         }
-        proxy = ProxyServer.start(
+        proxy = ProxyHarness.startOn(
+                ProxyHarness.defaultEngine(),
                 ConfigLoader.parse(b.toString()),
                 new ProxyServer.Options().sleeper(sleeps::add).healthChecks(false));
     }
@@ -81,7 +82,8 @@ class SimulatedReplicaTest {
         open.add(demo);
         assertEquals(4, demo.workers().size());
         ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
-        proxy = ProxyServer.start(
+        proxy = ProxyHarness.startOn(
+                ProxyHarness.defaultEngine(),
                 config.withServer(ProxyConfig.Server.builder()
                         .host("127.0.0.1")
                         .port(0)

@@ -139,7 +139,7 @@ public final class Soak {
         }
         String yaml = h.yaml("cache:\n  max_tree_size: " + maxBlocks + "\n  eviction_interval_secs: 1\n"
                 + "proxy:\n  decision_log: false\n");
-        h.proxy = ProxyServer.start(ConfigLoader.parse(yaml), new ProxyServer.Options().healthChecks(false));
+        h.proxy = h.startProxy(ConfigLoader.parse(yaml), new ProxyServer.Options().healthChecks(false));
         for (ScriptedReplica f : h.replicas) {
             f.requests.clear();
         }

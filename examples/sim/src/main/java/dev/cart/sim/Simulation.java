@@ -9,6 +9,7 @@ import dev.cart.core.Reason;
 import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingListener;
 import dev.cart.core.RoutingPolicies;

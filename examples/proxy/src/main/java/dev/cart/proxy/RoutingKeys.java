@@ -15,7 +15,7 @@ import dev.cart.extract.Tokenizers;
  * token mode when {@code cache.tokenizer} is set, and {@code proxy.remote_media_url_policy} for requests
  * that would make a replica fetch remote media.
  */
-final class Extraction {
+final class RoutingKeys {
 
     /** Characters of the key's stable start that the anchor hash covers (consistent-hash placement). */
     static final int ANCHOR_LIMIT = 1024;
@@ -24,7 +24,7 @@ final class Extraction {
 
     private final PromptExtractor extractor;
 
-    Extraction(ProxyConfig config) {
+    RoutingKeys(ProxyConfig config) {
         ExtractOptions.Builder b = ExtractOptions.builder()
                 .blockChars(config.cache().blockChars())
                 .anchorLimit(ANCHOR_LIMIT)

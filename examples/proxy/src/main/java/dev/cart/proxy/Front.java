@@ -1,0 +1,18 @@
+package dev.cart.proxy;
+
+/** A listening HTTP front ({@code server.engine}): accepts client connections and drives {@link ProxyCore}. */
+interface Front extends AutoCloseable {
+
+    /** The port it listens on. */
+    int port();
+
+    /** Starts accepting connections. */
+    void start();
+
+    /** What serves requests, for the startup log line. */
+    String description();
+
+    /** Stops accepting and cuts the connections off; in-flight exchanges end. */
+    @Override
+    void close();
+}

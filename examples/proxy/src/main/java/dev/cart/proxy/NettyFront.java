@@ -1,0 +1,981 @@
+package dev.cart.proxy;
+
+import com.sun.net.httpserver.Headers;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Netty front ({@code server.engine: netty}, the default): client connections and upstream connections
+ * on the same event loops (epoll when its native library loads, NIO otherwise), one loop per core. A
+ * client connection's request is parsed by Netty's {@link HttpServerCodec}, planned by {@link ProxyCore},
+ * its body aggregated only as far as routing needs it (whole, within {@code proxy.max_body_bytes} and the
+ * {@link BodyBudget}, refused while reading), and the {@link Forwarder}'s steps are performed on the
+ * connection's own loop: the upstream connection comes from that loop's pool ({@link NettyUpstream}), the
+ * backoff is a timer on the loop, so a request crosses no thread.
+ *
+ * <p>Why slow clients cost nothing here: a connection holds no thread, only its channel and what it has
+ * sent. Each connection must send a whole request within {@code server.request_read_timeout_secs} from its
+ * first byte (head and body: a trickle is cut off there) and may stay silent between requests for
+ * {@code server.idle_timeout_secs}; {@code server.max_connections} bounds the connections.
+ *
+ * <p>Relaying: the answer's head, then its body chunk by chunk as it arrives (flushed at the end of each
+ * read from the replica, so a stream's events go out as they come). Backpressure: the client connection
+ * buffers up to {@link #RELAY_BUFFER_BYTES} of answer; beyond that, reading from the replica pauses until
+ * the client has read, so a slow reader costs at most that much memory, and an answer up to that size is
+ * read from the replica whole at the replica's speed: its slot is released when its answer is complete,
+ * however slowly the client reads. Retries happen only before the first byte of an answer is relayed.
+ *
+ * <p>Concurrency: every handler of a connection, and the upstream connection it uses, runs on one event
+ * loop; the only shared state is the core's (thread-safe) and the connection count.
+ */
+// Netty's write, close and schedule calls return futures that a handler rightly ignores: failures arrive as
+// channel events (exceptionCaught, channelInactive) or through the listeners added where they matter
+@SuppressWarnings("FutureReturnValueIgnored")
+final class NettyFront implements Front {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
+
+    /** Answer bytes buffered per client connection before reading from the replica pauses. */
+    static final int RELAY_BUFFER_BYTES = 8 * 1024 * 1024;
+
+    private final EventLoopGroup boss;
+    private final EventLoopGroup workers;
+    private final Channel serverChannel;
+    private final String transport;
+    private final int threads;
+
+    private NettyFront(
+            EventLoopGroup boss, EventLoopGroup workers, Channel serverChannel, String transport, int threads) {
+        this.boss = boss;
+        this.workers = workers;
+        this.serverChannel = serverChannel;
+        this.transport = transport;
+        this.threads = threads;
+    }
+
+    /** Binds on {@code server.host:port}; the channel accepts at once, so {@link #start} has nothing to do. */
+    static Front listen(ProxyConfig config, ProxyCore core, BodyBudget budget, Sleeper sleeper) throws IOException {
+        boolean epoll = Epoll.isAvailable();
+        IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        Class<? extends ServerChannel> serverClass =
+                epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        Class<? extends Channel> clientClass = epoll ? EpollSocketChannel.class : NioSocketChannel.class;
+        int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
+        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, factory);
+        EventLoopGroup workers = new MultiThreadIoEventLoopGroup(threads, factory);
+        ProxyConfig.Server limits = config.server();
+        NettyUpstream upstream = new NettyUpstream(
+                clientClass, (int) Math.min(Integer.MAX_VALUE, config.proxy().connectTimeoutSecs() * 1000L));
+        AtomicInteger connections = new AtomicInteger();
+        HttpDecoderConfig decoding = new HttpDecoderConfig()
+                .setMaxInitialLineLength(limits.maxRequestLineBytes())
+                .setMaxHeaderSize(limits.maxHeaderBytes())
+                .setMaxChunkSize(64 * 1024);
+        ServerBootstrap b = new ServerBootstrap()
+                .group(boss, workers)
+                .channel(serverClass)
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                // a client that half-closes after sending still gets its answer (and a body cut short, a 400)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .childOption(
+                        ChannelOption.WRITE_BUFFER_WATER_MARK,
+                        new WriteBufferWaterMark(RELAY_BUFFER_BYTES / 2, RELAY_BUFFER_BYTES))
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        if (connections.incrementAndGet() > limits.maxConnections()) {
+                            connections.decrementAndGet();
+                            ch.close();
+                            return;
+                        }
+                        ch.closeFuture().addListener(f -> connections.decrementAndGet());
+                        Connection c = new Connection(config, core, budget, upstream, sleeper);
+                        ch.pipeline()
+                                .addLast("clock", c.clock)
+                                .addLast("codec", new HttpServerCodec(decoding.clone()))
+                                .addLast("proxy", c);
+                    }
+                });
+        try {
+            Channel ch =
+                    b.bind(limits.host(), limits.port()).syncUninterruptibly().channel();
+            return new NettyFront(boss, workers, ch, epoll ? "epoll" : "nio", threads);
+        } catch (Exception e) { // Netty rethrows the bind's checked exception unchecked
+            boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            String m = String.valueOf(e.getMessage());
+            if (e instanceof java.net.BindException || m.contains("Address already in use")) {
+                // epoll reports a taken port as a native error: say it the way the JDK does
+                java.net.BindException taken = new java.net.BindException("Address already in use");
+                taken.initCause(e);
+                throw taken;
+            }
+            throw new IOException(m, e);
+        }
+    }
+
+    @Override
+    public int port() {
+        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    @Override
+    public void start() {
+        // bound and accepting since listen
+    }
+
+    @Override
+    public String description() {
+        return "the Netty front (" + transport + ", " + threads + " event loop(s))";
+    }
+
+    @Override
+    public void close() {
+        serverChannel.close().syncUninterruptibly();
+        boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        boss.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        workers.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    /** The request's headers as the core reads them. */
+    static Headers headersOf(HttpHeaders h) {
+        Headers out = new Headers();
+        for (Map.Entry<String, String> e : h) {
+            out.add(e.getKey(), e.getValue());
+        }
+        return out;
+    }
+
+    private static void copy(Headers from, HttpHeaders to) {
+        for (Map.Entry<String, List<String>> e : from.entrySet()) {
+            for (String v : e.getValue()) {
+                to.add(e.getKey(), v);
+            }
+        }
+    }
+
+    /** Where a client connection is. */
+    private enum Phase {
+        /** Waiting for a request head. */
+        HEAD,
+        /** Reading a proxied request's body. */
+        BODY,
+        /** Reading and dropping the rest of a request whose answer is already decided. */
+        DISCARD,
+        /** The request is read; its answer is being produced. */
+        ANSWER
+    }
+
+    /**
+     * One client connection: its request timers, the request in progress and the exchange it drives. All
+     * of it runs on the connection's event loop.
+     */
+    private static final class Connection extends ChannelDuplexHandler {
+        private final ProxyConfig config;
+        private final ProxyCore core;
+        private final BodyBudget budget;
+        private final NettyUpstream upstream;
+        private final Sleeper sleeper;
+        /** Watches the raw bytes: the first byte of a request starts its read deadline. */
+        final ChannelHandler clock = new Clock();
+
+        private ChannelHandlerContext ctx;
+        private Phase phase = Phase.HEAD;
+        private boolean awaitingFirstByte = true;
+        private ScheduledFuture<?> idleTimer;
+        private ScheduledFuture<?> readTimer;
+        private final ArrayDeque<Object> queued = new ArrayDeque<>();
+
+        // the request in progress
+        private long start;
+        private ProxyCore.Plan plan;
+        private boolean keepAlive;
+        private boolean head;
+        private boolean requestComplete;
+        private boolean responseComplete;
+        private boolean closeAfter;
+        private int status = -1;
+        private BodyBudget.Grant grant;
+        private ByteArrayOutputStream body;
+        private Forwarder.Exchange exchange;
+        private ScheduledFuture<?> backoff;
+        private Call call;
+
+        Connection(ProxyConfig config, ProxyCore core, BodyBudget budget, NettyUpstream upstream, Sleeper sleeper) {
+            this.sleeper = sleeper;
+            this.config = config;
+            this.core = core;
+            this.budget = budget;
+            this.upstream = upstream;
+        }
+
+        private final class Clock extends ChannelInboundHandlerAdapter {
+            @Override
+            public void channelRead(ChannelHandlerContext c, Object msg) {
+                if (awaitingFirstByte && msg instanceof ByteBuf buf && buf.isReadable()) {
+                    awaitingFirstByte = false;
+                    cancel(idleTimer);
+                    readTimer = c.executor()
+                            .schedule(() -> readTimedOut(), config.server().requestReadTimeoutSecs(), TimeUnit.SECONDS);
+                }
+                c.fireChannelRead(msg);
+            }
+        }
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext c) {
+            this.ctx = c;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext c) {
+            idle();
+            c.fireChannelActive();
+        }
+
+        private void idle() {
+            awaitingFirstByte = true;
+            cancel(readTimer);
+            idleTimer =
+                    ctx.executor().schedule(() -> ctx.close(), config.server().idleTimeoutSecs(), TimeUnit.SECONDS);
+        }
+
+        /** The request was not read whole in time: the connection is closed (a trickle is cut off). */
+        private void readTimedOut() {
+            if (!requestComplete || phase == Phase.HEAD) {
+                ctx.close();
+            }
+        }
+
+        private static void cancel(ScheduledFuture<?> f) {
+            if (f != null) {
+                f.cancel(false);
+            }
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext c, Object msg) {
+            if (phase == Phase.ANSWER || !queued.isEmpty()) {
+                queued.add(msg); // pipelined: handled once the answer in progress is complete
+                c.channel().config().setAutoRead(false);
+                return;
+            }
+            try {
+                handle(msg);
+            } finally {
+                ReferenceCountUtil.release(msg);
+            }
+        }
+
+        private void handle(Object msg) {
+            if (msg instanceof HttpRequest req) {
+                if (phase != Phase.HEAD) {
+                    ctx.close(); // cannot happen with a well-behaved codec; never answer out of order
+                    return;
+                }
+                head(req);
+            }
+            if (msg instanceof HttpContent content) {
+                content(content);
+            }
+        }
+
+        private void head(HttpRequest req) {
+            start = System.nanoTime();
+            requestComplete = false;
+            responseComplete = false;
+            closeAfter = false;
+            status = -1;
+            keepAlive = HttpUtil.isKeepAlive(req);
+            head = HttpMethod.HEAD.equals(req.method());
+            if (req.decoderResult().isFailure()) {
+                Throwable cause = req.decoderResult().cause();
+                Answer a;
+                String rejected = null;
+                if (cause instanceof TooLongHttpLineException) {
+                    rejected = "request_line";
+                    a = ProxyCore.uriTooLong(config.server());
+                } else if (cause instanceof TooLongHttpHeaderException) {
+                    rejected = "headers";
+                    a = ProxyCore.headersTooLarge(config.server());
+                } else {
+                    a = Answer.error(400, "invalid_request", "the request is not valid HTTP/1.1");
+                }
+                core.refusedHead(rejected, a.status(), start);
+                phase = Phase.DISCARD;
+                writeAnswer(a, true, false);
+                return;
+            }
+            URI uri;
+            try {
+                uri = new URI(req.uri());
+            } catch (URISyntaxException e) {
+                Answer a = Answer.error(400, "invalid_request_target", "the request target is not a valid URI");
+                core.refusedHead(null, 400, start);
+                phase = Phase.DISCARD;
+                writeAnswer(a, true, false);
+                return;
+            }
+            String method = req.method().name();
+            RequestHead rh = new RequestHead(
+                    method,
+                    uri.getRawPath(),
+                    uri.getRawQuery(),
+                    uri.getPath(),
+                    headersOf(req.headers()),
+                    method.length()
+                            + req.uri().length()
+                            + req.protocolVersion().text().length()
+                            + 2);
+            plan = core.plan(rh, Integer.MAX_VALUE, false);
+            boolean hasBody = HttpUtil.isContentLengthSet(req) || HttpUtil.isTransferEncodingChunked(req);
+            if (plan instanceof ProxyCore.Own own) {
+                phase = Phase.DISCARD;
+                // an answer before a body the client waits to send (Expect: 100-continue) ends the connection
+                writeAnswer(own.answer(), HttpUtil.is100ContinueExpected(req), true);
+                return;
+            }
+            ProxyCore.Proxied p = (ProxyCore.Proxied) plan;
+            grant = budget.grant();
+            if (!p.needsBody()) {
+                phase = Phase.DISCARD;
+                return; // the exchange starts once the request has been read
+            }
+            long declared = HttpUtil.getContentLength(req, -1L);
+            if (declared > core.maxBodyBytes()) {
+                phase = Phase.DISCARD;
+                writeAnswer(core.tooLarge(p), true, true);
+                return;
+            }
+            if (HttpUtil.is100ContinueExpected(req)) {
+                ctx.writeAndFlush(new DefaultFullHttpResponse(
+                        HttpVersion.HTTP_1_1, HttpResponseStatus.CONTINUE, Unpooled.EMPTY_BUFFER));
+            }
+            body = new ByteArrayOutputStream(
+                    (int) Math.min(hasBody && declared >= 0 ? declared : 8192, JdkFront.INITIAL_BODY_CAPACITY));
+            phase = Phase.BODY;
+        }
+
+        private void content(HttpContent content) {
+            boolean last = content instanceof LastHttpContent;
+            if (phase == Phase.DISCARD) {
+                if (content.decoderResult().isFailure()) {
+                    closeAfter = true;
+                }
+                if (last) {
+                    requestRead();
+                    if (plan instanceof ProxyCore.Proxied p && status == -1 && !p.needsBody()) {
+                        phase = Phase.ANSWER;
+                        ProxyCore.Prepared prepared = core.prepare(p, new byte[0]);
+                        if (prepared.pending() != null) {
+                            // written on this connection's loop once every replica has answered
+                            prepared.pending()
+                                    .thenAccept(a -> ctx.executor().execute(() -> writeAnswer(a, false, true)));
+                        } else {
+                            drive(prepared.exchange().next(), prepared.exchange());
+                        }
+                    } else {
+                        maybeNext();
+                    }
+                }
+                return;
+            }
+            if (phase != Phase.BODY) {
+                return;
+            }
+            ProxyCore.Proxied p = (ProxyCore.Proxied) plan;
+            if (content.decoderResult().isFailure()) {
+                phase = Phase.DISCARD;
+                writeAnswer(core.badBody(p), true, true);
+                return;
+            }
+            ByteBuf buf = content.content();
+            int n = buf.readableBytes();
+            if (body.size() + (long) n > core.maxBodyBytes()) {
+                phase = Phase.DISCARD;
+                writeAnswer(core.tooLarge(p), true, true);
+                return;
+            }
+            if (!grant.take(n)) {
+                phase = Phase.DISCARD;
+                writeAnswer(budget.exhausted(p), true, true);
+                return;
+            }
+            if (n > 0) {
+                byte[] chunk = new byte[n];
+                buf.readBytes(chunk);
+                body.write(chunk, 0, n);
+            }
+            if (last) {
+                requestRead();
+                phase = Phase.ANSWER;
+                byte[] bytes = body.toByteArray();
+                body = null;
+                ProxyCore.Prepared prepared = core.prepare(p, bytes);
+                if (prepared.answer() != null) {
+                    writeAnswer(prepared.answer(), false, true);
+                } else {
+                    drive(prepared.exchange().next(), prepared.exchange());
+                }
+            }
+        }
+
+        private void requestRead() {
+            requestComplete = true;
+            cancel(readTimer);
+        }
+
+        // ---- answers
+
+        /**
+         * Writes one of the proxy's own answers, whole. {@code close} ends the connection after it; a
+         * {@code finish} answer ends the request (releases its slot and counts it).
+         */
+        private void writeAnswer(Answer a, boolean close, boolean finish) {
+            ByteBuf content = head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(a.body());
+            FullHttpResponse r =
+                    new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(a.status()), content);
+            copy(a.headers(), r.headers());
+            HttpUtil.setContentLength(r, a.body().length);
+            closeAfter |= close || a.closeConnection() || !keepAlive;
+            if (closeAfter) {
+                r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            }
+            status = a.status();
+            ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> responseDone(finish));
+        }
+
+        /** The answer is written (or failed to be): the request ends; the next one may start. */
+        private void responseDone(boolean finish) {
+            responseComplete = true;
+            if (finish) {
+                end(status);
+            }
+            if (closeAfter || !ctx.channel().isActive()) {
+                ctx.close();
+                return;
+            }
+            maybeNext();
+        }
+
+        /** Releases what the request held and counts it (once). */
+        private void end(int finalStatus) {
+            if (grant != null) {
+                grant.close();
+                grant = null;
+            }
+            body = null;
+            if (plan != null) {
+                core.finished(plan, finalStatus, start);
+                plan = null;
+            }
+        }
+
+        private void maybeNext() {
+            if (!requestComplete || !responseComplete || !ctx.channel().isActive()) {
+                return;
+            }
+            phase = Phase.HEAD;
+            exchange = null;
+            call = null;
+            idle();
+            while (!queued.isEmpty() && phase != Phase.ANSWER) {
+                Object msg = queued.poll();
+                try {
+                    handle(msg);
+                } finally {
+                    ReferenceCountUtil.release(msg);
+                }
+            }
+            if (phase != Phase.ANSWER) {
+                ctx.channel().config().setAutoRead(true);
+                ctx.read();
+            }
+        }
+
+        // ---- the exchange
+
+        private void drive(Forwarder.Step step, Forwarder.Exchange x) {
+            exchange = x;
+            if (!ctx.channel().isActive()) {
+                return;
+            }
+            ctx.channel().config().setAutoRead(false); // the next request waits for this answer
+            if (step instanceof Forwarder.Reply r) {
+                writeAnswer(r.answer(), false, true);
+            } else if (step instanceof Forwarder.Wait w && sleeper != Sleeper.SYSTEM) {
+                // an injected sleeper (tests record the backoff) decides the wait; the loop is not held long
+                try {
+                    sleeper.sleep(w.pause());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                drive(x.next(), x);
+            } else if (step instanceof Forwarder.Wait w) {
+                backoff = ctx.executor()
+                        .schedule(
+                                () -> {
+                                    backoff = null;
+                                    drive(x.next(), x);
+                                },
+                                w.pause().toNanos(),
+                                TimeUnit.NANOSECONDS);
+            } else if (step instanceof Forwarder.Send s) {
+                call = new Call(x, s, false);
+                call.start();
+            } else {
+                throw new IllegalStateException("a relay comes from an answer: " + step);
+            }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext c, Object evt) {
+            if (evt instanceof io.netty.channel.socket.ChannelInputShutdownEvent) {
+                closeAfter = true; // the client sends nothing more: the answer in progress is the last
+                if (phase == Phase.HEAD) {
+                    c.close();
+                } else if (phase == Phase.BODY) {
+                    phase = Phase.DISCARD; // the body ended before its length or its last chunk
+                    requestComplete = true;
+                    writeAnswer(core.badBody((ProxyCore.Proxied) plan), true, true);
+                } else if (!requestComplete) {
+                    requestComplete = true; // nothing more of this request will come
+                    if (responseComplete) {
+                        c.close();
+                    }
+                } else if (phase == Phase.ANSWER) {
+                    // the client closed its side while its answer was being produced: it has gone (as nginx
+                    // reads it); the upstream request is cancelled and the replica's slot freed at once
+                    c.close();
+                }
+            }
+            c.fireUserEventTriggered(evt);
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext c) {
+            Call current = call;
+            if (c.channel().isWritable() && current != null && current.ch != null && !current.finished) {
+                current.ch.config().setAutoRead(true);
+                current.ch.read();
+            }
+            c.fireChannelWritabilityChanged();
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext c) {
+            cancel(idleTimer);
+            cancel(readTimer);
+            cancel(backoff);
+            Call current = call;
+            if (current != null && !current.finished) {
+                current.clientGone();
+            } else if (backoff != null && exchange != null) {
+                exchange.clientGone(null);
+            }
+            while (!queued.isEmpty()) {
+                ReferenceCountUtil.release(queued.poll());
+            }
+            end(responseComplete ? status : -1);
+            c.fireChannelInactive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext c, Throwable cause) {
+            LOG.debug("client connection failed: {}", cause.toString());
+            c.close();
+        }
+
+        /**
+         * One send to a replica and, if its answer is relayed, the relay: the upstream connection's events
+         * arrive here ({@link NettyUpstream.Listener}) on the same loop.
+         */
+        private final class Call implements NettyUpstream.Listener {
+            final Forwarder.Exchange x;
+            final Forwarder.Send s;
+            final boolean fresh;
+            final String host;
+            final int port;
+            Channel ch;
+            boolean reused;
+            boolean unsent;
+            boolean headSeen;
+            boolean upstreamKeepAlive;
+            boolean discarding;
+            boolean finished;
+            Relay relay;
+            ByteArrayOutputStream models;
+            Throwable cause;
+            ScheduledFuture<?> deadline;
+
+            Call(Forwarder.Exchange x, Forwarder.Send s, boolean fresh) {
+                this.x = x;
+                this.s = s;
+                this.fresh = fresh;
+                this.host = s.target.getHost();
+                this.port = s.target.getPort() < 0 ? 80 : s.target.getPort();
+            }
+
+            void start() {
+                long remaining = Math.max(1, x.deadline() - System.nanoTime());
+                deadline = ctx.executor().schedule(this::deadline, remaining, TimeUnit.NANOSECONDS);
+                NettyUpstream.Lease lease =
+                        fresh ? null : upstream.pooled(ctx.channel().eventLoop(), host, port, this);
+                if (lease != null) {
+                    ch = lease.channel();
+                    reused = true;
+                    write();
+                    return;
+                }
+                ChannelFuture f = upstream.connect(ctx.channel().eventLoop(), host, port, this);
+                ch = f.channel();
+                f.addListener((ChannelFutureListener) cf -> {
+                    if (finished) {
+                        cf.channel().close();
+                    } else if (!cf.isSuccess()) {
+                        finish();
+                        drive(x.failed(s, Forwarder.Failure.CONNECT, Forwarder.describe(cf.cause())), x);
+                    } else {
+                        write();
+                    }
+                });
+            }
+
+            private void write() {
+                Forwarder.Inbound in = x.in;
+                boolean isHead = "HEAD".equalsIgnoreCase(in.method());
+                NettyUpstream.expectHead(ch, isHead);
+                String target =
+                        s.target.getRawPath() == null || s.target.getRawPath().isEmpty() ? "/" : s.target.getRawPath();
+                if (s.target.getRawQuery() != null) {
+                    target += "?" + s.target.getRawQuery();
+                }
+                FullHttpRequest req = new DefaultFullHttpRequest(
+                        HttpVersion.HTTP_1_1,
+                        HttpMethod.valueOf(in.method()),
+                        target,
+                        in.body().length == 0 ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(in.body()));
+                HttpHeaders h = req.headers();
+                try {
+                    copy(s.headers, h);
+                } catch (IllegalArgumentException e) {
+                    h.clear(); // a header Netty will not send (malformed): send none of the client's rather than a part
+                }
+                h.set(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : host + ":" + port);
+                if (in.hasBody()) {
+                    HttpUtil.setContentLength(req, in.body().length);
+                }
+                ch.writeAndFlush(req).addListener((ChannelFutureListener) wf -> {
+                    if (!wf.isSuccess()) {
+                        unsent = true; // nothing of the request reached the replica
+                        cause = wf.cause();
+                        wf.channel().close();
+                    }
+                });
+            }
+
+            private void finish() {
+                finished = true;
+                cancel(deadline);
+            }
+
+            @Override
+            public void read(Object msg) {
+                try {
+                    if (finished && !discarding) {
+                        return;
+                    }
+                    if (msg instanceof HttpResponse r) {
+                        answerHead(r);
+                    }
+                    if (msg instanceof HttpContent c) {
+                        answerContent(c);
+                    }
+                } finally {
+                    ReferenceCountUtil.release(msg);
+                }
+            }
+
+            private void answerHead(HttpResponse r) {
+                if (r.decoderResult().isFailure()) {
+                    finish();
+                    ch.close();
+                    drive(
+                            x.failed(
+                                    s,
+                                    Forwarder.Failure.INVALID,
+                                    Forwarder.describe(r.decoderResult().cause())),
+                            x);
+                    return;
+                }
+                int code = r.status().code();
+                if (code >= 100 && code < 200 && code != 101) {
+                    return; // an interim answer: the final one follows
+                }
+                headSeen = true;
+                upstreamKeepAlive = HttpUtil.isKeepAlive(r);
+                Forwarder.Step step = x.answered(s, code, headersOf(r.headers()));
+                if (step instanceof Relay rl) {
+                    relay = rl;
+                    if (!rl.models) {
+                        relayHead(rl);
+                    } else {
+                        models = new ByteArrayOutputStream();
+                    }
+                    return;
+                }
+                // not relayed: the rest of this answer is read and dropped, then the connection is reused
+                finish();
+                discarding = true;
+                drive(step, x);
+            }
+
+            private void relayHead(Relay rl) {
+                HttpResponse resp =
+                        new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(rl.status));
+                copy(rl.clientHeaders, resp.headers());
+                if (!rl.noBody) {
+                    if (rl.length >= 0) {
+                        HttpUtil.setContentLength(resp, rl.length);
+                    } else {
+                        HttpUtil.setTransferEncodingChunked(resp, true);
+                    }
+                } else if (rl.status != 204 && rl.status != 304 && rl.length >= 0) {
+                    HttpUtil.setContentLength(resp, rl.length); // a HEAD's answer says what a GET would send
+                }
+                if (!keepAlive) {
+                    closeAfter = true;
+                    resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+                }
+                status = rl.status;
+                ctx.write(resp);
+            }
+
+            private void answerContent(HttpContent c) {
+                boolean last = c instanceof LastHttpContent;
+                if (discarding) {
+                    if (last) {
+                        discarding = false;
+                        releaseUpstream();
+                    }
+                    return;
+                }
+                Relay rl = relay;
+                if (rl == null) {
+                    return;
+                }
+                if (c.decoderResult().isFailure()) {
+                    broke(c.decoderResult().cause());
+                    return;
+                }
+                ByteBuf buf = c.content();
+                int n = buf.readableBytes();
+                rl.firstByte();
+                if (n > 0) {
+                    if (rl.observing() || models != null) {
+                        byte[] bytes = new byte[n];
+                        buf.getBytes(buf.readerIndex(), bytes);
+                        if (models != null) {
+                            models.write(bytes, 0, n);
+                        }
+                        rl.body(bytes, 0, n);
+                    } else {
+                        rl.body(null, 0, n);
+                    }
+                }
+                if (models != null) {
+                    if (last) {
+                        modelsDone(rl);
+                    } else if (models.size() > Forwarder.MODELS_CACHE_LIMIT) {
+                        // too large to cache: relay what was read and the rest as it comes
+                        relayHead(rl);
+                        ByteBuf sofar = Unpooled.wrappedBuffer(models.toByteArray());
+                        models = null;
+                        ctx.write(new DefaultHttpContent(sofar));
+                    }
+                    return;
+                }
+                if (last) {
+                    rl.upstreamDone(); // the replica's slot is free before the client has the last bytes
+                    finish();
+                    releaseUpstream();
+                    ctx.writeAndFlush(new DefaultLastHttpContent(buf.retain()))
+                            .addListener((ChannelFutureListener) f -> {
+                                if (f.isSuccess()) {
+                                    rl.delivered();
+                                }
+                                responseDone(true);
+                            });
+                    return;
+                }
+                if (n > 0) {
+                    ctx.write(new DefaultHttpContent(buf.retain()));
+                }
+                if (!ctx.channel().isWritable()) {
+                    ch.config().setAutoRead(false); // the client reads slower than the replica writes
+                }
+            }
+
+            private void modelsDone(Relay rl) {
+                byte[] whole = models.toByteArray();
+                models = null;
+                rl.modelsBody(whole);
+                FullHttpResponse resp = new DefaultFullHttpResponse(
+                        HttpVersion.HTTP_1_1, HttpResponseStatus.OK, Unpooled.wrappedBuffer(whole));
+                copy(rl.clientHeaders, resp.headers());
+                HttpUtil.setContentLength(resp, whole.length);
+                if (!keepAlive) {
+                    closeAfter = true;
+                    resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+                }
+                status = 200;
+                rl.upstreamDone();
+                finish();
+                releaseUpstream();
+                ctx.writeAndFlush(resp).addListener((ChannelFutureListener) f -> responseDone(true));
+            }
+
+            private void releaseUpstream() {
+                if (upstreamKeepAlive && ch.isActive()) {
+                    upstream.release(ch, host, port);
+                } else {
+                    ch.close();
+                }
+            }
+
+            @Override
+            public void readComplete() {
+                if (relay != null && !finished) {
+                    ctx.flush();
+                }
+            }
+
+            @Override
+            public void exception(Throwable t) {
+                cause = t;
+            }
+
+            @Override
+            public void inactive() {
+                if (discarding) {
+                    discarding = false; // the dropped answer ended with its connection
+                    return;
+                }
+                if (finished) {
+                    return;
+                }
+                if (!headSeen) {
+                    finish();
+                    if (x.resendStale(s, reused, unsent)) {
+                        call = new Call(x, s, true);
+                        call.start();
+                        return;
+                    }
+                    String why = cause == null
+                            ? "the replica closed the connection without answering"
+                            : Forwarder.describe(cause);
+                    drive(x.failed(s, Forwarder.Failure.IO, why), x);
+                    return;
+                }
+                broke(cause == null ? new IOException("the replica closed the connection mid-answer") : cause);
+            }
+
+            /** The replica's answer broke after it started: the client connection is dropped, never framed complete. */
+            private void broke(Throwable t) {
+                finish();
+                relay.upstreamBroke(t);
+                ch.close();
+                ctx.close();
+            }
+
+            private void deadline() {
+                if (finished) {
+                    return;
+                }
+                finish();
+                if (relay == null) {
+                    ch.close();
+                    drive(x.failed(s, Forwarder.Failure.TIMEOUT, "no answer in time"), x);
+                } else {
+                    relay.deadline();
+                    relay.upstreamBroke(new IOException("proxy.request_timeout_secs ended the answer"));
+                    ch.close();
+                    ctx.close();
+                }
+            }
+
+            /** The client went away: the upstream side is cancelled. */
+            void clientGone() {
+                finish();
+                if (relay != null) {
+                    relay.clientGone();
+                } else {
+                    x.clientGone(s);
+                }
+                if (ch != null) {
+                    ch.close();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,419 @@
+package dev.cart.proxy;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.RouteRequest;
+import dev.cart.extract.Endpoint;
+import dev.cart.extract.ExtractedRequest;
+import dev.cart.extract.ExtractionException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * What the proxy decides about a client request, for either front ({@link JdkFront}, {@link NettyFront}):
+ * the front parses the head and hands it to {@link #plan}, which answers the proxy's own endpoints
+ * ({@code /health}, {@code /workers}, {@code /metrics}, a cached {@code /v1/models}), refuses what the limits
+ * refuse (414, 431, 405, 503 {@code overloaded}) and otherwise takes a slot of
+ * {@code server.max_concurrent_requests} and says what the body is for ({@link Proxied}). The front reads
+ * the body within {@link #maxBodyBytes} ({@link #tooLarge}, {@link #badBody} otherwise), and
+ * {@link #prepare} turns it into a {@link Forwarder.Exchange} (extraction, its 400s) that the front drives.
+ * {@link #finished} releases the slot, emits the decision log line and counts the request.
+ *
+ * <p>Dispatch goes by the request's <em>normalised</em> path ({@link #normalise}): percent-decoded, with
+ * empty and dot segments removed, because that is what the replica's server matches (vLLM's Starlette
+ * decodes {@code /v1/chat/completion%73} into {@code /v1/chat/completions}). So every spelling of a routed
+ * endpoint is extracted, vetted (remote-media policy) and routed, and goes upstream in its canonical form;
+ * only paths that are not the proxy's go upstream as they came.
+ *
+ * <p>Thread-safe: per-request state lives in the {@link Proxied} a front holds.
+ */
+final class ProxyCore {
+
+    private final ProxyServer server;
+    /** Requests holding a slot of {@code server.max_concurrent_requests}. */
+    private final AtomicInteger inProgress = new AtomicInteger();
+
+    ProxyCore(ProxyServer server) {
+        this.server = server;
+        server.metrics().inProgress(inProgress);
+    }
+
+    /** What happens to a request once its head is read. */
+    sealed interface Plan permits Own, Proxied {
+        /** The normalised path, for the request metric. */
+        String path();
+    }
+
+    /** The proxy answers at once with {@link #answer}. */
+    record Own(String path, Answer answer) implements Plan {}
+
+    /** What a proxied request is: a routed endpoint, {@code /v1/models}, or anything else (pass-through). */
+    enum Kind {
+        ROUTED,
+        MODELS,
+        PASS_THROUGH
+    }
+
+    /** A request that goes to a replica; holds a slot until {@link #finished}. */
+    static final class Proxied implements Plan {
+        final Kind kind;
+        final RequestHead head;
+        final String path;
+        final Endpoint endpoint;
+        final DecisionLog log;
+        private boolean released;
+
+        Proxied(Kind kind, RequestHead head, String path, Endpoint endpoint, DecisionLog log) {
+            this.kind = kind;
+            this.head = head;
+            this.path = path;
+            this.endpoint = endpoint;
+            this.log = log;
+        }
+
+        @Override
+        public String path() {
+            return path;
+        }
+
+        /** False for {@code GET /v1/models}, which is sent without a body. */
+        boolean needsBody() {
+            return kind != Kind.MODELS;
+        }
+    }
+
+    /**
+     * Decides what to do with a request whose head has arrived. {@code frontLimit} is how many proxied
+     * requests the front can hold at once ({@link Integer#MAX_VALUE} when it has no limit of its own), and
+     * {@code frontBusy} true when the front can take no proxied request now (JDK front, Java 17-20).
+     */
+    Plan plan(RequestHead head, int frontLimit, boolean frontBusy) {
+        String path = normalise(head.decodedPath());
+        Answer limited = headLimits(head);
+        if (limited != null) {
+            return new Own(path, limited);
+        }
+        String method = head.method();
+        if (path.equals("/health") || path.equals("/workers") || path.equals("/metrics")) {
+            if (!isGet(method)) {
+                return new Own(path, methodNotAllowed(method, "GET, HEAD", path));
+            }
+            return new Own(
+                    path,
+                    switch (path) {
+                        case "/health" -> health();
+                        case "/workers" -> workers();
+                        default -> metricsAnswer();
+                    });
+        }
+        Optional<Endpoint> endpoint = Endpoint.forPath(path);
+        if (endpoint.isPresent() && !"POST".equals(method)) {
+            return new Own(path, methodNotAllowed(method, "POST", path));
+        }
+        Answer refused = admit(frontLimit, frontBusy);
+        if (refused != null) {
+            return new Own(path, refused);
+        }
+        ProxyConfig config = server.config();
+        boolean logOn = config.proxy().decisionLog();
+        if (endpoint.isPresent()) {
+            return new Proxied(
+                    Kind.ROUTED,
+                    head,
+                    path,
+                    endpoint.get(),
+                    new DecisionLog(logOn, endpoint.get().path(), "POST"));
+        }
+        if (path.equals("/v1/models") && "GET".equals(method) && head.rawQuery() == null) {
+            String key = ModelsCache.keyOf(head.headers());
+            ModelsCache.Entry cached = server.models().fresh(key);
+            server.metrics().modelsCache(cached != null);
+            if (cached != null) {
+                inProgress.decrementAndGet();
+                return new Own(path, new Answer(200, cached.headers(), cached.body(), false));
+            }
+            return new Proxied(Kind.MODELS, head, path, null, new DecisionLog(logOn, path, "GET"));
+        }
+        return new Proxied(Kind.PASS_THROUGH, head, path, null, new DecisionLog(logOn, head.rawPathOrRoot(), method));
+    }
+
+    /** Takes a slot of {@code server.max_concurrent_requests}, or returns the 503 that refuses the request. */
+    private Answer admit(int frontLimit, boolean frontBusy) {
+        int limit = server.config().server().maxConcurrentRequests();
+        int n = inProgress.incrementAndGet();
+        if (n <= limit && n <= frontLimit && !frontBusy) {
+            return null;
+        }
+        inProgress.decrementAndGet();
+        boolean threads = n <= limit;
+        server.metrics().rejected(threads ? "threads" : "concurrency");
+        return Answer.error(
+                        503,
+                        "overloaded",
+                        threads
+                                ? "every request thread (server.max_threads: " + frontLimit + ") is busy; retry shortly"
+                                : "the proxy is handling server.max_concurrent_requests (" + limit
+                                        + ") requests; retry shortly")
+                .with("Retry-After", "1");
+    }
+
+    /** The largest request body accepted ({@code proxy.max_body_bytes}). */
+    int maxBodyBytes() {
+        return server.config().proxy().maxBodyBytes();
+    }
+
+    /** The 413 for a body over {@link #maxBodyBytes}. */
+    Answer tooLarge(Proxied p) {
+        p.log.status(413);
+        p.log.result("body_too_large");
+        return Answer.error(
+                413,
+                "request_too_large",
+                "the request body is larger than proxy.max_body_bytes (" + maxBodyBytes() + " bytes)");
+    }
+
+    /** The 400 for a body whose framing broke; the connection is closed after it. */
+    Answer badBody(Proxied p) {
+        p.log.status(400);
+        p.log.result("bad_request");
+        return Answer.error(
+                        400,
+                        "invalid_body",
+                        "the request body could not be read: broken chunked "
+                                + "encoding, or the body ended before its Content-Length")
+                .closing();
+    }
+
+    /**
+     * What {@link #prepare} gives the front: an exchange to drive, the answer (a 400 from extraction), or an
+     * answer still being made ({@code pending}: the pool's {@code /v1/models} union, asked of every replica
+     * at once), which the front writes when it completes, without blocking a thread the front needs.
+     */
+    record Prepared(Forwarder.Exchange exchange, Answer answer, CompletableFuture<Answer> pending) {
+        Prepared(Forwarder.Exchange exchange, Answer answer) {
+            this(exchange, answer, null);
+        }
+    }
+
+    /** Turns the request and its whole body into an exchange (for {@link Kind#MODELS} the body is ignored). */
+    Prepared prepare(Proxied p, byte[] body) {
+        RequestHead head = p.head;
+        Forwarder forwarder = server.forwarder();
+        switch (p.kind) {
+            case ROUTED -> {
+                ExtractedRequest req;
+                try {
+                    req = server.routingKeys().extract(p.endpoint, body);
+                } catch (ExtractionException e) {
+                    p.log.status(e.status());
+                    p.log.result("bad_request");
+                    return new Prepared(null, Answer.error(e.status(), e.type(), e.code(), e.param(), e.getMessage()));
+                }
+                p.log.request(req.model(), req.stream());
+                Forwarder.Inbound in = Forwarder.Inbound.routed(p.endpoint, head.rawQuery(), body, req);
+                RouteRequest first = RouteRequest.of(req.key())
+                        .withTokenization(req.tokenization())
+                        .withModel(req.model());
+                return new Prepared(forwarder.start(in, first, server.routing(), p.log, head.headers()), null);
+            }
+            case MODELS -> {
+                String key = ModelsCache.keyOf(head.headers());
+                CompletableFuture<Answer> union = server.modelsUnion()
+                        .fetch(server.routing().replicas, p.path, head.headers())
+                        .thenApply(a -> {
+                            p.log.status(a.status());
+                            p.log.result(a.listed() > 0 ? "models_union" : "models_relayed");
+                            if (a.cacheable()) {
+                                server.models().put(key, a.body(), a.headers());
+                            }
+                            return new Answer(a.status(), a.headers(), a.body(), false);
+                        })
+                        .exceptionally(e -> {
+                            p.log.status(502);
+                            p.log.result("upstream_failed");
+                            return Answer.error(502, "upstream_failed", "the replicas' model lists could not be read");
+                        });
+                return new Prepared(null, null, union);
+            }
+            default -> {
+                Forwarder.Inbound in =
+                        Forwarder.Inbound.passThrough(head.method(), head.rawPathOrRoot(), head.rawQuery(), body);
+                return new Prepared(
+                        forwarder.start(in, RouteRequest.empty(), server.routing(), p.log, head.headers()), null);
+            }
+        }
+    }
+
+    /**
+     * The request is over: releases a proxied request's slot (once), emits its decision log line and counts
+     * it in the request metric with the status the client got (-1 when the connection was dropped).
+     */
+    void finished(Plan plan, int status, long startNanos) {
+        String replica = null;
+        if (plan instanceof Proxied p) {
+            if (p.released) {
+                return;
+            }
+            p.released = true;
+            inProgress.decrementAndGet();
+            replica = p.log.replica();
+            p.log.emit();
+        }
+        server.metrics().request(plan == null ? null : plan.path(), status, replica, System.nanoTime() - startNanos);
+    }
+
+    /** Counts a request the front refused before it had a plan (a head it could not parse). */
+    void refusedHead(String cause, int status, long startNanos) {
+        if (cause != null) {
+            server.metrics().rejected(cause);
+        }
+        server.metrics().request(null, status, null, System.nanoTime() - startNanos);
+    }
+
+    /**
+     * The path as the replica's server will match it: percent-decoded (the caller passes
+     * {@link java.net.URI#getPath()}), then with empty segments ({@code //}, a trailing {@code /}) and
+     * dot segments ({@code .}, {@code ..}) removed. {@code "/"} for an empty path.
+     */
+    static String normalise(String decoded) {
+        if (decoded == null || decoded.isEmpty()) {
+            return "/";
+        }
+        java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
+        for (String seg : decoded.split("/", -1)) {
+            if (seg.isEmpty() || seg.equals(".")) {
+                continue;
+            }
+            if (seg.equals("..")) {
+                segments.pollLast();
+                continue;
+            }
+            segments.addLast(seg);
+        }
+        if (segments.isEmpty()) {
+            return "/";
+        }
+        StringBuilder b = new StringBuilder(decoded.length());
+        for (String seg : segments) {
+            b.append('/').append(seg);
+        }
+        return b.toString();
+    }
+
+    /**
+     * The head limits: the request line's length (414) and the number of header lines counting repeated
+     * names (431); the total header size is checked again here as a second line behind the front's own
+     * limit. Returns the answer when one is exceeded, else null.
+     */
+    private Answer headLimits(RequestHead head) {
+        ProxyConfig.Server limits = server.config().server();
+        if (head.requestLineLength() > limits.maxRequestLineBytes()) {
+            server.metrics().rejected("request_line");
+            return uriTooLong(limits);
+        }
+        int count = 0;
+        long bytes = 0;
+        for (Map.Entry<String, List<String>> h : head.headers().entrySet()) {
+            for (String v : h.getValue()) {
+                count++;
+                bytes += h.getKey().length() + 4L + (v == null ? 0 : v.length());
+            }
+        }
+        if (count > limits.maxHeaders() || bytes > limits.maxHeaderBytes()) {
+            server.metrics().rejected("headers");
+            return headersTooLarge(limits);
+        }
+        return null;
+    }
+
+    static Answer uriTooLong(ProxyConfig.Server limits) {
+        return Answer.error(
+                414,
+                "uri_too_long",
+                "the request line is longer than server.max_request_line_bytes (" + limits.maxRequestLineBytes()
+                        + " bytes)");
+    }
+
+    static Answer headersTooLarge(ProxyConfig.Server limits) {
+        return Answer.error(
+                431,
+                "request_header_fields_too_large",
+                "the request has more than server.max_headers (" + limits.maxHeaders()
+                        + ") header lines or more than server.max_header_bytes (" + limits.maxHeaderBytes()
+                        + ") bytes of headers");
+    }
+
+    private static boolean isGet(String method) {
+        return "GET".equals(method) || "HEAD".equals(method);
+    }
+
+    private static Answer methodNotAllowed(String method, String allow, String path) {
+        return Answer.error(
+                        405,
+                        "method_not_allowed",
+                        DecisionLog.safe(method, 16) + " is not allowed on " + DecisionLog.safe(path, 200) + "; use "
+                                + allow)
+                .with("Allow", allow);
+    }
+
+    private Answer health() {
+        ManagedReplicaSet set = server.routing().replicas;
+        int healthy = set.healthyCount();
+        ObjectNode root = Responses.JSON.createObjectNode();
+        root.put("status", healthy > 0 ? "ok" : "unavailable");
+        root.put("healthy", healthy);
+        root.put("total", set.replicas().size());
+        return Answer.json(healthy > 0 ? 200 : 503, root);
+    }
+
+    private Answer metricsAnswer() {
+        byte[] body = server.metrics().scrape().getBytes(StandardCharsets.UTF_8);
+        return Answer.of(200, "text/plain; version=0.0.4; charset=utf-8", body);
+    }
+
+    private Answer workers() {
+        Routing routing = server.routing();
+        DecisionWindow.Snapshot recent = server.window().snapshot();
+        ObjectNode root = Responses.JSON.createObjectNode();
+        root.put("policy", routing.router.policy().name());
+        root.put("healthy", routing.replicas.healthyCount());
+        root.put("tree_size", routing.router.treeStats().size());
+        ObjectNode window = root.putObject("recent");
+        window.put("window", DecisionWindow.SIZE);
+        window.put("decisions", recent.decisions());
+        window.put("cache_hits", recent.hits());
+        ArrayNode list = root.putArray("workers");
+        for (ManagedReplicaSet.Member m : routing.replicas.replicas()) {
+            ObjectNode w = list.addObject();
+            w.put("url", m.id());
+            w.put("healthy", m.isHealthy());
+            w.put("circuit", m.circuitState().label());
+            w.put("in_flight", m.inFlight());
+            if (server.cluster().on()) {
+                w.put("remote_in_flight", server.cluster().remoteInFlight(m.id())); // the other instances'
+            }
+            w.put("max_load", m.maxLoad());
+            w.put("load_penalty", m.loadPenalty());
+            w.put("decision_share", round3(recent.decisionShare(m.id())));
+            w.put("cache_hit_share", round3(recent.hitShare(m.id())));
+            ArrayNode served = w.putArray("models");
+            m.models().forEach(served::add);
+        }
+        ObjectNode byModel = root.putObject("models");
+        server.metrics().modelCounts().forEach((model, counts) -> {
+            ObjectNode c = byModel.putObject(model);
+            c.put("decisions", counts[0]);
+            c.put("cache_hits", counts[1]);
+        });
+        return Answer.json(200, root);
+    }
+
+    private static double round3(double x) {
+        return Math.round(x * 1000.0) / 1000.0;
+    }
+}

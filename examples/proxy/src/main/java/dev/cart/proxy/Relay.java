@@ -1,0 +1,246 @@
+package dev.cart.proxy;
+
+import com.sun.net.httpserver.Headers;
+import dev.cart.core.CacheFeedback;
+import dev.cart.core.Lease;
+import dev.cart.core.Replica;
+import dev.cart.core.ServedUsage;
+import dev.cart.extract.Endpoint;
+import java.util.List;
+import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the proxy decides while a replica's answer is relayed to the client, for either front: the head the
+ * client gets (end-to-end headers, {@code x-routed-peer}), how the body is framed, what is observed as it
+ * passes ({@link ResponseObserver}: the usage and the answer's text), and the lease's end. The front moves
+ * the bytes and reports the events: {@link #firstByte}, {@link #body}, {@link #upstreamDone} (the replica's
+ * answer is complete: the lease is closed then, before the client has read it, so a slow reader never holds
+ * the replica's slot), {@link #delivered} (the client has it all: the answer is learned as the start of the
+ * next turn, {@code cache.learn_answer}), and the endings {@link #upstreamBroke}, {@link #clientGone},
+ * {@link #deadline}.
+ *
+ * <p>Deadline: a body that was flowing when {@code request_timeout_secs} ends closes the lease as
+ * cancelled (the replica was working, the request was simply too long); a deadline reached before any byte
+ * of the body counts as the replica's failure, as a missing head does.
+ *
+ * <p>Concurrency: the front's thread calls everything but {@link #deadline}, which may run on a timer
+ * thread at any moment: what it touches is volatile or the lease (thread-safe, idempotent close).
+ */
+final class Relay implements Forwarder.Step {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Relay.class);
+
+    final int status;
+    /** The head the client gets: the replica's end-to-end headers and {@code x-routed-peer}; no framing. */
+    final Headers clientHeaders;
+    /** True when the answer has no body (HEAD, 1xx, 204, 304). */
+    final boolean noBody;
+    /** True for a {@code text/event-stream} answer: relayed chunked, each read flushed at once. */
+    final boolean sse;
+    /** The body's declared length, or -1 when it is chunked or unknown (then relayed chunked). */
+    final long length;
+    /** True for a {@code GET /v1/models} 200: read whole (up to a bound), cached, then sent. */
+    final boolean models;
+
+    private final Forwarder forwarder;
+    private final Forwarder.Exchange exchange;
+    private final Forwarder.Send send;
+    private final ResponseObserver observer;
+    private volatile boolean timedOut;
+    private volatile boolean bodyStarted;
+    private boolean firstByteSeen;
+    private boolean done;
+    private CacheFeedback feedback;
+
+    Relay(Forwarder forwarder, Forwarder.Exchange exchange, Forwarder.Send send, int status, Headers upstream) {
+        this.forwarder = forwarder;
+        this.exchange = exchange;
+        this.send = send;
+        this.status = status;
+        this.clientHeaders = new Headers();
+        HopByHop.copyResponseHeaders(upstream, clientHeaders);
+        if (forwarder.config.addRoutedPeerHeader()) {
+            clientHeaders.set("x-routed-peer", send.replica.id());
+        }
+        exchange.log.status(status);
+        this.noBody = "HEAD".equalsIgnoreCase(exchange.in.method()) || status == 204 || status == 304 || status < 200;
+        String contentType = firstOr(upstream, "content-type", "");
+        this.sse = contentType.toLowerCase(Locale.ROOT).startsWith("text/event-stream");
+        boolean chunked = upstream.containsKey("transfer-encoding");
+        long declared = parseLength(upstream.getFirst("content-length"));
+        this.length = sse || chunked ? -1 : declared;
+        this.models = exchange.in.modelsKey() != null && status == 200;
+        this.observer = status / 100 != 2 || noBody || models
+                ? null
+                : ResponseObserver.create(
+                        exchange.in.endpoint(),
+                        contentType,
+                        upstream.getFirst("content-encoding"),
+                        forwarder.learnAnswer && status == 200);
+    }
+
+    private static String firstOr(Headers h, String name, String fallback) {
+        String v = h.getFirst(name);
+        return v == null ? fallback : v;
+    }
+
+    /** Digits only (RFC 9110): anything else is no length, and the body is relayed as it comes. */
+    static long parseLength(String v) {
+        if (v == null || v.isEmpty() || v.length() > 18) {
+            return -1;
+        }
+        for (int i = 0; i < v.length(); i++) {
+            if (v.charAt(i) < '0' || v.charAt(i) > '9') {
+                return -1;
+            }
+        }
+        return Long.parseLong(v);
+    }
+
+    Replica replica() {
+        return send.replica;
+    }
+
+    /** The first byte of the answer's body (or its end) arrived: time to first byte, and the lease is told. */
+    void firstByte() {
+        if (!firstByteSeen) {
+            firstByteSeen = true;
+            forwarder.metrics.firstByte(send.replica.id(), System.nanoTime() - send.startedNanos);
+            send.lease.firstToken();
+        }
+    }
+
+    /** True when the body's bytes are read as they pass ({@link #body} needs them, not just their count). */
+    boolean observing() {
+        return observer != null;
+    }
+
+    /**
+     * Bytes of the body arrived (after being written to the client, or queued to be). {@code b} may be null
+     * when not {@link #observing()}: only the count matters then.
+     */
+    void body(byte[] b, int off, int len) {
+        if (len <= 0) {
+            return;
+        }
+        bodyStarted = true;
+        if (observer != null) {
+            observer.accept(b, off, len);
+        }
+    }
+
+    /**
+     * The replica has sent its whole answer: records how it went (with the usage it reported, which the
+     * router compares with its prediction) and closes the lease. Idempotent.
+     */
+    void upstreamDone() {
+        if (done) {
+            return;
+        }
+        done = true;
+        firstByte();
+        ServedUsage usage = ServedUsage.unknown();
+        if (observer != null) {
+            observer.finish();
+            usage = observer.usage();
+            if (observer.parseFailures() > 0) {
+                forwarder.metrics.responseParseFailures(send.replica.id(), observer.parseFailures());
+            }
+        }
+        exchange.log.usage(usage);
+        Lease lease = send.lease;
+        if (status >= 500) {
+            lease.failed();
+        } else {
+            feedback = forwarder.listener.succeeded(send.decision, usage);
+        }
+        lease.close();
+        exchange.log.result("ok");
+    }
+
+    /** The replica's body failed after the answer started: the client connection is to be dropped. */
+    void upstreamBroke(Throwable e) {
+        done = true;
+        if (timedOut) {
+            exchange.log.result("timeout_mid_body"); // the deadline closed the lease
+        } else {
+            send.lease.failed();
+            exchange.log.result("upstream_broke_mid_body");
+        }
+        send.lease.close();
+        LOG.debug("upstream body failed after the response started: {}", String.valueOf(e));
+    }
+
+    /** The client went away mid-answer: the lease closes with no outcome (cancelled: no verdict). */
+    void clientGone() {
+        send.lease.close();
+        if (!done) {
+            exchange.log.result(timedOut ? "timeout_mid_body" : "client_closed");
+        } else {
+            exchange.log.result("client_closed");
+        }
+        done = true;
+    }
+
+    /** {@code request_timeout_secs} ended while relaying: the front cancels the upstream side. */
+    void deadline() {
+        timedOut = true;
+        if (!bodyStarted) {
+            send.lease.failed(); // no byte of the body in the whole time: as good as no answer
+        }
+        send.lease.close();
+    }
+
+    boolean timedOut() {
+        return timedOut;
+    }
+
+    /**
+     * A whole {@code /v1/models} answer was read: cached for the asker's key when it fits and its headers
+     * allow (without {@code x-routed-peer}: a cached answer comes from no replica in particular).
+     */
+    void modelsBody(byte[] whole) {
+        if (whole.length > 0) {
+            bodyStarted = true;
+        }
+        if (whole.length <= Forwarder.MODELS_CACHE_LIMIT && ModelsCache.cacheable(clientHeaders)) {
+            Headers cached = new Headers();
+            cached.putAll(clientHeaders);
+            cached.remove("x-routed-peer");
+            forwarder.models.put(exchange.in.modelsKey(), whole, cached);
+        }
+    }
+
+    /**
+     * The whole answer reached the client: records the route of the next turn (this request's messages and
+     * the reply) for the replica that served it, unless the reply is not plain text, too long, or the
+     * replica has just shown that it does not keep what the router believes it does (a stale prediction).
+     */
+    void delivered() {
+        if (observer == null
+                || !forwarder.learnAnswer
+                || status != 200
+                || exchange.in.endpoint() == Endpoint.COMPLETIONS
+                || timedOut) {
+            return;
+        }
+        String result;
+        List<String> reply = observer.reply();
+        if (reply == null) {
+            result = observer.replyProblem();
+        } else if (feedback != null && feedback.stale()) {
+            result = "stale_route";
+        } else {
+            try {
+                result = AnswerLearning.learn(
+                        exchange.routing.router, forwarder.routingKeys, exchange.in.extracted(), reply, send.replica);
+            } catch (RuntimeException e) {
+                LOG.debug("learning an answer failed: {}", e.getClass().getName()); // never the message: no prompt text
+                result = "unusable_request";
+            }
+        }
+        forwarder.metrics.answerLearned(result);
+    }
+}
