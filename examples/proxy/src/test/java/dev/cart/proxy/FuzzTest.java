@@ -51,8 +51,8 @@ class FuzzTest {
     private static final String[] VALID = {
         chat("Summarise the plot of Hamlet in two sentences.", false),
         chat("stream me a haiku", true),
-        "{\"model\":\"m\",\"prompt\":\"Once upon a time\",\"max_tokens\":5}",
-        "{\"model\":\"m\",\"max_tokens\":10,\"system\":\"Be brief\",\"messages\":[{\"role\":\"user\",\"content\":"
+        "{\"model\":\"fake\",\"prompt\":\"Once upon a time\",\"max_tokens\":5}",
+        "{\"model\":\"fake\",\"max_tokens\":10,\"system\":\"Be brief\",\"messages\":[{\"role\":\"user\",\"content\":"
                 + "[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
     };
     private static final String PUNCTUATION = "{}[]\",:0n\\";

@@ -69,27 +69,29 @@ class HttpBadInputTest {
         List<Case> cases = List.of(
                 new Case(
                         "/v1/chat/completions",
-                        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}"),
-                new Case("/v1/chat/completions", "{\"model\":\"m\",\"messages\":\"hi\"}"),
-                new Case("/v1/chat/completions", "{\"model\":\"m\",\"messages\":[1,2]}"),
+                        "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}"),
+                new Case("/v1/chat/completions", "{\"model\":\"fake\",\"messages\":\"hi\"}"),
+                new Case("/v1/chat/completions", "{\"model\":\"fake\",\"messages\":[1,2]}"),
                 new Case("/v1/chat/completions", "{\"model\":7,\"messages\":[]}"),
-                new Case("/v1/chat/completions", "{\"model\":\"m\",\"stream\":\"yes\",\"messages\":[]}"),
-                new Case("/v1/chat/completions", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}"),
+                new Case("/v1/chat/completions", "{\"model\":\"fake\",\"stream\":\"yes\",\"messages\":[]}"),
+                new Case(
+                        "/v1/chat/completions",
+                        "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":5}]}"),
                 new Case("/v1/chat/completions", "[]"),
                 new Case("/v1/chat/completions", "null"),
                 new Case("/v1/chat/completions", "\"just a string\""),
                 new Case("/v1/chat/completions", "{}{}"),
                 new Case("/v1/chat/completions", "{\"a\":" + "[".repeat(200) + "]".repeat(200) + "}"),
-                new Case("/v1/completions", "{\"model\":\"m\",\"prompt\":{\"a\":1}}"),
-                new Case("/v1/completions", "{\"model\":\"m\",\"prompt\":[{}]}"),
-                new Case("/v1/completions", "{\"model\":\"m\",\"prompt\":"),
-                new Case("/v1/completions", "{\"model\":\"m\",\"prompt\":\"x\",\"stream\":1}"),
-                new Case("/v1/messages", "{\"model\":\"m\",\"messages\":[\"x\"]}"),
-                new Case("/v1/messages", "{\"model\":\"m\",\"system\":5,\"messages\":[]}"),
-                new Case("/v1/messages", "{\"model\":\"m\",\"messages\":{}}"),
+                new Case("/v1/completions", "{\"model\":\"fake\",\"prompt\":{\"a\":1}}"),
+                new Case("/v1/completions", "{\"model\":\"fake\",\"prompt\":[{}]}"),
+                new Case("/v1/completions", "{\"model\":\"fake\",\"prompt\":"),
+                new Case("/v1/completions", "{\"model\":\"fake\",\"prompt\":\"x\",\"stream\":1}"),
+                new Case("/v1/messages", "{\"model\":\"fake\",\"messages\":[\"x\"]}"),
+                new Case("/v1/messages", "{\"model\":\"fake\",\"system\":5,\"messages\":[]}"),
+                new Case("/v1/messages", "{\"model\":\"fake\",\"messages\":{}}"),
                 new Case(
                         "/v1/messages",
-                        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":5}]}]}"),
+                        "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":5}]}]}"),
                 new Case("/v1/messages", "{,}"));
         try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
             for (Case c : cases) {
@@ -106,8 +108,8 @@ class HttpBadInputTest {
     @Test
     void invalidUtf8IsA400() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
-            byte[] head =
-                    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"".getBytes(StandardCharsets.UTF_8);
+            byte[] head = "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\""
+                    .getBytes(StandardCharsets.UTF_8);
             byte[][] bad = {
                 {(byte) 0xC3, 0x28},
                 {(byte) 0xC0, (byte) 0xAF},

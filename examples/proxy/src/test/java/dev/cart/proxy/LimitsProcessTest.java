@@ -215,7 +215,7 @@ class LimitsProcessTest {
         try (ScriptedReplica r = ScriptedReplica.start("r");
                 Child child = start("", "proxy:\n  request_timeout_secs: 1\n", r)) {
             r.streamChunks = 2_000_000; // far more than the socket buffers hold
-            String body = "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}";
+            String body = "{\"model\":\"fake\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}";
             try (Socket s = new Socket("127.0.0.1", child.port())) {
                 s.getOutputStream()
                         .write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length()

@@ -71,7 +71,7 @@ class MetricsTest {
             assertEquals(200, h.get("/workers").statusCode());
             assertEquals(
                     200,
-                    h.post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"" + PROMPT + "\"}")
+                    h.post("/v1/completions", "{\"model\":\"fake\",\"prompt\":\"" + PROMPT + "\"}")
                             .statusCode());
 
             PromText m = scrapeAfter(h, 9);

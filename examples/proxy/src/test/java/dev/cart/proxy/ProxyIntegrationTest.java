@@ -246,19 +246,19 @@ class ProxyIntegrationTest {
             assertEquals(400, h.post("/v1/chat/completions", "[1,2]").statusCode());
             assertEquals(
                     400,
-                    h.post("/v1/chat/completions", "{\"model\":\"m\",\"messages\":\"hi\"}")
+                    h.post("/v1/chat/completions", "{\"model\":\"fake\",\"messages\":\"hi\"}")
                             .statusCode());
             assertEquals(
                     400,
-                    h.post("/v1/chat/completions", "{\"model\":\"m\",\"stream\":\"yes\"," + "\"messages\":[]}")
+                    h.post("/v1/chat/completions", "{\"model\":\"fake\",\"stream\":\"yes\"," + "\"messages\":[]}")
                             .statusCode());
             assertEquals(
                     400,
-                    h.post("/v1/completions", "{\"model\":\"m\",\"prompt\":{\"a\":1}}")
+                    h.post("/v1/completions", "{\"model\":\"fake\",\"prompt\":{\"a\":1}}")
                             .statusCode());
             assertEquals(
                     400,
-                    h.post("/v1/messages", "{\"model\":\"m\",\"messages\":[\"x\"]}")
+                    h.post("/v1/messages", "{\"model\":\"fake\",\"messages\":[\"x\"]}")
                             .statusCode());
             assertEquals(0, h.replica(0).count(), "bad bodies never reach a replica");
         }
@@ -653,7 +653,7 @@ class ProxyIntegrationTest {
 
     @Test
     void remoteMediaIsRefusedWithTheConfiguredStatus() throws Exception {
-        String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+        String body = "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
                 + "\"text\":\"what is this\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
                 + "\"https://example.com/cat.png\"}}]}]}";
         try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  remote_media_url_policy: 403\n")) {

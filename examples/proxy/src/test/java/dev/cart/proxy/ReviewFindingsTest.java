@@ -31,9 +31,10 @@ class ReviewFindingsTest {
     @Parameter
     ProxyConfig.Server.Engine engine;
 
-    private static final String MEDIA_BODY = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
-            + "\"text\",\"text\":\"what is this\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
-            + "\"https://example.com/cat.png\"}}]}]}";
+    private static final String MEDIA_BODY =
+            "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+                    + "\"text\",\"text\":\"what is this\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+                    + "\"https://example.com/cat.png\"}}]}]}";
 
     private static String post(String target, String body) {
         return "POST " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
