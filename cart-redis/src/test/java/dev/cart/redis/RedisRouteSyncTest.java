@@ -111,10 +111,14 @@ class RedisRouteSyncTest {
         publish(b, 1_000, 500);
         awaitReceived(b, 1_000);
         awaitReceived(a, 500);
+        // a peer can read an entry before its publisher has counted the XADD's reply: wait for both
         Await.until(
-                () -> a.sync().stats().ownSkipped() == 1_000 && b.sync().stats().ownSkipped() == 500,
-                () -> "own events read back: " + a.sync().stats() + " / "
-                        + b.sync().stats());
+                () -> a.sync().stats().ownSkipped() == 1_000
+                        && b.sync().stats().ownSkipped() == 500
+                        && a.sync().stats().published() == 1_000
+                        && b.sync().stats().published() == 500,
+                () -> "own events read back and counted as published: "
+                        + a.sync().stats() + " / " + b.sync().stats());
         assertEquals(1_000, b.received().size(), "b got exactly a's events");
         assertEquals(500, a.received().size(), "a got exactly b's events");
         assertTrue(
