@@ -241,6 +241,13 @@ final class ProxyCore {
                 return new Prepared(null, null, union);
             }
             default -> {
+                Answer refused =
+                        PassThroughMedia.check(body, server.config().proxy().remoteMediaUrlPolicy());
+                if (refused != null) {
+                    p.log.status(refused.status());
+                    p.log.result("bad_request");
+                    return new Prepared(null, refused);
+                }
                 Forwarder.Inbound in =
                         Forwarder.Inbound.passThrough(head.method(), head.rawPathOrRoot(), head.rawQuery(), body);
                 return new Prepared(
