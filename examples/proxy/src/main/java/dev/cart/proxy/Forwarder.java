@@ -51,13 +51,12 @@ final class Forwarder {
 
     private static final Logger LOG = LoggerFactory.getLogger(Forwarder.class);
 
-    /** Largest {@code /v1/models} body that is cached; a larger one is relayed but not cached. */
+    /** Largest {@code /v1/models} body read from a replica for the pool's union ({@link ModelsUnion}). */
     static final int MODELS_CACHE_LIMIT = 8 * 1024 * 1024;
 
     /**
-     * What is forwarded: method, target path (for routed endpoints and {@code /v1/models} the canonical
-     * path) and raw query, body, the routed endpoint (null for anything else) and, for a cacheable
-     * {@code GET /v1/models}, its {@link ModelsCache} key.
+     * What is forwarded: method, target path (for routed endpoints the canonical path) and raw query, body,
+     * and the routed endpoint with its extraction (null for anything else).
      */
     record Inbound(
             String method,
@@ -65,19 +64,14 @@ final class Forwarder {
             String rawQuery,
             byte[] body,
             Endpoint endpoint,
-            String modelsKey,
             ExtractedRequest extracted) {
 
         static Inbound routed(Endpoint endpoint, String rawQuery, byte[] body, ExtractedRequest extracted) {
-            return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, null, extracted);
+            return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, extracted);
         }
 
         static Inbound passThrough(String method, String rawPath, String rawQuery, byte[] body) {
-            return new Inbound(method, rawPath, rawQuery, body, null, null, null);
-        }
-
-        static Inbound models(String path, String cacheKey) {
-            return new Inbound("GET", path, null, new byte[0], null, cacheKey, null);
+            return new Inbound(method, rawPath, rawQuery, body, null, null);
         }
 
         boolean hasBody() {
@@ -138,7 +132,6 @@ final class Forwarder {
 
     final ProxyConfig.Proxy config;
     final boolean learnAnswer;
-    final ModelsCache models;
     final ProxyMetrics metrics;
     final RoutingKeys routingKeys;
     final ProxyListener listener;
@@ -149,7 +142,6 @@ final class Forwarder {
     Forwarder(
             Supplier<RandomGenerator> random,
             ProxyConfig config,
-            ModelsCache models,
             ProxyMetrics metrics,
             RoutingKeys routingKeys,
             ProxyListener listener) {
@@ -158,7 +150,6 @@ final class Forwarder {
         this.learnAnswer = config.cache().learnAnswer();
         this.backoff = Backoff.of(config.proxy());
         this.retryable = new HashSet<>(config.proxy().retryableStatuses());
-        this.models = models;
         this.metrics = metrics;
         this.routingKeys = routingKeys;
         this.listener = listener;

@@ -14,9 +14,12 @@ import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
+import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Flow;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -30,17 +33,19 @@ import org.slf4j.LoggerFactory;
  * steps with the blocking JDK {@link HttpClient}: one thread per request for its whole life.
  *
  * <p>Relaying: the head goes to the client, then the body as it arrives: a {@code text/event-stream} (or
- * any body of unknown length) chunked and flushed after every read, a body of known length with its
- * length. Each chunk is written first and then given to the {@link Relay} (which observes it), so reading
- * the usage delays nothing. When the replica's body ends (for a body of known length: as soon as its last
- * byte has been read, before it is written), the relay closes the lease, so a slow client never holds the
- * replica's slot once the answer is complete.
+ * any body of unknown length) chunked and flushed after what has arrived is written, a body of known
+ * length with its length. The body is read from the replica into an {@link AnswerBuffer} of up to
+ * {@link Relay#BUFFER_BYTES} (the Netty front's bound too) on the HTTP client's threads, observed there by
+ * the {@link Relay}, which closes the lease when the replica's answer is complete; the request thread
+ * writes it to the client. So a slow reader holds the replica's slot only for an answer larger than the
+ * buffer, and then only until the rest fits (backpressure: beyond the bound, reading from the replica
+ * pauses).
  *
  * <p>Deadline: {@code request_timeout_secs} bounds the whole exchange. The request's own timeout covers
- * the wait for the head; a scheduled task fires at the deadline and closes the upstream body (which
- * wakes a thread waiting for the replica) and the lease (which frees the replica's slot even while the
- * relaying thread is blocked writing to a client that stopped reading; the JDK server then drops that
- * connection at its response limit, see {@link ServerLimits}).
+ * the wait for the head; a scheduled task fires at the deadline and, if the replica's answer is still
+ * coming, cancels it (which wakes the thread waiting for it) and closes the lease, even while the relaying
+ * thread is blocked writing to a client that stopped reading; the JDK server then drops that connection at
+ * its response limit, see {@link ServerLimits}.
  *
  * <p>Failure while relaying: if the client goes away, the upstream stream is closed (cancelling the
  * upstream request); if the replica fails mid-body, the lease is closed as failed. In both cases the
@@ -266,7 +271,7 @@ final class JdkFront implements HttpHandler {
                 step = x.refused(s, "method not supported: " + DecisionLog.safe(x.in.method(), 16));
                 continue;
             }
-            HttpResponse<InputStream> resp;
+            HttpResponse<Flow.Publisher<List<ByteBuffer>>> resp;
             try {
                 resp = send(x, s, request);
             } catch (HttpConnectTimeoutException | ConnectException e) {
@@ -290,15 +295,15 @@ final class JdkFront implements HttpHandler {
                 relay(ex, relay, resp.body(), x);
                 return;
             }
-            closeQuietly(resp.body());
+            discard(resp.body(), false); // not relayed: the upstream exchange is cancelled
         }
     }
 
     /** Sends, and once more if the exchange allows a stale-connection resend (see the class comment). */
-    private HttpResponse<InputStream> send(Forwarder.Exchange x, Forwarder.Send s, HttpRequest request)
-            throws IOException, InterruptedException {
+    private HttpResponse<Flow.Publisher<List<ByteBuffer>>> send(
+            Forwarder.Exchange x, Forwarder.Send s, HttpRequest request) throws IOException, InterruptedException {
         try {
-            return client.send(request, HttpResponse.BodyHandlers.ofInputStream());
+            return client.send(request, HttpResponse.BodyHandlers.ofPublisher());
         } catch (HttpTimeoutException | ConnectException e) {
             throw e;
         } catch (IOException e) {
@@ -308,7 +313,7 @@ final class JdkFront implements HttpHandler {
             if (!staleConnection(e) || !x.resendStale(s, mayBeReused, true)) {
                 throw e;
             }
-            return client.send(request, HttpResponse.BodyHandlers.ofInputStream());
+            return client.send(request, HttpResponse.BodyHandlers.ofPublisher());
         }
     }
 
@@ -333,162 +338,163 @@ final class JdkFront implements HttpHandler {
         return b.build();
     }
 
-    /** Relays status, headers and body; closes nothing but the upstream body and (through the relay) the lease. */
-    private void relay(HttpExchange ex, Relay rl, InputStream body, Forwarder.Exchange x) throws IOException {
+    /**
+     * Relays status, headers and body through an {@link AnswerBuffer}: the replica's body is read into it
+     * (up to {@link Relay#BUFFER_BYTES}) as fast as the replica sends, observed and the lease closed as it
+     * arrives and ends, on the HTTP client's threads; this thread writes it to the client as fast as the
+     * client reads. The {@link Relay}'s calls from both threads are made under its lock.
+     */
+    private void relay(HttpExchange ex, Relay rl, Flow.Publisher<List<ByteBuffer>> body, Forwarder.Exchange x)
+            throws IOException {
+        ex.getResponseHeaders().putAll(rl.clientHeaders);
+        if (rl.noBody || rl.length == 0) {
+            discard(body, true);
+            synchronized (rl) {
+                rl.firstByte();
+                rl.upstreamDone();
+            }
+            ex.sendResponseHeaders(rl.status, -1);
+            return;
+        }
+        AnswerBuffer buffer = new AnswerBuffer(
+                new AnswerBuffer.Events() {
+                    @Override
+                    public void bytes(byte[] b) {
+                        synchronized (rl) {
+                            rl.firstByte();
+                            rl.body(b, 0, b.length);
+                        }
+                    }
+
+                    @Override
+                    public void complete() {
+                        synchronized (rl) {
+                            rl.upstreamDone(); // the replica's slot is free, whether or not the client has read it
+                        }
+                    }
+
+                    @Override
+                    public void failed(Throwable t) {
+                        synchronized (rl) {
+                            rl.upstreamBroke(t);
+                        }
+                    }
+                },
+                Relay.BUFFER_BYTES);
         long remaining = Math.max(1, x.deadline() - System.nanoTime());
         ScheduledFuture<?> timer = scheduler.schedule(
                 () -> {
                     rl.deadline();
-                    closeQuietly(body); // wakes a thread waiting for the replica
+                    if (!rl.upstreamComplete()) {
+                        buffer.cancel("proxy.request_timeout_secs ended the answer");
+                    }
                 },
                 remaining,
                 TimeUnit.NANOSECONDS);
+        body.subscribe(buffer);
         try {
-            ex.getResponseHeaders().putAll(rl.clientHeaders);
-            if (rl.models) {
-                relayModels(ex, rl, body);
-                return;
-            }
-            if (rl.noBody || rl.length == 0) {
-                rl.firstByte();
-                ex.sendResponseHeaders(rl.status, -1);
-                closeQuietly(body);
-                rl.upstreamDone();
-                return;
-            }
             boolean fixed = rl.length > 0;
             ex.sendResponseHeaders(rl.status, fixed ? rl.length : 0);
             OutputStream out = ex.getResponseBody();
-            boolean flushEach = !fixed;
-            byte[] buf = new byte[16 * 1024];
-            long total = 0;
             while (true) {
-                int n;
+                Object next;
                 try {
-                    n = body.read(buf);
-                    if (n > 0 && flushEach) {
-                        n += readArrived(body, buf, n);
+                    next = buffer.take(Long.MAX_VALUE);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    buffer.cancel("interrupted");
+                    synchronized (rl) {
+                        rl.clientGone();
                     }
-                } catch (IOException e) {
-                    rl.upstreamBroke(e);
+                    throw new Abort("interrupted while relaying");
+                }
+                if (next == AnswerBuffer.END) {
+                    break;
+                }
+                if (next instanceof AnswerBuffer.Broken broken) {
+                    synchronized (rl) {
+                        rl.upstreamBroke(broken.cause()); // a no-op when the buffer already told the relay
+                    }
                     throw new Abort("upstream body failed");
                 }
-                rl.firstByte();
-                if (n < 0) {
-                    rl.upstreamDone();
-                    break;
+                byte[] b = (byte[]) next;
+                write(out, b, rl, buffer);
+                // what else has arrived leaves with it: a stream's events that came together, one flush
+                for (byte[] more; (more = buffer.poll()) != null; ) {
+                    write(out, more, rl, buffer);
                 }
-                if (n == 0) {
-                    continue;
+                if (!fixed) {
+                    flush(out, rl, buffer);
                 }
-                total += n;
-                if (fixed && total >= rl.length) {
-                    // the replica is done: give its slot back before the last bytes go to the client
-                    rl.body(buf, 0, n);
-                    rl.upstreamDone();
-                    write(out, buf, 0, n, false, rl, body);
-                    break;
-                }
-                write(out, buf, 0, n, flushEach, rl, body);
-                rl.body(buf, 0, n);
             }
             try {
                 out.close();
             } catch (IOException e) {
-                rl.clientGone();
+                synchronized (rl) {
+                    rl.clientGone();
+                }
                 throw new Abort("response could not be completed");
             }
-            rl.delivered();
+            synchronized (rl) {
+                rl.delivered();
+            }
         } finally {
             timer.cancel(false);
-            closeQuietly(body);
         }
     }
 
-    /**
-     * A {@code /v1/models} answer: read whole (up to {@link Forwarder#MODELS_CACHE_LIMIT}), cached when its
-     * headers allow, then sent; a larger one is relayed as it comes and not cached.
-     */
-    private static void relayModels(HttpExchange ex, Relay rl, InputStream body) throws IOException {
-        byte[] whole = readUpTo(rl, body, Forwarder.MODELS_CACHE_LIMIT + 1);
-        rl.firstByte();
-        rl.modelsBody(whole);
-        if (whole.length <= Forwarder.MODELS_CACHE_LIMIT) {
-            ex.sendResponseHeaders(200, whole.length == 0 ? -1 : whole.length);
-            rl.upstreamDone();
-            write(ex.getResponseBody(), whole, 0, whole.length, false, rl, body);
-            ex.getResponseBody().close();
-            return;
-        }
-        // too large to cache: relay what was read and the rest as it comes
-        ex.sendResponseHeaders(200, 0);
-        OutputStream out = ex.getResponseBody();
-        write(out, whole, 0, whole.length, true, rl, body);
-        byte[] buf = new byte[16 * 1024];
-        for (int n; ; ) {
-            try {
-                n = body.read(buf);
-            } catch (IOException e) {
-                rl.upstreamBroke(e);
-                throw new Abort("upstream body failed");
-            }
-            if (n < 0) {
-                break;
-            }
-            write(out, buf, 0, n, true, rl, body);
-        }
-        rl.upstreamDone();
-        out.close();
-    }
-
-    /**
-     * Adds to {@code buf} (after {@code from} bytes) what has already arrived from the replica, without
-     * waiting for more, so that a stream's events that came together leave in one chunk and one flush
-     * instead of one each (a replica writes an HTTP chunk per event; each flush is a TCP segment).
-     */
-    static int readArrived(InputStream body, byte[] buf, int from) throws IOException {
-        int n = from;
-        int ready;
-        while (n < buf.length && (ready = body.available()) > 0) {
-            int got = body.read(buf, n, Math.min(ready, buf.length - n));
-            if (got <= 0) {
-                break;
-            }
-            n += got;
-        }
-        return n - from;
-    }
-
-    private static void write(OutputStream out, byte[] b, int off, int len, boolean flush, Relay rl, InputStream body)
-            throws Abort {
-        try {
-            out.write(b, off, len);
-            if (flush) {
-                out.flush();
-            }
-        } catch (IOException e) {
-            closeQuietly(body); // cancels the upstream exchange
-            rl.clientGone(); // no outcome recorded: cancelled, which says nothing about the replica
-            throw new Abort("client went away");
-        }
-    }
-
-    private static byte[] readUpTo(Relay rl, InputStream body, int limit) throws Abort {
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        byte[] chunk = new byte[8192];
-        try {
-            while (buf.size() < limit) {
-                int n = body.read(chunk, 0, Math.min(chunk.length, limit - buf.size()));
-                if (n < 0) {
-                    break;
+    /** Reads and drops a body that is not relayed ({@code drain}: to its end, else cancelled at once). */
+    private static void discard(Flow.Publisher<List<ByteBuffer>> body, boolean drain) {
+        body.subscribe(new Flow.Subscriber<List<ByteBuffer>>() {
+            @Override
+            public void onSubscribe(Flow.Subscription s) {
+                if (drain) {
+                    s.request(Long.MAX_VALUE);
+                } else {
+                    s.cancel();
                 }
-                buf.write(chunk, 0, n);
             }
+
+            @Override
+            public void onNext(List<ByteBuffer> item) {
+                // dropped
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                // nothing is relayed
+            }
+
+            @Override
+            public void onComplete() {
+                // nothing is relayed
+            }
+        });
+    }
+
+    private static void write(OutputStream out, byte[] b, Relay rl, AnswerBuffer buffer) throws Abort {
+        try {
+            out.write(b);
         } catch (IOException e) {
-            rl.upstreamBroke(e);
-            throw new Abort("upstream body failed");
+            clientGone(rl, buffer);
         }
-        return buf.toByteArray();
+    }
+
+    private static void flush(OutputStream out, Relay rl, AnswerBuffer buffer) throws Abort {
+        try {
+            out.flush();
+        } catch (IOException e) {
+            clientGone(rl, buffer);
+        }
+    }
+
+    /** The client went away: the upstream exchange is cancelled, the lease closed with no outcome. */
+    private static void clientGone(Relay rl, AnswerBuffer buffer) throws Abort {
+        buffer.cancel("the client went away");
+        synchronized (rl) {
+            rl.clientGone(); // no outcome recorded: cancelled, which says nothing about the replica
+        }
+        throw new Abort("client went away");
     }
 
     /**
@@ -540,17 +546,6 @@ final class JdkFront implements HttpHandler {
             return Long.parseLong(declared.trim());
         } catch (NumberFormatException e) {
             return -1;
-        }
-    }
-
-    static void closeQuietly(InputStream in) {
-        if (in == null) {
-            return;
-        }
-        try {
-            in.close();
-        } catch (IOException | RuntimeException ignored) {
-            // closing to cancel: nothing more to do
         }
     }
 }

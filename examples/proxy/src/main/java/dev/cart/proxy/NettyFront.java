@@ -78,7 +78,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Relaying: the answer's head, then its body chunk by chunk as it arrives (flushed at the end of each
  * read from the replica, so a stream's events go out as they come). Backpressure: the client connection
- * buffers up to {@link #RELAY_BUFFER_BYTES} of answer; beyond that, reading from the replica pauses until
+ * buffers up to {@link Relay#BUFFER_BYTES} of answer; beyond that, reading from the replica pauses until
  * the client has read, so a slow reader costs at most that much memory, and an answer up to that size is
  * read from the replica whole at the replica's speed: its slot is released when its answer is complete,
  * however slowly the client reads. Retries happen only before the first byte of an answer is relayed.
@@ -92,9 +92,6 @@ import org.slf4j.LoggerFactory;
 final class NettyFront implements Front {
 
     private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
-
-    /** Answer bytes buffered per client connection before reading from the replica pauses. */
-    static final int RELAY_BUFFER_BYTES = 8 * 1024 * 1024;
 
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
@@ -138,7 +135,7 @@ final class NettyFront implements Front {
                 .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
                 .childOption(
                         ChannelOption.WRITE_BUFFER_WATER_MARK,
-                        new WriteBufferWaterMark(RELAY_BUFFER_BYTES / 2, RELAY_BUFFER_BYTES))
+                        new WriteBufferWaterMark(Relay.BUFFER_BYTES / 2, Relay.BUFFER_BYTES))
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -664,7 +661,6 @@ final class NettyFront implements Front {
             boolean discarding;
             boolean finished;
             Relay relay;
-            ByteArrayOutputStream models;
             Throwable cause;
             ScheduledFuture<?> deadline;
 
@@ -777,11 +773,7 @@ final class NettyFront implements Front {
                 Forwarder.Step step = x.answered(s, code, headersOf(r.headers()));
                 if (step instanceof Relay rl) {
                     relay = rl;
-                    if (!rl.models) {
-                        relayHead(rl);
-                    } else {
-                        models = new ByteArrayOutputStream();
-                    }
+                    relayHead(rl);
                     return;
                 }
                 // not relayed: the rest of this answer is read and dropped, then the connection is reused
@@ -832,28 +824,13 @@ final class NettyFront implements Front {
                 int n = buf.readableBytes();
                 rl.firstByte();
                 if (n > 0) {
-                    if (rl.observing() || models != null) {
+                    if (rl.observing()) {
                         byte[] bytes = new byte[n];
                         buf.getBytes(buf.readerIndex(), bytes);
-                        if (models != null) {
-                            models.write(bytes, 0, n);
-                        }
                         rl.body(bytes, 0, n);
                     } else {
                         rl.body(null, 0, n);
                     }
-                }
-                if (models != null) {
-                    if (last) {
-                        modelsDone(rl);
-                    } else if (models.size() > Forwarder.MODELS_CACHE_LIMIT) {
-                        // too large to cache: relay what was read and the rest as it comes
-                        relayHead(rl);
-                        ByteBuf sofar = Unpooled.wrappedBuffer(models.toByteArray());
-                        models = null;
-                        ctx.write(new DefaultHttpContent(sofar));
-                    }
-                    return;
                 }
                 if (last) {
                     rl.upstreamDone(); // the replica's slot is free before the client has the last bytes
@@ -874,25 +851,6 @@ final class NettyFront implements Front {
                 if (!ctx.channel().isWritable()) {
                     ch.config().setAutoRead(false); // the client reads slower than the replica writes
                 }
-            }
-
-            private void modelsDone(Relay rl) {
-                byte[] whole = models.toByteArray();
-                models = null;
-                rl.modelsBody(whole);
-                FullHttpResponse resp = new DefaultFullHttpResponse(
-                        HttpVersion.HTTP_1_1, HttpResponseStatus.OK, Unpooled.wrappedBuffer(whole));
-                copy(rl.clientHeaders, resp.headers());
-                HttpUtil.setContentLength(resp, whole.length);
-                if (!keepAlive) {
-                    closeAfter = true;
-                    resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-                }
-                status = 200;
-                rl.upstreamDone();
-                finish();
-                releaseUpstream();
-                ctx.writeAndFlush(resp).addListener((ChannelFutureListener) f -> responseDone(true));
             }
 
             private void releaseUpstream() {

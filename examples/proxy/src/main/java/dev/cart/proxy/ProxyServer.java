@@ -145,7 +145,7 @@ final class ProxyServer implements AutoCloseable {
         this.modelsUnion =
                 new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));
         this.routingKeys = new RoutingKeys(config);
-        this.forwarder = new Forwarder(options.random, config, models, metrics, routingKeys, listener);
+        this.forwarder = new Forwarder(options.random, config, metrics, routingKeys, listener);
         this.bodyBudget = new BodyBudget(config.server().bufferedBodyLimit(), metrics);
         this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
         Routing first = Routing.build(config, options.clock, listener, client, scheduler, cluster);

@@ -32,6 +32,13 @@ final class Relay implements Forwarder.Step {
 
     private static final Logger LOG = LoggerFactory.getLogger(Relay.class);
 
+    /**
+     * Answer bytes a client connection buffers, on either front, before reading from the replica pauses
+     * until the client has read: an answer up to this size is read from the replica whole at the replica's
+     * speed, so its slot is released when the answer is complete however slowly the client reads.
+     */
+    static final int BUFFER_BYTES = 8 * 1024 * 1024;
+
     final int status;
     /** The head the client gets: the replica's end-to-end headers and {@code x-routed-peer}; no framing. */
     final Headers clientHeaders;
@@ -41,8 +48,6 @@ final class Relay implements Forwarder.Step {
     final boolean sse;
     /** The body's declared length, or -1 when it is chunked or unknown (then relayed chunked). */
     final long length;
-    /** True for a {@code GET /v1/models} 200: read whole (up to a bound), cached, then sent. */
-    final boolean models;
 
     private final Forwarder forwarder;
     private final Forwarder.Exchange exchange;
@@ -51,7 +56,7 @@ final class Relay implements Forwarder.Step {
     private volatile boolean timedOut;
     private volatile boolean bodyStarted;
     private boolean firstByteSeen;
-    private boolean done;
+    private volatile boolean done;
     private CacheFeedback feedback;
 
     Relay(Forwarder forwarder, Forwarder.Exchange exchange, Forwarder.Send send, int status, Headers upstream) {
@@ -71,8 +76,7 @@ final class Relay implements Forwarder.Step {
         boolean chunked = upstream.containsKey("transfer-encoding");
         long declared = parseLength(upstream.getFirst("content-length"));
         this.length = sse || chunked ? -1 : declared;
-        this.models = exchange.in.modelsKey() != null && status == 200;
-        this.observer = status / 100 != 2 || noBody || models
+        this.observer = status / 100 != 2 || noBody
                 ? null
                 : ResponseObserver.create(
                         exchange.in.endpoint(),
@@ -193,24 +197,13 @@ final class Relay implements Forwarder.Step {
         send.lease.close();
     }
 
-    boolean timedOut() {
-        return timedOut;
+    /** True once the replica's side has ended (complete, broken, or the client gone). */
+    boolean upstreamComplete() {
+        return done;
     }
 
-    /**
-     * A whole {@code /v1/models} answer was read: cached for the asker's key when it fits and its headers
-     * allow (without {@code x-routed-peer}: a cached answer comes from no replica in particular).
-     */
-    void modelsBody(byte[] whole) {
-        if (whole.length > 0) {
-            bodyStarted = true;
-        }
-        if (whole.length <= Forwarder.MODELS_CACHE_LIMIT && ModelsCache.cacheable(clientHeaders)) {
-            Headers cached = new Headers();
-            cached.putAll(clientHeaders);
-            cached.remove("x-routed-peer");
-            forwarder.models.put(exchange.in.modelsKey(), whole, cached);
-        }
+    boolean timedOut() {
+        return timedOut;
     }
 
     /**

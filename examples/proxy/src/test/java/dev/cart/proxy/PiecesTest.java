@@ -1,6 +1,5 @@
 package dev.cart.proxy;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -10,7 +9,6 @@ import com.sun.net.httpserver.Headers;
 import java.net.URI;
 import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -213,34 +211,5 @@ class PiecesTest {
         } finally {
             e.service().shutdownNow();
         }
-    }
-
-    @Test
-    void aStreamRelaysWhatHasArrivedInOneWriteButNeverWaitsForMore() throws Exception {
-        byte[] events = "data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
-        byte[] buf = new byte[64];
-        java.io.InputStream arrived = new java.io.ByteArrayInputStream(events);
-        int n = arrived.read(buf, 0, 5);
-        assertEquals(events.length - 5, JdkFront.readArrived(arrived, buf, n), "all that had arrived, in one go");
-        assertArrayEquals(events, java.util.Arrays.copyOf(buf, events.length));
-
-        byte[] small = new byte[8];
-        java.io.InputStream more = new java.io.ByteArrayInputStream(events);
-        more.read(small, 0, 2);
-        assertEquals(6, JdkFront.readArrived(more, small, 2), "never past the buffer");
-
-        // a stream with nothing more arrived: available() is 0, and a read would block
-        java.io.InputStream waiting = new java.io.InputStream() {
-            @Override
-            public int read() {
-                throw new AssertionError("must not read what has not arrived");
-            }
-
-            @Override
-            public int available() {
-                return 0;
-            }
-        };
-        assertEquals(0, JdkFront.readArrived(waiting, buf, 3));
     }
 }
