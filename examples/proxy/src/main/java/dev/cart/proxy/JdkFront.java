@@ -109,8 +109,8 @@ final class JdkFront implements HttpHandler {
             Sleeper sleeper,
             BodyBudget budget)
             throws IOException {
-        ServerRuntime.Executor executor =
-                ServerRuntime.requestExecutor(config.server().maxThreads());
+        ServerRuntime.Executor executor = ServerRuntime.requestExecutor(
+                config.server().maxThreads(), config.server().maxConnections());
         ServerLimits.apply(config);
         HttpServer server;
         try {

@@ -424,7 +424,9 @@ final class NettyFront implements Front {
                     if (plan instanceof ProxyCore.Proxied p && status == -1 && !p.needsBody()) {
                         phase = Phase.ANSWER;
                         ProxyCore.Prepared prepared = core.prepare(p, new byte[0]);
-                        if (prepared.pending() != null) {
+                        if (prepared.answer() != null) {
+                            writeAnswer(prepared.answer(), false, true);
+                        } else if (prepared.pending() != null) {
                             // written on this connection's loop once every replica has answered
                             prepared.pending()
                                     .thenAccept(a -> ctx.executor().execute(() -> writeAnswer(a, false, true)));

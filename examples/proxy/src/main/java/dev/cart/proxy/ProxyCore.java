@@ -18,11 +18,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * What the proxy decides about a client request, for either front ({@link JdkFront}, {@link NettyFront}):
  * the front parses the head and hands it to {@link #plan}, which answers the proxy's own endpoints
  * ({@code /health}, {@code /workers}, {@code /metrics}, a cached {@code /v1/models}), refuses what the limits
- * refuse (414, 431, 405, 503 {@code overloaded}) and otherwise takes a slot of
- * {@code server.max_concurrent_requests} and says what the body is for ({@link Proxied}). The front reads
- * the body within {@link #maxBodyBytes} ({@link #tooLarge}, {@link #badBody} otherwise), and
- * {@link #prepare} turns it into a {@link Forwarder.Exchange} (extraction, its 400s) that the front drives.
- * {@link #finished} releases the slot, emits the decision log line and counts the request.
+ * refuse (414, 431, 405) and otherwise says what the body is for ({@link Proxied}). The front reads the body
+ * within {@link #maxBodyBytes} ({@link #tooLarge}, {@link #badBody} otherwise), and {@link #prepare} takes a
+ * slot of {@code server.max_concurrent_requests} (503 {@code overloaded} when there is none) and turns the
+ * request into a {@link Forwarder.Exchange} (extraction, its 400s) that the front drives. {@link #finished}
+ * releases the slot, emits the decision log line and counts the request.
+ *
+ * <p>The slot is taken once the body has arrived, not when the head has: a client trickling its body
+ * holds a connection and its share of the buffered-body budget, never one of the slots that requests being
+ * forwarded need (1,100 slow bodies used to take all 1,024 slots and turn every chat into a 503).
  *
  * <p>Dispatch goes by the request's <em>normalised</em> path ({@link #normalise}): percent-decoded, with
  * empty and dot segments removed, because that is what the replica's server matches (vLLM's Starlette
@@ -66,14 +70,19 @@ final class ProxyCore {
         final String path;
         final Endpoint endpoint;
         final DecisionLog log;
+        /** How many proxied requests the front can hold at once (see {@link #plan}). */
+        final int frontLimit;
+
+        private boolean admitted;
         private boolean released;
 
-        Proxied(Kind kind, RequestHead head, String path, Endpoint endpoint, DecisionLog log) {
+        Proxied(Kind kind, RequestHead head, String path, Endpoint endpoint, DecisionLog log, int frontLimit) {
             this.kind = kind;
             this.head = head;
             this.path = path;
             this.endpoint = endpoint;
             this.log = log;
+            this.frontLimit = frontLimit;
         }
 
         @Override
@@ -90,7 +99,8 @@ final class ProxyCore {
     /**
      * Decides what to do with a request whose head has arrived. {@code frontLimit} is how many proxied
      * requests the front can hold at once ({@link Integer#MAX_VALUE} when it has no limit of its own), and
-     * {@code frontBusy} true when the front can take no proxied request now (JDK front, Java 17-20).
+     * {@code frontBusy} true when the front can take no proxied request now (JDK front, Java 17-20: it is
+     * refused at once); the slot itself is taken by {@link #prepare}.
      */
     Plan plan(RequestHead head, int frontLimit, boolean frontBusy) {
         String path = normalise(head.decodedPath());
@@ -115,9 +125,9 @@ final class ProxyCore {
         if (endpoint.isPresent() && !"POST".equals(method)) {
             return new Own(path, methodNotAllowed(method, "POST", path));
         }
-        Answer refused = admit(frontLimit, frontBusy);
-        if (refused != null) {
-            return new Own(path, refused);
+        if (frontBusy) {
+            server.metrics().rejected("threads");
+            return new Own(path, threadsBusy(frontLimit));
         }
         ProxyConfig config = server.config();
         boolean logOn = config.proxy().decisionLog();
@@ -127,38 +137,53 @@ final class ProxyCore {
                     head,
                     path,
                     endpoint.get(),
-                    new DecisionLog(logOn, endpoint.get().path(), "POST"));
+                    new DecisionLog(logOn, endpoint.get().path(), "POST"),
+                    frontLimit);
         }
         if (path.equals("/v1/models") && "GET".equals(method) && head.rawQuery() == null) {
             String key = ModelsCache.keyOf(head.headers());
             ModelsCache.Entry cached = server.models().fresh(key);
             server.metrics().modelsCache(cached != null);
             if (cached != null) {
-                inProgress.decrementAndGet();
                 return new Own(path, new Answer(200, cached.headers(), cached.body(), false));
             }
-            return new Proxied(Kind.MODELS, head, path, null, new DecisionLog(logOn, path, "GET"));
+            return new Proxied(Kind.MODELS, head, path, null, new DecisionLog(logOn, path, "GET"), frontLimit);
         }
-        return new Proxied(Kind.PASS_THROUGH, head, path, null, new DecisionLog(logOn, head.rawPathOrRoot(), method));
+        return new Proxied(
+                Kind.PASS_THROUGH, head, path, null, new DecisionLog(logOn, head.rawPathOrRoot(), method), frontLimit);
     }
 
-    /** Takes a slot of {@code server.max_concurrent_requests}, or returns the 503 that refuses the request. */
-    private Answer admit(int frontLimit, boolean frontBusy) {
+    /**
+     * Takes a slot of {@code server.max_concurrent_requests} (and of the front's own limit) for {@code p}, or
+     * returns the 503 that refuses it.
+     */
+    private Answer admit(Proxied p) {
         int limit = server.config().server().maxConcurrentRequests();
         int n = inProgress.incrementAndGet();
-        if (n <= limit && n <= frontLimit && !frontBusy) {
+        if (n <= limit && n <= p.frontLimit) {
+            p.admitted = true;
             return null;
         }
         inProgress.decrementAndGet();
         boolean threads = n <= limit;
         server.metrics().rejected(threads ? "threads" : "concurrency");
+        p.log.status(503);
+        p.log.result("overloaded");
+        return threads
+                ? threadsBusy(p.frontLimit)
+                : Answer.error(
+                                503,
+                                "overloaded",
+                                "the proxy is handling server.max_concurrent_requests (" + limit
+                                        + ") requests; retry shortly")
+                        .with("Retry-After", "1");
+    }
+
+    private static Answer threadsBusy(int frontLimit) {
         return Answer.error(
                         503,
                         "overloaded",
-                        threads
-                                ? "every request thread (server.max_threads: " + frontLimit + ") is busy; retry shortly"
-                                : "the proxy is handling server.max_concurrent_requests (" + limit
-                                        + ") requests; retry shortly")
+                        "every request thread (server.max_threads: " + frontLimit + ") is busy; retry shortly")
                 .with("Retry-After", "1");
     }
 
@@ -200,8 +225,15 @@ final class ProxyCore {
         }
     }
 
-    /** Turns the request and its whole body into an exchange (for {@link Kind#MODELS} the body is ignored). */
+    /**
+     * Takes the request's slot, then turns the request and its whole body into an exchange (for
+     * {@link Kind#MODELS} the body is ignored); the answer is a 503 when no slot is free.
+     */
     Prepared prepare(Proxied p, byte[] body) {
+        Answer overloaded = admit(p);
+        if (overloaded != null) {
+            return new Prepared(null, overloaded);
+        }
         RequestHead head = p.head;
         Forwarder forwarder = server.forwarder();
         switch (p.kind) {
@@ -267,7 +299,9 @@ final class ProxyCore {
                 return;
             }
             p.released = true;
-            inProgress.decrementAndGet();
+            if (p.admitted) {
+                inProgress.decrementAndGet();
+            }
             replica = p.log.replica();
             p.log.emit();
         }

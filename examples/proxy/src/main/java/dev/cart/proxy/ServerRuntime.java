@@ -21,24 +21,30 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>On Java 21+ every request gets a virtual thread (looked up reflectively: the code is compiled for
  * Java 17), so thousands of concurrent streams cost no platform threads. On Java 17-20 a pool of
- * platform threads serves requests: {@code server.max_threads} of them for proxied requests (each is busy
- * for the whole of a stream) plus {@link #RESERVE_THREADS} that proxied requests never keep, and
- * {@link #RESERVE_THREADS} overflow threads for when all of those are busy at once, which proxied
- * requests never get at all ({@link #onOverflowThread}; at most {@code max_threads + 16}). The JDK
- * server hands an exchange to the pool before anyone knows its path, so the pool cannot tell a
- * {@code /health} probe from a stream; the handler does, and answers a proxied request that would need
- * more than {@code max_threads} threads with 503 at once ({@link Executor#proxiedLimit}). So the reserve
- * is only ever held for the short work of the proxy's own endpoints and of those refusals, and
- * {@code /health}, {@code /workers} and {@code /metrics} keep answering while every other thread holds a
- * stream.
+ * platform threads serves requests, and it must survive slow clients: the JDK server reads a request's
+ * head (and the handler its body) on the pool's thread, so a client trickling a byte a second, or sending
+ * a head with bare-LF line endings that the server waits on, holds a thread until
+ * {@code server.request_read_timeout_secs}. A pool the size of {@code server.max_threads} was gone after
+ * a few hundred such clients, and {@code /health} with it. So the pool may grow to a thread per connection
+ * the server accepts ({@code server.max_connections}, which the JDK enforces at accept) plus
+ * {@link #RESERVE_THREADS}: an exchange never waits for a thread, whatever the other connections do.
+ * Threads are made only as connections need them, end after 60 s idle, and have a small stack
+ * ({@link #STACK_BYTES}: reserved address space; what a thread blocked in a read touches is a few pages).
+ * How many proxied requests run at once is still {@code server.max_threads}: the handler answers one more
+ * with 503 at once ({@link Executor#proxiedLimit}, counted by the core once the body has arrived). Beyond
+ * the pool, {@link #RESERVE_THREADS} overflow threads take exchanges in arrival order, for short work only:
+ * a proxied request that lands on one gets the same 503 ({@link #onOverflowThread}).
  */
 final class ServerRuntime {
 
     /** Files a running proxy holds besides its connections: jars, logs, the JVM's own. */
     static final long OTHER_FILES = 256;
 
-    /** Platform threads beyond {@code server.max_threads} that proxied requests never keep (Java 17-20). */
+    /** Platform threads beyond {@code server.max_connections}, and overflow threads (Java 17-20). */
     static final int RESERVE_THREADS = 8;
+
+    /** Stack size of a request thread on Java 17-20 (the JVM's default is 1 MiB). */
+    static final long STACK_BYTES = 512 * 1024;
 
     private ServerRuntime() {}
 
@@ -48,7 +54,7 @@ final class ServerRuntime {
      */
     record Executor(ExecutorService service, String description, int proxiedLimit) {}
 
-    static Executor requestExecutor(int maxThreads) {
+    static Executor requestExecutor(int maxThreads, int maxConnections) {
         try {
             Method m = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
             ExecutorService vt = (ExecutorService) m.invoke(null);
@@ -56,15 +62,16 @@ final class ServerRuntime {
         } catch (ReflectiveOperationException | RuntimeException notAvailable) {
             AtomicInteger n = new AtomicInteger();
             ThreadFactory tf = r -> {
-                Thread t = new Thread(r, "cart-http-" + n.incrementAndGet());
+                Thread t = new Thread(null, r, "cart-http-" + n.incrementAndGet(), STACK_BYTES);
                 t.setDaemon(true);
                 return t;
             };
+            int threads = Math.max(maxThreads, maxConnections) + RESERVE_THREADS;
             return new Executor(
-                    new HandOffPool(maxThreads + RESERVE_THREADS, RESERVE_THREADS, tf),
-                    "a pool of up to "
-                            + maxThreads + " threads for proxied requests (server.max_threads), " + RESERVE_THREADS
-                            + " more for the proxy's own endpoints and " + RESERVE_THREADS + " overflow threads (Java "
+                    new HandOffPool(threads, RESERVE_THREADS, tf),
+                    "a pool of up to " + threads + " threads, one per connection being served (server.max_connections"
+                            + " + " + RESERVE_THREADS + "), " + maxThreads + " of them for proxied requests"
+                            + " (server.max_threads), and " + RESERVE_THREADS + " overflow threads (Java "
                             + Runtime.version().feature() + ", virtual threads need 21+)",
                     maxThreads);
         }

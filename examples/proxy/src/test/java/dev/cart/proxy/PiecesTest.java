@@ -203,7 +203,7 @@ class PiecesTest {
 
     @Test
     void requestExecutorUsesVirtualThreadsWhenTheRuntimeHasThem() throws Exception {
-        ServerRuntime.Executor e = ServerRuntime.requestExecutor(4);
+        ServerRuntime.Executor e = ServerRuntime.requestExecutor(4, 16);
         try {
             boolean vt = Runtime.version().feature() >= 21;
             assertEquals(vt, e.description().startsWith("virtual threads"), e.description());
