@@ -193,8 +193,7 @@ final class Forwarder {
         /** Chooses the replica of the next attempt: a {@link Send}, or the answer when there is none. */
         Step next() {
             attempt++;
-            RouteDecision d =
-                    passThrough ? listener.choosePassThrough(routing.router, request) : routing.router.choose(request);
+            RouteDecision d = listener.choose(routing.router, request, passThrough);
             log.decision(d, passThrough);
             log.retries(attempt);
             if (!d.routed()) {

@@ -57,6 +57,9 @@ import java.net.URISyntaxException;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
@@ -84,7 +87,11 @@ import org.slf4j.LoggerFactory;
  * however slowly the client reads. Retries happen only before the first byte of an answer is relayed.
  *
  * <p>Concurrency: every handler of a connection, and the upstream connection it uses, runs on one event
- * loop; the only shared state is the core's (thread-safe) and the connection count.
+ * loop; the only shared state is the core's (thread-safe) and the connection count. One step leaves the
+ * loop: preparing a body of {@link #OFFLOAD_BYTES} or more, or any routed body in token mode (extraction,
+ * tokenizing, the remote-media scan), runs on a small pool so that one connection's tokenization never
+ * keeps the loop's other connections (a {@code /health} probe) waiting; the connection reads nothing
+ * meanwhile, and the result comes back to its loop, which alone touches the connection's state.
  */
 // Netty's write, close and schedule calls return futures that a handler rightly ignores: failures arrive as
 // channel events (exceptionCaught, channelInactive) or through the listeners added where they matter
@@ -93,16 +100,29 @@ final class NettyFront implements Front {
 
     private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
 
+    /**
+     * Bodies from this size on, and every routed body in token mode, are prepared (extracted, tokenized,
+     * scanned) on {@link #extractionPool} rather than on the event loop.
+     */
+    static final int OFFLOAD_BYTES = 64 * 1024;
+
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
+    private final ThreadPoolExecutor extraction;
     private final Channel serverChannel;
     private final String transport;
     private final int threads;
 
     private NettyFront(
-            EventLoopGroup boss, EventLoopGroup workers, Channel serverChannel, String transport, int threads) {
+            EventLoopGroup boss,
+            EventLoopGroup workers,
+            ThreadPoolExecutor extraction,
+            Channel serverChannel,
+            String transport,
+            int threads) {
         this.boss = boss;
         this.workers = workers;
+        this.extraction = extraction;
         this.serverChannel = serverChannel;
         this.transport = transport;
         this.threads = threads;
@@ -122,6 +142,7 @@ final class NettyFront implements Front {
         NettyUpstream upstream = new NettyUpstream(
                 clientClass, (int) Math.min(Integer.MAX_VALUE, config.proxy().connectTimeoutSecs() * 1000L));
         AtomicInteger connections = new AtomicInteger();
+        ThreadPoolExecutor extraction = extractionPool(threads, limits.maxConcurrentRequests());
         HttpDecoderConfig decoding = new HttpDecoderConfig()
                 .setMaxInitialLineLength(limits.maxRequestLineBytes())
                 .setMaxHeaderSize(limits.maxHeaderBytes())
@@ -145,7 +166,7 @@ final class NettyFront implements Front {
                             return;
                         }
                         ch.closeFuture().addListener(f -> connections.decrementAndGet());
-                        Connection c = new Connection(config, core, budget, upstream, sleeper);
+                        Connection c = new Connection(config, core, budget, upstream, sleeper, extraction);
                         ch.pipeline()
                                 .addLast("clock", c.clock)
                                 .addLast("codec", new HttpServerCodec(decoding.clone()))
@@ -155,10 +176,11 @@ final class NettyFront implements Front {
         try {
             Channel ch =
                     b.bind(limits.host(), limits.port()).syncUninterruptibly().channel();
-            return new NettyFront(boss, workers, ch, epoll ? "epoll" : "nio", threads);
+            return new NettyFront(boss, workers, extraction, ch, epoll ? "epoll" : "nio", threads);
         } catch (Exception e) { // Netty rethrows the bind's checked exception unchecked
             boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            extraction.shutdownNow();
             String m = String.valueOf(e.getMessage());
             if (e instanceof java.net.BindException || m.contains("Address already in use")) {
                 // epoll reports a taken port as a native error: say it the way the JDK does
@@ -192,6 +214,23 @@ final class NettyFront implements Front {
         workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         boss.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
         workers.terminationFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        extraction.shutdownNow();
+    }
+
+    /**
+     * The threads that prepare large and token-mode bodies: one per event loop, a queue of at most
+     * {@code queue} waiting bodies (beyond it a request gets 503), threads ended after 60 s idle.
+     */
+    private static ThreadPoolExecutor extractionPool(int threads, int queue) {
+        AtomicInteger n = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(
+                threads, threads, 60, TimeUnit.SECONDS, new ArrayBlockingQueue<>(Math.max(1, queue)), r -> {
+                    Thread t = new Thread(r, "cart-extract-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
     }
 
     /** The request's headers as the core reads them. */
@@ -257,13 +296,26 @@ final class NettyFront implements Front {
         private Forwarder.Exchange exchange;
         private ScheduledFuture<?> backoff;
         private Call call;
+        /** True while the request's body is being prepared off the loop. */
+        private boolean extracting;
 
-        Connection(ProxyConfig config, ProxyCore core, BodyBudget budget, NettyUpstream upstream, Sleeper sleeper) {
+        private final boolean tokenMode;
+        private final Executor extraction;
+
+        Connection(
+                ProxyConfig config,
+                ProxyCore core,
+                BodyBudget budget,
+                NettyUpstream upstream,
+                Sleeper sleeper,
+                Executor extraction) {
             this.sleeper = sleeper;
             this.config = config;
             this.core = core;
             this.budget = budget;
             this.upstream = upstream;
+            this.extraction = extraction;
+            this.tokenMode = config.cache().tokens().on();
         }
 
         private final class Clock extends ChannelInboundHandlerAdapter {
@@ -470,12 +522,57 @@ final class NettyFront implements Front {
                 phase = Phase.ANSWER;
                 byte[] bytes = body.toByteArray();
                 body = null;
-                ProxyCore.Prepared prepared = core.prepare(p, bytes);
-                if (prepared.answer() != null) {
-                    writeAnswer(prepared.answer(), false, true);
-                } else {
-                    drive(prepared.exchange().next(), prepared.exchange());
+                if (bytes.length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
+                    prepared(core.prepare(p, bytes));
+                    return;
                 }
+                // extraction (tokenizing, scanning a large body) off the loop, so that the loop's other
+                // connections are not kept waiting; the answer is still written on this connection's loop
+                ctx.channel().config().setAutoRead(false);
+                extracting = true;
+                try {
+                    extraction.execute(() -> {
+                        ProxyCore.Prepared prepared;
+                        try {
+                            prepared = core.prepare(p, bytes);
+                        } catch (RuntimeException | Error e) {
+                            LOG.error("preparing a request failed", e);
+                            prepared = new ProxyCore.Prepared(
+                                    null,
+                                    Answer.error(500, "internal_error", "the proxy failed to handle the request"));
+                        }
+                        ProxyCore.Prepared done = prepared;
+                        ctx.executor().execute(() -> extracted(done));
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    extracting = false;
+                    p.log.status(503);
+                    p.log.result("overloaded");
+                    writeAnswer(
+                            Answer.error(503, "overloaded", "the proxy's extraction queue is full; retry shortly")
+                                    .with("Retry-After", "1"),
+                            false,
+                            true);
+                }
+            }
+        }
+
+        /** Back on the loop after an extraction off it: goes on, unless the client left meanwhile. */
+        private void extracted(ProxyCore.Prepared prepared) {
+            extracting = false;
+            if (!ctx.channel().isActive()) {
+                end(-1); // deferred by channelInactive: the exchange never started, so no lease was taken
+                return;
+            }
+            prepared(prepared);
+        }
+
+        /** What the core prepared for the request just read: its answer, or the exchange to drive. */
+        private void prepared(ProxyCore.Prepared prepared) {
+            if (prepared.answer() != null) {
+                writeAnswer(prepared.answer(), false, true);
+            } else {
+                drive(prepared.exchange().next(), prepared.exchange());
             }
         }
 
@@ -635,7 +732,9 @@ final class NettyFront implements Front {
             while (!queued.isEmpty()) {
                 ReferenceCountUtil.release(queued.poll());
             }
-            end(responseComplete ? status : -1);
+            if (!extracting) { // else ended when the extraction is back (it holds the request's state)
+                end(responseComplete ? status : -1);
+            }
             c.fireChannelInactive();
         }
 

@@ -34,9 +34,6 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
 
     private static final Logger LOG = LoggerFactory.getLogger("cart.replicas");
 
-    /** Set on a thread while it chooses a replica for a request that is not routed by prompt. */
-    private static final ThreadLocal<Boolean> PASS_THROUGH = new ThreadLocal<>();
-
     private final ProxyMetrics metrics;
     private final RoutingListener extra;
     private final AtomicBoolean failureLogged = new AtomicBoolean();
@@ -50,23 +47,19 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
 
     @Override
     public void onDecision(RouteDecision decision) {
-        metrics.decision(decision, PASS_THROUGH.get() != null);
-        extra.onDecision(decision);
+        extra.onDecision(decision); // the metrics count it in chose, where the forwarder says what it was for
     }
 
     /**
-     * Chooses a replica for a pass-through request (any path but the routed endpoints): the router sees an
-     * empty key and decides by load; its decision is counted under the reason {@code pass_through} rather
-     * than {@code empty_text}, which stays the word for a routed request with no prompt text. The router
-     * calls its listener on the choosing thread, so a thread-local marks the call.
+     * Chooses a replica for {@code request} and counts the decision. A pass-through request (any path but
+     * the routed endpoints) has an empty key and is decided by load; its decision is counted under the
+     * reason {@code pass_through} rather than {@code empty_text}, which stays the word for a routed request
+     * with no prompt text. The caller says which it is: the router's listener cannot tell.
      */
-    RouteDecision choosePassThrough(Router router, RouteRequest request) {
-        PASS_THROUGH.set(Boolean.TRUE);
-        try {
-            return router.choose(request);
-        } finally {
-            PASS_THROUGH.remove();
-        }
+    RouteDecision choose(Router router, RouteRequest request, boolean passThrough) {
+        RouteDecision d = router.choose(request);
+        metrics.decision(d, passThrough);
+        return d;
     }
 
     @Override

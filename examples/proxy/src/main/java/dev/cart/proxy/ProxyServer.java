@@ -56,6 +56,8 @@ final class ProxyServer implements AutoCloseable {
         boolean healthChecks = true;
         /** Hears every routing event after the metrics do; its exceptions never reach routing. */
         RoutingListener listener = RoutingListener.NONE;
+        /** Token mode's tokenizer (an embedder's own); null: the one {@code cache.tokenizer} names. */
+        dev.cart.extract.Tokenizer tokenizer;
 
         Options clock(Clock c) {
             this.clock = Objects.requireNonNull(c);
@@ -79,6 +81,11 @@ final class ProxyServer implements AutoCloseable {
 
         Options configNames(String names) {
             this.configNames = Objects.requireNonNull(names);
+            return this;
+        }
+
+        Options tokenizer(dev.cart.extract.Tokenizer t) {
+            this.tokenizer = Objects.requireNonNull(t);
             return this;
         }
 
@@ -144,7 +151,7 @@ final class ProxyServer implements AutoCloseable {
         this.models = new ModelsCache(options.clock);
         this.modelsUnion =
                 new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));
-        this.routingKeys = new RoutingKeys(config);
+        this.routingKeys = new RoutingKeys(config, options.tokenizer);
         this.forwarder = new Forwarder(options.random, config, metrics, routingKeys, listener);
         this.bodyBudget = new BodyBudget(config.server().bufferedBodyLimit(), metrics);
         this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());

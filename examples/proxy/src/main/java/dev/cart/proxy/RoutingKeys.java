@@ -7,6 +7,7 @@ import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
 import dev.cart.extract.PromptExtractor;
 import dev.cart.extract.TokenCache;
+import dev.cart.extract.Tokenizer;
 import dev.cart.extract.Tokenizers;
 
 /**
@@ -25,6 +26,11 @@ final class RoutingKeys {
     private final PromptExtractor extractor;
 
     RoutingKeys(ProxyConfig config) {
+        this(config, null);
+    }
+
+    /** With {@code tokenizer} (when not null) as token mode's tokenizer instead of {@code cache.tokenizer}'s. */
+    RoutingKeys(ProxyConfig config, Tokenizer tokenizer) {
         ExtractOptions.Builder b = ExtractOptions.builder()
                 .blockChars(config.cache().blockChars())
                 .anchorLimit(ANCHOR_LIMIT)
@@ -32,7 +38,7 @@ final class RoutingKeys {
                 .maxNestingDepth(MAX_NESTING_DEPTH);
         ProxyConfig.Tokens t = config.cache().tokens();
         if (t.on()) {
-            b.tokenizer(Tokenizers.jtokkit(t.tokenizer()))
+            b.tokenizer(tokenizer != null ? tokenizer : Tokenizers.jtokkit(t.tokenizer()))
                     .blockTokens(t.blockTokens())
                     .tokenCacheEntries(t.cacheEntries())
                     .tokenCacheMaxChars(t.cacheMaxChars());
