@@ -9,7 +9,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The JDK front's buffer between a replica's answer body and the client: the JDK HTTP client pushes the
  * body in as fast as the replica sends it, up to {@link Relay#BUFFER_BYTES} held at once (beyond that no more
- * is requested from the client, which stops reading from the replica's socket: backpressure), and the
+ * is requested from the client, which stops reading from the replica's socket: backpressure; and while the
+ * {@link AnswerBudget} of all connections is spent, none until this client has taken what waits), and the
  * request thread takes it out as fast as the client reads. So the replica's answer is read whole at the
  * replica's speed when it fits, and the lease can close when it is complete ({@link Events#complete}), not
  * when a slow client has read it: a slow reader does not hold the replica's slot (the Netty front does the
@@ -42,15 +43,17 @@ final class AnswerBuffer implements Flow.Subscriber<List<ByteBuffer>> {
 
     private final Events events;
     private final long bound;
+    private final AnswerBudget total;
     private final LinkedBlockingQueue<Object> queue = new LinkedBlockingQueue<>();
     private volatile Flow.Subscription subscription;
-    private volatile boolean cancelled;
+    private volatile boolean cancelled; // written under this object's lock
     private long held; // guarded by this
     private boolean paused; // guarded by this
 
-    AnswerBuffer(Events events, long bound) {
+    AnswerBuffer(Events events, long bound, AnswerBudget total) {
         this.events = events;
         this.bound = bound;
+        this.total = total;
     }
 
     @Override
@@ -69,7 +72,18 @@ final class AnswerBuffer implements Flow.Subscriber<List<ByteBuffer>> {
         for (ByteBuffer b : items) {
             n += b.remaining();
         }
-        if (n > 0 && !cancelled) {
+        boolean more;
+        synchronized (this) {
+            if (cancelled) {
+                return; // dropped with the exchange; nothing more is asked for
+            }
+            held += n; // counted before the bytes can be taken
+            total.add(n);
+            // at the total's limit, a client that has not taken what waits for it gets no more
+            more = held < bound && !(total.over() && held > 0);
+            paused = !more;
+        }
+        if (n > 0) {
             byte[] bytes = new byte[n];
             int at = 0;
             for (ByteBuffer b : items) {
@@ -79,12 +93,6 @@ final class AnswerBuffer implements Flow.Subscriber<List<ByteBuffer>> {
             }
             events.bytes(bytes);
             queue.add(bytes);
-        }
-        boolean more;
-        synchronized (this) {
-            held += n;
-            more = held < bound;
-            paused = !more;
         }
         if (more) {
             subscription.request(1);
@@ -134,8 +142,12 @@ final class AnswerBuffer implements Flow.Subscriber<List<ByteBuffer>> {
     private void taken(int n) {
         boolean resume;
         synchronized (this) {
+            if (cancelled) {
+                return; // given back by cancel
+            }
             held -= n;
-            resume = paused && held <= bound / 2;
+            total.add(-n);
+            resume = paused && held <= bound / 2 && (held == 0 || !total.over());
             if (resume) {
                 paused = false;
             }
@@ -151,11 +163,19 @@ final class AnswerBuffer implements Flow.Subscriber<List<ByteBuffer>> {
     }
 
     /**
-     * Stops reading from the replica (the client went away, or the deadline passed): the upstream exchange
-     * is cancelled, no {@link Events} follow, and a waiting {@link #take} returns a {@link Broken}.
+     * Stops reading from the replica (the client went away, the deadline passed, or the relay is over): the
+     * upstream exchange is cancelled, no {@link Events} follow, a waiting {@link #take} returns a
+     * {@link Broken}, and the bytes still held are given back to the {@link AnswerBudget}. Idempotent.
      */
     void cancel(String why) {
-        cancelled = true;
+        synchronized (this) {
+            if (cancelled) {
+                return;
+            }
+            cancelled = true;
+            total.add(-held); // what is left is dropped with the exchange
+            held = 0;
+        }
         Flow.Subscription s = subscription;
         if (s != null) {
             s.cancel();

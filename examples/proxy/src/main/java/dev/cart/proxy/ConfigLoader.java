@@ -255,6 +255,7 @@ final class ConfigLoader {
         s.integer(ProxyConfig.Server.REQUEST_READ_TIMEOUT_SECS, v -> b.requestReadTimeoutSecs((int) v));
         s.integer(ProxyConfig.Server.IDLE_TIMEOUT_SECS, v -> b.idleTimeoutSecs((int) v));
         s.integer(ProxyConfig.Server.MAX_BUFFERED_BODY_BYTES, b::maxBufferedBodyBytes);
+        s.integer(ProxyConfig.Server.MAX_BUFFERED_ANSWER_BYTES, b::maxBufferedAnswerBytes);
         Map<String, ProxyConfig.Server.Engine> engines = new LinkedHashMap<>();
         for (ProxyConfig.Server.Engine e : ProxyConfig.Server.Engine.values()) {
             engines.put(e.label(), e);

@@ -80,6 +80,7 @@ final class JdkFront implements HttpHandler {
     private final ScheduledExecutorService scheduler;
     private final Sleeper sleeper;
     private final BodyBudget budget;
+    private final AnswerBudget answers;
     /** Proxied requests the request threads can hold at once (Java 17-20; see {@link ServerRuntime}). */
     private final int threadLimit;
     /** When an answer from each replica last arrived (nanoTime), for telling a reused connection. */
@@ -91,12 +92,14 @@ final class JdkFront implements HttpHandler {
             ScheduledExecutorService scheduler,
             Sleeper sleeper,
             BodyBudget budget,
+            AnswerBudget answers,
             int threadLimit) {
         this.core = core;
         this.client = client;
         this.scheduler = scheduler;
         this.sleeper = sleeper;
         this.budget = budget;
+        this.answers = answers;
         this.threadLimit = threadLimit;
     }
 
@@ -107,7 +110,8 @@ final class JdkFront implements HttpHandler {
             HttpClient client,
             ScheduledExecutorService scheduler,
             Sleeper sleeper,
-            BodyBudget budget)
+            BodyBudget budget,
+            AnswerBudget answers)
             throws IOException {
         ServerRuntime.Executor executor = ServerRuntime.requestExecutor(
                 config.server().maxThreads(), config.server().maxConnections());
@@ -122,7 +126,8 @@ final class JdkFront implements HttpHandler {
             executor.service().shutdownNow();
             throw e;
         }
-        server.createContext("/", new JdkFront(core, client, scheduler, sleeper, budget, executor.proxiedLimit()));
+        server.createContext(
+                "/", new JdkFront(core, client, scheduler, sleeper, budget, answers, executor.proxiedLimit()));
         server.setExecutor(executor.service());
         return new Front() {
             @Override
@@ -380,7 +385,8 @@ final class JdkFront implements HttpHandler {
                         }
                     }
                 },
-                Relay.BUFFER_BYTES);
+                Relay.BUFFER_BYTES,
+                answers);
         long remaining = Math.max(1, x.deadline() - System.nanoTime());
         ScheduledFuture<?> timer = scheduler.schedule(
                 () -> {
@@ -440,6 +446,7 @@ final class JdkFront implements HttpHandler {
             }
         } finally {
             timer.cancel(false);
+            buffer.cancel("the relay ended"); // a no-op for the replica once its answer is complete
         }
     }
 

@@ -84,7 +84,9 @@ import org.slf4j.LoggerFactory;
  * buffers up to {@link Relay#BUFFER_BYTES} of answer; beyond that, reading from the replica pauses until
  * the client has read, so a slow reader costs at most that much memory, and an answer up to that size is
  * read from the replica whole at the replica's speed: its slot is released when its answer is complete,
- * however slowly the client reads. Retries happen only before the first byte of an answer is relayed.
+ * however slowly the client reads. Across connections, the {@link AnswerBudget} bounds the total: while it
+ * is spent, a connection whose client has not yet taken what was queued for it reads no more either.
+ * Retries happen only before the first byte of an answer is relayed.
  *
  * <p>Concurrency: every handler of a connection, and the upstream connection it uses, runs on one event
  * loop; the only shared state is the core's (thread-safe) and the connection count. One step leaves the
@@ -129,7 +131,8 @@ final class NettyFront implements Front {
     }
 
     /** Binds on {@code server.host:port}; the channel accepts at once, so {@link #start} has nothing to do. */
-    static Front listen(ProxyConfig config, ProxyCore core, BodyBudget budget, Sleeper sleeper) throws IOException {
+    static Front listen(ProxyConfig config, ProxyCore core, BodyBudget budget, AnswerBudget answers, Sleeper sleeper)
+            throws IOException {
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         Class<? extends ServerChannel> serverClass =
@@ -166,7 +169,7 @@ final class NettyFront implements Front {
                             return;
                         }
                         ch.closeFuture().addListener(f -> connections.decrementAndGet());
-                        Connection c = new Connection(config, core, budget, upstream, sleeper, extraction);
+                        Connection c = new Connection(config, core, budget, answers, upstream, sleeper, extraction);
                         ch.pipeline()
                                 .addLast("clock", c.clock)
                                 .addLast("codec", new HttpServerCodec(decoding.clone()))
@@ -298,14 +301,18 @@ final class NettyFront implements Front {
         private Call call;
         /** True while the request's body is being prepared off the loop. */
         private boolean extracting;
+        /** Answer bytes queued for the client and not yet written to its socket. */
+        private long pending;
 
         private final boolean tokenMode;
         private final Executor extraction;
+        private final AnswerBudget answers;
 
         Connection(
                 ProxyConfig config,
                 ProxyCore core,
                 BodyBudget budget,
+                AnswerBudget answers,
                 NettyUpstream upstream,
                 Sleeper sleeper,
                 Executor extraction) {
@@ -315,6 +322,7 @@ final class NettyFront implements Front {
             this.budget = budget;
             this.upstream = upstream;
             this.extraction = extraction;
+            this.answers = answers;
             this.tokenMode = config.cache().tokens().on();
         }
 
@@ -710,12 +718,40 @@ final class NettyFront implements Front {
 
         @Override
         public void channelWritabilityChanged(ChannelHandlerContext c) {
+            resumeUpstream();
+            c.fireChannelWritabilityChanged();
+        }
+
+        /** {@code n} answer bytes queued for the client: counted here and in the {@link AnswerBudget}. */
+        private void queued(int n) {
+            pending += n;
+            answers.add(n);
+        }
+
+        /** {@code n} queued answer bytes have gone to the client's socket (or were dropped with it). */
+        private void written(int n) {
+            pending -= n;
+            answers.add(-n);
+            if (pending == 0) {
+                resumeUpstream();
+            }
+        }
+
+        /**
+         * True when reading from the replica must pause: the client connection's own buffer is full, or the
+         * total of all connections' is and this client has not taken what waits for it.
+         */
+        private boolean mustPause() {
+            return !ctx.channel().isWritable() || (pending > 0 && answers.over());
+        }
+
+        /** Reads from the replica again, if an answer is being relayed and nothing says to wait. */
+        private void resumeUpstream() {
             Call current = call;
-            if (c.channel().isWritable() && current != null && current.ch != null && !current.finished) {
+            if (current != null && current.ch != null && !current.finished && !mustPause()) {
                 current.ch.config().setAutoRead(true);
                 current.ch.read();
             }
-            c.fireChannelWritabilityChanged();
         }
 
         @Override
@@ -937,8 +973,10 @@ final class NettyFront implements Front {
                     rl.upstreamDone(); // the replica's slot is free before the client has the last bytes
                     finish();
                     releaseUpstream();
+                    queued(n);
                     ctx.writeAndFlush(new DefaultLastHttpContent(buf.retain()))
                             .addListener((ChannelFutureListener) f -> {
+                                written(n);
                                 if (f.isSuccess()) {
                                     rl.delivered();
                                 }
@@ -947,9 +985,11 @@ final class NettyFront implements Front {
                     return;
                 }
                 if (n > 0) {
-                    ctx.write(new DefaultHttpContent(buf.retain()));
+                    queued(n);
+                    ctx.write(new DefaultHttpContent(buf.retain()))
+                            .addListener((ChannelFutureListener) f -> written(n));
                 }
-                if (!ctx.channel().isWritable()) {
+                if (mustPause()) {
                     ch.config().setAutoRead(false); // the client reads slower than the replica writes
                 }
             }

@@ -96,7 +96,8 @@ record ProxyConfig(
             int requestReadTimeoutSecs,
             int idleTimeoutSecs,
             Engine engine,
-            long maxBufferedBodyBytes) {
+            long maxBufferedBodyBytes,
+            long maxBufferedAnswerBytes) {
         static final String DEFAULT_HOST = "0.0.0.0";
         static final int DEFAULT_PORT = 6700;
 
@@ -112,6 +113,8 @@ record ProxyConfig(
         static final IntRange IDLE_TIMEOUT_SECS = new IntRange("server.idle_timeout_secs", 1, 3_600);
         /** 0: a quarter of the JVM's maximum heap ({@link #bufferedBodyLimit()}). */
         static final IntRange MAX_BUFFERED_BODY_BYTES = new IntRange("server.max_buffered_body_bytes", 0, 1L << 50);
+        /** 0: a quarter of the JVM's maximum heap ({@link #bufferedAnswerLimit()}). */
+        static final IntRange MAX_BUFFERED_ANSWER_BYTES = new IntRange("server.max_buffered_answer_bytes", 0, 1L << 50);
 
         /** The HTTP front: Netty (the default, event loops) or the JDK's HttpServer and HttpClient. */
         enum Engine {
@@ -136,6 +139,16 @@ record ProxyConfig(
                     : Runtime.getRuntime().maxMemory() / 4;
         }
 
+        /**
+         * The total of answer bytes buffered for clients at once, across connections: the setting, or a
+         * quarter of the maximum heap for 0.
+         */
+        long bufferedAnswerLimit() {
+            return maxBufferedAnswerBytes > 0
+                    ? maxBufferedAnswerBytes
+                    : Runtime.getRuntime().maxMemory() / 4;
+        }
+
         Server {
             Objects.requireNonNull(host, "server.host");
             PORT.check(port);
@@ -149,6 +162,7 @@ record ProxyConfig(
             IDLE_TIMEOUT_SECS.check(idleTimeoutSecs);
             Objects.requireNonNull(engine, "server.engine");
             MAX_BUFFERED_BODY_BYTES.check(maxBufferedBodyBytes);
+            MAX_BUFFERED_ANSWER_BYTES.check(maxBufferedAnswerBytes);
         }
 
         static Server defaults() {
@@ -173,7 +187,8 @@ record ProxyConfig(
                     .requestReadTimeoutSecs(requestReadTimeoutSecs)
                     .idleTimeoutSecs(idleTimeoutSecs)
                     .engine(engine)
-                    .maxBufferedBodyBytes(maxBufferedBodyBytes);
+                    .maxBufferedBodyBytes(maxBufferedBodyBytes)
+                    .maxBufferedAnswerBytes(maxBufferedAnswerBytes);
         }
 
         /** Named settings, starting from the defaults. */
@@ -190,6 +205,7 @@ record ProxyConfig(
             private int idleTimeoutSecs = 30;
             private Engine engine = Engine.NETTY;
             private long maxBufferedBodyBytes = 0;
+            private long maxBufferedAnswerBytes = 0;
 
             Builder engine(Engine v) {
                 engine = v;
@@ -198,6 +214,11 @@ record ProxyConfig(
 
             Builder maxBufferedBodyBytes(long v) {
                 maxBufferedBodyBytes = v;
+                return this;
+            }
+
+            Builder maxBufferedAnswerBytes(long v) {
+                maxBufferedAnswerBytes = v;
                 return this;
             }
 
@@ -264,7 +285,8 @@ record ProxyConfig(
                         requestReadTimeoutSecs,
                         idleTimeoutSecs,
                         engine,
-                        maxBufferedBodyBytes);
+                        maxBufferedBodyBytes,
+                        maxBufferedAnswerBytes);
             }
         }
     }

@@ -117,6 +117,7 @@ final class ProxyServer implements AutoCloseable {
     private final Forwarder forwarder;
     private final ProxyCore core;
     private final BodyBudget bodyBudget;
+    private final AnswerBudget answerBudget;
     private final Front front;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
     private final Cluster cluster;
@@ -154,6 +155,7 @@ final class ProxyServer implements AutoCloseable {
         this.routingKeys = new RoutingKeys(config, options.tokenizer);
         this.forwarder = new Forwarder(options.random, config, metrics, routingKeys, listener);
         this.bodyBudget = new BodyBudget(config.server().bufferedBodyLimit(), metrics);
+        this.answerBudget = new AnswerBudget(config.server().bufferedAnswerLimit());
         this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
         Routing first = Routing.build(config, options.clock, listener, client, scheduler, cluster);
         routing.set(first);
@@ -162,8 +164,8 @@ final class ProxyServer implements AutoCloseable {
         this.core = new ProxyCore(this);
         try {
             this.front = switch (config.server().engine()) {
-                case JDK -> JdkFront.listen(config, core, client, scheduler, options.sleeper, bodyBudget);
-                case NETTY -> NettyFront.listen(config, core, bodyBudget, options.sleeper);
+                case JDK -> JdkFront.listen(config, core, client, scheduler, options.sleeper, bodyBudget, answerBudget);
+                case NETTY -> NettyFront.listen(config, core, bodyBudget, answerBudget, options.sleeper);
             };
         } catch (IOException e) {
             first.close();
@@ -234,6 +236,10 @@ final class ProxyServer implements AutoCloseable {
 
     Forwarder forwarder() {
         return forwarder;
+    }
+
+    AnswerBudget answerBudget() {
+        return answerBudget;
     }
 
     BodyBudget bodyBudget() {

@@ -60,7 +60,7 @@ class AnswerBufferTest {
     @Test
     void readingPausesAtTheBoundAndResumesWhenHalfIsTaken() throws Exception {
         Recorder events = new Recorder();
-        AnswerBuffer b = new AnswerBuffer(events, 100);
+        AnswerBuffer b = new AnswerBuffer(events, 100, new AnswerBudget(1_000_000));
         Counting sub = new Counting();
         b.onSubscribe(sub);
         assertEquals(1, sub.requested);
@@ -88,7 +88,7 @@ class AnswerBufferTest {
     @Test
     void aCancelWakesTheTakerAndSilencesTheEvents() throws Exception {
         Recorder events = new Recorder();
-        AnswerBuffer b = new AnswerBuffer(events, 100);
+        AnswerBuffer b = new AnswerBuffer(events, 100, new AnswerBudget(1_000_000));
         Counting sub = new Counting();
         b.onSubscribe(sub);
         b.cancel("the client went away");
@@ -104,12 +104,32 @@ class AnswerBufferTest {
     @Test
     void aFailureIsToldAndTaken() throws Exception {
         Recorder events = new Recorder();
-        AnswerBuffer b = new AnswerBuffer(events, 100);
+        AnswerBuffer b = new AnswerBuffer(events, 100, new AnswerBudget(1_000_000));
         b.onSubscribe(new Counting());
         b.onNext(List.of(ByteBuffer.wrap(new byte[] {1, 2, 3})));
         b.onError(new java.io.IOException("reset"));
         assertEquals(1, events.failed);
         assertArrayEquals(new byte[] {1, 2, 3}, (byte[]) b.take(1));
         assertInstanceOf(AnswerBuffer.Broken.class, b.take(1));
+    }
+
+    @Test
+    void atTheTotalsLimitAClientThatHasNotTakenWhatWaitsGetsNoMore() throws Exception {
+        AnswerBudget total = new AnswerBudget(50);
+        AnswerBuffer other = new AnswerBuffer(new Recorder(), 100, total);
+        other.onSubscribe(new Counting());
+        other.onNext(chunk(40)); // another connection's slow reader holds 40 of the 50
+        AnswerBuffer b = new AnswerBuffer(new Recorder(), 100, total);
+        Counting sub = new Counting();
+        b.onSubscribe(sub);
+        b.onNext(chunk(20)); // 60 in all: over; this client has 20 waiting
+        assertEquals(1, sub.requested, "paused although its own bound is far");
+        assertEquals(60, total.held());
+        b.take(1); // this client takes all it had: reading resumes, the total notwithstanding
+        assertEquals(2, sub.requested);
+        assertEquals(40, total.held());
+        b.cancel("done");
+        other.cancel("done");
+        assertEquals(0, total.held(), "everything given back");
     }
 }
