@@ -66,6 +66,11 @@ final class Cluster implements AutoCloseable {
         return sync != null;
     }
 
+    /** The route sync (null when off): its counters, and a way in for tests to mark the stream. */
+    RedisRouteSync sync() {
+        return sync;
+    }
+
     /** What a router of this proxy shares: its routes, and the load the other instances report. */
     Router.Builder configure(Router.Builder rb) {
         return on() ? rb.sync(sync).remoteLoad(load) : rb.sync(RouteSync.NONE).remoteLoad(RemoteLoad.NONE);
