@@ -51,6 +51,12 @@ final class RedisEndpoint {
         return u.getHost() + ":" + u.getPort();
     }
 
+    /** {@link #where} and, for {@code rediss://}, " (TLS)": never the password. */
+    static String describe(String uri) {
+        RedisURI u = RedisURI.create(checked(uri));
+        return u.getHost() + ":" + u.getPort() + (u.isSsl() ? " (TLS)" : "");
+    }
+
     private static RedisURI redisUri(String uri, Duration timeout) {
         RedisURI u = RedisURI.create(uri);
         u.setTimeout(timeout);

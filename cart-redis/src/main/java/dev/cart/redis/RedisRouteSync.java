@@ -201,11 +201,16 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     }
 
     /**
-     * Lags of the other instances' events applied here while tailing: from the time the publishing router
-     * recorded the event to its apply here (see {@link SyncLag}).
+     * Lags of the other instances' events applied here while tailing in the last minute: from the time the
+     * publishing router recorded the event to its apply here (see {@link SyncLag}).
      */
     public SyncLag.Snapshot lag() {
         return lag.snapshot();
+    }
+
+    /** The same lags since this sync was built (every event applied while tailing). */
+    public SyncLag.Snapshot lagTotal() {
+        return lag.total();
     }
 
     /** Other instances (origins) whose entries this instance read in the last minute. */
@@ -213,6 +218,15 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         long since = System.currentTimeMillis() - PEER_WINDOW_MILLIS;
         peersSeen.values().removeIf(t -> t < since);
         return peersSeen.size();
+    }
+
+    /**
+     * Where {@code uri} points, as logs may show it: {@code host:port}, and " (TLS)" for {@code rediss://};
+     * never the password or the user. Throws {@link IllegalArgumentException} (not quoting it) when it
+     * does not parse.
+     */
+    public static String describeUri(String uri) {
+        return RedisEndpoint.describe(uri);
     }
 
     /** The stream this instance writes and reads. */

@@ -116,6 +116,29 @@ public final class RedisServerProcess implements AutoCloseable {
         process.waitFor(20, TimeUnit.SECONDS);
     }
 
+    /**
+     * Freezes the server (SIGSTOP), as {@code DEBUG SLEEP} does but for as long as the test wants: its
+     * clients' connections stay open and their commands get no answer until {@link #resume}.
+     */
+    public void pause() throws IOException, InterruptedException {
+        signal("-STOP");
+    }
+
+    /** Lets a {@link #pause paused} server go on (SIGCONT); it then answers what it was sent meanwhile. */
+    public void resume() throws IOException, InterruptedException {
+        signal("-CONT");
+    }
+
+    private void signal(String which) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", which, String.valueOf(process.pid()))
+                .redirectErrorStream(true)
+                .start();
+        if (!kill.waitFor(20, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            fail("kill " + which + " " + process.pid() + " failed: "
+                    + new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        }
+    }
+
     public int port() {
         return port;
     }

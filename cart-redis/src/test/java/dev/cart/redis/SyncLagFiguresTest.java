@@ -90,7 +90,7 @@ class SyncLagFiguresTest {
             long[] bounds = null;
             for (int i = 0; i < INSTANCES; i++) {
                 assertEquals(expected, received.get(i).size(), "each peer's events exactly once");
-                SyncLag.Snapshot l = syncs.get(i).lag();
+                SyncLag.Snapshot l = syncs.get(i).lagTotal();
                 bounds = l.upperBoundsMillis();
                 counts = counts == null ? l.counts().clone() : add(counts, l.counts());
             }

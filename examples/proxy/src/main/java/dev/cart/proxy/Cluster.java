@@ -66,6 +66,11 @@ final class Cluster implements AutoCloseable {
         return sync != null;
     }
 
+    /** The route sync (null when off): its counters, and a way in for tests to mark the stream. */
+    RedisRouteSync sync() {
+        return sync;
+    }
+
     /** What a router of this proxy shares: its routes, and the load the other instances report. */
     Router.Builder configure(Router.Builder rb) {
         return on() ? rb.sync(sync).remoteLoad(load) : rb.sync(RouteSync.NONE).remoteLoad(RemoteLoad.NONE);
@@ -123,12 +128,12 @@ final class Cluster implements AutoCloseable {
                 registry,
                 "cart.cluster.sync.lag.events",
                 "Events whose sync lag was measured (applied while tailing)",
-                s -> s.lag().count());
+                s -> s.lagTotal().count());
         counter(
                 registry,
                 "cart.cluster.sync.lag.measured.seconds",
                 "Sum of the sync lags measured, in seconds",
-                s -> s.lag().sumMillis() / 1000.0);
+                s -> s.lagTotal().sumMillis() / 1000.0);
         gauge(
                 registry,
                 "cart.cluster.events.buffered",
@@ -147,7 +152,8 @@ final class Cluster implements AutoCloseable {
         for (int p : new int[] {50, 99}) {
             Gauge.builder("cart.cluster.sync.lag.p" + p + ".seconds", sync, s -> quantileSeconds(s.lag(), p / 100.0))
                     .description("Sync lag (a peer's router publishing an event to its apply here) at the " + p
-                            + "th percentile, as the upper bound of its histogram bucket; -1 before any")
+                            + "th percentile over the last minute, as the upper bound of its histogram bucket; -1"
+                            + " when none was measured in that minute")
                     .register(registry);
         }
         Gauge.builder("cart.cluster.load.peers", load, RedisLoadView::peers)

@@ -68,6 +68,18 @@ record ClusterConfig(
         return redisUrl != null;
     }
 
+    /**
+     * What {@code --config-check} says of the cluster: the stream, where Redis is ({@code host:port}, TLS
+     * or not; never the password) and the instance id; "off" without a URL.
+     */
+    String describe() {
+        if (!on()) {
+            return "off";
+        }
+        return "stream " + stream + " at " + dev.cart.redis.RedisRouteSync.describeUri(redisUrl) + ", instance id "
+                + (instanceId == null ? "host:pid (default)" : instanceId);
+    }
+
     /** Never the URL (it may carry a password): whether one is set, and the other settings. */
     @Override
     public String toString() {

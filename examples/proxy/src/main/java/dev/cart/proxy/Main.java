@@ -196,7 +196,8 @@ public final class Main {
             out.println("configuration OK: "
                     + (args.demo() ? "demo workers" : config.workers().size() + " worker(s)") + ", policy "
                     + config.cache().policy() + ", listening on "
-                    + config.server().host() + ":" + config.server().port());
+                    + config.server().host() + ":" + config.server().port()
+                    + (config.cluster().on() ? ", cluster " + config.cluster().describe() : ""));
             return OK;
         }
         return serve(args, config, err);

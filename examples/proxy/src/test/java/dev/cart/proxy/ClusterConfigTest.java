@@ -6,8 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The {@code cluster} section: defaults, every key read, every problem reported, the password never echoed. */
 class ClusterConfigTest {
@@ -17,6 +23,42 @@ class ClusterConfigTest {
     private static List<String> problems(String yaml) {
         return assertThrows(ConfigException.class, () -> ConfigLoader.parse(yaml))
                 .problems();
+    }
+
+    @Test
+    void configCheckNamesTheClusterButNeverThePassword(@TempDir Path dir) throws Exception {
+        Path tls = dir.resolve("tls.yaml");
+        Files.writeString(
+                tls,
+                WORKERS + "cluster:\n  redis_url: \"rediss://:hunter2@redis.internal:6380/2\"\n"
+                        + "  stream: \"cart:pool-a\"\n  instance_id: node-7\n");
+        String ok = check(tls);
+        assertTrue(
+                ok.startsWith("configuration OK: 1 worker(s), policy cache_aware, listening on 0.0.0.0:6700, cluster"
+                        + " stream cart:pool-a at redis.internal:6380 (TLS), instance id node-7"),
+                ok);
+        assertFalse(ok.contains("hunter2"), ok);
+
+        Path plain = dir.resolve("plain.yaml");
+        Files.writeString(plain, WORKERS + "cluster:\n  redis_url: \"redis://user:pw@10.0.0.5\"\n");
+        String ok2 = check(plain);
+        assertTrue(ok2.contains(", cluster stream cart:routes at 10.0.0.5:6379, instance id host:pid (default)"), ok2);
+        assertFalse(ok2.contains("pw@") || ok2.contains("user"), ok2);
+
+        Path off = dir.resolve("off.yaml");
+        Files.writeString(off, WORKERS);
+        assertFalse(check(off).contains("cluster"));
+    }
+
+    private static String check(Path config) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = Main.run(
+                new String[] {"-c", config.toString(), "--config-check"},
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        assertEquals(0, code, err.toString(StandardCharsets.UTF_8));
+        return out.toString(StandardCharsets.UTF_8);
     }
 
     @Test
