@@ -145,7 +145,9 @@ public final class TtftComparison {
         StringBuilder md = new StringBuilder("\n## predicted_ttft against cache_aware and the baselines\n\n");
         md.append("`predicted_ttft` (issue 23) predicts each candidate's time to first token from its pending "
                 + "prefill, the prompt's part it does not hold and its in-flight load, with per-replica speeds "
-                + "learned online from first-token reports, and picks the smallest. Tokenizing replica, seeds "
+                + "learned online from first-token reports, and picks the smallest among the candidates within its load "
+                + "bound (at most twice the candidates' mean load, rounded up, once a replica has 8 in flight). "
+                + "Tokenizing replica, seeds "
                 + s.seedsText() + ", every workload of the main tables, three cluster shapes; each figure is "
                 + "the median over the seeds with the range in brackets. *est. error* is the policy's median "
                 + "relative error |predicted − measured| / measured TTFT over the last first tokens of its "
