@@ -367,15 +367,11 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         private MissPlacement missPlacement = MissPlacement.LEAST_LOADED;
         private double hashLoadFactor = DEFAULT_HASH_LOAD_FACTOR;
         private boolean prefillAware = true;
-        /** True when filled from a settings map: errors then name its keys instead of these methods. */
-        private final boolean byKey;
+        /** Names the settings in errors: by settings key when filled from a settings map, else by method. */
+        private final Checks checks;
 
         private Builder(boolean byKey) {
-            this.byKey = byKey;
-        }
-
-        private String name(String method, String key) {
-            return byKey ? key : method;
+            this.checks = byKey ? Checks.BY_KEY : Checks.BY_METHOD;
         }
 
         /**
@@ -390,14 +386,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** Matched fraction of the key, in [0, 1], at or above which a match is a hit (default 0.3). */
         public Builder threshold(double v) {
-            threshold = Checks.inRange(name("threshold", "threshold"), v, 0.0, 1.0);
+            threshold = checks.inRange("threshold", "threshold", v, 0.0, 1.0);
             return this;
         }
 
         /** Matched length (units), at least 1, at or above which a match is a hit whatever the fraction (default 8192). */
         public Builder matchAbsThreshold(int v) {
-            matchAbsThreshold =
-                    (int) Checks.inRange(name("matchAbsThreshold", "match_abs_threshold"), v, 1, Integer.MAX_VALUE);
+            matchAbsThreshold = checks.inRange("matchAbsThreshold", "match_abs_threshold", v, 1, Integer.MAX_VALUE);
             return this;
         }
 
@@ -407,14 +402,14 @@ public final class CacheAwarePolicy implements RoutingPolicy {
          */
         public Builder balanceAbsThreshold(int v) {
             balanceAbsThreshold =
-                    (int) Checks.inRange(name("balanceAbsThreshold", "balance_abs_threshold"), v, 0, Integer.MAX_VALUE);
+                    checks.inRange("balanceAbsThreshold", "balance_abs_threshold", v, 0, Integer.MAX_VALUE);
             return this;
         }
 
         /** The {@code abs_rel} guard's relative factor, at least 1 (default 1.5). */
         public Builder balanceRelThreshold(double v) {
             balanceRelThreshold =
-                    Checks.inRange(name("balanceRelThreshold", "balance_rel_threshold"), v, 1.0, Double.MAX_VALUE);
+                    checks.inRange("balanceRelThreshold", "balance_rel_threshold", v, 1.0, Double.MAX_VALUE);
             return this;
         }
 
@@ -426,13 +421,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** {@code k} of the median guard, in [1, 1000] (default 2). */
         public Builder medianFactor(double v) {
-            medianFactor = Checks.inRange(name("medianFactor", "median_factor"), v, 1.0, 1000.0);
+            medianFactor = checks.inRange("medianFactor", "median_factor", v, 1.0, 1000.0);
             return this;
         }
 
         /** {@code c} of the bounded-load guard, in [1, 1000] (default 1.25). */
         public Builder boundedLoadFactor(double v) {
-            boundedLoadFactor = Checks.inRange(name("boundedLoadFactor", "bounded_load_factor"), v, 1.0, 1000.0);
+            boundedLoadFactor = checks.inRange("boundedLoadFactor", "bounded_load_factor", v, 1.0, 1000.0);
             return this;
         }
 
@@ -444,7 +439,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** Load bound {@code c} for consistent-hash miss placement: 0 for none, else in [1, 1000] (default 1.25). */
         public Builder hashLoadFactor(double v) {
-            hashLoadFactor = Checks.loadFactor(name("hashLoadFactor", "hash_load_factor"), v);
+            hashLoadFactor = checks.loadFactor("hashLoadFactor", "hash_load_factor", v);
             return this;
         }
 

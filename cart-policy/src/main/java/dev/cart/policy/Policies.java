@@ -84,7 +84,8 @@ public final class Policies {
 
     /**
      * Provides {@code predicted_ttft}; its settings keys are {@code prior_prefill_ms_per_1k_units},
-     * {@code prior_decode_ms_per_request}, {@code prior_base_ms} and {@code learning_rate}.
+     * {@code prior_decode_ms_per_request}, {@code prior_base_ms}, {@code learning_rate},
+     * {@code bounded_load_factor} and {@code bounded_load_slack}.
      */
     public static final class PredictedTtftProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */

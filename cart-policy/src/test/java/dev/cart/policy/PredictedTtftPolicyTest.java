@@ -97,6 +97,78 @@ class PredictedTtftPolicyTest {
         assertNull(((PredictedTtftPolicy.Estimate) alone.detail()).runnerUp(), "no runner-up among one");
     }
 
+    @Test
+    void aHolderAboveItsShareOfThePoolsLoadIsPassedOver() {
+        PredictedTtftPolicy p = Policies.predictedTtft(); // bounded_load_factor 2, slack 8
+        int held = KEY.length();
+        List<Replica> cold = List.of(fake("b", 0, 0), fake("c", 0, 0), fake("d", 0, 0));
+        Replica busy = fake("holder", 20, 0);
+        List<Replica> pool = new java.util.ArrayList<>(cold);
+        pool.add(busy);
+        Match m = new Match(held, KEY.length(), List.of(new Match.Holding(busy, held)));
+        Choice c = p.choose(new Ctx(KEY, pool, m, new SplittableRandom(1)));
+        assertTrue(cold.contains(c.replica()), "21 > ceil(2 x 21 / 4) = 11: " + c.detail());
+        assertEquals(Reason.HIT_OVERLOADED, c.reason());
+        PredictedTtftPolicy.Estimate e = (PredictedTtftPolicy.Estimate) c.detail();
+        assertEquals(1, e.passedOver());
+        assertTrue(e.toString().contains("1 at their load bound"), e.toString());
+
+        Replica light = fake("holder", 5, 0);
+        pool.set(3, light);
+        Match m2 = new Match(held, KEY.length(), List.of(new Match.Holding(light, held)));
+        Choice c2 = p.choose(new Ctx(KEY, pool, m2, new SplittableRandom(1)));
+        assertSame(light, c2.replica(), "below the slack (8 in flight) the holder wins");
+        assertEquals(Reason.CACHE_HIT, c2.reason());
+
+        PredictedTtftPolicy greedy =
+                PredictedTtftPolicy.builder().boundedLoadFactor(0).build();
+        pool.set(3, busy);
+        assertSame(
+                busy,
+                greedy.choose(new Ctx(KEY, pool, m, new SplittableRandom(1))).replica(),
+                "factor 0: no bound but max_load, the holder's short tail wins");
+    }
+
+    /**
+     * One prefix every request shares, nothing ever finishing: with the bound no replica takes more than
+     * its share; without it, the holders take nearly everything.
+     */
+    @Test
+    void aSharedPrefixSpreadsWithinTheBound() {
+        for (double factor : new double[] {2, 0}) {
+            SplittableRandom rnd = new SplittableRandom(3);
+            try (Router router = Router.builder()
+                    .replicas(ReplicaSets.MANAGED.of("a", "b", "c", "d"))
+                    .policy(PredictedTtftPolicy.builder()
+                            .boundedLoadFactor(factor)
+                            .build())
+                    .random(() -> rnd)
+                    .ticker(() -> 0L)
+                    .firstTokenReports(true)
+                    .evictionInterval(Duration.ZERO)
+                    .build()) {
+                java.util.Map<String, Integer> count = new java.util.TreeMap<>();
+                List<RouteDecision> open = new java.util.ArrayList<>();
+                for (int i = 0; i < 200; i++) {
+                    RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText(SYSTEM + " q" + i, 64)));
+                    open.add(d);
+                    d.lease().firstToken(); // prefilled at once: only the in-flight load stays
+                    count.merge(d.replica().id(), 1, Integer::sum);
+                }
+                int max = count.values().stream()
+                        .mapToInt(Integer::intValue)
+                        .max()
+                        .orElseThrow();
+                if (factor > 0) {
+                    assertTrue(max <= 2 * 200 / 4, "at most twice the mean: " + count);
+                } else {
+                    assertTrue(max > 2 * 200 / 4, "unbounded, the holder keeps more: " + count);
+                }
+                open.forEach(d -> d.lease().close());
+            }
+        }
+    }
+
     /** A router over two replicas whose ticker the test moves. */
     static final class Bench implements AutoCloseable {
         final AtomicLong now = new AtomicLong();
@@ -304,9 +376,32 @@ class PredictedTtftPolicyTest {
                         "prior_base_ms",
                         5,
                         "learning_rate",
-                        0.2));
-        assertEquals(new PredictedTtftPolicy.Config(12.5, 0.25, 5, 0.2), p.config());
-        IllegalArgumentException e = assertThrows(
+                        0.2,
+                        "bounded_load_factor",
+                        2,
+                        "bounded_load_slack",
+                        4));
+        assertEquals(new PredictedTtftPolicy.Config(12.5, 0.25, 5, 0.2, 2, 4), p.config());
+        assertEquals(
+                0,
+                ((PredictedTtftPolicy) RoutingPolicies.create("predicted_ttft", Map.of("bounded_load_factor", 0)))
+                        .config()
+                        .boundedLoadFactor(),
+                "0: no bound but max_load");
+        IllegalArgumentException e;
+        for (Object bad : List.of(0.5, -1, 1001)) {
+            e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> RoutingPolicies.create("predicted_ttft", Map.of("bounded_load_factor", bad)));
+            assertTrue(
+                    e.getMessage().startsWith("bounded_load_factor must be 0 (unbounded) or in [1, 1000]"),
+                    e.getMessage());
+        }
+        e = assertThrows(
+                IllegalArgumentException.class,
+                () -> RoutingPolicies.create("predicted_ttft", Map.of("bounded_load_slack", 0)));
+        assertTrue(e.getMessage().startsWith("bounded_load_slack must be in [1, "), e.getMessage());
+        e = assertThrows(
                 IllegalArgumentException.class,
                 () -> RoutingPolicies.create("predicted_ttft", Map.of("learning_rate", 0)));
         assertTrue(e.getMessage().startsWith("learning_rate must be in"), e.getMessage());

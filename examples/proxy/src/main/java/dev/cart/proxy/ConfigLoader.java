@@ -51,8 +51,8 @@ import java.util.regex.Pattern;
  */
 final class ConfigLoader {
 
-    /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
-    static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of(
+    /** The settings of {@code cache_aware} under {@code cache}. */
+    static final Set<String> CACHE_AWARE_KEYS = Set.copyOf(List.of(
             "threshold",
             "match_abs_threshold",
             "balance_abs_threshold",
@@ -64,8 +64,44 @@ final class ConfigLoader {
             "hash_load_factor",
             "prefill_aware"));
 
-    /** The policy that reads every one of {@link #CACHE_POLICY_KEYS}: the settings are checked by it when the
-     * configured policy name is unknown, so a misspelled policy hides none of the other problems. */
+    /**
+     * The settings of {@code predicted_ttft} under {@code cache}; {@code bounded_load_factor} is shared with
+     * {@code cache_aware} (for both, a bound relative to the pool's mean load).
+     */
+    static final Set<String> PREDICTED_TTFT_KEYS = Set.copyOf(List.of(
+            "prior_prefill_ms_per_1k_units",
+            "prior_decode_ms_per_request",
+            "prior_base_ms",
+            "learning_rate",
+            "bounded_load_factor",
+            "bounded_load_slack"));
+
+    /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
+    static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of(
+            "threshold",
+            "match_abs_threshold",
+            "balance_abs_threshold",
+            "balance_rel_threshold",
+            "guard",
+            "median_factor",
+            "bounded_load_factor",
+            "miss_placement",
+            "hash_load_factor",
+            "prefill_aware",
+            "prior_prefill_ms_per_1k_units",
+            "prior_decode_ms_per_request",
+            "prior_base_ms",
+            "learning_rate",
+            "bounded_load_slack"));
+
+    /** The shipped policies whose settings are known here: a key of one set with the other is a problem. */
+    private static final Map<String, Set<String>> POLICY_KEYS =
+            Map.of("cache_aware", CACHE_AWARE_KEYS, "predicted_ttft", PREDICTED_TTFT_KEYS);
+
+    /**
+     * The policy that checks the settings when the configured policy name is unknown ({@code predicted_ttft}
+     * checks its own keys), so a misspelled policy hides none of the other problems.
+     */
     private static final String FALLBACK_POLICY = ProxyConfig.Cache.DEFAULT_POLICY;
 
     private static final Set<String> SECTIONS =
@@ -528,9 +564,17 @@ final class ConfigLoader {
             return;
         }
         int failed = 0;
+        Set<String> own = POLICY_KEYS.get(policy);
         for (Map.Entry<String, Object> e : settings.entrySet()) {
+            if (own != null && !own.contains(e.getKey())) {
+                c.problem(e.getKey(), "not a setting of policy '" + policy + "'" + readers(e.getKey()));
+                failed++;
+                continue;
+            }
+            // an unknown policy: each key is checked by the shipped policy that reads it
+            String by = checker.equals(policy) || CACHE_AWARE_KEYS.contains(e.getKey()) ? checker : "predicted_ttft";
             try {
-                RoutingPolicies.create(checker, Map.of(e.getKey(), e.getValue()));
+                RoutingPolicies.create(by, Map.of(e.getKey(), e.getValue()));
             } catch (RuntimeException ex) {
                 c.problem(e.getKey(), policyProblem(ex));
                 failed++;
@@ -543,6 +587,17 @@ final class ConfigLoader {
                 c.sectionProblem(policyProblem(ex));
             }
         }
+    }
+
+    /** " (a setting of cache_aware)" for a key some shipped policy reads. */
+    private static String readers(String key) {
+        List<String> by = new ArrayList<>();
+        for (String p : List.of("cache_aware", "predicted_ttft")) {
+            if (POLICY_KEYS.get(p).contains(key)) {
+                by.add(p);
+            }
+        }
+        return by.isEmpty() ? "" : " (a setting of " + String.join(" and ", by) + ")";
     }
 
     private static final Pattern LEADING_SETTING =

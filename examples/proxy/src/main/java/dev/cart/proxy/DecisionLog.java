@@ -1,6 +1,7 @@
 package dev.cart.proxy;
 
 import dev.cart.core.RouteDecision;
+import dev.cart.policy.PredictedTtftPolicy;
 import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -12,7 +13,8 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * decision endpoint=/v1/chat/completions method=POST model=llama-3 stream=true reason=cache_hit
  *   replica=http://node1:8000 matched=4096 key_len=5000 ratio=0.819 decision_us=3 status=200
- *   prompt_tokens=1250 cached=1024 upstream_ms=812 retries=0 result=ok
+ *   prompt_tokens=1250 cached=1024 upstream_ms=812 retries=0 result=ok total_ms=815 predicted_ms=-
+ *   runner_up=- runner_up_ms=-
  * </pre>
  *
  * Keys always appear in this order; a value that does not apply is {@code -}. Values never contain
@@ -134,7 +136,28 @@ final class DecisionLog {
                 .append(result)
                 .append(" total_ms=")
                 .append((System.nanoTime() - startNanos) / 1_000_000);
+        estimates(b);
         return b.toString();
+    }
+
+    /**
+     * {@code predicted_ttft}'s estimates for the last attempt: the winner's predicted TTFT and the
+     * runner-up's (its replica and prediction), {@code -} for another policy or without a runner-up.
+     */
+    private void estimates(StringBuilder b) {
+        PredictedTtftPolicy.Estimate e =
+                decision != null && decision.detail() instanceof PredictedTtftPolicy.Estimate x ? x : null;
+        PredictedTtftPolicy.ReplicaEstimate second = e == null ? null : e.runnerUp();
+        b.append(" predicted_ms=")
+                .append(e == null ? "-" : millis(e.chosen().predictedMillis()))
+                .append(" runner_up=")
+                .append(second == null ? "-" : safe(second.replica(), 200))
+                .append(" runner_up_ms=")
+                .append(second == null ? "-" : millis(second.predictedMillis()));
+    }
+
+    private static String millis(double ms) {
+        return Double.isFinite(ms) ? String.format(Locale.ROOT, "%.1f", ms) : "-";
     }
 
     void emit() {

@@ -7,6 +7,7 @@ import dev.cart.core.RouteRequest;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
+import dev.cart.policy.PredictedTtftPolicy;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -444,6 +445,9 @@ final class ProxyCore {
             w.put("cache_hit_share", round3(recent.hitShare(m.id())));
             ArrayNode served = w.putArray("models");
             m.models().forEach(served::add);
+            if (routing.router.policy() instanceof PredictedTtftPolicy p) {
+                predictedTtft(w.putObject("predicted_ttft"), p.replicaStats(m.id()));
+            }
         }
         ObjectNode byModel = root.putObject("models");
         server.metrics().modelCounts().forEach((model, counts) -> {
@@ -452,6 +456,33 @@ final class ProxyCore {
             c.put("cache_hits", counts[1]);
         });
         return Answer.json(200, root);
+    }
+
+    /**
+     * What {@code predicted_ttft} learned about one replica: its model (the prior's until it reports a first
+     * token) and its recent estimate error, null until warmed up.
+     */
+    private static void predictedTtft(ObjectNode o, PredictedTtftPolicy.ReplicaStats s) {
+        if (s == null) {
+            o.put("observations", 0);
+            return;
+        }
+        PredictedTtftPolicy.Speeds sp = s.speeds();
+        o.put("observations", sp.observations());
+        o.put("prefill_ms_per_1k_units", round3(sp.prefillMillisPerKiloUnit()));
+        o.put("decode_ms_per_request", round3(sp.decodeMillisPerRequest()));
+        o.put("base_ms", round3(sp.baseMillis()));
+        o.put("estimate_error_samples", s.errorSamples());
+        putFinite(o, "estimate_error_p50", s.errorP50());
+        putFinite(o, "estimate_error_p90", s.errorP90());
+    }
+
+    private static void putFinite(ObjectNode o, String field, double v) {
+        if (Double.isFinite(v)) {
+            o.put(field, round3(v));
+        } else {
+            o.putNull(field);
+        }
     }
 
     private static double round3(double x) {

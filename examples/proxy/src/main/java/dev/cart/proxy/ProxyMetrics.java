@@ -9,6 +9,7 @@ import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.Tokenization;
 import dev.cart.core.TreeStats;
+import dev.cart.policy.PredictedTtftPolicy;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -518,6 +519,9 @@ final class ProxyMetrics implements AutoCloseable {
                     "1 when the replica's health checks pass, else 0",
                     m.id(),
                     x -> x.isHealthy() ? 1 : 0);
+            if (routing.get().router.policy() instanceof PredictedTtftPolicy) {
+                ttftGauges(m.id());
+            }
             for (CircuitState s : CircuitState.values()) {
                 String key = cacheKey("cart.replica.circuit.state", m.id(), s.label());
                 replicaGauges.computeIfAbsent(
@@ -540,6 +544,47 @@ final class ProxyMetrics implements AutoCloseable {
             }
         }
         gone.forEach(replicaGauges::remove);
+    }
+
+    /**
+     * {@code predicted_ttft}'s view of a replica: its recent estimate error (p50 and p90 of |predicted -
+     * measured| / measured TTFT, NaN until it is warmed up) and its learned prefill speed.
+     */
+    private void ttftGauges(String id) {
+        ttftGauge("cart.replica.ttft.estimate.error.p50", "median", id, PredictedTtftPolicy.ReplicaStats::errorP50);
+        ttftGauge(
+                "cart.replica.ttft.estimate.error.p90",
+                "90th percentile",
+                id,
+                PredictedTtftPolicy.ReplicaStats::errorP90);
+        replicaGauges.computeIfAbsent(
+                cacheKey("cart.replica.ttft.prefill.seconds.per.1k.units", id),
+                k -> Gauge.builder(
+                                "cart.replica.ttft.prefill.seconds.per.1k.units",
+                                routing,
+                                r -> ttftStat(r, id, st -> st.speeds().prefillMillisPerKiloUnit() / 1000.0))
+                        .description("predicted_ttft: the replica's learned prefill time per 1,000 key units")
+                        .tags("replica", id)
+                        .register(registry));
+    }
+
+    private void ttftGauge(String name, String which, String id, ToDoubleFunction<PredictedTtftPolicy.ReplicaStats> f) {
+        replicaGauges.computeIfAbsent(
+                cacheKey(name, id),
+                k -> Gauge.builder(name, routing, r -> ttftStat(r, id, f))
+                        .description("predicted_ttft: " + which + " relative error of its TTFT estimate for the "
+                                + "replica, |predicted - measured| / measured, over its recent first tokens")
+                        .tags("replica", id)
+                        .register(registry));
+    }
+
+    private static double ttftStat(
+            Supplier<Routing> r, String id, ToDoubleFunction<PredictedTtftPolicy.ReplicaStats> f) {
+        if (!(r.get().router.policy() instanceof PredictedTtftPolicy p)) {
+            return Double.NaN;
+        }
+        PredictedTtftPolicy.ReplicaStats s = p.replicaStats(id);
+        return s == null ? Double.NaN : f.applyAsDouble(s);
     }
 
     private void replicaGauge(String name, String help, String id, ToDoubleFunction<ManagedReplicaSet.Member> f) {

@@ -236,6 +236,52 @@ class ConfigTest {
     }
 
     @Test
+    void predictedTtftSettingsAreReadCheckedAndKeptToTheirPolicy() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
+                + "  learning_rate: 0.1\n  bounded_load_factor: 2\n  bounded_load_slack: 4\n"
+                + "  prior_prefill_ms_per_1k_units: 12.5\n  prior_decode_ms_per_request: 0.25\n  prior_base_ms: 5\n");
+        assertEquals("predicted_ttft", c.cache().policy());
+        assertEquals(
+                Map.of(
+                        "learning_rate",
+                        0.1,
+                        "bounded_load_factor",
+                        2,
+                        "bounded_load_slack",
+                        4,
+                        "prior_prefill_ms_per_1k_units",
+                        12.5,
+                        "prior_decode_ms_per_request",
+                        0.25,
+                        "prior_base_ms",
+                        5),
+                c.cache().policySettings());
+        assertEquals(
+                0.0,
+                ((dev.cart.policy.PredictedTtftPolicy) dev.cart.core.RoutingPolicies.create(
+                                "predicted_ttft",
+                                ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
+                                                + "  bounded_load_factor: 0\n")
+                                        .cache()
+                                        .policySettings()))
+                        .config()
+                        .boundedLoadFactor());
+        List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
+                + "  learning_rate: 2\n  bounded_load_slack: 0\n  bounded_load_factor: 0.5\n  guard: median\n");
+        assertProblem(p, "cache.learning_rate: must be in [");
+        assertProblem(p, "cache.bounded_load_slack: must be in [1, ");
+        assertProblem(p, "cache.bounded_load_factor: must be 0 (unbounded) or in [1, 1000], was 0.5");
+        assertProblem(p, "cache.guard: not a setting of policy 'predicted_ttft' (a setting of cache_aware)");
+        assertEquals(4, p.size(), p.toString());
+        assertProblem(
+                problems("workers:\n  - url: http://a:1\ncache:\n  prior_base_ms: 5\n"),
+                "cache.prior_base_ms: not a setting of policy 'cache_aware' (a setting of predicted_ttft)");
+        assertProblem(
+                problems("workers:\n  - url: http://a:1\ncache:\n  policy: predicted_tft\n  learning_rate: 0\n"),
+                "cache.learning_rate: must be in [");
+    }
+
+    @Test
     void yamlErrorsNameTheFileAndLine() throws Exception {
         Path bad = file("bad.yaml", "workers:\n  - url: [unclosed\n");
         ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(bad)));

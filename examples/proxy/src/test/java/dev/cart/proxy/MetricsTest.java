@@ -330,6 +330,72 @@ class MetricsTest {
         }
     }
 
+    /**
+     * With {@code predicted_ttft}: the decision line carries the winner's and the runner-up's estimates,
+     * {@code /workers} each replica's learned model and estimate error, and the metrics the same per replica.
+     */
+    @Test
+    void predictedTtftExplainsItsDecisionsAndItsEstimateError() throws Exception {
+        Pattern estimates = Pattern.compile(
+                ".* total_ms=\\d+ predicted_ms=(\\d+\\.\\d) runner_up=(\\S+) " + "runner_up_ms=(\\d+\\.\\d)");
+        try (LogCapture log = new LogCapture("cart.decision");
+                ProxyHarness h = ProxyHarness.start(2, "cache:\n  policy: predicted_ttft\n")) {
+            int n = 40;
+            for (int i = 0; i < n; i++) {
+                assertEquals(
+                        200,
+                        h.post("/v1/chat/completions", chat(PROMPT, i % 2 == 0)).statusCode());
+            }
+            PromText m = scrapeAfter(h, n);
+            await("every line", () -> log.lines().size() >= n);
+            Set<String> urls = Set.of(h.replica(0).url(), h.replica(1).url());
+            for (String line : log.lines()) {
+                java.util.regex.Matcher x = estimates.matcher(line);
+                assertTrue(x.matches(), line);
+                assertTrue(urls.contains(x.group(2)) && !line.contains(" replica=" + x.group(2) + " "), line);
+                assertTrue(
+                        Double.parseDouble(x.group(1)) <= Double.parseDouble(x.group(3)),
+                        "the winner's is lower: " + line);
+                assertFalse(line.contains("careful assistant"), line);
+            }
+            JsonNode workers = Responses.JSON.readTree(h.get("/workers").body()).get("workers");
+            JsonNode busiest = null;
+            for (JsonNode w : workers) {
+                JsonNode t = w.get("predicted_ttft");
+                assertTrue(t != null && t.has("observations"), w.toString());
+                if (busiest == null
+                        || t.get("observations").asLong()
+                                > busiest.get("predicted_ttft")
+                                        .get("observations")
+                                        .asLong()) {
+                    busiest = w;
+                }
+            }
+            JsonNode t = busiest.get("predicted_ttft");
+            assertTrue(t.get("observations").asLong() > 32, "one replica took most of one prompt: " + workers);
+            assertTrue(t.get("prefill_ms_per_1k_units").asDouble() > 0, t.toString());
+            assertTrue(t.get("estimate_error_samples").asInt() > 0, t.toString());
+            assertTrue(
+                    t.get("estimate_error_p50").isNumber()
+                            && t.get("estimate_error_p50").asDouble() >= 0,
+                    t.toString());
+            String id = busiest.get("url").asText();
+            m = scrape(h);
+            assertEquals(
+                    t.get("estimate_error_p50").asDouble(),
+                    m.value("cart_replica_ttft_estimate_error_p50", "replica", id),
+                    0.0015,
+                    m.dump("cart_replica_ttft_estimate_error_p50"));
+            assertTrue(m.value("cart_replica_ttft_estimate_error_p90", "replica", id)
+                    >= m.value("cart_replica_ttft_estimate_error_p50", "replica", id));
+            assertEquals(
+                    t.get("prefill_ms_per_1k_units").asDouble() / 1000,
+                    m.value("cart_replica_ttft_prefill_seconds_per_1k_units", "replica", id),
+                    1e-6);
+            h.assertNoInFlight();
+        }
+    }
+
     @Test
     void decisionWindowKeepsOnlyTheLastDecisions() {
         DecisionWindow w = new DecisionWindow();
@@ -353,7 +419,7 @@ class MetricsTest {
         Pattern format = Pattern.compile("decision endpoint=\\S+ method=\\S+ model=\\S+ stream=\\S+ reason=\\S+ "
                 + "replica=\\S+ matched=\\S+ key_len=\\S+ ratio=\\S+ decision_us=\\S+ status=\\S+ prompt_tokens=\\S+ "
                 + "cached=\\S+ upstream_ms=\\S+ "
-                + "retries=\\d+ result=\\S+ total_ms=\\d+");
+                + "retries=\\d+ result=\\S+ total_ms=\\d+ predicted_ms=- runner_up=- runner_up_ms=-");
         try (LogCapture log = new LogCapture("cart.decision");
                 ProxyHarness h = ProxyHarness.start(1, "")) {
             h.post("/v1/chat/completions", chat(PROMPT, true));

@@ -186,27 +186,32 @@ final class ReportMarkdown {
                 "The %s, seeds %s; median [min–max] over " + "the seeds.%n%n",
                 m.model().title,
                 Report.Settings.seedsText(m.seeds())));
-        t.append("| workload | P99 TTFT (ms) round_robin | least_loaded | cache_aware | cache_aware as specified "
-                + "| hit ratio round_robin | least_loaded | cache_aware |\n|---|---|---|---|---|---|---|---|\n");
+        MarkdownTable table = new MarkdownTable(
+                "workload",
+                "P99 TTFT (ms) round_robin",
+                "least_loaded",
+                "cache_aware",
+                "cache_aware as specified",
+                "hit ratio round_robin",
+                "least_loaded",
+                "cache_aware");
         for (RunMatrix.WorkloadRuns w : m.workloads()) {
             if (w.isSkipped()) {
-                t.append("| ")
-                        .append(w.name())
-                        .append(" | skipped: ")
-                        .append(w.skipped())
-                        .append(" | | | | | | |\n");
+                table.row(w.name(), "skipped: " + w.skipped());
                 continue;
             }
-            t.append("| ").append(w.name());
+            List<Object> cells = new ArrayList<>();
+            cells.add(w.name());
             for (String l :
                     List.of(Variant.ROUND_ROBIN, Variant.LEAST_LOADED, Variant.CACHE_AWARE, Variant.SPECIFIED)) {
-                t.append(" | ").append(w.spread(l, RunResult::ttftP99Millis).format("%.0f"));
+                cells.add(w.spread(l, RunResult::ttftP99Millis).format("%.0f"));
             }
             for (String l : List.of(Variant.ROUND_ROBIN, Variant.LEAST_LOADED, Variant.CACHE_AWARE)) {
-                t.append(" | ").append(w.spread(l, RunResult::hitRatio).format("%.3f"));
+                cells.add(w.spread(l, RunResult::hitRatio).format("%.3f"));
             }
-            t.append(" |\n");
+            table.row(cells.toArray());
         }
+        t.append(table);
         t.append('\n').append(headlineCounts(m));
         return t.toString();
     }
@@ -369,38 +374,33 @@ final class ReportMarkdown {
                 w.prepared(PreparedWorkload::idealHitRatio).format("%.3f"),
                 w.prepared(p -> p.ttftFloorMillis(0.5)).format("%.0f"),
                 w.prepared(p -> p.ttftFloorMillis(0.99)).format("%.0f")));
-        md.append("| policy | hit ratio | of ideal | TTFT p50 (ms) | TTFT p99 (ms) | req/s | max/mean req "
-                        + "| decisions (seed ")
-                .append(first.seed())
-                .append(") |\n");
-        md.append("|---|---|---|---|---|---|---|---|\n");
+        MarkdownTable t = new MarkdownTable(
+                "policy",
+                "hit ratio",
+                "of ideal",
+                "TTFT p50 (ms)",
+                "TTFT p99 (ms)",
+                "req/s",
+                "max/mean req",
+                "decisions (seed " + first.seed() + ")");
         for (RunMatrix.Row row : first.rows()) {
             String l = row.variant().label();
-            md.append("| ")
-                    .append(l)
-                    .append(" | ")
-                    .append(w.spread(l, RunResult::hitRatio).format("%.3f"))
-                    .append(" | ")
-                    .append(w.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio()))
-                            .format("%.2f"))
-                    .append(" | ")
-                    .append(w.spread(l, RunResult::ttftP50Millis).format("%.0f"))
-                    .append(" | ")
-                    .append(w.spread(l, RunResult::ttftP99Millis).format("%.0f"))
-                    .append(" | ")
-                    .append(w.spread(l, RunResult::requestsPerSecond).format("%.2f"))
-                    .append(" | ")
-                    .append(w.spread(l, RunResult::maxOverMeanRequests).format("%.2f"))
-                    .append(" | ")
-                    .append(decisions(row.result()))
-                    .append(" |\n");
+            t.row(
+                    l,
+                    w.spread(l, RunResult::hitRatio).format("%.3f"),
+                    w.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio()))
+                            .format("%.2f"),
+                    w.spread(l, RunResult::ttftP50Millis).format("%.0f"),
+                    w.spread(l, RunResult::ttftP99Millis).format("%.0f"),
+                    w.spread(l, RunResult::requestsPerSecond).format("%.2f"),
+                    w.spread(l, RunResult::maxOverMeanRequests).format("%.2f"),
+                    decisions(row.result()));
             Spread lost = w.spread(l, r -> r.noReplica() + r.refused());
             if (lost.max() > 0) {
-                md.append("|   ↳ requests that found no replica or were refused: ")
-                        .append(lost.format("%.0f"))
-                        .append(" | | | | | | | |\n");
+                t.row("  ↳ requests that found no replica or were refused: " + lost.format("%.0f"));
             }
         }
+        md.append(t);
         md.append('\n').append(tails(w)).append('\n');
         return md.toString();
     }
@@ -476,39 +476,29 @@ final class ReportMarkdown {
                         + "count (the prompt's characters over four), so rates differ from the tables above.%n%n",
                 m.model().title,
                 m.model().description));
-        t.append("| workload | policy | hit ratio | of ideal | TTFT p50 (ms) | TTFT p99 (ms) | max/mean req |\n"
-                + "|---|---|---|---|---|---|---|\n");
+        MarkdownTable table = new MarkdownTable(
+                "workload", "policy", "hit ratio", "of ideal", "TTFT p50 (ms)", "TTFT p99 (ms)", "max/mean req");
         for (RunMatrix.WorkloadRuns w : m.workloads()) {
             if (w.isSkipped()) {
-                t.append("| ")
-                        .append(w.name())
-                        .append(" | skipped: ")
-                        .append(w.skipped())
-                        .append(" | | | | | |\n");
+                table.row(w.name(), "skipped: " + w.skipped());
                 continue;
             }
             boolean first = true;
             for (Variant v : m.variants()) {
                 String l = v.label();
-                t.append("| ")
-                        .append(first ? w.name() : "")
-                        .append(" | ")
-                        .append(l)
-                        .append(" | ")
-                        .append(w.spread(l, RunResult::hitRatio).format("%.3f"))
-                        .append(" | ")
-                        .append(w.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio()))
-                                .format("%.2f"))
-                        .append(" | ")
-                        .append(w.spread(l, RunResult::ttftP50Millis).format("%.0f"))
-                        .append(" | ")
-                        .append(w.spread(l, RunResult::ttftP99Millis).format("%.0f"))
-                        .append(" | ")
-                        .append(w.spread(l, RunResult::maxOverMeanRequests).format("%.2f"))
-                        .append(" |\n");
+                table.row(
+                        first ? w.name() : "",
+                        l,
+                        w.spread(l, RunResult::hitRatio).format("%.3f"),
+                        w.spread(l, r -> r.hitRatio() / Math.max(1e-9, r.idealHitRatio()))
+                                .format("%.2f"),
+                        w.spread(l, RunResult::ttftP50Millis).format("%.0f"),
+                        w.spread(l, RunResult::ttftP99Millis).format("%.0f"),
+                        w.spread(l, RunResult::maxOverMeanRequests).format("%.2f"));
                 first = false;
             }
         }
+        t.append(table);
         return t.toString();
     }
 

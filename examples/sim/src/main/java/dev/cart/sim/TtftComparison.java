@@ -145,7 +145,9 @@ public final class TtftComparison {
         StringBuilder md = new StringBuilder("\n## predicted_ttft against cache_aware and the baselines\n\n");
         md.append("`predicted_ttft` (issue 23) predicts each candidate's time to first token from its pending "
                 + "prefill, the prompt's part it does not hold and its in-flight load, with per-replica speeds "
-                + "learned online from first-token reports, and picks the smallest. Tokenizing replica, seeds "
+                + "learned online from first-token reports, and picks the smallest among the candidates within its load "
+                + "bound (at most twice the candidates' mean load, rounded up, once a replica has 8 in flight). "
+                + "Tokenizing replica, seeds "
                 + s.seedsText() + ", every workload of the main tables, three cluster shapes; each figure is "
                 + "the median over the seeds with the range in brackets. *est. error* is the policy's median "
                 + "relative error |predicted − measured| / measured TTFT over the last first tokens of its "
@@ -162,61 +164,51 @@ public final class TtftComparison {
         md.append(String.format(Locale.ROOT, "### Targets: %d of %d met%n%n", met, all));
         md.append("Ratios and differences are predicted_ttft's against cache_aware's on the same seed. A target "
                 + "with two verdicts is judged on the median and on every seed.\n\n");
-        md.append("| shape | workload | target | measured | met (median) | met (every seed) |\n");
-        md.append("|---|---|---|---|---|---|\n");
+        MarkdownTable targets =
+                new MarkdownTable("shape", "workload", "target", "measured", "met (median)", "met (every seed)");
         for (Verdict v : vs) {
-            md.append("| ")
-                    .append(v.shape())
-                    .append(" | ")
-                    .append(v.workload())
-                    .append(" | ")
-                    .append(v.target())
-                    .append(" | ")
-                    .append(v.value().format(v.target().startsWith("hit") ? "%+.3f" : "%.2f"))
-                    .append(" | ")
-                    .append(v.median() ? "yes" : "**no**")
-                    .append(" | ")
-                    .append(v.everySeed() == null ? "—" : v.everySeed() ? "yes" : "**no**")
-                    .append(" |\n");
+            targets.row(
+                    v.shape(),
+                    v.workload(),
+                    v.target(),
+                    v.value().format(v.target().startsWith("hit") ? "%+.3f" : "%.2f"),
+                    v.median() ? "yes" : "**no**",
+                    v.everySeed() == null ? "—" : v.everySeed() ? "yes" : "**no**");
         }
+        md.append(targets);
         for (ShapeRuns sr : runs) {
             md.append("\n### ")
                     .append(sr.shape().name())
                     .append(" pool\n\n")
                     .append(sr.shape().description())
                     .append(".\n\n");
-            md.append("| workload | policy | hit ratio | TTFT p50 (ms) | TTFT p99 (ms) | req/s | max/mean req "
-                    + "| est. error |\n");
-            md.append("|---|---|---|---|---|---|---|---|\n");
+            MarkdownTable t = new MarkdownTable(
+                    "workload",
+                    "policy",
+                    "hit ratio",
+                    "TTFT p50 (ms)",
+                    "TTFT p99 (ms)",
+                    "req/s",
+                    "max/mean req",
+                    "est. error");
             for (RunMatrix.WorkloadRuns w : sr.matrix().workloads()) {
                 if (w.isSkipped()) {
-                    md.append("| ")
-                            .append(w.name())
-                            .append(" | skipped: ")
-                            .append(w.skipped())
-                            .append(" | | | | | | |\n");
+                    t.row(w.name(), "skipped: " + w.skipped());
                     continue;
                 }
                 for (String l : LABELS) {
-                    md.append("| ")
-                            .append(w.name())
-                            .append(" | ")
-                            .append(l)
-                            .append(" | ")
-                            .append(w.spread(l, RunResult::hitRatio).format("%.3f"))
-                            .append(" | ")
-                            .append(w.spread(l, RunResult::ttftP50Millis).format("%.0f"))
-                            .append(" | ")
-                            .append(w.spread(l, RunResult::ttftP99Millis).format("%.0f"))
-                            .append(" | ")
-                            .append(w.spread(l, RunResult::requestsPerSecond).format("%.2f"))
-                            .append(" | ")
-                            .append(w.spread(l, RunResult::maxOverMeanRequests).format("%.2f"))
-                            .append(" | ")
-                            .append(w.spread(l, RunResult::estimateErrorP50).format("%.2f"))
-                            .append(" |\n");
+                    t.row(
+                            w.name(),
+                            l,
+                            w.spread(l, RunResult::hitRatio).format("%.3f"),
+                            w.spread(l, RunResult::ttftP50Millis).format("%.0f"),
+                            w.spread(l, RunResult::ttftP99Millis).format("%.0f"),
+                            w.spread(l, RunResult::requestsPerSecond).format("%.2f"),
+                            w.spread(l, RunResult::maxOverMeanRequests).format("%.2f"),
+                            w.spread(l, RunResult::estimateErrorP50).format("%.2f"));
                 }
             }
+            md.append(t);
         }
         return md.toString();
     }
