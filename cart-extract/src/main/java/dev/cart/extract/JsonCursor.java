@@ -104,9 +104,14 @@ final class JsonCursor {
      * ({@link JsonText}), or, when that declines, streamed from Jackson; returns its length in chars.
      */
     int text(Segment out) throws IOException {
-        long loc = p.currentTokenLocation().getByteOffset();
-        int n = loc < 0 ? -1 : JsonText.decode(body, (int) (baseOffset + loc), out);
-        return n >= 0 ? n : p.getText(out);
+        BodyParser bp = (BodyParser) p;
+        int before = out.length();
+        int end = JsonText.decode(body, bp.tokenOffset(), out);
+        if (end < 0) {
+            return p.getText(out);
+        }
+        bp.stringRead(end);
+        return out.length() - before;
     }
 
     String optString(JsonToken v) throws IOException, ExtractionException {

@@ -14,8 +14,9 @@ import java.nio.ByteOrder;
  * decoded (the body's UTF-8 was validated before parsing). The characters are exactly those Jackson's
  * {@code getText} would give. Anything this decoder does not accept (a raw control character, an
  * unknown escape, a string that does not end) undoes what it wrote and returns -1: the caller then
- * reads the string through Jackson, which reports the error as it always has. The parser skips the
- * string afterwards, validating it again, so Jackson remains the judge of what is valid JSON.
+ * reads the string through Jackson, which reports the error as it always has. What it accepts is
+ * exactly what Jackson accepts, so the parser is told the string is read ({@link BodyParser#stringRead})
+ * and does not scan it a second time.
  * Stateless and thread-safe.
  */
 final class JsonText {
@@ -28,7 +29,8 @@ final class JsonText {
 
     /**
      * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};
-     * returns their number, or -1 (and {@code out} unchanged) when the string is left to Jackson.
+     * returns the offset of its closing quote, or -1 (and {@code out} unchanged) when the string is left
+     * to Jackson.
      * Latin-1 characters are written straight into the segment's byte buffer (every input byte yields at
      * most one of them, so room for the rest of the body is enough), wider ones as chars.
      */
@@ -37,7 +39,6 @@ final class JsonText {
         if (quote < 0 || quote >= n || b[quote] != '"') {
             return -1;
         }
-        int start = out.length();
         out.mark();
         int i = quote + 1;
         byte[] lat = out.reserveLatin1(n - i + 8);
@@ -61,7 +62,7 @@ final class JsonText {
             int c = b[i] & 0xFF;
             if (c == '"') {
                 out.commitLatin1(at);
-                return out.length() - start;
+                return i;
             }
             int ch;
             if (c >= 0x80) {
