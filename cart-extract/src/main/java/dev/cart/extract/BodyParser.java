@@ -17,8 +17,8 @@ import com.fasterxml.jackson.core.sym.ByteQuadsCanonicalizer;
  * <p>Why: Jackson reads a string value lazily; when the caller does not ask for its text, the next
  * {@code nextToken} skips it byte by byte. Prompt text is decoded by {@link JsonText} (straight into the
  * key's segment), so without {@link #stringRead} every byte of it would be scanned twice. JsonText accepts
- * exactly the strings Jackson accepts (a valid escape, no raw control character; the body's UTF-8 was
- * validated before parsing) and declines everything else, which Jackson then reads and judges as usual.
+ * exactly the strings Jackson accepts (a valid escape, no raw control character, strict UTF-8) and
+ * declines everything else, which Jackson then reads and judges as usual.
  *
  * <p>How: {@code _inputPtr} and {@code _tokenIncomplete} are the protected state Jackson's own
  * {@code _skipString} leaves behind (the pointer past the closing quote, the token complete); the

@@ -11,12 +11,13 @@ import java.nio.ByteOrder;
  * <p>How: from the opening quote, runs of plain ASCII (no quote, backslash or control character) are
  * found eight bytes at a time and copied as they are; an escape ({@code \n}, {@code \"},
  * a backslash-u escape, a surrogate pair as two of them) becomes its char; other UTF-8 is
- * decoded (the body's UTF-8 was validated before parsing). The characters are exactly those Jackson's
+ * decoded. The characters are exactly those Jackson's
  * {@code getText} would give. Anything this decoder does not accept (a raw control character, an
  * unknown escape, a string that does not end) undoes what it wrote and returns -1: the caller then
  * reads the string through Jackson, which reports the error as it always has. What it accepts is
  * exactly what Jackson accepts, so the parser is told the string is read ({@link BodyParser#stringRead})
- * and does not scan it a second time.
+ * and does not scan it a second time. Its UTF-8 is checked as strictly as {@link Utf8#isValid} checks it
+ * (a string with an invalid sequence is declined), so the strings it decoded need no check of their own.
  * Stateless and thread-safe.
  */
 final class JsonText {
@@ -66,19 +67,33 @@ final class JsonText {
             }
             int ch;
             if (c >= 0x80) {
+                // strict UTF-8 (RFC 3629), as Utf8.isValid: the caller counts this string's bytes as checked
+                if (c < 0xC2 || c > 0xF4) {
+                    break;
+                }
                 int len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
                 if (i + len > n) {
                     break;
                 }
-                if (len == 2) {
-                    ch = (c & 0x1F) << 6 | (b[i + 1] & 0x3F);
-                } else if (len == 3) {
-                    ch = (c & 0x0F) << 12 | (b[i + 1] & 0x3F) << 6 | (b[i + 2] & 0x3F);
-                } else {
-                    int cp = (c & 0x07) << 18 | (b[i + 1] & 0x3F) << 12 | (b[i + 2] & 0x3F) << 6 | (b[i + 3] & 0x3F);
+                int cp = c & (0x7F >> len);
+                int cont = 0;
+                for (int k = 1; k < len; k++) {
+                    int d = b[i + k];
+                    cont |= d ^ 0x80;
+                    cp = cp << 6 | d & 0x3F;
+                }
+                if ((cont & 0xC0) != 0
+                        || cp < (len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000)
+                        || cp > 0x10FFFF
+                        || (cp >= 0xD800 && cp <= 0xDFFF)) {
+                    break;
+                }
+                if (len == 4) {
                     out.commitLatin1(at);
                     out.addWide(Character.highSurrogate(cp));
                     ch = Character.lowSurrogate(cp);
+                } else {
+                    ch = cp;
                 }
                 i += len;
             } else if (c == '\\' && i + 1 < n) {
