@@ -47,10 +47,14 @@ final class JsonText {
         while (true) {
             while (i + 8 <= n) {
                 long w = (long) LONGS.get(b, i);
-                if (special(w)) {
+                LONGS.set(lat, at, w); // all eight; only those before the first special byte count
+                long m = special(w);
+                if (m != 0) {
+                    int k = Long.numberOfTrailingZeros(m) >>> 3;
+                    i += k;
+                    at += k;
                     break;
                 }
-                LONGS.set(lat, at, w);
                 i += 8;
                 at += 8;
             }
@@ -161,11 +165,15 @@ final class JsonText {
         return c >= 0x20 && c != '"' && c != '\\';
     }
 
-    /** True when some byte of {@code w} is a quote, a backslash, a control character or not ASCII. */
-    private static boolean special(long w) {
+    /**
+     * Nonzero when some byte of {@code w} is a quote, a backslash, a control character or not ASCII; its
+     * lowest set bit is the high bit of the first such byte (little-endian: the first in the body). Bits
+     * above it may be false alarms (a borrow carries into the next byte), never bits below it.
+     */
+    private static long special(long w) {
         long q = w ^ 0x2222222222222222L;
         long s = w ^ 0x5C5C5C5C5C5C5C5CL;
         long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;
-        return ((t | w) & HIGH) != 0;
+        return (t | w) & HIGH;
     }
 }
