@@ -364,15 +364,33 @@ public final class PromptKey {
             Objects.checkFromIndexSize(off, len, src.length);
             int pos = 0;
             while (pos < len) {
-                if (fill == 0 && len - pos >= blockSize && (anchorSet || length + blockSize <= anchorLimit)) {
-                    chain = hashLatin1(src, off + pos, blockSize, chain);
-                    length += blockSize;
-                    pos += blockSize;
-                    pushBlock();
-                    if (!anchorSet && length == anchorLimit) {
-                        setAnchor();
+                if (fill == 0) {
+                    // whole blocks hashed straight from src, in one tight loop (up to the anchor limit first)
+                    int whole = (len - pos) / blockSize;
+                    if (!anchorSet) {
+                        whole = Math.min(whole, (anchorLimit - length) / blockSize);
                     }
-                    continue;
+                    if (whole > 0) {
+                        if (blocks.length - blockCount < whole) {
+                            blocks = Arrays.copyOf(blocks, Math.max(blockCount + whole, blocks.length * 2));
+                        }
+                        long[] bl = blocks;
+                        int bc = blockCount;
+                        long c = chain;
+                        for (int k = 0, p = off + pos; k < whole; k++, p += blockSize) {
+                            c = hashLatin1(src, p, blockSize, c);
+                            bl[bc++] = c;
+                        }
+                        chain = c;
+                        blockCount = bc;
+                        length += whole * blockSize;
+                        pos += whole * blockSize;
+                        isWide = false;
+                        if (!anchorSet && length == anchorLimit) {
+                            setAnchor();
+                        }
+                        continue;
+                    }
                 }
                 int take = room(len - pos);
                 if (isWide) {
