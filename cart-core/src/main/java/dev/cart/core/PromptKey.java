@@ -241,8 +241,11 @@ public final class PromptKey {
         private final int anchorLimit;
         /** The current block while it is Latin-1 (text keys). */
         private final byte[] narrow;
-        /** The current block once it holds a character above U+00FF (text keys; made when first needed). */
-        private char[] wide;
+        /**
+         * The current block once it holds a character above U+00FF, as UTF-16LE (two bytes a character, so
+         * that {@link #hashWide(byte[], int, long)} reads four characters a load); made when first needed.
+         */
+        private byte[] wide;
 
         private boolean isWide;
         /** Scratch for copying out of Strings. */
@@ -330,7 +333,7 @@ public final class PromptKey {
                 widen();
             }
             if (isWide) {
-                wide[fill] = c;
+                CHARS.set(wide, fill << 1, c);
             } else {
                 narrow[fill] = (byte) c;
             }
@@ -361,20 +364,38 @@ public final class PromptKey {
             Objects.checkFromIndexSize(off, len, src.length);
             int pos = 0;
             while (pos < len) {
-                if (fill == 0 && len - pos >= blockSize && (anchorSet || length + blockSize <= anchorLimit)) {
-                    chain = hashLatin1(src, off + pos, blockSize, chain);
-                    length += blockSize;
-                    pos += blockSize;
-                    pushBlock();
-                    if (!anchorSet && length == anchorLimit) {
-                        setAnchor();
+                if (fill == 0) {
+                    // whole blocks hashed straight from src, in one tight loop (up to the anchor limit first)
+                    int whole = (len - pos) / blockSize;
+                    if (!anchorSet) {
+                        whole = Math.min(whole, (anchorLimit - length) / blockSize);
                     }
-                    continue;
+                    if (whole > 0) {
+                        if (blocks.length - blockCount < whole) {
+                            blocks = Arrays.copyOf(blocks, Math.max(blockCount + whole, blocks.length * 2));
+                        }
+                        long[] bl = blocks;
+                        int bc = blockCount;
+                        long c = chain;
+                        for (int k = 0, p = off + pos; k < whole; k++, p += blockSize) {
+                            c = hashLatin1(src, p, blockSize, c);
+                            bl[bc++] = c;
+                        }
+                        chain = c;
+                        blockCount = bc;
+                        length += whole * blockSize;
+                        pos += whole * blockSize;
+                        isWide = false;
+                        if (!anchorSet && length == anchorLimit) {
+                            setAnchor();
+                        }
+                        continue;
+                    }
                 }
                 int take = room(len - pos);
                 if (isWide) {
                     for (int k = 0; k < take; k++) {
-                        wide[fill + k] = (char) (src[off + pos + k] & 0xFF);
+                        CHARS.set(wide, (fill + k) << 1, (char) (src[off + pos + k] & 0xFF));
                     }
                 } else {
                     System.arraycopy(src, off + pos, narrow, fill, take);
@@ -401,7 +422,10 @@ public final class PromptKey {
                 }
             }
             if (isWide) {
-                System.arraycopy(src, off, wide, fill, take);
+                byte[] w = wide;
+                for (int k = 0, at = fill << 1; k < take; k++, at += 2) {
+                    CHARS.set(w, at, src[off + k]);
+                }
             }
             advance(take);
         }
@@ -409,10 +433,10 @@ public final class PromptKey {
         /** Moves the current block from Latin-1 bytes to chars (its first character above U+00FF). */
         private void widen() {
             if (wide == null) {
-                wide = new char[blockSize];
+                wide = new byte[blockSize << 1];
             }
             for (int k = 0; k < fill; k++) {
-                wide[k] = (char) (narrow[k] & 0xFF);
+                CHARS.set(wide, k << 1, (char) (narrow[k] & 0xFF));
             }
             isWide = true;
         }
@@ -547,6 +571,7 @@ public final class PromptKey {
 
     private static final long WIDE = 0x61C8864680B583EBL;
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle CHARS = MethodHandles.byteArrayViewVarHandle(char[].class, ByteOrder.LITTLE_ENDIAN);
 
     private static long word(char[] c, int i) {
         return c[i] | (long) c[i + 1] << 16 | (long) c[i + 2] << 32 | (long) c[i + 3] << 48;
@@ -611,6 +636,31 @@ public final class PromptKey {
         }
         for (; i < n; i++) {
             h = Long.rotateLeft(h ^ (c[i] * P5), 11) * P1;
+        }
+        return chain(seed, avalanche(h));
+    }
+
+    /**
+     * {@link #hashWide(char[], int, long)} of the first {@code n} characters held as UTF-16LE in {@code w}
+     * (two bytes each): the same value, a lane of four characters read in one little-endian load.
+     */
+    static long hashWide(byte[] w, int n, long seed) {
+        long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
+        int i = 0;
+        for (; i + 16 <= n; i += 16) {
+            int at = i << 1;
+            a1 = round(a1, (long) LONGS.get(w, at));
+            a2 = round(a2, (long) LONGS.get(w, at + 8));
+            a3 = round(a3, (long) LONGS.get(w, at + 16));
+            a4 = round(a4, (long) LONGS.get(w, at + 24));
+        }
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h += n * P5 + WIDE;
+        for (; i + 4 <= n; i += 4) {
+            h = Long.rotateLeft(h ^ round(0, (long) LONGS.get(w, i << 1)), 27) * P1 + P4;
+        }
+        for (; i < n; i++) {
+            h = Long.rotateLeft(h ^ ((char) CHARS.get(w, i << 1) * P5), 11) * P1;
         }
         return chain(seed, avalanche(h));
     }

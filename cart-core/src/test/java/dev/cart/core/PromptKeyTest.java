@@ -24,6 +24,23 @@ class PromptKeyTest {
     }
 
     @Test
+    void wideBlocksHashTheSameFromCharsAndFromUtf16Bytes() {
+        qt().withFixedSeed(5L)
+                .forAll(
+                        strings().allPossible().ofLengthBetween(0, 130),
+                        integers().all())
+                .checkAssert((text, seed) -> {
+                    char[] c = text.toCharArray();
+                    byte[] w = new byte[c.length * 2]; // by hand: an encoder would replace lone surrogates
+                    for (int i = 0; i < c.length; i++) {
+                        w[2 * i] = (byte) c[i];
+                        w[2 * i + 1] = (byte) (c[i] >> 8);
+                    }
+                    assertEquals(PromptKey.hashWide(c, c.length, seed), PromptKey.hashWide(w, c.length, seed));
+                });
+    }
+
+    @Test
     void howTextIsAppendedDoesNotMatter() {
         qt().withFixedSeed(11L)
                 .forAll(

@@ -108,12 +108,16 @@ final class CanonicalJson {
         }
         if (!sorted) {
             String members = sb.substring(open + 1);
-            Integer[] order = new Integer[n];
+            // insertion sort of member indices by name: objects are small, and names are distinct
+            int[] order = new int[n];
             for (int i = 0; i < n; i++) {
-                order[i] = i;
+                int k = i;
+                while (k > 0 && names[order[k - 1]].compareTo(names[i]) > 0) {
+                    order[k] = order[k - 1];
+                    k--;
+                }
+                order[k] = i;
             }
-            String[] keys = names;
-            Arrays.sort(order, (a, c) -> keys[a].compareTo(keys[c]));
             sb.setLength(open + 1);
             for (int k = 0; k < n; k++) {
                 int i = order[k];
@@ -187,7 +191,21 @@ final class CanonicalJson {
 
     static void quote(StringBuilder sb, String s) {
         sb.append('"');
-        for (int i = 0, n = s.length(); i < n; i++) {
+        int n = s.length();
+        int plain = 0;
+        while (plain < n) {
+            char c = s.charAt(plain);
+            if (c < 0x20 || c == '"' || c == '\\') {
+                break;
+            }
+            plain++;
+        }
+        if (plain == n) { // nearly every string: nothing to escape, appended in one copy
+            sb.append(s).append('"');
+            return;
+        }
+        sb.append(s, 0, plain);
+        for (int i = plain; i < n; i++) {
             char c = s.charAt(i);
             if (c == '"' || c == '\\') {
                 sb.append('\\').append(c);

@@ -92,10 +92,7 @@ final class ChatDialect extends Dialect {
     private void partBody(String type) throws IOException, ExtractionException {
         switch (type) {
             case "text" -> textField("text");
-            case "refusal" -> {
-                out.add(ITEM).add("refusal").add(FIELD);
-                textField("refusal");
-            }
+            case "refusal" -> labelledText("refusal");
             case "image_url", "audio_url", "video_url" -> urlPart(type);
             case "input_audio" -> inputAudioPart();
             case "file" -> filePart();
@@ -145,38 +142,21 @@ final class ChatDialect extends Dialect {
 
     /** {@code input_audio: {data: <base64>, format}}. */
     private void inputAudioPart() throws IOException, ExtractionException {
-        String data = null;
-        String format = null;
-        boolean seen = false;
-        while (in.next() == JsonToken.FIELD_NAME) {
-            String f = in.name();
-            JsonToken v = in.next();
-            if (!f.equals("input_audio")) {
+        String[] dataAndFormat = new String[2];
+        requiredObject("input_audio", (g, w) -> {
+            if (g.equals("data")) {
+                in.requireString(w);
+                dataAndFormat[0] = media.ref(MediaRefs.Kind.BASE64);
+            } else if (g.equals("format")) {
+                dataAndFormat[1] = in.optString(w);
+            } else {
                 in.skip();
-                continue;
             }
-            if (v != JsonToken.START_OBJECT) {
-                throw Errors.invalidType(in.path(), "an object");
-            }
-            seen = true;
-            while (in.next() == JsonToken.FIELD_NAME) {
-                String g = in.name();
-                JsonToken w = in.next();
-                if (g.equals("data")) {
-                    in.requireString(w);
-                    data = media.ref(MediaRefs.Kind.BASE64);
-                } else if (g.equals("format")) {
-                    format = in.optString(w);
-                } else {
-                    in.skip();
-                }
-            }
-            if (data == null) {
-                throw Errors.missingField(in.path() + ".data");
-            }
-        }
-        if (!seen) {
-            throw Errors.missingField(in.path() + ".input_audio");
+        });
+        String data = dataAndFormat[0];
+        String format = dataAndFormat[1];
+        if (data == null) {
+            throw Errors.missingField(in.path() + ".input_audio.data");
         }
         out.add(ITEM).add("input_audio").add(FIELD).add("data=").add(data);
         if (format != null) {
@@ -186,40 +166,23 @@ final class ChatDialect extends Dialect {
 
     /** {@code file: {file_id?, file_data?, filename?}}. */
     private void filePart() throws IOException, ExtractionException {
-        String fileId = null;
-        String fileData = null;
-        String filename = null;
-        boolean seen = false;
-        while (in.next() == JsonToken.FIELD_NAME) {
-            String f = in.name();
-            JsonToken v = in.next();
-            if (!f.equals("file")) {
-                in.skip();
-                continue;
-            }
-            if (v != JsonToken.START_OBJECT) {
-                throw Errors.invalidType(in.path(), "an object");
-            }
-            seen = true;
-            while (in.next() == JsonToken.FIELD_NAME) {
-                String g = in.name();
-                JsonToken w = in.next();
-                switch (g) {
-                    case "file_id" -> fileId = in.optString(w);
-                    case "filename" -> filename = in.optString(w);
-                    case "file_data" -> {
-                        if (w != JsonToken.VALUE_NULL) {
-                            in.requireString(w);
-                            fileData = media.ref(MediaRefs.Kind.FILE_DATA);
-                        }
+        String[] idNameData = new String[3];
+        requiredObject("file", (g, w) -> {
+            switch (g) {
+                case "file_id" -> idNameData[0] = in.optString(w);
+                case "filename" -> idNameData[1] = in.optString(w);
+                case "file_data" -> {
+                    if (w != JsonToken.VALUE_NULL) {
+                        in.requireString(w);
+                        idNameData[2] = media.ref(MediaRefs.Kind.FILE_DATA);
                     }
-                    default -> in.skip();
                 }
+                default -> in.skip();
             }
-        }
-        if (!seen) {
-            throw Errors.missingField(in.path() + ".file");
-        }
+        });
+        String fileId = idNameData[0];
+        String filename = idNameData[1];
+        String fileData = idNameData[2];
         out.add(ITEM).add("file");
         if (fileId != null) {
             out.add(FIELD).add("file_id=").add(fileId);

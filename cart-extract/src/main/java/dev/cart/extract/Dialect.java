@@ -113,6 +113,69 @@ abstract class Dialect {
         }
     }
 
+    /** Reads one member of an object: its name, and its value as the current token. */
+    interface MemberReader {
+        void read(String name, JsonToken v) throws IOException, ExtractionException;
+    }
+
+    /**
+     * A part holding labelled text (chat {@code refusal}, Anthropic {@code thinking}): {@code ITEM label
+     * FIELD}, then the text of the part's member of the same name, which is required.
+     */
+    final void labelledText(String label) throws IOException, ExtractionException {
+        out.add(Extraction.ITEM).add(label).add(Extraction.FIELD);
+        textField(label);
+    }
+
+    /**
+     * Reads the member {@code field} of the current object, which is required and must be an object, one
+     * member at a time with {@code inner}; the other members of the current object are skipped.
+     */
+    final void requiredObject(String field, MemberReader inner) throws IOException, ExtractionException {
+        boolean seen = false;
+        while (in.next() == JsonToken.FIELD_NAME) {
+            String f = in.name();
+            JsonToken v = in.next();
+            if (!f.equals(field)) {
+                in.skip();
+                continue;
+            }
+            if (v != JsonToken.START_OBJECT) {
+                throw Errors.invalidType(in.path(), "an object");
+            }
+            seen = true;
+            while (in.next() == JsonToken.FIELD_NAME) {
+                String g = in.name();
+                inner.read(g, in.next());
+            }
+        }
+        if (!seen) {
+            throw Errors.missingField(in.path() + "." + field);
+        }
+    }
+
+    /**
+     * The required string member {@code field} of the current object: a media reference of {@code kind},
+     * or the string as it is when {@code kind} is null; the other members are skipped.
+     */
+    final String requiredString(String field, MediaRefs.Kind kind) throws IOException, ExtractionException {
+        String ref = null;
+        while (in.next() == JsonToken.FIELD_NAME) {
+            String f = in.name();
+            JsonToken v = in.next();
+            if (f.equals(field)) {
+                in.requireString(v);
+                ref = kind == null ? in.string() : media.ref(kind);
+            } else {
+                in.skip();
+            }
+        }
+        if (ref == null) {
+            throw Errors.missingField(in.path() + "." + field);
+        }
+        return ref;
+    }
+
     /** A part or block of a type this class does not know: its tag, then its other fields as canonical JSON. */
     final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey)
             throws IOException, ExtractionException {

@@ -32,8 +32,9 @@ import java.util.List;
  *       straight from the body bytes; {@link Errors}: every error, and Jackson's mapped.</li>
  * </ul>
  * Errors are {@link ExtractionException}s from {@link Errors}; none ever carries prompt text or
- * client-supplied values. The body's UTF-8 is validated up front ({@link Utf8}), since Jackson does not
- * check every sequence.
+ * client-supplied values. The body's UTF-8 is validated strictly ({@link Utf8}), since Jackson does not
+ * check every sequence: the strings decoded into the key as they are decoded ({@link JsonText}), the rest
+ * of the body after parsing; an invalid body gets {@code invalid_encoding} whatever else is wrong with it.
  *
  * <p>Not thread-safe: one instance per call, discarded afterwards.
  */
@@ -102,18 +103,33 @@ final class Extraction {
         try {
             readBody();
         } catch (JsonProcessingException e) {
+            requireUtf8();
             throw Errors.mapJackson(e, in, opts.maxNestingDepth());
         } catch (CharConversionException e) {
             throw Errors.invalidEncoding();
         } catch (IOException e) {
             // Reading a byte array does no I/O; anything else Jackson reports is a malformed body.
+            requireUtf8();
             throw Errors.invalidJson("");
+        } catch (ExtractionException | RuntimeException e) {
+            requireUtf8();
+            throw e;
         } finally {
             try {
                 parser.close();
             } catch (IOException ignored) {
                 // nothing to release for a byte array
             }
+        }
+        if (!in.isValidUtf8()) {
+            throw Errors.invalidEncoding();
+        }
+    }
+
+    /** A body that is not UTF-8 gets that error, whatever else went wrong reading it. */
+    private void requireUtf8() throws ExtractionException {
+        if (!Utf8.isValid(body)) {
+            throw Errors.invalidEncoding();
         }
     }
 
@@ -159,16 +175,17 @@ final class Extraction {
         return sb.toString();
     }
 
-    /** UTF-8 only (RFC 8259 §8.1): UTF-16/32 (zero bytes up front) and invalid sequences are rejected. */
+    /**
+     * UTF-8 only (RFC 8259 §8.1): UTF-16/32 (zero bytes up front) is rejected here; invalid sequences once
+     * the body is read ({@link #parse}), where the check skips the strings that were decoded, whose UTF-8
+     * was checked then.
+     */
     private void checkEncoding() throws ExtractionException {
         int n = body.length;
         for (int i = 0; i < Math.min(n, 4); i++) {
             if (body[i] == 0) {
                 throw Errors.invalidEncoding();
             }
-        }
-        if (!Utf8.isValid(body)) {
-            throw Errors.invalidEncoding();
         }
     }
 

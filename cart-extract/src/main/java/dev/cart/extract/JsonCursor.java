@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * The reader every dialect walks a body with: Jackson's streaming parser over the body bytes, plus what
@@ -52,6 +53,12 @@ final class JsonCursor {
 
     private int rawStart;
     private int rawEnd;
+
+    /** Body ranges (from, to pairs, in decoding order) whose UTF-8 {@link JsonText} checked. */
+    private int[] checked = new int[32];
+
+    private int checkedCount;
+    private boolean checkedInOrder = true;
 
     JsonCursor(JsonFactory factory, byte[] body, int maxNestingDepth) {
         this.factory = factory;
@@ -104,9 +111,46 @@ final class JsonCursor {
      * ({@link JsonText}), or, when that declines, streamed from Jackson; returns its length in chars.
      */
     int text(Segment out) throws IOException {
-        long loc = p.currentTokenLocation().getByteOffset();
-        int n = loc < 0 ? -1 : JsonText.decode(body, (int) (baseOffset + loc), out);
-        return n >= 0 ? n : p.getText(out);
+        BodyParser bp = (BodyParser) p;
+        int before = out.length();
+        int end = JsonText.decode(body, bp.tokenOffset(), out);
+        if (end < 0) {
+            return p.getText(out);
+        }
+        bp.stringRead(end);
+        checked(bp.tokenOffset(), end);
+        return out.length() - before;
+    }
+
+    /** Records that JsonText checked the UTF-8 of {@code body[from, to)}. */
+    private void checked(int from, int to) {
+        if (checkedCount > 0 && from < checked[checkedCount - 1]) {
+            checkedInOrder = false;
+        }
+        if (checkedCount == checked.length) {
+            checked = Arrays.copyOf(checked, checkedCount * 2);
+        }
+        checked[checkedCount++] = from;
+        checked[checkedCount++] = to;
+    }
+
+    /**
+     * Whether the body is strict UTF-8, given that the strings {@link #text} decoded were checked as they
+     * were decoded: only the bytes between them are checked here (the whole body if they were not decoded
+     * in order, which re-reading never causes but nothing here relies on).
+     */
+    boolean isValidUtf8() {
+        if (!checkedInOrder) {
+            return Utf8.isValid(body);
+        }
+        int at = 0;
+        for (int k = 0; k < checkedCount; k += 2) {
+            if (!Utf8.isValid(body, at, checked[k])) {
+                return false;
+            }
+            at = checked[k + 1];
+        }
+        return Utf8.isValid(body, at, body.length);
     }
 
     String optString(JsonToken v) throws IOException, ExtractionException {

@@ -11,11 +11,13 @@ import java.nio.ByteOrder;
  * <p>How: from the opening quote, runs of plain ASCII (no quote, backslash or control character) are
  * found eight bytes at a time and copied as they are; an escape ({@code \n}, {@code \"},
  * a backslash-u escape, a surrogate pair as two of them) becomes its char; other UTF-8 is
- * decoded (the body's UTF-8 was validated before parsing). The characters are exactly those Jackson's
+ * decoded. The characters are exactly those Jackson's
  * {@code getText} would give. Anything this decoder does not accept (a raw control character, an
  * unknown escape, a string that does not end) undoes what it wrote and returns -1: the caller then
- * reads the string through Jackson, which reports the error as it always has. The parser skips the
- * string afterwards, validating it again, so Jackson remains the judge of what is valid JSON.
+ * reads the string through Jackson, which reports the error as it always has. What it accepts is
+ * exactly what Jackson accepts, so the parser is told the string is read ({@link BodyParser#stringRead})
+ * and does not scan it a second time. Its UTF-8 is checked as strictly as {@link Utf8#isValid} checks it
+ * (a string with an invalid sequence is declined), so the strings it decoded need no check of their own.
  * Stateless and thread-safe.
  */
 final class JsonText {
@@ -28,7 +30,8 @@ final class JsonText {
 
     /**
      * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};
-     * returns their number, or -1 (and {@code out} unchanged) when the string is left to Jackson.
+     * returns the offset of its closing quote, or -1 (and {@code out} unchanged) when the string is left
+     * to Jackson.
      * Latin-1 characters are written straight into the segment's byte buffer (every input byte yields at
      * most one of them, so room for the rest of the body is enough), wider ones as chars.
      */
@@ -37,7 +40,6 @@ final class JsonText {
         if (quote < 0 || quote >= n || b[quote] != '"') {
             return -1;
         }
-        int start = out.length();
         out.mark();
         int i = quote + 1;
         byte[] lat = out.reserveLatin1(n - i + 8);
@@ -45,10 +47,14 @@ final class JsonText {
         while (true) {
             while (i + 8 <= n) {
                 long w = (long) LONGS.get(b, i);
-                if (special(w)) {
+                LONGS.set(lat, at, w); // all eight; only those before the first special byte count
+                long m = special(w);
+                if (m != 0) {
+                    int k = Long.numberOfTrailingZeros(m) >>> 3;
+                    i += k;
+                    at += k;
                     break;
                 }
-                LONGS.set(lat, at, w);
                 i += 8;
                 at += 8;
             }
@@ -61,23 +67,37 @@ final class JsonText {
             int c = b[i] & 0xFF;
             if (c == '"') {
                 out.commitLatin1(at);
-                return out.length() - start;
+                return i;
             }
             int ch;
             if (c >= 0x80) {
+                // strict UTF-8 (RFC 3629), as Utf8.isValid: the caller counts this string's bytes as checked
+                if (c < 0xC2 || c > 0xF4) {
+                    break;
+                }
                 int len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
                 if (i + len > n) {
                     break;
                 }
-                if (len == 2) {
-                    ch = (c & 0x1F) << 6 | (b[i + 1] & 0x3F);
-                } else if (len == 3) {
-                    ch = (c & 0x0F) << 12 | (b[i + 1] & 0x3F) << 6 | (b[i + 2] & 0x3F);
-                } else {
-                    int cp = (c & 0x07) << 18 | (b[i + 1] & 0x3F) << 12 | (b[i + 2] & 0x3F) << 6 | (b[i + 3] & 0x3F);
+                int cp = c & (0x7F >> len);
+                int cont = 0;
+                for (int k = 1; k < len; k++) {
+                    int d = b[i + k];
+                    cont |= d ^ 0x80;
+                    cp = cp << 6 | d & 0x3F;
+                }
+                if ((cont & 0xC0) != 0
+                        || cp < (len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000)
+                        || cp > 0x10FFFF
+                        || (cp >= 0xD800 && cp <= 0xDFFF)) {
+                    break;
+                }
+                if (len == 4) {
                     out.commitLatin1(at);
                     out.addWide(Character.highSurrogate(cp));
                     ch = Character.lowSurrogate(cp);
+                } else {
+                    ch = cp;
                 }
                 i += len;
             } else if (c == '\\' && i + 1 < n) {
@@ -145,11 +165,15 @@ final class JsonText {
         return c >= 0x20 && c != '"' && c != '\\';
     }
 
-    /** True when some byte of {@code w} is a quote, a backslash, a control character or not ASCII. */
-    private static boolean special(long w) {
+    /**
+     * Nonzero when some byte of {@code w} is a quote, a backslash, a control character or not ASCII; its
+     * lowest set bit is the high bit of the first such byte (little-endian: the first in the body). Bits
+     * above it may be false alarms (a borrow carries into the next byte), never bits below it.
+     */
+    private static long special(long w) {
         long q = w ^ 0x2222222222222222L;
         long s = w ^ 0x5C5C5C5C5C5C5C5CL;
         long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;
-        return ((t | w) & HIGH) != 0;
+        return (t | w) & HIGH;
     }
 }

@@ -107,10 +107,7 @@ final class MessagesDialect extends Dialect {
     private void blockBody(String type) throws IOException, ExtractionException {
         switch (type) {
             case "text" -> textField("text");
-            case "thinking" -> {
-                out.add(ITEM).add("thinking").add(FIELD);
-                textField("thinking");
-            }
+            case "thinking" -> labelledText("thinking");
             case "redacted_thinking" -> redactedThinking();
             case "image" -> sourceBlock("image", false);
             case "document" -> sourceBlock("document", true);
@@ -121,20 +118,7 @@ final class MessagesDialect extends Dialect {
     }
 
     private void redactedThinking() throws IOException, ExtractionException {
-        String data = null;
-        while (in.next() == JsonToken.FIELD_NAME) {
-            String f = in.name();
-            JsonToken v = in.next();
-            if (f.equals("data")) {
-                in.requireString(v);
-                data = media.ref(MediaRefs.Kind.BASE64);
-            } else {
-                in.skip();
-            }
-        }
-        if (data == null) {
-            throw Errors.missingField(in.path() + ".data");
-        }
+        String data = requiredString("data", MediaRefs.Kind.BASE64);
         out.add(ITEM).add("redacted_thinking").add(FIELD).add("data=").add(data);
     }
 
@@ -201,11 +185,11 @@ final class MessagesDialect extends Dialect {
                         .add(data);
             }
             case "url" -> {
-                String ref = stringRefField("url", MediaRefs.Kind.URL);
+                String ref = requiredString("url", MediaRefs.Kind.URL);
                 out.add("url:").add(ref);
             }
             case "file" -> {
-                String ref = stringRefField("file_id", null);
+                String ref = requiredString("file_id", null);
                 out.add("file:").add(ref);
             }
             case "content" -> {
@@ -226,25 +210,6 @@ final class MessagesDialect extends Dialect {
                 out.add(type).add(':').add(sb);
             }
         }
-    }
-
-    /** The required string field {@code field} of the current object: a media reference, or as is (kind null). */
-    private String stringRefField(String field, MediaRefs.Kind kind) throws IOException, ExtractionException {
-        String ref = null;
-        while (in.next() == JsonToken.FIELD_NAME) {
-            String f = in.name();
-            JsonToken v = in.next();
-            if (f.equals(field)) {
-                in.requireString(v);
-                ref = kind == null ? in.string() : media.ref(kind);
-            } else {
-                in.skip();
-            }
-        }
-        if (ref == null) {
-            throw Errors.missingField(in.path() + "." + field);
-        }
-        return ref;
     }
 
     private void toolUse(String type) throws IOException, ExtractionException {

@@ -1,6 +1,7 @@
 package dev.cart.extract;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.util.JsonRecyclerPools;
@@ -48,15 +49,14 @@ public final class PromptExtractor {
     public PromptExtractor(ExtractOptions options) {
         this.options = Objects.requireNonNull(options, "options");
         this.tokens = options.tokenizer() == null ? null : new TokenMode(options);
-        this.factory = JsonFactory.builder()
+        this.factory = new BodyParser.Factory(new JsonFactoryBuilder()
                 .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
                 .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
                 .streamReadConstraints(StreamReadConstraints.builder()
                         .maxNestingDepth(options.maxNestingDepth())
                         .maxStringLength(options.maxStringLength())
                         .build())
-                .recyclerPool(JsonRecyclerPools.newConcurrentDequePool())
-                .build();
+                .recyclerPool(JsonRecyclerPools.newConcurrentDequePool()));
     }
 
     public ExtractOptions options() {

@@ -20,8 +20,13 @@ final class Utf8 {
     private Utf8() {}
 
     static boolean isValid(byte[] b) {
-        int i = 0;
-        int n = b.length;
+        return isValid(b, 0, b.length);
+    }
+
+    /** Whether {@code b[from, to)} is strict UTF-8 (a range that starts and ends between sequences). */
+    static boolean isValid(byte[] b, int from, int to) {
+        int i = from;
+        int n = to;
         while (i < n) {
             while (i + 16 <= n && (((long) LONGS.get(b, i) | (long) LONGS.get(b, i + 8)) & HIGH_BITS) == 0) {
                 i += 16;

@@ -288,6 +288,36 @@ class BadInputTest {
                             "AAAA\"}}]}]}"),
                     "invalid_encoding",
                     null);
+            // in text decoded into the key after other text, in an object read twice (role not first), in a
+            // tool, and before a syntax error or a wrong type: the encoding is the error reported
+            fails(
+                    Endpoint.CHAT_COMPLETIONS,
+                    concat("{\"messages\":[{\"role\":\"user\",\"content\":\"caf\u00e9 \\n 0123456789", b, "\"}]}"),
+                    "invalid_encoding",
+                    null);
+            fails(
+                    Endpoint.CHAT_COMPLETIONS,
+                    concat("{\"messages\":[{\"content\":\"x", b, "\",\"role\":\"user\"}]}"),
+                    "invalid_encoding",
+                    null);
+            fails(
+                    Endpoint.CHAT_COMPLETIONS,
+                    concat(
+                            "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f",
+                            b,
+                            "\"}}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"),
+                    "invalid_encoding",
+                    null);
+            fails(
+                    Endpoint.CHAT_COMPLETIONS,
+                    concat("{\"messages\":[{\"role\":\"user\",\"content\":\"x", b, "\"}]"),
+                    "invalid_encoding",
+                    null);
+            fails(
+                    Endpoint.CHAT_COMPLETIONS,
+                    concat("{\"messages\":[{\"role\":\"user\",\"content\":\"x", b, "\"}],\"stream\":7}"),
+                    "invalid_encoding",
+                    null);
         }
         fails(Endpoint.CHAT_COMPLETIONS, CHAT.getBytes(StandardCharsets.UTF_16BE), "invalid_encoding", null);
         fails(Endpoint.CHAT_COMPLETIONS, CHAT.getBytes(StandardCharsets.UTF_16), "invalid_encoding", null);

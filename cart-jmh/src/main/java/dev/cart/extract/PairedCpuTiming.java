@@ -1,0 +1,161 @@
+package dev.cart.extract;
+
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.PromptKey;
+import dev.cart.core.ReplicaSpec;
+import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.Router;
+import dev.cart.core.TreeWorkload;
+import dev.cart.policy.Policies;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
+
+/**
+ * Two builds timed against each other in one JVM, for a shared, loaded machine where two separate runs
+ * are not comparable: each build's {@code benchmarks.jar} is loaded by a class loader of its own, and
+ * their rounds alternate (A B, B A, ...), each timed by the thread's CPU time. Prints, per build, the
+ * minimum, median and maximum CPU microseconds per operation, and the median and range of the per-round
+ * ratio B/A (each ratio from two rounds run back to back, so both saw the same load). Operations:
+ * {@code key} (a key of that many random ASCII characters from Latin-1 bytes, as {@code KeyBenchmark}),
+ * {@code plain} or {@code realistic} (extraction of a {@link Bodies} chat body of about that size), and
+ * with {@code route} the end-to-end route of {@link CpuTiming}. Uses only the public API and
+ * {@link Bodies}, so an older build's jar serves as A. Run:
+ * {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.extract.PairedCpuTiming A.jar B.jar realistic
+ * 32768 [route] [rounds]}.
+ */
+public final class PairedCpuTiming {
+
+    private PairedCpuTiming() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 4) {
+            System.err.println("usage: PairedCpuTiming A.jar B.jar key|plain|realistic bytes [route] [rounds]");
+            System.exit(2);
+        }
+        String kind = args[2];
+        int size = Integer.parseInt(args[3]);
+        boolean route = args.length > 4 && args[4].equals("route");
+        int rounds = Integer.parseInt(args.length > 5 ? args[5] : args.length > 4 && !route ? args[4] : "301");
+        URL own = PairedCpuTiming.class.getProtectionDomain().getCodeSource().getLocation();
+        LongSupplier[] ops = new LongSupplier[2];
+        for (int j = 0; j < 2; j++) {
+            // the build's own classes first; this class's Op from this jar when the build has none
+            URLClassLoader loader = new URLClassLoader(
+                    new URL[] {Path.of(args[j]).toUri().toURL(), own}, ClassLoader.getPlatformClassLoader());
+            ops[j] = (LongSupplier) loader.loadClass(Op.class.getName())
+                    .getConstructor(String.class, int.class, boolean.class)
+                    .newInstance(kind, size, route);
+        }
+        int reps = Math.max(10, 600_000 / size);
+        long sink = 0;
+        for (int w = 0; w < 4; w++) {
+            for (LongSupplier op : ops) {
+                for (int i = 0; i < 40_000_000 / size; i++) {
+                    sink += op.getAsLong();
+                }
+            }
+        }
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        double[][] t = new double[2][rounds];
+        double[] ratio = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+            for (int k = 0; k < 2; k++) {
+                int j = (r & 1) == 0 ? k : 1 - k;
+                long t0 = mx.getCurrentThreadCpuTime();
+                for (int i = 0; i < reps; i++) {
+                    sink += ops[j].getAsLong();
+                }
+                t[j][r] = (mx.getCurrentThreadCpuTime() - t0) / 1000.0 / reps;
+            }
+            ratio[r] = t[1][r] / t[0][r];
+        }
+        for (double[] x : t) {
+            Arrays.sort(x);
+        }
+        Arrays.sort(ratio);
+        String load = Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        System.out.printf(
+                "%s %d%s: A %.2f / %.2f / %.2f us, B %.2f / %.2f / %.2f us (min / median / max), B/A median %.3f"
+                        + " (rounds %.3f-%.3f), %d rounds, load %s%s%n",
+                kind,
+                size,
+                route ? " route" : "",
+                t[0][0],
+                t[0][rounds / 2],
+                t[0][rounds - 1],
+                t[1][0],
+                t[1][rounds / 2],
+                t[1][rounds - 1],
+                ratio[rounds / 2],
+                ratio[0],
+                ratio[rounds - 1],
+                rounds,
+                load,
+                sink == 42 ? " " : "");
+    }
+
+    /** One operation of one build, made inside that build's class loader. */
+    public static final class Op implements LongSupplier {
+        private final PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
+        private final byte[] body;
+        private final boolean key;
+        private final Router router;
+
+        public Op(String kind, int size, boolean route) {
+            key = kind.equals("key");
+            body = key
+                    ? TreeWorkload.randomText(new SplittableRandom(1), size).getBytes(StandardCharsets.ISO_8859_1)
+                    : kind.equals("plain") ? Bodies.plain(size) : Bodies.realistic(size);
+            router = route ? router() : null;
+        }
+
+        private static Router router() {
+            TreeWorkload w = new TreeWorkload(42);
+            ManagedReplicaSet.Builder b = ManagedReplicaSet.builder();
+            for (int i = 0; i < TreeWorkload.REPLICAS; i++) {
+                b.add(new ReplicaSpec("http://replica-" + i + ":8000", 1 << 20, 0));
+            }
+            ManagedReplicaSet set = b.build();
+            Router r = Router.builder()
+                    .replicas(set)
+                    .policy(Policies.cacheAware())
+                    .keyFormat(PromptKey.Unit.CHARS, PromptKey.DEFAULT_BLOCK_CHARS)
+                    .evictionInterval(Duration.ZERO)
+                    .build();
+            for (int k = 0; k < TreeWorkload.KEYS; k++) {
+                r.record(w.keys[k], set.replicas().get(k % TreeWorkload.REPLICAS));
+            }
+            return r;
+        }
+
+        @Override
+        public long getAsLong() {
+            if (key) {
+                return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
+                        .appendLatin1(body, 0, body.length)
+                        .build()
+                        .blockCount();
+            }
+            try {
+                PromptKey k = extractor.extract(Endpoint.CHAT_COMPLETIONS, body).key();
+                if (router != null) {
+                    RouteDecision d = router.choose(RouteRequest.of(k));
+                    d.lease().close();
+                }
+                return k.length();
+            } catch (ExtractionException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+}
