@@ -35,7 +35,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <pre>
  * java -cp ... dev.cart.examples.gateway.GatewayOverhead [--rounds 3] [--secs 10] [--clients 16] [--warmup-secs 60]
+ *     [--gateway-jvm-arg ARG]... [--only cart|round_robin]
  * </pre>
+ *
+ * <p>{@code --gateway-jvm-arg} passes an option to the gateway's JVM (a flight recording, say);
+ * {@code --only} drives one route alone (to profile it), with no differences printed.
  */
 final class GatewayOverhead {
 
@@ -61,6 +65,8 @@ final class GatewayOverhead {
         int warmupSecs = 60;
         String jar = "examples/gateway/target/cart-gateway-example.jar";
         String benchClasses = "examples/bench/target/classes";
+        List<String> jvmArgs = new ArrayList<>();
+        String only = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
@@ -69,6 +75,8 @@ final class GatewayOverhead {
                 case "--warmup-secs" -> warmupSecs = Integer.parseInt(args[++i]);
                 case "--jar" -> jar = args[++i];
                 case "--bench-classes" -> benchClasses = args[++i];
+                case "--gateway-jvm-arg" -> jvmArgs.add(args[++i]);
+                case "--only" -> only = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -85,14 +93,10 @@ final class GatewayOverhead {
                 throw new IllegalStateException("fake replica did not start: " + portsLine);
             }
             String[] ports = portsLine.substring(6).split(",");
-            List<String> cmd = new ArrayList<>(List.of(
-                    java,
-                    "-Xmx1g",
-                    "-jar",
-                    jar,
-                    "--server.port=0",
-                    "--logging.level.root=WARN",
-                    "--spring.main.banner-mode=off"));
+            List<String> cmd = new ArrayList<>(List.of(java, "-Xmx1g"));
+            cmd.addAll(jvmArgs);
+            cmd.addAll(List.of(
+                    "-jar", jar, "--server.port=0", "--logging.level.root=WARN", "--spring.main.banner-mode=off"));
             for (int i = 0; i < ports.length; i++) {
                 for (String service : List.of("llm", "llm-rr")) {
                     cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i
@@ -107,13 +111,23 @@ final class GatewayOverhead {
             HttpClient http =
                     HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             System.out.println("warming up both routes...");
+            boolean[] both = {true, false};
+            boolean[] routes = only == null ? both : new boolean[] {only.equals("cart")};
             for (int w = 0; w < 2; w++) { // both routes twice, so that neither is measured right after its first use
-                phase(http, cart, clients, Math.max(1, warmupSecs / 4), gateway.pid(), "cart");
-                phase(http, rr, clients, Math.max(1, warmupSecs / 4), gateway.pid(), "round_robin");
+                for (boolean useCart : routes) {
+                    phase(
+                            http,
+                            useCart ? cart : rr,
+                            clients,
+                            Math.max(1, warmupSecs / 4),
+                            gateway.pid(),
+                            useCart ? "cart" : "round_robin");
+                }
             }
             List<Phase> phases = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
-                for (boolean useCart : r % 2 == 0 ? new boolean[] {true, false} : new boolean[] {false, true}) { // ABBA
+                boolean[] order = only != null ? routes : r % 2 == 0 ? both : new boolean[] {false, true}; // ABBA
+                for (boolean useCart : order) {
                     Phase p = phase(
                             http, useCart ? cart : rr, clients, secs, gateway.pid(), useCart ? "cart" : "round_robin");
                     phases.add(p);
@@ -140,7 +154,7 @@ final class GatewayOverhead {
                     Runtime.getRuntime().availableProcessors(),
                     Runtime.version());
             int phaseSecs = secs;
-            for (String route : List.of("round_robin", "cart")) {
+            for (String route : only != null ? List.of(only) : List.of("round_robin", "cart")) {
                 System.out.printf(
                         Locale.ROOT,
                         "%-11s p50 %s ms, p99 %s ms, CPU %s ms/request (event loops %s), %s req/s%n",
@@ -151,7 +165,9 @@ final class GatewayOverhead {
                         range(phases, route, Phase::loopCpuMsPerRequest),
                         range(phases, route, p -> (double) p.requests() / phaseSecs));
             }
-            System.out.println(differences(phases));
+            if (only == null) {
+                System.out.println(differences(phases));
+            }
         } finally {
             if (gateway != null) {
                 gateway.destroy();
