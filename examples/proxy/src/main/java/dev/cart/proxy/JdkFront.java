@@ -174,6 +174,14 @@ final class JdkFront implements HttpHandler {
                             + ex.getRequestURI().toString().length()
                             + ex.getProtocol().length()
                             + 2);
+            if (!validLength(ex.getRequestHeaders().getFirst("Content-Length"))) {
+                // the JDK server reads "+75" as 75 (Long.parseLong); RFC 9110 allows digits only
+                write(
+                        ex,
+                        Answer.error(400, "invalid_request", "Content-Length must be digits only")
+                                .closing());
+                return;
+            }
             plan = core.plan(head, threadLimit, ServerRuntime.onOverflowThread());
             if (plan instanceof ProxyCore.Own own) {
                 write(ex, own.answer());
@@ -541,6 +549,23 @@ final class JdkFront implements HttpHandler {
             return null;
         }
         return buf.toByteArray();
+    }
+
+    /** True for no Content-Length, or one of digits only around optional white space (RFC 9110). */
+    static boolean validLength(String v) {
+        if (v == null) {
+            return true;
+        }
+        String t = v.strip();
+        if (t.isEmpty()) {
+            return false;
+        }
+        for (int i = 0; i < t.length(); i++) {
+            if (t.charAt(i) < '0' || t.charAt(i) > '9') {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The declared Content-Length, or -1 when there is none (the JDK server refuses a malformed one). */

@@ -37,10 +37,18 @@ class SlowClientsTest {
     /** Slow clients per kind: heads, bare-LF heads, bodies (600 in all). */
     static final int SLOW_PER_KIND = 200;
 
+    /**
+     * The issue's own figure can be replayed: {@code -Dcart.slow.bodies=1100 -Dcart.slow.max_concurrent=1024}
+     * (the default of {@code max_concurrent_requests}).
+     */
+    static final int SLOW_BODIES = Integer.getInteger("cart.slow.bodies", SLOW_PER_KIND);
+
+    static final int MAX_CONCURRENT = Integer.getInteger("cart.slow.max_concurrent", 100);
+
     @Test
     void hundredsOfSlowClientsDoNotStopHealthOrAChat() throws Exception {
-        String yaml = "server:\n  max_threads: 8\n  max_concurrent_requests: 100\n  request_read_timeout_secs: 600\n"
-                + "  idle_timeout_secs: 600\n";
+        String yaml = "server:\n  max_threads: 8\n  max_concurrent_requests: " + MAX_CONCURRENT + "\n"
+                + "  request_read_timeout_secs: 600\n  idle_timeout_secs: 600\n";
         try (ProxyHarness h = ProxyHarness.start(engine, 1, yaml)) {
             assertEquals(200, h.get("/health").statusCode());
             long threadsBefore = threads();
@@ -51,6 +59,8 @@ class SlowClientsTest {
                 for (int i = 0; i < SLOW_PER_KIND; i++) {
                     slow.add(h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: a"));
                     slow.add(h.raw("POST /v1/chat/completions HTTP/1.1\nHost: x\nContent-Length: 10\n\n"));
+                }
+                for (int i = 0; i < SLOW_BODIES; i++) {
                     slow.add(h.raw(
                             "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":"));
                 }
