@@ -51,7 +51,10 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class EndToEnd {
 
-    /** How a comparison is run. */
+    /**
+     * How a comparison is run; {@code slowdowns}, when not null, gives each replica's step time as a multiple
+     * of the model's (its engine runs {@code speedup / slowdown} times faster than the modelled GPU).
+     */
     record Settings(
             int replicas,
             long cacheTokens,
@@ -59,7 +62,23 @@ final class EndToEnd {
             int clients,
             long seed,
             boolean stream,
-            boolean learnAnswer) {}
+            boolean learnAnswer,
+            double[] slowdowns) {
+        Settings(
+                int replicas,
+                long cacheTokens,
+                double speedup,
+                int clients,
+                long seed,
+                boolean stream,
+                boolean learnAnswer) {
+            this(replicas, cacheTokens, speedup, clients, seed, stream, learnAnswer, null);
+        }
+
+        double slowdown(int replica) {
+            return slowdowns == null ? 1.0 : slowdowns[replica];
+        }
+    }
 
     /** What the replay over HTTP measured. */
     record HttpRun(
@@ -81,8 +100,24 @@ final class EndToEnd {
         }
     }
 
-    /** Per request, in workload order: the replica that served it (index, -1 if unknown) and its usage. */
-    record Trace(int[] replica, long[] prompt, long[] cached) {}
+    /**
+     * Per request, in workload order: the replica that served it (index, -1 if unknown), its usage, and (when
+     * streamed) the time from sending it to the first event of its answer, in real nanoseconds (-1 if none).
+     */
+    record Trace(int[] replica, long[] prompt, long[] cached, long[] firstEventNanos) {
+        /** The {@code q}-quantile of the time to first event, in the model's milliseconds (real x speedup). */
+        double ttftModelMillis(double q, double speedup) {
+            long[] v = java.util.Arrays.stream(firstEventNanos)
+                    .filter(x -> x >= 0)
+                    .sorted()
+                    .toArray();
+            if (v.length == 0) {
+                return Double.NaN;
+            }
+            int rank = (int) Math.ceil(q * v.length);
+            return v[Math.max(0, Math.min(v.length - 1, rank - 1))] / 1e6 * speedup;
+        }
+    }
 
     /** One line of the comparison. */
     record Row(HttpRun http, RunResult sim) {
@@ -108,8 +143,17 @@ final class EndToEnd {
                 .feedback(true)
                 .reportUsage(true)
                 .cacheGeneratedTokens(false)
+                .slowdowns(slowdowns(s))
                 .build()
                 .run(w);
+    }
+
+    private static double[] slowdowns(Settings s) {
+        double[] f = new double[s.replicas()];
+        for (int i = 0; i < f.length; i++) {
+            f[i] = s.slowdown(i);
+        }
+        return f;
     }
 
     /** Replays {@code w} through a fresh proxy and fresh simulated replicas. */
@@ -131,7 +175,7 @@ final class EndToEnd {
                         .port(0)
                         .model("sim")
                         .cacheTokens(s.cacheTokens())
-                        .speedup(s.speedup()));
+                        .speedup(s.speedup() / s.slowdown(i)));
                 sims.add(r);
                 yaml.append("  - url: ").append(r.baseUri()).append('\n');
             }
@@ -213,8 +257,9 @@ final class EndToEnd {
                     .build();
             this.done = new CountDownLatch(requests.size());
             int n = requests.size();
-            this.trace = new Trace(new int[n], new long[n], new long[n]);
+            this.trace = new Trace(new int[n], new long[n], new long[n], new long[n]);
             java.util.Arrays.fill(trace.replica(), -1);
+            java.util.Arrays.fill(trace.firstEventNanos(), -1);
         }
 
         HttpRun run() throws InterruptedException {
@@ -279,7 +324,8 @@ final class EndToEnd {
                     .header("Content-Type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", s.stream())))
                     .build();
-            http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
+            long sent = System.nanoTime();
+            http.sendAsync(req, firstEventTimed(i, sent)).whenComplete((resp, err) -> {
                 try {
                     if (err != null || resp.statusCode() != 200 || !count(i, resp.body())) {
                         System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode() + " " + resp.body()));
@@ -292,6 +338,46 @@ final class EndToEnd {
                     finished(i);
                 }
             });
+        }
+
+        /**
+         * The body as a string, noting when the first line of it arrived (for a stream: its first event, the
+         * first token's; for a JSON answer: the whole answer).
+         */
+        private HttpResponse.BodyHandler<String> firstEventTimed(int i, long sent) {
+            return info -> HttpResponse.BodySubscribers.mapping(
+                    HttpResponse.BodySubscribers.fromLineSubscriber(
+                            new java.util.concurrent.Flow.Subscriber<String>() {
+                                private final StringBuilder text = new StringBuilder();
+
+                                @Override
+                                public void onSubscribe(java.util.concurrent.Flow.Subscription sub) {
+                                    sub.request(Long.MAX_VALUE);
+                                }
+
+                                @Override
+                                public void onNext(String line) {
+                                    if (trace.firstEventNanos()[i] < 0 && !line.isEmpty()) {
+                                        trace.firstEventNanos()[i] = System.nanoTime() - sent;
+                                    }
+                                    text.append(line).append('\n');
+                                }
+
+                                @Override
+                                public void onError(Throwable t) {}
+
+                                @Override
+                                public void onComplete() {}
+
+                                @Override
+                                public String toString() {
+                                    return text.toString();
+                                }
+                            },
+                            Object::toString,
+                            java.nio.charset.StandardCharsets.UTF_8,
+                            "\n"),
+                    String::strip);
         }
 
         /** Adds the response's usage to the sums and the trace; false if it had none. */
@@ -353,10 +439,132 @@ final class EndToEnd {
         return b.toString();
     }
 
+    /** One line of the TTFT comparison: a pool, a workload and a policy, over HTTP and in process. */
+    record TtftRow(String pool, HttpRun http, RunResult sim, double speedup) {}
+
+    /**
+     * {@code predicted_ttft} against {@code cache_aware} over HTTP, on a uniform pool and a heterogeneous one
+     * (the second half of the replicas twice as slow), every answer streamed so that the client times each
+     * first event: the comparison of the routing-quality report's last section on a smaller run
+     * ({@link #ttftWorkloads}). TTFT is in the model's milliseconds: real time times {@code speedup}, so the
+     * proxy's and the HTTP client's own time counts {@code speedup} times over; keep it low.
+     */
+    static void ttftComparison(Settings base) throws Exception {
+        double[] het = new double[base.replicas()];
+        for (int i = 0; i < het.length; i++) {
+            het[i] = i < (het.length + 1) / 2 ? 1.0 : 2.0;
+        }
+        List<TtftRow> rows = new ArrayList<>();
+        // a run whose figures are dropped, so that the first measured one does not pay for class loading and JIT
+        overHttp(ttftWorkloads(base).get(1), "cache_aware", base);
+        for (double[] pool : new double[][] {null, het}) {
+            Settings s = new Settings(
+                    base.replicas(),
+                    base.cacheTokens(),
+                    base.speedup(),
+                    base.clients(),
+                    base.seed(),
+                    true,
+                    base.learnAnswer(),
+                    pool);
+            String name = pool == null ? "uniform" : "heterogeneous";
+            for (Workload w : ttftWorkloads(s)) {
+                for (String policy : List.of("cache_aware", "predicted_ttft")) {
+                    HttpRun h = overHttp(w, policy, s);
+                    RunResult sim = simulate(w, policy, s);
+                    rows.add(new TtftRow(name, h, sim, s.speedup()));
+                    System.out.printf(
+                            Locale.ROOT,
+                            "%s %s %s: HTTP hit %.3f p99 %.0f ms (%d failed, %.1f s) per replica %s %s; in process hit %.3f p99 %.0f ms per replica %s%n",
+                            name,
+                            w.name(),
+                            policy,
+                            h.hitRatio(),
+                            h.trace().ttftModelMillis(0.99, s.speedup()),
+                            h.failed(),
+                            h.seconds(),
+                            h.perReplica(),
+                            h.reasons(),
+                            sim.hitRatio(),
+                            sim.ttftP99Millis(),
+                            java.util.Arrays.toString(sim.routed()));
+                }
+            }
+        }
+        System.out.println();
+        System.out.printf(
+                Locale.ROOT,
+                "seed %d, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, streamed, Java %s%n%n",
+                base.seed(),
+                base.replicas(),
+                base.cacheTokens(),
+                base.clients(),
+                base.speedup(),
+                Runtime.version());
+        System.out.print(ttftTable(rows));
+    }
+
+    /** The report's RAG and multi-turn workloads, a quarter and half as long (512 requests each). */
+    static List<Workload> ttftWorkloads(Settings s) {
+        Workloads.RagSpec rag = Workloads.RagSpec.defaults();
+        Workloads.ChatSpec chat = Workloads.ChatSpec.defaults();
+        return List.of(
+                Workloads.rag(
+                        s.seed(),
+                        s.replicas() * s.cacheTokens(),
+                        new Workloads.RagSpec(
+                                512,
+                                rag.minDocTokens(),
+                                rag.maxDocTokens(),
+                                rag.zipfS(),
+                                rag.demandShare(),
+                                rag.systemTokens(),
+                                rag.minQuestion(),
+                                rag.maxQuestion(),
+                                rag.outputTokens())),
+                Workloads.multiTurn(
+                        s.seed(),
+                        new Workloads.ChatSpec(
+                                64,
+                                chat.rounds(),
+                                chat.systemTokens(),
+                                chat.minUser(),
+                                chat.maxUser(),
+                                chat.minReply(),
+                                chat.maxReply())));
+    }
+
+    static String ttftTable(List<TtftRow> rows) {
+        StringBuilder b = new StringBuilder();
+        b.append("| pool | workload | policy | hit ratio over HTTP | in process | TTFT p50 / p99 over HTTP (ms) "
+                + "| in process (ms) | requests per replica over HTTP | failed | HTTP run (s) |\n");
+        b.append("|---|---|---|---:|---:|---:|---:|---|---:|---:|\n");
+        for (TtftRow r : rows) {
+            HttpRun h = r.http();
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %s | %s | %.3f | %.3f | %.0f / %.0f | %.0f / %.0f | %s | %d | %.1f |%n",
+                    r.pool(),
+                    h.workload(),
+                    h.policy(),
+                    h.hitRatio(),
+                    r.sim().hitRatio(),
+                    h.trace().ttftModelMillis(0.5, r.speedup()),
+                    h.trace().ttftModelMillis(0.99, r.speedup()),
+                    r.sim().ttftP50Millis(),
+                    r.sim().ttftP99Millis(),
+                    h.perReplica(),
+                    h.failed(),
+                    h.seconds()));
+        }
+        return b.toString();
+    }
+
     /**
      * The full comparison. Options: {@code --seed N} (1), {@code --replicas N} (4), {@code --clients N}
      * (16 per replica, as the report's closed-loop scenario), {@code --speedup X} (100), {@code --cache-tokens N} (150000, the simulated replica's default),
-     * {@code --stream} (stream every answer, usage read from its last chunk), {@code --learn-answer}.
+     * {@code --stream} (stream every answer, usage read from its last chunk), {@code --learn-answer};
+     * {@code --ttft} runs {@link #ttftComparison} instead.
      */
     public static void main(String[] args) throws Exception {
         long seed = 1;
@@ -366,6 +574,7 @@ final class EndToEnd {
         long cacheTokens = 150_000;
         boolean stream = false;
         boolean learnAnswer = false;
+        boolean ttft = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--seed" -> seed = Long.parseLong(args[++i]);
@@ -375,11 +584,16 @@ final class EndToEnd {
                 case "--cache-tokens" -> cacheTokens = Long.parseLong(args[++i]);
                 case "--stream" -> stream = true;
                 case "--learn-answer" -> learnAnswer = true;
+                case "--ttft" -> ttft = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         if (clients < 0) {
             clients = 16 * replicas;
+        }
+        if (ttft) {
+            ttftComparison(new Settings(replicas, cacheTokens, speedup, clients, seed, true, learnAnswer));
+            return;
         }
         Settings s = new Settings(replicas, cacheTokens, speedup, clients, seed, stream, learnAnswer);
         List<Workload> workloads = List.of(Workloads.rag(seed, replicas * cacheTokens), Workloads.multiTurn(seed));
