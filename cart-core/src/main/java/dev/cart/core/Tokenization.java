@@ -6,7 +6,7 @@ import java.util.Objects;
  * How one request's key was made with respect to token mode: the per-request figures a proxy reports
  * (tokenization latency, cache hits, fallbacks). Never holds prompt text.
  *
- * @param outcome        whether the key is in tokens, and if not, why
+ * @param status         whether the key is in tokens, and if not, why
  * @param segments       how many key segments there were (model marker and tools, system prompt, each
  *                       message; each batch element of a completions prompt); 0 in character mode
  * @param cacheHits      how many of them the token cache supplied (every segment is looked up before a
@@ -14,10 +14,10 @@ import java.util.Objects;
  * @param tokenizerNanos time spent in the tokenizer for this request (0 when every segment
  *                       was cached, when the request fell back for saturation, and in character mode)
  */
-public record Tokenization(Outcome outcome, int segments, int cacheHits, long tokenizerNanos) {
+public record Tokenization(Status status, int segments, int cacheHits, long tokenizerNanos) {
 
     /** What happened to a request with respect to token mode. */
-    public enum Outcome {
+    public enum Status {
         /** Token mode is off: the key is in characters, as configured. */
         CHARACTER_MODE,
         /** The key is in tokens. */
@@ -32,20 +32,20 @@ public record Tokenization(Outcome outcome, int segments, int cacheHits, long to
     }
 
     /** The figures of every request in character mode. */
-    public static final Tokenization CHARACTER_MODE = new Tokenization(Outcome.CHARACTER_MODE, 0, 0, 0);
+    public static final Tokenization CHARACTER_MODE = new Tokenization(Status.CHARACTER_MODE, 0, 0, 0);
 
-    /** Checks that the outcome is given. */
+    /** Checks that the status is given. */
     public Tokenization {
-        Objects.requireNonNull(outcome, "outcome");
+        Objects.requireNonNull(status, "status");
     }
 
-    /** True when token mode is on but this request's key is in characters ({@link Outcome#SATURATED} or {@link Outcome#FAILED}). */
+    /** True when token mode is on but this request's key is in characters ({@link Status#SATURATED} or {@link Status#FAILED}). */
     public boolean fellBack() {
-        return outcome == Outcome.SATURATED || outcome == Outcome.FAILED;
+        return status == Status.SATURATED || status == Status.FAILED;
     }
 
     /** Segments that went through the tokenizer: {@code segments - cacheHits} when tokenized, else 0. */
     public int tokenizedSegments() {
-        return outcome == Outcome.TOKENIZED ? segments - cacheHits : 0;
+        return status == Status.TOKENIZED ? segments - cacheHits : 0;
     }
 }

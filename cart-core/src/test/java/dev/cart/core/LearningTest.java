@@ -326,10 +326,10 @@ class LearningTest {
             assertTrue(learned > 0, "a token key is learned");
             // The extractor fell back to characters (tokenization saturated): same prompt, other format.
             RouteDecision d = router.choose(RouteRequest.of(conversation(SYSTEM, "user: q"))
-                    .withTokenization(new Tokenization(Tokenization.Outcome.SATURATED, 2, 0, 0)));
+                    .withTokenization(new Tokenization(Tokenization.Status.SATURATED, 2, 0, 0)));
             assertEquals(Reason.MISS, d.reason());
             assertEquals(0, d.matchedLength());
-            assertEquals(Tokenization.Outcome.SATURATED, d.tokenization().outcome());
+            assertEquals(Tokenization.Status.SATURATED, d.tokenization().status());
             d.lease().close();
             assertEquals(learned, router.tree().stats().size(), "the character key was not learned");
         }

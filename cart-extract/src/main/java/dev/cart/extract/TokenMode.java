@@ -24,7 +24,7 @@ import java.util.concurrent.Semaphore;
  * permits is taken with {@code tryAcquire()}, once per request that has an uncached segment, and held
  * while that request's uncached segments are tokenized. When no permit is free the request does not
  * wait: its key is made in characters, exactly as character mode would make it, and it says so
- * ({@link Tokenization.Outcome#SATURATED}). A request whose segments are all cached needs no permit.
+ * ({@link Tokenization.Status#SATURATED}). A request whose segments are all cached needs no permit.
  * An executor would add a queue, a context switch and a thread blocked on a future, and buy nothing here.
  *
  * <p>Thread-safe: the tokenizer is thread-safe by contract, the cache by its monitor, the semaphore by
@@ -78,7 +78,7 @@ final class TokenMode {
         long nanos = 0;
         if (hits < n) {
             if (!permits.tryAcquire()) {
-                return new Keyed(chars(chunks), new Tokenization(Tokenization.Outcome.SATURATED, n, hits, 0));
+                return new Keyed(chars(chunks), new Tokenization(Tokenization.Status.SATURATED, n, hits, 0));
             }
             try {
                 for (int i = 0; i < n; i++) {
@@ -96,13 +96,13 @@ final class TokenMode {
             } catch (RuntimeException | StackOverflowError e) {
                 // A tokenizer bug (or a regular expression recursing too deep on a pathological text) must
                 // not fail the request: route it by characters. Nothing is logged; the outcome says it.
-                return new Keyed(chars(chunks), new Tokenization(Tokenization.Outcome.FAILED, n, hits, nanos));
+                return new Keyed(chars(chunks), new Tokenization(Tokenization.Status.FAILED, n, hits, nanos));
             } finally {
                 permits.release();
             }
         }
         PromptKey.Builder b = tokens(ids, chunks);
-        return new Keyed(b.build(), new Tokenization(Tokenization.Outcome.TOKENIZED, n, hits, nanos), b);
+        return new Keyed(b.build(), new Tokenization(Tokenization.Status.TOKENIZED, n, hits, nanos), b);
     }
 
     private PromptKey.Builder tokens(int[][] ids, Chunks chunks) {

@@ -88,7 +88,7 @@ class TokenModeTest {
         for (String f : Fixtures.all()) {
             PromptKey c = CHARS.extract(Fixtures.endpoint(f), Fixtures.bytes(f)).key();
             ExtractedRequest t = x.extract(Fixtures.endpoint(f), Fixtures.bytes(f));
-            assertEquals(Tokenization.Outcome.TOKENIZED, t.tokenization().outcome(), f);
+            assertEquals(Tokenization.Status.TOKENIZED, t.tokenization().status(), f);
             assertEquals(PromptKey.Unit.TOKENS, t.key().unit(), f);
             assertEquals(c.length(), t.key().length(), f);
             assertArrayEquals(c.boundaries(), t.key().boundaries(), f);
@@ -153,7 +153,7 @@ class TokenModeTest {
     void specialTokenTextIsOrdinaryText() throws Exception {
         ExtractedRequest r =
                 tokens(CL100K).extract(Endpoint.CHAT_COMPLETIONS, chat(null, "say <|endoftext|> and <|im_start|>"));
-        assertEquals(Tokenization.Outcome.TOKENIZED, r.tokenization().outcome());
+        assertEquals(Tokenization.Status.TOKENIZED, r.tokenization().status());
     }
 
     @Test
@@ -161,7 +161,7 @@ class TokenModeTest {
         ExtractedRequest r =
                 tokens(CL100K).extract(Endpoint.COMPLETIONS, "{\"model\":\"m\",\"prompt\":\"\"}".getBytes());
         assertTrue(r.key().isEmpty());
-        assertEquals(new Tokenization(Tokenization.Outcome.TOKENIZED, 0, 0, 0), r.tokenization());
+        assertEquals(new Tokenization(Tokenization.Status.TOKENIZED, 0, 0, 0), r.tokenization());
     }
 
     @Test
@@ -215,7 +215,7 @@ class TokenModeTest {
         ExtractedRequest first = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, "What is the notice period?"));
         assertEquals(
                 new Tokenization(
-                        Tokenization.Outcome.TOKENIZED,
+                        Tokenization.Status.TOKENIZED,
                         2,
                         0,
                         first.tokenization().tokenizerNanos()),
@@ -237,7 +237,7 @@ class TokenModeTest {
 
         // The same request again: nothing to tokenize, and the same key.
         ExtractedRequest again = x.extract(Endpoint.CHAT_COMPLETIONS, chat(SYSTEM, "What is the notice period?"));
-        assertEquals(new Tokenization(Tokenization.Outcome.TOKENIZED, 2, 2, 0), again.tokenization());
+        assertEquals(new Tokenization(Tokenization.Status.TOKENIZED, 2, 2, 0), again.tokenization());
         assertEquals(first.key(), again.key());
 
         TokenCache.Stats s = x.tokenCache().stats();
@@ -311,7 +311,7 @@ class TokenModeTest {
 
             // The only permit is taken: a request with an uncached segment gets the character key, now.
             ExtractedRequest fell = x.extract(Endpoint.CHAT_COMPLETIONS, uncached);
-            assertEquals(new Tokenization(Tokenization.Outcome.SATURATED, 2, 1, 0), fell.tokenization());
+            assertEquals(new Tokenization(Tokenization.Status.SATURATED, 2, 1, 0), fell.tokenization());
             assertTrue(fell.tokenization().fellBack());
             assertEquals(0, fell.tokenization().tokenizedSegments());
             assertEquals(PromptKey.Unit.CHARS, fell.key().unit());
@@ -319,12 +319,12 @@ class TokenModeTest {
 
             // A request whose segments are all cached needs no permit.
             ExtractedRequest hit = x.extract(Endpoint.CHAT_COMPLETIONS, cached);
-            assertEquals(new Tokenization(Tokenization.Outcome.TOKENIZED, 2, 2, 0), hit.tokenization());
+            assertEquals(new Tokenization(Tokenization.Status.TOKENIZED, 2, 2, 0), hit.tokenization());
             assertEquals(cachedKey, hit.key());
 
             tok.release.countDown();
             ExtractedRequest held = holder.get(30, TimeUnit.SECONDS);
-            assertEquals(Tokenization.Outcome.TOKENIZED, held.tokenization().outcome());
+            assertEquals(Tokenization.Status.TOKENIZED, held.tokenization().status());
             assertEquals(PromptKey.Unit.TOKENS, held.key().unit());
         } finally {
             tok.release.countDown();
@@ -332,7 +332,7 @@ class TokenModeTest {
         }
         // The permit is back.
         ExtractedRequest after = x.extract(Endpoint.CHAT_COMPLETIONS, uncached);
-        assertEquals(Tokenization.Outcome.TOKENIZED, after.tokenization().outcome());
+        assertEquals(Tokenization.Status.TOKENIZED, after.tokenization().status());
         assertEquals(1, after.tokenization().cacheHits());
     }
 
@@ -374,15 +374,15 @@ class TokenModeTest {
             }
             assertTrue(entered.await(30, TimeUnit.SECONDS), "all " + n + " are tokenizing");
             assertEquals(
-                    Tokenization.Outcome.SATURATED,
+                    Tokenization.Status.SATURATED,
                     x.extract(Endpoint.CHAT_COMPLETIONS, chat(null, "one more"))
                             .tokenization()
-                            .outcome());
+                            .status());
             release.countDown();
             for (Future<ExtractedRequest> f : held) {
                 assertEquals(
-                        Tokenization.Outcome.TOKENIZED,
-                        f.get(30, TimeUnit.SECONDS).tokenization().outcome());
+                        Tokenization.Status.TOKENIZED,
+                        f.get(30, TimeUnit.SECONDS).tokenization().status());
             }
         } finally {
             release.countDown();
@@ -411,7 +411,7 @@ class TokenModeTest {
             if (expected.isEmpty()) {
                 continue;
             }
-            assertEquals(Tokenization.Outcome.FAILED, r.tokenization().outcome(), f);
+            assertEquals(Tokenization.Status.FAILED, r.tokenization().status(), f);
             assertTrue(r.tokenization().fellBack(), f);
             assertEquals(expected, r.key(), f + ": the fallback key is the character-mode key");
         }
@@ -422,10 +422,10 @@ class TokenModeTest {
                 .build());
         for (int i = 0; i < 3; i++) {
             assertEquals(
-                    Tokenization.Outcome.FAILED,
+                    Tokenization.Status.FAILED,
                     one.extract(Endpoint.CHAT_COMPLETIONS, chat(null, "q" + i))
                             .tokenization()
-                            .outcome());
+                            .status());
         }
     }
 
@@ -465,13 +465,13 @@ class TokenModeTest {
                     for (int i = 0; i < 300; i++) {
                         int j = (i * 7 + offset) % bodies.size();
                         ExtractedRequest r = x.extract(Endpoint.CHAT_COMPLETIONS, bodies.get(j));
-                        if (r.tokenization().outcome() == Tokenization.Outcome.TOKENIZED) {
+                        if (r.tokenization().status() == Tokenization.Status.TOKENIZED) {
                             assertEquals(expected.get(j), r.key());
                             tokenized++;
                         } else {
                             assertEquals(
-                                    Tokenization.Outcome.SATURATED,
-                                    r.tokenization().outcome());
+                                    Tokenization.Status.SATURATED,
+                                    r.tokenization().status());
                         }
                     }
                     return tokenized;

@@ -59,7 +59,7 @@ public class TokenizerBenchmark {
                 new PromptExtractor(ExtractOptions.builder().tokenizer(cl100k).build());
         Tokenization first = cached.extract(Endpoint.CHAT_COMPLETIONS, body).tokenization();
         Tokenization again = cached.extract(Endpoint.CHAT_COMPLETIONS, body).tokenization();
-        if (first.outcome() != Tokenization.Outcome.TOKENIZED || again.cacheHits() != again.segments()) {
+        if (first.status() != Tokenization.Status.TOKENIZED || again.cacheHits() != again.segments()) {
             throw new IllegalStateException("expected a tokenized key and a full cache hit: " + first + " " + again);
         }
         // Bodies that differ only in their last message: the same prefix, then a new user turn.

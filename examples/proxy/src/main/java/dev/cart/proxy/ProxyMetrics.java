@@ -276,13 +276,13 @@ final class ProxyMetrics implements AutoCloseable {
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
         modelDecision(d, reason);
         Tokenization t = d.tokenization();
-        if (t.outcome() != Tokenization.Outcome.CHARACTER_MODE && d.attempt() == 0) {
+        if (t.status() != Tokenization.Status.CHARACTER_MODE && d.attempt() == 0) {
             counter(
                             "cart.tokenization",
                             "Requests in token mode by outcome: tokenized, or given a character key "
                                     + "because every tokenization permit was taken (saturated) or the tokenizer failed",
                             "outcome",
-                            t.outcome().name().toLowerCase(java.util.Locale.ROOT))
+                            t.status().name().toLowerCase(java.util.Locale.ROOT))
                     .increment();
             counter(
                             "cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
