@@ -18,9 +18,10 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * What sync costs a routing decision: {@code Router.choose} plus closing the lease, in thread CPU time,
- * on a router without sync against one with a {@link RedisRouteSync} on a real {@code redis-server} whose
- * tailer is applying another instance's route events at the same time (that instance routes fresh
- * conversations at a steady rate, so every one of its decisions is a learned route to apply here). Both
+ * on a router without sync, one that only publishes its routes (a {@link RedisRouteSync} whose tailer
+ * applies nothing), and one with a {@link RedisRouteSync} on a real {@code redis-server} whose tailer is
+ * applying another instance's route events at the same time (that instance routes fresh
+ * conversations at a steady rate, so every one of its decisions is a learned route to apply here). The
  * routers start from the same warm tree (the same keys routed once) and are measured in turns, pair by
  * pair, so both see the same machine load; the figure is per decision, over a batch.
  *
@@ -56,7 +57,7 @@ final class DecisionTimeFigures {
     private static PromptKey key(int conversation, int turn) {
         StringBuilder b = new StringBuilder(SYSTEM);
         for (int t = 0; t <= turn; t++) {
-            b.append("user ").append(conversation).append(" turn ").append(t).append(" asks about gears. ");
+            b.append(("user " + conversation + " turn " + t + " asks about gears and brakes. ").repeat(3));
         }
         return PromptKey.ofText(b.toString(), 64);
     }
@@ -81,16 +82,22 @@ final class DecisionTimeFigures {
             RedisRouteSync syncRemote = RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
                     .instanceId("remote")
                     .build();
+            RedisRouteSync syncPublishing = RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
+                    .instanceId("publishing")
+                    .build();
             Router off = router(pool(), RouteSync.NONE);
             Router on = router(pool(), syncOn);
+            Router publishing = router(pool(), syncPublishing); // publishes its routes, applies nothing
             Router remote = router(pool(), syncRemote);
             syncOn.start(on::applyRemote);
             syncRemote.start(e -> {}); // publishes only
+            syncPublishing.start(e -> {});
             Await.until(
                     () -> syncOn.stats().connected() && syncRemote.stats().connected(), () -> "both syncs connected");
             for (PromptKey k : keys) { // the same warm tree on both measured routers
                 route(off, k);
                 route(on, k);
+                route(publishing, k);
             }
             Thread driver = new Thread(
                     () -> {
@@ -108,14 +115,20 @@ final class DecisionTimeFigures {
                     "remote-instance");
             driver.setDaemon(true);
             driver.start();
-            Await.until(() -> on.remoteApplyStats().applied() > remoteRate / 10, () -> "remote events applied");
+            Await.until(
+                    () -> on.remoteApplyStats().applied() > remoteRate / 10,
+                    () -> "remote events applied: " + on.remoteApplyStats() + "; " + syncOn.stats() + "; remote "
+                            + syncRemote.stats());
             run(off, keys, batch); // warm-up of both
             run(on, keys, batch);
+            run(publishing, keys, batch);
+            double[] pubNs = new double[rounds];
             double[] offNs = new double[rounds];
             double[] onNs = new double[rounds];
             long[] applied = new long[rounds];
             for (int r = 0; r < rounds; r++) {
                 offNs[r] = run(off, keys, batch) / (double) batch;
+                pubNs[r] = run(publishing, keys, batch) / (double) batch;
                 long before = on.remoteApplyStats().applied();
                 long t0 = System.nanoTime();
                 onNs[r] = run(on, keys, batch) / (double) batch;
@@ -123,10 +136,11 @@ final class DecisionTimeFigures {
                 applied[r] = Math.round((on.remoteApplyStats().applied() - before) / secs);
                 System.out.printf(
                         Locale.ROOT,
-                        "round %d: off %.0f ns, on %.0f ns CPU per decision (%.2fx); %d remote events/s applied"
-                                + " meanwhile%n",
+                        "round %d: off %.0f ns, publishing only %.0f ns, on %.0f ns CPU per decision (%.2fx); %d"
+                                + " remote events/s applied meanwhile%n",
                         r + 1,
                         offNs[r],
+                        pubNs[r],
                         onNs[r],
                         onNs[r] / offNs[r],
                         applied[r]);
@@ -141,17 +155,20 @@ final class DecisionTimeFigures {
             }
             System.out.printf(
                     Locale.ROOT,
-                    "%d rounds of %,d decisions; %s tree nodes on; CPU per decision: off %s ns, on %s ns, on/off"
-                            + " %s; remote events applied %s /s; load average %.1f%n",
+                    "%d rounds of %,d decisions; tree on %s, off %s; CPU per decision: off %s ns, publishing only"
+                            + " %s ns, on %s ns, on/off %s; remote events applied %s /s; load average %.1f%n",
                     rounds,
                     batch,
                     on.treeStats(),
+                    off.treeStats(),
                     range(offNs, "%.0f"),
+                    range(pubNs, "%.0f"),
                     range(onNs, "%.0f"),
                     range(ratio, "%.2f"),
                     range(Arrays.stream(applied).asDoubleStream().toArray(), "%.0f"),
                     ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
-            for (AutoCloseable c : new AutoCloseable[] {syncOn, syncRemote, off, on, remote}) {
+            for (AutoCloseable c :
+                    new AutoCloseable[] {syncOn, syncRemote, syncPublishing, off, on, publishing, remote}) {
                 c.close();
             }
         }
