@@ -38,7 +38,8 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Measured: the replica-measured hit ratio (Σ cached over Σ prompt tokens from the answers' usage),
  * the P99 of the request's whole latency at the client (answers not streamed: the time to the last byte),
- * the requests each replica served, failures, and what was left in flight on the proxies at the end.
+ * the requests each replica served, failures, what was left in flight on the proxies at the end, and
+ * (clustered) the commands and {@code PUBLISH}es Redis processed meanwhile ({@code INFO}).
  *
  * <p>Run (docs/end-to-end.md, "Several proxies"):
  *
@@ -64,7 +65,9 @@ final class ClusterEndToEnd {
             long p99Millis,
             List<Long> perReplica,
             long leftInFlight,
-            double seconds) {
+            double seconds,
+            long redisCommands,
+            long redisPublishes) {
         double hitRatio() {
             return prompt == 0 ? 0 : (double) cached / prompt;
         }
@@ -121,7 +124,8 @@ final class ClusterEndToEnd {
                     runs.add(r);
                     System.out.printf(
                             Locale.ROOT,
-                            "%s, %s: hit ratio %.3f, P99 %d ms, %d failed, per replica %s, left in flight %d, %.1f s%n",
+                            "%s, %s: hit ratio %.3f, P99 %d ms, %d failed, per replica %s, left in flight %d, %.1f s;"
+                                    + " Redis: %.0f commands/s, %.0f PUBLISH/s per proxy%n",
                             r.workload(),
                             r.setup(),
                             r.hitRatio(),
@@ -129,7 +133,9 @@ final class ClusterEndToEnd {
                             r.failed(),
                             r.perReplica(),
                             r.leftInFlight(),
-                            r.seconds());
+                            r.seconds(),
+                            r.redisCommands() / r.seconds(),
+                            r.redisPublishes() / r.seconds() / count);
                 }
             }
         }
@@ -246,9 +252,11 @@ final class ClusterEndToEnd {
                 }
             }
             Replay replay = new Replay(w, clients, bases, http, seed);
+            long[] before = redisUrl == null ? new long[2] : redisCounts(redisUrl);
             long t0 = System.nanoTime();
             replay.run();
             double seconds = (System.nanoTime() - t0) / 1e9;
+            long[] after = redisUrl == null ? new long[2] : redisCounts(redisUrl);
             long left = 0;
             for (URI b : bases) {
                 left += awaitIdle(http, b);
@@ -267,7 +275,9 @@ final class ClusterEndToEnd {
                     replay.p99Millis(),
                     perReplica,
                     left,
-                    seconds);
+                    seconds,
+                    after[0] - before[0],
+                    after[1] - before[1]);
         } finally {
             for (Process p : processes) {
                 p.destroy();
@@ -280,6 +290,25 @@ final class ClusterEndToEnd {
             for (SimulatedReplicaServer r : sims) {
                 r.close();
             }
+        }
+    }
+
+    /** Commands Redis has processed since it started, and PUBLISH calls among them. */
+    private static long[] redisCounts(String url) {
+        io.lettuce.core.RedisClient c = io.lettuce.core.RedisClient.create(url);
+        try (var conn = c.connect()) {
+            long total = 0;
+            long publish = 0;
+            for (String line : (conn.sync().info("stats") + "\n" + conn.sync().info("commandstats")).split("\r?\n")) {
+                if (line.startsWith("total_commands_processed:")) {
+                    total = Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+                } else if (line.startsWith("cmdstat_publish:calls=")) {
+                    publish = Long.parseLong(line.substring(22, line.indexOf(',')));
+                }
+            }
+            return new long[] {total, publish};
+        } finally {
+            c.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         }
     }
 
