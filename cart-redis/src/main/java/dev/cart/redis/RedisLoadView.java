@@ -3,65 +3,91 @@ package dev.cart.redis;
 import dev.cart.core.RemoteLoad;
 import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSet;
-import io.lettuce.core.Range;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The load the other router instances have on each replica: every instance writes its own per-replica
- * in-flight count and pending prefill every {@code interval} to a Redis hash that expires after
- * {@code ttl}, and sums the hashes of the others. An instance that dies stops counting within the TTL
- * (the key expires on Redis's clock, so clock skew between hosts does not matter).
+ * The load the other router instances have on each replica, published on change through Redis pub/sub.
  *
- * <p>Keys: {@code <pool>:load:<origin>} (a hash: replica id to {@code "inFlight pendingPrefill"}) and
- * {@code <pool>:load} (a sorted set of origins by last write, to find the hashes without a SCAN; entries
- * older than a minute are removed). One daemon thread does all Redis work; {@link #remoteInFlight} and
- * {@link #remotePendingPrefill} read a map it replaces whole, so they are lock-free and make no Redis
- * call. When Redis cannot be reached for longer than the TTL, the view is empty (remote load 0): a view
- * too old to trust is not used.
+ * <h2>How</h2>
+ * A daemon thread reads this instance's per-replica in-flight count and pending prefill every
+ * {@value #GAP_MILLIS} ms (a few memory reads) and {@code PUBLISH}es them on the pool's channel
+ * {@code <pool>:load} whenever they changed since the last message, and at least every {@code interval}
+ * when they did not (a heartbeat). Every instance subscribes to the channel and keeps, per other origin,
+ * its last figures and when they arrived; the view is their sum over the origins heard from within
+ * {@code ttl}. So the others' load is as old as a Redis round trip plus at most {@value #GAP_MILLIS} ms
+ * (not a polling interval), an instance that dies stops counting within the TTL, and the TTL runs on this
+ * instance's clock (no clock skew between hosts). The cost is one {@code PUBLISH} per change, at most one
+ * per {@value #GAP_MILLIS} ms per instance while busy, one per interval while idle.
+ *
+ * <p>Why on change: in the simulation (docs/scale-out.md) a view polled every 100 ms let 4 to 8 instances
+ * herd onto the same replica between two reads (P99 TTFT up to 1.8x one instance's); published on change
+ * and seen 5 ms late, the herd is mostly gone.
+ *
+ * <p>Message: {@code v1 <origin>} then one line per replica, {@code <replica id> <in flight> <pending
+ * prefill>}. Malformed messages and those of other versions are ignored. Pub/sub keeps nothing: an
+ * instance that starts hears every live one within an interval.
+ *
+ * <p>Concurrency: {@link #remoteInFlight} and {@link #remotePendingPrefill} read a map that is replaced
+ * whole (lock-free, no Redis call: they are on the request path). Messages arrive on Lettuce's event loop;
+ * the map is rebuilt under a lock there and by the publisher thread every interval (dropping origins not
+ * heard from within the TTL, Redis reachable or not). When Redis cannot be reached, nothing arrives and
+ * the view empties within the TTL: a view too old to trust is not used.
  *
  * <p>As a {@link RemoteLoad} ({@code Router.Builder.remoteLoad}) it makes the router's policies weigh
- * each replica's load as this instance's exact count plus these sums: the figures of the others are at
- * most one interval (plus a Redis round trip) old.
+ * each replica's load as this instance's exact count plus these sums.
  */
 public final class RedisLoadView implements RemoteLoad, AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(RedisLoadView.class);
+    /** How often the publisher looks at this instance's counts: the most a change waits to be published. */
+    static final long GAP_MILLIS = 2;
+
+    private static final String VERSION = "v1";
 
     private final RedisClient client;
     private final String where;
-    private final String registry;
-    private final String prefix;
+    private final String channel;
     private final String origin;
     private final long intervalNanos;
-    private final long ttlMillis;
+    private final long ttlNanos;
     private final ReplicaSet replicas;
-    private volatile Snapshot snapshot = new Snapshot(Map.of(), 0, 0);
+    private final Map<String, Heard> heard = new HashMap<>(); // guarded by itself
+    private volatile Snapshot snapshot = new Snapshot(Map.of(), 0);
     private volatile boolean running;
     private volatile boolean warned;
+    private final LongAdder published = new LongAdder();
+    private final LongAdder received = new LongAdder();
+    private final LongAdder malformed = new LongAdder();
     private boolean closed;
     private Thread thread;
 
-    /** Sums per replica id of the other instances' figures, and when they were read (nanoTime). */
-    private record Snapshot(Map<String, long[]> load, long readAtNanos, int peers) {}
+    /** Sums per replica id of the other live instances' figures, and how many they are. */
+    private record Snapshot(Map<String, long[]> load, int peers) {}
+
+    /** One origin's last figures and when they arrived (nanoTime). */
+    private record Heard(Map<String, long[]> load, long atNanos) {}
 
     private RedisLoadView(Builder b) {
         this.where = RedisEndpoint.where(b.uri);
-        this.registry = b.pool + ":load";
-        this.prefix = b.pool + ":load:";
+        this.channel = b.pool + ":load";
         this.origin = RedisEndpoint.origin(b.instanceId);
         this.intervalNanos = b.interval.toNanos();
-        this.ttlMillis = b.ttl.toMillis();
+        this.ttlNanos = b.ttl.toNanos();
         this.replicas = b.replicas;
         this.client = RedisEndpoint.client(b.uri, b.commandTimeout);
     }
@@ -70,7 +96,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
         return new Builder();
     }
 
-    /** Starts the writer/reader thread; returns at once whether or not Redis is reachable. */
+    /** Starts the publisher thread (which also subscribes); returns at once whether or not Redis answers. */
     public synchronized RedisLoadView start() {
         if (thread != null) {
             throw new IllegalStateException("already started");
@@ -84,13 +110,13 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
 
     /** Requests the other live instances have in flight on the replica with this id (0 if none). */
     public long remoteInFlight(String replicaId) {
-        long[] v = fresh().get(replicaId);
+        long[] v = snapshot.load().get(replicaId);
         return v == null ? 0 : v[0];
     }
 
     /** Pending prefill units the other live instances have routed to the replica with this id. */
     public long remotePendingPrefill(String replicaId) {
-        long[] v = fresh().get(replicaId);
+        long[] v = snapshot.load().get(replicaId);
         return v == null ? 0 : v[1];
     }
 
@@ -106,110 +132,187 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
         return remotePendingPrefill(replicaId);
     }
 
-    /** This instance's origin id in the registry (its instance id and a random suffix per start). */
+    /** This instance's origin id (its instance id and a random suffix per start). */
     public String originId() {
         return origin;
     }
 
-    /** Other instances whose load was read in the last refresh (0 when the view is too old). */
+    /** Other instances heard from within the TTL. */
     public int peers() {
-        Snapshot s = snapshot;
-        return fresh() == s.load() ? s.peers() : 0;
+        return snapshot.peers();
     }
 
-    private Map<String, long[]> fresh() {
-        Snapshot s = snapshot;
-        return System.nanoTime() - s.readAtNanos() <= TimeUnit.MILLISECONDS.toNanos(ttlMillis) ? s.load() : Map.of();
+    /** Messages this instance published, received from others, and ignored as malformed, since it started. */
+    long[] messages() {
+        return new long[] {published.sum(), received.sum(), malformed.sum()};
     }
 
     private void loop() {
-        StatefulRedisConnection<String, String> conn = null;
-        long next = System.nanoTime();
+        StatefulRedisConnection<String, String> pub = null;
+        StatefulRedisPubSubConnection<String, String> sub = null;
+        long[] last = null;
+        long lastSent = 0;
+        long lastRebuild = System.nanoTime();
+        long nextConnect = 0;
+        long gapNanos = TimeUnit.MILLISECONDS.toNanos(GAP_MILLIS);
+        List<String> ids = new ArrayList<>();
+        long[] now = new long[0];
         while (running) {
-            try {
-                if (conn == null) {
-                    conn = client.connect();
-                }
-                tick(conn.sync());
-                if (warned) {
-                    warned = false;
-                    LOG.info("load view connected to Redis at {}", where);
-                }
-            } catch (RuntimeException e) {
-                if (!warned) {
-                    warned = true;
-                    LOG.warn(
-                            "load view cannot reach Redis at {} ({}); remote load counts as 0 after {} ms",
-                            where,
-                            e.getClass().getSimpleName(),
-                            ttlMillis);
+            long t = System.nanoTime();
+            if ((pub == null || sub == null) && t - nextConnect >= 0) {
+                try {
+                    if (pub == null) {
+                        pub = client.connect();
+                    }
+                    if (sub == null) {
+                        sub = subscribe();
+                    }
+                    if (warned) {
+                        warned = false;
+                        LOG.info("load view connected to Redis at {}", where);
+                    }
+                } catch (RuntimeException e) {
+                    warn(e);
+                    nextConnect = t + intervalNanos;
                 }
             }
-            next += intervalNanos;
-            long wait = next - System.nanoTime();
-            if (wait > 0) {
-                LockSupport.parkNanos(wait);
-            } else {
-                next = System.nanoTime();
+            ids.clear();
+            List<? extends Replica> rs = replicas.replicas();
+            if (now.length != 2 * rs.size()) {
+                now = new long[2 * rs.size()];
             }
+            for (int i = 0; i < rs.size(); i++) {
+                Replica r = rs.get(i);
+                ids.add(r.id());
+                now[2 * i] = r.inFlight();
+                now[2 * i + 1] = r.pendingPrefill();
+            }
+            boolean changed = last == null || !Arrays.equals(last, now);
+            if (pub != null && (changed || t - lastSent >= intervalNanos)) {
+                try {
+                    pub.sync().publish(channel, encode(ids, now));
+                    published.increment();
+                    last = now.clone();
+                    lastSent = t;
+                } catch (RuntimeException e) {
+                    warn(e);
+                    lastSent = t; // retried at the next change or heartbeat; the client reconnects meanwhile
+                }
+            }
+            if (t - lastRebuild >= intervalNanos) {
+                rebuild(t);
+                lastRebuild = t;
+            }
+            LockSupport.parkNanos(gapNanos);
         }
-        if (conn != null) {
-            var unused = conn.closeAsync(); // closing: nothing to wait for
+        if (pub != null) {
+            var unused = pub.closeAsync(); // closing: nothing to wait for
+        }
+        if (sub != null) {
+            var unused = sub.closeAsync();
         }
     }
 
-    private void tick(RedisCommands<String, String> c) {
-        Map<String, String> mine = new HashMap<>();
-        for (Replica r : replicas.replicas()) {
-            mine.put(r.id(), r.inFlight() + " " + r.pendingPrefill());
-        }
-        String key = prefix + origin;
-        // one transaction: readers never see the hash half-written, and a replica gone from the pool
-        // leaves it at once
-        c.multi();
-        c.del(key);
-        if (!mine.isEmpty()) {
-            c.hset(key, mine);
-            c.pexpire(key, ttlMillis);
-        }
-        c.exec();
-        long now = System.currentTimeMillis();
-        c.zadd(registry, now, origin);
-        c.zremrangebyscore(registry, Range.create(Double.NEGATIVE_INFINITY, (double) now - 60_000));
-        List<String> origins = c.zrangebyscore(registry, Range.create((double) now - 60_000, Double.POSITIVE_INFINITY));
-        Map<String, long[]> sum = new HashMap<>();
-        int peers = 0;
-        for (String o : origins) {
-            if (o.equals(origin)) {
-                continue;
-            }
-            Map<String, String> theirs = c.hgetall(prefix + o); // empty once expired: a dead instance
-            if (theirs.isEmpty()) {
-                continue;
-            }
-            peers++;
-            for (Map.Entry<String, String> e : theirs.entrySet()) {
-                long[] v = parse(e.getValue());
-                if (v != null) {
-                    long[] acc = sum.computeIfAbsent(e.getKey(), k -> new long[2]);
-                    acc[0] += v[0];
-                    acc[1] += v[1];
+    private StatefulRedisPubSubConnection<String, String> subscribe() {
+        StatefulRedisPubSubConnection<String, String> c = client.connectPubSub();
+        c.addListener(new RedisPubSubAdapter<>() {
+            @Override
+            public void message(String ch, String message) {
+                if (channel.equals(ch)) {
+                    heard(message);
                 }
             }
-        }
-        snapshot = new Snapshot(Map.copyOf(sum), System.nanoTime(), peers);
-    }
-
-    private static long[] parse(String v) {
-        int sp = v.indexOf(' ');
+        });
         try {
-            return sp < 0 ? null : new long[] {Long.parseLong(v.substring(0, sp)), Long.parseLong(v.substring(sp + 1))};
-        } catch (NumberFormatException e) {
-            return null;
+            c.sync().subscribe(channel); // Lettuce subscribes again by itself after a reconnect
+        } catch (RuntimeException e) {
+            var unused = c.closeAsync();
+            throw e;
+        }
+        return c;
+    }
+
+    private void warn(RuntimeException e) {
+        if (!warned) {
+            warned = true;
+            LOG.warn(
+                    "load view cannot reach Redis at {} ({}); the others' load counts as 0 after {} ms",
+                    where,
+                    e.getClass().getSimpleName(),
+                    TimeUnit.NANOSECONDS.toMillis(ttlNanos));
         }
     }
 
-    /** Stops the thread and closes the connection. The key is left to expire (as a crash would leave it). */
+    private String encode(List<String> ids, long[] figures) {
+        StringBuilder b = new StringBuilder(32 + 48 * ids.size())
+                .append(VERSION)
+                .append(' ')
+                .append(origin);
+        for (int i = 0; i < ids.size(); i++) {
+            b.append('\n')
+                    .append(ids.get(i))
+                    .append(' ')
+                    .append(figures[2 * i])
+                    .append(' ')
+                    .append(figures[2 * i + 1]);
+        }
+        return b.toString();
+    }
+
+    /** One message from the channel (Lettuce's event loop). */
+    private void heard(String message) {
+        String[] lines = message.split("\n", -1);
+        String head = lines[0];
+        if (!head.startsWith(VERSION + " ") || head.length() <= VERSION.length() + 1) {
+            malformed.increment();
+            return;
+        }
+        String from = head.substring(VERSION.length() + 1);
+        if (from.equals(origin)) {
+            return;
+        }
+        Map<String, long[]> load = new HashMap<>();
+        for (int i = 1; i < lines.length; i++) {
+            String l = lines[i];
+            int b = l.lastIndexOf(' ');
+            int a = b > 0 ? l.lastIndexOf(' ', b - 1) : -1;
+            try {
+                if (a <= 0) {
+                    throw new NumberFormatException();
+                }
+                load.put(l.substring(0, a), new long[] {
+                    Long.parseLong(l.substring(a + 1, b)), Long.parseLong(l.substring(b + 1))
+                });
+            } catch (NumberFormatException e) {
+                malformed.increment();
+                return;
+            }
+        }
+        received.increment();
+        long t = System.nanoTime();
+        synchronized (heard) {
+            heard.put(from, new Heard(load, t));
+        }
+        rebuild(t);
+    }
+
+    /** Sums the figures of the origins heard from within the TTL, forgetting the others. */
+    private void rebuild(long t) {
+        synchronized (heard) {
+            heard.values().removeIf(h -> t - h.atNanos() > ttlNanos);
+            Map<String, long[]> sum = new HashMap<>();
+            for (Heard h : heard.values()) {
+                for (Map.Entry<String, long[]> e : h.load().entrySet()) {
+                    long[] acc = sum.computeIfAbsent(e.getKey(), k -> new long[2]);
+                    acc[0] += Math.max(0, e.getValue()[0]);
+                    acc[1] += Math.max(0, e.getValue()[1]);
+                }
+            }
+            snapshot = new Snapshot(Map.copyOf(sum), heard.size());
+        }
+    }
+
+    /** Stops the thread and closes the connections; the others forget this instance within their TTL. */
     @Override
     public synchronized void close() {
         if (closed) {
@@ -246,7 +349,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             return this;
         }
 
-        /** The key prefix of this pool (same on every instance; the route stream's name does well). */
+        /** The pool's name (same on every instance; the route stream's name does well): the channel is {@code <pool>:load}. */
         public Builder pool(String pool) {
             if (pool == null || pool.isBlank()) {
                 throw new IllegalArgumentException("the pool name must not be empty");
@@ -260,13 +363,16 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             return this;
         }
 
-        /** Whose load this instance publishes: its replica set (read every interval). */
+        /** Whose load this instance publishes: its replica set (read every {@value RedisLoadView#GAP_MILLIS} ms). */
         public Builder replicas(ReplicaSet replicas) {
             this.replicas = Objects.requireNonNull(replicas);
             return this;
         }
 
-        /** How often the load is written and read (default 100 ms). */
+        /**
+         * How often the load is published when it has not changed (a heartbeat; default 100 ms). Every
+         * change is published at once (at most every {@value RedisLoadView#GAP_MILLIS} ms).
+         */
         public Builder interval(Duration interval) {
             if (interval.isNegative() || interval.isZero()) {
                 throw new IllegalArgumentException("the load interval must be positive");
@@ -275,7 +381,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             return this;
         }
 
-        /** How long an instance's figures count after its last write (default 1 s; more than the interval). */
+        /** How long an instance's figures count after they arrived (default 1 s; at least twice the interval). */
         public Builder ttl(Duration ttl) {
             if (ttl.isNegative() || ttl.isZero()) {
                 throw new IllegalArgumentException("the load TTL must be positive");

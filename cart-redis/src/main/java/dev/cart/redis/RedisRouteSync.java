@@ -20,8 +20,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -84,7 +84,18 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private final long repeatMillis;
     private final long blockMillis;
     private final boolean replay;
-    private final ArrayBlockingQueue<RouteEvent> buffer;
+    /**
+     * Events waiting to be written: a lock-free queue bounded by {@link #bufferEvents} through
+     * {@link #buffered}. {@link #publish} is on the request path: it never takes a lock and wakes the
+     * publisher thread only when that thread waits for what was just offered ({@link #wakeAt}): the first
+     * event of a batch, or the one that fills a batch; the events in between cost no wake-up.
+     */
+    private final ConcurrentLinkedQueue<RouteEvent> buffer = new ConcurrentLinkedQueue<>();
+
+    private final int bufferEvents;
+    private final AtomicInteger buffered = new AtomicInteger();
+    /** How many buffered events the waiting publisher thread wants before it is woken; MAX_VALUE: none. */
+    private volatile int wakeAt = Integer.MAX_VALUE;
 
     private final LongAdder published = new LongAdder();
     private final LongAdder batches = new LongAdder();
@@ -118,7 +129,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private volatile boolean started;
     private boolean closed;
     private volatile Consumer<? super RouteEvent> applier;
-    private Thread publisherThread;
+    private volatile Thread publisherThread;
     private Thread tailerThread;
 
     private RedisRouteSync(Builder b) {
@@ -131,7 +142,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         this.repeatMillis = b.repeatInterval.toMillis();
         this.blockMillis = b.readBlock.toMillis();
         this.replay = b.replay;
-        this.buffer = new ArrayBlockingQueue<>(b.bufferEvents);
+        this.bufferEvents = b.bufferEvents;
         this.client = RedisEndpoint.client(b.uri, b.commandTimeout);
     }
 
@@ -144,14 +155,51 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         return origin;
     }
 
-    /** Enqueues the event; drops the oldest buffered one (counted) if the buffer is full. Never blocks. */
+    /**
+     * Enqueues the event; drops the oldest buffered one (counted) if the buffer is full. Never blocks or
+     * takes a lock.
+     */
     @Override
     public void publish(RouteEvent event) {
         Objects.requireNonNull(event, "event");
-        while (!buffer.offer(event)) {
-            if (buffer.poll() != null) {
-                dropped.increment();
+        buffer.offer(event);
+        int n = buffered.incrementAndGet();
+        while (n > bufferEvents) {
+            if (buffer.poll() == null) {
+                break;
             }
+            dropped.increment();
+            n = buffered.decrementAndGet();
+        }
+        if (n >= wakeAt) {
+            Thread t = publisherThread;
+            if (t != null) {
+                LockSupport.unpark(t);
+            }
+        }
+    }
+
+    /** The next buffered event, or null. */
+    private RouteEvent take() {
+        RouteEvent e = buffer.poll();
+        if (e != null) {
+            buffered.decrementAndGet();
+        }
+        return e;
+    }
+
+    /**
+     * Parks the publisher thread until {@code count} events are buffered, {@code nanos} have passed, or it
+     * is unparked (closing); returns at once when they already are.
+     */
+    private void awaitBuffered(int count, long nanos) {
+        wakeAt = count;
+        try {
+            if (buffered.get() < count && running) {
+                LockSupport.parkNanos(this, nanos);
+            }
+        } finally {
+            wakeAt = Integer.MAX_VALUE;
         }
     }
 
@@ -187,7 +235,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 bytes.sum(),
                 dropped.sum(),
                 repeats.sum(),
-                buffer.size() + (long) pendingEvents.get(),
+                buffered.get() + (long) pendingEvents.get(),
                 applied.sum(),
                 ownSkipped.sum(),
                 malformed.sum(),
@@ -307,7 +355,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 batch.clear();
             }
             if (System.nanoTime() > closeDeadline) {
-                LOG.info("route sync closing with {} events not written", buffer.size() + pendingEvents.get());
+                LOG.info("route sync closing with {} events not written", buffered.get() + pendingEvents.get());
                 break;
             }
             try {
@@ -335,23 +383,27 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
 
     /** Takes the next batch from the buffer: up to the batch size, or what arrives within the delay. */
     private void collect(List<RouteEvent> batch) {
-        try {
-            RouteEvent first = buffer.poll(running ? 100 : 0, TimeUnit.MILLISECONDS);
-            if (first == null) {
+        RouteEvent first = take();
+        if (first == null && running) {
+            awaitBuffered(1, TimeUnit.MILLISECONDS.toNanos(100));
+            first = take();
+        }
+        if (first == null) {
+            return;
+        }
+        batch.add(first);
+        long deadline = System.nanoTime() + batchDelayNanos;
+        while (batch.size() < batchEvents) {
+            RouteEvent e = take();
+            if (e != null) {
+                batch.add(e);
+                continue;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || !running) {
                 return;
             }
-            batch.add(first);
-            long deadline = System.nanoTime() + batchDelayNanos;
-            while (batch.size() < batchEvents) {
-                long left = deadline - System.nanoTime();
-                RouteEvent e = left > 0 ? buffer.poll(left, TimeUnit.NANOSECONDS) : buffer.poll();
-                if (e == null) {
-                    return;
-                }
-                batch.add(e);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            awaitBuffered(batchEvents - batch.size(), left); // the batch's delay, or a full batch
         }
     }
 

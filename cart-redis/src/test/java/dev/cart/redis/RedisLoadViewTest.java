@@ -4,13 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import dev.cart.core.ManagedReplicaSet;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.sync.RedisCommands;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** The shared load view against a real redis-server: sums of the other instances, expiry of a dead one. */
+/**
+ * The shared load view against a real redis-server: sums of the other instances, every change seen
+ * (published on change, not polled), expiry of a dead one, garbage on the channel ignored.
+ */
 class RedisLoadViewTest {
 
     private final List<AutoCloseable> open = new ArrayList<>();
@@ -69,5 +75,43 @@ class RedisLoadViewTest {
         Await.until(() -> c.remoteInFlight("http://vllm-0:8000") == 1 && c.peers() == 1, () -> "a expired");
         redis.kill(); // and with Redis gone, a view too old to trust is empty
         Await.until(() -> c.remoteInFlight("http://vllm-0:8000") == 0 && c.peers() == 0, () -> "stale view dropped");
+    }
+
+    @Test
+    void everyChangeIsPublishedAndGarbageOnTheChannelIsIgnored() throws Exception {
+        RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort());
+        open.add(redis);
+        ManagedReplicaSet poolA = pool();
+        ManagedReplicaSet poolB = pool();
+        RedisLoadView a = view(redis.uri(), "a", poolA);
+        RedisLoadView b = view(redis.uri(), "b", poolB);
+        Await.until(() -> a.peers() == 1 && b.peers() == 1, () -> "each hears the other");
+        RedisClient admin = RedisClient.create(redis.uri());
+        try {
+            RedisCommands<String, String> c = admin.connect().sync();
+            for (String junk : new String[] {
+                "", "v1", "v2 x\nhttp://vllm-0:8000 7 7", "v1 z\nhttp://vllm-0:8000 seven 0", "v1 z\nno-figures"
+            }) {
+                c.publish("cart:pool:load", junk);
+            }
+            // each change of a's count shows on b, one step at a time, whatever arrives in between
+            List<dev.cart.core.Replica.Admission> held = new ArrayList<>();
+            for (int n = 1; n <= 5; n++) {
+                held.add(Objects.requireNonNull(poolA.replicas().get(1).tryAcquire()));
+                int expected = n;
+                Await.until(
+                        () -> b.remoteInFlight("http://vllm-1:8000") == expected,
+                        () -> "b sees " + expected + ", has " + b.remoteInFlight("http://vllm-1:8000"));
+            }
+            for (var h : held) {
+                h.release(dev.cart.core.Outcome.SUCCESS);
+            }
+            Await.until(() -> b.remoteInFlight("http://vllm-1:8000") == 0, () -> "b sees the releases");
+            assertEquals(1, b.peers(), "the garbage made no peer");
+            assertEquals(0, b.remoteInFlight("http://vllm-0:8000"));
+            Await.until(() -> b.messages()[2] == 5, () -> "malformed counted: " + b.messages()[2]);
+        } finally {
+            admin.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
     }
 }

@@ -16,7 +16,7 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * This proxy's part in a cluster of proxies in front of one pool ({@code cluster} section): the route
- * sync (a Redis Stream) and the shared load view (Redis hashes with a TTL) of {@code cart-redis}, wired to
+ * sync (a Redis Stream) and the shared load view (Redis pub/sub, on change) of {@code cart-redis}, wired to
  * whichever router is current (a reload replaces the router and keeps its tree; remote events go to the
  * current one, and the load published is the current replica set's). Off, it shares nothing and costs
  * nothing. Nothing here runs on the request path but in-memory reads; Redis work happens on the sync's

@@ -4,7 +4,7 @@ import java.util.Objects;
 
 /**
  * Section {@code cluster}: several proxies in front of one pool share routes (a Redis Stream) and load (a
- * Redis hash per instance with a TTL) through the {@code cart-redis} module. Off (the default) while
+ * Redis pub/sub channel, published on change) through the {@code cart-redis} module. Off (the default) while
  * {@code redis_url} is absent. The URL may carry a password: {@link #toString()} leaves it out, and
  * nothing logs it.
  *
@@ -15,8 +15,8 @@ import java.util.Objects;
  * @param batchEvents     most events per stream entry
  * @param batchDelayMs    how long a batch waits for more events after its first
  * @param bufferEvents    events kept while Redis is slow or away (the oldest dropped beyond)
- * @param loadIntervalMs  how often this instance writes its load and reads the others'
- * @param loadTtlMs       how long an instance's load counts after its last write
+ * @param loadIntervalMs  how often this instance publishes its load when it has not changed (a heartbeat)
+ * @param loadTtlMs       how long an instance's load counts after it was last heard
  * @param timeoutMs       timeout of one Redis command and of a connection attempt
  */
 record ClusterConfig(

@@ -24,12 +24,13 @@ import java.util.function.BiFunction;
  * <p>With {@link ScaleOut#sync()} the instances share what {@code cart-redis} shares, through an in-memory
  * stand-in on the virtual clock: every route event an instance publishes reaches every other live
  * instance's {@link Router#applyRemote} {@link ScaleOut#syncLagNanos()} later, and each instance's load
- * (in-flight and pending prefill per replica) is snapshotted every {@link ScaleOut#loadIntervalNanos()}
- * and counted by the others ({@link RemoteLoad}) until its TTL after the instance died. Work is done
- * lazily, when a request is routed (the only moment anyone reads it): events due by then are applied, and
- * a load snapshot due by then is taken from the counts at that moment (so a snapshot is 0 to one interval
- * old when read, as in the real view). The real transport is tested against a real {@code redis-server}
- * in {@code cart-redis}.
+ * (in-flight and pending prefill per replica) is counted by the others ({@link RemoteLoad}) as it was
+ * {@link ScaleOut#loadDelayNanos()} before (published on change, as {@code RedisLoadView} does), or, with
+ * a {@link ScaleOut#loadIntervalNanos()}, as it was at the last multiple of the interval (a polled view,
+ * every instance in step), until its TTL after the instance died. Every instance's counts are recorded at
+ * each change ({@link #changed}: a decision, a first token, a finished request), so the view of any past
+ * moment is exact. Route events are applied lazily, when a request is routed (the only moment anyone
+ * reads the tree). The real transport is tested against a real {@code redis-server} in {@code cart-redis}.
  *
  * <p>Failover: {@link ScaleOut#killInstance()} stops receiving requests at {@link ScaleOut#killAtNanos()};
  * the requests it already routed run to their end on the replicas (their leases close on its set), it
@@ -47,6 +48,7 @@ final class Instances {
      * @param sync              whether they share routes and load
      * @param syncLagNanos      delay from an event's publication to its apply on the others
      * @param loadIntervalNanos how often each instance's load is snapshotted for the others
+     * @param loadDelayNanos    how long after a snapshot the others count it
      * @param loadTtlNanos      how long a dead instance's last load still counts
      * @param killInstance      the instance that dies mid-run, or -1
      * @param killAtNanos       when it dies (virtual time)
@@ -56,11 +58,12 @@ final class Instances {
             boolean sync,
             long syncLagNanos,
             long loadIntervalNanos,
+            long loadDelayNanos,
             long loadTtlNanos,
             int killInstance,
             long killAtNanos) {
 
-        static final ScaleOut SINGLE = new ScaleOut(1, false, 0, 0, 0, -1, 0);
+        static final ScaleOut SINGLE = new ScaleOut(1, false, 0, 0, 0, 0, -1, 0);
 
         ScaleOut {
             if (instances < 1) {
@@ -71,25 +74,40 @@ final class Instances {
             }
         }
 
-        /** {@code n} instances, sharing (20 ms lag, 100 ms load interval, 1 s TTL) or not. */
+        /**
+         * {@code n} instances, sharing (route events 20 ms late; the others' load as it was 5 ms before;
+         * 1 s TTL) or not.
+         */
         static ScaleOut of(int n, boolean sync) {
-            return new ScaleOut(n, sync, 20_000_000L, 100_000_000L, 1_000_000_000L, -1, 0);
+            return new ScaleOut(n, sync, 20_000_000L, 0, 5_000_000L, 1_000_000_000L, -1, 0);
         }
 
+        /** Route events this long after their publication. */
         ScaleOut syncLag(long nanos) {
-            return new ScaleOut(instances, sync, nanos, loadIntervalNanos, loadTtlNanos, killInstance, killAtNanos);
+            return new ScaleOut(
+                    instances, sync, nanos, loadIntervalNanos, loadDelayNanos, loadTtlNanos, killInstance, killAtNanos);
         }
 
-        ScaleOut loadInterval(long nanos) {
-            return new ScaleOut(instances, sync, syncLagNanos, nanos, loadTtlNanos, killInstance, killAtNanos);
+        /**
+         * The others' load seen as it was {@code delayNanos} before (published on change: {@code
+         * intervalNanos} 0), or as it was at the last multiple of {@code intervalNanos}, {@code delayNanos}
+         * before (polled).
+         */
+        ScaleOut loadTimed(long intervalNanos, long delayNanos) {
+            return new ScaleOut(
+                    instances, sync, syncLagNanos, intervalNanos, delayNanos, loadTtlNanos, killInstance, killAtNanos);
         }
 
         ScaleOut killing(int instance, long atNanos) {
-            return new ScaleOut(instances, sync, syncLagNanos, loadIntervalNanos, loadTtlNanos, instance, atNanos);
+            return new ScaleOut(
+                    instances, sync, syncLagNanos, loadIntervalNanos, loadDelayNanos, loadTtlNanos, instance, atNanos);
         }
     }
 
     private record Pending(long at, RouteEvent event) {}
+
+    /** Every instance's load at virtual time {@code at}. */
+    private record LoadSnapshot(long at, long[][] inFlight, long[][] pending) {}
 
     private final ScaleOut spec;
     private final VirtualClock clock;
@@ -99,11 +117,11 @@ final class Instances {
     private final Map<String, Integer> index = new HashMap<>();
     private final SplittableRandom balancer;
     private final ArrayDeque<Pending> bus = new ArrayDeque<>();
-    /** Per instance, per replica: in-flight and pending prefill at its last snapshot. */
-    private final long[][] inFlight;
+    private final ArrayDeque<LoadSnapshot> loadBus = new ArrayDeque<>();
+    /** Per instance, per replica: in-flight and pending prefill at the last snapshot the others count. */
+    private long[][] inFlight;
 
-    private final long[][] pending;
-    private long nextSnapshot;
+    private long[][] pending;
     private boolean killed;
     private final int[] live;
     private int liveCount;
@@ -191,7 +209,9 @@ final class Instances {
     RouteDecision choose(long t, RouteRequest request) {
         advance(t);
         int i = liveCount == 1 ? live[0] : live[balancer.nextInt(liveCount)];
-        return routers[i].choose(request);
+        RouteDecision d = routers[i].choose(request);
+        changed(t);
+        return d;
     }
 
     /** Instance {@code i}'s router. */
@@ -218,23 +238,49 @@ final class Instances {
                 routers[live[i]].applyRemote(e); // the origin skips its own
             }
         }
-        if (spec.sync() && routers.length > 1 && t >= nextSnapshot) {
-            for (int i = 0; i < routers.length; i++) {
-                boolean dead = killed && i == spec.killInstance();
-                boolean expired = dead && t >= spec.killAtNanos() + spec.loadTtlNanos();
-                List<ManagedReplicaSet.Member> ms = sets[i].replicas();
-                for (int k = 0; k < replicas; k++) {
-                    if (expired) {
-                        inFlight[i][k] = 0;
-                        pending[i][k] = 0;
-                    } else if (!dead) {
-                        inFlight[i][k] = ms.get(k).inFlight();
-                        pending[i][k] = ms.get(k).pendingPrefill();
-                    } // a dead instance's last write counts until its TTL
+        if (spec.sync() && routers.length > 1) {
+            long seen = spec.loadIntervalNanos() > 0 ? t - t % spec.loadIntervalNanos() : t;
+            seen -= spec.loadDelayNanos();
+            while (!loadBus.isEmpty() && loadBus.peekFirst().at() <= seen) {
+                LoadSnapshot s = loadBus.pollFirst();
+                inFlight = s.inFlight();
+                pending = s.pending();
+            }
+        }
+    }
+
+    /**
+     * Records every instance's load as it is at virtual time {@code t}: called after every change of a
+     * count (a routing decision, a first token, a finished request), so the view of any past moment is
+     * the last record at or before it.
+     */
+    void changed(long t) {
+        if (!spec.sync() || routers.length == 1) {
+            return;
+        }
+        long[][] f = new long[routers.length][];
+        long[][] p = new long[routers.length][];
+        LoadSnapshot last = loadBus.isEmpty() ? null : loadBus.peekLast();
+        for (int i = 0; i < routers.length; i++) {
+            boolean dead = killed && i == spec.killInstance();
+            boolean expired = dead && t >= spec.killAtNanos() + spec.loadTtlNanos();
+            f[i] = new long[replicas];
+            p[i] = new long[replicas];
+            List<ManagedReplicaSet.Member> ms = sets[i].replicas();
+            for (int k = 0; k < replicas; k++) {
+                if (!dead) {
+                    f[i][k] = ms.get(k).inFlight();
+                    p[i][k] = ms.get(k).pendingPrefill();
+                } else if (!expired) { // a dead instance's last write counts until its TTL
+                    f[i][k] = (last != null ? last.inFlight() : inFlight)[i][k];
+                    p[i][k] = (last != null ? last.pending() : pending)[i][k];
                 }
             }
-            nextSnapshot = t - t % spec.loadIntervalNanos() + spec.loadIntervalNanos();
         }
+        if (last != null && last.at() == t) {
+            loadBus.pollLast(); // the same moment: keep the latest counts only
+        }
+        loadBus.addLast(new LoadSnapshot(t, f, p));
     }
 
     /** The pool's index (engine) of a replica of any instance's set. */

@@ -18,7 +18,7 @@ import java.util.function.ToDoubleFunction;
  * replica counts, behind a random load balancer in front of the report's simulated pool ({@link Instances}),
  * 1 against 2, 4 and 8 instances that share nothing, share nothing but place misses by consistent hashing,
  * or share routes and load (the in-memory stand-in for {@code cart-redis}: 20 ms from publication to apply,
- * load snapshots every 100 ms). The policy is the shipped {@code cache_aware} behind a host doing what the
+ * the others' load as it was {@value #LOAD_DELAY_MS} ms before). The policy is the shipped {@code cache_aware} behind a host doing what the
  * proxy does (the report's {@code cache_aware} variant). Workloads, arrival rates and the replica model are
  * the main report's ({@link RunMatrix}); each (workload, seed) runs every configuration on the same
  * requests and arrival times. Then failover: four synced instances, one killed at the middle arrival.
@@ -31,25 +31,44 @@ public final class ScaleOutReport {
     static final List<String> WORKLOADS =
             List.of("generated-shared-prefix", "rag-zipf", "multi-turn", "branch-resume", RunMatrix.MOONCAKE);
 
-    /** One configuration of the instances; {@code loadIntervalMs} only matters synced. */
-    record Config(String label, int instances, boolean sync, boolean hashMisses, int loadIntervalMs, int lagMs) {}
+    /**
+     * One configuration of the instances. Synced, the others' load is seen as it was {@code loadDelayMs}
+     * before (published on change: {@code loadIntervalMs} 0) or as it was at the last multiple of
+     * {@code loadIntervalMs}, {@code loadDelayMs} before (polled).
+     */
+    record Config(
+            String label,
+            int instances,
+            boolean sync,
+            boolean hashMisses,
+            int loadIntervalMs,
+            int loadDelayMs,
+            int lagMs) {}
+
+    /**
+     * How late the others' load is seen, synced: {@code RedisLoadView} publishes an instance's load on
+     * every change (at most every 2 ms) and the others receive it a Redis round trip later; 5 ms allows
+     * for a loaded host.
+     */
+    static final int LOAD_DELAY_MS = 5;
 
     static final List<Config> CONFIGS = configs();
 
     private static List<Config> configs() {
         List<Config> c = new ArrayList<>();
-        c.add(new Config("1 instance", 1, false, false, 100, 20));
+        c.add(new Config("1 instance", 1, false, false, 0, 0, 20));
         for (int n : new int[] {2, 4, 8}) {
-            c.add(new Config(n + ", no sync", n, false, false, 100, 20));
-            c.add(new Config(n + ", no sync, consistent-hash misses", n, false, true, 100, 20));
-            c.add(new Config(n + ", synced", n, true, false, 100, 20));
+            c.add(new Config(n + ", no sync", n, false, false, 0, 0, 20));
+            c.add(new Config(n + ", no sync, consistent-hash misses", n, false, true, 0, 0, 20));
+            c.add(new Config(n + ", synced", n, true, false, 0, LOAD_DELAY_MS, 20));
         }
-        // how much of the synced P99 is the load view's age: the same with snapshots ten times as often
+        // what the load view's age costs: the same seen 20 ms late, and the earlier view polled every 100 ms
         for (int n : new int[] {4, 8}) {
-            c.add(new Config(n + ", synced, load every 10 ms", n, true, false, 10, 20));
+            c.add(new Config(n + ", synced, load seen 20 ms late", n, true, false, 0, 20, 20));
+            c.add(new Config(n + ", synced, load polled every 100 ms", n, true, false, 100, 0, 20));
         }
-        // and what a slow stream costs: events ten times as late as assumed above
-        c.add(new Config("4, synced, 200 ms sync lag", 4, true, false, 100, 200));
+        // and what a slow stream costs: route events ten times as late as assumed above
+        c.add(new Config("4, synced, 200 ms sync lag", 4, true, false, 0, LOAD_DELAY_MS, 200));
         return c;
     }
 
@@ -161,13 +180,18 @@ public final class ScaleOutReport {
                   reaches the other instances' `Router.applyRemote` 20 ms after its publication (measured on \
                   loopback, on a loaded 2-core machine: p50 5 to 10 ms, p99 50 to 200 ms, see \
                   `cart-redis/README.md`; one row below uses 200 ms), and each instance's per-replica in-flight \
-                  count and pending prefill is snapshotted every 100 ms and added, by the others, to their own \
-                  exact counts (`Router.Builder.remoteLoad`), as `RedisLoadView` does. The real transport is the \
-                  subject of `cart-redis`'s tests against a real `redis-server` (routes, load, faults) and of the \
-                  proxy's `ClusterProxyTest`; the simulation does not talk to Redis.
-                - *load every 10 ms*: synced, with load snapshots ten times as often (`cluster.load_interval_ms: \
-                  10`): what the load view's age costs in tail latency. *200 ms sync lag*: synced, with route \
-                  events ten times as late.
+                  count and pending prefill, published on every change as `RedisLoadView` does (Redis pub/sub, \
+                  at most every 2 ms), is added by the others to their own exact counts \
+                  (`Router.Builder.remoteLoad`) as it was 5 ms before. The simulator records every instance's \
+                  counts at each change (a decision, a first token, a finished request), so "as it was 5 ms \
+                  before" is exact. The real transport is the subject of `cart-redis`'s tests against a real \
+                  `redis-server` (routes, load, faults) and of the proxy's `ClusterProxyTest` and \
+                  `ClusterFaultTest`; the simulation does not talk to Redis.
+                - *load seen 20 ms late*: synced, with the others' load four times as old. *load polled every \
+                  100 ms*: the earlier design, each instance writing its load every 100 ms and reading the \
+                  others' as often (modelled as the counts at the last multiple of 100 ms, every instance in \
+                  step: kinder than real, unaligned timers). *200 ms sync lag*: synced, with route events ten \
+                  times as late.
 
                 Hit ratio is measured by the replicas (cached over prompt tokens); P99 TTFT from the request's \
                 sending to its first token; *max/mean* is requests on the busiest replica over the mean. Ratios to \
@@ -186,13 +210,13 @@ public final class ScaleOutReport {
         Map<String, Figures> out = new LinkedHashMap<>();
         for (Config c : CONFIGS) {
             Instances.ScaleOut spec = Instances.ScaleOut.of(c.instances(), c.sync())
-                    .loadInterval(c.loadIntervalMs() * 1_000_000L)
-                    .syncLag(c.lagMs() * 1_000_000L);
+                    .syncLag(c.lagMs() * 1_000_000L)
+                    .loadTimed(c.loadIntervalMs() * 1_000_000L, c.loadDelayMs() * 1_000_000L);
             out.put(c.label(), figures(run(s, seed, c.hashMisses(), spec, p), p, Long.MAX_VALUE));
         }
         long middle = p.arrivals[p.size() / 2];
         for (Failover f : FAILOVERS) {
-            Instances.ScaleOut spec = Instances.ScaleOut.of(4, f.sync());
+            Instances.ScaleOut spec = Instances.ScaleOut.of(4, f.sync()).loadTimed(0, LOAD_DELAY_MS * 1_000_000L);
             if (f.kill()) {
                 spec = spec.killing(3, middle);
             }

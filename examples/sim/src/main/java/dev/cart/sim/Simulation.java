@@ -436,6 +436,7 @@ public final class Simulation {
                 }
                 if (signalFirstToken) {
                     lease.firstToken();
+                    instances.changed(nanos);
                 }
                 if (probe != null) {
                     probe.firstToken(nanos, index, replicaOf[index], r.cachedTokens(), r.ttftNanos());
@@ -451,6 +452,7 @@ public final class Simulation {
                         lease.succeeded();
                     }
                 }
+                instances.changed(nanos);
                 completed++;
                 promptTokens += r.promptTokens;
                 cachedTokens += r.cachedTokens();
