@@ -14,15 +14,11 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -378,73 +374,32 @@ final class ClusterEndToEnd {
     /** {@link EndToEnd}'s closed loop and session rule; each request to a proxy drawn at random. */
     private static final class Replay {
         private final List<WorkloadRequest> requests;
-        private final int clients;
         private final List<URI> bases;
         private final HttpClient http;
         private final SplittableRandom balancer;
-        private final CountDownLatch done;
-        private final Map<String, ArrayDeque<Integer>> waiting = new HashMap<>();
-        private final Map<String, Boolean> busy = new HashMap<>();
+        private final SessionLoop loop;
         final AtomicLong prompt = new AtomicLong();
         final AtomicLong cached = new AtomicLong();
         final AtomicInteger failed = new AtomicInteger();
         private final long[] latencyNanos;
-        private int next;
 
         Replay(Workload w, int clients, List<URI> bases, HttpClient http, long seed) {
             this.requests = w.requests();
-            this.clients = clients;
             this.bases = bases;
             this.http = http;
             this.balancer = new SplittableRandom(seed * 31 + 7);
-            this.done = new CountDownLatch(requests.size());
+            this.loop = new SessionLoop(requests, clients, this::send);
             this.latencyNanos = new long[requests.size()];
             Arrays.fill(latencyNanos, -1);
         }
 
         void run() throws InterruptedException {
-            synchronized (this) {
-                for (next = 0; next < Math.min(clients, requests.size()); next++) {
-                    arrive(next);
-                }
-            }
-            if (!done.await(30, TimeUnit.MINUTES)) {
-                throw new IllegalStateException("the replay did not finish");
-            }
+            loop.run();
         }
 
         long p99Millis() {
             long[] l = Arrays.stream(latencyNanos).filter(x -> x >= 0).sorted().toArray();
             return l.length == 0 ? -1 : l[(int) Math.ceil(0.99 * l.length) - 1] / 1_000_000;
-        }
-
-        /** Called with the lock held. */
-        private void arrive(int i) {
-            String session = requests.get(i).session();
-            if (session != null) {
-                if (busy.getOrDefault(session, false)) {
-                    waiting.computeIfAbsent(session, k -> new ArrayDeque<>()).addLast(i);
-                    return;
-                }
-                busy.put(session, true);
-            }
-            send(i);
-        }
-
-        private synchronized void finished(int i) {
-            String session = requests.get(i).session();
-            if (session != null) {
-                ArrayDeque<Integer> q = waiting.get(session);
-                if (q != null && !q.isEmpty()) {
-                    send(q.pollFirst());
-                } else {
-                    busy.put(session, false);
-                }
-            }
-            if (next < requests.size()) {
-                arrive(next++);
-            }
-            done.countDown();
         }
 
         /** Called with the lock held (the balancer's draws are in a fixed order for a given run). */
@@ -466,7 +421,7 @@ final class ClusterEndToEnd {
                         latencyNanos[i] = System.nanoTime() - t0;
                     }
                 } finally {
-                    finished(i);
+                    loop.finished(i);
                 }
             });
         }

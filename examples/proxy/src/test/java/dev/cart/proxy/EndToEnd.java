@@ -14,13 +14,10 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -234,15 +231,12 @@ final class EndToEnd {
         private final Settings s;
         private final URI base;
         private final HttpClient http;
-        private final CountDownLatch done;
-        private final Map<String, ArrayDeque<Integer>> waiting = new HashMap<>();
-        private final Map<String, Boolean> busy = new HashMap<>();
+        private final SessionLoop loop;
         private final AtomicLong prompt = new AtomicLong();
         private final AtomicLong cached = new AtomicLong();
         private final AtomicInteger failed = new AtomicInteger();
         private final List<String> urls;
         private final Trace trace;
-        private int next;
 
         Replay(Workload w, String policy, Settings s, ProxyServer proxy, List<String> urls) {
             this.urls = urls;
@@ -255,7 +249,7 @@ final class EndToEnd {
                     .version(HttpClient.Version.HTTP_1_1)
                     .connectTimeout(Duration.ofSeconds(10))
                     .build();
-            this.done = new CountDownLatch(requests.size());
+            this.loop = new SessionLoop(requests, s.clients(), this::send);
             int n = requests.size();
             this.trace = new Trace(new int[n], new long[n], new long[n], new long[n]);
             java.util.Arrays.fill(trace.replica(), -1);
@@ -264,14 +258,7 @@ final class EndToEnd {
 
         HttpRun run() throws InterruptedException {
             long t0 = System.nanoTime();
-            synchronized (this) {
-                for (next = 0; next < Math.min(s.clients(), requests.size()); next++) {
-                    arrive(next);
-                }
-            }
-            if (!done.await(30, TimeUnit.MINUTES)) {
-                throw new IllegalStateException("the replay did not finish");
-            }
+            loop.run();
             return new HttpRun(
                     workload,
                     policy,
@@ -286,35 +273,6 @@ final class EndToEnd {
                     Map.of(),
                     List.of(),
                     trace);
-        }
-
-        /** Called with the lock held. */
-        private void arrive(int i) {
-            String session = requests.get(i).session();
-            if (session != null) {
-                if (busy.getOrDefault(session, false)) {
-                    waiting.computeIfAbsent(session, k -> new ArrayDeque<>()).addLast(i);
-                    return;
-                }
-                busy.put(session, true);
-            }
-            send(i);
-        }
-
-        private synchronized void finished(int i) {
-            String session = requests.get(i).session();
-            if (session != null) {
-                ArrayDeque<Integer> q = waiting.get(session);
-                if (q != null && !q.isEmpty()) {
-                    send(q.pollFirst());
-                } else {
-                    busy.put(session, false);
-                }
-            }
-            if (next < requests.size()) {
-                arrive(next++);
-            }
-            done.countDown();
         }
 
         private void send(int i) {
@@ -335,7 +293,7 @@ final class EndToEnd {
                                 resp.headers().firstValue("x-routed-peer").orElse(""));
                     }
                 } finally {
-                    finished(i);
+                    loop.finished(i);
                 }
             });
         }
