@@ -208,18 +208,9 @@ class ClusterFaultTest {
     }
 
     private ProxyServer proxy(List<ScriptedReplica> replicas, String redisUrl, String id) throws Exception {
-        StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n");
-        for (ScriptedReplica r : replicas) {
-            yaml.append("  - url: ").append(r.url()).append('\n');
-        }
-        yaml.append("proxy:\n  add_routed_peer_header: true\n");
-        yaml.append("cluster:\n  redis_url: \"")
-                .append(redisUrl)
-                .append("\"\n  stream: \"cart:faults\"\n  instance_id: ")
-                .append(id)
-                .append('\n');
-        ProxyServer p =
-                ProxyServer.start(ConfigLoader.parse(yaml.toString()), new ProxyServer.Options().healthChecks(false));
+        ProxyServer p = ProxyServer.start(
+                ConfigLoader.parse(ClusterProxyTest.clusterConfig(replicas, redisUrl, "cart:faults", id)),
+                new ProxyServer.Options().healthChecks(false));
         open.add(p);
         return p;
     }

@@ -40,6 +40,15 @@ class ClusterProxyTest {
     }
 
     private ProxyServer proxy(List<ScriptedReplica> replicas, String redisUrl, String id) throws Exception {
+        ProxyServer p = ProxyServer.start(
+                ConfigLoader.parse(clusterConfig(replicas, redisUrl, "cart:test", id)),
+                new ProxyServer.Options().healthChecks(false));
+        open.add(p);
+        return p;
+    }
+
+    /** A proxy's configuration: the scripted replicas, the routed-peer header, and a cluster section. */
+    static String clusterConfig(List<ScriptedReplica> replicas, String redisUrl, String stream, String id) {
         StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n");
         for (ScriptedReplica r : replicas) {
             yaml.append("  - url: ").append(r.url()).append('\n');
@@ -47,13 +56,12 @@ class ClusterProxyTest {
         yaml.append("proxy:\n  add_routed_peer_header: true\n");
         yaml.append("cluster:\n  redis_url: \"")
                 .append(redisUrl)
-                .append("\"\n  stream: \"cart:test\"\n  instance_id: ")
+                .append("\"\n  stream: \"")
+                .append(stream)
+                .append("\"\n  instance_id: ")
                 .append(id)
                 .append('\n');
-        ProxyServer p =
-                ProxyServer.start(ConfigLoader.parse(yaml.toString()), new ProxyServer.Options().healthChecks(false));
-        open.add(p);
-        return p;
+        return yaml.toString();
     }
 
     private HttpResponse<String> post(ProxyServer p, String body) throws Exception {
