@@ -20,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -27,11 +28,14 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Consumer;
 import java.util.function.DoubleConsumer;
 import java.util.function.LongConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Reads layered YAML configuration files into a {@link ProxyConfig}.
@@ -77,22 +81,9 @@ final class ConfigLoader {
             "bounded_load_slack"));
 
     /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
-    static final Set<String> CACHE_POLICY_KEYS = new LinkedHashSet<>(List.of(
-            "threshold",
-            "match_abs_threshold",
-            "balance_abs_threshold",
-            "balance_rel_threshold",
-            "guard",
-            "median_factor",
-            "bounded_load_factor",
-            "miss_placement",
-            "hash_load_factor",
-            "prefill_aware",
-            "prior_prefill_ms_per_1k_units",
-            "prior_decode_ms_per_request",
-            "prior_base_ms",
-            "learning_rate",
-            "bounded_load_slack"));
+    static final Set<String> CACHE_POLICY_KEYS =
+            Collections.unmodifiableSortedSet(Stream.concat(CACHE_AWARE_KEYS.stream(), PREDICTED_TTFT_KEYS.stream())
+                    .collect(Collectors.toCollection(TreeSet::new)));
 
     /** The shipped policies whose settings are known here: a key of one set with the other is a problem. */
     private static final Map<String, Set<String>> POLICY_KEYS =
