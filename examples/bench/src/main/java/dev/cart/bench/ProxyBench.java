@@ -43,6 +43,10 @@ import java.util.regex.Pattern;
  *       request as soon as the answer is in: the highest rate the target sustains at that concurrency.</li>
  * </ol>
  * CPU time of every process (from {@code /proc/<pid>/stat}) is taken around each measured phase.
+ * {@code --targets} picks and orders the targets: {@code direct}, {@code cart} (the proxy's defaults),
+ * {@code cart-jdk} (the JDK front), {@code cart-base} (another build of the proxy, {@code --base-jar}, or
+ * the same one with {@code --base-yaml} appended to its configuration, for before/after pairs in one run), {@code nginx}, and the pass-throughs with no routing {@code ref-netty}
+ * ({@link RefNetty}), {@code ref-jdk} and {@code ref-socket} ({@link RefProxy}).
  * {@code --cart-yaml} appends to the CART proxy's configuration (for instance
  * {@code 'cache:\n  learn_answer: false'}, {@code \n} for a line break).
  *
@@ -70,6 +74,10 @@ public final class ProxyBench {
         String proxyJava =
                 Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String proxyOpts = "";
+        /** The jar of the {@code cart-base} target: another build of the proxy, measured in the same run. */
+        String baseJar;
+        /** YAML appended to the {@code cart-base} target's configuration only (after {@code --cart-yaml}). */
+        String baseYaml = "";
         /** YAML appended to the CART proxy's configuration (sections other than server and workers). */
         String cartYaml = "";
 
@@ -102,6 +110,8 @@ public final class ProxyBench {
                     case "--proxy-jar" -> o.proxyJar = v;
                     case "--proxy-java" -> o.proxyJava = v;
                     case "--proxy-opts" -> o.proxyOpts = v;
+                    case "--base-jar" -> o.baseJar = v;
+                    case "--base-yaml" -> o.baseYaml = v.replace("\\n", "\n");
                     case "--cart-yaml" -> o.cartYaml = v.replace("\\n", "\n");
                     case "--nginx" -> o.nginx = v;
                     case "--rate" -> o.rate = Integer.parseInt(v);
@@ -248,6 +258,9 @@ public final class ProxyBench {
         if (!o.cartYaml.isBlank()) {
             yaml.append(o.cartYaml).append('\n');
         }
+        if (name.equals("cart-base") && !o.baseYaml.isBlank()) {
+            yaml.append(o.baseYaml).append('\n');
+        }
         Path cfg = o.out.resolve(name + ".yaml");
         Files.writeString(cfg, yaml.toString());
         List<String> cmd = new ArrayList<>();
@@ -256,7 +269,8 @@ public final class ProxyBench {
         if (!opts.isEmpty()) {
             cmd.addAll(List.of(opts.split("\\s+")));
         }
-        cmd.addAll(List.of("-jar", o.proxyJar, "-c", cfg.toString()));
+        String jar = name.equals("cart-base") && o.baseJar != null ? o.baseJar : o.proxyJar;
+        cmd.addAll(List.of("-jar", jar, "-c", cfg.toString()));
         Files.writeString(o.out.resolve(name + "-command.txt"), String.join(" ", cmd) + "\n");
         return Children.start(cmd, o.out.resolve(name + ".log"), false);
     }
@@ -368,6 +382,17 @@ public final class ProxyBench {
             targets.put(
                     "cart-jdk", new Target("cart-jdk", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
+        if (o.targets.contains("cart-base")) {
+            if (o.baseJar == null && o.baseYaml.isBlank()) {
+                throw new IllegalArgumentException("the cart-base target needs --base-jar or --base-yaml");
+            }
+            int port = Children.freePort();
+            Process cart = startCart(o, replica.ports(), port, false, "cart-base", "");
+            Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
+            targets.put(
+                    "cart-base",
+                    new Target("cart-base", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
+        }
         if (o.targets.contains("cart-nodelay")) {
             int port = Children.freePort();
             Process cart = startCart(o, replica.ports(), port, false, "cart-nodelay", NODELAY);
@@ -405,6 +430,29 @@ public final class ProxyBench {
                 Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
                 targets.put(ref, new Target(ref, List.of(new InetSocketAddress("127.0.0.1", port)), p.pid()));
             }
+        }
+        if (o.targets.contains("ref-netty")) {
+            int port = Children.freePort();
+            List<String> cmd = new ArrayList<>();
+            cmd.add(o.proxyJava);
+            if (!o.proxyOpts.isBlank()) {
+                cmd.addAll(List.of(o.proxyOpts.trim().split("\\s+")));
+            }
+            StringBuilder ports = new StringBuilder();
+            for (int p : replica.ports()) {
+                ports.append(ports.length() == 0 ? "" : ",").append(p);
+            }
+            // Netty comes from the proxy's shaded jar: the same Netty, and native epoll, as the proxy's
+            cmd.addAll(List.of(
+                    "-cp",
+                    System.getProperty("java.class.path") + java.io.File.pathSeparator + o.proxyJar,
+                    RefNetty.class.getName(),
+                    Integer.toString(port),
+                    ports.toString()));
+            Process p = Children.start(cmd, o.out.resolve("ref-netty.log"), false);
+            Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
+            targets.put(
+                    "ref-netty", new Target("ref-netty", List.of(new InetSocketAddress("127.0.0.1", port)), p.pid()));
         }
         Map<String, Long> pids = new LinkedHashMap<>();
         pids.put("generator", -ProcessHandle.current().pid()); // negative: this process only, not its children
