@@ -116,7 +116,7 @@ final class DecisionLog {
                     .append(" key_len=")
                     .append(decision.keyLength())
                     .append(" ratio=")
-                    .append(String.format(Locale.ROOT, "%.3f", decision.matchedRatio()))
+                    .append(ratio(decision.matchedRatio()))
                     .append(" decision_us=")
                     .append(decision.decisionNanos() / 1000);
         } else {
@@ -154,6 +154,17 @@ final class DecisionLog {
                 .append(second == null ? "-" : safe(second.replica(), 200))
                 .append(" runner_up_ms=")
                 .append(second == null ? "-" : millis(second.predictedMillis()));
+    }
+
+    /** {@code r} with three decimals, as {@code %.3f} writes it (without a Formatter: one line per request). */
+    static String ratio(double r) {
+        double scaled = r * 1000;
+        if (!(r >= 0 && r < 1e9) || Math.abs(scaled - Math.floor(scaled) - 0.5) < 1e-6) {
+            return String.format(Locale.ROOT, "%.3f", r); // a tie (or not a ratio) is rounded as Formatter does
+        }
+        long m = Math.round(scaled);
+        long frac = m % 1000;
+        return (m / 1000) + (frac < 10 ? ".00" : frac < 100 ? ".0" : ".") + frac;
     }
 
     private static String millis(double ms) {
