@@ -45,7 +45,8 @@ import java.util.regex.Pattern;
  * CPU time of every process (from {@code /proc/<pid>/stat}) is taken around each measured phase.
  * {@code --targets} picks and orders the targets: {@code direct}, {@code cart} (the proxy's defaults),
  * {@code cart-jdk} (the JDK front), {@code cart-base} (another build of the proxy, {@code --base-jar}, or
- * the same one with {@code --base-yaml} appended to its configuration, for before/after pairs in one run), {@code nginx}, and the pass-throughs with no routing {@code ref-netty}
+ * the same one with {@code --base-yaml} appended to its configuration or {@code --base-opts} to its JVM
+ * options, for before/after pairs in one run), {@code nginx}, and the pass-throughs with no routing {@code ref-netty}
  * ({@link RefNetty}), {@code ref-jdk} and {@code ref-socket} ({@link RefProxy}).
  * {@code --cart-yaml} appends to the CART proxy's configuration (for instance
  * {@code 'cache:\n  learn_answer: false'}, {@code \n} for a line break).
@@ -78,6 +79,8 @@ public final class ProxyBench {
         String baseJar;
         /** YAML appended to the {@code cart-base} target's configuration only (after {@code --cart-yaml}). */
         String baseYaml = "";
+        /** JVM options of the {@code cart-base} target only (after {@code --proxy-opts}). */
+        String baseOpts = "";
         /** YAML appended to the CART proxy's configuration (sections other than server and workers). */
         String cartYaml = "";
 
@@ -111,6 +114,7 @@ public final class ProxyBench {
                     case "--proxy-java" -> o.proxyJava = v;
                     case "--proxy-opts" -> o.proxyOpts = v;
                     case "--base-jar" -> o.baseJar = v;
+                    case "--base-opts" -> o.baseOpts = v;
                     case "--base-yaml" -> o.baseYaml = v.replace("\\n", "\n");
                     case "--cart-yaml" -> o.cartYaml = v.replace("\\n", "\n");
                     case "--nginx" -> o.nginx = v;
@@ -383,11 +387,11 @@ public final class ProxyBench {
                     "cart-jdk", new Target("cart-jdk", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
         if (o.targets.contains("cart-base")) {
-            if (o.baseJar == null && o.baseYaml.isBlank()) {
-                throw new IllegalArgumentException("the cart-base target needs --base-jar or --base-yaml");
+            if (o.baseJar == null && o.baseYaml.isBlank() && o.baseOpts.isBlank()) {
+                throw new IllegalArgumentException("the cart-base target needs --base-jar, --base-yaml or --base-opts");
             }
             int port = Children.freePort();
-            Process cart = startCart(o, replica.ports(), port, false, "cart-base", "");
+            Process cart = startCart(o, replica.ports(), port, false, "cart-base", o.baseOpts);
             Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
             targets.put(
                     "cart-base",

@@ -12,8 +12,10 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
@@ -417,6 +419,9 @@ final class Forwarder {
      * path and query of the client's request target are used (never its scheme or authority, never the
      * Host header), and the result is checked to still point at the replica.
      */
+    /** Replicas' base URLs, parsed once rather than for every request ({@link URI} is immutable). */
+    private static final Map<String, URI> BASES = new ConcurrentHashMap<>();
+
     static URI target(String base, String rawPath, String rawQuery) throws BadTarget {
         String path = rawPath == null || rawPath.isEmpty() ? "/" : rawPath;
         if (!path.startsWith("/")) {
@@ -427,7 +432,14 @@ final class Forwarder {
         URI b;
         try {
             uri = new URI(s);
-            b = new URI(base);
+            b = BASES.get(base);
+            if (b == null) {
+                b = new URI(base);
+                if (BASES.size() >= 1024) {
+                    BASES.clear(); // replicas come and go by reload: keep the cache to the recent ones
+                }
+                BASES.put(base, b);
+            }
         } catch (URISyntaxException e) {
             throw new BadTarget("the request target is not a valid URI path");
         }

@@ -49,12 +49,12 @@ import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -295,7 +295,10 @@ final class NettyFront implements Front {
         private boolean closeAfter;
         private int status = -1;
         private BodyBudget.Grant grant;
-        private ByteArrayOutputStream body;
+        /** The request body read so far: its first {@link #bodyLength} bytes. */
+        private byte[] body;
+
+        private int bodyLength;
         private Forwarder.Exchange exchange;
         private ScheduledFuture<?> backoff;
         private Call call;
@@ -468,8 +471,10 @@ final class NettyFront implements Front {
                 ctx.writeAndFlush(new DefaultFullHttpResponse(
                         HttpVersion.HTTP_1_1, HttpResponseStatus.CONTINUE, Unpooled.EMPTY_BUFFER));
             }
-            body = new ByteArrayOutputStream(
-                    (int) Math.min(hasBody && declared >= 0 ? declared : 8192, JdkFront.INITIAL_BODY_CAPACITY));
+            // a declared length up to the initial capacity is read into an array of exactly that size, which is
+            // the body then: no copy but the one from the socket's buffer
+            body = new byte[(int) Math.min(hasBody && declared >= 0 ? declared : 8192, JdkFront.INITIAL_BODY_CAPACITY)];
+            bodyLength = 0;
             phase = Phase.BODY;
         }
 
@@ -510,7 +515,7 @@ final class NettyFront implements Front {
             }
             ByteBuf buf = content.content();
             int n = buf.readableBytes();
-            if (body.size() + (long) n > core.maxBodyBytes()) {
+            if (bodyLength + (long) n > core.maxBodyBytes()) {
                 phase = Phase.DISCARD;
                 writeAnswer(core.tooLarge(p), true, true);
                 return;
@@ -521,14 +526,17 @@ final class NettyFront implements Front {
                 return;
             }
             if (n > 0) {
-                byte[] chunk = new byte[n];
-                buf.readBytes(chunk);
-                body.write(chunk, 0, n);
+                if (bodyLength + n > body.length) {
+                    body = Arrays.copyOf(
+                            body, (int) Math.min(core.maxBodyBytes(), Math.max(2L * body.length, bodyLength + n)));
+                }
+                buf.readBytes(body, bodyLength, n);
+                bodyLength += n;
             }
             if (last) {
                 requestRead();
                 phase = Phase.ANSWER;
-                byte[] bytes = body.toByteArray();
+                byte[] bytes = bodyLength == body.length ? body : Arrays.copyOf(body, bodyLength);
                 body = null;
                 if (bytes.length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
                     prepared(core.prepare(p, bytes));
@@ -790,6 +798,7 @@ final class NettyFront implements Front {
             final boolean fresh;
             final String host;
             final int port;
+            final String poolKey;
             Channel ch;
             boolean reused;
             boolean unsent;
@@ -807,13 +816,14 @@ final class NettyFront implements Front {
                 this.fresh = fresh;
                 this.host = s.target.getHost();
                 this.port = s.target.getPort() < 0 ? 80 : s.target.getPort();
+                this.poolKey = NettyUpstream.key(host, port);
             }
 
             void start() {
                 long remaining = Math.max(1, x.deadline() - System.nanoTime());
                 deadline = ctx.executor().schedule(this::deadline, remaining, TimeUnit.NANOSECONDS);
                 NettyUpstream.Lease lease =
-                        fresh ? null : upstream.pooled(ctx.channel().eventLoop(), host, port, this);
+                        fresh ? null : upstream.pooled(ctx.channel().eventLoop(), poolKey, this);
                 if (lease != null) {
                     ch = lease.channel();
                     reused = true;
@@ -996,7 +1006,7 @@ final class NettyFront implements Front {
 
             private void releaseUpstream() {
                 if (upstreamKeepAlive && ch.isActive()) {
-                    upstream.release(ch, host, port);
+                    upstream.release(ch, poolKey);
                 } else {
                     ch.close();
                 }

@@ -67,9 +67,14 @@ final class NettyUpstream {
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis);
     }
 
-    /** A pooled connection to {@code host:port} on {@code loop}, or null when there is none (connect one). */
-    Lease pooled(EventLoop loop, String host, int port, Listener listener) {
-        ArrayDeque<Channel> pool = pools.get().get(host + ":" + port);
+    /** The pool key of a replica's {@code host} and {@code port}: computed once per request by the caller. */
+    static String key(String host, int port) {
+        return host + ":" + port;
+    }
+
+    /** A pooled connection to {@link #key} on {@code loop}, or null when there is none (connect one). */
+    Lease pooled(EventLoop loop, String key, Listener listener) {
+        ArrayDeque<Channel> pool = pools.get().get(key);
         while (pool != null && !pool.isEmpty()) {
             Channel ch = pool.pollLast(); // the most recently used: the least likely to have timed out
             Handler h = (Handler) ch.pipeline().get("handler");
@@ -110,8 +115,8 @@ final class NettyUpstream {
         }
     }
 
-    /** Gives {@code ch} back to its pool (on its loop), its answer read whole and the connection kept alive. */
-    void release(Channel ch, String host, int port) {
+    /** Gives {@code ch} back to its pool ({@link #key}, on its loop), its answer read whole and the connection kept alive. */
+    void release(Channel ch, String key) {
         Handler h = (Handler) ch.pipeline().get("handler");
         if (!ch.isActive() || h == null) {
             ch.close();
@@ -119,7 +124,7 @@ final class NettyUpstream {
         }
         h.holder = null;
         h.pooled = true;
-        pools.get().computeIfAbsent(host + ":" + port, k -> new ArrayDeque<>()).addLast(ch);
+        pools.get().computeIfAbsent(key, k -> new ArrayDeque<>()).addLast(ch);
         ch.config().setAutoRead(true);
     }
 

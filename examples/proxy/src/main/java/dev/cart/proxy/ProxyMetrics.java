@@ -26,6 +26,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -74,13 +75,14 @@ final class ProxyMetrics implements AutoCloseable {
         Duration.ofNanos(25_000), Duration.ofNanos(50_000), Duration.ofNanos(100_000), Duration.ofNanos(250_000),
         Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(25)
     };
+    private static final String[] STATUS_CLASSES = {"1xx", "2xx", "3xx", "4xx", "5xx"};
     private static final double[] RATIO_BUCKETS = {0.001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
 
     final PrometheusMeterRegistry registry;
     private final Supplier<Routing> routing;
     private final JvmGcMetrics gc;
-    private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-    private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+    private final Map<MeterKey, Counter> counters = new ConcurrentHashMap<>();
+    private final Map<MeterKey, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Meter> replicaGauges = new ConcurrentHashMap<>();
     private final Timer decisionDuration;
     private final DistributionSummary matchedRatio;
@@ -167,13 +169,13 @@ final class ProxyMetrics implements AutoCloseable {
     /** "2xx" ... "5xx" for a status, "none" for 0 or -1 (nothing answered). */
     static String statusClass(int status) {
         if (status >= 100 && status <= 599) {
-            return (status / 100) + "xx";
+            return STATUS_CLASSES[status / 100 - 1];
         }
         return status <= 0 ? NONE : OTHER;
     }
 
     private Counter counter(String name, String help, String... tags) {
-        String key = cacheKey(name, tags);
+        MeterKey key = new MeterKey(name, tags);
         Counter c = counters.get(key);
         if (c == null) {
             c = counters.computeIfAbsent(
@@ -183,7 +185,7 @@ final class ProxyMetrics implements AutoCloseable {
     }
 
     private Timer timer(String name, String help, Duration[] buckets, String... tags) {
-        String key = cacheKey(name, tags);
+        MeterKey key = new MeterKey(name, tags);
         Timer t = timers.get(key);
         if (t == null) {
             t = timers.computeIfAbsent(
@@ -195,6 +197,32 @@ final class ProxyMetrics implements AutoCloseable {
                             .register(registry));
         }
         return t;
+    }
+
+    /**
+     * A counter's or timer's name and tags, as the key of the meters already registered: built per event,
+     * so it copies nothing (the tags are the caller's array, never changed after the call).
+     */
+    private static final class MeterKey {
+        private final String name;
+        private final String[] tags;
+        private final int hash;
+
+        MeterKey(String name, String[] tags) {
+            this.name = name;
+            this.tags = tags;
+            this.hash = 31 * name.hashCode() + Arrays.hashCode(tags);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof MeterKey k && k.hash == hash && k.name.equals(name) && Arrays.equals(k.tags, tags);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
     }
 
     private static String cacheKey(String name, String... tags) {
