@@ -179,7 +179,7 @@ abstract class Dialect {
     /** A part or block of a type this class does not know: its tag, then its other fields as canonical JSON. */
     final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey)
             throws IOException, ExtractionException {
-        StringBuilder sb = new StringBuilder(64);
+        Utf8Builder sb = new Utf8Builder(64);
         canon.fields(sb, options, "type", mediaKey);
         out.add(Extraction.ITEM).add(type).add(Extraction.FIELD).add(sb);
     }
@@ -192,7 +192,7 @@ abstract class Dialect {
         if (v != JsonToken.START_ARRAY) {
             throw Errors.invalidType(in.path(), "an array");
         }
-        StringBuilder sb = new StringBuilder(256);
+        Utf8Builder sb = new Utf8Builder(256);
         boolean first = true;
         while (in.next() != JsonToken.END_ARRAY) {
             if (first) {

@@ -161,7 +161,7 @@ final class JsonText {
         }
     }
 
-    private static boolean plain(byte c) {
+    static boolean plain(byte c) {
         return c >= 0x20 && c != '"' && c != '\\';
     }
 
@@ -170,7 +170,7 @@ final class JsonText {
      * lowest set bit is the high bit of the first such byte (little-endian: the first in the body). Bits
      * above it may be false alarms (a borrow carries into the next byte), never bits below it.
      */
-    private static long special(long w) {
+    static long special(long w) {
         long q = w ^ 0x2222222222222222L;
         long s = w ^ 0x5C5C5C5C5C5C5C5CL;
         long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;

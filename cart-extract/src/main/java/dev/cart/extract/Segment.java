@@ -125,6 +125,11 @@ final class Segment extends Writer {
         return add(sb, 0, sb.length());
     }
 
+    /** Appends the text of {@code u} (its UTF-8 decoded, see {@link Utf8Builder}). */
+    Segment add(Utf8Builder u) {
+        return addUtf8(u.bytes(), 0, u.length());
+    }
+
     /** Appends {@code s[from, to)}: Latin-1 characters into the byte buffer, others as chars. */
     private Segment add(CharSequence s, int from, int to) {
         byte[] b = reserveLatin1(to - from);
