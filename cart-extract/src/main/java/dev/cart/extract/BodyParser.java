@@ -56,6 +56,15 @@ final class BodyParser extends UTF8StreamJsonParser {
         }
     }
 
+    /**
+     * Moves the parser, whose current token is a START_ARRAY, to the array's closing bracket at
+     * {@code closing} (an offset in the body array), so that the next token is that array's END_ARRAY:
+     * for an array whose bytes are known to parse without error (see {@link ToolsCache}).
+     */
+    void skipArrayTo(int closing) {
+        _inputPtr = closing;
+    }
+
     /** A {@link JsonFactory} whose byte-array parsers are {@link BodyParser}s. */
     static final class Factory extends JsonFactory {
         private static final long serialVersionUID = 1L;

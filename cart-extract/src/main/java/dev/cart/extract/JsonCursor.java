@@ -156,6 +156,19 @@ final class JsonCursor {
         return true;
     }
 
+    /** The offset in the body of the current token's first byte. */
+    int tokenOffset() {
+        return ((BodyParser) p).tokenOffset();
+    }
+
+    /**
+     * Skips the array whose START_ARRAY is the current token and whose closing bracket is at
+     * {@code closing}: the next token is its END_ARRAY. Only for bytes known to parse without error.
+     */
+    void skipArrayTo(int closing) {
+        ((BodyParser) p).skipArrayTo(closing);
+    }
+
     /** Records that JsonText checked the UTF-8 of {@code body[from, to)}. */
     private void checked(int from, int to) {
         if (checkedCount > 0 && from < checked[checkedCount - 1]) {
