@@ -184,6 +184,21 @@ final class Segment extends Writer {
         return lat;
     }
 
+    /**
+     * The Latin-1 buffer grown, while a writer of {@link #reserveLatin1} is at {@code at} (bytes written
+     * but not committed are kept), to room for at least {@code extra} more bytes from there.
+     */
+    byte[] growLatin1(int at, int extra) {
+        int need = at + extra;
+        if (need < 0) {
+            throw new OutOfMemoryError("key segment too large");
+        }
+        if (need > lat.length) {
+            lat = Arrays.copyOf(lat, Math.max(need, lat.length << 1));
+        }
+        return lat;
+    }
+
     /** Characters in the Latin-1 buffer (the offset a writer of {@link #reserveLatin1} starts at). */
     int latin1Length() {
         return latLen;
