@@ -204,7 +204,7 @@ abstract class Dialect {
         boolean located = start >= 0 && start < body.length && body[start] == '[';
         ToolsCache.Hit hit = located ? toolsCache.find(body, start, label, options) : null;
         if (hit != null) {
-            in.skipArrayTo(start + hit.rawLength() - 1);
+            in.skipArrayTo(start + hit.rawLength() - 1, hit.lines(), hit.lastLineStart());
             if (in.next() != JsonToken.END_ARRAY) {
                 throw new IllegalStateException("cached tool list did not end where it ended before");
             }

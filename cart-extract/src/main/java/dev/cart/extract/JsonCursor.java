@@ -163,10 +163,11 @@ final class JsonCursor {
 
     /**
      * Skips the array whose START_ARRAY is the current token and whose closing bracket is at
-     * {@code closing}: the next token is its END_ARRAY. Only for bytes known to parse without error.
+     * {@code closing}: the next token is its END_ARRAY. Only for bytes known to parse without error; see
+     * {@link BodyParser#skipArrayTo} for the line count.
      */
-    void skipArrayTo(int closing) {
-        ((BodyParser) p).skipArrayTo(closing);
+    void skipArrayTo(int closing, int lines, int lastLineStart) {
+        ((BodyParser) p).skipArrayTo(closing, lines, lastLineStart);
     }
 
     /** Records that JsonText checked the UTF-8 of {@code body[from, to)}. */

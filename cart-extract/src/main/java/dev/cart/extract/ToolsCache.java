@@ -34,18 +34,37 @@ final class ToolsCache {
 
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
-    /** One list: its bytes from {@code [} to {@code ]}, and the key text it writes (UTF-8, see Utf8Builder). */
+    /**
+     * One list: its bytes from {@code [} to {@code ]}, the key text it writes (UTF-8, see Utf8Builder), and
+     * its line breaks as Jackson counts them (LF, CR, CR LF), for the positions of later errors.
+     */
     private static final class Entry {
         final String label;
         final Object options;
         final byte[] raw;
         final byte[] text;
+        final int lines;
+        /** Offset in {@link #raw} just after the last line break. */
+        final int lastLineStart;
 
         Entry(String label, Object options, byte[] raw, byte[] text) {
             this.label = label;
             this.options = options;
             this.raw = raw;
             this.text = text;
+            int n = 0;
+            int last = 0;
+            for (int i = 0; i < raw.length; i++) {
+                if (raw[i] == '\n' || raw[i] == '\r') {
+                    if (raw[i] == '\r' && i + 1 < raw.length && raw[i + 1] == '\n') {
+                        i++;
+                    }
+                    n++;
+                    last = i + 1;
+                }
+            }
+            this.lines = n;
+            this.lastLineStart = last;
         }
     }
 
@@ -66,11 +85,14 @@ final class ToolsCache {
         if (start + n > body.length || !Arrays.equals(body, start, start + n, e.raw, 0, n)) {
             return null;
         }
-        return new Hit(n, e.text);
+        return new Hit(n, e.text, e.lines, start + e.lastLineStart);
     }
 
-    /** What {@link #find} found: the list's length in the body and its key text. */
-    record Hit(int rawLength, byte[] text) {}
+    /**
+     * What {@link #find} found: the list's length in the body, its key text, its line breaks and the offset
+     * in the body just after the last of them.
+     */
+    record Hit(int rawLength, byte[] text, int lines, int lastLineStart) {}
 
     /** Remembers the list {@code body[start, end)} and its key text {@code text[0, textLength)}. */
     void put(byte[] body, int start, int end, String label, Object options, byte[] text, int textLength) {

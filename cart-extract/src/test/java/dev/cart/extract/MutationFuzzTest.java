@@ -90,6 +90,7 @@ class MutationFuzzTest {
                         () -> new PromptExtractor(x.options()).extract(endpoint, mutated),
                         "case " + i);
                 assertEquals(e.code(), cold.code(), "case " + i);
+                assertEquals(e.getMessage(), cold.getMessage(), "case " + i);
                 assertTrue(CODES.contains(e.code()), e.code());
                 seen.add(e.code());
                 assertTrue(e.status() >= 400 && e.status() <= 599);

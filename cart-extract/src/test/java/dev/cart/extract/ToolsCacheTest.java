@@ -55,6 +55,23 @@ class ToolsCacheTest {
     }
 
     @Test
+    void anErrorAfterACachedListHasTheLineAndColumnOfAFirstReading() throws Exception {
+        String pretty =
+                TOOLS.replace("[{", "[\n  {").replace(",\"", ",\r\n    \"").replace("}]", "}\r  ]");
+        PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+        x.extract(Endpoint.CHAT_COMPLETIONS, body(pretty, "hello"));
+        byte[] broken = ("{\"model\":\"m\",\"tools\":" + pretty + ",\n\"messages\":[{\"role\":\"user\",,}]}")
+                .getBytes(StandardCharsets.UTF_8);
+        ExtractionException warm =
+                assertThrows(ExtractionException.class, () -> x.extract(Endpoint.CHAT_COMPLETIONS, broken));
+        ExtractionException cold = assertThrows(
+                ExtractionException.class,
+                () -> new PromptExtractor(ExtractOptions.defaults()).extract(Endpoint.CHAT_COMPLETIONS, broken));
+        assertEquals("invalid_json", cold.code());
+        assertEquals(cold.getMessage(), warm.getMessage());
+    }
+
+    @Test
     void aBodyCutInsideACachedListIsStillAnError() throws Exception {
         PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
         byte[] whole = body(TOOLS, "hello");
