@@ -56,6 +56,22 @@ final class BodyParser extends UTF8StreamJsonParser {
         }
     }
 
+    /**
+     * Moves the parser, whose current token is a START_ARRAY, to the array's closing bracket at
+     * {@code closing} (an offset in the body array), so that the next token is that array's END_ARRAY:
+     * for an array whose bytes are known to parse without error (see {@link ToolsCache}). The skipped bytes
+     * hold {@code lines} line breaks, the last ending at {@code lastLineStart} (an offset in the body array;
+     * ignored when {@code lines} is 0), counted as Jackson counts them, so that the line and column of a
+     * later error are the ones a full reading reports.
+     */
+    void skipArrayTo(int closing, int lines, int lastLineStart) {
+        _inputPtr = closing;
+        if (lines > 0) {
+            _currInputRow += lines;
+            _currInputRowStart = lastLineStart;
+        }
+    }
+
     /** A {@link JsonFactory} whose byte-array parsers are {@link BodyParser}s. */
     static final class Factory extends JsonFactory {
         private static final long serialVersionUID = 1L;

@@ -11,8 +11,11 @@ import java.util.Set;
  * Canonical JSON of values that enter a key whole (tools, tool calls, tool inputs, parts and blocks of
  * unknown type): members sorted by name at every level, no whitespace, strings re-escaped minimally (only
  * {@code "}, {@code \} and control characters), numbers as written, so that member order and formatting
- * never change a key. Written from the parser's tokens in one pass; an object whose members did not come
- * sorted is reordered once it ends. Not thread-safe: one per extraction.
+ * never change a key. Written from the parser's tokens in one pass, as UTF-8 into a {@link Utf8Builder}
+ * (which a {@link Segment} takes in ASCII runs); a string that is plain ASCII in the body (no escape) is
+ * its own canonical form and is copied from the body bytes without being decoded
+ * ({@link JsonCursor#plainAscii}). An object whose members did not come sorted is reordered once it ends.
+ * Not thread-safe: one per extraction.
  */
 final class CanonicalJson {
 
@@ -60,10 +63,10 @@ final class CanonicalJson {
      * the member {@code skip}. {@code mediaKey} names a member that is a media reference (a URL string or
      * an object whose {@code url} is one).
      */
-    void fields(StringBuilder sb, Set<Option> options, String skip, String mediaKey)
+    void fields(Utf8Builder sb, Set<Option> options, String skip, String mediaKey)
             throws IOException, ExtractionException {
         int open = sb.length();
-        sb.append('{');
+        sb.ascii('{');
         String[] names = null;
         int[] starts = null;
         int n = 0;
@@ -89,25 +92,26 @@ final class CanonicalJson {
             }
             if (n > 0) {
                 sorted &= names[n - 1].compareTo(name) < 0;
-                sb.append(',');
+                sb.ascii(',');
             }
             names[n] = name;
             starts[n] = sb.length();
             n++;
-            quote(sb, name);
-            sb.append(':');
+            sb.quoted(name).ascii(':');
             if (v == JsonToken.VALUE_STRING && (name.equals(mediaKey) || urlIsMedia && name.equals("url"))) {
-                quote(sb, media.ref(MediaRefs.Kind.URL));
+                sb.quoted(media.ref(MediaRefs.Kind.URL));
             } else if (v == JsonToken.START_OBJECT && name.equals(mediaKey)) {
                 fields(sb, digest ? DIGEST_URL_MEDIA : URL_MEDIA, null, null);
             } else if (v == JsonToken.START_OBJECT && sourceIsMedia && name.equals("source")) {
-                quote(sb, sources.read());
+                sb.quoted(sources.read());
             } else {
                 value(sb, inner);
             }
         }
         if (!sorted) {
-            String members = sb.substring(open + 1);
+            int end = sb.length();
+            Utf8Builder members = new Utf8Builder(end - open);
+            members.raw(sb, open + 1, end);
             // insertion sort of member indices by name: objects are small, and names are distinct
             int[] order = new int[n];
             for (int i = 0; i < n; i++) {
@@ -122,99 +126,72 @@ final class CanonicalJson {
             for (int k = 0; k < n; k++) {
                 int i = order[k];
                 int from = starts[i] - open - 1;
-                int to = i + 1 < n ? starts[i + 1] - open - 2 : members.length();
+                int to = i + 1 < n ? starts[i + 1] - open - 2 : end - open - 1;
                 if (k > 0) {
-                    sb.append(',');
+                    sb.ascii(',');
                 }
-                sb.append(members, from, to);
+                sb.raw(members, from, to);
             }
         }
-        sb.append('}');
+        sb.ascii('}');
     }
 
     /** Canonical JSON of the value that is the current token. */
-    void value(StringBuilder sb, Set<Option> options) throws IOException, ExtractionException {
+    void value(Utf8Builder sb, Set<Option> options) throws IOException, ExtractionException {
         boolean digest = options.contains(Option.DIGEST_LONG);
         switch (in.token()) {
             case START_OBJECT -> fields(sb, digest ? DIGEST : NONE, null, null);
             case START_ARRAY -> {
-                sb.append('[');
+                sb.ascii('[');
                 boolean first = true;
                 while (in.next() != JsonToken.END_ARRAY) {
                     if (!first) {
-                        sb.append(',');
+                        sb.ascii(',');
                     }
                     first = false;
                     value(sb, options);
                 }
-                sb.append(']');
+                sb.ascii(']');
             }
             case VALUE_STRING -> {
                 if (!digest) {
-                    quote(sb, in.string());
+                    if (!in.plainAscii(sb)) {
+                        sb.quoted(in.string());
+                    }
                 } else if (in.rawRange()) {
                     if (in.rawEnd() - in.rawStart() > MAX_GENERIC_STRING_BYTES) {
-                        sb.append(MediaDigest.of(in.body(), in.rawStart(), in.rawEnd()));
-                    } else {
-                        quote(sb, in.string());
+                        sb.string(MediaDigest.of(in.body(), in.rawStart(), in.rawEnd()));
+                    } else if (!in.plainAscii(sb)) {
+                        sb.quoted(in.string());
                     }
                 } else {
                     String s = in.string();
                     byte[] b = s.getBytes(StandardCharsets.UTF_8);
                     if (b.length > MAX_GENERIC_STRING_BYTES) {
-                        sb.append(MediaDigest.of(b, 0, b.length));
+                        sb.string(MediaDigest.of(b, 0, b.length));
                     } else {
-                        quote(sb, s);
+                        sb.quoted(s);
                     }
                 }
             }
-            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> sb.append(in.string());
-            case VALUE_TRUE -> sb.append("true");
-            case VALUE_FALSE -> sb.append("false");
-            case VALUE_NULL -> sb.append("null");
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> sb.string(in.string());
+            case VALUE_TRUE -> sb.string("true");
+            case VALUE_FALSE -> sb.string("false");
+            case VALUE_NULL -> sb.string("null");
             default -> throw new IllegalStateException("unexpected token " + in.token());
         }
     }
 
     /** Canonical JSON of an optional value that must have the given start token (or be null). */
-    String optional(JsonToken v, JsonToken expected, String what) throws IOException, ExtractionException {
+    Utf8Builder optional(JsonToken v, JsonToken expected, String what) throws IOException, ExtractionException {
         if (v == JsonToken.VALUE_NULL) {
             return null;
         }
         if (v != expected) {
             throw Errors.invalidType(in.path(), what);
         }
-        StringBuilder sb = new StringBuilder(64);
+        Utf8Builder sb = new Utf8Builder(64);
         value(sb, NONE);
-        return sb.toString();
-    }
-
-    static void quote(StringBuilder sb, String s) {
-        sb.append('"');
-        int n = s.length();
-        int plain = 0;
-        while (plain < n) {
-            char c = s.charAt(plain);
-            if (c < 0x20 || c == '"' || c == '\\') {
-                break;
-            }
-            plain++;
-        }
-        if (plain == n) { // nearly every string: nothing to escape, appended in one copy
-            sb.append(s).append('"');
-            return;
-        }
-        sb.append(s, 0, plain);
-        for (int i = plain; i < n; i++) {
-            char c = s.charAt(i);
-            if (c == '"' || c == '\\') {
-                sb.append('\\').append(c);
-            } else if (c < 0x20) {
-                sb.append("\\u00").append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 0xF, 16));
-            } else {
-                sb.append(c);
-            }
-        }
-        sb.append('"');
+        return sb;
     }
 }

@@ -55,8 +55,8 @@ final class ChatDialect extends Dialect {
         out.add(SECTION).add(role).add(LABEL_END);
         String name = null;
         String refusal = null;
-        String functionCall = null;
-        String toolCalls = null;
+        Utf8Builder functionCall = null;
+        Utf8Builder toolCalls = null;
         String toolCallId = null;
         while (in.next() == JsonToken.FIELD_NAME) {
             String f = in.name();
@@ -80,6 +80,12 @@ final class ChatDialect extends Dialect {
     }
 
     private void attr(String name, String value) {
+        if (value != null) {
+            out.add(ATTR).add(name).add(FIELD).add(value);
+        }
+    }
+
+    private void attr(String name, Utf8Builder value) {
         if (value != null) {
             out.add(ATTR).add(name).add(FIELD).add(value);
         }

@@ -21,6 +21,7 @@ abstract class Dialect {
     final MediaRefs media;
     final CanonicalJson canon;
     private final int maxStringLength;
+    private final ToolsCache toolsCache;
     /** The segment key characters are being written to. */
     Segment out;
 
@@ -30,6 +31,7 @@ abstract class Dialect {
         this.media = new MediaRefs(in, opts);
         this.canon = new CanonicalJson(in, media);
         this.maxStringLength = opts.maxStringLength();
+        this.toolsCache = x.toolsCache;
         this.out = x.main;
     }
 
@@ -179,11 +181,16 @@ abstract class Dialect {
     /** A part or block of a type this class does not know: its tag, then its other fields as canonical JSON. */
     final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey)
             throws IOException, ExtractionException {
-        StringBuilder sb = new StringBuilder(64);
+        Utf8Builder sb = new Utf8Builder(64);
         canon.fields(sb, options, "type", mediaKey);
         out.add(Extraction.ITEM).add(type).add(Extraction.FIELD).add(sb);
     }
 
+    /**
+     * A list of tool definitions: {@code SECTION label LABEL_END}, then each tool's canonical JSON, separated
+     * by {@code SEP}. A list whose bytes were seen recently by this extractor is not parsed again
+     * ({@link ToolsCache}).
+     */
     final void toolList(JsonToken v, Segment seg, String label, Set<CanonicalJson.Option> options)
             throws IOException, ExtractionException {
         if (v == JsonToken.VALUE_NULL) {
@@ -192,22 +199,37 @@ abstract class Dialect {
         if (v != JsonToken.START_ARRAY) {
             throw Errors.invalidType(in.path(), "an array");
         }
-        StringBuilder sb = new StringBuilder(256);
+        int start = in.tokenOffset();
+        byte[] body = in.body();
+        boolean located = start >= 0 && start < body.length && body[start] == '[';
+        ToolsCache.Hit hit = located ? toolsCache.find(body, start, label, options) : null;
+        if (hit != null) {
+            in.skipArrayTo(start + hit.rawLength() - 1, hit.lines(), hit.lastLineStart());
+            if (in.next() != JsonToken.END_ARRAY) {
+                throw new IllegalStateException("cached tool list did not end where it ended before");
+            }
+            seg.addUtf8(hit.text(), 0, hit.text().length);
+            return;
+        }
+        Utf8Builder all = new Utf8Builder(256);
         boolean first = true;
         while (in.next() != JsonToken.END_ARRAY) {
             if (first) {
-                seg.add(Extraction.SECTION).add(label).add(Extraction.LABEL_END);
+                all.ascii(Extraction.SECTION).string(label).ascii(Extraction.LABEL_END);
                 first = false;
             } else {
-                seg.add(Extraction.SEP);
+                all.ascii(Extraction.SEP);
             }
-            sb.setLength(0);
             if (in.token() == JsonToken.START_OBJECT) {
-                canon.fields(sb, options, null, null);
+                canon.fields(all, options, null, null);
             } else {
-                canon.value(sb, CanonicalJson.NONE);
+                canon.value(all, CanonicalJson.NONE);
             }
-            seg.add(sb);
+        }
+        seg.add(all);
+        int closing = in.tokenOffset();
+        if (located && closing > start && closing < body.length && body[closing] == ']') {
+            toolsCache.put(body, start, closing + 1, label, options, all.bytes(), all.length());
         }
     }
 }

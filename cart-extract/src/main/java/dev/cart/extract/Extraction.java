@@ -68,13 +68,17 @@ final class Extraction {
     /** The role of the last message read (top-level messages only); written by the dialects. */
     String lastRole;
 
+    /** The extractor's tool lists seen recently. */
+    final ToolsCache toolsCache;
+
     final Segment tools;
     final Segment functions;
     final Segment system;
     final Segment main;
 
-    Extraction(JsonFactory factory, ExtractOptions opts, Endpoint endpoint, byte[] body) {
+    Extraction(JsonFactory factory, ExtractOptions opts, Endpoint endpoint, byte[] body, ToolsCache toolsCache) {
         this.factory = factory;
+        this.toolsCache = toolsCache;
         this.opts = opts;
         this.endpoint = endpoint;
         this.body = body;

@@ -122,6 +122,54 @@ final class JsonCursor {
         return out.length() - before;
     }
 
+    /**
+     * When the string that is the current token is plain ASCII (no escape, no control character), appends
+     * it to {@code out} as it stands in the body, quotes included (which is its canonical JSON), marks it
+     * read and returns true; otherwise appends nothing and returns false. Searches eight bytes at a time.
+     */
+    boolean plainAscii(Utf8Builder out) {
+        BodyParser bp = (BodyParser) p;
+        int q = bp.tokenOffset();
+        byte[] b = body;
+        int n = b.length;
+        if (q < 0 || q >= n || b[q] != '"') {
+            return false;
+        }
+        int i = q + 1;
+        while (i + 8 <= n) {
+            long m = JsonText.special((long) LONGS.get(b, i));
+            if (m != 0) {
+                i += Long.numberOfTrailingZeros(m) >>> 3;
+                break;
+            }
+            i += 8;
+        }
+        while (i < n && JsonText.plain(b[i])) {
+            i++;
+        }
+        if (i >= n || b[i] != '"') {
+            return false;
+        }
+        out.raw(b, q, i + 1);
+        bp.stringRead(i);
+        checked(q, i);
+        return true;
+    }
+
+    /** The offset in the body of the current token's first byte. */
+    int tokenOffset() {
+        return ((BodyParser) p).tokenOffset();
+    }
+
+    /**
+     * Skips the array whose START_ARRAY is the current token and whose closing bracket is at
+     * {@code closing}: the next token is its END_ARRAY. Only for bytes known to parse without error; see
+     * {@link BodyParser#skipArrayTo} for the line count.
+     */
+    void skipArrayTo(int closing, int lines, int lastLineStart) {
+        ((BodyParser) p).skipArrayTo(closing, lines, lastLineStart);
+    }
+
     /** Records that JsonText checked the UTF-8 of {@code body[from, to)}. */
     private void checked(int from, int to) {
         if (checkedCount > 0 && from < checked[checkedCount - 1]) {

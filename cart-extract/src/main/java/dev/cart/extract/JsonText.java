@@ -25,6 +25,8 @@ final class JsonText {
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final long ONES = 0x0101010101010101L;
     private static final long HIGH = 0x8080808080808080L;
+    /** Room reserved up front: most strings are shorter; longer ones grow the buffer geometrically. */
+    private static final int FIRST_RESERVE = 4096;
 
     private JsonText() {}
 
@@ -32,8 +34,8 @@ final class JsonText {
      * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};
      * returns the offset of its closing quote, or -1 (and {@code out} unchanged) when the string is left
      * to Jackson.
-     * Latin-1 characters are written straight into the segment's byte buffer (every input byte yields at
-     * most one of them, so room for the rest of the body is enough), wider ones as chars.
+     * Latin-1 characters are written straight into the segment's byte buffer, which is grown as the string
+     * needs (at least 16 bytes of room before each step, which writes at most eight), wider ones as chars.
      */
     static int decode(byte[] b, int quote, Segment out) {
         int n = b.length;
@@ -42,10 +44,16 @@ final class JsonText {
         }
         out.mark();
         int i = quote + 1;
-        byte[] lat = out.reserveLatin1(n - i + 8);
+        byte[] lat = out.reserveLatin1(Math.min(n - i, FIRST_RESERVE) + 16);
         int at = out.latin1Length();
         while (true) {
+            if (lat.length - at < 16) {
+                lat = out.growLatin1(at, Math.min(n - i, lat.length) + 16);
+            }
             while (i + 8 <= n) {
+                if (lat.length - at < 16) {
+                    lat = out.growLatin1(at, Math.min(n - i, lat.length) + 16);
+                }
                 long w = (long) LONGS.get(b, i);
                 LONGS.set(lat, at, w); // all eight; only those before the first special byte count
                 long m = special(w);
@@ -161,7 +169,7 @@ final class JsonText {
         }
     }
 
-    private static boolean plain(byte c) {
+    static boolean plain(byte c) {
         return c >= 0x20 && c != '"' && c != '\\';
     }
 
@@ -170,7 +178,7 @@ final class JsonText {
      * lowest set bit is the high bit of the first such byte (little-endian: the first in the body). Bits
      * above it may be false alarms (a borrow carries into the next byte), never bits below it.
      */
-    private static long special(long w) {
+    static long special(long w) {
         long q = w ^ 0x2222222222222222L;
         long s = w ^ 0x5C5C5C5C5C5C5C5CL;
         long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;

@@ -205,7 +205,7 @@ final class MessagesDialect extends Dialect {
                 }
             }
             default -> {
-                StringBuilder sb = new StringBuilder(64);
+                Utf8Builder sb = new Utf8Builder(64);
                 canon.fields(sb, DIGEST, "type", null);
                 out.add(type).add(':').add(sb);
             }
@@ -215,8 +215,7 @@ final class MessagesDialect extends Dialect {
     private void toolUse(String type) throws IOException, ExtractionException {
         String id = null;
         String name = null;
-        String input = null;
-        StringBuilder sb = null;
+        Utf8Builder input = null;
         while (in.next() == JsonToken.FIELD_NAME) {
             String f = in.name();
             JsonToken v = in.next();
@@ -224,9 +223,8 @@ final class MessagesDialect extends Dialect {
                 case "id" -> id = in.optString(v);
                 case "name" -> name = in.optString(v);
                 case "input" -> {
-                    sb = new StringBuilder(64);
-                    canon.value(sb, CanonicalJson.NONE);
-                    input = sb.toString();
+                    input = new Utf8Builder(64);
+                    canon.value(input, CanonicalJson.NONE);
                 }
                 default -> in.skip();
             }

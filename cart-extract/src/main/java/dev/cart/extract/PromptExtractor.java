@@ -43,6 +43,8 @@ public final class PromptExtractor {
 
     private final ExtractOptions options;
     private final JsonFactory factory;
+    /** Tool lists seen recently, by their bytes (an agent sends the same list every turn). */
+    private final ToolsCache toolsCache = new ToolsCache();
     /** Null in character mode. */
     private final TokenMode tokens;
 
@@ -89,7 +91,7 @@ public final class PromptExtractor {
     public ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
         Objects.requireNonNull(endpoint, "endpoint");
         Objects.requireNonNull(body, "body");
-        Extraction x = new Extraction(factory, options, endpoint, body);
+        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache);
         x.parse();
         return x.result(tokens);
     }
@@ -134,7 +136,7 @@ public final class PromptExtractor {
 
     /** The key's characters with boundaries shown as U+2016, for tests of the key format. */
     String keyText(Endpoint endpoint, byte[] body) throws ExtractionException {
-        Extraction x = new Extraction(factory, options, endpoint, body);
+        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache);
         x.parse();
         return x.keyText();
     }

@@ -125,6 +125,11 @@ final class Segment extends Writer {
         return add(sb, 0, sb.length());
     }
 
+    /** Appends the text of {@code u} (its UTF-8 decoded, see {@link Utf8Builder}). */
+    Segment add(Utf8Builder u) {
+        return addUtf8(u.bytes(), 0, u.length());
+    }
+
     /** Appends {@code s[from, to)}: Latin-1 characters into the byte buffer, others as chars. */
     private Segment add(CharSequence s, int from, int to) {
         byte[] b = reserveLatin1(to - from);
@@ -176,6 +181,21 @@ final class Segment extends Writer {
      */
     byte[] reserveLatin1(int extra) {
         ensureLat(extra);
+        return lat;
+    }
+
+    /**
+     * The Latin-1 buffer grown, while a writer of {@link #reserveLatin1} is at {@code at} (bytes written
+     * but not committed are kept), to room for at least {@code extra} more bytes from there.
+     */
+    byte[] growLatin1(int at, int extra) {
+        int need = at + extra;
+        if (need < 0) {
+            throw new OutOfMemoryError("key segment too large");
+        }
+        if (need > lat.length) {
+            lat = Arrays.copyOf(lat, Math.max(need, lat.length << 1));
+        }
         return lat;
     }
 

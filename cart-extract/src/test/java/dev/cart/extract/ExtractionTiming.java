@@ -118,10 +118,10 @@ public final class ExtractionTiming {
         System.out.printf(
                 "  %-40s %,d bytes%n", "allocated per extract call", allocatedPerCall(() -> x.extract(endpoint, body)));
         time("parse only (segments, no key)", iterations, () -> {
-            new Extraction(x.factory(), x.options(), endpoint, body).parse();
+            new Extraction(x.factory(), x.options(), endpoint, body, new ToolsCache()).parse();
             sink++;
         });
-        Extraction parsed = new Extraction(x.factory(), x.options(), endpoint, body);
+        Extraction parsed = new Extraction(x.factory(), x.options(), endpoint, body, new ToolsCache());
         parsed.parse();
         time(
                 "key from parsed segments (result())",

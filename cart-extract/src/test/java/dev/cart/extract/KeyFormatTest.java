@@ -74,6 +74,24 @@ class KeyFormatTest {
     }
 
     @Test
+    void canonicalJsonOfToolsKeepsEveryCharacter() throws Exception {
+        // escapes re-escaped minimally, raw and escaped non-ASCII text, a pair and a lone surrogate, numbers
+        // as written, members sorted: the key text is the canonical JSON's characters, whatever the spelling
+        String t = text(
+                Endpoint.CHAT_COMPLETIONS,
+                "{\"model\":\"m\",\"tools\":[{\"z\":1.50,\"d\":\"a\\\"b\\\\c\\/d\\n\\u0001\","
+                        + "\"c\":\"caf\u00e9 \\u00e9 \u65e5\\u672c \ud83d\ude00 \\ud83d\\ude00 \\ud800x\","
+                        + "\"b\":[true,false,null,-2e3]}],\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assertEquals(
+                Fixtures.marker("m")
+                        + "<S>tools<L>{\"b\":[true,false,null,-2e3],"
+                        + "\"c\":\"caf\u00e9 \u00e9 \u65e5\u672c \ud83d\ude00 \ud83d\ude00 \ud800x\","
+                        + "\"d\":\"a\\\"b\\\\c/d\\u000a\\u0001\",\"z\":1.50}|"
+                        + "<S>user<L>hi|",
+                t);
+    }
+
+    @Test
     void legacyFunctions() throws Exception {
         String t = fixture("chat-legacy-functions");
         assertTrue(t.startsWith(Fixtures.marker("gpt-3.5-turbo-0613") + "<S>functions<L>{\"description\":"), t);

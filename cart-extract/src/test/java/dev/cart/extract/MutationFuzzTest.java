@@ -1,6 +1,8 @@
 package dev.cart.extract;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -72,11 +74,23 @@ class MutationFuzzTest {
             Endpoint endpoint =
                     rnd.nextInt(10) == 0 ? Endpoint.values()[rnd.nextInt(3)] : Fixtures.endpoint(names.get(f));
             PromptExtractor x = extractors[rnd.nextInt(extractors.length)];
+            byte[] mutated = body;
             try {
                 ExtractedRequest r = x.extract(endpoint, body);
                 assertNotNull(r.key());
                 accepted++;
+                // the shared extractor has seen other bodies (its tool-list cache is warm); a new one has not
+                assertEquals(
+                        r.key(),
+                        new PromptExtractor(x.options()).extract(endpoint, body).key(),
+                        "case " + i);
             } catch (ExtractionException e) {
+                ExtractionException cold = assertThrows(
+                        ExtractionException.class,
+                        () -> new PromptExtractor(x.options()).extract(endpoint, mutated),
+                        "case " + i);
+                assertEquals(e.code(), cold.code(), "case " + i);
+                assertEquals(e.getMessage(), cold.getMessage(), "case " + i);
                 assertTrue(CODES.contains(e.code()), e.code());
                 seen.add(e.code());
                 assertTrue(e.status() >= 400 && e.status() <= 599);

@@ -71,10 +71,18 @@ public final class Bodies {
     }
 
     public static byte[] realistic(int size) {
+        return realistic(size, -1);
+    }
+
+    /**
+     * {@link #realistic(int)} whose first tool is named after {@code variant} (none when negative): bodies
+     * of different variants have different tool lists, as requests of different agents do.
+     */
+    public static byte[] realistic(int size, int variant) {
         SplittableRandom rnd = new SplittableRandom(7);
         StringBuilder sb = new StringBuilder(size + 1024);
         sb.append("{\"model\":\"llama-3.1-8b-instruct\",\"stream\":false,\"temperature\":0.3,\"tools\":[");
-        String[] tools = {"search_orders", "refund_order", "send_email"};
+        String[] tools = {variant < 0 ? "search_orders" : "search_orders_" + variant, "refund_order", "send_email"};
         for (int t = 0; t < tools.length; t++) {
             sb.append(t == 0 ? "" : ",")
                     .append("{\"type\":\"function\",\"function\":{\"name\":\"")

@@ -27,9 +27,12 @@ import java.util.function.LongSupplier;
  * minimum, median and maximum CPU microseconds per operation, and the median and range of the per-round
  * ratio B/A (each ratio from two rounds run back to back, so both saw the same load). Operations:
  * {@code key} (a key of that many random ASCII characters from Latin-1 bytes, as {@code KeyBenchmark}),
- * {@code plain} or {@code realistic} (extraction of a {@link Bodies} chat body of about that size), and
+ * {@code plain} or {@code realistic} (extraction of a {@link Bodies} chat body of about that size),
+ * {@code distinct} (realistic bodies whose tool lists differ from one request to the next: 64 of them in
+ * turn, as from many agents, so that no tool list is read from the extractor's cache), and
  * with {@code route} the end-to-end route of {@link CpuTiming}. Uses only the public API and
- * {@link Bodies}, so an older build's jar serves as A. Run:
+ * {@link Bodies}, so an older build's jar serves as A (for {@code distinct}, an older build's jar without
+ * its own {@code Op} and {@code Bodies} classes, so that both builds use these). Run:
  * {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.extract.PairedCpuTiming A.jar B.jar realistic
  * 32768 [route] [rounds]}.
  */
@@ -39,7 +42,8 @@ public final class PairedCpuTiming {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: PairedCpuTiming A.jar B.jar key|plain|realistic bytes [route] [rounds]");
+            System.err.println(
+                    "usage: PairedCpuTiming A.jar B.jar key|plain|realistic|distinct bytes [route] [rounds]");
             System.exit(2);
         }
         String kind = args[2];
@@ -107,7 +111,9 @@ public final class PairedCpuTiming {
     /** One operation of one build, made inside that build's class loader. */
     public static final class Op implements LongSupplier {
         private final PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
+        private final byte[][] bodies;
         private final byte[] body;
+        private int next;
         private final boolean key;
         private final Router router;
 
@@ -116,6 +122,14 @@ public final class PairedCpuTiming {
             body = key
                     ? TreeWorkload.randomText(new SplittableRandom(1), size).getBytes(StandardCharsets.ISO_8859_1)
                     : kind.equals("plain") ? Bodies.plain(size) : Bodies.realistic(size);
+            bodies = new byte[kind.equals("distinct") ? 64 : 1][];
+            bodies[0] = body;
+            for (int v = 1; v < bodies.length; v++) {
+                bodies[v] = Bodies.realistic(size, v);
+            }
+            if (bodies.length > 1) {
+                bodies[0] = Bodies.realistic(size, 0);
+            }
             router = route ? router() : null;
         }
 
@@ -147,7 +161,9 @@ public final class PairedCpuTiming {
                         .blockCount();
             }
             try {
-                PromptKey k = extractor.extract(Endpoint.CHAT_COMPLETIONS, body).key();
+                byte[] b = bodies[next];
+                next = next + 1 == bodies.length ? 0 : next + 1;
+                PromptKey k = extractor.extract(Endpoint.CHAT_COMPLETIONS, b).key();
                 if (router != null) {
                     RouteDecision d = router.choose(RouteRequest.of(k));
                     d.lease().close();
