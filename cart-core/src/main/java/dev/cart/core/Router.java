@@ -214,6 +214,7 @@ public final class Router implements AutoCloseable {
                 chosen.addPendingPrefill(prefill);
                 counted = prefill;
             }
+            remoteLoad.localLoadChanged();
             return decided(
                     chosen,
                     admission,
@@ -248,6 +249,7 @@ public final class Router implements AutoCloseable {
         }
         if (d.pendingCounted() != 0) {
             d.replica().addPendingPrefill(-d.pendingCounted());
+            remoteLoad.localLoadChanged();
         }
         if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
             record(d.key(), d.replica());
@@ -430,6 +432,7 @@ public final class Router implements AutoCloseable {
     }
 
     void closed(RouteDecision d, Outcome outcome, int status, boolean firstToken) {
+        remoteLoad.localLoadChanged(); // the slot was just given back
         long nanos = ticker.getAsLong() - d.startNanos();
         try {
             policy.onLeaseClosed(d, outcome, firstToken, nanos);

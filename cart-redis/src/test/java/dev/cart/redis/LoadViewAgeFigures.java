@@ -13,7 +13,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * How old the shared load view is when a policy reads it: the time from a change of one instance's
  * in-flight count (a slot taken, then given back) to the moment another instance's {@link RedisLoadView}
- * shows it, on a real {@code redis-server} on loopback. Changes are made at random moments (0 to 10 ms
+ * shows it, alternately with the change told to the view ({@link RedisLoadView#localLoadChanged}, as the
+ * router does) and left to the view's next look, on a real {@code redis-server} on loopback. Changes are made at random moments (0 to 10 ms
  * apart, so they fall anywhere in the publisher's {@value RedisLoadView#GAP_MILLIS} ms gap); the reader
  * polls the view every 20 us (its own oversleep counts in the figure: an upper bound). This is the age the simulation's "the others' load as it was N ms
  * before" stands for ({@code ScaleOutReport}).
@@ -38,28 +39,41 @@ final class LoadViewAgeFigures {
             Await.until(() -> a.peers() == 1 && b.peers() == 1, () -> "both views hear each other");
             Replica r = poolA.replicas().get(0);
             SplittableRandom random = new SplittableRandom(1);
-            long[] ages = new long[2 * changes];
-            int n = 0;
-            for (int i = 0; i < changes; i++) {
+            long[][] ages = new long[2][2 * changes]; // [told, looked] per change
+            int[] n = new int[2];
+            for (int i = 0; i < 2 * changes; i++) {
+                int told = i % 2; // alternately told (as the router tells it) and left to its next look
                 LockSupport.parkNanos(random.nextLong(TimeUnit.MILLISECONDS.toNanos(10)));
                 Replica.Admission slot = r.tryAcquire();
                 long t0 = System.nanoTime();
-                ages[n++] = until(b, 1) - t0;
+                if (told == 0) {
+                    a.localLoadChanged();
+                }
+                ages[told][n[told]++] = until(b, 1) - t0;
                 LockSupport.parkNanos(random.nextLong(TimeUnit.MILLISECONDS.toNanos(10)));
                 slot.release(dev.cart.core.Outcome.SUCCESS);
                 long t1 = System.nanoTime();
-                ages[n++] = until(b, 0) - t1;
+                if (told == 0) {
+                    a.localLoadChanged();
+                }
+                ages[told][n[told]++] = until(b, 0) - t1;
             }
-            Arrays.sort(ages);
+            for (int k = 0; k < 2; k++) {
+                long[] v = ages[k];
+                Arrays.sort(v, 0, n[k]);
+                System.out.printf(
+                        Locale.ROOT,
+                        "%s: %d changes, age of the other instance's view p50 %.2f ms, p90 %.2f, p99 %.2f, max %.2f%n",
+                        k == 0 ? "told (localLoadChanged)" : "left to the next look",
+                        n[k],
+                        v[n[k] / 2] / 1e6,
+                        v[(int) (n[k] * 0.9)] / 1e6,
+                        v[(int) (n[k] * 0.99)] / 1e6,
+                        v[n[k] - 1] / 1e6);
+            }
             System.out.printf(
                     Locale.ROOT,
-                    "%d changes: age of the other instance's view p50 %.2f ms, p90 %.2f, p99 %.2f, max %.2f; load"
-                            + " average %.1f%n",
-                    n,
-                    ages[n / 2] / 1e6,
-                    ages[(int) (n * 0.9)] / 1e6,
-                    ages[(int) (n * 0.99)] / 1e6,
-                    ages[n - 1] / 1e6,
+                    "load average %.1f%n",
                     ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
             a.close();
             b.close();

@@ -183,10 +183,11 @@ public final class ScaleOutReport {
                   reaches the other instances' `Router.applyRemote` 20 ms after its publication (measured on \
                   loopback, on a loaded 2-core machine: p50 5 to 10 ms, p99 50 to 200 ms, see \
                   `cart-redis/README.md`; one row below uses 200 ms), and each instance's per-replica in-flight \
-                  count and pending prefill, published when it changed as `RedisLoadView` does (it looks every \
-                  2 ms and `PUBLISH`es a change at once; a heartbeat every 100 ms otherwise), is added by the \
-                  others to their own exact counts (`Router.Builder.remoteLoad`) as it was 5 ms before (measured \
-                  on loopback at load average ~20: p50 about 3 ms, p90 13 to 26 ms, `LoadViewAgeFigures`). The simulator records every instance's \
+                  count and pending prefill, published when it changes as `RedisLoadView` does (the router wakes \
+                  its publisher, which `PUBLISH`es at once, at most every 2 ms; a heartbeat every 100 ms \
+                  otherwise), is added by the others to their own exact counts (`Router.Builder.remoteLoad`) as \
+                  it was 5 ms before (its age measured on loopback at load average 18-22: p50 about 1 ms, p90 3.5 \
+                  to 4.7 ms, `LoadViewAgeFigures`). The simulator records every instance's \
                   counts at each change (a decision, a first token, a finished request), so "as it was 5 ms \
                   before" is exact. The real transport is the subject of `cart-redis`'s tests against a real \
                   `redis-server` (routes, load, faults) and of the proxy's `ClusterProxyTest` and \
