@@ -270,11 +270,50 @@ final class PrefixTree {
         return blocks.length == 0 || insert(blocks, replica, Math.min(timeMillis, clock.millis()), true);
     }
 
+    /**
+     * As {@link #insert(PromptKey, Replica)}, for a router that shares its routes ({@link RouteSync}):
+     * tells, in the same lock-free walk when the replica already holds the whole key (the usual hit),
+     * whether {@code replica}'s claim on the first {@code probe} blocks (if more than 0) had been learned
+     * only from other instances ({@link #learnedElsewhere}) before this insert made it local, and whether
+     * the key's deepest node had already been used by the replica in the current window of
+     * {@code windowMillis} (if more than 0): a route already shared in this window needs no new event.
+     *
+     * @return a combination of {@link #WAS_REMOTE}, {@link #SKIPPED} (maintenance held the tree) and
+     *         {@link #USED_IN_WINDOW}; 0 for none
+     */
+    int insertNoting(PromptKey key, Replica replica, int probe, long windowMillis) {
+        Objects.requireNonNull(replica, "replica");
+        long[] b = key.blocks();
+        if (b.length == 0) {
+            return 0;
+        }
+        long now = clock.millis();
+        int reach = refresh(b, replica, now, false, probe, windowMillis);
+        if (reach < 0) {
+            return -1 - reach;
+        }
+        boolean wasRemote = probe > 0 && learnedElsewhere(b, probe, replica); // read before the write
+        boolean done = insertWriting(b, replica, now, false, reach);
+        return (done ? 0 : SKIPPED) | (wasRemote ? WAS_REMOTE : 0);
+    }
+
+    /** {@link #insertNoting}: the claim on the probed blocks had been learned only from other instances. */
+    static final int WAS_REMOTE = 1;
+    /** {@link #insertNoting}: skipped under maintenance. */
+    static final int SKIPPED = 2;
+    /** {@link #insertNoting}: a refresh of a key whose deepest node the replica had used in this window. */
+    static final int USED_IN_WINDOW = 4;
+
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        int reach = refresh(b, replica, now, remote);
+        int reach = refresh(b, replica, now, remote, 0, 0);
         if (reach < 0) {
             return true;
         }
+        return insertWriting(b, replica, now, remote, reach);
+    }
+
+    /** The writer path of an insert whose lock-free refresh found the tree holding {@code reach} blocks. */
+    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
         // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
         // the tree (used only if the walk under the mutex stops at the same block).
         Prepared leaf = reach < b.length ? new Prepared(reach, Arrays.copyOfRange(b, reach, b.length)) : null;
@@ -322,10 +361,14 @@ final class PrefixTree {
 
     /**
      * The lock-free case: the whole key is stored and the replica holds every node on it. Refreshes the
-     * last-use times (a local insert also makes the entries local) and returns -1. Otherwise changes
+     * last-use times (a local insert also makes the entries local) and returns {@code -1 - flags}: with
+     * {@link #WAS_REMOTE} when {@code probe} blocks are asked about (more than 0) and the node holding the
+     * last of them was, before the refresh, the replica's only from other instances (what
+     * {@link #learnedElsewhere} tells); with {@link #USED_IN_WINDOW} when {@code windowMillis} is more than
+     * 0 and the deepest node's last use was already in the window of {@code now}. Otherwise changes
      * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
      */
-    private int refresh(long[] b, Replica replica, long now, boolean remote) {
+    private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
         Node node = root;
         int i = 0;
         Node[] path = null;
@@ -357,13 +400,29 @@ final class PrefixTree {
         if (!heldAll) {
             return b.length;
         }
+        int flags = 0;
+        int end = 0;
         for (int d = 0; d < depth; d++) {
             Holder h = holderOf(path[d], replica);
-            if (h != null) {
-                h.touch(now, remote);
+            boolean probed = false;
+            if (probe > 0 && end < probe) {
+                end += path[d].label.length; // the node holding block probe-1 is the first to reach it
+                probed = end >= probe;
             }
+            if (h == null) {
+                continue;
+            }
+            if (probed && h.remote) {
+                flags |= WAS_REMOTE;
+            }
+            if (d == depth - 1
+                    && windowMillis > 0
+                    && Math.floorDiv(h.lastAccess, windowMillis) == Math.floorDiv(now, windowMillis)) {
+                flags |= USED_IN_WINDOW;
+            }
+            h.touch(now, remote);
         }
-        return -1;
+        return -1 - flags;
     }
 
     /**

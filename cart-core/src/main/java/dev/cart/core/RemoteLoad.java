@@ -33,4 +33,13 @@ public interface RemoteLoad {
 
     /** Pending prefill units ({@link Replica#pendingPrefill()}) the other live instances have routed there. */
     long pendingPrefill(String replicaId);
+
+    /**
+     * This instance's own load has just changed: the router took a slot, gave one back or took a request's
+     * prefill off its replica. A view that shares this instance's load with the others can publish it now
+     * rather than at its next look (the others then see it that much sooner). Called on the request path,
+     * like the methods above: must return at once (wake a thread at most), never block or throw. Does
+     * nothing by default.
+     */
+    default void localLoadChanged() {}
 }

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import java.time.Duration;
+
 /**
  * Where a router sends what it learns, so that several router instances route as one. The router
  * calls {@link #publish} on routing threads for every route it records, every branch usage feedback
@@ -33,4 +35,16 @@ public interface RouteSync {
 
     /** Hands one event to the transport. Quick, non-blocking, thread-safe (see the class comment). */
     void publish(RouteEvent event);
+
+    /**
+     * How often a hot route needs sharing: a route is refreshed by every request that follows it, and the
+     * other instances need its new last-use time only now and then. The router publishes a learned route
+     * when it is new to this replica here (the tree did not hold the whole key for it) and otherwise only
+     * on its first use in each window of this length (aligned on the clock; a use by another instance,
+     * applied here, counts too); for the other uses it does not even build the event. {@link
+     * Duration#ZERO} (the default) publishes every learned route.
+     */
+    default Duration repeatInterval() {
+        return Duration.ZERO;
+    }
 }

@@ -64,6 +64,9 @@ public final class Router implements AutoCloseable {
     private final RouteSync sync;
     private final boolean publishes;
     private final RemoteRoutes remote;
+    /** How long a learned route shared once needs no new event ({@link RouteSync#repeatInterval()}). */
+    private final long repeatMillis;
+
     private final RemoteLoad remoteLoad;
     private volatile boolean syncFailureLogged;
     private volatile boolean observationFailureLogged;
@@ -94,6 +97,7 @@ public final class Router implements AutoCloseable {
         this.sync = b.sync;
         this.publishes = b.sync != RouteSync.NONE;
         this.remoteLoad = b.remoteLoad;
+        this.repeatMillis = sync.repeatInterval().toMillis();
         this.remote = new RemoteRoutes(
                 tree, replicas, keyUnit, keyBlockSize, sync.originId(), policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
@@ -190,14 +194,16 @@ public final class Router implements AutoCloseable {
         PromptKey key = request.key();
         int counted = 0;
         try {
-            // read before this request's own route makes the entry local
-            boolean elsewhere = publishes
-                    && choice.reason() == Reason.CACHE_HIT
-                    && choice.matchedLength() > 0
-                    && fits(key)
-                    && tree.learnedElsewhere(key.blocks(), choice.matchedLength() / keyBlockSize, chosen);
+            // whether the hit followed a route only other instances reported: read before this request's own
+            // route makes the entry local, in the same walk when the route is recorded now
+            int probe = publishes && choice.reason() == Reason.CACHE_HIT && fits(key)
+                    ? choice.matchedLength() / keyBlockSize
+                    : 0;
+            boolean elsewhere;
             if (learnMode == LearnMode.ON_ROUTE && !deferred(choice.reason())) {
-                record(key, chosen);
+                elsewhere = record(key, chosen, probe);
+            } else {
+                elsewhere = probe > 0 && tree.learnedElsewhere(key.blocks(), probe, chosen);
             }
             int matched = choice.matchedLength();
             if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
@@ -208,6 +214,7 @@ public final class Router implements AutoCloseable {
                 chosen.addPendingPrefill(prefill);
                 counted = prefill;
             }
+            remoteLoad.localLoadChanged();
             return decided(
                     chosen,
                     admission,
@@ -242,6 +249,7 @@ public final class Router implements AutoCloseable {
         }
         if (d.pendingCounted() != 0) {
             d.replica().addPendingPrefill(-d.pendingCounted());
+            remoteLoad.localLoadChanged();
         }
         if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
             record(d.key(), d.replica());
@@ -297,16 +305,30 @@ public final class Router implements AutoCloseable {
      * just generated, which the next turn will start with.
      */
     public void record(PromptKey key, Replica replica) {
+        record(key, replica, 0);
+    }
+
+    /**
+     * {@link #record(PromptKey, Replica)}, telling whether {@code replica}'s claim on the first
+     * {@code probe} blocks (if more than 0) had been learned only from other instances before this route
+     * made it local.
+     */
+    private boolean record(PromptKey key, Replica replica, int probe) {
         if (!policy.usesPrefixTree() || key.blockCount() == 0 || !fits(key)) {
-            return;
+            return false;
         }
-        if (!tree.insert(key, replica)) {
+        int outcome = tree.insertNoting(key, replica, probe, publishes ? repeatMillis : 0);
+        if ((outcome & PrefixTree.SKIPPED) != 0) {
             listener.onInsertSkipped();
         }
-        if (publishes) { // what the replica was sent is true whether or not maintenance let this tree learn it
+        // What the replica was sent is true whether or not maintenance let this tree learn it. A refresh of a
+        // route this replica had already used in the current repeat window (a hot route, here or on another
+        // instance) was shared in that window: no event, not even built.
+        if (publishes && (outcome & PrefixTree.USED_IN_WINDOW) == 0) {
             publish(new RouteEvent.Learned(
                     sync.originId(), clock.millis(), replica.id(), keyUnit, keyBlockSize, key.blocks()));
         }
+        return (outcome & PrefixTree.WAS_REMOTE) != 0;
     }
 
     /**
@@ -410,6 +432,7 @@ public final class Router implements AutoCloseable {
     }
 
     void closed(RouteDecision d, Outcome outcome, int status, boolean firstToken) {
+        remoteLoad.localLoadChanged(); // the slot was just given back
         long nanos = ticker.getAsLong() - d.startNanos();
         try {
             policy.onLeaseClosed(d, outcome, firstToken, nanos);

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 class RemoteLoadTest {
 
     /** The others' figures, changed by the test between decisions. */
-    static final class Shared implements RemoteLoad {
+    static class Shared implements RemoteLoad {
         final Map<String, Long> inFlight = new ConcurrentHashMap<>();
         final Map<String, Long> pending = new ConcurrentHashMap<>();
 
@@ -135,6 +135,28 @@ class RemoteLoadTest {
             d.lease().close();
             assertEquals(0, r1.pendingPrefill());
             assertEquals(0, pool.totalInFlight());
+        }
+    }
+
+    @Test
+    void theViewIsToldOfEveryChangeOfThisInstancesLoadWhenItHappens() {
+        ManagedReplicaSet pool = pool();
+        List<String> told = new ArrayList<>();
+        Shared shared = new Shared() {
+            @Override
+            public void localLoadChanged() {
+                Replica r = pool.replicas().get(0);
+                told.add("inFlight=" + r.inFlight() + " pending=" + r.pendingPrefill());
+            }
+        };
+        Seeing policy = new Seeing(ctx -> Choice.of(ctx.candidates().get(0), Reason.POLICY));
+        try (Router router = router(pool, policy, shared)) {
+            RouteDecision d = router.choose(RouteRequest.of(PromptKey.ofText("hello there", 64)));
+            assertEquals(List.of("inFlight=1 pending=11"), told, "the slot and the prefill estimate, taken");
+            d.lease().firstToken();
+            assertEquals("inFlight=1 pending=0", told.get(told.size() - 1), "the prefill done");
+            d.lease().close();
+            assertEquals("inFlight=0 pending=0", told.get(told.size() - 1), "the slot given back");
         }
     }
 

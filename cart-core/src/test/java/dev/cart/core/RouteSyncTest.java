@@ -31,10 +31,19 @@ class RouteSyncTest {
         final List<RouteEvent> all = new ArrayList<>();
 
         RouteSync endpoint(String origin) {
+            return endpoint(origin, Duration.ZERO);
+        }
+
+        RouteSync endpoint(String origin, Duration repeat) {
             return new RouteSync() {
                 @Override
                 public String originId() {
                     return origin;
+                }
+
+                @Override
+                public Duration repeatInterval() {
+                    return repeat;
                 }
 
                 @Override
@@ -65,6 +74,10 @@ class RouteSyncTest {
     }
 
     private Router router(String origin, long maxTreeSize, String... replicaIds) {
+        return router(bus.endpoint(origin), maxTreeSize, replicaIds);
+    }
+
+    private Router router(RouteSync sync, long maxTreeSize, String... replicaIds) {
         ManagedReplicaSet.Builder set = ManagedReplicaSet.builder();
         for (String id : replicaIds) {
             set.add(id);
@@ -75,7 +88,7 @@ class RouteSyncTest {
                 .clock(clock)
                 .evictionInterval(Duration.ZERO)
                 .maxTreeSize(maxTreeSize)
-                .sync(bus.endpoint(origin))
+                .sync(sync)
                 .build();
         routers.add(r);
         return r;
@@ -118,6 +131,45 @@ class RouteSyncTest {
         RouteDecision again = route(b, k);
         assertEquals(Reason.CACHE_HIT, again.reason());
         assertFalse(again.learnedElsewhere(), "b's own request made the route b's");
+    }
+
+    private long learned(String origin) {
+        synchronized (bus) {
+            return bus.all.stream()
+                    .filter(e -> e instanceof RouteEvent.Learned && e.origin().equals(origin))
+                    .count();
+        }
+    }
+
+    @Test
+    void aHotRouteIsPublishedOncePerRepeatWindowAndANewOrDroppedRouteAtOnce() {
+        Router a = router(bus.endpoint("a#1", Duration.ofSeconds(1)), 100_000, "r0");
+        Router b = router(bus.endpoint("b#1", Duration.ofSeconds(1)), 100_000, "r0");
+        PromptKey k = key(SYSTEM + "How often should a chain be oiled when riding through a rainy winter?");
+        route(a, k);
+        assertEquals(1, learned("a#1"), "a new route");
+        for (int i = 0; i < 5; i++) {
+            clock.advance(Duration.ofMillis(150));
+            assertEquals(Reason.CACHE_HIT, route(a, k).reason());
+        }
+        assertEquals(1, learned("a#1"), "refreshes within the window (750 ms) build no event");
+        clock.advance(Duration.ofMillis(300));
+        route(a, k);
+        assertEquals(2, learned("a#1"), "the first use in the next window shares the new time");
+        route(a, key(SYSTEM + "Another question entirely, about the brakes of a folding bicycle."));
+        assertEquals(3, learned("a#1"), "another route, at once");
+        a.forgetReplica(replica(a, "r0"));
+        route(a, k);
+        assertEquals(4, learned("a#1"), "dropped and learned again: shared again, within the same window");
+
+        bus.deliver();
+        route(b, k);
+        assertEquals(0, learned("b#1"), "a route a shared in this window, followed on b: already shared");
+        clock.advance(Duration.ofSeconds(1));
+        route(b, k);
+        assertEquals(1, learned("b#1"), "next window: b shares its own use");
+        assertConsistent(a);
+        assertConsistent(b);
     }
 
     @Test

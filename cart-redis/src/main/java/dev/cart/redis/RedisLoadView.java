@@ -27,10 +27,12 @@ import org.slf4j.LoggerFactory;
  * A daemon thread reads this instance's per-replica in-flight count and pending prefill every
  * {@value #GAP_MILLIS} ms (a few memory reads) and {@code PUBLISH}es them on the pool's channel
  * {@code <pool>:load} whenever they changed since the last message, and at least every {@code interval}
- * when they did not (a heartbeat). Every instance subscribes to the channel and keeps, per other origin,
+ * when they did not (a heartbeat). The router tells it when this instance's load changes
+ * ({@link #localLoadChanged}): a change after a quiet spell wakes the thread and is published at once,
+ * while a busy instance publishes at most once per {@value #GAP_MILLIS} ms. Every instance subscribes to the channel and keeps, per other origin,
  * its last figures and when they arrived; the view is their sum over the origins heard from within
- * {@code ttl}. So the others' load is as old as a Redis round trip plus at most {@value #GAP_MILLIS} ms
- * (not a polling interval), an instance that dies stops counting within the TTL, and the TTL runs on this
+ * {@code ttl}. So the others' load is as old as a Redis round trip (plus at most {@value #GAP_MILLIS} ms
+ * while busy, or when the host does not tell the view of changes), not a polling interval, an instance that dies stops counting within the TTL, and the TTL runs on this
  * instance's clock (no clock skew between hosts). The cost is one {@code PUBLISH} per change, at most one
  * per {@value #GAP_MILLIS} ms per instance while busy, one per interval while idle.
  *
@@ -69,12 +71,15 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     private final Map<String, Heard> heard = new HashMap<>(); // guarded by itself
     private volatile Snapshot snapshot = new Snapshot(Map.of(), 0);
     private volatile boolean running;
+    /** True while the thread waits for its next look and a change may wake it ({@link #localLoadChanged}). */
+    private volatile boolean waiting;
+
     private volatile boolean warned;
     private final LongAdder published = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder malformed = new LongAdder();
     private boolean closed;
-    private Thread thread;
+    private volatile Thread thread;
 
     /** Sums per replica id of the other live instances' figures, and how many they are. */
     private record Snapshot(Map<String, long[]> load, int peers) {}
@@ -124,6 +129,23 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     @Override
     public long inFlight(String replicaId) {
         return remoteInFlight(replicaId);
+    }
+
+    /**
+     * {@link RemoteLoad}: this instance's load just changed (the router calls it on every slot taken or given
+     * back and every prefill done). Wakes the publisher thread if it is waiting for its next look, so a
+     * change after a quiet spell is published at once instead of up to {@value #GAP_MILLIS} ms later; while
+     * busy the thread publishes at most once per {@value #GAP_MILLIS} ms whatever the calls. A read of one
+     * volatile field, and an unpark only when the thread waits.
+     */
+    @Override
+    public void localLoadChanged() {
+        if (waiting) {
+            Thread t = thread;
+            if (t != null) {
+                LockSupport.unpark(t);
+            }
+        }
     }
 
     /** {@link RemoteLoad}: the same as {@link #remotePendingPrefill}. */
@@ -188,22 +210,31 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
                 now[2 * i + 1] = r.pendingPrefill();
             }
             boolean changed = last == null || !Arrays.equals(last, now);
+            boolean sent = false;
             if (pub != null && (changed || t - lastSent >= intervalNanos)) {
                 try {
                     pub.sync().publish(channel, encode(ids, now));
                     published.increment();
                     last = now.clone();
-                    lastSent = t;
+                    sent = true;
                 } catch (RuntimeException e) {
                     warn(e);
-                    lastSent = t; // retried at the next change or heartbeat; the client reconnects meanwhile
                 }
+                lastSent = t; // after a failure: retried at the next change or heartbeat; the client reconnects
             }
             if (t - lastRebuild >= intervalNanos) {
                 rebuild(t);
                 lastRebuild = t;
             }
-            LockSupport.parkNanos(gapNanos);
+            if (sent) { // at most one PUBLISH per gap, whatever wakes the thread
+                for (long rest = gapNanos; rest > 0 && running; rest = t + gapNanos - System.nanoTime()) {
+                    LockSupport.parkNanos(rest);
+                }
+            } else {
+                waiting = true; // the router's localLoadChanged() wakes it before the gap is over
+                LockSupport.parkNanos(gapNanos);
+                waiting = false;
+            }
         }
         if (pub != null) {
             var unused = pub.closeAsync(); // closing: nothing to wait for

@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  *       batch) with one {@code XADD ... MAXLEN ~ cap}. One entry per batch rather than one per event:
  *       the origin, replica ids and common prefixes are paid once, and the stream's cap counts batches.
  *       A learned route repeated within {@code repeatInterval} (a hot prefix refreshed on every request)
- *       is written once. When Redis is down or slow the batch waits and is retried with backoff; new
+ *       is written once (the router already leaves most of them out: {@link #repeatInterval()}). When Redis is down or slow the batch waits and is retried with backoff; new
  *       events keep filling the buffer meanwhile, and are written once Redis is back.</li>
  *   <li>A tailer thread first replays the retained window ({@code XRANGE} in pages) so a new or
  *       restarted instance starts warm, then follows the stream with {@code XREAD BLOCK}. It skips the
@@ -153,6 +153,16 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     @Override
     public String originId() {
         return origin;
+    }
+
+    /**
+     * The repeat interval ({@link Builder#repeatInterval}): the router publishes a route it already held
+     * only on its first use in each such window, so most of a busy router's decisions (refreshes of hot
+     * routes) build no event at all; the publisher thread drops the repeats that still arrive.
+     */
+    @Override
+    public Duration repeatInterval() {
+        return Duration.ofMillis(repeatMillis);
     }
 
     /**

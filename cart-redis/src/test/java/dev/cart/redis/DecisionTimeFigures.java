@@ -2,7 +2,9 @@ package dev.cart.redis;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
+import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteEvent;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.RouteSync;
 import dev.cart.core.Router;
@@ -17,13 +19,24 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * What sync costs a routing decision: {@code Router.choose} plus closing the lease, in thread CPU time,
- * on a router without sync, one that only publishes its routes (a {@link RedisRouteSync} whose tailer
- * applies nothing), and one with a {@link RedisRouteSync} on a real {@code redis-server} whose tailer is
- * applying another instance's route events at the same time (that instance routes fresh
- * conversations at a steady rate, so every one of its decisions is a learned route to apply here). The
- * routers start from the same warm tree (the same keys routed once) and are measured in turns, pair by
- * pair, so both see the same machine load; the figure is per decision, over a batch.
+ * What sync costs a routing decision, split by cause: {@code Router.choose} plus closing the lease, in
+ * thread CPU time of the measuring thread, on five routers warm with the same keys, measured in turns
+ * (the order rotating from round to round) so that all see the same machine load:
+ *
+ * <ul>
+ *   <li><b>none</b>: no sync, and a tree that holds only the warm keys;</li>
+ *   <li><b>none, fed</b>: no sync, but fed, on another thread and at the same rate, the very routes the
+ *       other instance learns ({@code Router.record}: local inserts through the same writer path): the
+ *       fair baseline for a tree that grows with another instance's routes;</li>
+ *   <li><b>publish</b>: publishes its routes to a real {@code redis-server} ({@link RedisRouteSync}),
+ *       applies nothing; compared with <em>none</em>;</li>
+ *   <li><b>apply</b>: publishes nothing, while a {@link RedisRouteSync} tailer applies the other
+ *       instance's route events ({@code Router.applyRemote}); compared with <em>none, fed</em>;</li>
+ *   <li><b>both</b>: sync as a proxy runs it, publishing and applying; compared with <em>none, fed</em>
+ *       (and with <em>none</em>, which also counts the larger tree).</li>
+ * </ul>
+ * The other instance routes fresh conversations at a steady rate, so every one of its decisions is a
+ * learned route to apply (the worst case for the applying side: each one takes the tree's writer path).
  *
  * <p>Run: {@code mvn -B -ntp -q -pl cart-redis -am test-compile} and then
  * {@code java -cp "cart-redis/target/test-classes:cart-redis/target/classes:<class path>"
@@ -33,6 +46,7 @@ import java.util.concurrent.locks.LockSupport;
 final class DecisionTimeFigures {
 
     private static final String SYSTEM = "You are the support assistant of a bicycle shop. Be brief. ".repeat(10);
+    private static final String[] NAMES = {"none", "none, fed", "publish", "apply", "both"};
 
     private DecisionTimeFigures() {}
 
@@ -52,6 +66,27 @@ final class DecisionTimeFigures {
                 .sync(sync)
                 .evictionInterval(Duration.ZERO)
                 .build();
+    }
+
+    /**
+     * A sync that publishes nothing: the applying-only router's (its events would be its own), which still
+     * builds the events a router with a {@link RedisRouteSync} builds.
+     */
+    private static RouteSync silent(String origin) {
+        return new RouteSync() {
+            @Override
+            public String originId() {
+                return origin;
+            }
+
+            @Override
+            public void publish(RouteEvent event) {}
+
+            @Override
+            public Duration repeatInterval() {
+                return Duration.ofSeconds(1); // as a RedisRouteSync's: the router builds the same events
+            }
+        };
     }
 
     private static PromptKey key(int conversation, int turn) {
@@ -76,35 +111,47 @@ final class DecisionTimeFigures {
             throw new IllegalStateException("thread CPU time is not supported on this JVM");
         }
         try (RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort())) {
-            RedisRouteSync syncOn = RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
-                    .instanceId("measured")
-                    .build();
-            RedisRouteSync syncRemote = RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
-                    .instanceId("remote")
-                    .build();
-            RedisRouteSync syncPublishing = RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
-                    .instanceId("publishing")
-                    .build();
-            Router off = router(pool(), RouteSync.NONE);
-            Router on = router(pool(), syncOn);
-            Router publishing = router(pool(), syncPublishing); // publishes its routes, applies nothing
+            RedisRouteSync syncBoth = sync(redis, "both");
+            RedisRouteSync syncApply = sync(redis, "apply-tail");
+            RedisRouteSync syncPublish = sync(redis, "publish");
+            RedisRouteSync syncRemote = sync(redis, "remote");
+            Router[] routers = {
+                router(pool(), RouteSync.NONE),
+                router(pool(), RouteSync.NONE),
+                router(pool(), syncPublish),
+                router(pool(), silent("apply")),
+                router(pool(), syncBoth)
+            };
+            Router fed = routers[1];
+            Router apply = routers[3];
+            Router both = routers[4];
             Router remote = router(pool(), syncRemote);
-            syncOn.start(on::applyRemote);
-            syncRemote.start(e -> {}); // publishes only
-            syncPublishing.start(e -> {});
+            syncBoth.start(both::applyRemote);
+            syncApply.start(apply::applyRemote);
+            syncPublish.start(e -> {}); // publishes only
+            syncRemote.start(e -> {});
             Await.until(
-                    () -> syncOn.stats().connected() && syncRemote.stats().connected(), () -> "both syncs connected");
-            for (PromptKey k : keys) { // the same warm tree on both measured routers
-                route(off, k);
-                route(on, k);
-                route(publishing, k);
+                    () -> syncBoth.stats().connected()
+                            && syncApply.stats().connected()
+                            && syncPublish.stats().connected()
+                            && syncRemote.stats().connected(),
+                    () -> "every sync connected");
+            for (PromptKey k : keys) { // the same warm tree on every measured router
+                for (Router r : routers) {
+                    route(r, k);
+                }
             }
             Thread driver = new Thread(
                     () -> {
                         long period = TimeUnit.SECONDS.toNanos(1) / remoteRate;
                         long next = System.nanoTime();
                         for (int i = 0; !Thread.currentThread().isInterrupted(); i++) {
-                            route(remote, key(1_000_000 + i, 0)); // a fresh conversation: a learned route
+                            PromptKey k = key(1_000_000 + i, 0); // a fresh conversation: a learned route
+                            RouteDecision d = remote.choose(RouteRequest.of(k));
+                            if (d.lease() != null) {
+                                fed.record(k, same(fed, d.replica())); // the same route, learned locally
+                                d.lease().close();
+                            }
                             next += period;
                             long wait = next - System.nanoTime();
                             if (wait > 0) {
@@ -116,62 +163,88 @@ final class DecisionTimeFigures {
             driver.setDaemon(true);
             driver.start();
             Await.until(
-                    () -> on.remoteApplyStats().applied() > remoteRate / 10,
-                    () -> "remote events applied: " + on.remoteApplyStats() + "; " + syncOn.stats() + "; remote "
+                    () -> both.remoteApplyStats().applied() > remoteRate / 10
+                            && apply.remoteApplyStats().applied() > remoteRate / 10,
+                    () -> "remote events applied: " + both.remoteApplyStats() + "; " + syncBoth.stats() + "; remote "
                             + syncRemote.stats());
-            run(off, keys, batch); // warm-up of both
-            run(on, keys, batch);
-            run(publishing, keys, batch);
-            double[] pubNs = new double[rounds];
-            double[] offNs = new double[rounds];
-            double[] onNs = new double[rounds];
+            for (Router r : routers) {
+                run(r, keys, batch); // warm-up
+            }
+            double[][] ns = new double[NAMES.length][rounds];
             long[] applied = new long[rounds];
             for (int r = 0; r < rounds; r++) {
-                offNs[r] = run(off, keys, batch) / (double) batch;
-                pubNs[r] = run(publishing, keys, batch) / (double) batch;
-                long before = on.remoteApplyStats().applied();
+                long before = both.remoteApplyStats().applied();
                 long t0 = System.nanoTime();
-                onNs[r] = run(on, keys, batch) / (double) batch;
+                for (int j = 0; j < NAMES.length; j++) {
+                    int v = (j + r) % NAMES.length; // rotate the order: no variant always runs first
+                    ns[v][r] = run(routers[v], keys, batch) / (double) batch;
+                }
                 double secs = (System.nanoTime() - t0) / 1e9;
-                applied[r] = Math.round((on.remoteApplyStats().applied() - before) / secs);
-                System.out.printf(
-                        Locale.ROOT,
-                        "round %d: off %.0f ns, publishing only %.0f ns, on %.0f ns CPU per decision (%.2fx); %d"
-                                + " remote events/s applied meanwhile%n",
-                        r + 1,
-                        offNs[r],
-                        pubNs[r],
-                        onNs[r],
-                        onNs[r] / offNs[r],
-                        applied[r]);
+                applied[r] = Math.round((both.remoteApplyStats().applied() - before) / secs);
+                StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "round %d:", r + 1));
+                for (int v = 0; v < NAMES.length; v++) {
+                    line.append(String.format(Locale.ROOT, " %s %.0f ns,", NAMES[v], ns[v][r]));
+                }
+                line.append(String.format(Locale.ROOT, " %d remote events/s applied meanwhile", applied[r]));
+                System.out.println(line);
             }
             driver.interrupt();
             driver.join(5_000);
-            System.out.println("measured router's remote events: " + on.remoteApplyStats() + "; its sync: "
-                    + syncOn.stats() + "; the remote instance's sync: " + syncRemote.stats());
-            double[] ratio = new double[rounds];
-            for (int r = 0; r < rounds; r++) {
-                ratio[r] = onNs[r] / offNs[r];
-            }
+            System.out.println("both: " + both.remoteApplyStats() + "; its sync: " + syncBoth.stats()
+                    + "; apply: " + apply.remoteApplyStats() + "; the remote instance's sync: "
+                    + syncRemote.stats());
             System.out.printf(
                     Locale.ROOT,
-                    "%d rounds of %,d decisions; tree on %s, off %s; CPU per decision: off %s ns, publishing only"
-                            + " %s ns, on %s ns, on/off %s; remote events applied %s /s; load average %.1f%n",
+                    "%d rounds of %,d decisions; trees: none %s, none fed %s, both %s; remote events applied %s /s;"
+                            + " load average %.1f%n",
                     rounds,
                     batch,
-                    on.treeStats(),
-                    off.treeStats(),
-                    range(offNs, "%.0f"),
-                    range(pubNs, "%.0f"),
-                    range(onNs, "%.0f"),
-                    range(ratio, "%.2f"),
+                    routers[0].treeStats(),
+                    fed.treeStats(),
+                    both.treeStats(),
                     range(Arrays.stream(applied).asDoubleStream().toArray(), "%.0f"),
                     ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
-            for (AutoCloseable c :
-                    new AutoCloseable[] {syncOn, syncRemote, syncPublishing, off, on, publishing, remote}) {
+            System.out.println("CPU per decision, median [min-max] over the rounds:");
+            for (int v = 0; v < NAMES.length; v++) {
+                System.out.printf(Locale.ROOT, "  %-10s %s ns%n", NAMES[v], range(ns[v], "%.0f"));
+            }
+            System.out.println("ratios taken round by round, median [min-max]:");
+            ratio("publish / none", ns[2], ns[0]);
+            ratio("none, fed / none (a larger tree, written beside)", ns[1], ns[0]);
+            ratio("apply / none, fed", ns[3], ns[1]);
+            ratio("both / none, fed", ns[4], ns[1]);
+            ratio("both / none", ns[4], ns[0]);
+            for (AutoCloseable c : new AutoCloseable[] {syncBoth, syncApply, syncPublish, syncRemote, remote}) {
                 c.close();
             }
+            for (Router r : routers) {
+                r.close();
+            }
         }
+    }
+
+    private static RedisRouteSync sync(RedisServerProcess redis, String id) {
+        return RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
+                .instanceId(id)
+                .build();
+    }
+
+    /** {@code r}'s namesake in {@code router}'s pool. */
+    private static Replica same(Router router, Replica r) {
+        for (Replica x : router.replicas().replicas()) {
+            if (x.id().equals(r.id())) {
+                return x;
+            }
+        }
+        throw new IllegalStateException("no replica " + r.id());
+    }
+
+    private static void ratio(String what, double[] a, double[] b) {
+        double[] q = new double[a.length];
+        for (int i = 0; i < a.length; i++) {
+            q[i] = a[i] / b[i];
+        }
+        System.out.printf(Locale.ROOT, "  %-50s %s%n", what, range(q, "%.2f"));
     }
 
     private static void route(Router r, PromptKey k) {

@@ -62,8 +62,11 @@ public final class ScaleOutReport {
             c.add(new Config(n + ", no sync, consistent-hash misses", n, false, true, 0, 0, 20));
             c.add(new Config(n + ", synced", n, true, false, 0, LOAD_DELAY_MS, 20));
         }
-        // what the load view's age costs: the same seen 20 ms late, and the earlier view polled every 100 ms
+        // what the load view's age costs: the same seen at once, 2 ms and 20 ms late, and the earlier view
+        // polled every 100 ms
         for (int n : new int[] {4, 8}) {
+            c.add(new Config(n + ", synced, load seen at once", n, true, false, 0, 0, 20));
+            c.add(new Config(n + ", synced, load seen 2 ms late", n, true, false, 0, 2, 20));
             c.add(new Config(n + ", synced, load seen 20 ms late", n, true, false, 0, 20, 20));
             c.add(new Config(n + ", synced, load polled every 100 ms", n, true, false, 100, 0, 20));
         }
@@ -180,14 +183,18 @@ public final class ScaleOutReport {
                   reaches the other instances' `Router.applyRemote` 20 ms after its publication (measured on \
                   loopback, on a loaded 2-core machine: p50 5 to 10 ms, p99 50 to 200 ms, see \
                   `cart-redis/README.md`; one row below uses 200 ms), and each instance's per-replica in-flight \
-                  count and pending prefill, published on every change as `RedisLoadView` does (Redis pub/sub, \
-                  at most every 2 ms), is added by the others to their own exact counts \
-                  (`Router.Builder.remoteLoad`) as it was 5 ms before. The simulator records every instance's \
+                  count and pending prefill, published when it changes as `RedisLoadView` does (the router wakes \
+                  its publisher, which `PUBLISH`es at once, at most every 2 ms; a heartbeat every 100 ms \
+                  otherwise), is added by the others to their own exact counts (`Router.Builder.remoteLoad`) as \
+                  it was 5 ms before (its age measured on loopback at load average 18-22: p50 about 1 ms, p90 3.5 \
+                  to 4.7 ms, `LoadViewAgeFigures`). The simulator records every instance's \
                   counts at each change (a decision, a first token, a finished request), so "as it was 5 ms \
                   before" is exact. The real transport is the subject of `cart-redis`'s tests against a real \
                   `redis-server` (routes, load, faults) and of the proxy's `ClusterProxyTest` and \
                   `ClusterFaultTest`; the simulation does not talk to Redis.
-                - *load seen 20 ms late*: synced, with the others' load four times as old. *load polled every \
+                - *load seen at once*, *2 ms late*, *20 ms late*: synced, with the others' load as it was that \
+                  long before (at once: no transport could do it; it bounds what a fresher view can give). \
+                  *load polled every \
                   100 ms*: the earlier design, each instance writing its load every 100 ms and reading the \
                   others' as often (modelled as the counts at the last multiple of 100 ms, every instance in \
                   step: kinder than real, unaligned timers). *200 ms sync lag*: synced, with route events ten \
