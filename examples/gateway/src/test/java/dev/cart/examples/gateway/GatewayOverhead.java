@@ -37,7 +37,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * client-side p50/p99. Before the rounds, a warm-up alternates the sides until each side's CPU per request over
  * its last {@value #STABLE_PHASES} phases spreads by at most {@code --stable-pct} (default 5%) of their median, or
  * {@code --warmup-secs} have passed. The result is the per-round difference B − A, summarised as its median and
- * interquartile range (and min–max) over the rounds. CPU time per request is what holds on a loaded machine;
+ * interquartile range (and min–max) over the rounds; a round where either phase served fewer than half the
+ * median number of requests (the machine stalled the run) is left out, and counted. CPU time per request is what holds on a loaded machine;
  * latency there includes waiting for a core. Requests are ~1 KB chat bodies, 16 system prompts shared by 256
  * requests (the bench's mix). Not run by the test suite:
  *
@@ -274,18 +275,34 @@ final class GatewayOverhead {
                 p.loopCpuMsPerRequest());
     }
 
-    /** Per round, side B's phase against side A's phase of the same round: p50 and CPU per request. */
+    /**
+     * Per round, side B's phase against side A's phase of the same round: p50 and CPU per request. A round where
+     * either phase served fewer than half the median number of requests per phase is left out (the machine
+     * stalled the run: other work took the cores, and the few requests' CPU time is dominated by what is not per
+     * request); how many were left out is printed.
+     */
     static String differences(List<Phase> phases, String sideA, String sideB) {
-        int rounds = phases.size() / 2;
+        double[] counts = phases.stream().mapToDouble(Phase::requests).toArray();
+        double floor = median(counts) / 2;
+        List<Phase[]> kept = new ArrayList<>();
+        for (int r = 0; r < phases.size() / 2; r++) {
+            Phase x = phases.get(2 * r);
+            Phase y = phases.get(2 * r + 1);
+            if (x.requests() >= floor && y.requests() >= floor) {
+                kept.add(x.side().equals(sideA) ? new Phase[] {x, y} : new Phase[] {y, x});
+            }
+        }
+        int rounds = kept.size();
+        if (rounds == 0) {
+            return "no round kept: every round had a stalled phase";
+        }
         double[] p50 = new double[rounds];
         double[] cpu = new double[rounds];
         double[] cpuPct = new double[rounds];
         double[] loopPct = new double[rounds];
         for (int r = 0; r < rounds; r++) {
-            Phase x = phases.get(2 * r);
-            Phase y = phases.get(2 * r + 1);
-            Phase a = x.side().equals(sideA) ? x : y;
-            Phase b = a == x ? y : x;
+            Phase a = kept.get(r)[0];
+            Phase b = kept.get(r)[1];
             p50[r] = b.p50Ms() - a.p50Ms();
             cpu[r] = b.cpuMsPerRequest() - a.cpuMsPerRequest();
             cpuPct[r] = 100 * cpu[r] / a.cpuMsPerRequest();
@@ -294,7 +311,8 @@ final class GatewayOverhead {
         return String.format(
                 Locale.ROOT,
                 "%s - %s, per round:%n  CPU/request %s %%%n  event-loop CPU/request %s %%%n  p50 %s ms%n"
-                        + "summary over %d rounds (median [interquartile range] {min..max}):%n"
+                        + "summary over %d rounds (%d left out: a phase below half the median request count) "
+                        + "(median [interquartile range] {min..max}):%n"
                         + "  CPU/request %s ms = %s %%%n  event-loop CPU/request %s %%%n  p50 %s ms",
                 sideB,
                 sideA,
@@ -302,6 +320,7 @@ final class GatewayOverhead {
                 list(loopPct, "%+.1f"),
                 list(p50, "%+.3f"),
                 rounds,
+                phases.size() / 2 - rounds,
                 summary(cpu, "%+.4f"),
                 summary(cpuPct, "%+.1f"),
                 summary(loopPct, "%+.1f"),
