@@ -17,6 +17,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -45,8 +47,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <pre>
  * java -cp ... dev.cart.examples.gateway.GatewayOverhead [--rounds 20] [--secs 3] [--clients 16]
  *     [--warmup-secs 180] [--stable-pct 5] [--a round_robin] [--b cart] [--jar JAR] [--jar-b JAR]
- *     [--gateway-jvm-arg ARG]... [--only cart|round_robin]
+ *     [--gateway-jvm-arg ARG]... [--only cart|round_robin] [--rate R]
  * </pre>
+ *
+ * <p>{@code --rate R} paces the clients to R requests per second in all (each client sends its next request one
+ * interval after its previous one started, or at once when late), so that the gateway is below saturation and
+ * p50 shows what a request's own path costs rather than its wait behind the others; the default is a closed loop
+ * (each client sends again as soon as its answer is in), which saturates the gateway.
  *
  * <p>{@code --gateway-jvm-arg} passes an option to the gateways' JVMs (a flight recording, say);
  * {@code --only} drives one route alone (to profile it), with no differences printed.
@@ -54,6 +61,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class GatewayOverhead {
 
     static final int STABLE_PHASES = 3;
+
+    /** With {@code --rate}: each client's time between the starts of its requests; 0 for a closed loop. */
+    private static long intervalNanos;
+
+    private static final ScheduledExecutorService PACER = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "pacer");
+        t.setDaemon(true);
+        return t;
+    });
 
     private GatewayOverhead() {}
 
@@ -86,6 +102,7 @@ final class GatewayOverhead {
         String benchClasses = "examples/bench/target/classes";
         List<String> jvmArgs = new ArrayList<>();
         String only = null;
+        double rate = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
@@ -100,8 +117,12 @@ final class GatewayOverhead {
                 case "--bench-classes" -> benchClasses = args[++i];
                 case "--gateway-jvm-arg" -> jvmArgs.add(args[++i]);
                 case "--only" -> only = route(args[++i]);
+                case "--rate" -> rate = Double.parseDouble(args[++i]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
+        }
+        if (rate > 0) {
+            intervalNanos = (long) (1e9 * clients / rate);
         }
         if (only != null) {
             routeA = only;
@@ -158,11 +179,12 @@ final class GatewayOverhead {
             }
             System.out.printf(
                     Locale.ROOT,
-                    "%n%d rounds of %d s per side (ABBA), %d clients (closed loop), %d cores, Java %s, "
+                    "%n%d rounds of %d s per side (ABBA), %d clients (%s), %d cores, Java %s, "
                             + "load average at the end %s%n",
                     rounds,
                     secs,
                     clients,
+                    rate > 0 ? String.format(Locale.ROOT, "paced to %.0f req/s in all", rate) : "closed loop",
                     Runtime.getRuntime().availableProcessors(),
                     Runtime.version(),
                     loadAverage());
@@ -457,8 +479,11 @@ final class GatewayOverhead {
         CountDownLatch done = new CountDownLatch(clients);
         long cpu0 = cpuTicks(pid);
         double loop0 = eventLoopTicks(pid);
+        long start = System.nanoTime();
         for (int c = 0; c < clients; c++) {
-            loop(http, requests, next, end, latencies, count, failed, done);
+            // paced clients start spread over one interval
+            long[] nextAt = {start + (intervalNanos * c) / clients - intervalNanos};
+            loop(http, requests, next, end, latencies, count, failed, done, nextAt);
         }
         done.await();
         long cpu1 = cpuTicks(pid);
@@ -485,11 +510,37 @@ final class GatewayOverhead {
             long[] latencies,
             AtomicInteger count,
             AtomicInteger failed,
-            CountDownLatch done) {
-        if (System.nanoTime() >= end) {
+            CountDownLatch done,
+            long[] nextAt) {
+        long now = System.nanoTime();
+        if (now >= end) {
             done.countDown();
             return;
         }
+        if (intervalNanos > 0) { // paced: this client's next request is due one interval after the last was
+            nextAt[0] += intervalNanos;
+            if (nextAt[0] > now) {
+                var unused = PACER.schedule(
+                        () -> send(http, requests, next, end, latencies, count, failed, done, nextAt),
+                        nextAt[0] - now,
+                        TimeUnit.NANOSECONDS);
+                return;
+            }
+            nextAt[0] = now; // late: do not send a burst to catch up
+        }
+        send(http, requests, next, end, latencies, count, failed, done, nextAt);
+    }
+
+    private static void send(
+            HttpClient http,
+            HttpRequest[] requests,
+            AtomicInteger next,
+            long end,
+            long[] latencies,
+            AtomicInteger count,
+            AtomicInteger failed,
+            CountDownLatch done,
+            long[] nextAt) {
         HttpRequest req = requests[Math.floorMod(next.getAndIncrement(), requests.length)];
         long t0 = System.nanoTime();
         var unused = http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
@@ -503,7 +554,7 @@ final class GatewayOverhead {
                             latencies[i] = t;
                         }
                     }
-                    loop(http, requests, next, end, latencies, count, failed, done);
+                    loop(http, requests, next, end, latencies, count, failed, done, nextAt);
                 });
     }
 
