@@ -8,7 +8,6 @@ import dev.cart.core.RouteRequest;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -140,12 +139,7 @@ final class CartExchange {
         }
         UsageReader r = reader;
         if (r != null) {
-            try (DataBuffer.ByteBufferIterator it = buffer.readableByteBuffers()) {
-                while (it.hasNext()) {
-                    ByteBuffer b = it.next();
-                    r.accept(b);
-                }
-            }
+            r.accept(buffer);
         }
     }
 

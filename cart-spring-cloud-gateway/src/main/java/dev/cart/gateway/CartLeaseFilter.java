@@ -2,6 +2,7 @@ package dev.cart.gateway;
 
 import java.net.URI;
 import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
 import org.springframework.cloud.gateway.filter.GlobalFilter;
 import org.springframework.cloud.gateway.filter.NettyWriteResponseFilter;
@@ -14,8 +15,11 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
 import org.springframework.web.server.ServerWebExchange;
+import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.FluxOperator;
 import reactor.core.publisher.Mono;
+import reactor.util.context.Context;
 
 /**
  * Makes the lease of a request to a service CART balances follow the whole exchange, response body included.
@@ -98,10 +102,7 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
         @Override
         public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
             state.bodyStarts(getHeaders());
-            return super.writeWith(Flux.from(body)
-                    .doOnNext(state::bytes)
-                    .doOnComplete(() -> state.bodyEnded(status(this)))
-                    .doOnCancel(state::bodyAbandoned));
+            return super.writeWith(new ObservedBody(Flux.from(body), state, this));
         }
 
         @Override
@@ -118,6 +119,81 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
                     })
                     .doOnComplete(end::allChunksStarted)
                     .doOnCancel(state::bodyAbandoned));
+        }
+    }
+
+    /**
+     * The body of a response written at once ({@code writeWith}) as it passes: each buffer reported to the
+     * exchange before it goes on, the end ({@link CartExchange#bodyEnded}) before the writer hears of it, the
+     * writer's cancellation ({@link CartExchange#bodyAbandoned}) before the replica's body is cancelled. One
+     * operator and one subscriber object per response, where a chain of peek operators took three of each and
+     * their callbacks.
+     */
+    private static final class ObservedBody extends FluxOperator<DataBuffer, DataBuffer> {
+        private final CartExchange state;
+        private final ServerHttpResponse response;
+
+        ObservedBody(Flux<? extends DataBuffer> source, CartExchange state, ServerHttpResponse response) {
+            super(source);
+            this.state = state;
+            this.response = response;
+        }
+
+        @Override
+        public void subscribe(CoreSubscriber<? super DataBuffer> actual) {
+            source.subscribe(new Observer(actual, state, response));
+        }
+    }
+
+    private static final class Observer implements CoreSubscriber<DataBuffer>, Subscription {
+        private final CoreSubscriber<? super DataBuffer> actual;
+        private final CartExchange state;
+        private final ServerHttpResponse response;
+        private Subscription upstream;
+
+        Observer(CoreSubscriber<? super DataBuffer> actual, CartExchange state, ServerHttpResponse response) {
+            this.actual = actual;
+            this.state = state;
+            this.response = response;
+        }
+
+        @Override
+        public Context currentContext() {
+            return actual.currentContext();
+        }
+
+        @Override
+        public void onSubscribe(Subscription s) {
+            upstream = s;
+            actual.onSubscribe(this);
+        }
+
+        @Override
+        public void onNext(DataBuffer b) {
+            state.bytes(b);
+            actual.onNext(b);
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            actual.onError(t);
+        }
+
+        @Override
+        public void onComplete() {
+            state.bodyEnded(status(response));
+            actual.onComplete();
+        }
+
+        @Override
+        public void request(long n) {
+            upstream.request(n);
+        }
+
+        @Override
+        public void cancel() {
+            state.bodyAbandoned();
+            upstream.cancel();
         }
     }
 

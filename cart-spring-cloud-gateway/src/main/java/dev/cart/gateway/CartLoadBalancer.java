@@ -39,6 +39,7 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
     private final ServiceRouting routing;
     private final ObjectProvider<ServiceInstanceListSupplier> suppliers;
     private final AtomicBoolean warnedNoState = new AtomicBoolean();
+    private volatile ServiceInstanceListSupplier supplier; // the context's, once found
 
     CartLoadBalancer(ServiceRouting routing, ObjectProvider<ServiceInstanceListSupplier> suppliers) {
         this.routing = routing;
@@ -48,9 +49,22 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
     @Override
     @SuppressWarnings("rawtypes")
     public Mono<Response<ServiceInstance>> choose(Request request) {
-        ServiceInstanceListSupplier supplier = suppliers.getIfAvailable(NoopServiceInstanceListSupplier::new);
+        ServiceInstanceListSupplier supplier = supplier();
         CartExchange state = state(request);
         return supplier.get(request).next().map(instances -> choose(instances, state));
+    }
+
+    /** The service's instance supplier: looked up in the context until found, then kept (it is a singleton). */
+    private ServiceInstanceListSupplier supplier() {
+        ServiceInstanceListSupplier s = supplier;
+        if (s == null) {
+            s = suppliers.getIfAvailable();
+            if (s == null) {
+                return new NoopServiceInstanceListSupplier();
+            }
+            supplier = s;
+        }
+        return s;
     }
 
     private Response<ServiceInstance> choose(List<ServiceInstance> instances, CartExchange state) {

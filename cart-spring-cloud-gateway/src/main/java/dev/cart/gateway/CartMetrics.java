@@ -3,6 +3,8 @@ package dev.cart.gateway;
 import dev.cart.core.CacheFeedback;
 import dev.cart.core.EvictionReport;
 import dev.cart.core.LeaseCompletion;
+import dev.cart.core.Outcome;
+import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RoutingListener;
 import io.micrometer.core.instrument.Counter;
@@ -12,20 +14,32 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * CART's metrics in the gateway's Micrometer registry (so in {@code /actuator/prometheus}), fed by the router's
  * {@link RoutingListener} for one service. The names are the standalone proxy's where the meaning is the same,
  * each with a {@code service} tag; the list and what to watch is in the module README.
  *
- * <p>Meters are created on first use and cached by their tags, so an event costs a map lookup and an increment.
- * Thread-safe; called on routing threads, so it does nothing slow.
+ * <p>Per-request events (a decision, a lease's end, a usage report) find their meters without building a key or
+ * looking a meter up by tags: the meters of each replica sit in one {@link ReplicaMeters} found by the replica's
+ * id, each reason's and outcome's counter in an array slot by the enum's ordinal, registered on first use (so
+ * only what happened is exported, as before). The decision timer keeps Micrometer's defaults: no percentile
+ * histogram unless the application configures one ({@code management.metrics.distribution.*}).
+ *
+ * <p>Thread-safe; called on routing threads, so it does nothing slow. Two threads registering the same meter at
+ * once get the same meter from the registry.
  */
 final class CartMetrics implements RoutingListener {
+
+    private static final String NONE = "none";
+    private static final Reason[] REASONS = Reason.values();
+    private static final Outcome[] OUTCOMES = Outcome.values();
 
     private final MeterRegistry registry;
     private final String service;
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+    private final Map<String, ReplicaMeters> replicas = new ConcurrentHashMap<>();
     private final Timer decisionDuration;
 
     CartMetrics(MeterRegistry registry, String service) {
@@ -64,57 +78,22 @@ final class CartMetrics implements RoutingListener {
 
     @Override
     public void onDecision(RouteDecision d) {
-        String replica = d.routed() ? d.replica().id() : "none";
-        counter(
-                        "cart.decisions",
-                        "Routing decisions by reason and chosen replica",
-                        "reason",
-                        d.reason().code(),
-                        "replica",
-                        replica)
-                .increment();
+        replica(d.routed() ? d.replica().id() : NONE).decision(d.reason()).increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
     }
 
     @Override
     public void onLeaseCompleted(LeaseCompletion c) {
-        counter(
-                        "cart.upstream.requests",
-                                "Requests ended on a replica, by outcome (success, failure, cancelled)",
-                        "replica", c.decision().replica().id(),
-                        "outcome", c.outcome().name().toLowerCase(Locale.ROOT))
-                .increment();
+        replica(c.decision().replica().id()).outcome(c.outcome()).increment();
     }
 
     @Override
     public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
-        String replica = d.replica() == null ? "none" : d.replica().id();
-        counter(
-                        "cart.cache.predicted.tokens",
-                        "Prompt tokens the router predicted the replica had cached",
-                        "replica",
-                        replica)
-                .increment(Math.max(0, f.predictedTokens()));
-        counter(
-                        "cart.cache.delivered.tokens",
-                        "Prompt tokens the replica reported as served from its cache",
-                        "replica",
-                        replica)
-                .increment(Math.max(0, f.deliveredTokens()));
-        counter(
-                        "cart.cache.prompt.tokens",
-                        "Prompt tokens of the requests whose cache usage was reported",
-                        "replica",
-                        replica)
-                .increment(Math.max(0, f.promptTokens()));
-        counter(
-                        "cart.cache.feedback",
-                        "Usage reports compared with the prediction, by verdict",
-                        "replica",
-                        replica,
-                        "verdict",
-                        f.stale() ? "stale" : "ok")
-                .increment();
+        ReplicaMeters m = replica(d.replica() == null ? NONE : d.replica().id());
+        m.predicted().increment(Math.max(0, f.predictedTokens()));
+        m.delivered().increment(Math.max(0, f.deliveredTokens()));
+        m.prompt().increment(Math.max(0, f.promptTokens()));
+        m.verdict(f.stale()).increment();
     }
 
     @Override
@@ -140,18 +119,127 @@ final class CartMetrics implements RoutingListener {
         counter("cart.tree.resets", "Whole-tree resets (daily cleanup)").increment();
     }
 
+    private ReplicaMeters replica(String id) {
+        ReplicaMeters m = replicas.get(id);
+        return m != null ? m : replicas.computeIfAbsent(id, ReplicaMeters::new);
+    }
+
+    /** For the events that are not per request: a counter found by its name and tags. */
     private Counter counter(String name, String help, String... tags) {
         String key = name + '|' + String.join("|", tags);
         Counter c = counters.get(key);
         if (c == null) {
-            c = counters.computeIfAbsent(
-                    key,
-                    k -> Counter.builder(name)
-                            .description(help)
-                            .tag("service", service)
-                            .tags(tags)
-                            .register(registry));
+            c = counters.computeIfAbsent(key, k -> register(name, help, tags));
         }
         return c;
+    }
+
+    private Counter register(String name, String help, String... tags) {
+        return Counter.builder(name)
+                .description(help)
+                .tag("service", service)
+                .tags(tags)
+                .register(registry);
+    }
+
+    /** One replica's per-request meters; those for a reason, an outcome or a verdict registered on first use. */
+    private final class ReplicaMeters {
+        private final String replica;
+        private final AtomicReferenceArray<Counter> decisions = new AtomicReferenceArray<>(REASONS.length);
+        private final AtomicReferenceArray<Counter> outcomes = new AtomicReferenceArray<>(OUTCOMES.length);
+        private volatile Counter predicted;
+        private volatile Counter delivered;
+        private volatile Counter prompt;
+        private volatile Counter ok;
+        private volatile Counter stale;
+
+        ReplicaMeters(String replica) {
+            this.replica = replica;
+        }
+
+        Counter predicted() {
+            Counter c = predicted;
+            if (c == null) {
+                predicted = c = register(
+                        "cart.cache.predicted.tokens",
+                        "Prompt tokens the router predicted the replica had cached",
+                        "replica",
+                        replica);
+            }
+            return c;
+        }
+
+        Counter delivered() {
+            Counter c = delivered;
+            if (c == null) {
+                delivered = c = register(
+                        "cart.cache.delivered.tokens",
+                        "Prompt tokens the replica reported as served from its cache",
+                        "replica",
+                        replica);
+            }
+            return c;
+        }
+
+        Counter prompt() {
+            Counter c = prompt;
+            if (c == null) {
+                prompt = c = register(
+                        "cart.cache.prompt.tokens",
+                        "Prompt tokens of the requests whose cache usage was reported",
+                        "replica",
+                        replica);
+            }
+            return c;
+        }
+
+        Counter verdict(boolean isStale) {
+            Counter c = isStale ? stale : ok;
+            if (c == null) {
+                c = register(
+                        "cart.cache.feedback",
+                        "Usage reports compared with the prediction, by verdict",
+                        "replica",
+                        replica,
+                        "verdict",
+                        isStale ? "stale" : "ok");
+                if (isStale) {
+                    stale = c;
+                } else {
+                    ok = c;
+                }
+            }
+            return c;
+        }
+
+        Counter decision(Reason r) {
+            Counter c = decisions.get(r.ordinal());
+            if (c == null) {
+                c = register(
+                        "cart.decisions",
+                        "Routing decisions by reason and chosen replica",
+                        "reason",
+                        r.code(),
+                        "replica",
+                        replica);
+                decisions.set(r.ordinal(), c);
+            }
+            return c;
+        }
+
+        Counter outcome(Outcome o) {
+            Counter c = outcomes.get(o.ordinal());
+            if (c == null) {
+                c = register(
+                        "cart.upstream.requests",
+                        "Requests ended on a replica, by outcome (success, failure, cancelled)",
+                        "replica",
+                        replica,
+                        "outcome",
+                        o.name().toLowerCase(Locale.ROOT));
+                outcomes.set(o.ordinal(), c);
+            }
+            return c;
+        }
     }
 }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
+import io.netty.buffer.ByteBuf;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -16,6 +17,10 @@ import org.springframework.cloud.gateway.filter.ReactiveLoadBalancerClientFilter
 import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
 import org.springframework.core.Ordered;
 import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import org.springframework.core.io.buffer.NettyDataBuffer;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
@@ -32,10 +37,12 @@ import reactor.core.publisher.Mono;
  *
  * <p>How: it runs after the route's own filters and just before {@link ReactiveLoadBalancerClientFilter}, so it
  * sees the path the replica will see. For {@code POST} requests whose path ends with
- * {@code /v1/chat/completions}, {@code /v1/completions} or {@code /v1/messages}, it caches the body with the
- * gateway's own mechanism ({@link ServerWebExchangeUtils#cacheRequestBody}: the body is joined once and
- * replayed to the upstream; the gateway's {@code RemoveCachedBodyFilter} releases it), reading at most
- * {@code cart.max-body-bytes} (beyond it: 413), and extracts the key with cart-extract's {@code PromptExtractor}.
+ * {@code /v1/chat/completions}, {@code /v1/completions} or {@code /v1/messages}, it joins the body's buffers
+ * once ({@code DataBufferUtils.join} with {@code cart.max-body-bytes} as its limit, so a body past it fails while
+ * being read: 413; Netty's buffers are joined without a copy), copies the joined bytes once into the array
+ * cart-extract's {@code PromptExtractor} reads the key from, and replays the joined buffer to the replica as the
+ * gateway's own {@code cacheRequestBody} does (kept under {@link ServerWebExchangeUtils#CACHED_REQUEST_BODY_ATTR},
+ * each read a retained slice, released by the gateway's {@code RemoveCachedBodyFilter} when the exchange ends).
  * A body it cannot read is answered here with the extractor's status (400 for bad JSON) and an OpenAI-style
  * JSON error, never sent upstream. Other requests to the service are routed by load alone. The key goes into
  * the exchange's state ({@link CartExchange}), where {@link CartLoadBalancer} finds it.
@@ -48,6 +55,9 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
     public static final int ORDER = ReactiveLoadBalancerClientFilter.LOAD_BALANCER_CLIENT_FILTER_ORDER - 50;
 
     private static final JsonFactory JSON = JsonFactory.builder().build();
+
+    /** Stands for a request without body buffers (never read or written). */
+    private static final DataBuffer NO_BODY = DefaultDataBufferFactory.sharedInstance.allocateBuffer(0);
 
     private final CartGatewayRouting routing;
     private final BiConsumer<String, String> rejected;
@@ -81,23 +91,38 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
         if (request.getHeaders().getContentLength() > max) {
             return tooLarge(exchange, serviceId, max);
         }
-        ServerWebExchange limited =
-                exchange.mutate().request(new LimitedBody(request, max)).build();
-        return ServerWebExchangeUtils.cacheRequestBody(limited, cached -> {
-                    ExtractedRequest extracted;
-                    try {
-                        extracted = routing.extractor().extract(endpoint, bytes(limited));
-                    } catch (ExtractionException e) {
-                        rejected.accept(serviceId, e.code());
-                        return error(exchange.getResponse(), e.status(), e.type(), e.code(), e.param(), e.getMessage());
-                    }
-                    state.extracted(endpoint, extracted);
-                    return chain.filter(
-                            cached == limited.getRequest()
-                                    ? limited
-                                    : limited.mutate().request(cached).build());
-                })
-                .onErrorResume(BodyTooLarge.class, e -> tooLarge(exchange, serviceId, max));
+        return DataBufferUtils.join(request.getBody(), max) // the limit applies while joining
+                .defaultIfEmpty(NO_BODY)
+                .flatMap(body -> route(exchange, chain, state, endpoint, request, body == NO_BODY ? null : body))
+                .onErrorResume(DataBufferLimitException.class, e -> tooLarge(exchange, serviceId, max));
+    }
+
+    /**
+     * The body is joined ({@code body}: its buffers as one, or null when it had none): reads the key from one copy
+     * of its bytes, and passes the request on with the joined buffer replayed to the replica.
+     */
+    private Mono<Void> route(
+            ServerWebExchange exchange,
+            GatewayFilterChain chain,
+            CartExchange state,
+            Endpoint endpoint,
+            ServerHttpRequest request,
+            DataBuffer body) {
+        byte[] bytes = bytes(body);
+        if (body != null) { // released by the gateway's RemoveCachedBodyFilter when the exchange ends
+            exchange.getAttributes().put(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR, body);
+        }
+        ExtractedRequest extracted;
+        try {
+            extracted = routing.extractor().extract(endpoint, bytes);
+        } catch (ExtractionException e) {
+            rejected.accept(state.serviceId(), e.code());
+            return error(exchange.getResponse(), e.status(), e.type(), e.code(), e.param(), e.getMessage());
+        }
+        state.extracted(endpoint, extracted);
+        return chain.filter(exchange.mutate()
+                .request(new CachedBody(request, exchange, bytes))
+                .build());
     }
 
     /** The endpoint a request path ends with (a route may add a prefix), or null. */
@@ -121,14 +146,18 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
                 "the request body exceeds cart.max-body-bytes (" + max + " bytes)");
     }
 
-    /** The cached body's bytes (empty when there was none), copied without moving the cached buffer. */
-    private static byte[] bytes(ServerWebExchange exchange) {
-        DataBuffer body = exchange.getAttribute(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR);
+    /** The joined body's bytes (empty when there was none), copied once without moving the buffer. */
+    private static byte[] bytes(DataBuffer body) {
         if (body == null) {
             return new byte[0];
         }
         byte[] out = new byte[body.readableByteCount()];
-        body.toByteBuffer(body.readPosition(), ByteBuffer.wrap(out), 0, out.length);
+        if (body instanceof NettyDataBuffer n) {
+            ByteBuf b = n.getNativeBuffer();
+            b.getBytes(b.readerIndex(), out);
+        } else {
+            body.toByteBuffer(body.readPosition(), ByteBuffer.wrap(out), 0, out.length);
+        }
         return out;
     }
 
@@ -161,37 +190,36 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
         return response.writeWith(Mono.just(response.bufferFactory().wrap(out.toByteArray())));
     }
 
-    /** The request body, failing with {@link BodyTooLarge} past {@code max} bytes. */
-    private static final class LimitedBody extends ServerHttpRequestDecorator {
-        private final int max;
+    /**
+     * The request with its body replayed from the joined buffer kept in the exchange's
+     * {@link ServerWebExchangeUtils#CACHED_REQUEST_BODY_ATTR} (as the gateway's own {@code cacheRequestBody} does:
+     * each read is a retained slice, so a retry can read it again), or from the bytes read from it where the
+     * buffer is not Netty's. Once the gateway has released the buffer at the exchange's end, the body is empty.
+     */
+    private static final class CachedBody extends ServerHttpRequestDecorator {
+        private final ServerWebExchange exchange;
+        private final byte[] bytes;
 
-        LimitedBody(ServerHttpRequest delegate, int max) {
+        CachedBody(ServerHttpRequest delegate, ServerWebExchange exchange, byte[] bytes) {
             super(delegate);
-            this.max = max;
+            this.exchange = exchange;
+            this.bytes = bytes;
         }
 
         @Override
         public Flux<DataBuffer> getBody() {
-            return Flux.defer(() -> {
-                long[] seen = {0};
-                return super.getBody().handle((b, sink) -> {
-                    seen[0] += b.readableByteCount();
-                    if (seen[0] > max) {
-                        org.springframework.core.io.buffer.DataBufferUtils.release(b);
-                        sink.error(new BodyTooLarge());
-                    } else {
-                        sink.next(b);
-                    }
-                });
-            });
+            return Mono.fromSupplier(this::replay).flux();
         }
-    }
 
-    private static final class BodyTooLarge extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        BodyTooLarge() {
-            super("request body too large", null, false, false);
+        private DataBuffer replay() {
+            DataBuffer body = exchange.getAttribute(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR);
+            if (body == null) {
+                return null; // no body, or the exchange has ended
+            }
+            if (body instanceof NettyDataBuffer n) {
+                return n.factory().wrap(n.getNativeBuffer().retainedSlice());
+            }
+            return body.factory().wrap(bytes);
         }
     }
 }

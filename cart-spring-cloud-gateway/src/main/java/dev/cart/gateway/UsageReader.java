@@ -5,22 +5,28 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
+import io.netty.buffer.ByteBuf;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Locale;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.NettyDataBuffer;
 
 /**
  * Reads the prompt-cache usage a replica reports from the bytes of its answer while they pass to the client,
  * for {@code Lease.succeeded(ServedUsage)}. It only reads: the bytes it is given have been, or are about to be,
  * written unchanged.
  *
- * <p>How, by response kind: a {@code text/event-stream} is cut into lines and each {@code data:} line that
- * mentions {@code "usage"} is parsed once with Jackson's streaming parser (the usage chunk at the end of an
- * OpenAI stream, Anthropic's {@code message_start}/{@code message_delta}); a line longer than
- * {@link #MAX_LINE_BYTES} is skipped, not buffered. A JSON answer is copied up to {@link #MAX_JSON_BYTES} and
- * parsed once at its end; a larger one is given up on. Other content types and compressed bodies are not read
- * ({@link #create} returns null).
+ * <p>How: usage sits at the ends of an answer, so only the ends are kept and only when the answer is over is
+ * anything parsed. While the body passes, each buffer costs one or two bulk copies and no allocation: its first
+ * {@link #HEAD_BYTES} bytes go to a head array, and the last {@link #TAIL_BYTES} to a ring. At the end, a JSON
+ * answer's last {@code "usage"} key (outside a string: not escaped) is found in what was kept (the whole answer
+ * when it fits, its tail otherwise) and only the object after it is parsed with Jackson's streaming parser; in a
+ * {@code text/event-stream}, each complete {@code data:} line of the head and of the tail that mentions
+ * {@code "usage"} is parsed, in order (the usage chunk at the end of an OpenAI stream; Anthropic's
+ * {@code message_start} at its head, {@code message_delta} at its tail); a later report of a figure replaces an
+ * earlier one. Other content types and compressed bodies are not read ({@link #create} returns null).
  *
  * <p>What is read: OpenAI-style prompt = {@code usage.prompt_tokens}, cached =
  * {@code usage.prompt_tokens_details.cached_tokens}; Anthropic ({@code /v1/messages}) counts only uncached input
@@ -33,17 +39,19 @@ import java.util.Locale;
  */
 final class UsageReader {
 
-    static final int MAX_LINE_BYTES = 1024 * 1024;
-    static final int MAX_JSON_BYTES = 1024 * 1024;
+    /** Bytes kept from the start of an answer. */
+    static final int HEAD_BYTES = 2048;
+    /** Bytes kept from the end of an answer. */
+    static final int TAIL_BYTES = 4096;
 
     private static final JsonFactory JSON = JsonFactory.builder().build();
     private static final byte[] USAGE = "\"usage\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     private final boolean anthropic;
     private final boolean sse;
-    private byte[] buf = new byte[512];
-    private int len;
-    private boolean skipping;
+    private final byte[] head = new byte[HEAD_BYTES];
+    private byte[] tail; // a ring, allocated when the answer outgrows the head
+    private long total; // bytes seen
 
     private long promptTokens = ServedUsage.UNKNOWN;
     private long cachedTokens = ServedUsage.UNKNOWN;
@@ -76,57 +84,100 @@ final class UsageReader {
         return null;
     }
 
-    /** The next bytes of the answer (read from the buffer's position to its limit; the buffer is not moved). */
-    void accept(ByteBuffer b) {
-        if (!b.hasArray()) {
-            byte[] copy = new byte[b.remaining()];
-            b.duplicate().get(copy);
-            accept(copy, 0, copy.length);
+    /** The next bytes of the answer: the buffer's readable bytes (the buffer is not moved). */
+    void accept(DataBuffer buffer) {
+        if (buffer instanceof NettyDataBuffer n) {
+            ByteBuf b = n.getNativeBuffer();
+            keep(b, b.readerIndex(), b.readableBytes());
         } else {
-            accept(b.array(), b.arrayOffset() + b.position(), b.remaining());
+            try (DataBuffer.ByteBufferIterator it = buffer.readableByteBuffers()) {
+                while (it.hasNext()) {
+                    accept(it.next());
+                }
+            }
         }
     }
 
-    void accept(byte[] b, int off, int n) {
-        if (!sse) {
-            if (skipping) {
-                return;
-            }
-            if ((long) len + n > MAX_JSON_BYTES) {
-                skipping = true;
-                buf = null;
-                return;
-            }
-            append(b, off, n);
+    /** The next bytes of the answer: from the buffer's position to its limit (the buffer is not moved). */
+    void accept(ByteBuffer b) {
+        keep(b, b.position(), b.remaining());
+    }
+
+    /** Keeps what falls in the head or the tail of {@code n} bytes of {@code src} from {@code from}. */
+    private void keep(Object src, int from, int n) {
+        int end = from + n;
+        if (total < HEAD_BYTES) {
+            int h = (int) Math.min(n, HEAD_BYTES - total);
+            copy(src, from, head, (int) total, h);
+            total += h;
+            from += h;
+        }
+        int rest = end - from;
+        if (rest == 0) {
             return;
         }
-        int start = off;
-        int end = off + n;
-        for (int i = off; i < end; i++) {
-            if (b[i] == '\n') {
-                appendLine(b, start, i - start);
-                if (!skipping) {
-                    line();
-                }
-                len = 0;
-                skipping = false;
-                start = i + 1;
-            }
+        if (tail == null) {
+            tail = new byte[TAIL_BYTES];
         }
-        appendLine(b, start, end - start);
+        if (rest > TAIL_BYTES) { // only the last TAIL_BYTES matter
+            total += rest - TAIL_BYTES;
+            from = end - TAIL_BYTES;
+            rest = TAIL_BYTES;
+        }
+        int at = (int) ((total - HEAD_BYTES) % TAIL_BYTES);
+        int first = Math.min(rest, TAIL_BYTES - at);
+        copy(src, from, tail, at, first);
+        if (rest > first) {
+            copy(src, from + first, tail, 0, rest - first);
+        }
+        total += rest;
     }
 
-    /** The answer ended normally: parses what is pending; returns what the replica reported. */
-    ServedUsage finish() {
-        if (sse) {
-            if (len > 0 && !skipping) {
-                line();
-            }
-        } else if (!skipping && buf != null) {
-            parse(buf, 0, len);
+    private static void copy(Object src, int from, byte[] dst, int at, int n) {
+        if (src instanceof ByteBuf b) {
+            b.getBytes(from, dst, at, n);
+        } else {
+            ((ByteBuffer) src).get(from, dst, at, n);
         }
-        len = 0;
-        buf = null;
+    }
+
+    /** The answer ended normally: parses what was kept; returns what the replica reported. */
+    ServedUsage finish() {
+        int headLen = (int) Math.min(total, HEAD_BYTES);
+        long tailBytes = total - headLen;
+        byte[] kept;
+        int tailStart; // where the tail starts in kept; headLen when the head and the tail are contiguous
+        boolean gap = tailBytes > TAIL_BYTES;
+        if (tailBytes == 0) {
+            kept = head;
+            tailStart = headLen;
+        } else {
+            int tailLen = (int) Math.min(tailBytes, TAIL_BYTES);
+            kept = Arrays.copyOf(head, headLen + tailLen);
+            int at = (int) ((total - HEAD_BYTES) % TAIL_BYTES); // the ring's oldest byte when it is full
+            if (tailBytes < TAIL_BYTES) {
+                System.arraycopy(tail, 0, kept, headLen, tailLen);
+            } else {
+                System.arraycopy(tail, at, kept, headLen, TAIL_BYTES - at);
+                System.arraycopy(tail, 0, kept, headLen + TAIL_BYTES - at, at);
+            }
+            tailStart = headLen;
+        }
+        int keptLen = headLen + (int) Math.min(tailBytes, TAIL_BYTES);
+        if (sse) {
+            if (gap) {
+                lines(kept, 0, lastNewline(kept, 0, headLen) + 1); // the head's complete lines
+                int cut = indexOf(kept, (byte) '\n', tailStart, keptLen); // the tail's first line is partial
+                if (cut >= 0) {
+                    lines(kept, cut + 1, keptLen);
+                }
+            } else {
+                lines(kept, 0, keptLen);
+            }
+        } else {
+            jsonUsage(kept, gap ? tailStart : 0, keptLen);
+        }
+        tail = null;
         if (!anthropic) {
             return new ServedUsage(promptTokens, cachedTokens);
         }
@@ -137,55 +188,102 @@ final class UsageReader {
                 inputTokens + Math.max(0, cacheReadTokens) + Math.max(0, cacheCreationTokens), cacheReadTokens);
     }
 
-    private void appendLine(byte[] b, int off, int n) {
-        if (skipping || n == 0) {
-            return;
+    /** The lines of {@code b[from, to)}, the last one ended by the end of the body: each data line is looked at. */
+    private void lines(byte[] b, int from, int to) {
+        int start = from;
+        for (int i = from; i < to; i++) {
+            if (b[i] == '\n') {
+                line(b, start, i);
+                start = i + 1;
+            }
         }
-        if ((long) len + n > MAX_LINE_BYTES) {
-            skipping = true;
-            len = 0;
-            return;
-        }
-        append(b, off, n);
-    }
-
-    private void append(byte[] b, int off, int n) {
-        if (len + n > buf.length) {
-            buf = Arrays.copyOf(buf, Math.max(len + n, buf.length * 2));
-        }
-        System.arraycopy(b, off, buf, len, n);
-        len += n;
-    }
-
-    /** One complete SSE line in {@code buf[0, len)}: a {@code data:} line that mentions usage is parsed. */
-    private void line() {
-        int n = len;
-        if (n > 0 && buf[n - 1] == '\r') {
-            n--;
-        }
-        if (n < 6 || buf[0] != 'd' || buf[1] != 'a' || buf[2] != 't' || buf[3] != 'a' || buf[4] != ':') {
-            return;
-        }
-        int start = buf[5] == ' ' ? 6 : 5;
-        if (start < n && buf[start] == '{' && contains(buf, start, n, USAGE)) {
-            parse(buf, start, n - start);
-        }
-        if (buf.length > 64 * 1024) {
-            buf = new byte[512]; // do not keep a large buffer for the rest of a long stream
+        if (start < to) {
+            line(b, start, to);
         }
     }
 
-    private static boolean contains(byte[] b, int from, int to, byte[] needle) {
+    /** One SSE line {@code b[from, to)}: a {@code data:} line holding a JSON object that mentions usage is parsed. */
+    private void line(byte[] b, int from, int to) {
+        if (to > from && b[to - 1] == '\r') {
+            to--;
+        }
+        if (to - from < 6
+                || b[from] != 'd'
+                || b[from + 1] != 'a'
+                || b[from + 2] != 't'
+                || b[from + 3] != 'a'
+                || b[from + 4] != ':') {
+            return;
+        }
+        int start = b[from + 5] == ' ' ? from + 6 : from + 5;
+        if (start < to && b[start] == '{' && lastUsage(b, start, to) >= 0) {
+            parse(b, start, to - start);
+        }
+    }
+
+    /** A JSON answer: the object after its last {@code "usage":} key in {@code b[from, to)}. */
+    private void jsonUsage(byte[] b, int from, int to) {
+        int key = lastUsage(b, from, to);
+        if (key < 0) {
+            return;
+        }
+        int i = skipSpace(b, key + USAGE.length, to);
+        if (i >= to || b[i] != ':') {
+            return;
+        }
+        i = skipSpace(b, i + 1, to);
+        if (i >= to || b[i] != '{') {
+            return;
+        }
+        try (JsonParser p = JSON.createParser(b, i, to - i)) {
+            if (p.nextToken() == JsonToken.START_OBJECT) {
+                usage(p);
+            }
+        } catch (IOException | RuntimeException e) {
+            // not JSON this reader understands: the client got it unchanged; nothing to learn from it
+        }
+    }
+
+    /** Where the last {@code "usage"} not inside a string (not preceded by a backslash) starts, or -1. */
+    private static int lastUsage(byte[] b, int from, int to) {
         outer:
-        for (int i = from; i <= to - needle.length; i++) {
-            for (int j = 0; j < needle.length; j++) {
-                if (b[i + j] != needle[j]) {
+        for (int i = to - USAGE.length; i >= from; i--) {
+            for (int j = 0; j < USAGE.length; j++) {
+                if (b[i + j] != USAGE[j]) {
                     continue outer;
                 }
             }
-            return true;
+            if (i > from && b[i - 1] == '\\') {
+                continue;
+            }
+            return i;
         }
-        return false;
+        return -1;
+    }
+
+    private static int skipSpace(byte[] b, int i, int to) {
+        while (i < to && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) {
+            i++;
+        }
+        return i;
+    }
+
+    private static int lastNewline(byte[] b, int from, int to) {
+        for (int i = to - 1; i >= from; i--) {
+            if (b[i] == '\n') {
+                return i;
+            }
+        }
+        return from - 1;
+    }
+
+    private static int indexOf(byte[] b, byte x, int from, int to) {
+        for (int i = from; i < to; i++) {
+            if (b[i] == x) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /** Parses one JSON object: {@code usage} at its top level, or inside {@code message} (message_start). */

@@ -72,20 +72,71 @@ class UsageReaderTest {
     }
 
     @Test
-    void brokenOrOversizedJsonIsGivenUp() {
+    void brokenJsonIsGivenUp() {
         assertEquals(
                 ServedUsage.unknown(),
                 read(Endpoint.CHAT_COMPLETIONS, "application/json", "{\"usage\":{\"prompt_tok", 4));
-        String huge = "{\"pad\":\"" + "x".repeat(UsageReader.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":3,"
-                + "\"prompt_tokens_details\":{\"cached_tokens\":1}}}";
-        assertEquals(ServedUsage.unknown(), read(Endpoint.CHAT_COMPLETIONS, "application/json", huge, 65536));
+    }
+
+    @Test
+    void aLargeJsonAnswerIsReadFromItsTail() {
+        String body = "{\"choices\":[{\"message\":{\"content\":\"" + "x \\\"usage\\\": {} ".repeat(100_000)
+                + "\"}}],\"usage\":{\"prompt_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":1}}}";
+        for (int chunk : new int[] {1000, 4096, 65536, body.length()}) {
+            assertEquals(new ServedUsage(3, 1), read(Endpoint.CHAT_COMPLETIONS, "application/json", body, chunk));
+        }
+    }
+
+    @Test
+    void usageQuotedInTheAnswersTextIsNotTakenForTheReport() {
+        String body = "{\"choices\":[{\"message\":{\"content\":\"say \\\"usage\\\": {\\\"prompt_tokens\\\": 9}\"}}]}";
+        assertEquals(ServedUsage.unknown(), read(Endpoint.CHAT_COMPLETIONS, "application/json", body, 7));
+    }
+
+    @Test
+    void aLongAnthropicStreamKeepsTheStartsUsageAndTheEnds() {
+        String delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":"
+                + "\"text_delta\",\"text\":\"abc\"}}\n\n";
+        String body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":"
+                + "{\"input_tokens\":10,\"cache_read_input_tokens\":90,\"cache_creation_input_tokens\":4}}}\n\n"
+                + delta.repeat(5_000)
+                + "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":5,"
+                + "\"cache_read_input_tokens\":91}}\n\n";
+        for (int chunk : new int[] {1, 100, 4096, body.length()}) {
+            assertEquals(new ServedUsage(105, 91), read(Endpoint.MESSAGES, "text/event-stream", body, chunk));
+        }
     }
 
     @Test
     void anOverlongEventLineIsSkippedAndTheNextOneRead() {
-        String body =
-                "data: {\"pad\":\"" + "y".repeat(UsageReader.MAX_LINE_BYTES) + "\",\"usage\":{\"prompt_tokens\":9}}\n"
-                        + "data: {\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n";
+        String body = "data: {\"pad\":\"" + "y".repeat(1024 * 1024) + "\",\"usage\":{\"prompt_tokens\":9}}\n"
+                + "data: {\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n";
         assertEquals(new ServedUsage(7, 2), read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", body, 8192));
+    }
+
+    @Test
+    void theUsageOfALongOpenAiStreamIsReadFromItsLastEvents() {
+        String chunk = "data: {\"choices\":[{\"delta\":{\"content\":\"word \"}}]}\n\n";
+        String body = chunk.repeat(3_000)
+                + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1200,\"prompt_tokens_details\":"
+                + "{\"cached_tokens\":1024}}}\n\ndata: [DONE]\n\n";
+        for (int size : new int[] {7, 61, 4096, 5000}) {
+            assertEquals(new ServedUsage(1200, 1024), read(Endpoint.CHAT_COMPLETIONS, "text/event-stream", body, size));
+        }
+    }
+
+    @Test
+    void nettyBuffersAreReadWhereTheyStand() {
+        byte[] b = ("xx{\"usage\":{\"prompt_tokens\":8,\"prompt_tokens_details\":{\"cached_tokens\":4}}}")
+                .getBytes(StandardCharsets.UTF_8);
+        io.netty.buffer.ByteBuf nb = io.netty.buffer.Unpooled.directBuffer(b.length);
+        nb.writeBytes(b).readerIndex(2);
+        UsageReader r = UsageReader.create(Endpoint.CHAT_COMPLETIONS, "application/json", null);
+        r.accept(new org.springframework.core.io.buffer.NettyDataBufferFactory(
+                        io.netty.buffer.UnpooledByteBufAllocator.DEFAULT)
+                .wrap(nb));
+        assertEquals(new ServedUsage(8, 4), r.finish());
+        assertEquals(2, nb.readerIndex(), "not moved");
+        nb.release();
     }
 }
