@@ -145,29 +145,25 @@ final class UsageReader {
     ServedUsage finish() {
         int headLen = (int) Math.min(total, HEAD_BYTES);
         long tailBytes = total - headLen;
-        byte[] kept;
-        int tailStart; // where the tail starts in kept; headLen when the head and the tail are contiguous
-        boolean gap = tailBytes > TAIL_BYTES;
-        if (tailBytes == 0) {
-            kept = head;
-            tailStart = headLen;
-        } else {
-            int tailLen = (int) Math.min(tailBytes, TAIL_BYTES);
+        int tailLen = (int) Math.min(tailBytes, TAIL_BYTES);
+        boolean gap = tailBytes > TAIL_BYTES; // bytes between the head and the tail were not kept
+        byte[] kept = head; // the head, then the tail in order from headLen
+        if (tailLen > 0) {
             kept = Arrays.copyOf(head, headLen + tailLen);
-            int at = (int) ((total - HEAD_BYTES) % TAIL_BYTES); // the ring's oldest byte when it is full
             if (tailBytes < TAIL_BYTES) {
                 System.arraycopy(tail, 0, kept, headLen, tailLen);
             } else {
+                int at = (int) ((total - HEAD_BYTES) % TAIL_BYTES); // the full ring's oldest byte
                 System.arraycopy(tail, at, kept, headLen, TAIL_BYTES - at);
                 System.arraycopy(tail, 0, kept, headLen + TAIL_BYTES - at, at);
             }
-            tailStart = headLen;
         }
-        int keptLen = headLen + (int) Math.min(tailBytes, TAIL_BYTES);
+        int keptLen = headLen + tailLen;
         if (sse) {
             if (gap) {
                 lines(kept, 0, lastNewline(kept, 0, headLen) + 1); // the head's complete lines
-                int cut = indexOf(kept, (byte) '\n', tailStart, keptLen); // the tail's first line is partial
+                // the tail's first line may have started before it: skipped
+                int cut = indexOf(kept, (byte) '\n', headLen, keptLen);
                 if (cut >= 0) {
                     lines(kept, cut + 1, keptLen);
                 }
@@ -175,7 +171,7 @@ final class UsageReader {
                 lines(kept, 0, keptLen);
             }
         } else {
-            jsonUsage(kept, gap ? tailStart : 0, keptLen);
+            jsonUsage(kept, gap ? headLen : 0, keptLen);
         }
         tail = null;
         if (!anthropic) {

@@ -161,11 +161,10 @@ final class GatewayOverhead {
                     HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             System.out.printf(
                     Locale.ROOT,
-                    "A = %s (pid %d), B = %s (pid %d)%s; warming up until CPU/request is stable...%n",
+                    "A = %s (pid %d)%s%s; warming up until CPU/request is stable...%n",
                     a.name(),
                     a.pid(),
-                    b.name(),
-                    b.pid(),
+                    only != null ? "" : String.format(Locale.ROOT, ", B = %s (pid %d)", b.name(), b.pid()),
                     jarB == null ? "" : " [A: " + jar + ", B: " + jarB + "]");
             warmUp(http, sides, clients, secs, warmupSecs, stablePct);
             List<Phase> phases = new ArrayList<>();
