@@ -91,6 +91,14 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
         if (request.getHeaders().getContentLength() > max) {
             return tooLarge(exchange, serviceId, max);
         }
+        // A filter before this one cached the body already (the gateway's cacheRequestBody): read that buffer, as
+        // the gateway itself does, rather than joining the replayed body into a second one that would replace it
+        // in the attribute and leave it unreleased.
+        if (exchange.getAttribute(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR) instanceof DataBuffer cached) {
+            return cached.readableByteCount() > max
+                    ? tooLarge(exchange, serviceId, max)
+                    : route(exchange, chain, state, endpoint, request, cached);
+        }
         return DataBufferUtils.join(request.getBody(), max) // the limit applies while joining
                 .defaultIfEmpty(NO_BODY)
                 .flatMap(body -> route(exchange, chain, state, endpoint, request, body == NO_BODY ? null : body))

@@ -25,6 +25,7 @@ import com.openai.models.chat.completions.ChatCompletionStreamOptions;
 import com.openai.models.completions.Completion;
 import com.openai.models.completions.CompletionCreateParams;
 import dev.cart.gateway.CartGatewayRouting;
+import dev.cart.gateway.CartPromptFilter;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.SimulatedReplicaServer.Fault;
 import io.micrometer.core.instrument.Counter;
@@ -40,7 +41,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Queue;
 import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
@@ -51,7 +54,17 @@ import org.junit.jupiter.api.TestInstance;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.cloud.gateway.filter.GatewayFilterChain;
+import org.springframework.cloud.gateway.filter.GlobalFilter;
+import org.springframework.cloud.gateway.route.Route;
+import org.springframework.cloud.gateway.support.ServerWebExchangeUtils;
+import org.springframework.context.annotation.Import;
+import org.springframework.core.Ordered;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.PooledDataBuffer;
 import org.springframework.test.context.ActiveProfiles;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Mono;
 
 /**
  * The example gateway, started on a free port with its demo replicas (simulated vLLM servers over HTTP on
@@ -81,13 +94,45 @@ import org.springframework.test.context.ActiveProfiles;
             "spring.cloud.gateway.server.webflux.routes[2].id=llm-empty",
             "spring.cloud.gateway.server.webflux.routes[2].uri=lb://llm-empty",
             "spring.cloud.gateway.server.webflux.routes[2].predicates[0]=Path=/empty/v1/**",
-            "spring.cloud.gateway.server.webflux.routes[2].filters[0]=StripPrefix=1"
+            "spring.cloud.gateway.server.webflux.routes[2].filters[0]=StripPrefix=1",
+            // and a route whose body another filter caches before CART reads it (CachingFilter below)
+            "spring.cloud.gateway.server.webflux.routes[3].id=" + GatewayExampleTest.CACHED_ROUTE,
+            "spring.cloud.gateway.server.webflux.routes[3].uri=lb://llm",
+            "spring.cloud.gateway.server.webflux.routes[3].predicates[0]=Path=/cached/v1/**",
+            "spring.cloud.gateway.server.webflux.routes[3].filters[0]=StripPrefix=1"
         })
+@Import(GatewayExampleTest.CachingFilter.class)
 @ActiveProfiles("demo")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class GatewayExampleTest {
 
     private static final String SERVICE = "llm";
+    static final String CACHED_ROUTE = "llm-cached";
+
+    /**
+     * On {@link #CACHED_ROUTE}, caches the request body with the gateway's own {@code cacheRequestBody} before CART's
+     * filter runs, as a route with a body-reading filter of its own does, and keeps each buffer it cached.
+     */
+    static final class CachingFilter implements GlobalFilter, Ordered {
+        final Queue<DataBuffer> cached = new ConcurrentLinkedQueue<>();
+
+        @Override
+        public Mono<Void> filter(ServerWebExchange exchange, GatewayFilterChain chain) {
+            Route route = exchange.getAttribute(ServerWebExchangeUtils.GATEWAY_ROUTE_ATTR);
+            if (route == null || !CACHED_ROUTE.equals(route.getId())) {
+                return chain.filter(exchange);
+            }
+            return ServerWebExchangeUtils.cacheRequestBody(exchange, request -> {
+                cached.add(exchange.getAttribute(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR));
+                return chain.filter(exchange.mutate().request(request).build());
+            });
+        }
+
+        @Override
+        public int getOrder() {
+            return CartPromptFilter.ORDER - 10;
+        }
+    }
 
     @LocalServerPort
     int port;
@@ -100,6 +145,9 @@ class GatewayExampleTest {
 
     @Autowired
     MeterRegistry registry;
+
+    @Autowired
+    CachingFilter cachingFilter;
 
     private OpenAIClient openai;
 
@@ -244,6 +292,27 @@ class GatewayExampleTest {
         assertEquals(400, wrongType.statusCode());
         assertTrue(wrongType.body().contains("\"param\":\"messages\""), wrongType.body());
         assertEquals(before, requestsAtReplicas());
+    }
+
+    @Test
+    void aBodyAnotherFilterCachedIsRoutedByItsKeyAndReleasedAtTheEnd() throws Exception {
+        String system = "You review pull requests of a payments service. ".repeat(20);
+        String body = "{\"model\":\"" + DemoReplicas.MODEL + "\",\"max_tokens\":4,\"messages\":[{\"role\":\"system\","
+                + "\"content\":\"" + system + "\"},{\"role\":\"user\",\"content\":\"Review this\"}]}";
+        Set<String> replicas = new HashSet<>();
+        for (int i = 0; i < 3; i++) {
+            HttpResponse<String> r = post("/cached/v1/chat/completions", body);
+            assertEquals(200, r.statusCode(), r.body());
+            replicas.add(r.headers().firstValue("x-sim-replica").orElseThrow());
+        }
+        assertEquals(1, replicas.size(), "the key was read from the cached body: the prompt sticks " + replicas);
+        assertEquals(3, cachingFilter.cached.size());
+        // the buffer the other filter cached is released when each exchange ends, whoever read it
+        for (DataBuffer b : cachingFilter.cached) {
+            if (b instanceof PooledDataBuffer pooled) {
+                await("the cached body released", () -> !pooled.isAllocated());
+            }
+        }
     }
 
     @Test
