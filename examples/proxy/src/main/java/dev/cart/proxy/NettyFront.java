@@ -23,6 +23,7 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
@@ -101,6 +102,8 @@ import org.slf4j.LoggerFactory;
 final class NettyFront implements Front {
 
     private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
+    /** How long a connection answered before its request was read goes on dropping the request's rest. */
+    static final long LINGER_MILLIS = 2_000;
 
     /**
      * Bodies from this size on, and every routed body in token mode, are prepared (extracted, tokenized,
@@ -293,6 +296,9 @@ final class NettyFront implements Front {
         private boolean requestComplete;
         private boolean responseComplete;
         private boolean closeAfter;
+        /** The answer is out and the output shut; the rest of the request is read and dropped until it ends. */
+        private boolean lingering;
+
         private int status = -1;
         private BodyBudget.Grant grant;
         /** The request body read so far: its first {@link #bodyLength} bytes. */
@@ -486,6 +492,10 @@ final class NettyFront implements Front {
                 }
                 if (last) {
                     requestRead();
+                    if (lingering) {
+                        ctx.close();
+                        return;
+                    }
                     if (plan instanceof ProxyCore.Proxied p && status == -1 && !p.needsBody()) {
                         phase = Phase.ANSWER;
                         ProxyCore.Prepared prepared = core.prepare(p, new byte[0]);
@@ -624,10 +634,33 @@ final class NettyFront implements Front {
                 end(status);
             }
             if (closeAfter || !ctx.channel().isActive()) {
-                ctx.close();
+                closeLingering();
                 return;
             }
             maybeNext();
+        }
+
+        /**
+         * Closes the connection after an answer. When the client is still sending the request (the proxy answered
+         * before reading its whole body: too large, malformed, no budget), closing at once would reset the
+         * connection with the client's bytes unread, and a client still writing would see the reset instead of the
+         * answer. So, as nginx's lingering close does, the proxy shuts its output (the client reads the answer and
+         * then the end of the stream), reads and drops the rest of the request, and closes when it ends or after
+         * {@link #LINGER_MILLIS} at most.
+         */
+        private void closeLingering() {
+            if (requestComplete
+                    || phase != Phase.DISCARD
+                    || !ctx.channel().isActive()
+                    || !(ctx.channel() instanceof DuplexChannel duplex)) {
+                ctx.close();
+                return;
+            }
+            lingering = true;
+            duplex.shutdownOutput();
+            ctx.executor().schedule(() -> ctx.close(), LINGER_MILLIS, TimeUnit.MILLISECONDS);
+            ctx.channel().config().setAutoRead(true);
+            ctx.read();
         }
 
         /** Releases what the request held and counts it (once). */
