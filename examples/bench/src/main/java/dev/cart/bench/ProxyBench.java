@@ -279,6 +279,32 @@ public final class ProxyBench {
         return Children.start(cmd, o.out.resolve(name + ".log"), false);
     }
 
+    /**
+     * Starts a reference pass-through ({@code main} of {@code mainClass}: its leading {@code args}, then the
+     * port it listens on and the replica's ports, comma-separated) with the proxy's JVM and options, and waits
+     * until it answers {@code /health}.
+     */
+    private static Target startReference(
+            Options o, Children.Replica replica, String name, String classPath, Class<?> mainClass, String... args)
+            throws IOException, InterruptedException {
+        int port = Children.freePort();
+        List<String> cmd = new ArrayList<>();
+        cmd.add(o.proxyJava);
+        if (!o.proxyOpts.isBlank()) {
+            cmd.addAll(List.of(o.proxyOpts.trim().split("\\s+")));
+        }
+        StringBuilder ports = new StringBuilder();
+        for (int p : replica.ports()) {
+            ports.append(ports.length() == 0 ? "" : ",").append(p);
+        }
+        cmd.addAll(List.of("-cp", classPath, mainClass.getName()));
+        cmd.addAll(List.of(args));
+        cmd.addAll(List.of(Integer.toString(port), ports.toString()));
+        Process p = Children.start(cmd, o.out.resolve(name + ".log"), false);
+        Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
+        return new Target(name, List.of(new InetSocketAddress("127.0.0.1", port)), p.pid());
+    }
+
     private static Process startNginx(Options o, List<Integer> replicaPorts, int port) throws IOException {
         Path dir = o.out.resolve("nginx").toAbsolutePath();
         Files.createDirectories(dir.resolve("logs"));
@@ -413,50 +439,21 @@ public final class ProxyBench {
         }
         for (String ref : List.of("ref-jdk", "ref-socket")) {
             if (o.targets.contains(ref)) {
-                int port = Children.freePort();
-                List<String> cmd = new ArrayList<>();
-                cmd.add(o.proxyJava);
-                if (!o.proxyOpts.isBlank()) {
-                    cmd.addAll(List.of(o.proxyOpts.trim().split("\\s+")));
-                }
-                StringBuilder ports = new StringBuilder();
-                for (int p : replica.ports()) {
-                    ports.append(ports.length() == 0 ? "" : ",").append(p);
-                }
-                cmd.addAll(List.of(
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        RefProxy.class.getName(),
-                        ref.substring(4),
-                        Integer.toString(port),
-                        ports.toString()));
-                Process p = Children.start(cmd, o.out.resolve(ref + ".log"), false);
-                Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
-                targets.put(ref, new Target(ref, List.of(new InetSocketAddress("127.0.0.1", port)), p.pid()));
+                targets.put(
+                        ref,
+                        startReference(
+                                o,
+                                replica,
+                                ref,
+                                System.getProperty("java.class.path"),
+                                RefProxy.class,
+                                ref.substring(4)));
             }
         }
         if (o.targets.contains("ref-netty")) {
-            int port = Children.freePort();
-            List<String> cmd = new ArrayList<>();
-            cmd.add(o.proxyJava);
-            if (!o.proxyOpts.isBlank()) {
-                cmd.addAll(List.of(o.proxyOpts.trim().split("\\s+")));
-            }
-            StringBuilder ports = new StringBuilder();
-            for (int p : replica.ports()) {
-                ports.append(ports.length() == 0 ? "" : ",").append(p);
-            }
             // Netty comes from the proxy's shaded jar: the same Netty, and native epoll, as the proxy's
-            cmd.addAll(List.of(
-                    "-cp",
-                    System.getProperty("java.class.path") + java.io.File.pathSeparator + o.proxyJar,
-                    RefNetty.class.getName(),
-                    Integer.toString(port),
-                    ports.toString()));
-            Process p = Children.start(cmd, o.out.resolve("ref-netty.log"), false);
-            Children.awaitOk("http://127.0.0.1:" + port + "/health", p, Duration.ofSeconds(30));
-            targets.put(
-                    "ref-netty", new Target("ref-netty", List.of(new InetSocketAddress("127.0.0.1", port)), p.pid()));
+            String cp = System.getProperty("java.class.path") + java.io.File.pathSeparator + o.proxyJar;
+            targets.put("ref-netty", startReference(o, replica, "ref-netty", cp, RefNetty.class));
         }
         Map<String, Long> pids = new LinkedHashMap<>();
         pids.put("generator", -ProcessHandle.current().pid()); // negative: this process only, not its children
