@@ -36,7 +36,6 @@ import org.junit.jupiter.api.Test;
  */
 class ClusterFaultTest {
 
-    private static final String SYSTEM = "You are the support assistant of a bicycle shop. Answer briefly. ";
     private static final int CLIENTS = 4;
     /** Answers each proxy must give in a phase (while Redis is down, frozen or write-paused). */
     private static final int PER_PHASE = 15;
@@ -76,7 +75,7 @@ class ClusterFaultTest {
             for (long n = first; !stop; n++) {
                 int p = (int) (n % 2);
                 int user = random.nextInt(40);
-                String body = random.nextBoolean() ? turn1(user) : turn2(user);
+                String body = random.nextBoolean() ? ClusterProxyTest.turn1(user) : ClusterProxyTest.turn2(user);
                 try {
                     HttpResponse<String> r = post(proxies[p], body);
                     if (r.statusCode() != 200) {
@@ -178,7 +177,7 @@ class ClusterFaultTest {
         int conversations = 6;
         List<String> first = new ArrayList<>();
         for (int u = 100; u < 100 + conversations; u++) {
-            HttpResponse<String> r = post(one, turn1(u));
+            HttpResponse<String> r = post(one, ClusterProxyTest.turn1(u));
             assertEquals(200, r.statusCode(), r.body());
             first.add(r.headers().firstValue("x-routed-peer").orElseThrow());
         }
@@ -192,7 +191,7 @@ class ClusterFaultTest {
                 () -> two.routing().router.remoteApplyStats().unknownReplica() > unknownBefore);
         double elsewhere = metricValue(two, "cart_cluster_hits_learned_elsewhere_total");
         for (int i = 0; i < conversations; i++) {
-            HttpResponse<String> r = post(two, turn2(100 + i));
+            HttpResponse<String> r = post(two, ClusterProxyTest.turn2(100 + i));
             assertEquals(200, r.statusCode(), r.body());
             assertEquals(
                     first.get(i),
@@ -227,22 +226,6 @@ class ClusterFaultTest {
 
     private boolean connected(ProxyServer p) {
         return metricValue(p, "cart_cluster_connected") == 1.0;
-    }
-
-    private static String turn1(int user) {
-        return "{\"model\":\"fake\",\"messages\":[{\"role\":\"system\",\"content\":\"" + SYSTEM.repeat(6)
-                + "\"},{\"role\":\"user\",\"content\":\"" + question(user) + "\"}]}";
-    }
-
-    private static String turn2(int user) {
-        return "{\"model\":\"fake\",\"messages\":[{\"role\":\"system\",\"content\":\"" + SYSTEM.repeat(6)
-                + "\"},{\"role\":\"user\",\"content\":\"" + question(user)
-                + "\"},{\"role\":\"assistant\",\"content\":\"Check the chain first.\"},"
-                + "{\"role\":\"user\",\"content\":\"And then the cassette?\"}]}";
-    }
-
-    private static String question(int user) {
-        return ("Customer " + user + " says the gears slip on steep climbs after a wheel change. ").repeat(4);
     }
 
     /** One sample's value from the proxy's /metrics (NaN when absent). */

@@ -92,12 +92,14 @@ class ClusterProxyTest {
                 .body();
     }
 
-    private static String turn1(int user) {
+    /** Turn 1 of user {@code user}'s conversation (also ClusterFaultTest's). */
+    static String turn1(int user) {
         return "{\"model\":\"fake\",\"messages\":[{\"role\":\"system\",\"content\":\"" + SYSTEM.repeat(6)
                 + "\"},{\"role\":\"user\",\"content\":\"" + question(user) + "\"}]}";
     }
 
-    private static String turn2(int user) {
+    /** Turn 2 of the same conversation: turn 1, an answer and a follow-up. */
+    static String turn2(int user) {
         return "{\"model\":\"fake\",\"messages\":[{\"role\":\"system\",\"content\":\"" + SYSTEM.repeat(6)
                 + "\"},{\"role\":\"user\",\"content\":\"" + question(user)
                 + "\"},{\"role\":\"assistant\",\"content\":\"Check the chain first.\"},"
