@@ -515,7 +515,7 @@ final class PrefixTree {
             }
             // The new structure below the path holds the replica from birth and appears in one store.
             if (split != null) {
-                Node mid = newMid(node, split, splitLen, replica, number, now, remote);
+                Node mid = newMid(node, split, splitLen, needLeaf, replica, number, now, remote);
                 if (needLeaf) {
                     addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, number, now, remote));
                 }
@@ -560,11 +560,13 @@ final class PrefixTree {
      * Builds the node that splits the edge into {@code target} (a child of {@code parent}) after {@code m}
      * blocks; it holds what the target held (they hold every prefix) plus {@code replica}, and leads to
      * a copy of the target that carries the rest of the label; the target is retired in favour of the
-     * copy. Not yet published: the caller replaces the target by it in the parent's table. If {@code replica} held the target already, its entry here merges both: the later time,
+     * copy; its child table has room for a new leaf too when {@code forLeaf}. Not yet published: the caller
+     * replaces the target by it in the parent's table. If {@code replica} held the target already, its entry here merges both: the later time,
      * and local if either was.
      */
     @GuardedBy("writers")
-    private Node newMid(Node parent, Node target, int m, Replica replica, int number, long now, boolean remote) {
+    private Node newMid(
+            Node parent, Node target, int m, boolean forLeaf, Replica replica, int number, long now, boolean remote) {
         long[] label = target.label;
         Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
@@ -581,6 +583,7 @@ final class PrefixTree {
         }
         setHolders(mid, with(k == copy.length ? copy : Arrays.copyOf(copy, k), own));
         Node rest = copyWithLabel(target, Arrays.copyOfRange(label, m, label.length), mid);
+        mid.children = new Node[forLeaf ? 4 : 2]; // room for the rest and the new leaf without a regrowth
         addChild(mid, rest);
         retire(target, rest);
         nodes.incrementAndGet();
@@ -605,8 +608,10 @@ final class PrefixTree {
         copy.holders = node.holders;
         copy.overflow = node.overflow;
         copy.mask = node.mask;
-        for (Node c : live(node.children)) {
-            c.parent = copy;
+        if (node.childCount > 0) {
+            for (Node c : live(node.children)) {
+                c.parent = copy;
+            }
         }
         return copy;
     }
@@ -803,7 +808,7 @@ final class PrefixTree {
                     Holder below = holder(child.holders, replica);
                     if (i + m > keepBlocks && below != null) {
                         Node mid = newMid( // as it was
-                                node, child, m, replica, below.number, below.lastAccess, below.remote);
+                                node, child, m, false, replica, below.number, below.lastAccess, below.remote);
                         replaceChild(node, mid);
                         path.add(mid);
                     }

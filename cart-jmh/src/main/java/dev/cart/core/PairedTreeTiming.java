@@ -15,8 +15,8 @@ import java.util.function.ToLongBiFunction;
  * separate runs are not comparable: each build's {@code benchmarks.jar} is loaded by a class loader of
  * its own (with this jar behind it, so an older build without {@link Ops} uses this one, inside its own
  * package, where it reaches the package-private {@code PrefixTree}), and their rounds alternate (A B,
- * B A, ...), each timed by the thread's CPU time. Before each operation both builds get a fresh tree of
- * {@link TreeWorkload} in the same heap layout ({@code compacted}: a full collection after the fill;
+ * B A, ...), each timed by the thread's CPU time. Every three rounds both builds get a fresh tree of
+ * {@link TreeWorkload} (built in turn first) in the same heap layout ({@code compacted}: a full collection after the fill;
  * {@code built}: 1 KB of other allocation between inserts, no collection after).
  *
  * <p>Besides {@link TreeBenchmark}'s single-thread operations, the two-thread mix: {@code mixedMatch} is
@@ -38,6 +38,11 @@ public final class PairedTreeTiming {
         "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"
     };
     private static final int PER_ROUND = 2_000;
+    /**
+     * Rounds between two fills: where a tree lies in the heap moves its operations by tens of percent and
+     * differs from one fill to the next, so each build gets several fills, in turn first.
+     */
+    private static final int REFILL = 3;
 
     private PairedTreeTiming() {}
 
@@ -61,13 +66,16 @@ public final class PairedTreeTiming {
         for (int pass = 0; pass < 2; pass++) { // the first pass warms the JIT up and is not printed
             for (String layout : new String[] {"compacted", "built"}) {
                 for (String op : OPS) {
-                    for (ToLongBiFunction<String, Integer> o : ops) {
-                        long unused = o.applyAsLong("fill:" + layout, 0);
-                    }
                     int n = pass == 0 ? 2 : rounds;
                     double[][] t = new double[2][n];
                     double[] ratio = new double[n];
                     for (int r = 0; r < n; r++) {
+                        if (r % REFILL == 0) { // both builds' trees anew, built in turn first
+                            for (int k = 0; k < 2; k++) {
+                                int j = (r / REFILL & 1) == 0 ? k : 1 - k;
+                                long unused = ops[j].applyAsLong("fill:" + layout, 0);
+                            }
+                        }
                         for (int k = 0; k < 2; k++) {
                             int j = (r & 1) == 0 ? k : 1 - k;
                             t[j][r] = (double) ops[j].applyAsLong(op, PER_ROUND) / PER_ROUND;
