@@ -32,9 +32,11 @@ import java.util.function.LongFunction;
  * A replica recorded for a key holds every prefix of that key, so {@link #insert} marks the whole path.
  * The edge into a node is stored in the node itself (its label and first block, both final), and a
  * node's children sit in a small open-addressing table keyed by their first block, so a lookup costs
- * the same for 2 children or 100,000, and one level of a walk loads four objects: the table, the child,
- * its label and its replica array. Since a label never changes, an edge that changes (split, merge)
- * changes by replacing its node with a copy (see below).
+ * the same for 2 children or 100,000. Which replicas hold a node is a bit mask in the node itself: the
+ * tree numbers the replicas it has seen (the first 63 get a bit; any further ones, rare, are listed in an
+ * overflow array the mask flags), so one level of a walk loads three objects: the table, the child and
+ * its label. Since a label never changes, an edge that changes (split, merge) changes by replacing its
+ * node with a copy (see below).
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
@@ -42,8 +44,10 @@ import java.util.function.LongFunction;
  * <ul>
  *   <li>Every change a reader can see is one atomic store: a new node in a table slot (a new leaf, the
  *       node that splits an edge, the copy of a node whose edge was merged, a tombstone), a new table,
- *       or a new holder array (with the array of its replicas, which is what a match reads: holders
- *       are loaded only by writers). A node's first block, label and depth are final, so a reader
+ *       or a new holder array (with the node's holder mask, which is what a match reads: holders are
+ *       loaded only by writers). A match reads the replica numbering once and looks again at the end:
+ *       a replica numbered meanwhile (or a number freed by {@link #removeReplica}) makes it walk again,
+ *       so a bit always names the replica it was set for. A node's first block, label and depth are final, so a reader
  *       never sees a label change under it: a split publishes a new middle node whose table holds a
  *       copy of the old child with the rest of the label; a merge publishes a copy of the child with
  *       the joined label. A copy shares the original's tables, holders and version, and the original is
@@ -96,6 +100,10 @@ final class PrefixTree {
     private static final Node TOMBSTONE = new Node(0, NO_LABEL, -1);
 
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Node[].class);
+    /** Replica numbers below this have a bit in a node's holder mask; the others are listed in its overflow. */
+    private static final int MASK_BITS = 63;
+    /** The mask's sign bit: the node also has holders numbered {@link #MASK_BITS} or more (see {@link Node#overflow}). */
+    private static final long OVERFLOW = Long.MIN_VALUE;
 
     private final long maxSize;
     private final long ttlMillis;
@@ -107,6 +115,12 @@ final class PrefixTree {
     private final AtomicLong entries = new AtomicLong();
     private final LongAdder skipped = new LongAdder();
     private volatile Node root = newRoot();
+    /**
+     * The replicas by number (null where a number is free); copy-on-write, replaced under the writer
+     * mutex before any holder of a new number is published, and after the last holder of a freed one is
+     * gone.
+     */
+    private volatile Replica[] numbered = NO_REPLICAS;
 
     private PrefixTree(Builder b) {
         this.maxSize = b.maxSize;
@@ -139,11 +153,13 @@ final class PrefixTree {
         }
         Node[] seen = new Node[8];
         int[] versions = new int[8];
-        Replica[][] holders = new Replica[8][];
+        long[] masks = new long[8];
+        Replica[][] overflow = null; // per depth, only where a node's mask says it has some
         int[] reach = new int[8];
         int spins = 0;
         attempt:
         for (; ; backOff(++spins)) {
+            Replica[] names = numbered;
             Node start = root;
             Node node = start;
             int depth = 0;
@@ -162,12 +178,22 @@ final class PrefixTree {
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
                     versions = Arrays.copyOf(versions, depth * 2);
-                    holders = Arrays.copyOf(holders, depth * 2);
+                    masks = Arrays.copyOf(masks, depth * 2);
                     reach = Arrays.copyOf(reach, depth * 2);
+                    if (overflow != null) {
+                        overflow = Arrays.copyOf(overflow, depth * 2);
+                    }
+                }
+                long mask = child.mask;
+                if (mask < 0) {
+                    if (overflow == null) {
+                        overflow = new Replica[seen.length][];
+                    }
+                    overflow[depth] = child.overflow; // written before the mask: this one or a later one
                 }
                 seen[depth] = child;
                 versions[depth] = v;
-                holders[depth] = child.replicas;
+                masks[depth] = mask;
                 reach[depth++] = i + m;
                 i += m;
                 if (m < label.length) {
@@ -177,7 +203,7 @@ final class PrefixTree {
             }
             // Second look: every node still in its slot and unchanged means all that was read was
             // current at once (nodes, labels and holder arrays are never reused, versions only grow).
-            if (root != start) {
+            if (root != start || numbered != names) {
                 continue;
             }
             Node parent = start;
@@ -188,7 +214,7 @@ final class PrefixTree {
                 }
                 parent = child;
             }
-            return result(key, depth, holders, reach);
+            return result(key, depth, masks, overflow, names, reach);
         }
     }
 
@@ -202,31 +228,41 @@ final class PrefixTree {
     }
 
     /**
-     * Each replica on the path once, with the depth of the deepest node it holds there (deepest first).
-     * Reads replica identities only, from arrays sized like the pool: no holder, no list until the end.
+     * Each replica on the path once, with the depth of the deepest node it holds there (deepest first;
+     * among replicas of one node, by number). Reads the nodes' masks and the numbering only: no holder,
+     * no list until the end.
      */
-    private static Match result(PromptKey key, int depth, Replica[][] path, int[] reach) {
+    private static Match result(
+            PromptKey key, int depth, long[] masks, Replica[][] overflow, Replica[] names, int[] reach) {
         if (depth == 0) {
             return Match.none(key.length());
         }
         int unit = key.blockSize();
-        Replica[] seen = new Replica[8];
         Match.Holding[] found = new Match.Holding[8];
         int count = 0;
+        long seen = OVERFLOW; // the flag bit is never a replica
         for (int d = depth - 1; d >= 0; d--) {
-            next:
-            for (Replica r : path[d]) {
-                for (int k = 0; k < count; k++) {
-                    if (seen[k] == r) {
-                        continue next;
-                    }
-                }
-                if (count == seen.length) {
-                    seen = Arrays.copyOf(seen, count * 2);
+            long mask = masks[d];
+            for (long bits = mask & ~seen; bits != 0; bits &= bits - 1) {
+                if (count == found.length) {
                     found = Arrays.copyOf(found, count * 2);
                 }
-                seen[count] = r;
-                found[count++] = new Match.Holding(r, reach[d] * unit);
+                found[count++] = new Match.Holding(names[Long.numberOfTrailingZeros(bits)], reach[d] * unit);
+            }
+            seen |= mask;
+            if (mask < 0) {
+                next:
+                for (Replica r : overflow[d]) {
+                    for (int k = 0; k < count; k++) {
+                        if (found[k].replica() == r) {
+                            continue next;
+                        }
+                    }
+                    if (count == found.length) {
+                        found = Arrays.copyOf(found, count * 2);
+                    }
+                    found[count++] = new Match.Holding(r, reach[d] * unit);
+                }
             }
         }
         // Deepest first, so the first holding found is the longest: reach only shrinks going up.
@@ -369,6 +405,7 @@ final class PrefixTree {
      * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
      */
     private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
+        long bit = bitOf(numberOf(replica));
         Node node = root;
         int i = 0;
         Node[] path = null;
@@ -386,7 +423,7 @@ final class PrefixTree {
             }
             node = child;
             i += m;
-            if (heldAll && holds(node, replica)) {
+            if (heldAll && holds(node, bit, replica)) {
                 if (path == null) {
                     path = new Node[8];
                 } else if (depth == path.length) {
@@ -403,7 +440,7 @@ final class PrefixTree {
         int flags = 0;
         int end = 0;
         for (int d = 0; d < depth; d++) {
-            Holder h = holderOf(path[d], replica);
+            Holder h = holderOf(path[d], bit, replica);
             boolean probed = false;
             if (probe > 0 && end < probe) {
                 end += path[d].label.length; // the node holding block probe-1 is the first to reach it
@@ -432,6 +469,8 @@ final class PrefixTree {
      */
     @GuardedBy("writers")
     private void write(long[] b, Replica replica, long now, boolean remote, Prepared prepared) {
+        int number = numberFor(replica);
+        long bit = bitOf(number);
         int n = b.length;
         Node[] path = new Node[8];
         int depth = 0;
@@ -463,7 +502,7 @@ final class PrefixTree {
         boolean[] lacking = new boolean[depth];
         int marked = 0;
         for (int d = 0; d < depth; d++) {
-            if (!holds(path[d], replica)) {
+            if (!holds(path[d], bit, replica)) {
                 lacking[d] = true;
                 marked++;
             }
@@ -476,23 +515,20 @@ final class PrefixTree {
             }
             // The new structure below the path holds the replica from birth and appears in one store.
             if (split != null) {
-                Node mid = newMid(node, split, splitLen, replica, now, remote);
+                Node mid = newMid(node, split, splitLen, needLeaf, replica, number, now, remote);
                 if (needLeaf) {
-                    addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, now, remote));
+                    addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, number, now, remote));
                 }
                 replaceChild(node, mid);
             } else if (needLeaf) {
-                addChild(node, newLeaf(node, b, i, prepared, replica, now, remote));
+                addChild(node, newLeaf(node, b, i, prepared, replica, number, now, remote));
             }
             for (int d = 0; d < depth; d++) {
                 if (lacking[d]) {
-                    Holder[] hs = path[d].holders;
-                    Holder[] grown = Arrays.copyOf(hs, hs.length + 1);
-                    grown[hs.length] = new Holder(replica, now, remote);
-                    setHolders(path[d], grown);
+                    setHolders(path[d], with(path[d].holders, new Holder(replica, number, now, remote)));
                     entries.incrementAndGet();
                 } else {
-                    holderOf(path[d], replica).touch(now, remote);
+                    holderOf(path[d], bit, replica).touch(now, remote);
                 }
             }
         } finally {
@@ -508,12 +544,12 @@ final class PrefixTree {
 
     @GuardedBy("writers")
     private Node newLeaf(
-            Node parent, long[] b, int from, Prepared prepared, Replica replica, long now, boolean remote) {
+            Node parent, long[] b, int from, Prepared prepared, Replica replica, int number, long now, boolean remote) {
         long[] label =
                 prepared != null && prepared.from == from ? prepared.label : Arrays.copyOfRange(b, from, b.length);
         Node leaf = new Node(b.length, label, b[from]);
         leaf.parent = parent;
-        setHolders(leaf, new Holder[] {new Holder(replica, now, remote)});
+        setHolders(leaf, new Holder[] {new Holder(replica, number, now, remote)});
         size.addAndGet(label.length);
         nodes.incrementAndGet();
         entries.incrementAndGet();
@@ -524,28 +560,30 @@ final class PrefixTree {
      * Builds the node that splits the edge into {@code target} (a child of {@code parent}) after {@code m}
      * blocks; it holds what the target held (they hold every prefix) plus {@code replica}, and leads to
      * a copy of the target that carries the rest of the label; the target is retired in favour of the
-     * copy. Not yet published: the caller replaces the target by it in the parent's table. If {@code replica} held the target already, its entry here merges both: the later time,
+     * copy; its child table has room for a new leaf too when {@code forLeaf}. Not yet published: the caller
+     * replaces the target by it in the parent's table. If {@code replica} held the target already, its entry here merges both: the later time,
      * and local if either was.
      */
     @GuardedBy("writers")
-    private Node newMid(Node parent, Node target, int m, Replica replica, long now, boolean remote) {
+    private Node newMid(
+            Node parent, Node target, int m, boolean forLeaf, Replica replica, int number, long now, boolean remote) {
         long[] label = target.label;
         Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
         Holder[] th = target.holders;
-        Holder[] copy = new Holder[th.length + 1];
+        Holder[] copy = new Holder[th.length];
         int k = 0;
-        Holder own = new Holder(replica, now, remote);
+        Holder own = new Holder(replica, number, now, remote);
         for (Holder h : th) {
             if (h.replica != replica) {
-                copy[k++] = new Holder(h.replica, h.lastAccess, h.remote);
+                copy[k++] = new Holder(h.replica, h.number, h.lastAccess, h.remote);
             } else {
                 own.touch(h.lastAccess, h.remote);
             }
         }
-        copy[k++] = own;
-        setHolders(mid, k == copy.length ? copy : Arrays.copyOf(copy, k));
+        setHolders(mid, with(k == copy.length ? copy : Arrays.copyOf(copy, k), own));
         Node rest = copyWithLabel(target, Arrays.copyOfRange(label, m, label.length), mid);
+        mid.children = new Node[forLeaf ? 4 : 2]; // room for the rest and the new leaf without a regrowth
         addChild(mid, rest);
         retire(target, rest);
         nodes.incrementAndGet();
@@ -568,9 +606,12 @@ final class PrefixTree {
         copy.childCount = node.childCount;
         copy.tombstones = node.tombstones;
         copy.holders = node.holders;
-        copy.replicas = node.replicas;
-        for (Node c : live(node.children)) {
-            c.parent = copy;
+        copy.overflow = node.overflow;
+        copy.mask = node.mask;
+        if (node.childCount > 0) {
+            for (Node c : live(node.children)) {
+                c.parent = copy;
+            }
         }
         return copy;
     }
@@ -591,40 +632,129 @@ final class PrefixTree {
     }
 
     /**
-     * Replaces a node's holders and, with them, its replica array. Both are immutable snapshots; a match
-     * reads only the replica array, once per node and inside its version check, so it sees the holders
-     * of before or of after, as it would have by reading {@code holders}.
+     * Replaces a node's holders (sorted by replica number) and, with them, its mask and overflow. The
+     * holders are an immutable snapshot; a match reads only the mask (and the overflow it flags, written
+     * before it), once per node and inside its version check, so it sees the holders of before or of
+     * after, as it would have by reading {@code holders}.
      */
     private static void setHolders(Node node, Holder[] hs) {
-        Replica[] rs = new Replica[hs.length];
-        for (int k = 0; k < hs.length; k++) {
-            rs[k] = hs[k].replica;
+        long mask = 0;
+        int over = 0;
+        for (Holder h : hs) {
+            if (h.number < MASK_BITS) {
+                mask |= 1L << h.number;
+            } else {
+                over++;
+            }
+        }
+        Replica[] overflow = NO_REPLICAS;
+        if (over > 0) {
+            mask |= OVERFLOW;
+            overflow = new Replica[over];
+            int k = 0;
+            for (Holder h : hs) {
+                if (h.number >= MASK_BITS) {
+                    overflow[k++] = h.replica;
+                }
+            }
         }
         node.holders = hs;
-        node.replicas = hs.length == 0 ? NO_REPLICAS : rs; // after: a replica seen here is in the holders read next
+        node.overflow = overflow;
+        node.mask = mask; // last: a replica seen here is in the holders and overflow read next
     }
 
-    /** Whether {@code replica} holds {@code node}; reads the replica array only. */
-    private static boolean holds(Node node, Replica replica) {
-        for (Replica r : node.replicas) {
-            if (r == replica) {
-                return true;
+    /** {@code hs} with {@code h} added in order of replica number (a new array). */
+    private static Holder[] with(Holder[] hs, Holder h) {
+        int at = 0;
+        while (at < hs.length && hs[at].number < h.number) {
+            at++;
+        }
+        Holder[] out = new Holder[hs.length + 1];
+        System.arraycopy(hs, 0, out, 0, at);
+        out[at] = h;
+        System.arraycopy(hs, at, out, at + 1, hs.length - at);
+        return out;
+    }
+
+    /** The mask bit of a replica number: 0 when it has none (numbered past the mask, or not numbered: -1). */
+    private static long bitOf(int number) {
+        return number >= 0 && number < MASK_BITS ? 1L << number : 0;
+    }
+
+    /** The replica's number in this tree, or -1 if it has none (it holds nothing). Lock-free. */
+    private int numberOf(Replica replica) {
+        Replica[] names = numbered;
+        for (int k = 0; k < names.length; k++) {
+            if (names[k] == replica) {
+                return k;
+            }
+        }
+        return -1;
+    }
+
+    /** The replica's number, given the lowest free one if it has none yet. */
+    @GuardedBy("writers")
+    private int numberFor(Replica replica) {
+        Replica[] names = numbered;
+        int free = -1;
+        for (int k = 0; k < names.length; k++) {
+            if (names[k] == replica) {
+                return k;
+            }
+            if (free < 0 && names[k] == null) {
+                free = k;
+            }
+        }
+        Replica[] more = Arrays.copyOf(names, free < 0 ? names.length + 1 : names.length);
+        int k = free < 0 ? names.length : free;
+        more[k] = replica;
+        numbered = more; // before any holder with this number is published
+        return k;
+    }
+
+    /** Frees the replica's number; it must hold nothing any more. */
+    @GuardedBy("writers")
+    private void unnumber(Replica replica) {
+        int k = numberOf(replica);
+        if (k >= 0) {
+            Replica[] less = numbered.clone();
+            less[k] = null;
+            numbered = less;
+        }
+    }
+
+    /**
+     * Whether {@code replica} (whose mask bit is {@code bit}, 0 if none) holds {@code node}; reads the
+     * node's mask only, unless the replica has no bit and the node flags an overflow.
+     */
+    private static boolean holds(Node node, long bit, Replica replica) {
+        long mask = node.mask;
+        if (bit != 0) {
+            return (mask & bit) != 0;
+        }
+        if (mask < 0) {
+            for (Replica r : node.overflow) {
+                if (r == replica) {
+                    return true;
+                }
             }
         }
         return false;
     }
 
     /**
-     * The holder of {@code replica} at {@code node}, or null: found by position in the replica array, so
-     * only that one holder is loaded. Without the writer mutex the two arrays may be of different
-     * snapshots for a moment; then it searches the holders themselves.
+     * The holder of {@code replica} at {@code node}, or null: found by its position in the holders
+     * (sorted by number, so the bits below its own count the holders before it), so only that one holder
+     * is loaded. Without the writer mutex the mask and the holders may be of different snapshots for a
+     * moment; then it searches the holders themselves.
      */
-    private static Holder holderOf(Node node, Replica replica) {
-        Replica[] rs = node.replicas;
+    private static Holder holderOf(Node node, long bit, Replica replica) {
+        long mask = node.mask;
         Holder[] hs = node.holders;
-        for (int k = 0; k < rs.length; k++) {
-            if (rs[k] == replica) {
-                return k < hs.length && hs[k].replica == replica ? hs[k] : holder(hs, replica);
+        if (bit != 0 && (mask & bit) != 0) {
+            int k = Long.bitCount(mask & (bit - 1));
+            if (k < hs.length && hs[k].replica == replica) {
+                return hs[k];
             }
         }
         return holder(hs, replica);
@@ -677,7 +807,8 @@ final class PrefixTree {
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
                     Holder below = holder(child.holders, replica);
                     if (i + m > keepBlocks && below != null) {
-                        Node mid = newMid(node, child, m, replica, below.lastAccess, below.remote); // as it was
+                        Node mid = newMid( // as it was
+                                node, child, m, false, replica, below.number, below.lastAccess, below.remote);
                         replaceChild(node, mid);
                         path.add(mid);
                     }
@@ -848,6 +979,7 @@ final class PrefixTree {
                     removeHolder(en.node, en.holder);
                 }
             }
+            unnumber(replica); // it holds nothing now; a match that read the old numbering walks again
         } finally {
             maintenance.decrementAndGet();
             writers.unlock();
@@ -1159,7 +1291,7 @@ final class PrefixTree {
             int m = commonPrefix(child.label, key, i);
             i += m;
             if (i >= end) {
-                Holder h = holderOf(child, replica);
+                Holder h = holder(child.holders, replica);
                 return h != null && h.remote;
             }
             if (m < child.label.length) {
@@ -1225,8 +1357,18 @@ final class PrefixTree {
         if (!isRoot && node.holders.length == 0 && children.size() < 2) {
             throw new IllegalStateException("holderless node with " + children.size() + " children at depth " + depth);
         }
-        if (node.replicas.length != node.holders.length) {
-            throw new IllegalStateException("replica array out of step with the holders");
+        long mask = 0;
+        int over = 0;
+        for (int k = 0; k < node.holders.length; k++) {
+            Holder h = node.holders[k];
+            if (k > 0 && node.holders[k - 1].number >= h.number) {
+                throw new IllegalStateException("holders not in order of replica number");
+            }
+            mask |= h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
+            over += h.number < MASK_BITS ? 0 : 1;
+        }
+        if (node.mask != mask || node.overflow.length != over) {
+            throw new IllegalStateException("holder mask out of step with the holders");
         }
         for (Node t : children) {
             if (t.label.length == 0 || t.label[0] != t.first || find(node.children, t.first) != t) {
@@ -1266,11 +1408,13 @@ final class PrefixTree {
         volatile Node[] children = NO_CHILDREN;
         volatile Holder[] holders = NO_HOLDERS;
         /**
-         * The replicas of {@code holders}, in the same order, replaced with it (see {@link #setHolders}):
-         * what {@link #match} reads, so that it never loads a {@link Holder}, each a separate object that
-         * would cost a cache miss of its own.
+         * The holders as bits of their replica numbers (plus {@link #OVERFLOW} when some have no bit),
+         * replaced with them (see {@link #setHolders}): what {@link #match} and the holding checks read,
+         * so that neither loads an array or a {@link Holder} (each a cache miss of its own) per level.
          */
-        volatile Replica[] replicas = NO_REPLICAS;
+        volatile long mask;
+        /** The replicas of the holders numbered past the mask; read only when the mask flags some. */
+        volatile Replica[] overflow = NO_REPLICAS;
 
         int childCount;
         int tombstones;
@@ -1295,11 +1439,15 @@ final class PrefixTree {
      */
     static final class Holder {
         final Replica replica;
+        /** The replica's number in the tree (its mask bit), fixed while the replica holds anything. */
+        final int number;
+
         volatile long lastAccess;
         volatile boolean remote;
 
-        Holder(Replica replica, long lastAccess, boolean remote) {
+        Holder(Replica replica, int number, long lastAccess, boolean remote) {
             this.replica = replica;
+            this.number = number;
             this.lastAccess = lastAccess;
             this.remote = remote;
         }
