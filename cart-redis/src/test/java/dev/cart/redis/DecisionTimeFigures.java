@@ -33,7 +33,13 @@ import java.util.concurrent.locks.LockSupport;
  *   <li><b>apply</b>: publishes nothing, while a {@link RedisRouteSync} tailer applies the other
  *       instance's route events ({@code Router.applyRemote}); compared with <em>none, fed</em>;</li>
  *   <li><b>both</b>: sync as a proxy runs it, publishing and applying; compared with <em>none, fed</em>
- *       (and with <em>none</em>, which also counts the larger tree).</li>
+ *       (and with <em>none</em>, which also counts the larger tree);</li>
+ *   <li><b>apply here</b>: as <em>apply</em>, but the other instance's routes are handed to
+ *       {@code Router.applyRemote} on the thread that feeds <em>none, fed</em>, right after its local insert
+ *       of the same route: remote inserts without the tailer. <em>apply here</em> over <em>none, fed</em> is
+ *       what remote inserts (and the sync-on router's own publishing checks) cost; <em>apply</em> over
+ *       <em>apply here</em> is what it costs that a tailer thread applies them, in batches, as they arrive
+ *       from Redis.</li>
  * </ul>
  * The other instance routes fresh conversations at a steady rate, so every one of its decisions is a
  * learned route to apply (the worst case for the applying side: each one takes the tree's writer path).
@@ -46,7 +52,7 @@ import java.util.concurrent.locks.LockSupport;
 final class DecisionTimeFigures {
 
     private static final String SYSTEM = "You are the support assistant of a bicycle shop. Be brief. ".repeat(10);
-    private static final String[] NAMES = {"none", "none, fed", "publish", "apply", "both"};
+    private static final String[] NAMES = {"none", "none, fed", "publish", "apply", "both", "apply here"};
 
     private DecisionTimeFigures() {}
 
@@ -120,11 +126,13 @@ final class DecisionTimeFigures {
                 router(pool(), RouteSync.NONE),
                 router(pool(), syncPublish),
                 router(pool(), silent("apply")),
-                router(pool(), syncBoth)
+                router(pool(), syncBoth),
+                router(pool(), silent("apply-here"))
             };
             Router fed = routers[1];
             Router apply = routers[3];
             Router both = routers[4];
+            Router applyHere = routers[5];
             Router remote = router(pool(), syncRemote);
             syncBoth.start(both::applyRemote);
             syncApply.start(apply::applyRemote);
@@ -150,6 +158,13 @@ final class DecisionTimeFigures {
                             RouteDecision d = remote.choose(RouteRequest.of(k));
                             if (d.lease() != null) {
                                 fed.record(k, same(fed, d.replica())); // the same route, learned locally
+                                applyHere.applyRemote(new RouteEvent.Learned( // and applied, on this thread
+                                        "remote",
+                                        System.currentTimeMillis(),
+                                        d.replica().id(),
+                                        k.unit(),
+                                        k.blockSize(),
+                                        blocks(k)));
                                 d.lease().close();
                             }
                             next += period;
@@ -214,6 +229,8 @@ final class DecisionTimeFigures {
             ratio("apply / none, fed", ns[3], ns[1]);
             ratio("both / none, fed", ns[4], ns[1]);
             ratio("both / none", ns[4], ns[0]);
+            ratio("apply here / none, fed (remote inserts, same thread)", ns[5], ns[1]);
+            ratio("apply / apply here (the tailer applying)", ns[3], ns[5]);
             for (AutoCloseable c : new AutoCloseable[] {syncBoth, syncApply, syncPublish, syncRemote, remote}) {
                 c.close();
             }
@@ -227,6 +244,14 @@ final class DecisionTimeFigures {
         return RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
                 .instanceId(id)
                 .build();
+    }
+
+    private static long[] blocks(PromptKey k) {
+        long[] b = new long[k.blockCount()];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = k.blockHash(i);
+        }
+        return b;
     }
 
     /** {@code r}'s namesake in {@code router}'s pool. */
