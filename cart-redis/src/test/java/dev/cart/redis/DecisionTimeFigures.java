@@ -20,7 +20,7 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * What sync costs a routing decision, split by cause: {@code Router.choose} plus closing the lease, in
- * thread CPU time of the measuring thread, on five routers warm with the same keys, measured in turns
+ * thread CPU time of the measuring thread, on six routers warm with the same keys, measured in turns
  * (the order rotating from round to round) so that all see the same machine load:
  *
  * <ul>
