@@ -20,7 +20,7 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * What sync costs a routing decision, split by cause: {@code Router.choose} plus closing the lease, in
- * thread CPU time of the measuring thread, on five routers warm with the same keys, measured in turns
+ * thread CPU time of the measuring thread, on six routers warm with the same keys, measured in turns
  * (the order rotating from round to round) so that all see the same machine load:
  *
  * <ul>
@@ -33,10 +33,26 @@ import java.util.concurrent.locks.LockSupport;
  *   <li><b>apply</b>: publishes nothing, while a {@link RedisRouteSync} tailer applies the other
  *       instance's route events ({@code Router.applyRemote}); compared with <em>none, fed</em>;</li>
  *   <li><b>both</b>: sync as a proxy runs it, publishing and applying; compared with <em>none, fed</em>
- *       (and with <em>none</em>, which also counts the larger tree).</li>
+ *       (and with <em>none</em>, which also counts the larger tree);</li>
+ *   <li><b>apply here</b>: as <em>apply</em>, but the other instance's routes are handed to
+ *       {@code Router.applyRemote} on the thread that feeds <em>none, fed</em>, right after its local insert
+ *       of the same route: remote inserts without the tailer. <em>apply here</em> over <em>none, fed</em> is
+ *       what remote inserts (and the sync-on router's own publishing checks) cost; <em>apply</em> over
+ *       <em>apply here</em> is what it costs that a tailer thread applies them, in batches, as they arrive
+ *       from Redis;</li>
+ *   <li><b>apply here, 10 at once</b>: as <em>apply here</em>, the routes held back and applied ten at a
+ *       time (about what a tailer reads in one batch at this rate): whether bursts of writes cost the
+ *       matcher more than the same writes spread out.</li>
  * </ul>
  * The other instance routes fresh conversations at a steady rate, so every one of its decisions is a
  * learned route to apply (the worst case for the applying side: each one takes the tree's writer path).
+ * Every applying router learns that instance's routes and no others, so its tree holds what the fed
+ * baseline's holds: the publishing-only router writes to a stream of its own, and the applying-only router
+ * drops the sync-on router's events. (Applying those too, as an earlier version of this class did, the
+ * applying routers learned the measured routers' warm routes on whichever replica each had chosen, held the
+ * warm keys on more replicas than the fed baseline, and every match returned more holders: 1.07-1.22× the
+ * fed baseline at load 29-32, against 1.01× once they learn only the other instance's routes. That is what
+ * knowing more holders costs a match, not what applying costs it.)
  *
  * <p>Run: {@code mvn -B -ntp -q -pl cart-redis -am test-compile} and then
  * {@code java -cp "cart-redis/target/test-classes:cart-redis/target/classes:<class path>"
@@ -45,8 +61,11 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class DecisionTimeFigures {
 
+    private static final String STREAM = "cart:timing";
     private static final String SYSTEM = "You are the support assistant of a bicycle shop. Be brief. ".repeat(10);
-    private static final String[] NAMES = {"none", "none, fed", "publish", "apply", "both"};
+    private static final String[] NAMES = {
+        "none", "none, fed", "publish", "apply", "both", "apply here", "apply here, 10 at once"
+    };
 
     private DecisionTimeFigures() {}
 
@@ -111,23 +130,34 @@ final class DecisionTimeFigures {
             throw new IllegalStateException("thread CPU time is not supported on this JVM");
         }
         try (RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort())) {
-            RedisRouteSync syncBoth = sync(redis, "both");
-            RedisRouteSync syncApply = sync(redis, "apply-tail");
-            RedisRouteSync syncPublish = sync(redis, "publish");
-            RedisRouteSync syncRemote = sync(redis, "remote");
+            RedisRouteSync syncBoth = sync(redis, "both", STREAM);
+            RedisRouteSync syncApply = sync(redis, "apply-tail", STREAM);
+            // the publishing-only router's warm routes go where no measured router applies them
+            RedisRouteSync syncPublish = sync(redis, "publish", STREAM + "-publish-only");
+            RedisRouteSync syncRemote = sync(redis, "remote", STREAM);
             Router[] routers = {
                 router(pool(), RouteSync.NONE),
                 router(pool(), RouteSync.NONE),
                 router(pool(), syncPublish),
                 router(pool(), silent("apply")),
-                router(pool(), syncBoth)
+                router(pool(), syncBoth),
+                router(pool(), silent("apply-here")),
+                router(pool(), silent("apply-here-batched"))
             };
             Router fed = routers[1];
             Router apply = routers[3];
             Router both = routers[4];
+            Router applyHere = routers[5];
+            Router applyBatched = routers[6];
             Router remote = router(pool(), syncRemote);
             syncBoth.start(both::applyRemote);
-            syncApply.start(apply::applyRemote);
+            String remoteOrigin = syncRemote.originId();
+            syncApply.start(
+                    e -> { // the other instance's routes only, not the sync-on router's warm ones
+                        if (e.origin().equals(remoteOrigin)) {
+                            apply.applyRemote(e);
+                        }
+                    });
             syncPublish.start(e -> {}); // publishes only
             syncRemote.start(e -> {});
             Await.until(
@@ -141,6 +171,7 @@ final class DecisionTimeFigures {
                     route(r, k);
                 }
             }
+            List<RouteEvent> held = new ArrayList<>();
             Thread driver = new Thread(
                     () -> {
                         long period = TimeUnit.SECONDS.toNanos(1) / remoteRate;
@@ -150,6 +181,24 @@ final class DecisionTimeFigures {
                             RouteDecision d = remote.choose(RouteRequest.of(k));
                             if (d.lease() != null) {
                                 fed.record(k, same(fed, d.replica())); // the same route, learned locally
+                                applyHere.applyRemote(new RouteEvent.Learned( // and applied, on this thread
+                                        "remote",
+                                        System.currentTimeMillis(),
+                                        d.replica().id(),
+                                        k.unit(),
+                                        k.blockSize(),
+                                        blocks(k)));
+                                held.add(new RouteEvent.Learned(
+                                        "remote",
+                                        System.currentTimeMillis(),
+                                        d.replica().id(),
+                                        k.unit(),
+                                        k.blockSize(),
+                                        blocks(k)));
+                                if (held.size() == 10) { // as a tailer applies a batch read at once
+                                    held.forEach(applyBatched::applyRemote);
+                                    held.clear();
+                                }
                                 d.lease().close();
                             }
                             next += period;
@@ -214,6 +263,10 @@ final class DecisionTimeFigures {
             ratio("apply / none, fed", ns[3], ns[1]);
             ratio("both / none, fed", ns[4], ns[1]);
             ratio("both / none", ns[4], ns[0]);
+            ratio("apply here / none, fed (remote inserts, same thread)", ns[5], ns[1]);
+            ratio("apply / apply here (the tailer applying)", ns[3], ns[5]);
+            ratio("apply here, 10 at once / apply here (bursts)", ns[6], ns[5]);
+            ratio("apply / apply here, 10 at once (the tailer's thread)", ns[3], ns[6]);
             for (AutoCloseable c : new AutoCloseable[] {syncBoth, syncApply, syncPublish, syncRemote, remote}) {
                 c.close();
             }
@@ -223,10 +276,18 @@ final class DecisionTimeFigures {
         }
     }
 
-    private static RedisRouteSync sync(RedisServerProcess redis, String id) {
-        return RedisRouteSync.builder().uri(redis.uri()).stream("cart:timing")
+    private static RedisRouteSync sync(RedisServerProcess redis, String id, String stream) {
+        return RedisRouteSync.builder().uri(redis.uri()).stream(stream)
                 .instanceId(id)
                 .build();
+    }
+
+    private static long[] blocks(PromptKey k) {
+        long[] b = new long[k.blockCount()];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = k.blockHash(i);
+        }
+        return b;
     }
 
     /** {@code r}'s namesake in {@code router}'s pool. */
