@@ -49,6 +49,7 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.FastThreadLocal;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -102,6 +103,20 @@ import org.slf4j.LoggerFactory;
 final class NettyFront implements Front {
 
     private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
+
+    /**
+     * Where an answer's bytes are copied out of Netty's (direct) buffers for the {@link ResponseObserver},
+     * one per event loop: the observer keeps nothing of the array it is handed, so a loop reuses one array
+     * for every chunk of every answer instead of allocating one per chunk, and an idle stream holds none.
+     */
+    private static final int OBSERVE_SLICE_BYTES = 8 * 1024;
+
+    private static final FastThreadLocal<byte[]> OBSERVE_SLICE = new FastThreadLocal<>() {
+        @Override
+        protected byte[] initialValue() {
+            return new byte[OBSERVE_SLICE_BYTES];
+        }
+    };
     /** How long a connection answered before its request was read goes on dropping the request's rest. */
     static final long LINGER_MILLIS = 2_000;
 
@@ -1005,9 +1020,7 @@ final class NettyFront implements Front {
                 rl.firstByte();
                 if (n > 0) {
                     if (rl.observing()) {
-                        byte[] bytes = new byte[n];
-                        buf.getBytes(buf.readerIndex(), bytes);
-                        rl.body(bytes, 0, n);
+                        observe(rl, buf, n);
                     } else {
                         rl.body(null, 0, n);
                     }
@@ -1034,6 +1047,21 @@ final class NettyFront implements Front {
                 }
                 if (mustPause()) {
                     ch.config().setAutoRead(false); // the client reads slower than the replica writes
+                }
+            }
+
+            /** Hands the chunk's bytes to the relay's observer, in slices of the loop's array (any cut will do). */
+            private void observe(Relay rl, ByteBuf buf, int n) {
+                if (buf.hasArray()) {
+                    rl.body(buf.array(), buf.arrayOffset() + buf.readerIndex(), n);
+                    return;
+                }
+                byte[] slice = OBSERVE_SLICE.get();
+                for (int from = 0; from < n; ) {
+                    int k = Math.min(slice.length, n - from);
+                    buf.getBytes(buf.readerIndex() + from, slice, 0, k);
+                    rl.body(slice, 0, k);
+                    from += k;
                 }
             }
 
