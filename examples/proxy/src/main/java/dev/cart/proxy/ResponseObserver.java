@@ -131,6 +131,7 @@ final class ResponseObserver {
     void finish() {
         if (lines != null) {
             lines.finish();
+            dropEvents();
         } else if (!jsonAbandoned && json != null) {
             parse(json, 0, jsonLength);
             json = null;
@@ -178,16 +179,33 @@ final class ResponseObserver {
             EventParser p = events;
             p.feed(b, off, len);
             if (p.nextToken() != JsonToken.START_OBJECT) {
-                events = null;
+                dropEvents();
                 return;
             }
             reader.read(p);
             if (!p.atEndOfEvent(b, off, len)) {
-                events = null; // something followed the object on the line (ignored, as by a parser of its own)
+                dropEvents(); // something followed the object on the line (ignored, as by a parser of its own)
             }
         } catch (IOException | RuntimeException e) {
-            events = null;
+            dropEvents();
             parseFailures++; // as in parse()
+        }
+    }
+
+    /**
+     * Closes the events' parser: its buffers go back to Jackson's pool and the field names it met into the
+     * factory's symbol table, so the next answer's parser finds them there instead of adding (and interning)
+     * them again.
+     */
+    private void dropEvents() {
+        EventParser p = events;
+        events = null;
+        if (p != null) {
+            try {
+                p.close();
+            } catch (IOException e) {
+                // nothing was written: closing a byte-array parser does not fail
+            }
         }
     }
 
