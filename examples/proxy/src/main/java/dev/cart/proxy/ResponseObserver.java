@@ -3,9 +3,6 @@ package dev.cart.proxy;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.core.async.ByteArrayFeeder;
-import com.fasterxml.jackson.core.io.JsonEOFException;
-import com.fasterxml.jackson.core.util.JsonParserDelegate;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.io.IOException;
@@ -23,9 +20,7 @@ import java.util.Locale;
  * <ul>
  *   <li>{@code text/event-stream}: {@link SseLines} cuts the bytes into lines; each complete
  *       {@code data:} line holding a JSON object is parsed once, with Jackson's streaming parser (no
- *       tree). One non-blocking parser serves all the events of an answer ({@link EventParser}), fed
- *       one event at a time, instead of a parser (and its context, buffers and symbol table) created per
- *       event. A line longer than {@link SseLines#MAX_LINE_BYTES} is skipped, not buffered.</li>
+ *       tree). A line longer than {@link SseLines#MAX_LINE_BYTES} is skipped, not buffered.</li>
  *   <li>JSON: a copy is kept here up to {@link #MAX_JSON_BYTES} and parsed once at the end; a larger body
  *       is given up on (usage unknown, nothing learned) and its copy dropped at once.</li>
  *   <li>Anything else, or a compressed body: not observed ({@link #create} returns null).</li>
@@ -35,8 +30,7 @@ import java.util.Locale;
  * </ul>
  *
  * <p>Cost: a streamed chunk costs a scan for line ends plus one streaming parse of each event line (a
- * few hundred bytes: about half a microsecond, and about 50 bytes of garbage instead of the 850 a parser
- * per event made). Not thread-safe: one instance per response, used by the
+ * few hundred bytes: about a microsecond). Not thread-safe: one instance per response, used by the
  * thread relaying it.
  */
 final class ResponseObserver {
@@ -61,8 +55,6 @@ final class ResponseObserver {
     private boolean jsonAbandoned;
 
     private int parseFailures;
-    /** The events' parser, made at the first event; dropped after an event it could not read whole. */
-    private EventParser events;
 
     private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply) {
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
@@ -72,7 +64,7 @@ final class ResponseObserver {
                 : new SseLines(new SseLines.Consumer() {
                     @Override
                     public void data(byte[] b, int off, int len) {
-                        parseEvent(b, off, len);
+                        parse(b, off, len);
                     }
 
                     @Override
@@ -131,7 +123,6 @@ final class ResponseObserver {
     void finish() {
         if (lines != null) {
             lines.finish();
-            dropEvents();
         } else if (!jsonAbandoned && json != null) {
             parse(json, 0, jsonLength);
             json = null;
@@ -167,48 +158,6 @@ final class ResponseObserver {
         return parseFailures;
     }
 
-    /**
-     * Parses one event's JSON object with the answer's parser, exactly as {@link #parse} would: the first
-     * object is read, anything after it on the line is ignored, an object cut short is a failure.
-     */
-    private void parseEvent(byte[] b, int off, int len) {
-        try {
-            if (events == null) {
-                events = new EventParser();
-            }
-            EventParser p = events;
-            p.feed(b, off, len);
-            if (p.nextToken() != JsonToken.START_OBJECT) {
-                dropEvents();
-                return;
-            }
-            reader.read(p);
-            if (!p.atEndOfEvent(b, off, len)) {
-                dropEvents(); // something followed the object on the line (ignored, as by a parser of its own)
-            }
-        } catch (IOException | RuntimeException e) {
-            dropEvents();
-            parseFailures++; // as in parse()
-        }
-    }
-
-    /**
-     * Closes the events' parser: its buffers go back to Jackson's pool and the field names it met into the
-     * factory's symbol table, so the next answer's parser finds them there instead of adding (and interning)
-     * them again.
-     */
-    private void dropEvents() {
-        EventParser p = events;
-        events = null;
-        if (p != null) {
-            try {
-                p.close();
-            } catch (IOException e) {
-                // nothing was written: closing a byte-array parser does not fail
-            }
-        }
-    }
-
     /** Parses one JSON object (an event or a whole body); anything that is not a JSON object is ignored. */
     private void parse(byte[] b, int off, int len) {
         try (JsonParser p = JSON.createParser(b, off, len)) {
@@ -220,104 +169,6 @@ final class ResponseObserver {
             // not JSON the observer understands: the client got it unchanged; nothing to learn from it, but
             // the usage or reply it may have carried is lost, so it is counted
             parseFailures++;
-        }
-    }
-
-    /**
-     * Jackson's non-blocking parser, fed one event at a time, made to read each event as a blocking parser
-     * of its own would: where the non-blocking parser has no more input ({@link JsonToken#NOT_AVAILABLE}),
-     * the event ended. A space is fed once then, which ends a number or literal the event ended on (a
-     * blocking parser sees the end of its input there); if the parser still needs input, the event was cut
-     * short and {@link #nextToken()} throws, as a blocking parser does at an unexpected end of input.
-     */
-    private static final class EventParser extends JsonParserDelegate {
-
-        private static final byte[] SPACE = {' '};
-        private static final byte[] NOTHING = {};
-
-        private final ByteArrayFeeder feeder;
-        private boolean padded;
-        /** Bytes fed so far, and where the current event starts among them. */
-        private long fed;
-
-        private long eventStart;
-
-        EventParser() throws IOException {
-            super(JSON.createNonBlockingByteArrayParser());
-            this.feeder = (ByteArrayFeeder) delegate().getNonBlockingInputFeeder();
-        }
-
-        void feed(byte[] b, int off, int len) throws IOException {
-            padded = false;
-            eventStart = fed;
-            fed += len;
-            feeder.feedInput(b, off, off + len);
-        }
-
-        @Override
-        public JsonToken nextToken() throws IOException {
-            JsonToken t = delegate().nextToken();
-            if (t == JsonToken.NOT_AVAILABLE && !padded) {
-                padded = true;
-                feeder.feedInput(SPACE, 0, 1);
-                t = delegate().nextToken();
-            }
-            if (t == JsonToken.NOT_AVAILABLE) {
-                throw new JsonEOFException(this, null, "Unexpected end of an event");
-            }
-            return t;
-        }
-
-        @Override
-        public JsonParser skipChildren() throws IOException {
-            // the delegate's own skipChildren would call its own nextToken, past the end of the event
-            JsonToken t = currentToken();
-            if (t != JsonToken.START_OBJECT && t != JsonToken.START_ARRAY) {
-                return this;
-            }
-            int open = 1;
-            while (open > 0) {
-                JsonToken n = nextToken();
-                if (n == null) {
-                    throw new JsonEOFException(this, null, "Unexpected end of an event");
-                }
-                if (n.isStructStart()) {
-                    open++;
-                } else if (n.isStructEnd()) {
-                    open--;
-                }
-            }
-            return this;
-        }
-
-        /**
-         * After an object was read whole from {@code b[off, off + len)}, the event just fed: true when only
-         * white space followed it on the line, so the parser can take the next event; false when more
-         * followed (a blocking parser would have ignored it, so it is no failure, but this parser cannot
-         * go on: the rest may be a token left open).
-         */
-        boolean atEndOfEvent(byte[] b, int off, int len) {
-            if (padded
-                    || currentToken() != JsonToken.END_OBJECT
-                    || !delegate().getParsingContext().inRoot()) {
-                return false;
-            }
-            long read = delegate().currentLocation().getByteOffset() - eventStart;
-            for (long i = off + read; i < off + len; i++) {
-                byte c = b[(int) i];
-                if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-                    return false;
-                }
-            }
-            try {
-                if (delegate().nextToken() != JsonToken.NOT_AVAILABLE) {
-                    return false;
-                }
-                feeder.feedInput(NOTHING, 0, 0); // keep no reference to the event's array until the next one
-                return true;
-            } catch (IOException | RuntimeException e) {
-                return false;
-            }
         }
     }
 }

@@ -3,9 +3,6 @@ package dev.cart.proxy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.nio.charset.StandardCharsets;
@@ -143,87 +140,5 @@ class ResponseObserverTest {
                 "application/json",
                 "{\"usage\":{\"prompt_tokens\":3".getBytes(StandardCharsets.UTF_8));
         assertEquals(1, body.parseFailures());
-    }
-
-    /**
-     * One parser serves all the events of an answer: each event must still be read as by a parser of its
-     * own (the reference below): the same usage, reply, problem and failure count, for events cut short
-     * anywhere (in a number, a string, a literal, between tokens), followed by other bytes or objects, or
-     * broken, in any order, with the stream cut anywhere.
-     */
-    @Test
-    void oneParserPerAnswerReadsEachEventAsAParserOfItsOwn() {
-        String[] openAi = {
-            "{\"id\":\"c\",\"created\":1700000000,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},"
-                    + "\"logprobs\":null,\"finish_reason\":null}]}",
-            "{\"choices\":[{\"delta\":{\"content\":\"lo \\u00f6\",\"tool_calls\":[]},\"index\":0}],\"ok\":true}",
-            "{\"choices\":[],\"usage\":{\"prompt_tokens\":1200,\"completion_tokens\":9,"
-                    + "\"prompt_tokens_details\":{\"cached_tokens\":1024}}}",
-            "{\"choices\":[{\"index\":1,\"delta\":{\"content\":\"b\"}}]}",
-            "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"id\":\"t\"}]}}]}",
-        };
-        String[] anthropic = {
-            "{\"type\":\"message_start\",\"message\":{\"content\":[],\"usage\":{\"input_tokens\":100,"
-                    + "\"cache_creation_input_tokens\":50,\"cache_read_input_tokens\":850}}}",
-            "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}",
-            "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"One\"}}",
-            "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null},\"usage\":{\"output_tokens\":7}}",
-        };
-        String[] tails = {"", " ", "\t ", " {\"a\":1}", "{}", " x", "]", " [1,2", "\"s\"", " 12"};
-        SplittableRandom rnd = new SplittableRandom(15);
-        for (int round = 0; round < 3000; round++) {
-            Endpoint endpoint = round % 3 == 2 ? Endpoint.MESSAGES : Endpoint.CHAT_COMPLETIONS;
-            String[] events = endpoint == Endpoint.MESSAGES ? anthropic : openAi;
-            StringBuilder stream = new StringBuilder();
-            List<String> payloads = new java.util.ArrayList<>();
-            int n = 1 + rnd.nextInt(6);
-            for (int i = 0; i < n; i++) {
-                String e = events[rnd.nextInt(events.length)];
-                int kind = rnd.nextInt(4);
-                if (kind == 1) {
-                    e = e.substring(0, 1 + rnd.nextInt(e.length() - 1)); // cut short anywhere
-                } else if (kind == 2) {
-                    e = e + tails[rnd.nextInt(tails.length)];
-                } else if (kind == 3) {
-                    int at = 1 + rnd.nextInt(e.length() - 1);
-                    e = e.substring(0, at)
-                            + BREAKERS.charAt(rnd.nextInt(BREAKERS.length()))
-                            + e.substring(at); // broken
-                }
-                payloads.add(e);
-                stream.append("data: ").append(e).append(rnd.nextBoolean() ? "\n\n" : "\r\n\r\n");
-            }
-            byte[] bytes = stream.toString().getBytes(StandardCharsets.UTF_8);
-            ResponseObserver o = feed(endpoint, "text/event-stream", bytes, rnd.nextInt(bytes.length + 1));
-            Reference r = new Reference(endpoint, payloads);
-            String what = "round " + round + ": " + payloads;
-            assertEquals(r.failures, o.parseFailures(), what);
-            assertEquals(r.reader.usage(), o.usage(), what);
-            assertEquals(r.answer.text(), o.reply(), what);
-            assertEquals(r.answer.problem(), o.replyProblem(), what);
-        }
-    }
-
-    private static final String BREAKERS = "}],:\"0-x{[ ";
-
-    /** Each event read by a blocking parser of its own, as the observer did before it kept one parser. */
-    private static final class Reference {
-        private static final JsonFactory JSON = new JsonFactory();
-        final AnswerText answer = new AnswerText(true);
-        final DialectReader reader;
-        int failures;
-
-        Reference(Endpoint endpoint, List<String> payloads) {
-            reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
-            for (String payload : payloads) {
-                try (JsonParser p = JSON.createParser(payload.getBytes(StandardCharsets.UTF_8))) {
-                    if (p.nextToken() == JsonToken.START_OBJECT) {
-                        reader.read(p);
-                    }
-                } catch (java.io.IOException | RuntimeException e) {
-                    failures++;
-                }
-            }
-        }
     }
 }
