@@ -57,6 +57,7 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -64,6 +65,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -254,13 +256,32 @@ final class NettyFront implements Front {
         return pool;
     }
 
-    /** The request's headers as the core reads them. */
-    static Headers headersOf(HttpHeaders h) {
-        Headers out = new Headers();
-        for (Map.Entry<String, String> e : h) {
-            out.add(e.getKey(), e.getValue());
-        }
-        return out;
+    /** Netty's headers as the core reads them ({@link HeaderView}): no copy. */
+    static HeaderView view(HttpHeaders h) {
+        return new HeaderView() {
+            @Override
+            public String first(String name) {
+                return h.get(name);
+            }
+
+            @Override
+            public List<String> all(String name) {
+                return h.getAll(name);
+            }
+
+            @Override
+            public void forEach(BiConsumer<String, String> each) {
+                for (Iterator<Map.Entry<String, String>> it = h.iteratorAsString(); it.hasNext(); ) {
+                    Map.Entry<String, String> e = it.next();
+                    each.accept(e.getKey(), e.getValue());
+                }
+            }
+
+            @Override
+            public boolean has(String name) {
+                return h.contains(name);
+            }
+        };
     }
 
     private static void copy(Headers from, HttpHeaders to) {
@@ -463,7 +484,7 @@ final class NettyFront implements Front {
                     uri.getRawPath(),
                     uri.getRawQuery(),
                     uri.getPath(),
-                    headersOf(req.headers()),
+                    view(req.headers()),
                     method.length()
                             + req.uri().length()
                             + req.protocolVersion().text().length()
@@ -908,7 +929,7 @@ final class NettyFront implements Front {
                         in.body().length == 0 ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(in.body()));
                 HttpHeaders h = req.headers();
                 try {
-                    copy(s.headers, h);
+                    HopByHop.forEachRequestHeader(s.headers, h::add);
                 } catch (IllegalArgumentException e) {
                     h.clear(); // a header Netty will not send (malformed): send none of the client's rather than a part
                 }
@@ -965,7 +986,7 @@ final class NettyFront implements Front {
                 }
                 headSeen = true;
                 upstreamKeepAlive = HttpUtil.isKeepAlive(r);
-                Forwarder.Step step = x.answered(s, code, headersOf(r.headers()));
+                Forwarder.Step step = x.answered(s, code, view(r.headers()));
                 if (step instanceof Relay rl) {
                     relay = rl;
                     relayHead(rl);
@@ -980,7 +1001,7 @@ final class NettyFront implements Front {
             private void relayHead(Relay rl) {
                 HttpResponse resp =
                         new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(rl.status));
-                copy(rl.clientHeaders, resp.headers());
+                rl.clientHeaders(resp.headers()::add);
                 if (!rl.noBody) {
                     if (rl.length >= 0) {
                         HttpUtil.setContentLength(resp, rl.length);
