@@ -40,8 +40,7 @@ final class Relay implements Forwarder.Step {
     static final int BUFFER_BYTES = 8 * 1024 * 1024;
 
     final int status;
-    /** The head the client gets: the replica's end-to-end headers and {@code x-routed-peer}; no framing. */
-    /** The replica's answer headers, as received. */
+    /** The replica's answer headers, as received ({@link #clientHeaders} says what the client gets). */
     private final HeaderView upstream;
     /** The {@code x-routed-peer} header's value, or null when it is not added. */
     private final String routedPeer;
