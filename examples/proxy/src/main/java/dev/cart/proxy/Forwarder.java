@@ -1,6 +1,5 @@
 package dev.cart.proxy;
 
-import com.sun.net.httpserver.Headers;
 import dev.cart.core.Lease;
 import dev.cart.core.Reason;
 import dev.cart.core.Replica;
@@ -103,14 +102,17 @@ final class Forwarder {
         final Replica replica;
         final Lease lease;
         final URI target;
-        /** The client's end-to-end headers, to send upstream (the front adds Host and framing). */
-        final Headers headers;
+        /**
+         * The client's headers as received: the front sends the end-to-end ones
+         * ({@link HopByHop#forEachRequestHeader}) and adds Host and framing.
+         */
+        final HeaderView headers;
         /** Nanoseconds left of {@code request_timeout_secs} when the send starts. */
         final long remainingNanos;
 
         final long startedNanos = System.nanoTime();
 
-        Send(RouteDecision decision, URI target, Headers headers, long remainingNanos) {
+        Send(RouteDecision decision, URI target, HeaderView headers, long remainingNanos) {
             this.decision = decision;
             this.replica = decision.replica();
             this.lease = decision.lease();
@@ -158,7 +160,7 @@ final class Forwarder {
     }
 
     /** Starts an exchange for {@code in}, first routed with {@code first}. */
-    Exchange start(Inbound in, RouteRequest first, Routing routing, DecisionLog log, Headers clientHeaders) {
+    Exchange start(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
         return new Exchange(in, first, routing, log, clientHeaders);
     }
 
@@ -167,7 +169,7 @@ final class Forwarder {
         final Inbound in;
         final Routing routing;
         final DecisionLog log;
-        private final Headers upstreamHeaders;
+        private final HeaderView clientHeaders;
         private final long deadline;
         private final boolean passThrough;
         private RouteRequest request;
@@ -176,7 +178,7 @@ final class Forwarder {
         private String retryCause;
         private boolean resent;
 
-        private Exchange(Inbound in, RouteRequest first, Routing routing, DecisionLog log, Headers clientHeaders) {
+        private Exchange(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
             this.in = in;
             this.routing = routing;
             this.log = log;
@@ -184,7 +186,7 @@ final class Forwarder {
             this.passThrough = in.endpoint() == null;
             this.deadline = System.nanoTime()
                     + Duration.ofSeconds(config.requestTimeoutSecs()).toNanos();
-            this.upstreamHeaders = HopByHop.requestHeaders(clientHeaders);
+            this.clientHeaders = clientHeaders;
         }
 
         /** The nanoTime at which {@code request_timeout_secs} ends for this request. */
@@ -218,7 +220,7 @@ final class Forwarder {
                 return reply(400, "bad_target", "invalid_request_target", e.getMessage());
             }
             log.upstreamStarted();
-            return new Send(d, uri, upstreamHeaders, remaining);
+            return new Send(d, uri, clientHeaders, remaining);
         }
 
         /** The router found no replica for this attempt: the answer to the client. */
@@ -311,7 +313,7 @@ final class Forwarder {
          * {@link Relay} for the front to relay, a {@link Wait} before a retry, or a {@link Reply} for an answer
          * that is not valid HTTP. On anything but a Relay the front discards the answer's body.
          */
-        Step answered(Send s, int status, Headers headers) {
+        Step answered(Send s, int status, HeaderView headers) {
             String invalid = invalidAnswer(status, headers);
             if (invalid != null) {
                 return failed(s, Failure.INVALID, invalid);
@@ -391,11 +393,11 @@ final class Forwarder {
      * or both Transfer-Encoding and Content-Length, which a front proxy or client could read differently
      * from how the proxy did; relaying it would pass a response-splitting ambiguity on.
      */
-    static String invalidAnswer(int status, Headers headers) {
+    static String invalidAnswer(int status, HeaderView headers) {
         if (status < 100 || status > 599) {
             return "status " + status + " is outside 100-599";
         }
-        if (headers.containsKey("transfer-encoding") && headers.containsKey("content-length")) {
+        if (headers.has("transfer-encoding") && headers.has("content-length")) {
             return "both Transfer-Encoding and Content-Length";
         }
         return null;

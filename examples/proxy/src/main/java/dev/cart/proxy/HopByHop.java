@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiConsumer;
 
 /**
  * Header copying between the client side and the replica side. Hop-by-hop headers (RFC 9110 §7.6.1:
@@ -40,10 +41,10 @@ final class HopByHop {
 
     /** Lower-cased names listed in Connection header values ({@code Connection: close, X-Foo}). */
     static Set<String> connectionTokens(List<String> connectionValues) {
-        Set<String> out = new HashSet<>();
-        if (connectionValues == null) {
-            return out;
+        if (connectionValues == null || connectionValues.isEmpty()) {
+            return Set.of();
         }
+        Set<String> out = new HashSet<>();
         for (String v : connectionValues) {
             for (String token : v.split(",")) {
                 String t = token.trim().toLowerCase(Locale.ROOT);
@@ -71,6 +72,45 @@ final class HopByHop {
             to.put(e.getKey(), List.copyOf(e.getValue()));
         }
         return to;
+    }
+
+    /** Hands the client's end-to-end headers, as they go upstream, to {@code to} (the front's request). */
+    static void forEachRequestHeader(HeaderView from, BiConsumer<String, String> to) {
+        Set<String> named = connectionTokens(from.all("connection"));
+        from.forEach((name, value) -> {
+            String lower = name.toLowerCase(Locale.ROOT);
+            if (!isHopByHop(lower, named) && !REQUEST_OWN.contains(lower)) {
+                to.accept(name, value);
+            }
+        });
+    }
+
+    /**
+     * Hands the replica's end-to-end headers, as they go to the client, to {@code to} (the front's
+     * response); {@code except} (lower case, or null) is left out too: a header the proxy sets itself.
+     */
+    static void forEachResponseHeader(HeaderView from, String except, BiConsumer<String, String> to) {
+        Set<String> named = connectionTokens(from.all("connection"));
+        from.forEach((name, value) -> {
+            String lower = name.toLowerCase(Locale.ROOT);
+            if (!lower.startsWith(":")
+                    && !isHopByHop(lower, named)
+                    && !RESPONSE_OWN.contains(lower)
+                    && !lower.equals(except)) {
+                to.accept(name, value);
+            }
+        });
+    }
+
+    /** Copies the client's end-to-end headers onto a JDK client request, leaving out what it refuses. */
+    static void copyTo(HeaderView clientHeaders, HttpRequest.Builder to) {
+        forEachRequestHeader(clientHeaders, (name, value) -> {
+            try {
+                to.header(name, value);
+            } catch (IllegalArgumentException refused) {
+                // a header the JDK client will not send (restricted or malformed): drop it
+            }
+        });
     }
 
     /** Copies already filtered headers ({@link #requestHeaders}) onto a JDK client request. */

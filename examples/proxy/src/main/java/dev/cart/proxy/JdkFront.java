@@ -169,7 +169,7 @@ final class JdkFront implements HttpHandler {
                     ex.getRequestURI().getRawPath(),
                     ex.getRequestURI().getRawQuery(),
                     ex.getRequestURI().getPath(),
-                    ex.getRequestHeaders(),
+                    HeaderView.of(ex.getRequestHeaders()),
                     ex.getRequestMethod().length()
                             + ex.getRequestURI().toString().length()
                             + ex.getProtocol().length()
@@ -303,7 +303,7 @@ final class JdkFront implements HttpHandler {
                 throw new Abort("interrupted while waiting for the replica");
             }
             lastAnswer.put(s.replica.id(), System.nanoTime());
-            step = x.answered(s, resp.statusCode(), HopByHop.of(resp.headers()));
+            step = x.answered(s, resp.statusCode(), HeaderView.of(HopByHop.of(resp.headers())));
             if (step instanceof Relay relay) {
                 relay(ex, relay, resp.body(), x);
                 return;
@@ -359,7 +359,7 @@ final class JdkFront implements HttpHandler {
      */
     private void relay(HttpExchange ex, Relay rl, Flow.Publisher<List<ByteBuffer>> body, Forwarder.Exchange x)
             throws IOException {
-        ex.getResponseHeaders().putAll(rl.clientHeaders);
+        rl.clientHeaders(ex.getResponseHeaders()::add);
         if (rl.noBody || rl.length == 0) {
             discard(body, true);
             synchronized (rl) {

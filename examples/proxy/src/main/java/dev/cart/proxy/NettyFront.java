@@ -49,6 +49,7 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.FastThreadLocal;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -56,6 +57,7 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -63,6 +65,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -102,6 +105,20 @@ import org.slf4j.LoggerFactory;
 final class NettyFront implements Front {
 
     private static final Logger LOG = LoggerFactory.getLogger(NettyFront.class);
+
+    /**
+     * Where an answer's bytes are copied out of Netty's (direct) buffers for the {@link ResponseObserver},
+     * one per event loop: the observer keeps nothing of the array it is handed, so a loop reuses one array
+     * for every chunk of every answer instead of allocating one per chunk, and an idle stream holds none.
+     */
+    private static final int OBSERVE_SLICE_BYTES = 8 * 1024;
+
+    private static final FastThreadLocal<byte[]> OBSERVE_SLICE = new FastThreadLocal<>() {
+        @Override
+        protected byte[] initialValue() {
+            return new byte[OBSERVE_SLICE_BYTES];
+        }
+    };
     /** How long a connection answered before its request was read goes on dropping the request's rest. */
     static final long LINGER_MILLIS = 2_000;
 
@@ -239,13 +256,32 @@ final class NettyFront implements Front {
         return pool;
     }
 
-    /** The request's headers as the core reads them. */
-    static Headers headersOf(HttpHeaders h) {
-        Headers out = new Headers();
-        for (Map.Entry<String, String> e : h) {
-            out.add(e.getKey(), e.getValue());
-        }
-        return out;
+    /** Netty's headers as the core reads them ({@link HeaderView}): no copy. */
+    static HeaderView view(HttpHeaders h) {
+        return new HeaderView() {
+            @Override
+            public String first(String name) {
+                return h.get(name);
+            }
+
+            @Override
+            public List<String> all(String name) {
+                return h.getAll(name);
+            }
+
+            @Override
+            public void forEach(BiConsumer<String, String> each) {
+                for (Iterator<Map.Entry<String, String>> it = h.iteratorAsString(); it.hasNext(); ) {
+                    Map.Entry<String, String> e = it.next();
+                    each.accept(e.getKey(), e.getValue());
+                }
+            }
+
+            @Override
+            public boolean has(String name) {
+                return h.contains(name);
+            }
+        };
     }
 
     private static void copy(Headers from, HttpHeaders to) {
@@ -448,7 +484,7 @@ final class NettyFront implements Front {
                     uri.getRawPath(),
                     uri.getRawQuery(),
                     uri.getPath(),
-                    headersOf(req.headers()),
+                    view(req.headers()),
                     method.length()
                             + req.uri().length()
                             + req.protocolVersion().text().length()
@@ -893,7 +929,7 @@ final class NettyFront implements Front {
                         in.body().length == 0 ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(in.body()));
                 HttpHeaders h = req.headers();
                 try {
-                    copy(s.headers, h);
+                    HopByHop.forEachRequestHeader(s.headers, h::add);
                 } catch (IllegalArgumentException e) {
                     h.clear(); // a header Netty will not send (malformed): send none of the client's rather than a part
                 }
@@ -950,7 +986,7 @@ final class NettyFront implements Front {
                 }
                 headSeen = true;
                 upstreamKeepAlive = HttpUtil.isKeepAlive(r);
-                Forwarder.Step step = x.answered(s, code, headersOf(r.headers()));
+                Forwarder.Step step = x.answered(s, code, view(r.headers()));
                 if (step instanceof Relay rl) {
                     relay = rl;
                     relayHead(rl);
@@ -965,7 +1001,7 @@ final class NettyFront implements Front {
             private void relayHead(Relay rl) {
                 HttpResponse resp =
                         new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(rl.status));
-                copy(rl.clientHeaders, resp.headers());
+                rl.clientHeaders(resp.headers()::add);
                 if (!rl.noBody) {
                     if (rl.length >= 0) {
                         HttpUtil.setContentLength(resp, rl.length);
@@ -1005,9 +1041,7 @@ final class NettyFront implements Front {
                 rl.firstByte();
                 if (n > 0) {
                     if (rl.observing()) {
-                        byte[] bytes = new byte[n];
-                        buf.getBytes(buf.readerIndex(), bytes);
-                        rl.body(bytes, 0, n);
+                        observe(rl, buf, n);
                     } else {
                         rl.body(null, 0, n);
                     }
@@ -1034,6 +1068,21 @@ final class NettyFront implements Front {
                 }
                 if (mustPause()) {
                     ch.config().setAutoRead(false); // the client reads slower than the replica writes
+                }
+            }
+
+            /** Hands the chunk's bytes to the relay's observer, in slices of the loop's array (any cut will do). */
+            private void observe(Relay rl, ByteBuf buf, int n) {
+                if (buf.hasArray()) {
+                    rl.body(buf.array(), buf.arrayOffset() + buf.readerIndex(), n);
+                    return;
+                }
+                byte[] slice = OBSERVE_SLICE.get();
+                for (int from = 0; from < n; ) {
+                    int k = Math.min(slice.length, n - from);
+                    buf.getBytes(buf.readerIndex() + from, slice, 0, k);
+                    rl.body(slice, 0, k);
+                    from += k;
                 }
             }
 

@@ -2,6 +2,7 @@ package dev.cart.proxy;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.Headers;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteRequest;
 import dev.cart.extract.Endpoint;
@@ -9,8 +10,6 @@ import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
 import dev.cart.policy.PredictedTtftPolicy;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -142,7 +141,7 @@ final class ProxyCore {
                     frontLimit);
         }
         if (path.equals("/v1/models") && "GET".equals(method) && head.rawQuery() == null) {
-            String key = ModelsCache.keyOf(head.headers());
+            String key = ModelsCache.keyOf(head.headers().toHeaders());
             ModelsCache.Entry cached = server.models().fresh(key);
             server.metrics().modelsCache(cached != null);
             if (cached != null) {
@@ -255,9 +254,10 @@ final class ProxyCore {
                 return new Prepared(forwarder.start(in, first, server.routing(), p.log, head.headers()), null);
             }
             case MODELS -> {
-                String key = ModelsCache.keyOf(head.headers());
+                Headers clientHeaders = head.headers().toHeaders();
+                String key = ModelsCache.keyOf(clientHeaders);
                 CompletableFuture<Answer> union = server.modelsUnion()
-                        .fetch(server.routing().replicas, p.path, head.headers())
+                        .fetch(server.routing().replicas, p.path, clientHeaders)
                         .thenApply(a -> {
                             p.log.status(a.status());
                             p.log.result(a.listed() > 0 ? "models_union" : "models_relayed");
@@ -358,15 +358,12 @@ final class ProxyCore {
             server.metrics().rejected("request_line");
             return uriTooLong(limits);
         }
-        int count = 0;
-        long bytes = 0;
-        for (Map.Entry<String, List<String>> h : head.headers().entrySet()) {
-            for (String v : h.getValue()) {
-                count++;
-                bytes += h.getKey().length() + 4L + (v == null ? 0 : v.length());
-            }
-        }
-        if (count > limits.maxHeaders() || bytes > limits.maxHeaderBytes()) {
+        long[] countAndBytes = new long[2];
+        head.headers().forEach((name, v) -> {
+            countAndBytes[0]++;
+            countAndBytes[1] += name.length() + 4L + (v == null ? 0 : v.length());
+        });
+        if (countAndBytes[0] > limits.maxHeaders() || countAndBytes[1] > limits.maxHeaderBytes()) {
             server.metrics().rejected("headers");
             return headersTooLarge(limits);
         }

@@ -1,6 +1,5 @@
 package dev.cart.proxy;
 
-import com.sun.net.httpserver.Headers;
 import dev.cart.core.CacheFeedback;
 import dev.cart.core.Lease;
 import dev.cart.core.Replica;
@@ -8,6 +7,7 @@ import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,8 +40,10 @@ final class Relay implements Forwarder.Step {
     static final int BUFFER_BYTES = 8 * 1024 * 1024;
 
     final int status;
-    /** The head the client gets: the replica's end-to-end headers and {@code x-routed-peer}; no framing. */
-    final Headers clientHeaders;
+    /** The replica's answer headers, as received ({@link #clientHeaders} says what the client gets). */
+    private final HeaderView upstream;
+    /** The {@code x-routed-peer} header's value, or null when it is not added. */
+    private final String routedPeer;
     /** True when the answer has no body (HEAD, 1xx, 204, 304). */
     final boolean noBody;
     /** True for a {@code text/event-stream} answer: relayed chunked, each read flushed at once. */
@@ -59,35 +61,43 @@ final class Relay implements Forwarder.Step {
     private volatile boolean done;
     private CacheFeedback feedback;
 
-    Relay(Forwarder forwarder, Forwarder.Exchange exchange, Forwarder.Send send, int status, Headers upstream) {
+    Relay(Forwarder forwarder, Forwarder.Exchange exchange, Forwarder.Send send, int status, HeaderView upstream) {
         this.forwarder = forwarder;
         this.exchange = exchange;
         this.send = send;
         this.status = status;
-        this.clientHeaders = new Headers();
-        HopByHop.copyResponseHeaders(upstream, clientHeaders);
-        if (forwarder.config.addRoutedPeerHeader()) {
-            clientHeaders.set("x-routed-peer", send.replica.id());
-        }
+        this.upstream = upstream;
+        this.routedPeer = forwarder.config.addRoutedPeerHeader() ? send.replica.id() : null;
         exchange.log.status(status);
         this.noBody = "HEAD".equalsIgnoreCase(exchange.in.method()) || status == 204 || status == 304 || status < 200;
         String contentType = firstOr(upstream, "content-type", "");
         this.sse = contentType.toLowerCase(Locale.ROOT).startsWith("text/event-stream");
-        boolean chunked = upstream.containsKey("transfer-encoding");
-        long declared = parseLength(upstream.getFirst("content-length"));
+        boolean chunked = upstream.has("transfer-encoding");
+        long declared = parseLength(upstream.first("content-length"));
         this.length = sse || chunked ? -1 : declared;
         this.observer = status / 100 != 2 || noBody
                 ? null
                 : ResponseObserver.create(
                         exchange.in.endpoint(),
                         contentType,
-                        upstream.getFirst("content-encoding"),
+                        upstream.first("content-encoding"),
                         forwarder.learnAnswer && status == 200);
     }
 
-    private static String firstOr(Headers h, String name, String fallback) {
-        String v = h.getFirst(name);
+    private static String firstOr(HeaderView h, String name, String fallback) {
+        String v = h.first(name);
         return v == null ? fallback : v;
+    }
+
+    /**
+     * Hands the headers the client gets to {@code to}: the replica's end-to-end ones and, when
+     * {@code proxy.add_routed_peer_header} is on, {@code x-routed-peer} (in place of any the replica sent).
+     */
+    void clientHeaders(BiConsumer<String, String> to) {
+        HopByHop.forEachResponseHeader(upstream, routedPeer == null ? null : "x-routed-peer", to);
+        if (routedPeer != null) {
+            to.accept("x-routed-peer", routedPeer);
+        }
     }
 
     /** Digits only (RFC 9110): anything else is no length, and the body is relayed as it comes. */

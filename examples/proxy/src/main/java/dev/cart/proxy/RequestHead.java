@@ -1,14 +1,12 @@
 package dev.cart.proxy;
 
-import com.sun.net.httpserver.Headers;
-
 /**
  * A client request's head as a front parsed it: method, the raw path and query of the request target,
- * the percent-decoded path ({@code decodedPath}, null when the target does not decode), the headers (the
- * JDK's case-insensitive {@link Headers} as a plain multimap) and the length of the request line.
+ * the percent-decoded path ({@code decodedPath}, null when the target does not decode), the headers (a
+ * {@link HeaderView} over the front's own type) and the length of the request line.
  */
 record RequestHead(
-        String method, String rawPath, String rawQuery, String decodedPath, Headers headers, int requestLineLength) {
+        String method, String rawPath, String rawQuery, String decodedPath, HeaderView headers, int requestLineLength) {
 
     /** The raw path, or {@code "/"} when the target has none. */
     String rawPathOrRoot() {

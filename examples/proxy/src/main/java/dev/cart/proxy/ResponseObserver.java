@@ -98,7 +98,7 @@ final class ResponseObserver {
         return null;
     }
 
-    /** Bytes that were just relayed to the client, in order. */
+    /** Bytes that were just relayed to the client, in order; nothing of {@code b} is kept after the call. */
     void accept(byte[] b, int off, int len) {
         if (lines != null) {
             lines.accept(b, off, len);

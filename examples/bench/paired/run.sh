@@ -1,0 +1,27 @@
+#!/bin/sh
+# Paired thread-CPU timing of one piece of the proxy's request path in two builds, in one JVM: each build's
+# jar (examples/proxy/target/cart-proxy.jar of that build) in a class loader of its own with a harness
+# compiled against it, rounds alternating (ABBA), thread CPU time and bytes allocated per call.
+#
+#   sh examples/bench/paired/run.sh headers  BEFORE.jar AFTER.jar [ROUNDS]
+#       the request's and the answer's headers on the Netty front's path (BEFORE: a build before the
+#       HeaderView change, whose harness is before/HeaderPath.java; AFTER: one with it)
+#   sh examples/bench/paired/run.sh observer BEFORE.jar AFTER.jar [ROUNDS]
+#       one streamed answer of the bench's fake replica (34 events) through ResponseObserver
+#
+# Prints, for two inputs, the median and minimum nanoseconds per call of each build, bytes per call, and
+# the median (and interquartile range) of the per-round ratio after/before.
+set -e
+what=$1; before=$2; after=$3; rounds=${4:-41}
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp -d)
+case $what in
+  headers)  hb=$here/before; ha=$here/after; n=20000; label="headers";;
+  observer) hb=$here/observer; ha=$here/observer; n=2000; label="observer, answer learning on (bench) or off (SDK)";;
+  *) echo "headers or observer" >&2; exit 2;;
+esac
+javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java"
+javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java"
+javac -d "$out/r" "$here/Paired.java"
+java -cp "$out/r" Paired "$before" "$out/b" "$after" "$out/a" "$rounds" "$n" "$label: "
+rm -rf "$out"
