@@ -213,7 +213,7 @@ class LimitsProcessTest {
     @Test
     void aClientThatStopsReadingIsCutOffAfterTheRequestTimeout() throws Exception {
         try (ScriptedReplica r = ScriptedReplica.start("r");
-                Child child = start("", "proxy:\n  request_timeout_secs: 1\n", r)) {
+                Child child = start("", "proxy:\n  request_timeout_secs: 3\n", r)) {
             r.streamChunks = 2_000_000; // far more than the socket buffers hold
             String body = "{\"model\":\"fake\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}";
             try (Socket s = new Socket("127.0.0.1", child.port())) {

@@ -600,8 +600,9 @@ class ProxyIntegrationTest {
 
     @Test
     void requestTimeoutBoundsTheWholeStream() throws Exception {
+        // 3 s: the deadline must fall after the first chunk, which a loaded machine may take a second to deliver
         try (LogCapture log = new LogCapture("cart.decision");
-                ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 1\n")) {
+                ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 3\n")) {
             h.replica(0).hangAfterFirstChunk = true;
             HttpResponse<InputStream> r = h.http.send(
                     HttpRequest.newBuilder(h.uri("/v1/chat/completions"))

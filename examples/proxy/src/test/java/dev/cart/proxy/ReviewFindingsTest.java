@@ -71,7 +71,7 @@ class ReviewFindingsTest {
     /** 2: a client that stops reading does not keep the replica's slot past the deadline. */
     @Test
     void aClientThatStopsReadingLosesTheReplicaSlotAtTheDeadline() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 1\n")) {
+        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 3\n")) {
             ScriptedReplica r = h.replica(0);
             r.streamChunks = 2_000_000; // far more than the socket buffers between the proxy and the client hold
             String body = chat("a long story", true);
@@ -81,7 +81,7 @@ class ReviewFindingsTest {
                 assertTrue(in.read(head) > 0, "the response started");
                 // the client reads nothing more and keeps the connection open. The lease is closed by the
                 // deadline as cancelled (its body was flowing): waited for as that end state, not raced
-                // against the 1 s deadline as an in-flight count of 1 in between
+                // against the 3 s deadline as an in-flight count of 1 in between
                 await(
                         "the lease is closed as cancelled at the deadline",
                         () -> PromText.parse(scrape(h)).sum("cart_upstream_requests_total", "outcome", "cancelled")
@@ -166,7 +166,9 @@ class ReviewFindingsTest {
     /** 5: the deadline ending a stream that was flowing says nothing against the replica. */
     @Test
     void theDeadlineDuringAFlowingStreamDoesNotCountAgainstTheReplica() throws Exception {
-        String yaml = "proxy:\n  request_timeout_secs: 1\ncircuit_breaker:\n  failure_threshold: 1\n";
+        // the deadline must fall after the first chunk has reached the client: 3 s, not 1, so that a loaded
+        // machine has time to deliver it (with 1 s, a build on a loaded machine got a 504 before the stream started)
+        String yaml = "proxy:\n  request_timeout_secs: 3\ncircuit_breaker:\n  failure_threshold: 1\n";
         try (ProxyHarness h = ProxyHarness.start(engine, 1, yaml)) {
             h.replica(0).hangAfterFirstChunk = true;
             HttpResponse<InputStream> r = h.http.send(
