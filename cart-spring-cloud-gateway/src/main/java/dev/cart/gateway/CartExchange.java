@@ -128,10 +128,7 @@ final class CartExchange {
     /** The response's head is set and its body is about to be written. */
     void bodyStarts(HttpHeaders headers) {
         reader = UsageReader.create(
-                endpoint,
-                headers.getFirst(HttpHeaders.CONTENT_TYPE),
-                headers.getFirst(HttpHeaders.CONTENT_ENCODING),
-                headers.getContentLength());
+                endpoint, headers.getFirst(HttpHeaders.CONTENT_TYPE), headers.getFirst(HttpHeaders.CONTENT_ENCODING));
     }
 
     /** Bytes of the answer on their way to the client. */

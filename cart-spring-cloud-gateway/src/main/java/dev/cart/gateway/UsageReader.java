@@ -19,10 +19,8 @@ import org.springframework.core.io.buffer.NettyDataBuffer;
  * written unchanged.
  *
  * <p>How: usage sits at the ends of an answer, so only the ends are kept and only when the answer is over is
- * anything parsed. While the body passes, each buffer costs one or two bulk copies: its first
- * {@link #HEAD_BYTES} bytes go to a head array, and the last {@link #TAIL_BYTES} to a ring. The head is sized to
- * the answer (its {@code Content-Length} when declared, else the first buffer's size, grown as needed), so a short
- * answer costs an array of its own size, not of {@link #HEAD_BYTES}. At the end, a JSON
+ * anything parsed. While the body passes, each buffer costs one or two bulk copies and no allocation: its first
+ * {@link #HEAD_BYTES} bytes go to a head array, and the last {@link #TAIL_BYTES} to a ring. At the end, a JSON
  * answer's last {@code "usage"} key (outside a string: not escaped) is found in what was kept (the whole answer
  * when it fits, its tail otherwise) and only the object after it is parsed with Jackson's streaming parser; in a
  * {@code text/event-stream}, each complete {@code data:} line of the head and of the tail that mentions
@@ -51,7 +49,7 @@ final class UsageReader {
 
     private final boolean anthropic;
     private final boolean sse;
-    private byte[] head;
+    private final byte[] head = new byte[HEAD_BYTES];
     private byte[] tail; // a ring, allocated when the answer outgrows the head
     private long total; // bytes seen
 
@@ -61,22 +59,13 @@ final class UsageReader {
     private long cacheReadTokens = ServedUsage.UNKNOWN;
     private long cacheCreationTokens = ServedUsage.UNKNOWN;
 
-    private UsageReader(Endpoint endpoint, boolean sse, long contentLength) {
+    private UsageReader(Endpoint endpoint, boolean sse) {
         this.anthropic = endpoint == Endpoint.MESSAGES;
         this.sse = sse;
-        this.head = new byte[contentLength > 0 ? (int) Math.min(contentLength, HEAD_BYTES) : 0];
     }
 
-    /** A reader for an answer to {@code endpoint} whose length is not declared, or null when it cannot be read. */
+    /** A reader for an answer to {@code endpoint}, or null when the answer cannot be read. */
     static UsageReader create(Endpoint endpoint, String contentType, String contentEncoding) {
-        return create(endpoint, contentType, contentEncoding, -1);
-    }
-
-    /**
-     * A reader for an answer to {@code endpoint} of {@code contentLength} bytes (-1 when not declared), or null
-     * when the answer cannot be read.
-     */
-    static UsageReader create(Endpoint endpoint, String contentType, String contentEncoding, long contentLength) {
         if (endpoint == null) {
             return null;
         }
@@ -87,10 +76,10 @@ final class UsageReader {
         }
         String ct = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
         if (ct.startsWith("text/event-stream")) {
-            return new UsageReader(endpoint, true, contentLength);
+            return new UsageReader(endpoint, true);
         }
         if (ct.startsWith("application/json") || ct.isEmpty()) {
-            return new UsageReader(endpoint, false, contentLength);
+            return new UsageReader(endpoint, false);
         }
         return null;
     }
@@ -119,9 +108,6 @@ final class UsageReader {
         int end = from + n;
         if (total < HEAD_BYTES) {
             int h = (int) Math.min(n, HEAD_BYTES - total);
-            if (total + h > head.length) { // an answer longer than declared, or of no declared length
-                head = Arrays.copyOf(head, (int) Math.min(HEAD_BYTES, Math.max(total + h, 2L * head.length)));
-            }
             copy(src, from, head, (int) total, h);
             total += h;
             from += h;
@@ -161,7 +147,7 @@ final class UsageReader {
         long tailBytes = total - headLen;
         int tailLen = (int) Math.min(tailBytes, TAIL_BYTES);
         boolean gap = tailBytes > TAIL_BYTES; // bytes between the head and the tail were not kept
-        byte[] kept = head; // the head (possibly longer than headLen), then the tail in order from headLen
+        byte[] kept = head; // the head, then the tail in order from headLen
         if (tailLen > 0) {
             kept = Arrays.copyOf(head, headLen + tailLen);
             if (tailBytes < TAIL_BYTES) {
