@@ -59,7 +59,7 @@ import java.util.regex.Pattern;
  * <pre>
  * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
  *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
- *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128]
+ *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false]
  * </pre>
  *
  * <p>{@code --servers A,B} names the two servers compared (B − A): {@code proxy,gateway} by default;
@@ -68,6 +68,7 @@ import java.util.regex.Pattern;
  * {@code learn_answer} on. The proxy runs with {@code learn_answer} off unless {@code --proxy-learn-answer}: the
  * gateway does not learn answers, and the two should decide alike for the same arrivals. {@code --rag-requests}
  * and {@code --users} lengthen the replays (more requests per run: less noise per run), the seed set unchanged.
+ * {@code --prefill-aware} sets the policy's {@code prefill_aware} on both servers.
  */
 final class GatewayEndToEnd {
 
@@ -109,6 +110,7 @@ final class GatewayEndToEnd {
         List<String> balancers = List.of("cart", "round_robin");
         List<String> serverKinds = List.of("proxy", "gateway");
         boolean proxyLearnAnswer = false;
+        String prefillAware = null; // the policy's default unless --prefill-aware
         int ragRequests = Workloads.RagSpec.defaults().requests();
         int users = Workloads.ChatSpec.defaults().users();
         String proxyJar = "examples/proxy/target/cart-proxy.jar";
@@ -124,6 +126,7 @@ final class GatewayEndToEnd {
                 case "--balancers" -> balancers = List.of(args[++i].split(","));
                 case "--servers" -> serverKinds = List.of(args[++i].split(","));
                 case "--proxy-learn-answer" -> proxyLearnAnswer = true;
+                case "--prefill-aware" -> prefillAware = String.valueOf(Boolean.parseBoolean(args[++i]));
                 case "--rag-requests" -> ragRequests = Integer.parseInt(args[++i]);
                 case "--users" -> users = Integer.parseInt(args[++i]);
                 case "--proxy-jar" -> proxyJar = args[++i];
@@ -162,7 +165,17 @@ final class GatewayEndToEnd {
                         String kind = serverKinds.get(s);
                         String jar = kind.equals("gateway") ? gatewayJar : proxyJar;
                         Run r = measure(
-                                run, w, labels.get(s), kind, jar, balancer, stream, warmup, speedup, proxyLearnAnswer);
+                                run,
+                                w,
+                                labels.get(s),
+                                kind,
+                                jar,
+                                balancer,
+                                stream,
+                                warmup,
+                                speedup,
+                                proxyLearnAnswer,
+                                prefillAware);
                         all.add(r);
                         System.out.printf(
                                 Locale.ROOT,
@@ -185,7 +198,7 @@ final class GatewayEndToEnd {
         System.out.printf(
                 Locale.ROOT,
                 "%nseed %d, %d runs, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, %s, "
-                        + "warm-up %d requests, proxy learn_answer %s, %d cores, Java %s%n%n",
+                        + "warm-up %d requests, proxy learn_answer %s, prefill_aware %s, %d cores, Java %s%n%n",
                 seed,
                 runs,
                 REPLICAS,
@@ -195,6 +208,7 @@ final class GatewayEndToEnd {
                 stream ? "streamed" : "not streamed",
                 warmup,
                 proxyLearnAnswer,
+                prefillAware == null ? "default" : prefillAware,
                 Runtime.getRuntime().availableProcessors(),
                 Runtime.version());
         for (Workload w : workloads.values()) {
@@ -314,7 +328,8 @@ final class GatewayEndToEnd {
             boolean stream,
             int warmup,
             double speedup,
-            boolean proxyLearnAnswer)
+            boolean proxyLearnAnswer,
+            String prefillAware)
             throws Exception {
         List<SimulatedReplicaServer> sims = new ArrayList<>();
         Process process = null;
@@ -338,7 +353,13 @@ final class GatewayEndToEnd {
             if (proxy) {
                 config = Files.createTempFile("cart-e2e-", ".yaml");
                 Files.writeString(
-                        config, proxyConfig(port, balancer, sims, proxyLearnAnswer || kind.endsWith("+learn_answer")));
+                        config,
+                        proxyConfig(
+                                port,
+                                balancer,
+                                sims,
+                                proxyLearnAnswer || kind.endsWith("+learn_answer"),
+                                prefillAware));
                 cmd.addAll(List.of("-c", config.toString()));
             } else {
                 cmd.addAll(List.of(
@@ -349,6 +370,9 @@ final class GatewayEndToEnd {
                         "--cart.feedback=true",
                         "--logging.level.root=WARN",
                         "--spring.main.banner-mode=off"));
+                if (prefillAware != null && balancer.equals("cart")) {
+                    cmd.add("--cart.prefill-aware=" + prefillAware);
+                }
                 for (int i = 0; i < sims.size(); i++) {
                     for (String service : List.of("llm", "llm-rr")) {
                         cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i + "].uri="
@@ -420,7 +444,7 @@ final class GatewayEndToEnd {
      * {@code learn_answer} off unless asked for, since the gateway does not learn answers.
      */
     private static String proxyConfig(
-            int port, String balancer, List<SimulatedReplicaServer> sims, boolean learnAnswer) {
+            int port, String balancer, List<SimulatedReplicaServer> sims, boolean learnAnswer, String prefillAware) {
         StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: ")
                 .append(port)
                 .append("\n  max_threads: ")
@@ -430,6 +454,10 @@ final class GatewayEndToEnd {
                 .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n  learn_answer: ")
                 .append(learnAnswer)
                 .append('\n')
+                .append(
+                        prefillAware != null && balancer.equals("cart")
+                                ? "  prefill_aware: " + prefillAware + "\n"
+                                : "")
                 .append("proxy:\n  max_retries: 0\n  decision_log: false\nworkers:\n");
         for (SimulatedReplicaServer r : sims) {
             yaml.append("  - url: ").append(r.baseUri()).append('\n');
