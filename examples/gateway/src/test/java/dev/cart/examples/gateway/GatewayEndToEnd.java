@@ -45,7 +45,7 @@ import java.util.regex.Pattern;
  * {@code cache_aware}; the gateway's default round robin ({@code lb://llm-rr}) against the proxy's
  * {@code round_robin}.
  *
- * <p>Fairness: the two servers alternate (odd runs proxy first, even runs gateway first) so that a change in the
+ * <p>Fairness: the two servers alternate (odd runs A first, even runs B first) so that a change in the
  * machine's load touches both; each runs in its own JVM, not in the one running the replicas and the driver; each is
  * warmed before its measured replay by {@code --warmup} requests whose prompts share nothing with the workload's
  * (the JIT, the gateway's lazily built load-balancer context and both servers' connection pools are then warm; the
@@ -549,10 +549,13 @@ final class GatewayEndToEnd {
     private static final Pattern SAMPLE = Pattern.compile("^([a-z_]+)(\\{[^}]*})? ([-+0-9.eE]+|NaN)$");
     private static final Pattern REASON = Pattern.compile("reason=\"([^\"]+)\"");
     private static final Pattern VERDICT = Pattern.compile("verdict=\"([^\"]+)\"");
+    private static final Pattern OUTCOME = Pattern.compile("outcome=\"([^\"]+)\"");
 
     /**
      * {@code cart_decisions_total} by reason, and {@code cart_cache_feedback_total} by verdict (as
-     * {@code feedback_ok}, {@code feedback_stale}: usage reports the router compared with its prediction).
+     * {@code feedback_ok}, {@code feedback_stale}: usage reports the router compared with its prediction), and
+     * {@code cart_upstream_requests_total} by outcome other than success (as {@code outcome_failure},
+     * {@code outcome_cancelled}: what the circuit breakers were told).
      */
     private static Map<String, Long> decisions(String text) {
         Map<String, Long> by = new TreeMap<>();
@@ -567,6 +570,11 @@ final class GatewayEndToEnd {
                 Matcher v = VERDICT.matcher(m.group(2));
                 if (v.find()) {
                     by.merge("feedback_" + v.group(1), (long) Double.parseDouble(m.group(3)), Long::sum);
+                }
+            } else if (m.matches() && m.group(1).equals("cart_upstream_requests_total") && m.group(2) != null) {
+                Matcher o = OUTCOME.matcher(m.group(2));
+                if (o.find() && !o.group(1).equals("success")) {
+                    by.merge("outcome_" + o.group(1), (long) Double.parseDouble(m.group(3)), Long::sum);
                 }
             }
         }
