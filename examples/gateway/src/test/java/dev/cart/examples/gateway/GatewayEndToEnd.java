@@ -59,7 +59,7 @@ import java.util.regex.Pattern;
  * <pre>
  * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
  *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
- *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false]
+ *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false] [--debug-log]
  * </pre>
  *
  * <p>{@code --servers A,B} names the two servers compared (B − A): {@code proxy,gateway} by default;
@@ -68,7 +68,9 @@ import java.util.regex.Pattern;
  * {@code learn_answer} on. The proxy runs with {@code learn_answer} off unless {@code --proxy-learn-answer}: the
  * gateway does not learn answers, and the two should decide alike for the same arrivals. {@code --rag-requests}
  * and {@code --users} lengthen the replays (more requests per run: less noise per run), the seed set unchanged.
- * {@code --prefill-aware} sets the policy's {@code prefill_aware} on both servers.
+ * {@code --prefill-aware} sets the policy's {@code prefill_aware} on both servers. {@code --debug-log} turns on the
+ * gateway's {@code dev.cart.gateway.decisions} DEBUG log (each decision and usage verdict: reason, replica, lengths,
+ * two block hashes of the key) and keeps the gateway's output file, whose path is printed.
  */
 final class GatewayEndToEnd {
 
@@ -76,6 +78,9 @@ final class GatewayEndToEnd {
     private static final int REPLICAS = 4;
     private static final long CACHE_TOKENS = 150_000;
     private static final int CLIENTS = 16 * REPLICAS;
+    /** {@code --debug-log}: the gateway logs each decision and usage verdict, and its log is kept. */
+    private static boolean debugLog;
+
     /** What {@code --servers} compares: the gateway, the proxy, the proxy with {@code learn_answer} on. */
     private static final List<String> SERVER_KINDS = List.of("gateway", "proxy", "proxy+learn_answer");
 
@@ -126,6 +131,7 @@ final class GatewayEndToEnd {
                 case "--balancers" -> balancers = List.of(args[++i].split(","));
                 case "--servers" -> serverKinds = List.of(args[++i].split(","));
                 case "--proxy-learn-answer" -> proxyLearnAnswer = true;
+                case "--debug-log" -> debugLog = true;
                 case "--prefill-aware" -> prefillAware = String.valueOf(Boolean.parseBoolean(args[++i]));
                 case "--rag-requests" -> ragRequests = Integer.parseInt(args[++i]);
                 case "--users" -> users = Integer.parseInt(args[++i]);
@@ -370,6 +376,9 @@ final class GatewayEndToEnd {
                         "--cart.feedback=true",
                         "--logging.level.root=WARN",
                         "--spring.main.banner-mode=off"));
+                if (debugLog) {
+                    cmd.add("--logging.level.dev.cart.gateway.decisions=DEBUG");
+                }
                 if (prefillAware != null && balancer.equals("cart")) {
                     cmd.add("--cart.prefill-aware=" + prefillAware);
                 }
@@ -431,7 +440,7 @@ final class GatewayEndToEnd {
             if (config != null) {
                 Files.deleteIfExists(config);
             }
-            if (log != null && ok) {
+            if (log != null && ok && !debugLog) {
                 Files.deleteIfExists(log);
             } else if (log != null) {
                 System.err.println("the " + server + "'s output is in " + log);
