@@ -60,6 +60,7 @@ import java.util.regex.Pattern;
  * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
  *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
  *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false] [--debug-log]
+ *     [--feedback false]
  * </pre>
  *
  * <p>{@code --servers A,B} names the two servers compared (B − A): {@code proxy,gateway} by default;
@@ -70,7 +71,8 @@ import java.util.regex.Pattern;
  * and {@code --users} lengthen the replays (more requests per run: less noise per run), the seed set unchanged.
  * {@code --prefill-aware} sets the policy's {@code prefill_aware} on both servers. {@code --debug-log} turns on the
  * gateway's {@code dev.cart.gateway.decisions} DEBUG log (each decision and usage verdict: reason, replica, lengths,
- * two block hashes of the key) and keeps the gateway's output file, whose path is printed.
+ * two block hashes of the key) and keeps the gateway's output file, whose path is printed. {@code --feedback false}
+ * turns usage feedback off on both servers (the router then never forgets a route on a usage report).
  */
 final class GatewayEndToEnd {
 
@@ -80,6 +82,9 @@ final class GatewayEndToEnd {
     private static final int CLIENTS = 16 * REPLICAS;
     /** {@code --debug-log}: the gateway logs each decision and usage verdict, and its log is kept. */
     private static boolean debugLog;
+
+    /** {@code --feedback false}: both servers ignore usage reports ({@code feedback} off); on by default. */
+    private static boolean feedback = true;
 
     /** What {@code --servers} compares: the gateway, the proxy, the proxy with {@code learn_answer} on. */
     private static final List<String> SERVER_KINDS = List.of("gateway", "proxy", "proxy+learn_answer");
@@ -132,6 +137,7 @@ final class GatewayEndToEnd {
                 case "--servers" -> serverKinds = List.of(args[++i].split(","));
                 case "--proxy-learn-answer" -> proxyLearnAnswer = true;
                 case "--debug-log" -> debugLog = true;
+                case "--feedback" -> feedback = Boolean.parseBoolean(args[++i]);
                 case "--prefill-aware" -> prefillAware = String.valueOf(Boolean.parseBoolean(args[++i]));
                 case "--rag-requests" -> ragRequests = Integer.parseInt(args[++i]);
                 case "--users" -> users = Integer.parseInt(args[++i]);
@@ -373,7 +379,7 @@ final class GatewayEndToEnd {
                         "--server.address=127.0.0.1",
                         "--cart.eviction-interval-secs=0",
                         "--cart.learn=on_route",
-                        "--cart.feedback=true",
+                        "--cart.feedback=" + feedback,
                         "--logging.level.root=WARN",
                         "--spring.main.banner-mode=off"));
                 if (debugLog) {
@@ -460,7 +466,9 @@ final class GatewayEndToEnd {
                 .append(4 * CLIENTS)
                 .append("\ncache:\n  policy: ")
                 .append(balancer.equals("cart") ? "cache_aware" : "round_robin")
-                .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n  learn_answer: ")
+                .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: ")
+                .append(feedback)
+                .append("\n  learn_answer: ")
                 .append(learnAnswer)
                 .append('\n')
                 .append(
