@@ -41,7 +41,7 @@ final class CartExchange {
     private volatile Endpoint endpoint;
     private volatile ExtractedRequest request;
     private volatile boolean extracted;
-    private final List<Replica> failedReplicas = new ArrayList<>(2);
+    private List<Replica> failedReplicas; // created by the first failed attempt
     private int attempts;
     private Replica previousReplica;
     private volatile Lease lease;
@@ -86,15 +86,19 @@ final class CartExchange {
         if (previous != null) {
             if (previous.outcome() != Outcome.SUCCESS) {
                 previous.failed(); // does nothing if it already closed
+                if (failedReplicas == null) {
+                    failedReplicas = new ArrayList<>(2);
+                }
                 failedReplicas.add(previousReplica);
             }
             previous.close();
             lease = null;
         }
-        RouteRequest r = request == null
-                ? RouteRequest.empty()
-                : RouteRequest.of(request.key()).withTokenization(request.tokenization());
-        if (!failedReplicas.isEmpty()) {
+        RouteRequest r = request == null ? RouteRequest.empty() : RouteRequest.of(request.key());
+        if (request != null && request.tokenization() != null) {
+            r = r.withTokenization(request.tokenization());
+        }
+        if (failedReplicas != null) {
             r = r.excluding(failedReplicas);
         }
         return attempts == 0 ? r : r.attempt(attempts);

@@ -4,6 +4,7 @@ import dev.cart.core.CacheFeedback;
 import dev.cart.core.EvictionReport;
 import dev.cart.core.LeaseCompletion;
 import dev.cart.core.Outcome;
+import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RoutingListener;
@@ -15,6 +16,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * CART's metrics in the gateway's Micrometer registry (so in {@code /actuator/prometheus}), fed by the router's
@@ -31,6 +34,12 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * once get the same meter from the registry.
  */
 final class CartMetrics implements RoutingListener {
+
+    /**
+     * At DEBUG, one line per decision and per usage verdict: reason, replica, lengths in key units, and the key's
+     * 21st and 41st block hashes (which tell requests about the same document apart), never prompt text.
+     */
+    private static final Logger DEBUG_LOG = LoggerFactory.getLogger("dev.cart.gateway.decisions");
 
     private static final String NONE = "none";
     private static final Reason[] REASONS = Reason.values();
@@ -79,6 +88,21 @@ final class CartMetrics implements RoutingListener {
     @Override
     public void onDecision(RouteDecision d) {
         replica(d.routed() ? d.replica().id() : NONE).decision(d.reason()).increment();
+        if (DEBUG_LOG.isDebugEnabled()) {
+            PromptKey k = d.key();
+            int n = k.blockCount();
+            DEBUG_LOG.debug(
+                    "decision t={} took={} thread={} reason={} replica={} matched={} length={} b20={} b40={}",
+                    System.nanoTime(),
+                    d.decisionNanos(),
+                    Thread.currentThread().getName(),
+                    d.reason(),
+                    d.routed() ? d.replica().id() : NONE,
+                    d.matchedLength(),
+                    k.length(),
+                    n > 20 ? Long.toHexString(k.blockHash(20)) : "-",
+                    n > 40 ? Long.toHexString(k.blockHash(40)) : "-");
+        }
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
     }
 
@@ -94,6 +118,23 @@ final class CartMetrics implements RoutingListener {
         m.delivered().increment(Math.max(0, f.deliveredTokens()));
         m.prompt().increment(Math.max(0, f.promptTokens()));
         m.verdict(f.stale()).increment();
+        if (DEBUG_LOG.isDebugEnabled()) {
+            PromptKey k = d.key();
+            int n = k.blockCount();
+            DEBUG_LOG.debug(
+                    "feedback t={} reason={} replica={} matched={} length={} predicted={} delivered={} prompt={} stale={} b20={} b40={}",
+                    System.nanoTime(),
+                    d.reason(),
+                    d.replica() == null ? NONE : d.replica().id(),
+                    d.matchedLength(),
+                    k.length(),
+                    f.predictedTokens(),
+                    f.deliveredTokens(),
+                    f.promptTokens(),
+                    f.stale(),
+                    n > 20 ? Long.toHexString(k.blockHash(20)) : "-",
+                    n > 40 ? Long.toHexString(k.blockHash(40)) : "-");
+        }
     }
 
     @Override

@@ -56,6 +56,8 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
 
     private static final JsonFactory JSON = JsonFactory.builder().build();
 
+    private static final Endpoint[] ENDPOINTS = Endpoint.values();
+
     /** Stands for a request without body buffers (never read or written). */
     private static final DataBuffer NO_BODY = DefaultDataBufferFactory.sharedInstance.allocateBuffer(0);
 
@@ -135,7 +137,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
 
     /** The endpoint a request path ends with (a route may add a prefix), or null. */
     static Endpoint endpoint(String path) {
-        for (Endpoint e : Endpoint.values()) {
+        for (Endpoint e : ENDPOINTS) {
             if (path.endsWith(e.path())) {
                 return e;
             }

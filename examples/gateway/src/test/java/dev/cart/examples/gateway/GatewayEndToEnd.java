@@ -45,7 +45,7 @@ import java.util.regex.Pattern;
  * {@code cache_aware}; the gateway's default round robin ({@code lb://llm-rr}) against the proxy's
  * {@code round_robin}.
  *
- * <p>Fairness: the two servers alternate (odd runs proxy first, even runs gateway first) so that a change in the
+ * <p>Fairness: the two servers alternate (odd runs A first, even runs B first) so that a change in the
  * machine's load touches both; each runs in its own JVM, not in the one running the replicas and the driver; each is
  * warmed before its measured replay by {@code --warmup} requests whose prompts share nothing with the workload's
  * (the JIT, the gateway's lazily built load-balancer context and both servers' connection pools are then warm; the
@@ -59,7 +59,20 @@ import java.util.regex.Pattern;
  * <pre>
  * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
  *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
+ *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false] [--debug-log]
+ *     [--feedback false]
  * </pre>
+ *
+ * <p>{@code --servers A,B} names the two servers compared (B − A): {@code proxy,gateway} by default;
+ * {@code proxy,proxy} is the A/A run, two identical proxies in the same harness, whose same-run differences are
+ * the noise floor the gateway's are judged against; {@code proxy+learn_answer} is the proxy with
+ * {@code learn_answer} on. The proxy runs with {@code learn_answer} off unless {@code --proxy-learn-answer}: the
+ * gateway does not learn answers, and the two should decide alike for the same arrivals. {@code --rag-requests}
+ * and {@code --users} lengthen the replays (more requests per run: less noise per run), the seed set unchanged.
+ * {@code --prefill-aware} sets the policy's {@code prefill_aware} on both servers. {@code --debug-log} turns on the
+ * gateway's {@code dev.cart.gateway.decisions} DEBUG log (each decision and usage verdict: reason, replica, lengths,
+ * two block hashes of the key) and keeps the gateway's output file, whose path is printed. {@code --feedback false}
+ * turns usage feedback off on both servers (the router then never forgets a route on a usage report).
  */
 final class GatewayEndToEnd {
 
@@ -67,6 +80,14 @@ final class GatewayEndToEnd {
     private static final int REPLICAS = 4;
     private static final long CACHE_TOKENS = 150_000;
     private static final int CLIENTS = 16 * REPLICAS;
+    /** {@code --debug-log}: the gateway logs each decision and usage verdict, and its log is kept. */
+    private static boolean debugLog;
+
+    /** {@code --feedback false}: both servers ignore usage reports ({@code feedback} off); on by default. */
+    private static boolean feedback = true;
+
+    /** What {@code --servers} compares: the gateway, the proxy, the proxy with {@code learn_answer} on. */
+    private static final List<String> SERVER_KINDS = List.of("gateway", "proxy", "proxy+learn_answer");
 
     /** One measured replay. */
     record Run(
@@ -97,6 +118,11 @@ final class GatewayEndToEnd {
         double speedup = 100;
         List<String> workloadNames = List.of("rag-zipf", "multi-turn");
         List<String> balancers = List.of("cart", "round_robin");
+        List<String> serverKinds = List.of("proxy", "gateway");
+        boolean proxyLearnAnswer = false;
+        String prefillAware = null; // the policy's default unless --prefill-aware
+        int ragRequests = Workloads.RagSpec.defaults().requests();
+        int users = Workloads.ChatSpec.defaults().users();
         String proxyJar = "examples/proxy/target/cart-proxy.jar";
         String gatewayJar = "examples/gateway/target/cart-gateway-example.jar";
         for (int i = 0; i < args.length; i++) {
@@ -108,11 +134,25 @@ final class GatewayEndToEnd {
                 case "--speedup" -> speedup = Double.parseDouble(args[++i]);
                 case "--workloads" -> workloadNames = List.of(args[++i].split(","));
                 case "--balancers" -> balancers = List.of(args[++i].split(","));
+                case "--servers" -> serverKinds = List.of(args[++i].split(","));
+                case "--proxy-learn-answer" -> proxyLearnAnswer = true;
+                case "--debug-log" -> debugLog = true;
+                case "--feedback" -> feedback = Boolean.parseBoolean(args[++i]);
+                case "--prefill-aware" -> prefillAware = String.valueOf(Boolean.parseBoolean(args[++i]));
+                case "--rag-requests" -> ragRequests = Integer.parseInt(args[++i]);
+                case "--users" -> users = Integer.parseInt(args[++i]);
                 case "--proxy-jar" -> proxyJar = args[++i];
                 case "--gateway-jar" -> gatewayJar = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
+        if (serverKinds.size() != 2 || !serverKinds.stream().allMatch(SERVER_KINDS::contains)) {
+            throw new IllegalArgumentException("--servers takes two of " + SERVER_KINDS + " (A,B), was " + serverKinds);
+        }
+        // the two servers' labels: their kind, the second one marked when both are the same (an A/A run)
+        List<String> labels = serverKinds.get(0).equals(serverKinds.get(1))
+                ? List.of(serverKinds.get(0), serverKinds.get(1) + "'")
+                : serverKinds;
         for (String jar : List.of(proxyJar, gatewayJar)) {
             if (!Files.isRegularFile(Path.of(jar))) {
                 throw new IllegalArgumentException(jar + " not found: build it with mvn -B -ntp -DskipTests package");
@@ -123,19 +163,31 @@ final class GatewayEndToEnd {
             workloads.put(
                     name,
                     switch (name) {
-                        case "rag-zipf" -> Workloads.rag(seed, REPLICAS * CACHE_TOKENS);
-                        case "multi-turn" -> Workloads.multiTurn(seed);
+                        case "rag-zipf" -> Workloads.rag(seed, REPLICAS * CACHE_TOKENS, ragSpec(ragRequests));
+                        case "multi-turn" -> Workloads.multiTurn(seed, chatSpec(users));
                         default -> throw new IllegalArgumentException("unknown workload " + name);
                     });
         }
         List<Run> all = new ArrayList<>();
         for (int run = 1; run <= runs; run++) {
-            List<String> servers = run % 2 == 1 ? List.of("proxy", "gateway") : List.of("gateway", "proxy");
+            List<Integer> order = run % 2 == 1 ? List.of(0, 1) : List.of(1, 0); // odd runs A first
             for (Workload w : workloads.values()) {
                 for (String balancer : balancers) {
-                    for (String server : servers) {
-                        String jar = server.equals("proxy") ? proxyJar : gatewayJar;
-                        Run r = measure(run, w, server, jar, balancer, stream, warmup, speedup);
+                    for (int s : order) {
+                        String kind = serverKinds.get(s);
+                        String jar = kind.equals("gateway") ? gatewayJar : proxyJar;
+                        Run r = measure(
+                                run,
+                                w,
+                                labels.get(s),
+                                kind,
+                                jar,
+                                balancer,
+                                stream,
+                                warmup,
+                                speedup,
+                                proxyLearnAnswer,
+                                prefillAware);
                         all.add(r);
                         System.out.printf(
                                 Locale.ROOT,
@@ -158,7 +210,7 @@ final class GatewayEndToEnd {
         System.out.printf(
                 Locale.ROOT,
                 "%nseed %d, %d runs, %d replicas of %,d cache tokens, %d clients (closed loop), speedup %.0f, %s, "
-                        + "warm-up %d requests, %d cores, Java %s%n%n",
+                        + "warm-up %d requests, proxy learn_answer %s, prefill_aware %s, %d cores, Java %s%n%n",
                 seed,
                 runs,
                 REPLICAS,
@@ -167,28 +219,62 @@ final class GatewayEndToEnd {
                 speedup,
                 stream ? "streamed" : "not streamed",
                 warmup,
+                proxyLearnAnswer,
+                prefillAware == null ? "default" : prefillAware,
                 Runtime.getRuntime().availableProcessors(),
                 Runtime.version());
-        System.out.print(summary(all, workloads.keySet(), balancers));
+        for (Workload w : workloads.values()) {
+            System.out.println(w.name() + ": " + w.description());
+        }
+        System.out.println();
+        System.out.print(summary(all, workloads.keySet(), balancers, labels.get(0), labels.get(1)));
         System.exit(0);
     }
 
-    /** Per workload and balancer: each server's range, and gateway − proxy per run and against the proxy's mean. */
-    static String summary(List<Run> all, Iterable<String> workloads, List<String> balancers) {
-        StringBuilder b = new StringBuilder(
-                "| workload | balancer | gateway (range; each run) | proxy (range; each run) | gateway − proxy, same run (points) "
-                        + "| gateway − proxy mean (points) | failed | left in flight |\n|---|---|---|---|---|---|---:|---:|\n");
+    /** The RAG workload's default shape with {@code requests} requests. */
+    static Workloads.RagSpec ragSpec(int requests) {
+        Workloads.RagSpec d = Workloads.RagSpec.defaults();
+        return new Workloads.RagSpec(
+                requests,
+                d.minDocTokens(),
+                d.maxDocTokens(),
+                d.zipfS(),
+                d.demandShare(),
+                d.systemTokens(),
+                d.minQuestion(),
+                d.maxQuestion(),
+                d.outputTokens());
+    }
+
+    /** The multi-turn workload's default shape with {@code users} users. */
+    static Workloads.ChatSpec chatSpec(int users) {
+        Workloads.ChatSpec d = Workloads.ChatSpec.defaults();
+        return new Workloads.ChatSpec(
+                users, d.rounds(), d.systemTokens(), d.minUser(), d.maxUser(), d.minReply(), d.maxReply());
+    }
+
+    /**
+     * Per workload and balancer: each server's range, and B − A per run and against A's mean ({@code a} the first
+     * server's label, {@code b} the second's: by default the proxy and the gateway).
+     */
+    static String summary(List<Run> all, Iterable<String> workloads, List<String> balancers, String a, String bLabel) {
+        StringBuilder b = new StringBuilder(String.format(
+                Locale.ROOT,
+                "| workload | balancer | %2$s (range; each run) | %1$s (range; each run) | %2$s − %1$s, same run (points) "
+                        + "| %2$s − %1$s mean (points) | failed | left in flight |%n|---|---|---|---|---|---|---:|---:|%n",
+                a,
+                bLabel));
         for (String w : workloads) {
             for (String balancer : balancers) {
                 List<Run> gw = all.stream()
                         .filter(r -> r.workload().equals(w)
                                 && r.balancer().equals(balancer)
-                                && r.server().equals("gateway"))
+                                && r.server().equals(bLabel))
                         .toList();
                 List<Run> px = all.stream()
                         .filter(r -> r.workload().equals(w)
                                 && r.balancer().equals(balancer)
-                                && r.server().equals("proxy"))
+                                && r.server().equals(a))
                         .toList();
                 if (gw.isEmpty() || px.size() != gw.size()) {
                     continue;
@@ -240,9 +326,22 @@ final class GatewayEndToEnd {
         return b.append(')').toString();
     }
 
-    /** Fresh replicas and a fresh server process; the warm-up, then the workload through one balancer. */
+    /**
+     * Fresh replicas and a fresh server process ({@code kind} proxy or gateway, reported as {@code server}); the
+     * warm-up, then the workload through one balancer.
+     */
     static Run measure(
-            int run, Workload w, String server, String jar, String balancer, boolean stream, int warmup, double speedup)
+            int run,
+            Workload w,
+            String server,
+            String kind,
+            String jar,
+            String balancer,
+            boolean stream,
+            int warmup,
+            double speedup,
+            boolean proxyLearnAnswer,
+            String prefillAware)
             throws Exception {
         List<SimulatedReplicaServer> sims = new ArrayList<>();
         Process process = null;
@@ -262,10 +361,17 @@ final class GatewayEndToEnd {
             String java =
                     Path.of(System.getProperty("java.home"), "bin", "java").toString();
             List<String> cmd = new ArrayList<>(List.of(java, "-Xmx1g", "-jar", jar));
-            boolean proxy = server.equals("proxy");
+            boolean proxy = !kind.equals("gateway");
             if (proxy) {
                 config = Files.createTempFile("cart-e2e-", ".yaml");
-                Files.writeString(config, proxyConfig(port, balancer, sims));
+                Files.writeString(
+                        config,
+                        proxyConfig(
+                                port,
+                                balancer,
+                                sims,
+                                proxyLearnAnswer || kind.endsWith("+learn_answer"),
+                                prefillAware));
                 cmd.addAll(List.of("-c", config.toString()));
             } else {
                 cmd.addAll(List.of(
@@ -273,9 +379,15 @@ final class GatewayEndToEnd {
                         "--server.address=127.0.0.1",
                         "--cart.eviction-interval-secs=0",
                         "--cart.learn=on_route",
-                        "--cart.feedback=true",
+                        "--cart.feedback=" + feedback,
                         "--logging.level.root=WARN",
                         "--spring.main.banner-mode=off"));
+                if (debugLog) {
+                    cmd.add("--logging.level.dev.cart.gateway.decisions=DEBUG");
+                }
+                if (prefillAware != null && balancer.equals("cart")) {
+                    cmd.add("--cart.prefill-aware=" + prefillAware);
+                }
                 for (int i = 0; i < sims.size(); i++) {
                     for (String service : List.of("llm", "llm-rr")) {
                         cmd.add("--spring.cloud.discovery.client.simple.instances." + service + "[" + i + "].uri="
@@ -334,7 +446,7 @@ final class GatewayEndToEnd {
             if (config != null) {
                 Files.deleteIfExists(config);
             }
-            if (log != null && ok) {
+            if (log != null && ok && !debugLog) {
                 Files.deleteIfExists(log);
             } else if (log != null) {
                 System.err.println("the " + server + "'s output is in " + log);
@@ -342,15 +454,27 @@ final class GatewayEndToEnd {
         }
     }
 
-    /** The proxy's settings of {@code docs/end-to-end.md}: learn on route, feedback on, eviction off, no retries. */
-    private static String proxyConfig(int port, String balancer, List<SimulatedReplicaServer> sims) {
+    /**
+     * The proxy's settings of {@code docs/end-to-end.md}: learn on route, feedback on, eviction off, no retries;
+     * {@code learn_answer} off unless asked for, since the gateway does not learn answers.
+     */
+    private static String proxyConfig(
+            int port, String balancer, List<SimulatedReplicaServer> sims, boolean learnAnswer, String prefillAware) {
         StringBuilder yaml = new StringBuilder("server:\n  host: 127.0.0.1\n  port: ")
                 .append(port)
                 .append("\n  max_threads: ")
                 .append(4 * CLIENTS)
                 .append("\ncache:\n  policy: ")
                 .append(balancer.equals("cart") ? "cache_aware" : "round_robin")
-                .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: true\n")
+                .append("\n  eviction_interval_secs: 0\n  learn: on_route\n  feedback: ")
+                .append(feedback)
+                .append("\n  learn_answer: ")
+                .append(learnAnswer)
+                .append('\n')
+                .append(
+                        prefillAware != null && balancer.equals("cart")
+                                ? "  prefill_aware: " + prefillAware + "\n"
+                                : "")
                 .append("proxy:\n  max_retries: 0\n  decision_log: false\nworkers:\n");
         for (SimulatedReplicaServer r : sims) {
             yaml.append("  - url: ").append(r.baseUri()).append('\n');
@@ -441,8 +565,15 @@ final class GatewayEndToEnd {
 
     private static final Pattern SAMPLE = Pattern.compile("^([a-z_]+)(\\{[^}]*})? ([-+0-9.eE]+|NaN)$");
     private static final Pattern REASON = Pattern.compile("reason=\"([^\"]+)\"");
+    private static final Pattern VERDICT = Pattern.compile("verdict=\"([^\"]+)\"");
+    private static final Pattern OUTCOME = Pattern.compile("outcome=\"([^\"]+)\"");
 
-    /** {@code cart_decisions_total} by reason. */
+    /**
+     * {@code cart_decisions_total} by reason, and {@code cart_cache_feedback_total} by verdict (as
+     * {@code feedback_ok}, {@code feedback_stale}: usage reports the router compared with its prediction), and
+     * {@code cart_upstream_requests_total} by outcome other than success (as {@code outcome_failure},
+     * {@code outcome_cancelled}: what the circuit breakers were told).
+     */
     private static Map<String, Long> decisions(String text) {
         Map<String, Long> by = new TreeMap<>();
         for (String line : text.split("\n")) {
@@ -451,6 +582,16 @@ final class GatewayEndToEnd {
                 Matcher r = REASON.matcher(m.group(2));
                 if (r.find()) {
                     by.merge(r.group(1), (long) Double.parseDouble(m.group(3)), Long::sum);
+                }
+            } else if (m.matches() && m.group(1).equals("cart_cache_feedback_total") && m.group(2) != null) {
+                Matcher v = VERDICT.matcher(m.group(2));
+                if (v.find()) {
+                    by.merge("feedback_" + v.group(1), (long) Double.parseDouble(m.group(3)), Long::sum);
+                }
+            } else if (m.matches() && m.group(1).equals("cart_upstream_requests_total") && m.group(2) != null) {
+                Matcher o = OUTCOME.matcher(m.group(2));
+                if (o.find() && !o.group(1).equals("success")) {
+                    by.merge("outcome_" + o.group(1), (long) Double.parseDouble(m.group(3)), Long::sum);
                 }
             }
         }
