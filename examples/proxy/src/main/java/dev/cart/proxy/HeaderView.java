@@ -7,7 +7,8 @@ import java.util.function.BiConsumer;
 
 /**
  * A message's headers as the core reads them, over the type the front's HTTP library keeps them in, with
- * no copy: the JDK's {@link Headers} ({@link #of}) or Netty's headers ({@code NettyFront}). Names are
+ * no copy: the JDK server's {@link Headers} or the JDK client's answer headers ({@link #of}), or Netty's
+ * headers ({@code NettyFront}). Names are
  * matched in any case. The core reads a client request's headers and a replica answer's headers through
  * this view and hands the end-to-end ones to the front's own sink ({@link HopByHop}), so a header crosses
  * from one side to the other once, not through a map of another library's type on the way.
@@ -33,6 +34,30 @@ interface HeaderView {
         Headers out = new Headers();
         forEach(out::add);
         return out;
+    }
+
+    /** The view of the JDK client's answer headers (its pseudo-headers are never asked for, nor passed on). */
+    static HeaderView of(java.net.http.HttpHeaders h) {
+        return new HeaderView() {
+            @Override
+            public String first(String name) {
+                return h.firstValue(name).orElse(null);
+            }
+
+            @Override
+            public List<String> all(String name) {
+                return h.allValues(name);
+            }
+
+            @Override
+            public void forEach(BiConsumer<String, String> each) {
+                for (Map.Entry<String, List<String>> e : h.map().entrySet()) {
+                    for (String v : e.getValue()) {
+                        each.accept(e.getKey(), v);
+                    }
+                }
+            }
+        };
     }
 
     /** The view of the JDK's {@link Headers}. */

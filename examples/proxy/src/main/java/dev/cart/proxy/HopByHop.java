@@ -1,12 +1,9 @@
 package dev.cart.proxy;
 
-import com.sun.net.httpserver.Headers;
-import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Set;
 import java.util.function.BiConsumer;
 
@@ -60,20 +57,6 @@ final class HopByHop {
         return HOP_BY_HOP.contains(lowerName) || lowerName.startsWith("proxy-") || connectionTokens.contains(lowerName);
     }
 
-    /** The client's end-to-end headers, as they go upstream (each front's client adds Host and framing). */
-    static Headers requestHeaders(Headers from) {
-        Headers to = new Headers();
-        Set<String> named = connectionTokens(getIgnoreCase(from, "connection"));
-        for (Map.Entry<String, List<String>> e : from.entrySet()) {
-            String lower = e.getKey().toLowerCase(Locale.ROOT);
-            if (isHopByHop(lower, named) || REQUEST_OWN.contains(lower)) {
-                continue;
-            }
-            to.put(e.getKey(), List.copyOf(e.getValue()));
-        }
-        return to;
-    }
-
     /** Hands the client's end-to-end headers, as they go upstream, to {@code to} (the front's request). */
     static void forEachRequestHeader(HeaderView from, BiConsumer<String, String> to) {
         Set<String> named = connectionTokens(from.all("connection"));
@@ -111,52 +94,5 @@ final class HopByHop {
                 // a header the JDK client will not send (restricted or malformed): drop it
             }
         });
-    }
-
-    /** Copies already filtered headers ({@link #requestHeaders}) onto a JDK client request. */
-    static void copyTo(Headers filtered, HttpRequest.Builder to) {
-        for (Map.Entry<String, List<String>> e : filtered.entrySet()) {
-            for (String value : e.getValue()) {
-                try {
-                    to.header(e.getKey(), value);
-                } catch (IllegalArgumentException refused) {
-                    // a header the JDK client will not send (restricted or malformed): drop it
-                }
-            }
-        }
-    }
-
-    /** The JDK client's answer headers as a {@link Headers} multimap (pseudo-headers left out). */
-    static Headers of(HttpHeaders from) {
-        Headers to = new Headers();
-        for (Map.Entry<String, List<String>> e : from.map().entrySet()) {
-            if (!e.getKey().startsWith(":")) {
-                to.put(e.getKey(), List.copyOf(e.getValue()));
-            }
-        }
-        return to;
-    }
-
-    /** Copies the replica's end-to-end headers onto the client response. */
-    static void copyResponseHeaders(Headers from, Headers to) {
-        Set<String> named = connectionTokens(getIgnoreCase(from, "connection"));
-        for (Map.Entry<String, List<String>> e : from.entrySet()) {
-            String lower = e.getKey().toLowerCase(Locale.ROOT);
-            if (lower.startsWith(":") || isHopByHop(lower, named) || RESPONSE_OWN.contains(lower)) {
-                continue;
-            }
-            for (String value : e.getValue()) {
-                to.add(e.getKey(), value);
-            }
-        }
-    }
-
-    private static List<String> getIgnoreCase(Headers h, String name) {
-        for (Map.Entry<String, List<String>> e : h.entrySet()) {
-            if (e.getKey().equalsIgnoreCase(name)) {
-                return e.getValue();
-            }
-        }
-        return null;
     }
 }

@@ -303,7 +303,7 @@ final class JdkFront implements HttpHandler {
                 throw new Abort("interrupted while waiting for the replica");
             }
             lastAnswer.put(s.replica.id(), System.nanoTime());
-            step = x.answered(s, resp.statusCode(), HeaderView.of(HopByHop.of(resp.headers())));
+            step = x.answered(s, resp.statusCode(), HeaderView.of(resp.headers()));
             if (step instanceof Relay relay) {
                 relay(ex, relay, resp.body(), x);
                 return;

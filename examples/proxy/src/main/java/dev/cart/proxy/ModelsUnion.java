@@ -87,7 +87,7 @@ final class ModelsUnion {
         try {
             HttpRequest.Builder b =
                     HttpRequest.newBuilder(URI.create(m.id() + path)).timeout(timeout);
-            HopByHop.copyTo(HopByHop.requestHeaders(headers), b);
+            HopByHop.copyTo(HeaderView.of(headers), b);
             b.setHeader("Accept-Encoding", "identity");
             request = b.GET().build();
         } catch (IllegalArgumentException e) {
@@ -126,7 +126,7 @@ final class ModelsUnion {
         for (HttpResponse<byte[]> r : answers) {
             if (r != null && r.body() != null) {
                 Headers h = new Headers();
-                HopByHop.copyResponseHeaders(HopByHop.of(r.headers()), h);
+                HopByHop.forEachResponseHeader(HeaderView.of(r.headers()), null, h::add);
                 return new Answer(r.statusCode(), h, r.body(), false, answers.size(), 0);
             }
         }
