@@ -181,20 +181,15 @@ final class DecisionTimeFigures {
                             RouteDecision d = remote.choose(RouteRequest.of(k));
                             if (d.lease() != null) {
                                 fed.record(k, same(fed, d.replica())); // the same route, learned locally
-                                applyHere.applyRemote(new RouteEvent.Learned( // and applied, on this thread
+                                RouteEvent.Learned learned = new RouteEvent.Learned(
                                         "remote",
                                         System.currentTimeMillis(),
                                         d.replica().id(),
                                         k.unit(),
                                         k.blockSize(),
-                                        blocks(k)));
-                                held.add(new RouteEvent.Learned(
-                                        "remote",
-                                        System.currentTimeMillis(),
-                                        d.replica().id(),
-                                        k.unit(),
-                                        k.blockSize(),
-                                        blocks(k)));
+                                        blocks(k));
+                                applyHere.applyRemote(learned); // and applied, on this thread
+                                held.add(learned); // and, in tens, by the batching router
                                 if (held.size() == 10) { // as a tailer applies a batch read at once
                                     held.forEach(applyBatched::applyRemote);
                                     held.clear();
