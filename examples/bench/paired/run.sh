@@ -16,12 +16,12 @@ what=$1; before=$2; after=$3; rounds=${4:-41}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d)
 case $what in
-  headers)  hb=$here/before; ha=$here/after; n=20000; label="headers";;
-  observer) hb=$here/observer; ha=$here/observer; n=2000; label="observer, answer learning on (bench) or off (SDK)";;
+  headers)  hb=$here/before; ha=$here/after; shared=$here/HeaderFixtures.java; n=20000; label="headers";;
+  observer) hb=$here/observer; ha=$here/observer; shared=; n=2000; label="observer, answer learning on (bench) or off (SDK)";;
   *) echo "headers or observer" >&2; exit 2;;
 esac
-javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java"
-javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java"
+javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java" $shared
+javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java" $shared
 javac -d "$out/r" "$here/Paired.java"
 java -cp "$out/r" Paired "$before" "$out/b" "$after" "$out/a" "$rounds" "$n" "$label: "
 rm -rf "$out"
