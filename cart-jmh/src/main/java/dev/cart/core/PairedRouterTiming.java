@@ -48,8 +48,7 @@ public final class PairedRouterTiming {
                     .newInstance(feedback);
         }
         for (int w = 0; w < 10; w++) { // warm-up, not counted
-            ops[0].applyAsLong(PER_ROUND);
-            ops[1].applyAsLong(PER_ROUND);
+            long unused = ops[0].applyAsLong(PER_ROUND) + ops[1].applyAsLong(PER_ROUND);
         }
         double[][] t = new double[2][rounds];
         double[] ratio = new double[rounds];
