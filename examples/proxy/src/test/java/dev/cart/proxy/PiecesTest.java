@@ -25,6 +25,24 @@ class PiecesTest {
     @TempDir
     Path dir;
 
+    /**
+     * The JDK client's timeouts, built as its {@code MultiExchange} and {@code ResponseTimerEvent} build them: its
+     * connect timer firing as the connection completes (a loaded machine) surfaces as a plain "request timed out"
+     * caused by the timer's ConnectException, and is a connect failure (retried), not a 504.
+     */
+    @Test
+    void theJdkClientsConnectTimerIsAConnectFailureNotARequestTimeout() {
+        java.net.http.HttpTimeoutException raced = new java.net.http.HttpTimeoutException("request timed out");
+        raced.initCause(new java.net.ConnectException("HTTP connect timed out"));
+        assertEquals(Forwarder.Failure.CONNECT, JdkFront.timeoutFailure(raced));
+        assertEquals(
+                Forwarder.Failure.CONNECT,
+                JdkFront.timeoutFailure(new java.net.http.HttpConnectTimeoutException("HTTP connect timed out")));
+        assertEquals(
+                Forwarder.Failure.TIMEOUT,
+                JdkFront.timeoutFailure(new java.net.http.HttpTimeoutException("request timed out")));
+    }
+
     @Test
     void hopByHopRequestHeadersAreDropped() {
         Headers in = new Headers();
