@@ -136,6 +136,9 @@ class PiecesTest {
         assertEquals(1, line.lines().count());
         assertEquals("-", DecisionLog.safe(null, 10));
         assertEquals("abc", DecisionLog.safe("abcdef", 3));
+        assertEquals("ab?", DecisionLog.safe("ab cdef", 3));
+        assertEquals("a?b%2F", DecisionLog.safe("a=b%2F", 10));
+        assertEquals("llama-3.1:8b@q4+x_y", DecisionLog.safe("llama-3.1:8b@q4+x_y", 100));
     }
 
     @Test
