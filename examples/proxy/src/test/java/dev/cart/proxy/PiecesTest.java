@@ -2,6 +2,7 @@ package dev.cart.proxy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -118,6 +119,30 @@ class PiecesTest {
         assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "/a b", null));
         // a path starting with // stays a path on the replica
         assertEquals("n", Forwarder.target("http://n:8000", "//evil:1/x", null).getHost());
+    }
+
+    /** A target seen before is the same URI, taken from the cache; a refused one is refused every time. */
+    @Test
+    void upstreamTargetsAreCachedOnlyWhenValid() throws Exception {
+        java.net.URI first = Forwarder.target("http://cache-test:8000", "/v1/chat/completions", null);
+        assertEquals("http://cache-test:8000/v1/chat/completions", first.toString());
+        assertSame(first, Forwarder.target("http://cache-test:8000", "/v1/chat/completions", null));
+        assertEquals(
+                "http://cache-test:8001/v1/chat/completions",
+                Forwarder.target("http://cache-test:8001", "/v1/chat/completions", null)
+                        .toString());
+        assertEquals(
+                "http://cache-test:8000/v1/chat/completions?x=1",
+                Forwarder.target("http://cache-test:8000", "/v1/chat/completions", "x=1")
+                        .toString());
+        for (int i = 0; i < 2; i++) {
+            assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://cache-test:8000", "/a#frag", null));
+        }
+        for (int i = 0; i < 200; i++) { // more paths than the cache keeps: each still resolves to its own URI
+            assertEquals(
+                    "http://cache-test:8000/p" + i,
+                    Forwarder.target("http://cache-test:8000", "/p" + i, null).toString());
+        }
     }
 
     @Test
