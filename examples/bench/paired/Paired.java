@@ -32,7 +32,7 @@ public class Paired {
         if (r >= 0) ratio[r] = ns[1][r] / ns[0][r];
       }
       for (double[] x : ns) Arrays.sort(x); Arrays.sort(ratio);
-      System.out.printf("%s: before %.0f ns (min %.0f) %d B, after %.0f ns (min %.0f) %d B per call; after/before median %.2f (IQR %.2f-%.2f) over %d rounds%n",
+      System.err.printf("%s: before %.0f ns (min %.0f) %d B, after %.0f ns (min %.0f) %d B per call; after/before median %.2f (IQR %.2f-%.2f) over %d rounds%n",
           (a.length > 6 ? a[6] : "") + (w == 0 ? "bench" : "SDK"), ns[0][rounds / 2], ns[0][0], bytes[0], ns[1][rounds / 2], ns[1][0], bytes[1], ratio[rounds / 2], ratio[rounds / 4], ratio[3 * rounds / 4], rounds);
     }
     if (sink == 42) System.out.println();

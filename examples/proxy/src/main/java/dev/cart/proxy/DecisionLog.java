@@ -27,6 +27,9 @@ final class DecisionLog {
 
     static final Logger LOG = LoggerFactory.getLogger("cart.decision");
 
+    /** Room for a whole line at once (a routed line is about 330 characters), so the builder never grows. */
+    private static final int LINE_CAPACITY = 512;
+
     private final boolean enabled;
     private final String endpoint;
     private final String method;
@@ -91,7 +94,7 @@ final class DecisionLog {
     }
 
     String line() {
-        StringBuilder b = new StringBuilder(256);
+        StringBuilder b = new StringBuilder(LINE_CAPACITY);
         b.append("decision endpoint=")
                 .append(endpoint)
                 .append(" method=")
@@ -115,22 +118,25 @@ final class DecisionLog {
                     .append(decision.matchedLength())
                     .append(" key_len=")
                     .append(decision.keyLength())
-                    .append(" ratio=")
-                    .append(ratio(decision.matchedRatio()))
-                    .append(" decision_us=")
-                    .append(decision.decisionNanos() / 1000);
+                    .append(" ratio=");
+            ratio(b, decision.matchedRatio());
+            b.append(" decision_us=").append(decision.decisionNanos() / 1000);
         } else {
             b.append(" reason=- replica=- matched=- key_len=- ratio=- decision_us=-");
         }
-        b.append(" status=")
-                .append(status == 0 ? "-" : Integer.toString(status))
-                .append(" prompt_tokens=")
-                .append(promptTokens < 0 ? "-" : Long.toString(promptTokens))
-                .append(" cached=")
-                .append(cachedTokens < 0 ? "-" : Long.toString(cachedTokens))
-                .append(" upstream_ms=")
-                .append(upstreamNanos < 0 ? "-" : Long.toString((System.nanoTime() - upstreamNanos) / 1_000_000))
-                .append(" retries=")
+        b.append(" status=");
+        if (status == 0) {
+            b.append('-');
+        } else {
+            b.append(status);
+        }
+        b.append(" prompt_tokens=");
+        orDash(b, promptTokens);
+        b.append(" cached=");
+        orDash(b, cachedTokens);
+        b.append(" upstream_ms=");
+        orDash(b, upstreamNanos < 0 ? -1 : (System.nanoTime() - upstreamNanos) / 1_000_000);
+        b.append(" retries=")
                 .append(retries)
                 .append(" result=")
                 .append(result)
@@ -156,15 +162,32 @@ final class DecisionLog {
                 .append(second == null ? "-" : millis(second.predictedMillis()));
     }
 
+    /** {@code v}, or {@code -} when negative (not reported). */
+    private static void orDash(StringBuilder b, long v) {
+        if (v < 0) {
+            b.append('-');
+        } else {
+            b.append(v);
+        }
+    }
+
     /** {@code r} with three decimals, as {@code %.3f} writes it (without a Formatter: one line per request). */
     static String ratio(double r) {
+        StringBuilder b = new StringBuilder(8);
+        ratio(b, r);
+        return b.toString();
+    }
+
+    /** Appends {@link #ratio(double)} to {@code b}. */
+    private static void ratio(StringBuilder b, double r) {
         double scaled = r * 1000;
         if (!(r >= 0 && r < 1e9) || Math.abs(scaled - Math.floor(scaled) - 0.5) < 1e-6) {
-            return String.format(Locale.ROOT, "%.3f", r); // a tie (or not a ratio) is rounded as Formatter does
+            b.append(String.format(Locale.ROOT, "%.3f", r)); // a tie (or not a ratio) is rounded as Formatter does
+            return;
         }
         long m = Math.round(scaled);
         long frac = m % 1000;
-        return (m / 1000) + (frac < 10 ? ".00" : frac < 100 ? ".0" : ".") + frac;
+        b.append(m / 1000).append(frac < 10 ? ".00" : frac < 100 ? ".0" : ".").append(frac);
     }
 
     private static String millis(double ms) {
@@ -177,27 +200,41 @@ final class DecisionLog {
         }
     }
 
-    /** Keeps a value to letters, digits and {@code ._:/-+@}, at most {@code max} characters. */
+    /**
+     * Keeps a value to letters, digits and {@code ._:/-+@%}, at most {@code max} characters: the value itself
+     * when it already is (no copy: endpoint, method and model are, on nearly every request).
+     */
     static String safe(String s, int max) {
         if (s == null || s.isEmpty()) {
             return "-";
         }
-        StringBuilder b = new StringBuilder(Math.min(s.length(), max));
-        for (int i = 0; i < s.length() && b.length() < max; i++) {
+        int n = Math.min(s.length(), max);
+        int i = 0;
+        while (i < n && safe(s.charAt(i))) {
+            i++;
+        }
+        if (i == s.length()) {
+            return s;
+        }
+        StringBuilder b = new StringBuilder(n).append(s, 0, i);
+        for (; i < n; i++) {
             char c = s.charAt(i);
-            boolean ok = (c >= 'a' && c <= 'z')
-                    || (c >= 'A' && c <= 'Z')
-                    || (c >= '0' && c <= '9')
-                    || c == '.'
-                    || c == '_'
-                    || c == ':'
-                    || c == '/'
-                    || c == '-'
-                    || c == '+'
-                    || c == '@'
-                    || c == '%';
-            b.append(ok ? c : '?');
+            b.append(safe(c) ? c : '?');
         }
         return b.toString();
+    }
+
+    private static boolean safe(char c) {
+        return (c >= 'a' && c <= 'z')
+                || (c >= 'A' && c <= 'Z')
+                || (c >= '0' && c <= '9')
+                || c == '.'
+                || c == '_'
+                || c == ':'
+                || c == '/'
+                || c == '-'
+                || c == '+'
+                || c == '@'
+                || c == '%';
     }
 }

@@ -416,15 +416,49 @@ final class Forwarder {
         }
     }
 
-    /**
-     * The upstream URI: the replica's base URL followed by the request's raw path and query. Only the
-     * path and query of the client's request target are used (never its scheme or authority, never the
-     * Host header), and the result is checked to still point at the replica.
-     */
     /** Replicas' base URLs, parsed once rather than for every request ({@link URI} is immutable). */
     private static final Map<String, URI> BASES = new ConcurrentHashMap<>();
 
+    /**
+     * The upstream URI: the replica's base URL followed by the request's raw path and query. Only the
+     * path and query of the client's request target are used (never its scheme or authority, never the
+     * Host header), and the result is checked to still point at the replica. A target without a query is
+     * looked up in {@link #TARGETS} first; only a valid one is kept there.
+     */
     static URI target(String base, String rawPath, String rawQuery) throws BadTarget {
+        boolean cacheable = rawQuery == null && rawPath != null && !rawPath.isEmpty();
+        if (cacheable) {
+            Map<String, URI> byPath = TARGETS.get(base);
+            URI known = byPath == null ? null : byPath.get(rawPath);
+            if (known != null) {
+                return known;
+            }
+        }
+        URI uri = parse(base, rawPath, rawQuery);
+        if (cacheable) {
+            if (TARGETS.size() >= TARGET_CACHE_BASES) {
+                TARGETS.clear(); // replicas come and go by reload: keep the cache to the recent ones
+            }
+            Map<String, URI> byPath = TARGETS.computeIfAbsent(base, k -> new ConcurrentHashMap<>());
+            if (byPath.size() >= TARGET_CACHE_PATHS) {
+                byPath.clear(); // pass-through paths are the client's to choose: a bounded cache of the recent ones
+            }
+            byPath.put(rawPath, uri);
+        }
+        return uri;
+    }
+
+    /**
+     * Upstream URIs of targets without a query, by replica base URL and then raw path: a routed request's target
+     * (the same few endpoints on the same replicas) is parsed and checked once, not for every request. Bounded
+     * by {@link #TARGET_CACHE_BASES} × {@link #TARGET_CACHE_PATHS} entries ({@link URI} is immutable).
+     */
+    private static final Map<String, Map<String, URI>> TARGETS = new ConcurrentHashMap<>();
+
+    private static final int TARGET_CACHE_BASES = 64;
+    private static final int TARGET_CACHE_PATHS = 64;
+
+    private static URI parse(String base, String rawPath, String rawQuery) throws BadTarget {
         String path = rawPath == null || rawPath.isEmpty() ? "/" : rawPath;
         if (!path.startsWith("/")) {
             throw new BadTarget("the request target must be a path starting with '/'");

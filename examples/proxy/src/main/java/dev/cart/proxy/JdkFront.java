@@ -291,7 +291,7 @@ final class JdkFront implements HttpHandler {
                 step = x.failed(s, Forwarder.Failure.CONNECT, Forwarder.describe(e));
                 continue;
             } catch (HttpTimeoutException e) {
-                step = x.failed(s, Forwarder.Failure.TIMEOUT, Forwarder.describe(e));
+                step = x.failed(s, timeoutFailure(e), Forwarder.describe(e));
                 continue;
             } catch (IOException e) {
                 step = x.failed(s, Forwarder.Failure.IO, Forwarder.describe(e));
@@ -328,6 +328,27 @@ final class JdkFront implements HttpHandler {
             }
             return client.send(request, HttpResponse.BodyHandlers.ofPublisher());
         }
+    }
+
+    /**
+     * What a timeout of the JDK client was. Its connect timer, when it fires as the connection completes (a loaded
+     * machine delays the client's own continuation past {@code connect_timeout_secs}), is reported as a plain
+     * {@code HttpTimeoutException("request timed out")}, not as an {@link HttpConnectTimeoutException}, because the
+     * connection counts as connected by the time the failure is classified (the JDK's
+     * {@code MultiExchange.toTimeoutException}); its cause, the timer's {@link ConnectException}, tells it apart
+     * from the request's own timeout, which has none. A connect timeout is a connect failure (retried on another
+     * replica), not the end of {@code request_timeout_secs} (a 504).
+     */
+    static Forwarder.Failure timeoutFailure(HttpTimeoutException e) {
+        if (e instanceof HttpConnectTimeoutException) {
+            return Forwarder.Failure.CONNECT;
+        }
+        for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+            if (c instanceof ConnectException) {
+                return Forwarder.Failure.CONNECT;
+            }
+        }
+        return Forwarder.Failure.TIMEOUT;
     }
 
     /** True for the ways the JDK client reports a kept-alive connection the server had already closed. */

@@ -119,6 +119,15 @@ final class NettyFront implements Front {
             return new byte[OBSERVE_SLICE_BYTES];
         }
     };
+    /**
+     * How much of a client's next requests (pipelined) a connection holds while an answer is produced: it keeps
+     * reading the client during the answer, so that a half-close (the client has gone) is noticed at once, and
+     * stops reading beyond this many queued messages or body bytes until the answer is complete.
+     */
+    static final int PIPELINED_MESSAGES = 16;
+
+    static final int PIPELINED_BYTES = 64 * 1024;
+
     /** How long a connection answered before its request was read goes on dropping the request's rest. */
     static final long LINGER_MILLIS = 2_000;
 
@@ -150,10 +159,19 @@ final class NettyFront implements Front {
         this.threads = threads;
     }
 
-    /** Binds on {@code server.host:port}; the channel accepts at once, so {@link #start} has nothing to do. */
-    static Front listen(ProxyConfig config, ProxyCore core, BodyBudget budget, AnswerBudget answers, Sleeper sleeper)
+    /**
+     * Binds on {@code server.host:port}; the channel accepts at once, so {@link #start} has nothing to do. Epoll
+     * when {@code nativeTransport} and its library loads, NIO otherwise.
+     */
+    static Front listen(
+            ProxyConfig config,
+            ProxyCore core,
+            BodyBudget budget,
+            AnswerBudget answers,
+            Sleeper sleeper,
+            boolean nativeTransport)
             throws IOException {
-        boolean epoll = Epoll.isAvailable();
+        boolean epoll = nativeTransport && Epoll.isAvailable();
         IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         Class<? extends ServerChannel> serverClass =
                 epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
@@ -322,7 +340,10 @@ final class NettyFront implements Front {
         private boolean awaitingFirstByte = true;
         private ScheduledFuture<?> idleTimer;
         private ScheduledFuture<?> readTimer;
+        /** The client's next requests, read while an answer is produced: handled once it is complete. */
         private final ArrayDeque<Object> queued = new ArrayDeque<>();
+        /** The body bytes in {@link #queued}. */
+        private int queuedBytes;
 
         // the request in progress
         private long start;
@@ -375,13 +396,18 @@ final class NettyFront implements Front {
             @Override
             public void channelRead(ChannelHandlerContext c, Object msg) {
                 if (awaitingFirstByte && msg instanceof ByteBuf buf && buf.isReadable()) {
-                    awaitingFirstByte = false;
-                    cancel(idleTimer);
-                    readTimer = c.executor()
-                            .schedule(() -> readTimedOut(), config.server().requestReadTimeoutSecs(), TimeUnit.SECONDS);
+                    firstByte();
                 }
                 c.fireChannelRead(msg);
             }
+        }
+
+        /** A request's first byte is here: the connection is no longer idle, and the request must be read in time. */
+        private void firstByte() {
+            awaitingFirstByte = false;
+            cancel(idleTimer);
+            readTimer = ctx.executor()
+                    .schedule(() -> readTimedOut(), config.server().requestReadTimeoutSecs(), TimeUnit.SECONDS);
         }
 
         @Override
@@ -419,7 +445,10 @@ final class NettyFront implements Front {
         public void channelRead(ChannelHandlerContext c, Object msg) {
             if (phase == Phase.ANSWER || !queued.isEmpty()) {
                 queued.add(msg); // pipelined: handled once the answer in progress is complete
-                c.channel().config().setAutoRead(false);
+                if (msg instanceof HttpContent content) {
+                    queuedBytes += content.content().readableBytes();
+                }
+                c.channel().config().setAutoRead(readsDuringAnswer());
                 return;
             }
             try {
@@ -720,8 +749,14 @@ final class NettyFront implements Front {
             exchange = null;
             call = null;
             idle();
+            if (!queued.isEmpty()) {
+                firstByte(); // the next request was read during the answer: its read deadline starts now
+            }
             while (!queued.isEmpty() && phase != Phase.ANSWER) {
                 Object msg = queued.poll();
+                if (msg instanceof HttpContent content) {
+                    queuedBytes -= content.content().readableBytes();
+                }
                 try {
                     handle(msg);
                 } finally {
@@ -741,7 +776,9 @@ final class NettyFront implements Front {
             if (!ctx.channel().isActive()) {
                 return;
             }
-            ctx.channel().config().setAutoRead(false); // the next request waits for this answer
+            // the next request waits for this answer; the client is still read (a bounded queue of what it sends
+            // next) so that its half-close, meaning it has gone, is seen while the answer is produced
+            ctx.channel().config().setAutoRead(readsDuringAnswer());
             if (step instanceof Forwarder.Reply r) {
                 writeAnswer(r.answer(), false, true);
             } else if (step instanceof Forwarder.Wait w && sleeper != Sleeper.SYSTEM) {
@@ -799,6 +836,11 @@ final class NettyFront implements Front {
             c.fireChannelWritabilityChanged();
         }
 
+        /** True while the client's next requests queued during an answer are within their bound. */
+        private boolean readsDuringAnswer() {
+            return queued.size() < PIPELINED_MESSAGES && queuedBytes < PIPELINED_BYTES;
+        }
+
         /** {@code n} answer bytes queued for the client: counted here and in the {@link AnswerBudget}. */
         private void queued(int n) {
             pending += n;
@@ -845,6 +887,7 @@ final class NettyFront implements Front {
             while (!queued.isEmpty()) {
                 ReferenceCountUtil.release(queued.poll());
             }
+            queuedBytes = 0;
             if (!extracting) { // else ended when the extraction is back (it holds the request's state)
                 end(responseComplete ? status : -1);
             }

@@ -58,6 +58,8 @@ final class ProxyServer implements AutoCloseable {
         RoutingListener listener = RoutingListener.NONE;
         /** Token mode's tokenizer (an embedder's own); null: the one {@code cache.tokenizer} names. */
         dev.cart.extract.Tokenizer tokenizer;
+        /** False to run the Netty front on NIO even where epoll's native library loads (tests cover both). */
+        boolean nativeTransport = true;
 
         Options clock(Clock c) {
             this.clock = Objects.requireNonNull(c);
@@ -91,6 +93,11 @@ final class ProxyServer implements AutoCloseable {
 
         Options listener(RoutingListener l) {
             this.listener = Objects.requireNonNull(l);
+            return this;
+        }
+
+        Options nativeTransport(boolean on) {
+            this.nativeTransport = on;
             return this;
         }
 
@@ -165,7 +172,8 @@ final class ProxyServer implements AutoCloseable {
         try {
             this.front = switch (config.server().engine()) {
                 case JDK -> JdkFront.listen(config, core, client, scheduler, options.sleeper, bodyBudget, answerBudget);
-                case NETTY -> NettyFront.listen(config, core, bodyBudget, answerBudget, options.sleeper);
+                case NETTY ->
+                    NettyFront.listen(config, core, bodyBudget, answerBudget, options.sleeper, options.nativeTransport);
             };
         } catch (IOException e) {
             first.close();

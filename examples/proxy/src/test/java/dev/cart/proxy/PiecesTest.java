@@ -2,6 +2,7 @@ package dev.cart.proxy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,6 +25,24 @@ class PiecesTest {
 
     @TempDir
     Path dir;
+
+    /**
+     * The JDK client's timeouts, built as its {@code MultiExchange} and {@code ResponseTimerEvent} build them: its
+     * connect timer firing as the connection completes (a loaded machine) surfaces as a plain "request timed out"
+     * caused by the timer's ConnectException, and is a connect failure (retried), not a 504.
+     */
+    @Test
+    void theJdkClientsConnectTimerIsAConnectFailureNotARequestTimeout() {
+        java.net.http.HttpTimeoutException raced = new java.net.http.HttpTimeoutException("request timed out");
+        raced.initCause(new java.net.ConnectException("HTTP connect timed out"));
+        assertEquals(Forwarder.Failure.CONNECT, JdkFront.timeoutFailure(raced));
+        assertEquals(
+                Forwarder.Failure.CONNECT,
+                JdkFront.timeoutFailure(new java.net.http.HttpConnectTimeoutException("HTTP connect timed out")));
+        assertEquals(
+                Forwarder.Failure.TIMEOUT,
+                JdkFront.timeoutFailure(new java.net.http.HttpTimeoutException("request timed out")));
+    }
 
     @Test
     void hopByHopRequestHeadersAreDropped() {
@@ -102,6 +121,30 @@ class PiecesTest {
         assertEquals("n", Forwarder.target("http://n:8000", "//evil:1/x", null).getHost());
     }
 
+    /** A target seen before is the same URI, taken from the cache; a refused one is refused every time. */
+    @Test
+    void upstreamTargetsAreCachedOnlyWhenValid() throws Exception {
+        java.net.URI first = Forwarder.target("http://cache-test:8000", "/v1/chat/completions", null);
+        assertEquals("http://cache-test:8000/v1/chat/completions", first.toString());
+        assertSame(first, Forwarder.target("http://cache-test:8000", "/v1/chat/completions", null));
+        assertEquals(
+                "http://cache-test:8001/v1/chat/completions",
+                Forwarder.target("http://cache-test:8001", "/v1/chat/completions", null)
+                        .toString());
+        assertEquals(
+                "http://cache-test:8000/v1/chat/completions?x=1",
+                Forwarder.target("http://cache-test:8000", "/v1/chat/completions", "x=1")
+                        .toString());
+        for (int i = 0; i < 2; i++) {
+            assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://cache-test:8000", "/a#frag", null));
+        }
+        for (int i = 0; i < 200; i++) { // more paths than the cache keeps: each still resolves to its own URI
+            assertEquals(
+                    "http://cache-test:8000/p" + i,
+                    Forwarder.target("http://cache-test:8000", "/p" + i, null).toString());
+        }
+    }
+
     @Test
     void decisionLineValuesAreSafeAndStable() {
         DecisionLog log = new DecisionLog(true, "/v1/chat/completions", "POST");
@@ -118,6 +161,9 @@ class PiecesTest {
         assertEquals(1, line.lines().count());
         assertEquals("-", DecisionLog.safe(null, 10));
         assertEquals("abc", DecisionLog.safe("abcdef", 3));
+        assertEquals("ab?", DecisionLog.safe("ab cdef", 3));
+        assertEquals("a?b%2F", DecisionLog.safe("a=b%2F", 10));
+        assertEquals("llama-3.1:8b@q4+x_y", DecisionLog.safe("llama-3.1:8b@q4+x_y", 100));
     }
 
     @Test

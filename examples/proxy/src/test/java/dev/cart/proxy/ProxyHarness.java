@@ -39,6 +39,8 @@ final class ProxyHarness implements AutoCloseable {
     ProxyServer proxy;
     /** The front the proxy runs on; the default comes from {@code -Dcart.test.engine}, else the config's default. */
     final ProxyConfig.Server.Engine engine;
+    /** False to run the Netty front on NIO even where epoll loads. */
+    boolean nativeTransport = true;
 
     ProxyHarness() {
         this(defaultEngine());
@@ -67,7 +69,15 @@ final class ProxyHarness implements AutoCloseable {
     /** {@link #start(int, String, String...)} on the given front. */
     static ProxyHarness start(ProxyConfig.Server.Engine engine, int n, String yaml, String... perWorkerExtra)
             throws Exception {
+        return start(engine, true, n, yaml, perWorkerExtra);
+    }
+
+    /** {@link #start(int, String, String...)} on the given front, the Netty one on NIO unless {@code nativeTransport}. */
+    static ProxyHarness start(
+            ProxyConfig.Server.Engine engine, boolean nativeTransport, int n, String yaml, String... perWorkerExtra)
+            throws Exception {
         ProxyHarness h = new ProxyHarness(engine);
+        h.nativeTransport = nativeTransport;
         try {
             for (int i = 0; i < n; i++) {
                 h.replicas.add(ScriptedReplica.start("r" + i));
@@ -102,7 +112,11 @@ final class ProxyHarness implements AutoCloseable {
     }
 
     ProxyServer.Options options() {
-        return new ProxyServer.Options().clock(clock).sleeper(sleeps::add).healthChecks(false);
+        return new ProxyServer.Options()
+                .clock(clock)
+                .sleeper(sleeps::add)
+                .healthChecks(false)
+                .nativeTransport(nativeTransport);
     }
 
     String yaml(String base, String... perWorkerExtra) {
