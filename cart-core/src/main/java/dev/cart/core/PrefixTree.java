@@ -54,8 +54,8 @@ import java.util.function.LongFunction;
  *       never sees a label change under it: a split publishes a new middle node whose child slot holds
  *       a copy of the old child with the rest of the label; a merge publishes a copy of the child with
  *       the joined label. A copy shares the original's table, holders and version (and takes its
- *       child slots), and the original is retired ({@code replacedBy}), so a writer that still holds the original (an eviction pass's
- *       entry list) finds the node that took its place.</li>
+ *       child slots), and the original is retired ({@code replacedBy}), so a writer that still holds
+ *       the original (an eviction pass's entry list) finds the node that took its place.</li>
  *   <li>An insert that adds its replica to existing nodes changes several of them. Every node carries a
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
@@ -188,8 +188,7 @@ final class PrefixTree {
                 if ((v & 1) != 0) {
                     continue attempt;
                 }
-                long[] label = child.label;
-                int m = commonPrefix(label, b, i);
+                int m = matched(child, b, i);
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
                     versions = Arrays.copyOf(versions, depth * 2);
@@ -211,7 +210,7 @@ final class PrefixTree {
                 masks[depth] = mask;
                 reach[depth++] = i + m;
                 i += m;
-                if (m < label.length) {
+                if (m < child.span) {
                     break;
                 }
                 node = child;
@@ -285,11 +284,22 @@ final class PrefixTree {
         return new Match(matched, key.length(), Arrays.asList(found).subList(0, count)); // Match copies it once
     }
 
-    /** Length of the common prefix of {@code label} and {@code key[from..]}; at least 1 when called. */
-    private static int commonPrefix(long[] label, long[] key, int from) {
-        int len = Math.min(label.length, key.length - from);
-        int mm = Arrays.mismatch(label, 0, len, key, from, from + len);
-        return mm < 0 ? len : mm;
+    /**
+     * How many blocks of {@code child}'s label are {@code key}'s from {@code from}, where its first block
+     * is (the child was found by it): at least 1. Loads the label array only for a label longer than
+     * two blocks, since the node holds its first two blocks and its length.
+     */
+    private static int matched(Node child, long[] key, int from) {
+        int span = child.span;
+        if (span == 1 || from + 1 == key.length || child.second != key[from + 1]) {
+            return 1;
+        }
+        int len = Math.min(span, key.length - from);
+        if (len == 2) {
+            return 2;
+        }
+        int mm = Arrays.mismatch(child.label, 2, len, key, from + 2, from + len);
+        return mm < 0 ? len : 2 + mm;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -431,9 +441,8 @@ final class PrefixTree {
             if (child == null) {
                 return i;
             }
-            long[] label = child.label;
-            int m = commonPrefix(label, b, i);
-            if (m < label.length) {
+            int m = matched(child, b, i);
+            if (m < child.span) {
                 return i + m;
             }
             node = child;
@@ -458,7 +467,7 @@ final class PrefixTree {
             Holder h = holderOf(path[d], bit, replica);
             boolean probed = false;
             if (probe > 0 && end < probe) {
-                end += path[d].label.length; // the node holding block probe-1 is the first to reach it
+                end += path[d].span; // the node holding block probe-1 is the first to reach it
                 probed = end >= probe;
             }
             if (h == null) {
@@ -500,8 +509,8 @@ final class PrefixTree {
                 needLeaf = true;
                 break;
             }
-            int m = commonPrefix(child.label, b, i);
-            if (m < child.label.length) {
+            int m = matched(child, b, i);
+            if (m < child.span) {
                 split = child;
                 splitLen = m;
                 needLeaf = i + m < n;
@@ -817,8 +826,8 @@ final class PrefixTree {
                 if (child == null) {
                     break;
                 }
-                int m = commonPrefix(child.label, b, i);
-                if (m < child.label.length) {
+                int m = matched(child, b, i);
+                if (m < child.span) {
                     // The key ends or leaves inside this edge: what the edge goes on to is a branch. If the
                     // replica holds it below the lost block, split the edge where the key stops following
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
@@ -1383,13 +1392,13 @@ final class PrefixTree {
             if (child == null) {
                 return false;
             }
-            int m = commonPrefix(child.label, key, i);
+            int m = matched(child, key, i);
             i += m;
             if (i >= end) {
                 Holder h = holder(child.holders, replica);
                 return h != null && h.remote;
             }
-            if (m < child.label.length) {
+            if (m < child.span) {
                 return false;
             }
             node = child;
@@ -1504,6 +1513,10 @@ final class PrefixTree {
         final long[] label;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
+        /** {@code label.length} and {@code label[1]} (0 if none), so a short edge is compared without its array. */
+        final int span;
+
+        final long second;
         /** Even when stable, odd while a writer adds (or drops) a replica to this node and others. */
         volatile int version;
 
@@ -1541,6 +1554,8 @@ final class PrefixTree {
         Node(int depth, long[] label, long first) {
             this.depth = depth;
             this.label = label;
+            this.span = label.length;
+            this.second = label.length > 1 ? label[1] : 0;
             this.first = first;
         }
     }
