@@ -1409,6 +1409,40 @@ final class PrefixTree {
     // ------------------------------------------------------------------------------------------------
     // test hooks (package-private)
 
+    /**
+     * What the lock-free walk of {@code key} meets, as counts: the nodes it visits (each where it looks
+     * for a child, the last one included), how many of those keep their children in a table rather than
+     * in their own two slots, and how many edges it follows are at most two blocks long (compared without
+     * their label array). For the benchmarks' tools; call only while nothing else uses the tree.
+     */
+    int[] walkShape(long[] key) {
+        Node node = root;
+        int i = 0;
+        int visits = 0;
+        int tables = 0;
+        int shortEdges = 0;
+        while (i < key.length) {
+            visits++;
+            if (node.children.length > 0) {
+                tables++;
+            }
+            Node child = find(node, key[i]);
+            if (child == null) {
+                break;
+            }
+            int m = matched(child, key, i);
+            if (child.span <= 2) {
+                shortEdges++;
+            }
+            if (m < child.span) {
+                break;
+            }
+            i += m;
+            node = child;
+        }
+        return new int[] {visits, tables, shortEdges};
+    }
+
     /** One route as the tree holds it, expanded per block prefix. */
     record Route(long time, int nodeDepth, boolean remote) {}
 
