@@ -30,29 +30,32 @@ import java.util.function.LongFunction;
  * Edges are compressed: each edge carries a run of block hashes (its label) and leads to a node. A node
  * holds the replicas that were sent a prompt passing through it, each with the time it was last used.
  * A replica recorded for a key holds every prefix of that key, so {@link #insert} marks the whole path.
- * The edge into a node is stored in the node itself (its label and first block, both final), and a
- * node's children sit in a small open-addressing table keyed by their first block, so a lookup costs
- * the same for 2 children or 100,000. Which replicas hold a node is a bit mask in the node itself: the
- * tree numbers the replicas it has seen (the first 63 get a bit; any further ones, rare, are listed in an
- * overflow array the mask flags), so one level of a walk loads three objects: the table, the child and
- * its label. Since a label never changes, an edge that changes (split, merge) changes by replacing its
- * node with a copy (see below).
+ * The edge into a node is stored in the node itself (its label and first block, both final). A node's
+ * first two children sit in the node too (each beside its first block: most nodes of a long prompt's
+ * path have one or two), and a node that gains a third moves them all to a small open-addressing table
+ * keyed by their first block, so a lookup costs the same for 3 children or 100,000. Which replicas hold
+ * a node is a bit mask in the node itself: the tree numbers the replicas it has seen (the first 63 get a
+ * bit; any further ones, rare, are listed in an overflow array the mask flags), so one level of a walk
+ * loads the child and its label, and the table only at a node with more than two children. Since a
+ * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
+ * (see below).
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
  * not at all, in an order consistent with real time. How:
  * <ul>
- *   <li>Every change a reader can see is one atomic store: a new node in a table slot (a new leaf, the
- *       node that splits an edge, the copy of a node whose edge was merged, a tombstone), a new table,
+ *   <li>Every change a reader can see is one atomic store: a new node in a child slot of the node or
+ *       of its table (a new leaf, the node that splits an edge, the copy of a node whose edge was
+ *       merged, a tombstone), a new table (published before the node's own two slots are emptied),
  *       or a new holder array (with the node's holder mask, which is what a match reads: holders are
  *       loaded only by writers). A match reads the replica numbering once and looks again at the end:
  *       a replica numbered meanwhile (or a number freed by {@link #removeReplica}) makes it walk again,
  *       so a bit always names the replica it was set for. A node's first block, label and depth are final, so a reader
- *       never sees a label change under it: a split publishes a new middle node whose table holds a
- *       copy of the old child with the rest of the label; a merge publishes a copy of the child with
- *       the joined label. A copy shares the original's tables, holders and version, and the original is
- *       retired ({@code replacedBy}), so a writer that still holds the original (an eviction pass's
- *       entry list) finds the node that took its place.</li>
+ *       never sees a label change under it: a split publishes a new middle node whose child slot holds
+ *       a copy of the old child with the rest of the label; a merge publishes a copy of the child with
+ *       the joined label. A copy shares the original's table, holders and version (and takes its
+ *       child slots), and the original is retired ({@code replacedBy}), so a writer that still holds
+ *       the original (an eviction pass's entry list) finds the node that took its place.</li>
  *   <li>An insert that adds its replica to existing nodes changes several of them. Every node carries a
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
@@ -100,6 +103,18 @@ final class PrefixTree {
     private static final Node TOMBSTONE = new Node(0, NO_LABEL, -1);
 
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Node[].class);
+    private static final VarHandle FIRST0 = field("first0", long.class);
+    private static final VarHandle FIRST1 = field("first1", long.class);
+    private static final VarHandle CHILD0 = field("child0", Node.class);
+    private static final VarHandle CHILD1 = field("child1", Node.class);
+
+    private static VarHandle field(String name, Class<?> type) {
+        try {
+            return MethodHandles.lookup().findVarHandle(Node.class, name, type);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     /** Replica numbers below this have a bit in a node's holder mask; the others are listed in its overflow. */
     private static final int MASK_BITS = 63;
     /** The mask's sign bit: the node also has holders numbered {@link #MASK_BITS} or more (see {@link Node#overflow}). */
@@ -165,7 +180,7 @@ final class PrefixTree {
             int depth = 0;
             int i = 0;
             while (i < n) {
-                Node child = find(node.children, b[i]);
+                Node child = find(node, b[i]);
                 if (child == null) {
                     break;
                 }
@@ -173,8 +188,7 @@ final class PrefixTree {
                 if ((v & 1) != 0) {
                     continue attempt;
                 }
-                long[] label = child.label;
-                int m = commonPrefix(label, b, i);
+                int m = matched(child, b, i);
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
                     versions = Arrays.copyOf(versions, depth * 2);
@@ -196,7 +210,7 @@ final class PrefixTree {
                 masks[depth] = mask;
                 reach[depth++] = i + m;
                 i += m;
-                if (m < label.length) {
+                if (m < child.span) {
                     break;
                 }
                 node = child;
@@ -209,7 +223,7 @@ final class PrefixTree {
             Node parent = start;
             for (int d = 0; d < depth; d++) {
                 Node child = seen[d];
-                if (find(parent.children, child.first) != child || child.version != versions[d]) {
+                if (find(parent, child.first) != child || child.version != versions[d]) {
                     continue attempt;
                 }
                 parent = child;
@@ -270,11 +284,22 @@ final class PrefixTree {
         return new Match(matched, key.length(), Arrays.asList(found).subList(0, count)); // Match copies it once
     }
 
-    /** Length of the common prefix of {@code label} and {@code key[from..]}; at least 1 when called. */
-    private static int commonPrefix(long[] label, long[] key, int from) {
-        int len = Math.min(label.length, key.length - from);
-        int mm = Arrays.mismatch(label, 0, len, key, from, from + len);
-        return mm < 0 ? len : mm;
+    /**
+     * How many blocks of {@code child}'s label are {@code key}'s from {@code from}, where its first block
+     * is (the child was found by it): at least 1. Loads the label array only for a label longer than
+     * two blocks, since the node holds its first two blocks and its length.
+     */
+    private static int matched(Node child, long[] key, int from) {
+        int span = child.span;
+        if (span == 1 || from + 1 == key.length || child.second != key[from + 1]) {
+            return 1;
+        }
+        int len = Math.min(span, key.length - from);
+        if (len == 2) {
+            return 2;
+        }
+        int mm = Arrays.mismatch(child.label, 2, len, key, from + 2, from + len);
+        return mm < 0 ? len : 2 + mm;
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -412,13 +437,12 @@ final class PrefixTree {
         int depth = 0;
         boolean heldAll = true;
         while (i < b.length) {
-            Node child = find(node.children, b[i]);
+            Node child = find(node, b[i]);
             if (child == null) {
                 return i;
             }
-            long[] label = child.label;
-            int m = commonPrefix(label, b, i);
-            if (m < label.length) {
+            int m = matched(child, b, i);
+            if (m < child.span) {
                 return i + m;
             }
             node = child;
@@ -443,7 +467,7 @@ final class PrefixTree {
             Holder h = holderOf(path[d], bit, replica);
             boolean probed = false;
             if (probe > 0 && end < probe) {
-                end += path[d].label.length; // the node holding block probe-1 is the first to reach it
+                end += path[d].span; // the node holding block probe-1 is the first to reach it
                 probed = end >= probe;
             }
             if (h == null) {
@@ -480,13 +504,13 @@ final class PrefixTree {
         int splitLen = 0;
         boolean needLeaf = false;
         while (i < n) {
-            Node child = find(node.children, b[i]);
+            Node child = find(node, b[i]);
             if (child == null) {
                 needLeaf = true;
                 break;
             }
-            int m = commonPrefix(child.label, b, i);
-            if (m < child.label.length) {
+            int m = matched(child, b, i);
+            if (m < child.span) {
                 split = child;
                 splitLen = m;
                 needLeaf = i + m < n;
@@ -515,7 +539,7 @@ final class PrefixTree {
             }
             // The new structure below the path holds the replica from birth and appears in one store.
             if (split != null) {
-                Node mid = newMid(node, split, splitLen, needLeaf, replica, number, now, remote);
+                Node mid = newMid(node, split, splitLen, replica, number, now, remote);
                 if (needLeaf) {
                     addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, number, now, remote));
                 }
@@ -560,13 +584,12 @@ final class PrefixTree {
      * Builds the node that splits the edge into {@code target} (a child of {@code parent}) after {@code m}
      * blocks; it holds what the target held (they hold every prefix) plus {@code replica}, and leads to
      * a copy of the target that carries the rest of the label; the target is retired in favour of the
-     * copy; its child table has room for a new leaf too when {@code forLeaf}. Not yet published: the caller
+     * copy. Not yet published: the caller
      * replaces the target by it in the parent's table. If {@code replica} held the target already, its entry here merges both: the later time,
      * and local if either was.
      */
     @GuardedBy("writers")
-    private Node newMid(
-            Node parent, Node target, int m, boolean forLeaf, Replica replica, int number, long now, boolean remote) {
+    private Node newMid(Node parent, Node target, int m, Replica replica, int number, long now, boolean remote) {
         long[] label = target.label;
         Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
@@ -583,7 +606,6 @@ final class PrefixTree {
         }
         setHolders(mid, with(k == copy.length ? copy : Arrays.copyOf(copy, k), own));
         Node rest = copyWithLabel(target, Arrays.copyOfRange(label, m, label.length), mid);
-        mid.children = new Node[forLeaf ? 4 : 2]; // room for the rest and the new leaf without a regrowth
         addChild(mid, rest);
         retire(target, rest);
         nodes.incrementAndGet();
@@ -603,13 +625,17 @@ final class PrefixTree {
         copy.parent = parent;
         copy.version = node.version;
         copy.children = node.children;
+        copy.first0 = node.first0;
+        copy.first1 = node.first1;
+        copy.child0 = node.child0;
+        copy.child1 = node.child1;
         copy.childCount = node.childCount;
         copy.tombstones = node.tombstones;
         copy.holders = node.holders;
         copy.overflow = node.overflow;
         copy.mask = node.mask;
         if (node.childCount > 0) {
-            for (Node c : live(node.children)) {
+            for (Node c : live(node)) {
                 c.parent = copy;
             }
         }
@@ -796,19 +822,19 @@ final class PrefixTree {
             Node node = root;
             int i = 0;
             while (i < b.length) {
-                Node child = find(node.children, b[i]);
+                Node child = find(node, b[i]);
                 if (child == null) {
                     break;
                 }
-                int m = commonPrefix(child.label, b, i);
-                if (m < child.label.length) {
+                int m = matched(child, b, i);
+                if (m < child.span) {
                     // The key ends or leaves inside this edge: what the edge goes on to is a branch. If the
                     // replica holds it below the lost block, split the edge where the key stops following
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
                     Holder below = holder(child.holders, replica);
                     if (i + m > keepBlocks && below != null) {
                         Node mid = newMid( // as it was
-                                node, child, m, false, replica, below.number, below.lastAccess, below.remote);
+                                node, child, m, replica, below.number, below.lastAccess, below.remote);
                         replaceChild(node, mid);
                         path.add(mid);
                     }
@@ -825,7 +851,7 @@ final class PrefixTree {
                     continue; // branches off here start at or before the lost block: not below it
                 }
                 Node next = k + 1 < path.size() ? path.get(k + 1) : null;
-                for (Node c : live(p.children)) {
+                for (Node c : live(p)) {
                     if (c != next) {
                         heldBelow(c, replica, doomed);
                     }
@@ -868,7 +894,7 @@ final class PrefixTree {
                 continue; // a replica holding a node holds its parent: nothing of it below either
             }
             order.push(n);
-            for (Node c : live(n.children)) {
+            for (Node c : live(n)) {
                 stack.push(c);
             }
         }
@@ -1020,7 +1046,7 @@ final class PrefixTree {
             ArrayDeque<Node> stack = new ArrayDeque<>();
             stack.push(root);
             while (!stack.isEmpty()) {
-                for (Node c : live(stack.pop().children)) {
+                for (Node c : live(stack.pop())) {
                     s += c.label.length;
                     nd++;
                     en += c.holders.length;
@@ -1045,7 +1071,7 @@ final class PrefixTree {
     }
 
     private static void drawChildren(Node node, String indent, LongFunction<String> names, StringBuilder sb) {
-        List<Node> children = live(node.children);
+        List<Node> children = live(node);
         children.sort(Comparator.comparingLong(c -> c.first));
         for (int k = 0; k < children.size(); k++) {
             Node e = children.get(k);
@@ -1070,7 +1096,7 @@ final class PrefixTree {
         ArrayDeque<Node> stack = new ArrayDeque<>();
         stack.push(root);
         while (!stack.isEmpty()) {
-            for (Node c : live(stack.pop().children)) {
+            for (Node c : live(stack.pop())) {
                 for (Holder h : c.holders) {
                     out.add(new Entry(c, h));
                 }
@@ -1120,7 +1146,7 @@ final class PrefixTree {
     private void tidy(Node node) {
         while (node != root && !node.detached && node.holders.length == 0 && node.childCount <= 1) {
             Node parent = node.parent;
-            if (find(parent.children, node.first) != node) {
+            if (find(parent, node.first) != node) {
                 throw new IllegalStateException("tree corrupted: node not found under its parent");
             }
             if (node.childCount == 0) {
@@ -1130,7 +1156,7 @@ final class PrefixTree {
                 node.detached = true;
                 node = parent;
             } else {
-                Node only = live(node.children).get(0);
+                Node only = live(node).get(0);
                 long[] joined = Arrays.copyOf(node.label, node.label.length + only.label.length);
                 System.arraycopy(only.label, 0, joined, node.label.length, only.label.length);
                 Node merged = copyWithLabel(only, joined, parent);
@@ -1144,16 +1170,38 @@ final class PrefixTree {
     }
 
     // ------------------------------------------------------------------------------------------------
-    // edge tables: open addressing with linear probing, keyed by the label's first block. Readers probe
-    // with acquire loads; the single writer (under the mutex) publishes each slot with a release store,
-    // or a whole new table with a volatile store when it grows or sheds tombstones.
+    // children: a node's first two children sit in the node itself (their first blocks beside them), so
+    // a node with one or two children (most of a long prompt's path) costs no table load; a node that
+    // gains a third gets a table, open addressing with linear probing keyed by the first block, and
+    // keeps every child there from then on (the two slots empty). Readers look at the slots, then the
+    // table, with acquire loads; the single writer (under the mutex) publishes a slot's first block
+    // before its child and a table slot with a release store, a whole new table with a volatile store
+    // before it empties the two slots (so a reader that finds a slot emptied finds the child in the
+    // table), and a child's own first block confirms every hit.
 
     private static int spread(long key, int mask) {
         long h = key * 0x9E3779B97F4A7C15L;
         return (int) (h ^ (h >>> 32)) & mask;
     }
 
-    /** The live child whose label starts with {@code first}, or null. */
+    /** The live child of {@code node} whose label starts with {@code first}, or null. */
+    private static Node find(Node node, long first) {
+        if ((long) FIRST0.getAcquire(node) == first) {
+            Node c = (Node) CHILD0.getAcquire(node);
+            if (c != null && c.first == first) {
+                return c;
+            }
+        }
+        if ((long) FIRST1.getAcquire(node) == first) {
+            Node c = (Node) CHILD1.getAcquire(node);
+            if (c != null && c.first == first) {
+                return c;
+            }
+        }
+        return find(node.children, first);
+    }
+
+    /** The live child in {@code table} whose label starts with {@code first}, or null. */
     private static Node find(Node[] table, long first) {
         int len = table.length;
         if (len == 0) {
@@ -1171,9 +1219,18 @@ final class PrefixTree {
         }
     }
 
-    /** Live children of a table (a snapshot list). */
-    private static List<Node> live(Node[] table) {
-        List<Node> out = new ArrayList<>(Math.min(table.length, 16));
+    /** Live children of a node (a snapshot list). */
+    private static List<Node> live(Node node) {
+        Node[] table = node.children;
+        List<Node> out = new ArrayList<>(Math.min(table.length + 2, 16));
+        Node c0 = (Node) CHILD0.getAcquire(node);
+        Node c1 = (Node) CHILD1.getAcquire(node);
+        if (c0 != null) {
+            out.add(c0);
+        }
+        if (c1 != null) {
+            out.add(c1);
+        }
         for (int i = 0; i < table.length; i++) {
             Node c = (Node) SLOT.getAcquire(table, i);
             if (c != null && c != TOMBSTONE) {
@@ -1183,10 +1240,35 @@ final class PrefixTree {
         return out;
     }
 
-    /** Adds a child whose first block is not yet in the node's table. */
+    /** Adds a child whose first block is not yet among the node's children. */
     @GuardedBy("writers")
     private void addChild(Node node, Node child) {
         Node[] table = node.children;
+        if (table.length == 0) {
+            if (node.child0 == null) {
+                FIRST0.setRelease(node, child.first); // before the child: a reader that sees it sees the block
+                CHILD0.setRelease(node, child);
+                node.childCount++;
+                return;
+            }
+            if (node.child1 == null) {
+                FIRST1.setRelease(node, child.first);
+                CHILD1.setRelease(node, child);
+                node.childCount++;
+                return;
+            }
+            // a third child: all three into a new table, published before the slots are emptied
+            Node[] grown = new Node[8];
+            place(grown, node.child0);
+            place(grown, node.child1);
+            place(grown, child);
+            node.tombstones = 0;
+            node.childCount++;
+            node.children = grown;
+            CHILD0.setRelease(node, (Node) null);
+            CHILD1.setRelease(node, (Node) null);
+            return;
+        }
         if ((node.childCount + node.tombstones + 1) * 2 > table.length) {
             Node[] grown = rebuild(table, Math.max(2, Integer.highestOneBit((node.childCount + 1) * 4 - 1)));
             place(grown, child);
@@ -1214,6 +1296,16 @@ final class PrefixTree {
     /** Replaces the child with the same first block. */
     @GuardedBy("writers")
     private void replaceChild(Node node, Node child) {
+        Node c0 = node.child0;
+        if (c0 != null && c0.first == child.first) {
+            CHILD0.setRelease(node, child);
+            return;
+        }
+        Node c1 = node.child1;
+        if (c1 != null && c1.first == child.first) {
+            CHILD1.setRelease(node, child);
+            return;
+        }
         Node[] table = node.children;
         int mask = table.length - 1;
         for (int i = spread(child.first, mask); ; i = (i + 1) & mask) {
@@ -1228,6 +1320,18 @@ final class PrefixTree {
     /** Removes the child starting with {@code first}. */
     @GuardedBy("writers")
     private void removeChild(Node node, long first) {
+        Node c0 = node.child0;
+        if (c0 != null && c0.first == first) {
+            CHILD0.setRelease(node, (Node) null);
+            node.childCount--;
+            return;
+        }
+        Node c1 = node.child1;
+        if (c1 != null && c1.first == first) {
+            CHILD1.setRelease(node, (Node) null);
+            node.childCount--;
+            return;
+        }
         Node[] table = node.children;
         if (node.childCount == 1) {
             node.childCount = 0;
@@ -1284,17 +1388,17 @@ final class PrefixTree {
         int i = 0;
         int end = Math.min(blocks, key.length);
         while (i < end) {
-            Node child = find(node.children, key[i]);
+            Node child = find(node, key[i]);
             if (child == null) {
                 return false;
             }
-            int m = commonPrefix(child.label, key, i);
+            int m = matched(child, key, i);
             i += m;
             if (i >= end) {
                 Holder h = holder(child.holders, replica);
                 return h != null && h.remote;
             }
-            if (m < child.label.length) {
+            if (m < child.span) {
                 return false;
             }
             node = child;
@@ -1304,6 +1408,40 @@ final class PrefixTree {
 
     // ------------------------------------------------------------------------------------------------
     // test hooks (package-private)
+
+    /**
+     * What the lock-free walk of {@code key} meets, as counts: the nodes it visits (each where it looks
+     * for a child, the last one included), how many of those keep their children in a table rather than
+     * in their own two slots, and how many edges it follows are at most two blocks long (compared without
+     * their label array). For the benchmarks' tools; call only while nothing else uses the tree.
+     */
+    int[] walkShape(long[] key) {
+        Node node = root;
+        int i = 0;
+        int visits = 0;
+        int tables = 0;
+        int shortEdges = 0;
+        while (i < key.length) {
+            visits++;
+            if (node.children.length > 0) {
+                tables++;
+            }
+            Node child = find(node, key[i]);
+            if (child == null) {
+                break;
+            }
+            int m = matched(child, key, i);
+            if (child.span <= 2) {
+                shortEdges++;
+            }
+            if (m < child.span) {
+                break;
+            }
+            i += m;
+            node = child;
+        }
+        return new int[] {visits, tables, shortEdges};
+    }
 
     /** One route as the tree holds it, expanded per block prefix. */
     record Route(long time, int nodeDepth, boolean remote) {}
@@ -1319,7 +1457,7 @@ final class PrefixTree {
     }
 
     private static void snapshot(Node node, List<Long> path, Map<List<Long>, Map<Replica, Route>> out) {
-        for (Node t : live(node.children)) {
+        for (Node t : live(node)) {
             List<Long> p = new ArrayList<>(path);
             for (long block : t.label) {
                 p.add(block);
@@ -1344,7 +1482,7 @@ final class PrefixTree {
     }
 
     private static void check(Node node, int depth, boolean isRoot) {
-        List<Node> children = live(node.children);
+        List<Node> children = live(node);
         if (node.depth != depth) {
             throw new IllegalStateException("depth " + node.depth + " != path length " + depth);
         }
@@ -1370,8 +1508,15 @@ final class PrefixTree {
         if (node.mask != mask || node.overflow.length != over) {
             throw new IllegalStateException("holder mask out of step with the holders");
         }
+        if (node.children.length > 0 && (node.child0 != null || node.child1 != null)) {
+            throw new IllegalStateException("children both in the node and in a table");
+        }
+        if ((node.child0 != null && node.child0.first != node.first0)
+                || (node.child1 != null && node.child1.first != node.first1)) {
+            throw new IllegalStateException("a child slot's first block out of step with its child");
+        }
         for (Node t : children) {
-            if (t.label.length == 0 || t.label[0] != t.first || find(node.children, t.first) != t) {
+            if (t.label.length == 0 || t.label[0] != t.first || find(node, t.first) != t) {
                 throw new IllegalStateException("bad edge");
             }
             if (t.parent != node || t.detached || t.replacedBy != null) {
@@ -1402,10 +1547,25 @@ final class PrefixTree {
         final long[] label;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
+        /** {@code label.length} and {@code label[1]} (0 if none), so a short edge is compared without its array. */
+        final int span;
+
+        final long second;
         /** Even when stable, odd while a writer adds (or drops) a replica to this node and others. */
         volatile int version;
 
+        /**
+         * The node's first two children and their first blocks, while it has no table (see {@link #find});
+         * accessed through {@link #CHILD0} and the other handles with acquire and release.
+         */
+        long first0;
+
+        long first1;
+        Node child0;
+        Node child1;
+        /** The children of a node that has had more than two; empty until then. */
         volatile Node[] children = NO_CHILDREN;
+
         volatile Holder[] holders = NO_HOLDERS;
         /**
          * The holders as bits of their replica numbers (plus {@link #OVERFLOW} when some have no bit),
@@ -1428,6 +1588,8 @@ final class PrefixTree {
         Node(int depth, long[] label, long first) {
             this.depth = depth;
             this.label = label;
+            this.span = label.length;
+            this.second = label.length > 1 ? label[1] : 0;
             this.first = first;
         }
     }

@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Timeout;
  * When changing the tree, run them with more: {@code -Dcart.lincheck.scale=10} multiplies the scenarios.
  */
 @Timeout(value = 30, unit = TimeUnit.MINUTES)
-@Param(name = "key", gen = IntGen.class, conf = "0:5")
+@Param(name = "key", gen = IntGen.class, conf = "0:6")
 @Param(name = "replica", gen = IntGen.class, conf = "0:1")
 @Param(name = "keep", gen = IntGen.class, conf = "0:3")
 public class PrefixTreeLincheckTest {
@@ -44,6 +44,7 @@ public class PrefixTreeLincheckTest {
         {1, 7},
         {1, 2, 3, 4, 8, 9},
         {10, 11},
+        {1, 2, 13}, // a third child under [1, 2]: its two child slots move to a table under the matches
     };
 
     /** Multiplies the number of scenarios (system property {@code cart.lincheck.scale}, default 1). */
