@@ -16,7 +16,6 @@ import io.lettuce.core.codec.RedisCodec;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -71,7 +70,6 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int REPLAY_PAGE = 512;
-    private static final int RECENT_LEARNED = 65_536;
     private static final long PEER_WINDOW_MILLIS = 60_000;
 
     private final RedisClient client;
@@ -108,13 +106,9 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private final LongAdder gaps = new LongAdder();
     private final LongAdder lost = new LongAdder();
     private final LongAdder duplicates = new LongAdder();
-    /** Per origin, the last batch number read (tailer thread only); bounded, least recently seen out first. */
-    private final Map<String, Long> lastSeq = new LinkedHashMap<>(64, 0.75f, true) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-            return size() > 4_096;
-        }
-    };
+    private final LongAdder unresolved = new LongAdder();
+    /** Per origin, the last batch number read and the keys of its current epoch (tailer thread only). */
+    private final RouteEventCodec.Decoder decoder;
 
     /** Per origin, when an entry of it was last read (written by the tailer, read by {@link #peers}). */
     private final Map<String, Long> peersSeen = new ConcurrentHashMap<>();
@@ -136,6 +130,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         this.where = RedisEndpoint.where(b.uri);
         this.stream = b.stream;
         this.origin = RedisEndpoint.origin(b.instanceId);
+        this.decoder = new RouteEventCodec.Decoder(origin);
         this.maxLen = b.maxLen;
         this.batchEvents = b.batchEvents;
         this.batchDelayNanos = b.batchDelay.toNanos();
@@ -252,6 +247,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 duplicates.sum(),
                 gaps.sum(),
                 lost.sum(),
+                unresolved.sum(),
                 lastLag.get(),
                 maxLag.get(),
                 publisherUp && tailerUp,
@@ -322,18 +318,19 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     // ------------------------------------------------------------------------------------------------
     // publisher
 
+    /** {@code XADD <stream> MAXLEN ~ <maxLen> * b <batch>}. */
+    static XAddArgs xaddArgs(long maxLen) {
+        return new XAddArgs().maxlen(maxLen).approximateTrimming();
+    }
+
     private void publishLoop() {
         StatefulRedisConnection<String, byte[]> conn = null;
-        XAddArgs args = new XAddArgs().maxlen(maxLen).approximateTrimming();
-        Map<Sent, Long> recent = new LinkedHashMap<>(1024, 0.75f, true) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<Sent, Long> eldest) {
-                return size() > RECENT_LEARNED;
-            }
-        };
+        XAddArgs args = xaddArgs(maxLen);
+        RepeatFilter recent = new RepeatFilter(repeatMillis);
         List<RouteEvent> batch = new ArrayList<>(batchEvents);
+        RouteEventCodec.Encoder encoder = new RouteEventCodec.Encoder(origin);
         byte[] pending = null;
-        long seq = 0;
+        boolean failed = false;
         long backoff = MIN_BACKOFF_NANOS;
         long closeDeadline = Long.MAX_VALUE;
         while (true) {
@@ -356,11 +353,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                     break;
                 }
                 collect(batch);
-                keepNew(batch, recent);
+                repeats.add(recent.keepNew(batch));
                 if (batch.isEmpty()) {
                     continue;
                 }
-                pending = RouteEventCodec.encode(origin, seq++, batch);
+                pending = encoder.encode(batch);
                 pendingEvents.set(batch.size());
                 batch.clear();
             }
@@ -378,9 +375,16 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 batches.increment();
                 bytes.add(pending.length);
                 pending = null;
+                if (failed) {
+                    // Redis was away: it may have come back without the stream, so references to what was
+                    // written before would not resolve for a reader starting now
+                    encoder.newEpoch();
+                    failed = false;
+                }
                 backoff = MIN_BACKOFF_NANOS;
                 up(true, "publisher");
             } catch (RuntimeException e) {
+                failed = true;
                 down(true, "publisher", e);
                 LockSupport.parkNanos(backoff);
                 backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
@@ -416,37 +420,6 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             awaitBuffered(batchEvents - batch.size(), left); // the batch's delay, or a full batch
         }
     }
-
-    /**
-     * Drops from {@code batch} every learned route written within the repeat interval (a hot prefix
-     * refreshed by every request: once per interval keeps peers' last-use times fresh enough). Any other
-     * event (a forgotten branch, a removal, a reset) may have undone what peers were told, so it clears
-     * the memory of what was written.
-     */
-    private void keepNew(List<RouteEvent> batch, Map<Sent, Long> recent) {
-        if (repeatMillis <= 0) {
-            return;
-        }
-        int k = 0;
-        for (RouteEvent e : batch) {
-            if (e instanceof RouteEvent.Learned l && l.blocks().length > 0) {
-                Sent s = new Sent(l.replicaId(), l.blocks()[l.blocks().length - 1], l.blocks().length);
-                Long at = recent.get(s);
-                if (at != null && l.timeMillis() - at < repeatMillis) {
-                    repeats.increment();
-                    continue;
-                }
-                recent.put(s, l.timeMillis());
-            } else {
-                recent.clear();
-            }
-            batch.set(k++, e);
-        }
-        batch.subList(k, batch.size()).clear();
-    }
-
-    /** A learned route as the publisher remembers it: the last block hash identifies the whole prefix. */
-    private record Sent(String replicaId, long lastBlock, int length) {}
 
     // ------------------------------------------------------------------------------------------------
     // tailer
@@ -566,13 +539,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private void handle(StreamMessage<String, byte[]> m, boolean live) {
         Map<String, byte[]> body = m.getBody();
         byte[] data = body.size() == 1 ? body.get(FIELD) : null;
-        RouteEventCodec.Batch batch;
+        RouteEventCodec.Decoded batch;
         try {
             if (data == null) {
                 throw new RouteEventCodec.Malformed(
                         "not a batch entry (" + body.size() + " fields, none named \"" + FIELD + "\" alone)");
             }
-            batch = RouteEventCodec.decode(data);
+            batch = decoder.decode(data);
         } catch (RouteEventCodec.Malformed e) {
             if (malformed.sum() == 0) {
                 LOG.warn(
@@ -584,25 +557,36 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             malformed.increment();
             return;
         }
-        if (batch.origin().equals(origin)) {
-            ownSkipped.add(batch.events().size());
-            return;
+        switch (batch.kind()) {
+            case OWN -> {
+                ownSkipped.add(batch.eventCount());
+                return;
+            }
+            case DUPLICATE -> {
+                duplicates.increment(); // written twice (an XADD retried after a lost reply): applied once
+                return;
+            }
+            default -> {}
         }
-        Long last = lastSeq.get(batch.origin());
-        if (last != null && batch.seq() <= last) {
-            duplicates.increment(); // written twice (an XADD retried after a lost reply): applied once
-            return;
-        }
-        if (last != null && batch.seq() > last + 1) {
+        if (batch.lost() > 0) {
             gaps.increment();
-            lost.add(batch.seq() - last - 1);
+            lost.add(batch.lost());
             LOG.warn(
                     "{} entries of {} were lost before this instance read them (stream trimmed past its"
                             + " position, or Redis lost them); going on from what is left",
-                    batch.seq() - last - 1,
+                    batch.lost(),
                     batch.origin());
         }
-        lastSeq.put(batch.origin(), batch.seq());
+        if (batch.unresolved() > 0) {
+            if (unresolved.sum() == 0) {
+                LOG.info(
+                        "{} events of {} refer to entries this instance never read (it started late, or they"
+                                + " were trimmed or lost): not applied; later ones are only counted",
+                        batch.unresolved(),
+                        batch.origin());
+            }
+            unresolved.add(batch.unresolved());
+        }
         peersSeen.put(batch.origin(), System.currentTimeMillis());
         Consumer<? super RouteEvent> a = applier;
         for (RouteEvent e : batch.events()) {
