@@ -39,16 +39,18 @@ import org.slf4j.LoggerFactory;
  *       buffer is full the oldest event is dropped and counted. No Redis call is ever made there.</li>
  *   <li>A publisher thread takes events from the buffer in batches (up to {@code batchEvents}, or what
  *       arrived within {@code batchDelay} of the first) and writes each batch as <em>one</em> stream entry
- *       ({@link RouteEventCodec}: self-contained, replica ids and shared key prefixes written once per
- *       batch) with one {@code XADD ... MAXLEN ~ cap}. One entry per batch rather than one per event:
- *       the origin, replica ids and common prefixes are paid once, and the stream's cap counts batches.
+ *       ({@link RouteEventCodec}: a key as a reference to an earlier key of this writer plus the new
+ *       blocks, replica ids once per entry) with one {@code XADD ... MAXLEN ~ cap}. One entry per batch
+ *       rather than one per event: the header and replica ids are paid once, and the stream's cap counts
+ *       batches. After Redis was away the writer starts a new epoch of key references.
  *       A learned route repeated within {@code repeatInterval} (a hot prefix refreshed on every request)
  *       is written once (the router already leaves most of them out: {@link #repeatInterval()}). When Redis is down or slow the batch waits and is retried with backoff; new
  *       events keep filling the buffer meanwhile, and are written once Redis is back.</li>
  *   <li>A tailer thread first replays the retained window ({@code XRANGE} in pages) so a new or
  *       restarted instance starts warm, then follows the stream with {@code XREAD BLOCK}. It skips the
  *       entries of its own origin, hands every other event to the applier (normally
- *       {@code Router::applyRemote}), and counts entries that do not decode as malformed. Every batch
+ *       {@code Router::applyRemote}), and counts entries that do not decode as malformed, and events whose
+ *       key extends one in an entry it never read as unresolved. Every batch
  *       carries its origin's batch number: a batch read twice (an XADD retried after a lost reply) is
  *       applied once, and a jump (the stream trimmed past this reader's position, or entries lost with a
  *       Redis restart) is counted as a gap; reading goes on from what is left.</li>
