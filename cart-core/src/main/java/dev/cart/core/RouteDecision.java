@@ -25,6 +25,8 @@ public final class RouteDecision {
     private final long startNanos;
     private final Lease lease;
     private final boolean learnedElsewhere;
+    private final InPrefill.Entry inPrefill;
+    private final InPrefill.Entry[] aheadInPrefill;
 
     RouteDecision(
             Replica replica,
@@ -38,6 +40,8 @@ public final class RouteDecision {
             long decisionNanos,
             long startNanos,
             boolean learnedElsewhere,
+            InPrefill.Entry inPrefill,
+            InPrefill.Entry[] aheadInPrefill,
             Router router) {
         PromptKey key = request.key();
         this.replica = replica;
@@ -55,6 +59,8 @@ public final class RouteDecision {
         this.detail = detail;
         this.startNanos = startNanos;
         this.learnedElsewhere = learnedElsewhere;
+        this.inPrefill = inPrefill;
+        this.aheadInPrefill = aheadInPrefill;
         this.lease = new Lease(this, router);
     }
 
@@ -65,6 +71,16 @@ public final class RouteDecision {
      */
     public boolean learnedElsewhere() {
         return learnedElsewhere;
+    }
+
+    /** This request's entry among its replica's requests in prefill, or null when not tracked. */
+    InPrefill.Entry inPrefill() {
+        return inPrefill;
+    }
+
+    /** The requests in prefill on the replica when this one was routed, itself last (null when not tracked). */
+    InPrefill.Entry[] aheadInPrefill() {
+        return aheadInPrefill;
     }
 
     /** The replica's admission of this request (null without a replica); released by the lease. */

@@ -68,6 +68,9 @@ public final class Router implements AutoCloseable {
     private final long repeatMillis;
 
     private final RemoteLoad remoteLoad;
+    /** The requests in prefill per replica, for usage feedback; null when feedback cannot act. */
+    private final InPrefill inPrefill;
+
     private volatile boolean syncFailureLogged;
     private volatile boolean observationFailureLogged;
     private final LongSupplier ticker;
@@ -98,6 +101,7 @@ public final class Router implements AutoCloseable {
         this.publishes = b.sync != RouteSync.NONE;
         this.remoteLoad = b.remoteLoad;
         this.repeatMillis = sync.repeatInterval().toMillis();
+        this.inPrefill = feedback && policy.usesPrefixTree() ? new InPrefill(replicas::replicas) : null;
         this.remote = new RemoteRoutes(
                 tree, replicas, keyUnit, keyBlockSize, sync.originId(), policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
@@ -158,7 +162,7 @@ public final class Router implements AutoCloseable {
             }
         }
         if (!served) {
-            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, false, request, t0);
+            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, false, null, null, request, t0);
         }
         PromptKey key = request.key();
         RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get());
@@ -176,7 +180,7 @@ public final class Router implements AutoCloseable {
             }
             ctx.drop(view); // filled up since the policy looked; ask again without it
         }
-        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, false, request, t0);
+        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, false, null, null, request, t0);
     }
 
     /**
@@ -193,7 +197,18 @@ public final class Router implements AutoCloseable {
             long t0) {
         PromptKey key = request.key();
         int counted = 0;
+        InPrefill.Entry entry = null;
         try {
+            int matched = choice.matchedLength();
+            if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
+                matched = ctx.treeMatch().matchedLength(chosen); // what the chosen replica holds on a miss
+            }
+            // in prefill before the route is recorded: a request that matches the route has the entry in its array
+            InPrefill.Entry[] ahead = null;
+            if (inPrefill != null && key.blockCount() > 0 && fits(key)) {
+                entry = new InPrefill.Entry(key, matched, inPrefill.queue(chosen));
+                ahead = InPrefill.add(entry);
+            }
             // whether the hit followed a route only other instances reported: read before this request's own
             // route makes the entry local, in the same walk when the route is recorded now
             int probe = publishes && choice.reason() == Reason.CACHE_HIT && fits(key)
@@ -204,10 +219,6 @@ public final class Router implements AutoCloseable {
                 elsewhere = record(key, chosen, probe);
             } else {
                 elsewhere = probe > 0 && tree.learnedElsewhere(key.blocks(), probe, chosen);
-            }
-            int matched = choice.matchedLength();
-            if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
-                matched = ctx.treeMatch().matchedLength(chosen); // what the chosen replica holds on a miss
             }
             int prefill = Math.max(0, key.length() - matched);
             if (tracksPrefill) {
@@ -224,9 +235,14 @@ public final class Router implements AutoCloseable {
                     counted,
                     choice.detail(),
                     elsewhere,
+                    entry,
+                    ahead,
                     request,
                     t0);
         } catch (RuntimeException | Error e) {
+            if (entry != null) {
+                InPrefill.done(entry);
+            }
             if (counted != 0) {
                 chosen.addPendingPrefill(-counted);
             }
@@ -246,6 +262,9 @@ public final class Router implements AutoCloseable {
     void prefillDone(RouteDecision d, boolean reported, Outcome outcome) {
         if (reported && !tracksPrefill) {
             tracksPrefill = true;
+        }
+        if (d.inPrefill() != null) {
+            InPrefill.done(d.inPrefill());
         }
         if (d.pendingCounted() != 0) {
             d.replica().addPendingPrefill(-d.pendingCounted());
@@ -279,6 +298,8 @@ public final class Router implements AutoCloseable {
             int counted,
             Object detail,
             boolean learnedElsewhere,
+            InPrefill.Entry inPrefillEntry,
+            InPrefill.Entry[] aheadInPrefill,
             RouteRequest request,
             long t0) {
         RouteDecision d = new RouteDecision(
@@ -293,6 +314,8 @@ public final class Router implements AutoCloseable {
                 System.nanoTime() - t0,
                 r == null ? 0 : ticker.getAsLong(),
                 learnedElsewhere,
+                inPrefillEntry,
+                aheadInPrefill,
                 this);
         listener.onDecision(d);
         return d;
@@ -398,11 +421,14 @@ public final class Router implements AutoCloseable {
     /**
      * Compares what the tree predicted for the chosen replica with what it reported. The prediction is in
      * key units; the replica's own prompt/key length ratio converts it to tokens. A prediction above the
-     * delivery by more than two blocks and a tenth of the prediction means the replica had lost the
-     * prefix beyond what it delivered (its cache evicted it). By the time the usage arrives the replica
-     * has computed this whole prompt again, so the request's own route is true again and is kept; what is
-     * dropped is the replica's claim on every other prefix that continued through the lost part, which
-     * went with it (the tree's {@code forgetBranches}).
+     * delivery by more than two blocks and a tenth of the prediction means the replica did not hold the
+     * prefix beyond what it delivered when the request reached it. That is evidence it lost the prefix
+     * (its cache evicted it) only where it could have held it: a part that requests still in prefill on the
+     * replica when this one was sent were computing was not there to serve yet ({@link InPrefill}), and a
+     * shortfall that such requests explain is inconclusive, counted and not acted on. Where the evidence
+     * stands, the replica has by now computed this whole prompt again, so the request's own route is true
+     * again and is kept; what is dropped is the replica's claim on every other prefix that continued
+     * through the lost part, which went with it (the tree's {@code forgetBranches}).
      */
     void feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
@@ -413,10 +439,18 @@ public final class Router implements AutoCloseable {
         long predicted = Math.round(d.matchedLength() * tokensPerUnit);
         long delivered = usage.cachedTokens();
         int deliveredUnits = (int) Math.min(keyLength, Math.floor(delivered / tokensPerUnit));
-        int tolerance = 2 * d.key().blockSize() + d.matchedLength() / 10;
-        boolean stale = d.matchedLength() - deliveredUnits > tolerance;
+        int blockSize = d.key().blockSize();
+        int tolerance = 2 * blockSize + d.matchedLength() / 10;
+        boolean shortfall = d.matchedLength() - deliveredUnits > tolerance;
+        int keep = deliveredUnits;
+        if (shortfall) {
+            keep = InPrefill.explained(
+                    d.aheadInPrefill(), d.inPrefill(), d.key(), deliveredUnits, d.matchedLength(), 2 * blockSize);
+        }
+        boolean stale = shortfall && d.matchedLength() - keep > tolerance;
+        boolean inconclusive = shortfall && !stale;
         if (stale && feedback && policy.usesPrefixTree()) {
-            tree.forgetBranches(d.key(), d.replica(), deliveredUnits);
+            tree.forgetBranches(d.key(), d.replica(), keep);
             if (publishes && fits(d.key())) {
                 publish(new RouteEvent.Forgotten(
                         sync.originId(),
@@ -425,10 +459,13 @@ public final class Router implements AutoCloseable {
                         keyUnit,
                         keyBlockSize,
                         d.key().blocks(),
-                        Math.max(0, deliveredUnits / keyBlockSize)));
+                        Math.max(0, keep / keyBlockSize)));
             }
         }
-        listener.onCacheFeedback(d, new CacheFeedback(predicted, delivered, usage.promptTokens(), stale && feedback));
+        listener.onCacheFeedback(
+                d,
+                new CacheFeedback(
+                        predicted, delivered, usage.promptTokens(), stale && feedback, inconclusive && feedback));
     }
 
     void closed(RouteDecision d, Outcome outcome, int status, boolean firstToken) {

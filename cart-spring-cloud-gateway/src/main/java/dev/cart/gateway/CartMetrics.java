@@ -44,6 +44,12 @@ final class CartMetrics implements RoutingListener {
     private static final String NONE = "none";
     private static final Reason[] REASONS = Reason.values();
     private static final Outcome[] OUTCOMES = Outcome.values();
+    /** The {@code verdict} tag of {@code cart_cache_feedback_total}, by index. */
+    private static final String[] VERDICTS = {"ok", "stale", "inconclusive"};
+
+    private static final int OK = 0;
+    private static final int STALE = 1;
+    private static final int INCONCLUSIVE = 2;
 
     private final MeterRegistry registry;
     private final String service;
@@ -117,12 +123,12 @@ final class CartMetrics implements RoutingListener {
         m.predicted().increment(Math.max(0, f.predictedTokens()));
         m.delivered().increment(Math.max(0, f.deliveredTokens()));
         m.prompt().increment(Math.max(0, f.promptTokens()));
-        m.verdict(f.stale()).increment();
+        m.verdict(f.stale() ? STALE : f.inconclusive() ? INCONCLUSIVE : OK).increment();
         if (DEBUG_LOG.isDebugEnabled()) {
             PromptKey k = d.key();
             int n = k.blockCount();
             DEBUG_LOG.debug(
-                    "feedback t={} reason={} replica={} matched={} length={} predicted={} delivered={} prompt={} stale={} b20={} b40={}",
+                    "feedback t={} reason={} replica={} matched={} length={} predicted={} delivered={} prompt={} stale={} inconclusive={} b20={} b40={}",
                     System.nanoTime(),
                     d.reason(),
                     d.replica() == null ? NONE : d.replica().id(),
@@ -132,6 +138,7 @@ final class CartMetrics implements RoutingListener {
                     f.deliveredTokens(),
                     f.promptTokens(),
                     f.stale(),
+                    f.inconclusive(),
                     n > 20 ? Long.toHexString(k.blockHash(20)) : "-",
                     n > 40 ? Long.toHexString(k.blockHash(40)) : "-");
         }
@@ -191,8 +198,7 @@ final class CartMetrics implements RoutingListener {
         private volatile Counter predicted;
         private volatile Counter delivered;
         private volatile Counter prompt;
-        private volatile Counter ok;
-        private volatile Counter stale;
+        private final AtomicReferenceArray<Counter> verdicts = new AtomicReferenceArray<>(VERDICTS.length);
 
         ReplicaMeters(String replica) {
             this.replica = replica;
@@ -234,8 +240,8 @@ final class CartMetrics implements RoutingListener {
             return c;
         }
 
-        Counter verdict(boolean isStale) {
-            Counter c = isStale ? stale : ok;
+        Counter verdict(int verdict) {
+            Counter c = verdicts.get(verdict);
             if (c == null) {
                 c = register(
                         "cart.cache.feedback",
@@ -243,12 +249,8 @@ final class CartMetrics implements RoutingListener {
                         "replica",
                         replica,
                         "verdict",
-                        isStale ? "stale" : "ok");
-                if (isStale) {
-                    stale = c;
-                } else {
-                    ok = c;
-                }
+                        VERDICTS[verdict]);
+                verdicts.set(verdict, c);
             }
             return c;
         }

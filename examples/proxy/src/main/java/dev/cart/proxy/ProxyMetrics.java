@@ -483,7 +483,8 @@ final class ProxyMetrics implements AutoCloseable {
     /**
      * The replica reported its cache usage for a routed request (from the router's listener): the tokens
      * the router predicted it held, the tokens it delivered from its cache, its prompt tokens, and whether
-     * the prediction was stale (the router then dropped the route).
+     * the prediction was stale (the router then dropped the route) or inconclusive (requests still in
+     * prefill on the replica explained the shortfall: nothing dropped).
      */
     void cacheFeedback(RouteDecision d, CacheFeedback f) {
         String replica = d.replica() == null ? NONE : d.replica().id();
@@ -512,7 +513,7 @@ final class ProxyMetrics implements AutoCloseable {
                         "replica",
                         replica,
                         "verdict",
-                        f.stale() ? "stale" : "ok")
+                        f.stale() ? "stale" : f.inconclusive() ? "inconclusive" : "ok")
                 .increment();
     }
 

@@ -308,11 +308,16 @@ final class Features {
                                 + "the router only compares, on (the default) it also drops the claims a lost prefix took with it "
                                 + "(`PrefixTree.forgetBranches`): not the request's own route, since the replica has just computed "
                                 + "the prompt again, but the replica's other claims that continue through the part it lost. "
+                                + "A shortfall counts as a loss only where the replica could have held the part: what requests "
+                                + "still in prefill on it when the request was sent were computing was not there to serve yet "
+                                + "(a replica shares a prefix only once its prefill is over), and such a report is inconclusive, "
+                                + "counted and not acted on. "
                                 + "*Predicted → delivered* sums over the requests the cached "
                                 + "tokens the router predicted on the replica it chose and those the replica reported "
                                 + "(`RoutingListener.onCacheFeedback`), with delivered over predicted in brackets; "
                                 + "*over-predicted* counts the requests whose prediction exceeded the delivery by more than two "
-                                + "blocks (32 tokens) and a tenth of the prediction: a route the replica's cache no longer backed.",
+                                + "blocks (32 tokens) and a tenth of the prediction, by the replica's count, with in brackets the "
+                                + "medians of the router's verdicts on them: stale (acted on with feedback on) · inconclusive.",
                         FEEDBACK_CACHE_DIVISOR == 4 ? "quarter" : "1/" + FEEDBACK_CACHE_DIVISOR,
                         small),
                 FEEDBACK_ON,
@@ -504,7 +509,12 @@ final class Features {
                                 cr.spread(l, r -> r.feedback().deliveredShare()).format("%.2f"));
                 String over = none
                         ? "—"
-                        : cr.spread(l, r -> r.feedback().overpredicted()).format("%.0f");
+                        : String.format(
+                                Locale.ROOT,
+                                "%s (%.0f · %.0f)",
+                                cr.spread(l, r -> r.feedback().overpredicted()).format("%.0f"),
+                                cr.spread(l, r -> r.feedback().staleDropped()).median(),
+                                cr.spread(l, r -> r.feedback().inconclusive()).median());
                 t.append("| ")
                         .append(first ? cr.title() : "")
                         .append(" | ")

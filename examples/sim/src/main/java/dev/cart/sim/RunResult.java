@@ -51,12 +51,21 @@ public final class RunResult {
      * @param promptTokens  prompt tokens of those requests
      * @param overpredicted requests whose prediction exceeded the delivery by more than two blocks (32 tokens)
      *                      and a tenth of the prediction: a route the replica's cache no longer backed
-     * @param staleDropped  of those, the ones the router acted on (feedback on: it dropped the stale claims)
+     * @param staleDropped  the reports the router judged stale and acted on (feedback on: it dropped the
+     *                      replica's claims beyond what was delivered)
+     * @param inconclusive  the reports short of the prediction that requests still in prefill on the replica
+     *                      explained (feedback on: nothing dropped)
      */
     public record Feedback(
-            long reports, long predicted, long delivered, long promptTokens, long overpredicted, long staleDropped) {
+            long reports,
+            long predicted,
+            long delivered,
+            long promptTokens,
+            long overpredicted,
+            long staleDropped,
+            long inconclusive) {
 
-        static final Feedback NONE = new Feedback(0, 0, 0, 0, 0, 0);
+        static final Feedback NONE = new Feedback(0, 0, 0, 0, 0, 0, 0);
 
         /** The over-prediction rule, in tokens (the router's own, in key units, is the same shape). */
         static boolean overpredicted(long predicted, long delivered) {

@@ -488,6 +488,7 @@ public final class Simulation {
         private long prompt;
         private long overpredicted;
         private long stale;
+        private long inconclusive;
 
         @Override
         public void onCacheFeedback(RouteDecision decision, CacheFeedback f) {
@@ -501,10 +502,13 @@ public final class Simulation {
             if (f.stale()) {
                 stale++;
             }
+            if (f.inconclusive()) {
+                inconclusive++;
+            }
         }
 
         RunResult.Feedback stats() {
-            return new RunResult.Feedback(reports, predicted, delivered, prompt, overpredicted, stale);
+            return new RunResult.Feedback(reports, predicted, delivered, prompt, overpredicted, stale, inconclusive);
         }
     }
 

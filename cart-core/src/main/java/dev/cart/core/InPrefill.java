@@ -1,0 +1,194 @@
+package dev.cart.core;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
+
+/**
+ * The requests routed to each replica whose prefill is not over yet (no first token), kept so that usage
+ * feedback can tell a prefix the replica lost from one it was still computing.
+ *
+ * <p>Why: a replica (vLLM, SGLang) serves a prefix from its cache only once the request computing it has
+ * finished its prefill. The router learns a route when it sends the request, so a request B sent to the
+ * same replica meanwhile is predicted a hit on the shared prefix, computes it again and reports it
+ * uncached, although the replica lost nothing. Such a report is no evidence of eviction: acting on it
+ * would drop the replica's claim on the very prefixes it is computing.
+ *
+ * <p>How: per replica, an immutable array of entries replaced by compare-and-set (copy on write). A request
+ * adds its entry when it is admitted, before its route is recorded; the add copies the entries still in
+ * prefill and appends the new one. Its prefill over (first token, or the lease's close), the entry is only
+ * marked, and the replica's next add leaves it out. The array a request's add made, the requests in
+ * prefill there when it was sent and itself, is what its decision keeps: one reference, no further copy.
+ * So every request whose route a later request's match could have seen, and that had not reached its
+ * first token when that later request was sent, is in the later request's array. The array is read only
+ * where a report falls short of the prediction ({@link #explained}).
+ *
+ * <p>Concurrency: lock free. An add costs a map lookup, one array of the replica's requests in prefill
+ * (bounded by its admission cap) and a compare-and-set; the end of a prefill one volatile write. Entries
+ * hold keys, not decisions or arrays, so a kept array holds nothing else alive.
+ */
+final class InPrefill {
+
+    private static final Entry[] NONE = new Entry[0];
+    private static final VarHandle DONE;
+
+    static {
+        try {
+            DONE = MethodHandles.lookup().findVarHandle(Entry.class, "done", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final ConcurrentHashMap<Replica, AtomicReference<Entry[]>> byReplica = new ConcurrentHashMap<>();
+    private final Supplier<? extends List<? extends Replica>> pool;
+
+    /** @param pool the replicas routed over now (to drop the queues of replicas that left it) */
+    InPrefill(Supplier<? extends List<? extends Replica>> pool) {
+        this.pool = pool;
+    }
+
+    /** One request in prefill: its key and the prefix the tree predicted its replica held. */
+    static final class Entry {
+        final PromptKey key;
+        final int matched;
+        final AtomicReference<Entry[]> queue;
+        volatile boolean done;
+
+        Entry(PromptKey key, int matched, AtomicReference<Entry[]> queue) {
+            this.key = key;
+            this.matched = matched;
+            this.queue = queue;
+        }
+    }
+
+    /** The replica's queue, made on first use. */
+    AtomicReference<Entry[]> queue(Replica replica) {
+        AtomicReference<Entry[]> q = byReplica.get(replica);
+        if (q == null) {
+            q = byReplica.computeIfAbsent(replica, r -> new AtomicReference<>(NONE));
+            prune();
+        }
+        return q;
+    }
+
+    /**
+     * Adds {@code e} to its replica's queue, leaving out the entries whose prefill is over.
+     *
+     * @return the queue with {@code e} last: the requests in prefill on that replica when {@code e} joined
+     *     (never modified)
+     */
+    static Entry[] add(Entry e) {
+        AtomicReference<Entry[]> q = e.queue;
+        while (true) {
+            Entry[] cur = q.get();
+            int live = 0;
+            for (Entry x : cur) {
+                if (!x.done) {
+                    live++;
+                }
+            }
+            Entry[] next = new Entry[live + 1];
+            int n = 0;
+            for (Entry x : cur) {
+                if (!x.done) {
+                    next[n++] = x;
+                }
+            }
+            next[live] = e;
+            if (q.compareAndSet(cur, next)) {
+                return next;
+            }
+        }
+    }
+
+    /**
+     * Marks {@code e}'s prefill over: the replica's next add leaves it out. A release store, not a full
+     * fence: an add that does not see it yet keeps the entry one add longer, which only errs towards
+     * inconclusive.
+     */
+    static void done(Entry e) {
+        DONE.setRelease(e, true);
+    }
+
+    /**
+     * How much of {@code key} its replica could not have held when it was sent, as a prefix length: from
+     * {@code delivered} (what the replica did serve from its cache) on, the longest stretch that requests
+     * still in prefill then were computing. A request ahead counts when it shares the key beyond what is
+     * explained so far and was itself predicted no more than that (give or take {@code slack}): it was
+     * computing the next part, so that part was not there to serve. Requests predicted more than what is
+     * explained were relying on the same prefix and explain nothing. Repeated to a fixed point, so a chain
+     * (one request computing the shared instructions, the next one its document after them) counts.
+     *
+     * @param ahead     the snapshot kept at routing (its own entry included); null when not tracked
+     * @param self      the request's own entry, skipped
+     * @param matched   the prefix predicted for {@code key}: nothing beyond it needs explaining
+     * @return a length in units, at least {@code delivered} and at most {@code max(delivered, matched)}
+     */
+    static int explained(Entry[] ahead, Entry self, PromptKey key, int delivered, int matched, int slack) {
+        int explained = delivered;
+        if (ahead == null || ahead.length <= 1) {
+            return explained;
+        }
+        long[] blocks = key.blocks();
+        int blockSize = key.blockSize();
+        int capBlocks = Math.min(blocks.length, matched / blockSize);
+        boolean grew = true;
+        while (grew && explained < matched) {
+            grew = false;
+            for (Entry a : ahead) {
+                if (a == self
+                        || a.matched > explained + slack
+                        || a.key.blockSize() != blockSize
+                        || a.key.unit() != key.unit()) {
+                    continue;
+                }
+                long[] other = a.key.blocks();
+                int n = Math.min(capBlocks, other.length);
+                int common = 0;
+                while (common < n && other[common] == blocks[common]) {
+                    common++;
+                }
+                int shared = common * blockSize;
+                if (shared > explained) {
+                    explained = Math.min(shared, matched);
+                    grew = true;
+                }
+            }
+        }
+        return explained;
+    }
+
+    /**
+     * Drops the empty queues of replicas no longer in the pool once the map holds well more queues than the
+     * pool has replicas (a host whose discovery replaces replica objects would otherwise grow it).
+     */
+    private void prune() {
+        List<? extends Replica> now = pool.get();
+        if (byReplica.size() <= 2 * now.size() + 16) {
+            return;
+        }
+        byReplica.entrySet().removeIf(en -> allDone(en.getValue().get()) && !containsSame(now, en.getKey()));
+    }
+
+    private static boolean allDone(Entry[] entries) {
+        for (Entry e : entries) {
+            if (!e.done) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean containsSame(List<? extends Replica> list, Replica r) {
+        for (int i = 0; i < list.size(); i++) {
+            if (list.get(i) == r) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
