@@ -16,7 +16,6 @@ import io.lettuce.core.codec.RedisCodec;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -40,16 +39,18 @@ import org.slf4j.LoggerFactory;
  *       buffer is full the oldest event is dropped and counted. No Redis call is ever made there.</li>
  *   <li>A publisher thread takes events from the buffer in batches (up to {@code batchEvents}, or what
  *       arrived within {@code batchDelay} of the first) and writes each batch as <em>one</em> stream entry
- *       ({@link RouteEventCodec}: self-contained, replica ids and shared key prefixes written once per
- *       batch) with one {@code XADD ... MAXLEN ~ cap}. One entry per batch rather than one per event:
- *       the origin, replica ids and common prefixes are paid once, and the stream's cap counts batches.
+ *       ({@link RouteEventCodec}: a key as a reference to an earlier key of this writer plus the new
+ *       blocks, replica ids once per entry) with one {@code XADD ... MAXLEN ~ cap}. One entry per batch
+ *       rather than one per event: the header and replica ids are paid once, and the stream's cap counts
+ *       batches. After Redis was away the writer starts a new epoch of key references.
  *       A learned route repeated within {@code repeatInterval} (a hot prefix refreshed on every request)
  *       is written once (the router already leaves most of them out: {@link #repeatInterval()}). When Redis is down or slow the batch waits and is retried with backoff; new
  *       events keep filling the buffer meanwhile, and are written once Redis is back.</li>
  *   <li>A tailer thread first replays the retained window ({@code XRANGE} in pages) so a new or
  *       restarted instance starts warm, then follows the stream with {@code XREAD BLOCK}. It skips the
  *       entries of its own origin, hands every other event to the applier (normally
- *       {@code Router::applyRemote}), and counts entries that do not decode as malformed. Every batch
+ *       {@code Router::applyRemote}), and counts entries that do not decode as malformed, and events whose
+ *       key extends one in an entry it never read as unresolved. Every batch
  *       carries its origin's batch number: a batch read twice (an XADD retried after a lost reply) is
  *       applied once, and a jump (the stream trimmed past this reader's position, or entries lost with a
  *       Redis restart) is counted as a gap; reading goes on from what is left.</li>
@@ -71,7 +72,6 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int REPLAY_PAGE = 512;
-    private static final int RECENT_LEARNED = 65_536;
     private static final long PEER_WINDOW_MILLIS = 60_000;
 
     private final RedisClient client;
@@ -108,13 +108,9 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private final LongAdder gaps = new LongAdder();
     private final LongAdder lost = new LongAdder();
     private final LongAdder duplicates = new LongAdder();
-    /** Per origin, the last batch number read (tailer thread only); bounded, least recently seen out first. */
-    private final Map<String, Long> lastSeq = new LinkedHashMap<>(64, 0.75f, true) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-            return size() > 4_096;
-        }
-    };
+    private final LongAdder unresolved = new LongAdder();
+    /** Per origin, the last batch number read and the keys of its current epoch (tailer thread only). */
+    private final RouteEventCodec.Decoder decoder;
 
     /** Per origin, when an entry of it was last read (written by the tailer, read by {@link #peers}). */
     private final Map<String, Long> peersSeen = new ConcurrentHashMap<>();
@@ -136,6 +132,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         this.where = RedisEndpoint.where(b.uri);
         this.stream = b.stream;
         this.origin = RedisEndpoint.origin(b.instanceId);
+        this.decoder = new RouteEventCodec.Decoder(origin);
         this.maxLen = b.maxLen;
         this.batchEvents = b.batchEvents;
         this.batchDelayNanos = b.batchDelay.toNanos();
@@ -252,6 +249,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 duplicates.sum(),
                 gaps.sum(),
                 lost.sum(),
+                unresolved.sum(),
                 lastLag.get(),
                 maxLag.get(),
                 publisherUp && tailerUp,
@@ -322,18 +320,19 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     // ------------------------------------------------------------------------------------------------
     // publisher
 
+    /** {@code XADD <stream> MAXLEN ~ <maxLen> * b <batch>}. */
+    static XAddArgs xaddArgs(long maxLen) {
+        return new XAddArgs().maxlen(maxLen).approximateTrimming();
+    }
+
     private void publishLoop() {
         StatefulRedisConnection<String, byte[]> conn = null;
-        XAddArgs args = new XAddArgs().maxlen(maxLen).approximateTrimming();
-        Map<Sent, Long> recent = new LinkedHashMap<>(1024, 0.75f, true) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<Sent, Long> eldest) {
-                return size() > RECENT_LEARNED;
-            }
-        };
+        XAddArgs args = xaddArgs(maxLen);
+        RepeatFilter recent = new RepeatFilter(repeatMillis);
         List<RouteEvent> batch = new ArrayList<>(batchEvents);
+        RouteEventCodec.Encoder encoder = new RouteEventCodec.Encoder(origin);
         byte[] pending = null;
-        long seq = 0;
+        boolean failed = false;
         long backoff = MIN_BACKOFF_NANOS;
         long closeDeadline = Long.MAX_VALUE;
         while (true) {
@@ -356,11 +355,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                     break;
                 }
                 collect(batch);
-                keepNew(batch, recent);
+                repeats.add(recent.keepNew(batch));
                 if (batch.isEmpty()) {
                     continue;
                 }
-                pending = RouteEventCodec.encode(origin, seq++, batch);
+                pending = encoder.encode(batch);
                 pendingEvents.set(batch.size());
                 batch.clear();
             }
@@ -378,9 +377,16 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 batches.increment();
                 bytes.add(pending.length);
                 pending = null;
+                if (failed) {
+                    // Redis was away: it may have come back without the stream, so references to what was
+                    // written before would not resolve for a reader starting now
+                    encoder.newEpoch();
+                    failed = false;
+                }
                 backoff = MIN_BACKOFF_NANOS;
                 up(true, "publisher");
             } catch (RuntimeException e) {
+                failed = true;
                 down(true, "publisher", e);
                 LockSupport.parkNanos(backoff);
                 backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
@@ -416,37 +422,6 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             awaitBuffered(batchEvents - batch.size(), left); // the batch's delay, or a full batch
         }
     }
-
-    /**
-     * Drops from {@code batch} every learned route written within the repeat interval (a hot prefix
-     * refreshed by every request: once per interval keeps peers' last-use times fresh enough). Any other
-     * event (a forgotten branch, a removal, a reset) may have undone what peers were told, so it clears
-     * the memory of what was written.
-     */
-    private void keepNew(List<RouteEvent> batch, Map<Sent, Long> recent) {
-        if (repeatMillis <= 0) {
-            return;
-        }
-        int k = 0;
-        for (RouteEvent e : batch) {
-            if (e instanceof RouteEvent.Learned l && l.blocks().length > 0) {
-                Sent s = new Sent(l.replicaId(), l.blocks()[l.blocks().length - 1], l.blocks().length);
-                Long at = recent.get(s);
-                if (at != null && l.timeMillis() - at < repeatMillis) {
-                    repeats.increment();
-                    continue;
-                }
-                recent.put(s, l.timeMillis());
-            } else {
-                recent.clear();
-            }
-            batch.set(k++, e);
-        }
-        batch.subList(k, batch.size()).clear();
-    }
-
-    /** A learned route as the publisher remembers it: the last block hash identifies the whole prefix. */
-    private record Sent(String replicaId, long lastBlock, int length) {}
 
     // ------------------------------------------------------------------------------------------------
     // tailer
@@ -566,13 +541,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private void handle(StreamMessage<String, byte[]> m, boolean live) {
         Map<String, byte[]> body = m.getBody();
         byte[] data = body.size() == 1 ? body.get(FIELD) : null;
-        RouteEventCodec.Batch batch;
+        RouteEventCodec.Decoded batch;
         try {
             if (data == null) {
                 throw new RouteEventCodec.Malformed(
                         "not a batch entry (" + body.size() + " fields, none named \"" + FIELD + "\" alone)");
             }
-            batch = RouteEventCodec.decode(data);
+            batch = decoder.decode(data);
         } catch (RouteEventCodec.Malformed e) {
             if (malformed.sum() == 0) {
                 LOG.warn(
@@ -584,25 +559,36 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             malformed.increment();
             return;
         }
-        if (batch.origin().equals(origin)) {
-            ownSkipped.add(batch.events().size());
-            return;
+        switch (batch.kind()) {
+            case OWN -> {
+                ownSkipped.add(batch.eventCount());
+                return;
+            }
+            case DUPLICATE -> {
+                duplicates.increment(); // written twice (an XADD retried after a lost reply): applied once
+                return;
+            }
+            default -> {}
         }
-        Long last = lastSeq.get(batch.origin());
-        if (last != null && batch.seq() <= last) {
-            duplicates.increment(); // written twice (an XADD retried after a lost reply): applied once
-            return;
-        }
-        if (last != null && batch.seq() > last + 1) {
+        if (batch.lost() > 0) {
             gaps.increment();
-            lost.add(batch.seq() - last - 1);
+            lost.add(batch.lost());
             LOG.warn(
                     "{} entries of {} were lost before this instance read them (stream trimmed past its"
                             + " position, or Redis lost them); going on from what is left",
-                    batch.seq() - last - 1,
+                    batch.lost(),
                     batch.origin());
         }
-        lastSeq.put(batch.origin(), batch.seq());
+        if (batch.unresolved() > 0) {
+            if (unresolved.sum() == 0) {
+                LOG.info(
+                        "{} events of {} refer to entries this instance never read (it started late, or they"
+                                + " were trimmed or lost): not applied; later ones are only counted",
+                        batch.unresolved(),
+                        batch.origin());
+            }
+            unresolved.add(batch.unresolved());
+        }
         peersSeen.put(batch.origin(), System.currentTimeMillis());
         Consumer<? super RouteEvent> a = applier;
         for (RouteEvent e : batch.events()) {

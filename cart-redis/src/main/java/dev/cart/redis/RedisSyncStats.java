@@ -19,6 +19,11 @@ package dev.cart.redis;
  *                       this instance read: the stream was trimmed past this instance's position, or Redis
  *                       lost them (a restart without persistence); reading goes on from what is left
  * @param lostEntries    entries missing in those gaps (each up to a batch of events)
+ * @param unresolved     events of other instances not applied because their key refers to an entry this
+ *                       instance never read (it started after it was trimmed, or the entry was lost): a key
+ *                       is written as the new blocks after an earlier key of the same writer, and which
+ *                       earlier keys count is reset every epoch (at most a minute), so this stops growing
+ *                       within an epoch of the loss
  * @param lastLagMillis  for the last entry read while tailing: read time minus the entry's stream id time
  *                       (Redis's clock when it was written); replayed entries do not count
  * @param maxLagMillis   the largest such lag seen
@@ -38,6 +43,7 @@ public record RedisSyncStats(
         long duplicates,
         long gaps,
         long lostEntries,
+        long unresolved,
         long lastLagMillis,
         long maxLagMillis,
         boolean connected,

@@ -168,7 +168,16 @@ class RedisRouteSyncTest {
         sync.start(got::add);
         Await.until(() -> sync.stats().connected(), () -> "connected: " + sync.stats());
         for (long n = 40; n < 100; n++) { // one at a time, so some land between two of its reads
-            a.sync().publish(learned(a.sync(), n));
+            // keys of a prefix first written after it started: those written before are never read here
+            long[] blocks = {0x6157_0000L, 0x6157_0001L, 1_000_000L + n};
+            a.sync()
+                    .publish(new RouteEvent.Learned(
+                            a.sync().originId(),
+                            System.currentTimeMillis(),
+                            "http://r0:8000",
+                            PromptKey.Unit.CHARS,
+                            64,
+                            blocks));
             long want = n - 39;
             Await.until(
                     () -> a.sync().stats().published() == 40 + want,
@@ -176,6 +185,11 @@ class RedisRouteSyncTest {
         }
         Await.until(() -> got.size() == 60, () -> got.size() + " of the 60 events written after it started");
         assertTrue(got.stream().allMatch(e -> ((RouteEvent.Learned) e).blocks()[2] >= 1_000_040L));
+        assertEquals(0, sync.stats().unresolved());
+        // a key extending one written before it started cannot be rebuilt here: counted, not applied
+        publish(a, 100, 1);
+        Await.until(() -> sync.stats().unresolved() == 1, () -> "unresolved: " + sync.stats());
+        assertEquals(60, got.size());
     }
 
     @Test
@@ -255,20 +269,21 @@ class RedisRouteSyncTest {
         RedisServerProcess redis = redis();
         RedisCommands<String, String> admin = admin(redis);
         admin.xadd("cart:test", Map.of("x", "not a batch"));
-        admin.xadd("cart:test", Map.of("b", "\u0001garbage that is no batch"));
-        admin.xadd("cart:test", Map.of("b", "\u0002a future version"));
+        admin.xadd("cart:test", Map.of("b", "\u0002garbage that is no batch"));
+        admin.xadd("cart:test", Map.of("b", "\u0001an entry of the earlier version"));
+        admin.xadd("cart:test", Map.of("b", "\u0003a future version"));
         admin.xadd("cart:test", Map.of("b", "\u0001", "extra", "field"));
         Instance a = instance(redis.uri(), "a", 256);
         Instance b = instance(redis.uri(), "b", 256);
         Await.until(
-                () -> b.sync().stats().malformed() == 4,
+                () -> b.sync().stats().malformed() == 5,
                 () -> "malformed on replay: " + b.sync().stats());
         publish(a, 0, 50);
         admin.xadd("cart:test", Map.of("b", "\u0001\u0003abc\u0000\u0000\u0007"));
         publish(a, 50, 50);
         awaitReceived(b, 100);
         Await.until(
-                () -> b.sync().stats().malformed() == 5,
+                () -> b.sync().stats().malformed() == 6,
                 () -> "malformed while tailing: " + b.sync().stats());
         assertEquals(100, b.lastBlocks().size());
     }
@@ -314,8 +329,19 @@ class RedisRouteSyncTest {
                 Set.of(1_000_000L, 1_000_046L, 1_000_047L, 1_000_048L, 1_000_049L, 1_000_050L),
                 lasts,
                 "the first event, then the five left after the trim");
+        assertEquals(0, slow.stats().unresolved(), "the five extend the first key, which it read");
+        // an instance starting now never read the first entry: every retained event extends its key
+        List<RouteEvent> lateGot = new CopyOnWriteArrayList<>();
+        RedisRouteSync late = keep(RedisRouteSync.builder().uri(redis.uri()).stream("cart:test")
+                .instanceId("late")
+                .build());
+        late.start(lateGot::add);
+        Await.until(() -> late.stats().unresolved() == 5, () -> "unresolved on replay: " + late.stats());
         publish(a, 51, 3);
         Await.until(() -> got.size() == 9, () -> got.size() + " events after the gap; " + slow.stats());
         assertEquals(1, slow.stats().gaps());
+        Await.until(() -> late.stats().unresolved() == 8, () -> "unresolved while tailing: " + late.stats());
+        assertEquals(List.of(), lateGot, "nothing half-applied");
+        assertEquals(0, late.stats().malformed());
     }
 }

@@ -126,6 +126,12 @@ final class Cluster implements AutoCloseable {
                 s -> s.stats().lostEntries());
         counter(
                 registry,
+                "cart.cluster.events.unresolved",
+                "Other instances' route events not applied because they extend a key in an entry this instance"
+                        + " never read (it started after that entry was trimmed, or the entry was lost)",
+                s -> s.stats().unresolved());
+        counter(
+                registry,
                 "cart.cluster.sync.lag.events",
                 "Events whose sync lag was measured (applied while tailing)",
                 s -> s.lagTotal().count());

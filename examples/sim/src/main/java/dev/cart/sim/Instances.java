@@ -8,7 +8,10 @@ import dev.cart.core.RouteEvent;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.RouteSync;
 import dev.cart.core.Router;
+import dev.cart.redis.RouteStreamMeter;
+import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +55,7 @@ final class Instances {
      * @param loadTtlNanos      how long a dead instance's last load still counts
      * @param killInstance      the instance that dies mid-run, or -1
      * @param killAtNanos       when it dies (virtual time)
+     * @param wire              where to count the bytes the route events would take on the wire, or null
      */
     record ScaleOut(
             int instances,
@@ -61,9 +65,10 @@ final class Instances {
             long loadDelayNanos,
             long loadTtlNanos,
             int killInstance,
-            long killAtNanos) {
+            long killAtNanos,
+            Wire wire) {
 
-        static final ScaleOut SINGLE = new ScaleOut(1, false, 0, 0, 0, 0, -1, 0);
+        static final ScaleOut SINGLE = new ScaleOut(1, false, 0, 0, 0, 0, -1, 0, null);
 
         ScaleOut {
             if (instances < 1) {
@@ -79,13 +84,21 @@ final class Instances {
          * 1 s TTL) or not.
          */
         static ScaleOut of(int n, boolean sync) {
-            return new ScaleOut(n, sync, 20_000_000L, 0, 5_000_000L, 1_000_000_000L, -1, 0);
+            return new ScaleOut(n, sync, 20_000_000L, 0, 5_000_000L, 1_000_000_000L, -1, 0, null);
         }
 
         /** Route events this long after their publication. */
         ScaleOut syncLag(long nanos) {
             return new ScaleOut(
-                    instances, sync, nanos, loadIntervalNanos, loadDelayNanos, loadTtlNanos, killInstance, killAtNanos);
+                    instances,
+                    sync,
+                    nanos,
+                    loadIntervalNanos,
+                    loadDelayNanos,
+                    loadTtlNanos,
+                    killInstance,
+                    killAtNanos,
+                    wire);
         }
 
         /**
@@ -95,12 +108,76 @@ final class Instances {
          */
         ScaleOut loadTimed(long intervalNanos, long delayNanos) {
             return new ScaleOut(
-                    instances, sync, syncLagNanos, intervalNanos, delayNanos, loadTtlNanos, killInstance, killAtNanos);
+                    instances,
+                    sync,
+                    syncLagNanos,
+                    intervalNanos,
+                    delayNanos,
+                    loadTtlNanos,
+                    killInstance,
+                    killAtNanos,
+                    wire);
         }
 
         ScaleOut killing(int instance, long atNanos) {
             return new ScaleOut(
-                    instances, sync, syncLagNanos, loadIntervalNanos, loadDelayNanos, loadTtlNanos, instance, atNanos);
+                    instances,
+                    sync,
+                    syncLagNanos,
+                    loadIntervalNanos,
+                    loadDelayNanos,
+                    loadTtlNanos,
+                    instance,
+                    atNanos,
+                    wire);
+        }
+
+        /** Counting the route events' bytes on the wire into {@code w}. */
+        ScaleOut counting(Wire w) {
+            return new ScaleOut(
+                    instances,
+                    sync,
+                    syncLagNanos,
+                    loadIntervalNanos,
+                    loadDelayNanos,
+                    loadTtlNanos,
+                    killInstance,
+                    killAtNanos,
+                    w);
+        }
+    }
+
+    /**
+     * What the route events of a run would take on the wire through {@code cart-redis}: every instance's
+     * events batched and encoded as its publisher would ({@link RouteStreamMeter}, on the virtual clock),
+     * and the blocks they taught: (replica, block) pairs no event had named before, over the pool. Replica
+     * ids are written as {@code http://vllm-N.pool.svc:8000} (the simulator's own are shorter than a real
+     * deployment's).
+     */
+    static final class Wire {
+        long bytes;
+        long entries;
+        long events;
+        long learnedBlocks;
+        private final Map<String, java.util.Set<Long>> held = new HashMap<>();
+
+        /** Bytes per learned block. */
+        double perLearnedBlock() {
+            return learnedBlocks == 0 ? Double.NaN : (double) bytes / learnedBlocks;
+        }
+
+        /** Events per stream entry. */
+        double eventsPerEntry() {
+            return entries == 0 ? Double.NaN : (double) events / entries;
+        }
+
+        void learned(RouteEvent.Learned l) {
+            java.util.Set<Long> h = held.computeIfAbsent(l.replicaId(), x -> new java.util.HashSet<>());
+            for (long b : l.blocks()) {
+                if (h.add(b)) { // chained hashes: a block hash names its whole prefix
+                    learnedBlocks++;
+                }
+            }
         }
     }
 
@@ -117,6 +194,10 @@ final class Instances {
     private final Map<String, Integer> index = new HashMap<>();
     private final SplittableRandom balancer;
     private final ArrayDeque<Pending> bus = new ArrayDeque<>();
+    private final List<RouteStreamMeter> meters = new ArrayList<>();
+    /** {@code RedisRouteSync}'s default repeat interval. */
+    static final Duration REPEAT_INTERVAL = Duration.ofSeconds(1);
+
     private final ArrayDeque<LoadSnapshot> loadBus = new ArrayDeque<>();
     /** Per instance, per replica: in-flight and pending prefill at the last snapshot the others count. */
     private long[][] inFlight;
@@ -164,6 +245,10 @@ final class Instances {
     }
 
     private RouteSync endpoint(String origin) {
+        RouteStreamMeter meter = spec.wire() == null ? null : new RouteStreamMeter(origin);
+        if (meter != null) {
+            meters.add(meter);
+        }
         return new RouteSync() {
             @Override
             public String originId() {
@@ -173,8 +258,47 @@ final class Instances {
             @Override
             public void publish(RouteEvent event) {
                 bus.addLast(new Pending(clock.nanos() + spec.syncLagNanos(), event));
+                if (meter != null) {
+                    RouteEvent wired = wireIds(event);
+                    if (wired instanceof RouteEvent.Learned l) {
+                        spec.wire().learned(l);
+                    }
+                    meter.publish(wired, clock.nanos());
+                }
+            }
+
+            /** As {@code cart-redis} defaults it: a route published again only on its first use in a second. */
+            @Override
+            public Duration repeatInterval() {
+                return REPEAT_INTERVAL;
             }
         };
+    }
+
+    /** The event with a deployment-like replica id. */
+    private static RouteEvent wireIds(RouteEvent e) {
+        if (e instanceof RouteEvent.Learned l) {
+            return new RouteEvent.Learned(
+                    l.origin(), l.timeMillis(), wireId(l.replicaId()), l.unit(), l.blockSize(), l.blocks());
+        }
+        if (e instanceof RouteEvent.Forgotten f) {
+            return new RouteEvent.Forgotten(
+                    f.origin(),
+                    f.timeMillis(),
+                    wireId(f.replicaId()),
+                    f.unit(),
+                    f.blockSize(),
+                    f.blocks(),
+                    f.keepBlocks());
+        }
+        if (e instanceof RouteEvent.ReplicaRemoved r) {
+            return new RouteEvent.ReplicaRemoved(r.origin(), r.timeMillis(), wireId(r.replicaId()));
+        }
+        return e;
+    }
+
+    private static String wireId(String simId) {
+        return "http://vllm-" + simId.substring(simId.lastIndexOf('-') + 1) + ".pool.svc:8000";
     }
 
     private RemoteLoad remoteLoad(int self) {
@@ -329,5 +453,12 @@ final class Instances {
         for (Router r : routers) {
             r.close();
         }
+        for (RouteStreamMeter m : meters) {
+            m.flush();
+            spec.wire().bytes += m.bytes();
+            spec.wire().entries += m.entries();
+            spec.wire().events += m.events();
+        }
+        meters.clear();
     }
 }

@@ -69,4 +69,19 @@ class InstancesTest {
         assertEquals(w.size(), r.completed(), "every request answered");
         assertEquals(0, r.noReplica());
     }
+
+    @Test
+    void theWireCountsTheInstancesRouteEventsAsTheirPublishersWouldBatchThem() {
+        Workload w = chats();
+        Instances.Wire wire = new Instances.Wire();
+        RunResult r = run(w, Instances.ScaleOut.of(4, true).counting(wire));
+        assertEquals(w.size(), r.completed());
+        assertTrue(
+                wire.entries > 0 && wire.events >= wire.entries, "entries " + wire.entries + ", events " + wire.events);
+        assertTrue(wire.events <= w.size() * 2L, "at most a route and an answer per request: " + wire.events);
+        assertTrue(wire.learnedBlocks > 0, "learned " + wire.learnedBlocks);
+        // an XADD carries at least its framing and its 8 bytes per block sent
+        assertTrue(wire.bytes > wire.entries * 60L, "bytes " + wire.bytes);
+        assertTrue(wire.perLearnedBlock() > 8, "a block is 8 bytes on the wire: " + wire.perLearnedBlock());
+    }
 }
