@@ -2,6 +2,7 @@ package dev.cart.core;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
@@ -85,20 +86,18 @@ final class InPrefill {
         AtomicReference<Entry[]> q = e.queue;
         while (true) {
             Entry[] cur = q.get();
-            int live = 0;
-            for (Entry x : cur) {
-                if (!x.done) {
-                    live++;
-                }
-            }
-            Entry[] next = new Entry[live + 1];
+            // one pass: an entry marked done meanwhile is either copied or not, never left as a hole
+            Entry[] next = new Entry[cur.length + 1];
             int n = 0;
             for (Entry x : cur) {
                 if (!x.done) {
                     next[n++] = x;
                 }
             }
-            next[live] = e;
+            next[n++] = e;
+            if (n < next.length) {
+                next = Arrays.copyOf(next, n);
+            }
             if (q.compareAndSet(cur, next)) {
                 return next;
             }
