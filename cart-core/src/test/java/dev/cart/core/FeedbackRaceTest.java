@@ -277,6 +277,33 @@ class FeedbackRaceTest {
 
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
+    void aReplicaWithManyRequestsInPrefillKeepsThemAll(ReplicaSets kind) {
+        ReplicaSet set = kind.of("r");
+        try (Router router = router(set)) {
+            List<RouteDecision> open = new ArrayList<>();
+            for (int i = 0; i < 80; i++) {
+                open.add(router.choose(RouteRequest.of(i % 2 == 0 ? A : B)));
+            }
+            RouteDecision last = open.get(79);
+            assertEquals(80, last.aheadInPrefill().length);
+            for (int i = 0; i < 80; i += 2) {
+                open.get(i).lease().firstToken(); // half of them leave prefill
+            }
+            RouteDecision next = router.choose(RouteRequest.of(C));
+            assertEquals(41, next.aheadInPrefill().length, "the 40 still in prefill and the new one");
+            for (InPrefill.Entry e : next.aheadInPrefill()) {
+                assertFalse(e == null || e.done);
+            }
+            RouteDecision after = router.choose(RouteRequest.of(C));
+            assertEquals(42, after.aheadInPrefill().length);
+            open.forEach(d -> d.lease().close());
+            next.lease().close();
+            after.lease().close();
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
     void leavingPrefillTakesTheRequestOutOfItsReplicasQueue(ReplicaSets kind) {
         ReplicaSet set = kind.of("r");
         try (Router router = router(set)) {
