@@ -2,6 +2,7 @@ package dev.cart.core;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
@@ -85,20 +86,37 @@ final class InPrefill {
         AtomicReference<Entry[]> q = e.queue;
         while (true) {
             Entry[] cur = q.get();
-            int live = 0;
-            for (Entry x : cur) {
-                if (!x.done) {
-                    live++;
+            // the done flags read once (a mask for up to 64 entries): an entry marked done meanwhile is either
+            // copied or not, never left as a hole in an array sized by an earlier count
+            Entry[] next;
+            if (cur.length <= 64) {
+                long live = 0;
+                for (int i = 0; i < cur.length; i++) {
+                    if (!cur[i].done) {
+                        live |= 1L << i;
+                    }
+                }
+                next = new Entry[Long.bitCount(live) + 1];
+                int n = 0;
+                for (int i = 0; i < cur.length; i++) {
+                    if ((live & (1L << i)) != 0) {
+                        next[n++] = cur[i];
+                    }
+                }
+                next[n] = e;
+            } else {
+                next = new Entry[cur.length + 1];
+                int n = 0;
+                for (Entry x : cur) {
+                    if (!x.done) {
+                        next[n++] = x;
+                    }
+                }
+                next[n++] = e;
+                if (n < next.length) {
+                    next = Arrays.copyOf(next, n);
                 }
             }
-            Entry[] next = new Entry[live + 1];
-            int n = 0;
-            for (Entry x : cur) {
-                if (!x.done) {
-                    next[n++] = x;
-                }
-            }
-            next[live] = e;
             if (q.compareAndSet(cur, next)) {
                 return next;
             }

@@ -225,6 +225,83 @@ class FeedbackRaceTest {
                 .build();
     }
 
+    /**
+     * Requests routed, reaching their first token, reporting short usage and closing on several threads at
+     * once: the per-replica queues are copied while entries leave them, and no decision may fail for it, nor
+     * any slot leak. (A copy that counted the entries still in prefill in one pass and copied them in a
+     * second left a hole when one left in between, and every later request to that replica failed.)
+     */
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void concurrentRequestsEnteringAndLeavingPrefillNeverFailADecision(ReplicaSets kind) throws Exception {
+        ReplicaSet set = kind.of("r1", "r2");
+        try (Router router = router(set)) {
+            int threads = 4;
+            int perThread = 20_000;
+            PromptKey[] keys = {A, B, C};
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+            try {
+                List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    int seed = t;
+                    done.add(pool.submit(() -> {
+                        SplittableRandom rnd = new SplittableRandom(seed);
+                        java.util.ArrayDeque<RouteDecision> open = new java.util.ArrayDeque<>();
+                        for (int i = 0; i < perThread; i++) {
+                            open.add(router.choose(RouteRequest.of(keys[rnd.nextInt(keys.length)])));
+                            while (open.size() > rnd.nextInt(4)) {
+                                RouteDecision d = open.poll();
+                                if (rnd.nextBoolean()) {
+                                    d.lease().firstToken();
+                                }
+                                d.lease().succeeded(new ServedUsage(tokens(d.keyLength()), 0));
+                                d.lease().close();
+                            }
+                        }
+                        open.forEach(d -> d.lease().close());
+                        return null;
+                    }));
+                }
+                for (java.util.concurrent.Future<?> f : done) {
+                    f.get(4, java.util.concurrent.TimeUnit.MINUTES); // rethrows a decision's failure
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            for (Replica r : set.replicas()) {
+                assertEquals(0, r.inFlight(), r.id());
+                assertEquals(0, r.pendingPrefill(), r.id());
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(ReplicaSets.class)
+    void aReplicaWithManyRequestsInPrefillKeepsThemAll(ReplicaSets kind) {
+        ReplicaSet set = kind.of("r");
+        try (Router router = router(set)) {
+            List<RouteDecision> open = new ArrayList<>();
+            for (int i = 0; i < 80; i++) {
+                open.add(router.choose(RouteRequest.of(i % 2 == 0 ? A : B)));
+            }
+            RouteDecision last = open.get(79);
+            assertEquals(80, last.aheadInPrefill().length);
+            for (int i = 0; i < 80; i += 2) {
+                open.get(i).lease().firstToken(); // half of them leave prefill
+            }
+            RouteDecision next = router.choose(RouteRequest.of(C));
+            assertEquals(41, next.aheadInPrefill().length, "the 40 still in prefill and the new one");
+            for (InPrefill.Entry e : next.aheadInPrefill()) {
+                assertFalse(e == null || e.done);
+            }
+            RouteDecision after = router.choose(RouteRequest.of(C));
+            assertEquals(42, after.aheadInPrefill().length);
+            open.forEach(d -> d.lease().close());
+            next.lease().close();
+            after.lease().close();
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void leavingPrefillTakesTheRequestOutOfItsReplicasQueue(ReplicaSets kind) {

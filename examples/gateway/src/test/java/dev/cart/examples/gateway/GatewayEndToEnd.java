@@ -60,7 +60,7 @@ import java.util.regex.Pattern;
  * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
  *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
  *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false] [--debug-log]
- *     [--feedback false]
+ *     [--feedback false] [--in-flight-samples]
  * </pre>
  *
  * <p>{@code --servers A,B} names the two servers compared (B − A): {@code proxy,gateway} by default;
@@ -73,6 +73,8 @@ import java.util.regex.Pattern;
  * gateway's {@code dev.cart.gateway.decisions} DEBUG log (each decision and usage verdict: reason, replica, lengths,
  * two block hashes of the key) and keeps the gateway's output file, whose path is printed. {@code --feedback false}
  * turns usage feedback off on both servers (the router then never forgets a route on a usage report).
+ * {@code --in-flight-samples} reports each replay's mean number of requests holding a replica slot (scraped
+ * every 100 ms; the scrapes cost the server some CPU, so runs with it are not comparable with runs without).
  */
 final class GatewayEndToEnd {
 
@@ -102,7 +104,8 @@ final class GatewayEndToEnd {
             double seconds,
             int moves,
             Map<String, Long> decisions,
-            long leftInFlight) {
+            long leftInFlight,
+            double meanInFlight) {
         double hitRatio() {
             return prompt == 0 ? 0 : (double) cached / prompt;
         }
@@ -137,6 +140,7 @@ final class GatewayEndToEnd {
                 case "--servers" -> serverKinds = List.of(args[++i].split(","));
                 case "--proxy-learn-answer" -> proxyLearnAnswer = true;
                 case "--debug-log" -> debugLog = true;
+                case "--in-flight-samples" -> inFlightSamples = true;
                 case "--feedback" -> feedback = Boolean.parseBoolean(args[++i]);
                 case "--prefill-aware" -> prefillAware = String.valueOf(Boolean.parseBoolean(args[++i]));
                 case "--rag-requests" -> ragRequests = Integer.parseInt(args[++i]);
@@ -192,7 +196,7 @@ final class GatewayEndToEnd {
                         System.out.printf(
                                 Locale.ROOT,
                                 "run %d %s %s %s: hit ratio %.4f, %d failed, %.1f s, %d turns moved replica, "
-                                        + "decisions %s, left in flight %d%n",
+                                        + "decisions %s, left in flight %d, mean in flight %.1f%n",
                                 r.run(),
                                 r.workload(),
                                 r.server(),
@@ -202,7 +206,8 @@ final class GatewayEndToEnd {
                                 r.seconds(),
                                 r.moves(),
                                 r.decisions(),
-                                r.leftInFlight());
+                                r.leftInFlight(),
+                                r.meanInFlight());
                     }
                 }
             }
@@ -414,7 +419,9 @@ final class GatewayEndToEnd {
             }
             Map<String, Long> before = decisions(scrape(http, metrics));
             Replay replay = new Replay(w, http, route, stream);
+            InFlightSampler sampler = inFlightSamples ? InFlightSampler.start(http, metrics) : null;
             replay.run();
+            double meanInFlight = sampler == null ? Double.NaN : sampler.stop();
             long inFlight = awaitIdle(http, metrics);
             Map<String, Long> decisions = decisions(scrape(http, metrics));
             before.forEach((reason, n) -> decisions.merge(reason, -n, Long::sum));
@@ -432,7 +439,8 @@ final class GatewayEndToEnd {
                     replay.seconds,
                     replay.moves(),
                     decisions,
-                    inFlight);
+                    inFlight,
+                    meanInFlight);
         } finally {
             if (process != null) {
                 process.destroy();
@@ -610,6 +618,54 @@ final class GatewayEndToEnd {
             }
         }
         return n;
+    }
+
+    /**
+     * {@code --in-flight-samples}: the server's requests holding a replica slot, scraped every 100 ms while the
+     * replay runs (all replicas together), averaged. Of the {@link #CLIENTS} requests out at any time, the ones not
+     * holding a slot are in the front (read, decided, or answered and not yet released) or in the driver.
+     */
+    private static boolean inFlightSamples;
+
+    private static final class InFlightSampler {
+        private final Thread thread;
+        private volatile boolean stop;
+        private long sum;
+        private long samples;
+
+        private InFlightSampler(HttpClient http, URI metrics) {
+            thread = new Thread(() -> {
+                while (!stop) {
+                    try {
+                        long n = inFlight(scrape(http, metrics));
+                        synchronized (this) {
+                            sum += n;
+                            samples++;
+                        }
+                    } catch (IOException e) {
+                        // a scrape that failed is not a sample
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+                }
+            });
+            thread.setDaemon(true);
+        }
+
+        static InFlightSampler start(HttpClient http, URI metrics) {
+            InFlightSampler s = new InFlightSampler(http, metrics);
+            s.thread.start();
+            return s;
+        }
+
+        double stop() throws InterruptedException {
+            stop = true;
+            thread.join();
+            synchronized (this) {
+                return samples == 0 ? Double.NaN : (double) sum / samples;
+            }
+        }
     }
 
     /** Waits (bounded) until no request holds a slot; the count left. */
