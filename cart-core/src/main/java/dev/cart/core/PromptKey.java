@@ -229,30 +229,29 @@ public final class PromptKey {
      * Builds a key incrementally, hashing each block as it fills, so the whole prompt never has to be
      * held as one string. Text is copied into the block buffer in runs (no per-character bookkeeping).
      *
-     * <p>Text keys keep the current block as Latin-1 bytes while its characters allow it (every ASCII
-     * and Latin-1 character), and switch the block to UTF-16 chars at its first character above U+00FF;
-     * {@link #appendLatin1} hashes a full block straight from the caller's array without copying it.
-     * Whatever mix of {@code append} calls produced a text, its blocks get the same hashes (see the
-     * block hashing below). Not thread-safe; one builder per key. {@link #copy()} forks one.
+     * <p>Text keys hold the current block as CESU-8: each UTF-16 unit encoded on its own (U+0000 to U+007F
+     * one byte, to U+07FF two, to U+FFFF three; a surrogate, paired or not, is three bytes), and a block is
+     * hashed over those bytes. Blocks are cut every {@code blockSize} units whatever their byte length.
+     * One byte form for every character lets a UTF-8 request body enter the key as bytes ({@link
+     * #appendCesu8}: only four-byte sequences need rewriting), and an ASCII block is its own bytes, hashed
+     * straight from the caller's array when it is whole. Whatever mix of {@code append} calls produced a
+     * text, its blocks get the same hashes. Not thread-safe; one builder per key. {@link #copy()} forks one.
      */
     public static final class Builder {
         private final Unit unit;
         private final int blockSize;
         private final int anchorLimit;
-        /** The current block while it is Latin-1 (text keys). */
-        private final byte[] narrow;
-        /**
-         * The current block once it holds a character above U+00FF, as UTF-16LE (two bytes a character, so
-         * that {@link #hashWide(byte[], int, long)} reads four characters a load); made when first needed.
-         */
-        private byte[] wide;
-
-        private boolean isWide;
+        /** The current block's units as CESU-8 (text keys): at most three bytes a unit. */
+        private final byte[] buf;
+        /** Bytes of {@link #buf} in use. */
+        private int bfill;
         /** Scratch for copying out of Strings. */
         private char[] scratch;
 
         private final int[] tokens;
+        /** Units in the current block. */
         private int fill;
+
         private int length;
         private long chain = SEED;
         private long[] blocks = new long[8];
@@ -272,7 +271,7 @@ public final class PromptKey {
             this.unit = unit;
             this.blockSize = blockSize;
             this.anchorLimit = anchorLimit;
-            this.narrow = unit == Unit.CHARS ? new byte[blockSize] : null;
+            this.buf = unit == Unit.CHARS ? new byte[blockSize * 3] : null;
             this.tokens = unit == Unit.TOKENS ? new int[blockSize] : null;
         }
 
@@ -280,9 +279,8 @@ public final class PromptKey {
             this.unit = o.unit;
             this.blockSize = o.blockSize;
             this.anchorLimit = o.anchorLimit;
-            this.narrow = o.narrow == null ? null : o.narrow.clone();
-            this.wide = o.wide == null ? null : o.wide.clone();
-            this.isWide = o.isWide;
+            this.buf = o.buf == null ? null : o.buf.clone();
+            this.bfill = o.bfill;
             this.tokens = o.tokens == null ? null : o.tokens.clone();
             this.fill = o.fill;
             this.length = o.length;
@@ -329,13 +327,10 @@ public final class PromptKey {
         /** Appends one character. */
         public Builder append(char c) {
             requireUnit(Unit.CHARS);
-            if (c > 0xFF && !isWide) {
-                widen();
-            }
-            if (isWide) {
-                CHARS.set(wide, fill << 1, c);
+            if (c < 0x80) {
+                buf[bfill++] = (byte) c;
             } else {
-                narrow[fill] = (byte) c;
+                bfill = encode(buf, bfill, c);
             }
             advance(1);
             return this;
@@ -355,9 +350,9 @@ public final class PromptKey {
 
         /**
          * Appends {@code len} characters given as Latin-1 bytes: each byte of {@code src} from {@code off}
-         * is the character U+0000 to U+00FF of the same value (so an ASCII run of a UTF-8 body can be
-         * passed as it is). The key is the one {@code append(CharSequence)} makes of the same characters;
-         * full blocks are hashed straight from {@code src}.
+         * is the character U+0000 to U+00FF of the same value. The key is the one {@code
+         * append(CharSequence)} makes of the same characters; whole ASCII blocks are hashed straight from
+         * {@code src}. For UTF-8 text use {@link #appendCesu8}.
          */
         public Builder appendLatin1(byte[] src, int off, int len) {
             requireUnit(Unit.CHARS);
@@ -365,80 +360,157 @@ public final class PromptKey {
             int pos = 0;
             while (pos < len) {
                 if (fill == 0) {
-                    // whole blocks hashed straight from src, in one tight loop (up to the anchor limit first)
-                    int whole = (len - pos) / blockSize;
-                    if (!anchorSet) {
-                        whole = Math.min(whole, (anchorLimit - length) / blockSize);
-                    }
+                    int whole = wholeBlocks(src, off + pos, (len - pos) / blockSize, true);
                     if (whole > 0) {
-                        if (blocks.length - blockCount < whole) {
-                            blocks = Arrays.copyOf(blocks, Math.max(blockCount + whole, blocks.length * 2));
-                        }
-                        long[] bl = blocks;
-                        int bc = blockCount;
-                        long c = chain;
-                        for (int k = 0, p = off + pos; k < whole; k++, p += blockSize) {
-                            c = hashLatin1(src, p, blockSize, c);
-                            bl[bc++] = c;
-                        }
-                        chain = c;
-                        blockCount = bc;
-                        length += whole * blockSize;
                         pos += whole * blockSize;
-                        isWide = false;
-                        if (!anchorSet && length == anchorLimit) {
-                            setAnchor();
-                        }
                         continue;
                     }
                 }
                 int take = room(len - pos);
-                if (isWide) {
-                    for (int k = 0; k < take; k++) {
-                        CHARS.set(wide, (fill + k) << 1, (char) (src[off + pos + k] & 0xFF));
+                byte[] b = buf;
+                int at = bfill;
+                for (int k = off + pos, end = k + take; k < end; k++) {
+                    byte v = src[k];
+                    if (v >= 0) {
+                        b[at++] = v;
+                    } else {
+                        b[at++] = (byte) (0xC0 | (v & 0xFF) >> 6);
+                        b[at++] = (byte) (0x80 | v & 0x3F);
                     }
-                } else {
-                    System.arraycopy(src, off + pos, narrow, fill, take);
                 }
+                bfill = at;
                 advance(take);
                 pos += take;
             }
             return this;
         }
 
-        /** Copies {@code take} chars (at most the room left) into the current block, narrowing while it can. */
-        private void put(char[] src, int off, int take) {
-            if (!isWide) {
-                byte[] nb = narrow;
-                int f = fill;
-                int bits = 0;
-                for (int k = 0; k < take; k++) {
-                    char c = src[off + k];
-                    bits |= c;
-                    nb[f + k] = (byte) c;
-                }
-                if (bits > 0xFF) {
-                    widen();
-                }
+        /**
+         * Appends the {@code units} UTF-16 units encoded as CESU-8 in {@code src[off, off + len)}: each unit
+         * on its own in one to three bytes, as UTF-8 encodes U+0000 to U+FFFF (so UTF-8 text without
+         * four-byte sequences is CESU-8 as it is; a four-byte sequence is written as its two surrogates,
+         * three bytes each). {@code units} equals {@code len} exactly when the bytes are all ASCII, which
+         * is the fast path: whole blocks hashed straight from {@code src}. The key is the one {@code
+         * append(CharSequence)} makes of the same units. The bytes must be well-formed CESU-8 holding
+         * exactly {@code units} units (the caller decoded or validated them); that is not checked beyond
+         * what keeps this builder consistent.
+         *
+         * @throws IllegalArgumentException when the bytes turn out not to hold {@code units} units
+         */
+        public Builder appendCesu8(byte[] src, int off, int len, int units) {
+            requireUnit(Unit.CHARS);
+            Objects.checkFromIndexSize(off, len, src.length);
+            if (units == len) {
+                appendAscii(src, off, len);
+                return this;
             }
-            if (isWide) {
-                byte[] w = wide;
-                for (int k = 0, at = fill << 1; k < take; k++, at += 2) {
-                    CHARS.set(w, at, src[off + k]);
-                }
+            if (units < 0 || units > len) {
+                throw new IllegalArgumentException(len + " bytes cannot hold " + units + " units");
             }
-            advance(take);
+            int p = off;
+            int end = off + len;
+            int left = units;
+            while (left > 0) {
+                if (end - p == left) {
+                    appendAscii(src, p, left); // no continuation byte left: the rest is ASCII
+                    return this;
+                }
+                int take = room(left);
+                int q = take == left ? end : skipUnits(src, p, end, take);
+                int nb = q - p;
+                if (nb < take || nb > 3 * take) {
+                    throw new IllegalArgumentException("the bytes do not hold " + units + " units");
+                }
+                if (fill == 0 && take == blockSize) {
+                    chain = hashBytes(src, p, nb, chain);
+                    pushBlock();
+                    length += take;
+                    if (!anchorSet && length == anchorLimit) {
+                        setAnchor();
+                    }
+                } else {
+                    System.arraycopy(src, p, buf, bfill, nb);
+                    bfill += nb;
+                    advance(take);
+                }
+                p = q;
+                left -= take;
+            }
+            if (p != end) {
+                throw new IllegalArgumentException("the bytes hold more than " + units + " units");
+            }
+            return this;
         }
 
-        /** Moves the current block from Latin-1 bytes to chars (its first character above U+00FF). */
-        private void widen() {
-            if (wide == null) {
-                wide = new byte[blockSize << 1];
+        /** Appends {@code len} ASCII bytes (one unit each). */
+        private void appendAscii(byte[] src, int off, int len) {
+            int pos = 0;
+            while (pos < len) {
+                if (fill == 0) {
+                    int whole = wholeBlocks(src, off + pos, (len - pos) / blockSize, false);
+                    if (whole > 0) {
+                        pos += whole * blockSize;
+                        continue;
+                    }
+                }
+                int take = room(len - pos);
+                System.arraycopy(src, off + pos, buf, bfill, take);
+                bfill += take;
+                advance(take);
+                pos += take;
             }
-            for (int k = 0; k < fill; k++) {
-                CHARS.set(wide, k << 1, (char) (narrow[k] & 0xFF));
+        }
+
+        /**
+         * Hashes up to {@code max} whole blocks of single-byte units straight from {@code src} at {@code p}
+         * (the current block is empty), in one tight loop, up to the anchor limit first; with {@code
+         * latin1}, stops at the first block holding a byte of 0x80 or above. Returns the blocks hashed.
+         */
+        private int wholeBlocks(byte[] src, int p, int max, boolean latin1) {
+            int whole = max;
+            if (!anchorSet) {
+                whole = Math.min(whole, (anchorLimit - length) / blockSize);
             }
-            isWide = true;
+            if (whole <= 0) {
+                return 0;
+            }
+            if (blocks.length - blockCount < whole) {
+                blocks = Arrays.copyOf(blocks, Math.max(blockCount + whole, blocks.length * 2));
+            }
+            long[] bl = blocks;
+            int bc = blockCount;
+            long c = chain;
+            int k = 0;
+            for (int at = p; k < whole; k++, at += blockSize) {
+                if (latin1 && !isAscii(src, at, blockSize)) {
+                    break;
+                }
+                c = hashBytes(src, at, blockSize, c);
+                bl[bc++] = c;
+            }
+            chain = c;
+            blockCount = bc;
+            length += k * blockSize;
+            if (!anchorSet && length == anchorLimit) {
+                setAnchor();
+            }
+            return k;
+        }
+
+        /** Encodes {@code take} chars (at most the room left) into the current block. */
+        private void put(char[] src, int off, int take) {
+            byte[] b = buf;
+            int at = bfill;
+            for (int k = off, end = off + take; k < end; k++) {
+                char c = src[k];
+                if (c < 0x80) {
+                    b[at++] = (byte) c;
+                } else {
+                    at = encode(b, at, c);
+                }
+            }
+            bfill = at;
+            advance(take);
         }
 
         void appendUnit(int token) {
@@ -471,7 +543,7 @@ public final class PromptKey {
             fill += k;
             length += k;
             if (fill == blockSize) {
-                chain = blockHash(blockSize, chain);
+                chain = blockHash(chain);
                 pushBlock();
             }
             if (!anchorSet && length == anchorLimit) {
@@ -485,15 +557,15 @@ public final class PromptKey {
             }
             blocks[blockCount++] = chain;
             fill = 0;
-            isWide = false;
+            bfill = 0;
         }
 
-        /** The hash of the current block's first {@code n} units, chained on {@code seed}. */
-        private long blockHash(int n, long seed) {
+        /** The hash of the current block's units so far, chained on {@code seed}. */
+        private long blockHash(long seed) {
             if (unit == Unit.TOKENS) {
-                return hashInts(tokens, n, seed);
+                return hashInts(tokens, fill, seed);
             }
-            return isWide ? hashWide(wide, n, seed) : hashLatin1(narrow, 0, n, seed);
+            return hashBytes(buf, 0, bfill, seed);
         }
 
         /** Marks the end of a message at the current length. Repeated marks at one offset count once. */
@@ -517,7 +589,7 @@ public final class PromptKey {
         }
 
         private void setAnchor() {
-            anchor = fill == 0 ? chain : blockHash(fill, chain) ^ fill;
+            anchor = fill == 0 ? chain : blockHash(chain) ^ fill;
             anchorSet = true;
         }
 
@@ -529,7 +601,7 @@ public final class PromptKey {
 
         /** The key of everything appended so far; the builder stays usable (appending continues the text). */
         public PromptKey build() {
-            long a = anchorSet ? anchor : fill == 0 ? chain : blockHash(fill, chain) ^ fill;
+            long a = anchorSet ? anchor : fill == 0 ? chain : blockHash(chain) ^ fill;
             return new PromptKey(
                     unit,
                     blockSize,
@@ -540,19 +612,72 @@ public final class PromptKey {
         }
     }
 
+    /** Writes the CESU-8 bytes of {@code c} (U+0080 or above) at {@code b[at]}; returns the end. */
+    private static int encode(byte[] b, int at, char c) {
+        if (c < 0x800) {
+            b[at] = (byte) (0xC0 | c >> 6);
+            b[at + 1] = (byte) (0x80 | c & 0x3F);
+            return at + 2;
+        }
+        b[at] = (byte) (0xE0 | c >> 12);
+        b[at + 1] = (byte) (0x80 | c >> 6 & 0x3F);
+        b[at + 2] = (byte) (0x80 | c & 0x3F);
+        return at + 3;
+    }
+
+    private static final long HIGH = 0x8080808080808080L;
+
+    /** Whether the {@code n} bytes of {@code b} from {@code p} are all below 0x80 (eight at a time). */
+    private static boolean isAscii(byte[] b, int p, int n) {
+        long or = 0;
+        int i = p;
+        int end = p + n;
+        for (; i + 8 <= end; i += 8) {
+            or |= (long) LONGS.get(b, i);
+        }
+        for (; i < end; i++) {
+            or |= b[i] & 0xFF;
+        }
+        return (or & HIGH) == 0;
+    }
+
+    /**
+     * The offset in {@code b[p, end)} (CESU-8 starting at a unit) where unit {@code want} starts, that is,
+     * after {@code want} units: units start at every byte that is not a continuation byte ({@code
+     * 10xxxxxx}), counted eight bytes at a time. {@code end} when the bytes run out first.
+     */
+    static int skipUnits(byte[] b, int p, int end, int want) {
+        int c = 0;
+        while (p + 8 <= end) {
+            long w = (long) LONGS.get(b, p);
+            int starts = 8 - Long.bitCount(w & ~(w << 1) & HIGH);
+            if (c + starts > want) {
+                break;
+            }
+            c += starts;
+            p += 8;
+        }
+        for (; p < end; p++) {
+            if ((b[p] & 0xC0) != 0x80) {
+                if (c == want) {
+                    return p;
+                }
+                c++;
+            }
+        }
+        return end;
+    }
+
     // Block hashing: the structure of xxHash64 (four accumulator lanes, each round a multiply, a rotate
     // and a multiply, so a difference in any input bit spreads to every output bit). Not cryptographic: a
     // crafted collision could only misroute a request. Chained: the seed is the previous block's hash.
     //
-    // A text block's hash is a function of its characters alone. When every character is at most U+00FF
-    // (all ASCII and Latin-1 text) the block is hashed over one byte per character, eight characters per
-    // 64-bit lane read straight from a byte array (hashLatin1: a VarHandle long view, the tail byte by
-    // byte); otherwise over its UTF-16 chars, four per lane (hashWide). Either way the block's own hash
-    // is then chained on the previous block's by a short mix (chain), so that hashing a block does not
-    // wait for the block before it and consecutive blocks overlap in the CPU. A
-    // builder decides per block from the characters it holds, so the same text gives the same hashes
-    // whether it arrived as Strings, chars, or Latin-1 bytes from a request body. Token blocks hash two
-    // ids per lane (hashInts).
+    // A text block is hashed over the CESU-8 bytes of its units (see Builder), eight bytes per 64-bit lane
+    // read straight from a byte array (hashBytes: a VarHandle long view, the tail byte by byte). CESU-8 is
+    // a prefix-free encoding of the units, so different blocks have different bytes; an ASCII block's
+    // bytes are its characters. The block's own hash is then chained on the previous block's by a short
+    // mix (chain), so that hashing a block does not wait for the block before it and consecutive blocks
+    // overlap in the CPU. Token blocks hash two ids per lane (hashInts).
     private static final long P1 = 0x9E3779B185EBCA87L;
     private static final long P2 = 0xC2B2AE3D27D4EB4FL;
     private static final long P3 = 0x165667B19E3779F9L;
@@ -569,24 +694,18 @@ public final class PromptKey {
         return (h ^ round(0, acc)) * P1 + P4;
     }
 
-    private static final long WIDE = 0x61C8864680B583EBL;
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
-    private static final VarHandle CHARS = MethodHandles.byteArrayViewVarHandle(char[].class, ByteOrder.LITTLE_ENDIAN);
-
-    private static long word(char[] c, int i) {
-        return c[i] | (long) c[i + 1] << 16 | (long) c[i + 2] << 32 | (long) c[i + 3] << 48;
-    }
 
     private static long word(int[] t, int i) {
         return (t[i] & 0xFFFFFFFFL) | (long) t[i + 1] << 32;
     }
 
     /**
-     * Hash of the {@code n} Latin-1 characters of {@code b} from {@code off}, chained on {@code seed}: the
-     * block's own hash (independent of the seed, so the CPU overlaps consecutive blocks) combined with
-     * the seed by {@link #chain}, a bijection of the block hash for a given seed.
+     * Hash of the {@code n} bytes of {@code b} from {@code off}, chained on {@code seed}: the block's own
+     * hash (independent of the seed, so the CPU overlaps consecutive blocks) combined with the seed by
+     * {@link #chain}, a bijection of the block hash for a given seed.
      */
-    static long hashLatin1(byte[] b, int off, int n, long seed) {
+    static long hashBytes(byte[] b, int off, int n, long seed) {
         long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
         int i = off;
         int end = off + n;
@@ -613,56 +732,6 @@ public final class PromptKey {
         x ^= x >>> 29;
         x *= P3;
         return x ^ (x >>> 32);
-    }
-
-    /**
-     * Hash of the first {@code n} chars of {@code c} (a block with a character above U+00FF), chained on
-     * {@code seed}: four chars per lane, the block's own hash (salted, so that it is never taken for a
-     * Latin-1 block's) combined with the seed by {@link #chain}, as in {@link #hashLatin1}.
-     */
-    static long hashWide(char[] c, int n, long seed) {
-        long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
-        int i = 0;
-        for (; i + 16 <= n; i += 16) {
-            a1 = round(a1, word(c, i));
-            a2 = round(a2, word(c, i + 4));
-            a3 = round(a3, word(c, i + 8));
-            a4 = round(a4, word(c, i + 12));
-        }
-        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
-        h += n * P5 + WIDE;
-        for (; i + 4 <= n; i += 4) {
-            h = Long.rotateLeft(h ^ round(0, word(c, i)), 27) * P1 + P4;
-        }
-        for (; i < n; i++) {
-            h = Long.rotateLeft(h ^ (c[i] * P5), 11) * P1;
-        }
-        return chain(seed, avalanche(h));
-    }
-
-    /**
-     * {@link #hashWide(char[], int, long)} of the first {@code n} characters held as UTF-16LE in {@code w}
-     * (two bytes each): the same value, a lane of four characters read in one little-endian load.
-     */
-    static long hashWide(byte[] w, int n, long seed) {
-        long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
-        int i = 0;
-        for (; i + 16 <= n; i += 16) {
-            int at = i << 1;
-            a1 = round(a1, (long) LONGS.get(w, at));
-            a2 = round(a2, (long) LONGS.get(w, at + 8));
-            a3 = round(a3, (long) LONGS.get(w, at + 16));
-            a4 = round(a4, (long) LONGS.get(w, at + 24));
-        }
-        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
-        h += n * P5 + WIDE;
-        for (; i + 4 <= n; i += 4) {
-            h = Long.rotateLeft(h ^ round(0, (long) LONGS.get(w, i << 1)), 27) * P1 + P4;
-        }
-        for (; i < n; i++) {
-            h = Long.rotateLeft(h ^ ((char) CHARS.get(w, i << 1) * P5), 11) * P1;
-        }
-        return chain(seed, avalanche(h));
     }
 
     /** Hash of the first {@code n} token ids of {@code t}, chained on {@code seed}. */

@@ -23,21 +23,62 @@ class PromptKeyTest {
         assertTrue(PromptKey.empty().isEmpty());
     }
 
+    /** CESU-8 by hand: each UTF-16 unit on its own, lone surrogates included (an encoder would replace them). */
+    static byte[] cesu8(String s) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                out.write(c);
+            } else if (c < 0x800) {
+                out.write(0xC0 | c >> 6);
+                out.write(0x80 | c & 0x3F);
+            } else {
+                out.write(0xE0 | c >> 12);
+                out.write(0x80 | c >> 6 & 0x3F);
+                out.write(0x80 | c & 0x3F);
+            }
+        }
+        return out.toByteArray();
+    }
+
+    /** CESU-8 bytes, appended in pieces cut at any unit, give the key of their units. */
     @Test
-    void wideBlocksHashTheSameFromCharsAndFromUtf16Bytes() {
+    void cesu8BytesGiveTheKeyOfTheirUnits() {
         qt().withFixedSeed(5L)
+                .withExamples(400)
                 .forAll(
-                        strings().allPossible().ofLengthBetween(0, 130),
+                        mixedText(),
+                        integers().between(1, 70),
+                        integers().between(1, 300),
                         integers().all())
-                .checkAssert((text, seed) -> {
-                    char[] c = text.toCharArray();
-                    byte[] w = new byte[c.length * 2]; // by hand: an encoder would replace lone surrogates
-                    for (int i = 0; i < c.length; i++) {
-                        w[2 * i] = (byte) c[i];
-                        w[2 * i + 1] = (byte) (c[i] >> 8);
+                .checkAssert((text, block, anchor, seed) -> {
+                    PromptKey whole =
+                            PromptKey.textBuilder(block, anchor).append(text).build();
+                    java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed);
+                    PromptKey.Builder b = PromptKey.textBuilder(block, anchor);
+                    for (int pos = 0; pos < text.length(); ) {
+                        int n = Math.min(text.length() - pos, rnd.nextInt(1, 200));
+                        byte[] bytes = cesu8(text.substring(pos, pos + n));
+                        byte[] padded = new byte[bytes.length + 5];
+                        System.arraycopy(bytes, 0, padded, 2, bytes.length);
+                        b.appendCesu8(padded, 2, bytes.length, n);
+                        pos += n;
                     }
-                    assertEquals(PromptKey.hashWide(c, c.length, seed), PromptKey.hashWide(w, c.length, seed));
+                    assertEquals(whole, b.build());
                 });
+    }
+
+    @Test
+    void cesu8WithTheWrongUnitCountIsRefused() {
+        byte[] bytes = cesu8("h\u00e9llo \u4e16\u754c");
+        assertThrows(
+                IllegalArgumentException.class, () -> PromptKey.textBuilder(4).appendCesu8(bytes, 0, bytes.length, 3));
+        assertThrows(
+                IllegalArgumentException.class, () -> PromptKey.textBuilder(4).appendCesu8(bytes, 0, bytes.length, 9));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PromptKey.textBuilder(4).appendCesu8(bytes, 0, bytes.length, bytes.length + 1));
     }
 
     @Test
@@ -81,13 +122,17 @@ class PromptKeyTest {
                     int pos = 0;
                     while (pos < cs.length) {
                         int n = Math.min(cs.length - pos, rnd.nextInt(1, 150));
-                        switch (rnd.nextInt(4)) {
+                        switch (rnd.nextInt(5)) {
                             case 0 -> b.append(text.substring(pos, pos + n));
                             case 1 -> b.append(cs, pos, n);
                             case 2 -> {
                                 for (int k = 0; k < n; k++) {
                                     b.append(cs[pos + k]);
                                 }
+                            }
+                            case 3 -> {
+                                byte[] bytes = cesu8(text.substring(pos, pos + n));
+                                b.appendCesu8(bytes, 0, bytes.length, n);
                             }
                             default -> {
                                 int k = 0;
@@ -123,7 +168,7 @@ class PromptKeyTest {
     }
 
     @Test
-    void latin1BytesAndWideCharsHashDifferentlyButConsistently() {
+    void latin1BytesAndWiderCharsHashDifferentlyButConsistently() {
         String ascii = "a".repeat(64);
         String wide = "\u0101".repeat(64);
         assertNotEquals(
@@ -170,6 +215,7 @@ class PromptKeyTest {
                         case 1 -> sb.append((char) rnd.nextInt(0x100, 0xD800));
                         case 2 -> sb.appendCodePoint(rnd.nextInt(0x10000, 0x110000));
                         case 3 -> sb.append((char) rnd.nextInt(0, 0x20));
+                        case 4 -> sb.append((char) rnd.nextInt(0xD800, 0x10000)); // lone surrogates, private use
                         default -> sb.append((char) rnd.nextInt(0x20, 0x7F));
                     }
                 }

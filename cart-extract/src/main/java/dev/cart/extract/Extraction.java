@@ -33,8 +33,9 @@ import java.util.List;
  * </ul>
  * Errors are {@link ExtractionException}s from {@link Errors}; none ever carries prompt text or
  * client-supplied values. The body's UTF-8 is validated strictly ({@link Utf8}), since Jackson does not
- * check every sequence: the strings decoded into the key as they are decoded ({@link JsonText}), the rest
- * of the body after parsing; an invalid body gets {@code invalid_encoding} whatever else is wrong with it.
+ * check every sequence: after parsing, all of it but the plain ASCII strings decoded into the key
+ * ({@link JsonText} copies other strings' bytes as they are); an invalid body gets {@code
+ * invalid_encoding} whatever else is wrong with it.
  *
  * <p>Not thread-safe: one instance per call, discarded afterwards.
  */
@@ -165,8 +166,8 @@ final class Extraction {
         StringBuilder sb = new StringBuilder();
         assemble(new Segment.Sink() {
             @Override
-            public void append(char[] chars, int off, int len) {
-                sb.append(chars, off, len);
+            public void appendCesu8(byte[] bytes, int off, int len, int units) {
+                sb.append(Cesu8.toString(bytes, off, len, units));
             }
 
             @Override
@@ -181,8 +182,7 @@ final class Extraction {
 
     /**
      * UTF-8 only (RFC 8259 §8.1): UTF-16/32 (zero bytes up front) is rejected here; invalid sequences once
-     * the body is read ({@link #parse}), where the check skips the strings that were decoded, whose UTF-8
-     * was checked then.
+     * the body is read ({@link #parse}), where the check skips the plain ASCII strings that were decoded.
      */
     private void checkEncoding() throws ExtractionException {
         int n = body.length;
@@ -245,8 +245,7 @@ final class Extraction {
         if (!hasTools && system.isEmpty() && main.isEmpty()) {
             return;
         }
-        char[] marker = modelMarker(model, cacheSalt, loraPath).toCharArray();
-        key.append(marker, 0, marker.length);
+        new Segment(64).add(modelMarker(model, cacheSalt, loraPath)).appendTo(key);
         if (hasTools) {
             tools.appendTo(key);
             functions.appendTo(key);

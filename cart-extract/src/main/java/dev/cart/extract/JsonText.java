@@ -5,19 +5,24 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 
 /**
- * Decodes a JSON string straight from the request body into a {@link Segment}, so that prompt text
- * reaches the key builder as Latin-1 bytes without a detour through Jackson's char buffers.
+ * Decodes a JSON string straight from the request body into a {@link Segment}, in the key's byte form
+ * ({@link Cesu8}), so that prompt text reaches the key builder as bytes without a detour through
+ * Jackson's char buffers or through chars at all.
  *
- * <p>How: from the opening quote, runs of plain ASCII (no quote, backslash or control character) are
- * found eight bytes at a time and copied as they are; an escape ({@code \n}, {@code \"},
- * a backslash-u escape, a surrogate pair as two of them) becomes its char; other UTF-8 is
- * decoded. The characters are exactly those Jackson's
- * {@code getText} would give. Anything this decoder does not accept (a raw control character, an
- * unknown escape, a string that does not end) undoes what it wrote and returns -1: the caller then
- * reads the string through Jackson, which reports the error as it always has. What it accepts is
- * exactly what Jackson accepts, so the parser is told the string is read ({@link BodyParser#stringRead})
- * and does not scan it a second time. Its UTF-8 is checked as strictly as {@link Utf8#isValid} checks it
- * (a string with an invalid sequence is declined), so the strings it decoded need no check of their own.
+ * <p>How: from the opening quote, runs of bytes that are neither a quote, a backslash, a control
+ * character nor the lead byte of a four-byte sequence are found eight bytes at a time and copied as they
+ * are: UTF-8 up to U+FFFF is already CESU-8. An escape ({@code \n}, {@code \"}, a backslash-u escape, a
+ * surrogate pair as two of them) becomes the bytes of its char; a four-byte sequence (an emoji) becomes
+ * its two surrogates, three bytes each. The units are exactly those Jackson's {@code getText} would give.
+ * A string's length in units is its bytes less its continuation bytes, counted (eight at a time) only when
+ * the string is not plain ASCII. Anything this decoder does not accept (a raw control character, an
+ * unknown escape, a malformed four-byte sequence, a string that does not end) leaves the segment as it was
+ * and returns -1: the caller then reads the string through Jackson, which reports the error as it always
+ * has. What it accepts is what Jackson accepts, so the parser is told the string is read ({@link
+ * BodyParser#stringRead}) and does not scan it a second time. A string it accepts is plain ASCII exactly
+ * when its length in units equals its length in bytes. The UTF-8 of a string holding bytes of 0x80 and
+ * above is not checked here: the body's check after parsing covers it ({@link
+ * JsonCursor#isValidUtf8}), and a body that fails it is refused whatever its key would have been.
  * Stateless and thread-safe.
  */
 final class JsonText {
@@ -31,32 +36,33 @@ final class JsonText {
     private JsonText() {}
 
     /**
-     * Appends the characters of the JSON string whose opening quote is {@code b[quote]} to {@code out};
-     * returns the offset of its closing quote, or -1 (and {@code out} unchanged) when the string is left
-     * to Jackson.
-     * Latin-1 characters are written straight into the segment's byte buffer, which is grown as the string
-     * needs (at least 16 bytes of room before each step, which writes at most eight), wider ones as chars.
+     * Appends the text of the JSON string whose opening quote is {@code b[quote]} to {@code out}; returns
+     * the offset of its closing quote, or -1 (and {@code out} unchanged) when the string is left to
+     * Jackson. Bytes are written past the segment's end (at least 16 bytes of room before each step, which
+     * writes at most eight) and committed at the closing quote.
      */
     static int decode(byte[] b, int quote, Segment out) {
         int n = b.length;
         if (quote < 0 || quote >= n || b[quote] != '"') {
             return -1;
         }
-        out.mark();
         int i = quote + 1;
-        byte[] lat = out.reserveLatin1(Math.min(n - i, FIRST_RESERVE) + 16);
-        int at = out.latin1Length();
+        byte[] o = out.reserve(Math.min(n - i, FIRST_RESERVE) + 16);
+        int start = out.byteLength();
+        int at = start;
+        long high = 0; // the high bits of what was copied (and of bytes after a stop: a false alarm is harmless)
         while (true) {
-            if (lat.length - at < 16) {
-                lat = out.growLatin1(at, Math.min(n - i, lat.length) + 16);
+            if (o.length - at < 16) {
+                o = out.grow(at, Math.min(n - i, o.length) + 16);
             }
             while (i + 8 <= n) {
-                if (lat.length - at < 16) {
-                    lat = out.growLatin1(at, Math.min(n - i, lat.length) + 16);
+                if (o.length - at < 16) {
+                    o = out.grow(at, Math.min(n - i, o.length) + 16);
                 }
                 long w = (long) LONGS.get(b, i);
-                LONGS.set(lat, at, w); // all eight; only those before the first special byte count
-                long m = special(w);
+                LONGS.set(o, at, w); // all eight; only those before the first stop byte count
+                high |= w;
+                long m = stop(w);
                 if (m != 0) {
                     int k = Long.numberOfTrailingZeros(m) >>> 3;
                     i += k;
@@ -67,65 +73,60 @@ final class JsonText {
                 at += 8;
             }
             while (i < n && plain(b[i])) {
-                lat[at++] = b[i++];
+                high |= b[i];
+                o[at++] = b[i++];
             }
             if (i >= n) {
-                break;
+                return -1;
             }
             int c = b[i] & 0xFF;
             if (c == '"') {
-                out.commitLatin1(at);
+                int bytes = at - start;
+                int units = bytes;
+                if ((high & HIGH) != 0) {
+                    units -= Cesu8.continuations(o, start, at);
+                    if (units == bytes && Utf8.asciiRun(o, start, at) != bytes) {
+                        return -1; // bytes of 0x80 and above without a continuation byte: not UTF-8
+                    }
+                }
+                out.commit(at, units);
                 return i;
             }
-            int ch;
-            if (c >= 0x80) {
-                // strict UTF-8 (RFC 3629), as Utf8.isValid: the caller counts this string's bytes as checked
-                if (c < 0xC2 || c > 0xF4) {
-                    break;
+            if (c >= 0xF0) {
+                // a four-byte sequence: its two surrogates, three bytes each
+                if (c > 0xF4 || i + 4 > n) {
+                    return -1;
                 }
-                int len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-                if (i + len > n) {
-                    break;
+                int b1 = b[i + 1];
+                int b2 = b[i + 2];
+                int b3 = b[i + 3];
+                if (((b1 & b2 & b3) & 0xC0) != 0x80 || ((b1 | b2 | b3) & 0x40) != 0) {
+                    return -1;
                 }
-                int cp = c & (0x7F >> len);
-                int cont = 0;
-                for (int k = 1; k < len; k++) {
-                    int d = b[i + k];
-                    cont |= d ^ 0x80;
-                    cp = cp << 6 | d & 0x3F;
+                int cp = (c & 0x07) << 18 | (b1 & 0x3F) << 12 | (b2 & 0x3F) << 6 | b3 & 0x3F;
+                if (cp < 0x10000 || cp > 0x10FFFF) {
+                    return -1;
                 }
-                if ((cont & 0xC0) != 0
-                        || cp < (len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000)
-                        || cp > 0x10FFFF
-                        || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                    break;
-                }
-                if (len == 4) {
-                    out.commitLatin1(at);
-                    out.addWide(Character.highSurrogate(cp));
-                    ch = Character.lowSurrogate(cp);
-                } else {
-                    ch = cp;
-                }
-                i += len;
+                at = Cesu8.encode(o, at, Character.highSurrogate(cp));
+                at = Cesu8.encode(o, at, Character.lowSurrogate(cp));
+                high = HIGH;
+                i += 4;
             } else if (c == '\\' && i + 1 < n) {
-                ch = escape(b, i);
+                int ch = escape(b, i);
                 if (ch < 0) {
-                    break;
+                    return -1;
+                }
+                if (ch < 0x80) {
+                    o[at++] = (byte) ch;
+                } else {
+                    at = Cesu8.encode(o, at, (char) ch);
+                    high = HIGH;
                 }
                 i += b[i + 1] == 'u' ? 6 : 2;
             } else {
-                break; // a raw control character: Jackson's error
-            }
-            if (ch <= 0xFF) {
-                lat[at++] = (byte) ch;
-            } else {
-                out.commitLatin1(at);
-                out.addWide((char) ch);
+                return -1; // a raw control character: Jackson's error
             }
         }
-        out.reset();
-        return -1;
     }
 
     /** The char of the escape at {@code b[i] == '\\'}, or -1 when it is not a valid JSON escape. */
@@ -169,7 +170,27 @@ final class JsonText {
         }
     }
 
+    /** Whether {@link #decode} copies byte {@code c} as it is: not a quote, backslash, control or four-byte lead. */
     static boolean plain(byte c) {
+        int v = c & 0xFF;
+        return v >= 0x20 && v != '"' && v != '\\' && v < 0xF0;
+    }
+
+    /**
+     * Nonzero when some byte of {@code w} is a quote, a backslash, a control character or the lead byte
+     * of a four-byte sequence (0xF0 and above); its lowest set bit is the high bit of the first such byte
+     * (little-endian: the first in the body). Bits above it may be false alarms (a borrow carries into the
+     * next byte), never bits below it.
+     */
+    static long stop(long w) {
+        long q = w ^ 0x2222222222222222L;
+        long s = w ^ 0x5C5C5C5C5C5C5C5CL;
+        long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;
+        return (t | w & (w << 1) & (w << 2) & (w << 3)) & HIGH;
+    }
+
+    /** Whether byte {@code c} is ASCII other than a quote, backslash or control character. */
+    static boolean plainAscii(byte c) {
         return c >= 0x20 && c != '"' && c != '\\';
     }
 

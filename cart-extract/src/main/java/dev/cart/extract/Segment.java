@@ -5,19 +5,19 @@ import java.io.Writer;
 import java.util.Arrays;
 
 /**
- * A growable run of key characters with the message boundaries inside it.
+ * A growable run of key text with the message boundaries inside it.
  *
  * <p>Design: a key's sections (tools, system, messages) must enter the key in a fixed order, but JSON
  * objects have no order, so {@code messages} often arrives before {@code model} and {@code tools} (the
  * OpenAI Python SDK writes it first). Each section is therefore written into its own segment and the
  * segments are replayed into the {@link PromptKey.Builder} at the end, in long runs.
  *
- * <p>Storage is compact, as in {@code String}: characters up to U+00FF (all ASCII and Latin-1 text) are
- * kept one byte each in {@link #lat}, and replayed with {@link PromptKey.Builder#appendLatin1}, which
- * hashes full blocks straight from that array; runs of wider characters are kept as chars in
- * {@link #wide}. The text is a sequence of <em>pieces</em>, alternately of one kind and the other, so a
- * message with one CJK word does not widen the rest of the conversation. {@link #addUtf8} copies the
- * unescaped UTF-8 of a request body in (ASCII eight bytes at a time), without a detour through chars.
+ * <p>Storage is the key's own byte form, {@link Cesu8} (one to three bytes per UTF-16 unit), in one
+ * array, and {@link PromptKey.Builder#appendCesu8} hashes it from there (whole ASCII blocks without a
+ * copy). Lengths and boundaries are counted in UTF-16 units, as the key counts them; each boundary also
+ * remembers its byte offset. {@link JsonText} copies a string's UTF-8 from the request body straight in;
+ * {@link #addUtf8} does the same for {@link Utf8Builder}'s text (four-byte sequences rewritten as their two
+ * surrogates).
  *
  * <p>It is a {@link Writer} so that {@code JsonParser.getText(Writer)} can stream a long string value
  * into it segment by segment, without first joining Jackson's buffers into one array or String.
@@ -25,95 +25,56 @@ import java.util.Arrays;
  */
 final class Segment extends Writer {
 
-    /** Latin-1 characters, one per byte. */
-    private byte[] lat;
+    /** The text as CESU-8. */
+    private byte[] buf;
+    /** Bytes of {@link #buf} in use. */
+    private int byteLen;
+    /** UTF-16 units of the text. */
+    private int units;
 
-    private int latLen;
-    /** Characters above U+00FF. */
-    private char[] wide = NO_CHARS;
+    /** Message boundaries: the unit offset and the byte offset of each. */
+    private int[] boundUnits = new int[8];
 
-    private int wideLen;
-    /** Where each piece ends, in characters of the whole segment; pieces alternate kind. */
-    private int[] pieceEnds = new int[4];
-
-    private int pieceCount;
-    /** Whether piece 0 is wide (then odd pieces are Latin-1, and the other way round). */
-    private boolean firstWide;
-
-    private int[] bounds = new int[8];
+    private int[] boundBytes = new int[8];
     private int boundCount;
 
-    private int markLat;
-    private int markWide;
-    private int markPieces;
-    private int markLastEnd;
-    private int markBounds;
-
-    private static final char[] NO_CHARS = new char[0];
-
     Segment(int initialCapacity) {
-        lat = new byte[Math.max(16, initialCapacity)];
+        buf = new byte[Math.max(16, initialCapacity)];
     }
 
+    /** Length in UTF-16 units. */
     int length() {
-        return latLen + wideLen;
+        return units;
     }
 
     boolean isEmpty() {
-        return length() == 0;
+        return units == 0;
     }
 
-    private boolean lastIsWide() {
-        return ((pieceCount - 1) & 1) == 0 == firstWide;
+    /** Length in bytes. */
+    int byteLength() {
+        return byteLen;
     }
 
-    /** Extends the last piece when it is of this kind, else opens a piece; then it ends at {@code end}. */
-    private void piece(boolean isWide, int end) {
-        if (pieceCount > 0 && lastIsWide() == isWide) {
-            pieceEnds[pieceCount - 1] = end;
-            return;
-        }
-        if (pieceCount == 0) {
-            firstWide = isWide;
-        }
-        if (pieceCount == pieceEnds.length) {
-            pieceEnds = Arrays.copyOf(pieceEnds, pieceCount * 2);
-        }
-        pieceEnds[pieceCount++] = end;
-    }
-
-    private void ensureLat(int extra) {
-        int need = latLen + extra;
+    private byte[] ensure(int extra) {
+        int need = byteLen + extra;
         if (need < 0) {
             throw new OutOfMemoryError("key segment too large");
         }
-        if (need > lat.length) {
-            lat = Arrays.copyOf(lat, Math.max(need, lat.length + (lat.length >> 1)));
+        if (need > buf.length) {
+            buf = Arrays.copyOf(buf, Math.max(need, buf.length + (buf.length >> 1)));
         }
-    }
-
-    private void ensureWide(int extra) {
-        int need = wideLen + extra;
-        if (need < 0) {
-            throw new OutOfMemoryError("key segment too large");
-        }
-        if (need > wide.length) {
-            wide = Arrays.copyOf(wide, Math.max(Math.max(need, 16), wide.length + (wide.length >> 1)));
-        }
+        return buf;
     }
 
     Segment add(char c) {
-        if (c <= 0xFF) {
-            if (latLen == lat.length) {
-                ensureLat(1);
-            }
-            lat[latLen++] = (byte) c;
-            piece(false, length());
+        byte[] b = ensure(3);
+        if (c < 0x80) {
+            b[byteLen++] = (byte) c;
         } else {
-            ensureWide(1);
-            wide[wideLen++] = c;
-            piece(true, length());
+            byteLen = Cesu8.encode(b, byteLen, c);
         }
+        units++;
         return this;
     }
 
@@ -130,156 +91,105 @@ final class Segment extends Writer {
         return addUtf8(u.bytes(), 0, u.length());
     }
 
-    /** Appends {@code s[from, to)}: Latin-1 characters into the byte buffer, others as chars. */
     private Segment add(CharSequence s, int from, int to) {
-        byte[] b = reserveLatin1(to - from);
-        int at = latLen;
+        byte[] b = ensure(3 * (to - from));
+        int at = byteLen;
         for (int i = from; i < to; i++) {
             char c = s.charAt(i);
-            if (c <= 0xFF) {
+            if (c < 0x80) {
                 b[at++] = (byte) c;
             } else {
-                commitLatin1(at);
-                addWide(c);
+                at = Cesu8.encode(b, at, c);
             }
         }
-        commitLatin1(at);
+        byteLen = at;
+        units += to - from;
         return this;
     }
 
-    /** Appends chars, splitting them into Latin-1 and wide pieces. */
+    /** Appends chars. */
     Segment add(char[] chars, int off, int n) {
-        int end = off + n;
-        int i = off;
-        while (i < end) {
-            int start = i;
-            if (chars[i] <= 0xFF) {
-                ensureLat(end - i);
-                byte[] b = lat;
-                int at = latLen;
-                while (i < end && chars[i] <= 0xFF) {
-                    b[at++] = (byte) chars[i++];
-                }
-                latLen = at;
-                piece(false, length());
+        byte[] b = ensure(3 * n);
+        int at = byteLen;
+        for (int i = off, end = off + n; i < end; i++) {
+            char c = chars[i];
+            if (c < 0x80) {
+                b[at++] = (byte) c;
             } else {
-                while (i < end && chars[i] > 0xFF) {
-                    i++;
-                }
-                ensureWide(i - start);
-                System.arraycopy(chars, start, wide, wideLen, i - start);
-                wideLen += i - start;
-                piece(true, length());
+                at = Cesu8.encode(b, at, c);
             }
         }
+        byteLen = at;
+        units += n;
         return this;
     }
 
     /**
-     * The Latin-1 buffer, with room for {@code extra} more characters after {@link #latin1Length()}: a
-     * writer fills it from there and then calls {@link #commitLatin1} (and nothing else in between).
+     * The buffer, with room for {@code extra} more bytes after {@link #byteLength()}: a writer fills it from
+     * there and then calls {@link #commit} (or leaves the bytes uncommitted, which discards them).
      */
-    byte[] reserveLatin1(int extra) {
-        ensureLat(extra);
-        return lat;
+    byte[] reserve(int extra) {
+        return ensure(extra);
     }
 
     /**
-     * The Latin-1 buffer grown, while a writer of {@link #reserveLatin1} is at {@code at} (bytes written
-     * but not committed are kept), to room for at least {@code extra} more bytes from there.
+     * The buffer grown, while a writer of {@link #reserve} is at {@code at} (bytes written but not committed
+     * are kept), to room for at least {@code extra} more bytes from there.
      */
-    byte[] growLatin1(int at, int extra) {
+    byte[] grow(int at, int extra) {
         int need = at + extra;
         if (need < 0) {
             throw new OutOfMemoryError("key segment too large");
         }
-        if (need > lat.length) {
-            lat = Arrays.copyOf(lat, Math.max(need, lat.length << 1));
+        if (need > buf.length) {
+            buf = Arrays.copyOf(buf, Math.max(need, buf.length << 1));
         }
-        return lat;
+        return buf;
     }
 
-    /** Characters in the Latin-1 buffer (the offset a writer of {@link #reserveLatin1} starts at). */
-    int latin1Length() {
-        return latLen;
-    }
-
-    /** Makes the Latin-1 characters written up to {@code end} part of the text. */
-    void commitLatin1(int end) {
-        if (end != latLen) {
-            latLen = end;
-            piece(false, length());
-        }
-    }
-
-    /** Appends one character above U+00FF (or any character, kept as a char). */
-    void addWide(char c) {
-        ensureWide(1);
-        wide[wideLen++] = c;
-        piece(true, length());
-    }
-
-    /** Appends {@code n} ASCII bytes of {@code src} from {@code off} (each byte is one character). */
-    Segment addAscii(byte[] src, int off, int n) {
-        if (n > 0) {
-            ensureLat(n);
-            System.arraycopy(src, off, lat, latLen, n);
-            latLen += n;
-            piece(false, length());
-        }
-        return this;
+    /** Makes the bytes a writer of {@link #reserve} wrote up to {@code end}, {@code added} units, part of the text. */
+    void commit(int end, int added) {
+        byteLen = end;
+        units += added;
     }
 
     /**
-     * Appends the characters of {@code src[off, off + n)}, which must be well-formed UTF-8 (the body is
-     * validated before parsing): ASCII is copied as it is, two-byte sequences up to U+00FF become
-     * Latin-1 bytes, everything else UTF-16 chars (a surrogate pair for a four-byte sequence).
+     * Appends the text of {@code src[off, off + n)}, which must be well-formed UTF-8 (the body is validated
+     * before parsing) or the generalized UTF-8 of {@link Utf8Builder} (a lone surrogate as three bytes):
+     * copied as it is but for four-byte sequences, each written as its two surrogates.
      */
     Segment addUtf8(byte[] src, int off, int n) {
+        byte[] b = ensure(n + (n >> 1));
+        int at = byteLen;
+        int added = 0;
         int end = off + n;
         int i = off;
         while (i < end) {
             int run = Utf8.asciiRun(src, i, end);
             if (run > 0) {
-                addAscii(src, i, run);
+                System.arraycopy(src, i, b, at, run);
+                at += run;
+                added += run;
                 i += run;
                 continue;
             }
             int b0 = src[i] & 0xFF;
-            if (b0 < 0xE0) {
-                add((char) ((b0 & 0x1F) << 6 | (src[i + 1] & 0x3F)));
-                i += 2;
-            } else if (b0 < 0xF0) {
-                add((char) ((b0 & 0x0F) << 12 | (src[i + 1] & 0x3F) << 6 | (src[i + 2] & 0x3F)));
-                i += 3;
+            if (b0 < 0xF0) {
+                int len = b0 < 0xE0 ? 2 : 3;
+                System.arraycopy(src, i, b, at, len);
+                at += len;
+                added++;
+                i += len;
             } else {
                 int cp = (b0 & 0x07) << 18 | (src[i + 1] & 0x3F) << 12 | (src[i + 2] & 0x3F) << 6 | (src[i + 3] & 0x3F);
-                add(Character.highSurrogate(cp));
-                add(Character.lowSurrogate(cp));
+                at = Cesu8.encode(b, at, Character.highSurrogate(cp));
+                at = Cesu8.encode(b, at, Character.lowSurrogate(cp));
+                added += 2;
                 i += 4;
             }
         }
+        commit(at, added);
         return this;
-    }
-
-    /** Remembers the current end, for {@link #reset()}: one mark at a time. */
-    void mark() {
-        markLat = latLen;
-        markWide = wideLen;
-        markPieces = pieceCount;
-        markLastEnd = pieceCount == 0 ? 0 : pieceEnds[pieceCount - 1];
-        markBounds = boundCount;
-    }
-
-    /** Drops everything appended since {@link #mark()}. */
-    void reset() {
-        latLen = markLat;
-        wideLen = markWide;
-        pieceCount = markPieces;
-        if (pieceCount > 0) {
-            pieceEnds[pieceCount - 1] = markLastEnd;
-        }
-        boundCount = markBounds;
     }
 
     /**
@@ -288,44 +198,29 @@ final class Segment extends Writer {
      * would shrink the key's anchor to the marker alone).
      */
     void boundary() {
-        markAt(length());
-    }
-
-    private void markAt(int at) {
-        if (at == 0 || boundCount > 0 && bounds[boundCount - 1] == at) {
+        if (units == 0 || boundCount > 0 && boundUnits[boundCount - 1] == units) {
             return;
         }
-        if (boundCount == bounds.length) {
-            bounds = Arrays.copyOf(bounds, boundCount * 2);
+        if (boundCount == boundUnits.length) {
+            boundUnits = Arrays.copyOf(boundUnits, boundCount * 2);
+            boundBytes = Arrays.copyOf(boundBytes, boundCount * 2);
         }
-        bounds[boundCount++] = at;
+        boundUnits[boundCount] = units;
+        boundBytes[boundCount++] = byteLen;
     }
 
-    /** Where assembled key characters go: the key builder, the token-mode chunks, or a String for tests. */
+    /** Where assembled key text goes: the key builder, the token-mode chunks, or a String for tests. */
     interface Sink {
-        void append(char[] chars, int off, int len);
-
-        /** Latin-1 characters, one per byte. */
-        default void appendLatin1(byte[] bytes, int off, int len) {
-            char[] c = new char[len];
-            for (int i = 0; i < len; i++) {
-                c[i] = (char) (bytes[off + i] & 0xFF);
-            }
-            append(c, 0, len);
-        }
+        /** {@code units} UTF-16 units as CESU-8 bytes ({@code units == len} exactly when they are ASCII). */
+        void appendCesu8(byte[] bytes, int off, int len, int units);
 
         void boundary();
 
         static Sink of(PromptKey.Builder key) {
             return new Sink() {
                 @Override
-                public void append(char[] chars, int off, int len) {
-                    key.append(chars, off, len);
-                }
-
-                @Override
-                public void appendLatin1(byte[] bytes, int off, int len) {
-                    key.appendLatin1(bytes, off, len);
+                public void appendCesu8(byte[] bytes, int off, int len, int units) {
+                    key.appendCesu8(bytes, off, len, units);
                 }
 
                 @Override
@@ -336,62 +231,28 @@ final class Segment extends Writer {
         }
     }
 
-    /** Replays the characters into {@code key}, calling {@code boundary()} at each recorded offset. */
+    /** Replays the text into {@code key}, calling {@code boundary()} at each recorded offset. */
     void appendTo(Sink key) {
-        replay(key);
-    }
-
-    private void replay(Sink key) {
-        int pos = 0;
-        int latAt = 0;
-        int wideAt = 0;
-        int b = 0;
-        for (int p = 0; p < pieceCount; p++) {
-            boolean isWide = (p & 1) == 0 == firstWide;
-            int end = pieceEnds[p];
-            while (pos < end) {
-                while (b < boundCount && bounds[b] <= pos) {
-                    key.boundary();
-                    b++;
-                }
-                int to = b < boundCount ? Math.min(end, bounds[b]) : end;
-                int n = to - pos;
-                if (isWide) {
-                    key.append(wide, wideAt, n);
-                    wideAt += n;
-                } else {
-                    key.appendLatin1(lat, latAt, n);
-                    latAt += n;
-                }
-                pos = to;
+        int u = 0;
+        int p = 0;
+        for (int k = 0; k < boundCount; k++) {
+            int bu = boundUnits[k];
+            int bb = boundBytes[k];
+            if (bu > u) {
+                key.appendCesu8(buf, p, bb - p, bu - u);
+                u = bu;
+                p = bb;
             }
-        }
-        while (b < boundCount) {
             key.boundary();
-            b++;
+        }
+        if (units > u) {
+            key.appendCesu8(buf, p, byteLen - p, units - u);
         }
     }
 
-    /** The characters as a String (small segments only: canonical JSON, attributes). */
+    /** The text as a String (small segments only: canonical JSON, attributes, token mode). */
     String text() {
-        StringBuilder sb = new StringBuilder(length());
-        replay(new Sink() {
-            @Override
-            public void append(char[] chars, int off, int len) {
-                sb.append(chars, off, len);
-            }
-
-            @Override
-            public void appendLatin1(byte[] bytes, int off, int len) {
-                for (int i = 0; i < len; i++) {
-                    sb.append((char) (bytes[off + i] & 0xFF));
-                }
-            }
-
-            @Override
-            public void boundary() {}
-        });
-        return sb.toString();
+        return Cesu8.toString(buf, 0, byteLen, units);
     }
 
     // Writer: the target of JsonParser.getText(Writer).

@@ -176,31 +176,15 @@ final class TokenMode {
         private boolean finished;
 
         @Override
-        public void append(char[] chars, int off, int len) {
-            if (pendingLen + len > pending.length) {
-                int need = pendingLen + len;
+        public void appendCesu8(byte[] bytes, int off, int len, int units) {
+            if (pendingLen + units > pending.length) {
+                int need = pendingLen + units;
                 if (need < 0) {
                     throw new OutOfMemoryError("key segment too large");
                 }
                 pending = Arrays.copyOf(pending, Math.max(need, pending.length + (pending.length >> 1)));
             }
-            System.arraycopy(chars, off, pending, pendingLen, len);
-            pendingLen += len;
-        }
-
-        @Override
-        public void appendLatin1(byte[] bytes, int off, int len) {
-            if (pendingLen + len > pending.length) {
-                int need = pendingLen + len;
-                if (need < 0) {
-                    throw new OutOfMemoryError("key segment too large");
-                }
-                pending = Arrays.copyOf(pending, Math.max(need, pending.length + (pending.length >> 1)));
-            }
-            for (int i = 0; i < len; i++) {
-                pending[pendingLen + i] = (char) (bytes[off + i] & 0xFF);
-            }
-            pendingLen += len;
+            pendingLen = Cesu8.decode(bytes, off, len, pending, pendingLen);
         }
 
         @Override

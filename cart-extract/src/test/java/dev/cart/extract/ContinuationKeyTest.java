@@ -85,7 +85,7 @@ class ContinuationKeyTest {
             messages.append("{\"role\":\"")
                     .append(role)
                     .append("\",\"content\":")
-                    .append(KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, rnd.nextInt(0, 200))))
+                    .append(KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, rnd.nextInt(0, 200), true)))
                     .append('}');
         }
         if (turns % 2 == 0) {
@@ -97,7 +97,7 @@ class ContinuationKeyTest {
         List<String> reply = new ArrayList<>();
         int pieces = rnd.nextInt(1, 4);
         for (int i = 0; i < pieces; i++) {
-            reply.add(KeyPathsTest.text(rnd, rnd.nextInt(0, 150)));
+            reply.add(KeyPathsTest.text(rnd, rnd.nextInt(0, 150), true));
         }
         StringBuilder assistant = new StringBuilder(",{\"role\":\"assistant\",\"content\":");
         if (anthropic && pieces > 1) {

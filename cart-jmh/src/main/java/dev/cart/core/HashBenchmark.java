@@ -14,10 +14,9 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Block hashing alone: 32,768 characters hashed in chained 64-character blocks, as keys are hashed. A
- * key's Latin-1 blocks (all ASCII text) are hashed by {@code PromptKey.hashLatin1}, eight characters per
- * 64-bit {@code VarHandle} read from a byte array; blocks with a character above U+00FF by
- * {@code PromptKey.hashWide}, each lane assembled from four {@code char} loads.
+ * Block hashing alone: 32,768 characters hashed in chained 64-character blocks, as keys are hashed. Every
+ * text block is hashed by {@code PromptKey.hashBytes} over the CESU-8 bytes of its characters, eight bytes
+ * per 64-bit {@code VarHandle} read: an ASCII block is 64 bytes, a block of CJK text 192.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -30,34 +29,38 @@ public class HashBenchmark {
     static final int N = 32_768;
     static final int BLOCK = 64;
 
-    char[] chars;
     byte[] bytes;
+    /** The CESU-8 of N characters between U+4E00 and U+9FFF, three bytes each. */
+    byte[] cjk;
 
     @Setup
     public void setUp() {
         String s = TreeWorkload.randomText(new SplittableRandom(5), N);
-        chars = s.toCharArray();
         bytes = s.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+        SplittableRandom rnd = new SplittableRandom(6);
+        StringBuilder sb = new StringBuilder(N);
+        for (int i = 0; i < N; i++) {
+            sb.append((char) rnd.nextInt(0x4E00, 0xA000));
+        }
+        cjk = sb.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
-    /** The hashing of blocks that hold a character above U+00FF (here over ASCII text, for comparison). */
+    /** The hashing of blocks of three-byte characters (192 bytes a block), straight from the bytes. */
     @Benchmark
-    public long hashWide() {
-        char[] block = new char[BLOCK];
+    public long hashCjk() {
         long h = 0;
-        for (int off = 0; off + BLOCK <= N; off += BLOCK) {
-            System.arraycopy(chars, off, block, 0, BLOCK);
-            h = PromptKey.hashWide(block, BLOCK, h);
+        for (int off = 0; off + 3 * BLOCK <= cjk.length; off += 3 * BLOCK) {
+            h = PromptKey.hashBytes(cjk, off, 3 * BLOCK, h);
         }
         return h;
     }
 
-    /** The hashing of Latin-1 blocks, straight from the bytes. */
+    /** The hashing of ASCII blocks, straight from the bytes. */
     @Benchmark
-    public long hashLatin1() {
+    public long hashAscii() {
         long h = 0;
         for (int off = 0; off + BLOCK <= N; off += BLOCK) {
-            h = PromptKey.hashLatin1(bytes, off, BLOCK, h);
+            h = PromptKey.hashBytes(bytes, off, BLOCK, h);
         }
         return h;
     }

@@ -12,8 +12,8 @@ import java.util.Arrays;
  * extraction. The difference between the two replays is the key builder's work, which feeding the sections
  * to the builder as they are scanned would still have to do; the replay into nothing is the most such
  * streaming could save of the replay. Also counts what the messages' text is made of: the builder calls
- * the replay makes, the escapes and non-ASCII characters of the body, and the 64-character blocks that
- * hold a character above U+00FF (hashed over UTF-16). Uses package-private classes of cart-extract, so
+ * the replay makes (ASCII runs and runs holding other characters), the escapes and non-ASCII characters
+ * of the body, and the 64-character blocks that hold a character above U+00FF. Uses package-private classes of cart-extract, so
  * it runs against this build's jar only. Run: {@code java -cp cart-jmh/target/benchmarks.jar
  * dev.cart.extract.ExtractPartsTiming realistic 32768 41} (kind plain or realistic, body size, rounds).
  */
@@ -40,13 +40,8 @@ public final class ExtractPartsTiming {
         parsed.parse();
         Segment.Sink nothing = new Segment.Sink() {
             @Override
-            public void append(char[] chars, int off, int len) {
-                consumed += len + chars[off];
-            }
-
-            @Override
-            public void appendLatin1(byte[] bytes, int off, int len) {
-                consumed += len + bytes[off];
+            public void appendCesu8(byte[] bytes, int off, int len, int units) {
+                consumed += len + units + bytes[off];
             }
 
             @Override
@@ -102,17 +97,16 @@ public final class ExtractPartsTiming {
     }
 
     private static void counts(byte[] body, Extraction parsed) {
-        int[] calls = new int[4]; // Latin-1 runs, wide runs, wide chars, boundaries
+        int[] calls = new int[4]; // ASCII runs, mixed runs, units of mixed runs, boundaries
         parsed.main.appendTo(new Segment.Sink() {
             @Override
-            public void append(char[] chars, int off, int len) {
-                calls[1]++;
-                calls[2] += len;
-            }
-
-            @Override
-            public void appendLatin1(byte[] bytes, int off, int len) {
-                calls[0]++;
+            public void appendCesu8(byte[] bytes, int off, int len, int units) {
+                if (units == len) {
+                    calls[0]++;
+                } else {
+                    calls[1]++;
+                    calls[2] += units;
+                }
             }
 
             @Override
@@ -143,8 +137,9 @@ public final class ExtractPartsTiming {
             }
         }
         System.out.printf(
-                "messages: %d chars, replayed as %d Latin-1 runs and %d wide runs (%d chars) with %d boundaries;"
-                        + " body: %d escapes, %d non-ASCII chars; key: %d full blocks, %d of them wide%n",
+                "messages: %d units, replayed as %d ASCII runs and %d mixed runs (%d units) with %d boundaries;"
+                        + " body: %d escapes, %d non-ASCII chars; key: %d full blocks, %d of them with a char"
+                        + " above U+00FF%n",
                 parsed.main.length(), calls[0], calls[1], calls[2], calls[3], escapes, nonAscii, blocks, wideBlocks);
     }
 }
