@@ -357,6 +357,10 @@ public final class PromptKey {
         public Builder appendLatin1(byte[] src, int off, int len) {
             requireUnit(Unit.CHARS);
             Objects.checkFromIndexSize(off, len, src.length);
+            if (isAscii(src, off, len)) {
+                appendAscii(src, off, len);
+                return this;
+            }
             int pos = 0;
             while (pos < len) {
                 if (fill == 0) {
@@ -422,7 +426,7 @@ public final class PromptKey {
                     throw new IllegalArgumentException("the bytes do not hold " + units + " units");
                 }
                 if (fill == 0 && take == blockSize) {
-                    chain = hashBytes(src, p, nb, chain);
+                    chain = hashBlock(src, p, nb, take, chain);
                     pushBlock();
                     length += take;
                     if (!anchorSet && length == anchorLimit) {
@@ -543,7 +547,7 @@ public final class PromptKey {
             fill += k;
             length += k;
             if (fill == blockSize) {
-                chain = blockHash(chain);
+                chain = unit == Unit.TOKENS ? hashInts(tokens, fill, chain) : hashBlock(buf, 0, bfill, fill, chain);
                 pushBlock();
             }
             if (!anchorSet && length == anchorLimit) {
@@ -627,11 +631,17 @@ public final class PromptKey {
 
     private static final long HIGH = 0x8080808080808080L;
 
-    /** Whether the {@code n} bytes of {@code b} from {@code p} are all below 0x80 (eight at a time). */
+    /** Whether the {@code n} bytes of {@code b} from {@code p} are all below 0x80 (32 at a time). */
     private static boolean isAscii(byte[] b, int p, int n) {
         long or = 0;
         int i = p;
         int end = p + n;
+        for (; i + 32 <= end; i += 32) {
+            or |= (long) LONGS.get(b, i)
+                    | (long) LONGS.get(b, i + 8)
+                    | (long) LONGS.get(b, i + 16)
+                    | (long) LONGS.get(b, i + 24);
+        }
         for (; i + 8 <= end; i += 8) {
             or |= (long) LONGS.get(b, i);
         }
@@ -643,29 +653,48 @@ public final class PromptKey {
 
     /**
      * The offset in {@code b[p, end)} (CESU-8 starting at a unit) where unit {@code want} starts, that is,
-     * after {@code want} units: units start at every byte that is not a continuation byte ({@code
-     * 10xxxxxx}), counted eight bytes at a time. {@code end} when the bytes run out first.
+     * after {@code want} units; {@code end} when the bytes run out first. Units start at every byte that is
+     * not a continuation byte ({@code 10xxxxxx}), and each takes at least one byte, so the next {@code k}
+     * bytes hold at most the {@code k} units still wanted: counting the starts in them (eight bytes at a
+     * time, the words independent of each other) and stepping over them converges in a few steps (ASCII in
+     * one) without overshooting; the last unit's continuation bytes are then stepped over.
      */
     static int skipUnits(byte[] b, int p, int end, int want) {
-        int c = 0;
-        while (p + 8 <= end) {
-            long w = (long) LONGS.get(b, p);
-            int starts = 8 - Long.bitCount(w & ~(w << 1) & HIGH);
-            if (c + starts > want) {
-                break;
+        int q = p;
+        int need = want;
+        while (need > 0) {
+            int to = q + need;
+            if (to > end) {
+                return end;
             }
-            c += starts;
-            p += 8;
+            need -= starts(b, q, to);
+            q = to;
         }
-        for (; p < end; p++) {
-            if ((b[p] & 0xC0) != 0x80) {
-                if (c == want) {
-                    return p;
+        while (q < end && (b[q] & 0xC0) == 0x80) {
+            q++;
+        }
+        return q;
+    }
+
+    /** How many bytes of {@code b[from, to)} start a unit (are not continuation bytes). */
+    private static int starts(byte[] b, int from, int to) {
+        int n = 0;
+        int i = from;
+        for (; i + 8 <= to; i += 8) {
+            long w = (long) LONGS.get(b, i);
+            n += Long.bitCount((~w | w << 1) & HIGH);
+        }
+        if (i < to) {
+            if (i + 8 <= b.length) {
+                long w = (long) LONGS.get(b, i);
+                n += Long.bitCount((~w | w << 1) & HIGH & ((1L << ((to - i) << 3)) - 1));
+            } else {
+                for (; i < to; i++) {
+                    n += (b[i] & 0xC0) == 0x80 ? 0 : 1;
                 }
-                c++;
             }
         }
-        return end;
+        return n;
     }
 
     // Block hashing: the structure of xxHash64 (four accumulator lanes, each round a multiply, a rotate
@@ -722,6 +751,38 @@ public final class PromptKey {
         }
         for (; i < end; i++) {
             h = Long.rotateLeft(h ^ ((b[i] & 0xFF) * P5), 11) * P1;
+        }
+        return chain(seed, avalanche(h));
+    }
+
+    /**
+     * Hash of a full block of {@code units} units in the {@code n} bytes of {@code b} from {@code off},
+     * chained on {@code seed}: {@link #hashBytes} when every unit is one byte (an ASCII block, whatever the
+     * block size) or the block is shorter than a word; otherwise the same but for the bytes after the last
+     * whole word, which are read as one word (the block's last eight bytes, shifted) instead of one by one.
+     * A partial block (the anchor's) is hashed by {@link #hashBytes}.
+     */
+    static long hashBlock(byte[] b, int off, int n, int units, long seed) {
+        if (n == units || n < 8) {
+            return hashBytes(b, off, n, seed);
+        }
+        long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
+        int i = off;
+        int end = off + n;
+        for (; i + 32 <= end; i += 32) {
+            a1 = round(a1, (long) LONGS.get(b, i));
+            a2 = round(a2, (long) LONGS.get(b, i + 8));
+            a3 = round(a3, (long) LONGS.get(b, i + 16));
+            a4 = round(a4, (long) LONGS.get(b, i + 24));
+        }
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        h += n * P5;
+        for (; i + 8 <= end; i += 8) {
+            h = Long.rotateLeft(h ^ round(0, (long) LONGS.get(b, i)), 27) * P1 + P4;
+        }
+        if (i < end) {
+            long last = (long) LONGS.get(b, end - 8) >>> ((8 - (end - i)) << 3);
+            h = Long.rotateLeft(h ^ round(0, last), 27) * P1 + P4;
         }
         return chain(seed, avalanche(h));
     }

@@ -14,8 +14,8 @@ import java.nio.ByteOrder;
  * are: UTF-8 up to U+FFFF is already CESU-8. An escape ({@code \n}, {@code \"}, a backslash-u escape, a
  * surrogate pair as two of them) becomes the bytes of its char; a four-byte sequence (an emoji) becomes
  * its two surrogates, three bytes each. The units are exactly those Jackson's {@code getText} would give.
- * A string's length in units is its bytes less its continuation bytes, counted (eight at a time) only when
- * the string is not plain ASCII. Anything this decoder does not accept (a raw control character, an
+ * A string's length in units is its bytes less its continuation bytes, counted eight at a time as the
+ * bytes are copied. Anything this decoder does not accept (a raw control character, an
  * unknown escape, a malformed four-byte sequence, a string that does not end) leaves the segment as it was
  * and returns -1: the caller then reads the string through Jackson, which reports the error as it always
  * has. What it accepts is what Jackson accepts, so the parser is told the string is read ({@link
@@ -32,6 +32,20 @@ final class JsonText {
     private static final long HIGH = 0x8080808080808080L;
     /** Room reserved up front: most strings are shorter; longer ones grow the buffer geometrically. */
     private static final int FIRST_RESERVE = 4096;
+
+    /** The char of each one-letter escape ({@code \\n} and the like) by its letter; 0 for the others. */
+    private static final byte[] SIMPLE = new byte[128];
+
+    static {
+        SIMPLE['"'] = '"';
+        SIMPLE['\\'] = '\\';
+        SIMPLE['/'] = '/';
+        SIMPLE['b'] = '\b';
+        SIMPLE['f'] = '\f';
+        SIMPLE['n'] = '\n';
+        SIMPLE['r'] = '\r';
+        SIMPLE['t'] = '\t';
+    }
 
     private JsonText() {}
 
@@ -50,7 +64,8 @@ final class JsonText {
         byte[] o = out.reserve(Math.min(n - i, FIRST_RESERVE) + 16);
         int start = out.byteLength();
         int at = start;
-        long high = 0; // the high bits of what was copied (and of bytes after a stop: a false alarm is harmless)
+        int cont = 0; // continuation bytes written: the text's units are its bytes less these
+        long high = 0; // the high bits of the bytes written
         while (true) {
             if (o.length - at < 16) {
                 o = out.grow(at, Math.min(n - i, o.length) + 16);
@@ -61,35 +76,37 @@ final class JsonText {
                 }
                 long w = (long) LONGS.get(b, i);
                 LONGS.set(o, at, w); // all eight; only those before the first stop byte count
-                high |= w;
                 long m = stop(w);
                 if (m != 0) {
                     int k = Long.numberOfTrailingZeros(m) >>> 3;
+                    w &= (1L << (k << 3)) - 1; // the bytes before the stop (none when k is 0)
+                    high |= w;
+                    cont += Long.bitCount(w & ~(w << 1) & HIGH);
                     i += k;
                     at += k;
                     break;
                 }
+                // counted in every word, without a branch the CPU would mispredict in mixed text
+                high |= w;
+                cont += Long.bitCount(w & ~(w << 1) & HIGH);
                 i += 8;
                 at += 8;
             }
             while (i < n && plain(b[i])) {
-                high |= b[i];
-                o[at++] = b[i++];
+                byte v = b[i++];
+                high |= v;
+                cont += (v & 0xC0) == 0x80 ? 1 : 0;
+                o[at++] = v;
             }
             if (i >= n) {
                 return -1;
             }
             int c = b[i] & 0xFF;
             if (c == '"') {
-                int bytes = at - start;
-                int units = bytes;
-                if ((high & HIGH) != 0) {
-                    units -= Cesu8.continuations(o, start, at);
-                    if (units == bytes && Utf8.asciiRun(o, start, at) != bytes) {
-                        return -1; // bytes of 0x80 and above without a continuation byte: not UTF-8
-                    }
+                if (cont == 0 && (high & HIGH) != 0) {
+                    return -1; // bytes of 0x80 and above without a continuation byte: not UTF-8
                 }
-                out.commit(at, units);
+                out.commit(at, at - start - cont);
                 return i;
             }
             if (c >= 0xF0) {
@@ -109,9 +126,18 @@ final class JsonText {
                 }
                 at = Cesu8.encode(o, at, Character.highSurrogate(cp));
                 at = Cesu8.encode(o, at, Character.lowSurrogate(cp));
+                cont += 4;
                 high = HIGH;
                 i += 4;
             } else if (c == '\\' && i + 1 < n) {
+                int e = b[i + 1];
+                int simple = e >= 0 ? SIMPLE[e] : 0;
+                if (simple != 0) {
+                    // the common escapes by table, not by a switch whose jump the CPU cannot predict
+                    o[at++] = (byte) simple;
+                    i += 2;
+                    continue;
+                }
                 int ch = escape(b, i);
                 if (ch < 0) {
                     return -1;
@@ -120,6 +146,7 @@ final class JsonText {
                     o[at++] = (byte) ch;
                 } else {
                     at = Cesu8.encode(o, at, (char) ch);
+                    cont += ch < 0x800 ? 1 : 2;
                     high = HIGH;
                 }
                 i += b[i + 1] == 'u' ? 6 : 2;

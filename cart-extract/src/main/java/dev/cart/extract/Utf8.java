@@ -31,12 +31,42 @@ final class Utf8 {
             while (i + 16 <= n && (((long) LONGS.get(b, i) | (long) LONGS.get(b, i + 8)) & HIGH_BITS) == 0) {
                 i += 16;
             }
-            // the ASCII before the next non-ASCII byte (text that mixes scripts has short ASCII runs)
-            i += asciiRun(b, i, n);
+            // the ASCII before the next non-ASCII byte (text that mixes scripts has short ASCII runs): a word
+            // at a time, the last step to the byte itself by its position in the word
+            if (i + 8 <= n) {
+                long w;
+                while ((w = (long) LONGS.get(b, i) & HIGH_BITS) == 0) {
+                    i += 8;
+                    if (i + 8 > n) {
+                        break;
+                    }
+                }
+                if (w != 0) {
+                    i += Long.numberOfTrailingZeros(w) >>> 3;
+                }
+            }
+            while (i < n && b[i] >= 0) {
+                i++;
+            }
             if (i == n) {
                 break;
             }
             int c = b[i] & 0xFF;
+            // the common sequences first, each checked without a loop
+            if (c >= 0xC2 && c <= 0xDF) {
+                if (i + 1 >= n || (b[i + 1] & 0xC0) != 0x80) {
+                    return false;
+                }
+                i += 2;
+                continue;
+            }
+            if (c >= 0xE1 && c <= 0xEC || c == 0xEE || c == 0xEF) {
+                if (i + 2 >= n || ((b[i + 1] & b[i + 2] & 0xC0) != 0x80) || (((b[i + 1] | b[i + 2]) & 0x40) != 0)) {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
             int len;
             int min;
             if (c >= 0xC2 && c <= 0xDF) {

@@ -15,9 +15,10 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Building a key: a prompt's text (ASCII) into 64-character blocks, hashed. {@code ofText} from a String
- * (copied out of the String, narrowed to bytes, hashed); {@code latin1Bytes} from the bytes of a body
- * ({@code appendLatin1}: full blocks hashed straight from the array), what extraction does with the
- * ASCII runs of a request.
+ * (copied out of the String, encoded to bytes, hashed); {@code cesu8Bytes} from the bytes of a body
+ * ({@code appendCesu8}: full blocks hashed straight from the array), what extraction does with the
+ * ASCII runs of a request; {@code latin1Bytes} the same through {@code appendLatin1}, which first checks
+ * that the run is ASCII.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -43,6 +44,14 @@ public class KeyBenchmark {
     public PromptKey latin1Bytes() {
         return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
                 .appendLatin1(bytes, 0, bytes.length)
+                .build();
+    }
+
+    /** The path extraction takes: ASCII bytes as CESU-8 (one unit a byte), whole blocks hashed in place. */
+    @Benchmark
+    public PromptKey cesu8Bytes() {
+        return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
+                .appendCesu8(bytes, 0, bytes.length, bytes.length)
                 .build();
     }
 

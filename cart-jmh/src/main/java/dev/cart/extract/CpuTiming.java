@@ -86,7 +86,8 @@ public final class CpuTiming {
 
     private static void keys(boolean print) throws Exception {
         if (print) {
-            System.out.println("key of     chars   from a String (us)        from Latin-1 bytes (us)");
+            System.out.println(
+                    "key of     chars   from a String (us)        from Latin-1 bytes (us)   from CESU-8 bytes (us)");
         }
         for (int n : new int[] {4096, 32768}) {
             String text = TreeWorkload.randomText(new java.util.SplittableRandom(1), n);
@@ -103,8 +104,15 @@ public final class CpuTiming {
             } catch (LinkageError e) {
                 b = "(not in this build)";
             }
+            double[] c = time(
+                    2_000,
+                    () -> PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
+                            .appendCesu8(bytes, 0, bytes.length, bytes.length)
+                            .build());
             if (print) {
-                System.out.printf("          %6d   %7.2f / %7.2f         %s%n", n, s[0], s[1], b);
+                System.out.printf(
+                        "          %6d   %7.2f / %7.2f         %s         %7.2f / %7.2f%n",
+                        n, s[0], s[1], b, c[0], c[1]);
             }
         }
     }

@@ -26,7 +26,8 @@ import java.util.function.LongSupplier;
  * their rounds alternate (A B, B A, ...), each timed by the thread's CPU time. Prints, per build, the
  * minimum, median and maximum CPU microseconds per operation, and the median and range of the per-round
  * ratio B/A (each ratio from two rounds run back to back, so both saw the same load). Operations:
- * {@code key} (a key of that many random ASCII characters from Latin-1 bytes, as {@code KeyBenchmark}),
+ * {@code key} (a key of that many random ASCII characters from their bytes, the path extraction takes:
+ * {@code appendCesu8} since the key's byte form is CESU-8, {@code appendLatin1} in builds before it),
  * {@code plain} or {@code realistic} (extraction of a {@link Bodies} chat body of about that size),
  * {@code distinct} (realistic bodies whose tool lists differ from one request to the next: 64 of them in
  * turn, as from many agents, so that no tool list is read from the extractor's cache), and
@@ -156,7 +157,7 @@ public final class PairedCpuTiming {
         public long getAsLong() {
             if (key) {
                 return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
-                        .appendLatin1(body, 0, body.length)
+                        .appendCesu8(body, 0, body.length, body.length)
                         .build()
                         .blockCount();
             }
