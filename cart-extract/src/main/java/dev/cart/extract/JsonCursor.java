@@ -144,7 +144,7 @@ final class JsonCursor {
         }
         int i = q + 1;
         while (i + 8 <= n) {
-            long m = JsonText.special((long) LONGS.get(b, i));
+            long m = JsonText.specialOrHigh((long) LONGS.get(b, i));
             if (m != 0) {
                 i += Long.numberOfTrailingZeros(m) >>> 3;
                 break;

@@ -15,7 +15,7 @@ import java.nio.ByteOrder;
  * surrogate pair as two of them) becomes the bytes of its char; a four-byte sequence (an emoji) becomes
  * its two surrogates, three bytes each. The units are exactly those Jackson's {@code getText} would give.
  * A string's length in units is its bytes less its continuation bytes, counted eight at a time as the
- * bytes are copied. Anything this decoder does not accept (a raw control character, an
+ * words that hold them are copied. Anything this decoder does not accept (a raw control character, an
  * unknown escape, a malformed four-byte sequence, a string that does not end) leaves the segment as it was
  * and returns -1: the caller then reads the string through Jackson, which reports the error as it always
  * has. What it accepts is what Jackson accepts, so the parser is told the string is read ({@link
@@ -76,21 +76,30 @@ final class JsonText {
                 }
                 long w = (long) LONGS.get(b, i);
                 LONGS.set(o, at, w); // all eight; only those before the first stop byte count
-                long m = stop(w);
-                if (m != 0) {
-                    int k = Long.numberOfTrailingZeros(m) >>> 3;
-                    w &= (1L << (k << 3)) - 1; // the bytes before the stop (none when k is 0)
-                    high |= w;
-                    cont += Long.bitCount(w & ~(w << 1) & HIGH);
-                    i += k;
-                    at += k;
-                    break;
+                long m = specialOrHigh(w);
+                if (m == 0) { // plain ASCII: the one test of the loop
+                    i += 8;
+                    at += 8;
+                    continue;
                 }
-                // counted in every word, without a branch the CPU would mispredict in mixed text
+                if ((w & HIGH) != 0) {
+                    m = special(w) | fourByteLeads(w);
+                    if (m == 0) {
+                        high |= w;
+                        cont += Long.bitCount(w & ~(w << 1) & HIGH);
+                        i += 8;
+                        at += 8;
+                        continue;
+                    }
+                }
+                // a stop byte in this word (m is not 0 here): copy up to it
+                int k = Long.numberOfTrailingZeros(m) >>> 3;
+                w &= (1L << (k << 3)) - 1; // the bytes before the stop (none when k is 0)
                 high |= w;
                 cont += Long.bitCount(w & ~(w << 1) & HIGH);
-                i += 8;
-                at += 8;
+                i += k;
+                at += k;
+                break;
             }
             while (i < n && plain(b[i])) {
                 byte v = b[i++];
@@ -204,16 +213,24 @@ final class JsonText {
     }
 
     /**
-     * Nonzero when some byte of {@code w} is a quote, a backslash, a control character or the lead byte
-     * of a four-byte sequence (0xF0 and above); its lowest set bit is the high bit of the first such byte
-     * (little-endian: the first in the body). Bits above it may be false alarms (a borrow carries into the
-     * next byte), never bits below it.
+     * Nonzero when some byte of {@code w} is a quote, a backslash or a control character; its lowest set
+     * bit is the high bit of the first such byte (little-endian: the first in the body). Bits above it may
+     * be false alarms (a borrow carries into the next byte), never bits below it. Bytes of 0x80 and above
+     * are never flagged.
      */
-    static long stop(long w) {
+    static long special(long w) {
         long q = w ^ 0x2222222222222222L;
         long s = w ^ 0x5C5C5C5C5C5C5C5CL;
         long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;
-        return (t | w & (w << 1) & (w << 2) & (w << 3)) & HIGH;
+        return t & HIGH;
+    }
+
+    /**
+     * The high bit of every byte of {@code w} that is 0xF0 or above (a four-byte sequence's lead), exactly:
+     * such a byte's low seven bits plus 0x10 carry into its bit 7, never into the next byte.
+     */
+    static long fourByteLeads(long w) {
+        return ((w & 0x7F7F7F7F7F7F7F7FL) + 0x1010101010101010L) & w & HIGH;
     }
 
     /** Whether byte {@code c} is ASCII other than a quote, backslash or control character. */
@@ -226,10 +243,7 @@ final class JsonText {
      * lowest set bit is the high bit of the first such byte (little-endian: the first in the body). Bits
      * above it may be false alarms (a borrow carries into the next byte), never bits below it.
      */
-    static long special(long w) {
-        long q = w ^ 0x2222222222222222L;
-        long s = w ^ 0x5C5C5C5C5C5C5C5CL;
-        long t = (q - ONES) & ~q | (s - ONES) & ~s | (w - 0x2020202020202020L) & ~w;
-        return (t | w) & HIGH;
+    static long specialOrHigh(long w) {
+        return special(w) | w & HIGH;
     }
 }
