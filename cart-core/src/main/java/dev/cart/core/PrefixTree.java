@@ -68,7 +68,9 @@ import java.util.function.LongFunction;
  *       lock, no version change, no write when the stored time would not change (nodes near the root
  *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.
  *       What can be made before the mutex is (the new leaf's label, found by the lock-free walk that
- *       tried the refresh, and its holder), so the mutex covers the second walk and the stores.</li>
+ *       tried the refresh), and the walk itself is kept: writers count their sections ({@code writes}),
+ *       so under the mutex an insert that sees no write since its walk began goes on from where the walk
+ *       stopped; otherwise it walks again. The mutex covers the stores and, at most, that second walk.</li>
  *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
  *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
  *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
@@ -108,16 +110,6 @@ final class PrefixTree {
     private static final VarHandle CHILD0 = field("child0", Node.class);
     private static final VarHandle CHILD1 = field("child1", Node.class);
 
-    private static final VarHandle WRITES;
-
-    static {
-        try {
-            WRITES = MethodHandles.lookup().findVarHandle(PrefixTree.class, "writes", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     private static VarHandle field(String name, Class<?> type) {
         try {
             return MethodHandles.lookup().findVarHandle(Node.class, name, type);
@@ -144,10 +136,11 @@ final class PrefixTree {
      * How many times a writer holding the mutex may have changed the tree's shape or holders: raised (with
      * release) before every such section lets the mutex go. An insert reads it (with acquire) before its
      * lock-free walk; under the mutex, an unchanged count means no write overlapped or followed that walk,
-     * so the walk's path still stands and the insert need not walk again.
+     * so the walk's path still stands and the insert need not walk again. An object of its own, so that
+     * raising it does not invalidate the cache line of {@link #root} and {@link #numbered}, which every
+     * match reads.
      */
-    @SuppressWarnings("unused") // accessed through WRITES
-    private long writes;
+    private final AtomicLong writes = new AtomicLong();
     /**
      * The replicas by number (null where a number is free); copy-on-write, replaced under the writer
      * mutex before any holder of a new number is published, and after the last holder of a freed one is
@@ -367,7 +360,7 @@ final class PrefixTree {
             return 0;
         }
         long now = clock.millis();
-        Walk walk = new Walk((long) WRITES.getAcquire(this));
+        Walk walk = new Walk(writes.getAcquire());
         int reach = refresh(b, replica, now, false, probe, windowMillis, walk);
         if (reach < 0) {
             return -1 - reach;
@@ -385,7 +378,7 @@ final class PrefixTree {
     static final int USED_IN_WINDOW = 4;
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        Walk walk = new Walk((long) WRITES.getAcquire(this));
+        Walk walk = new Walk(writes.getAcquire());
         int reach = refresh(b, replica, now, remote, 0, 0, walk);
         if (reach < 0) {
             return true;
@@ -438,7 +431,7 @@ final class PrefixTree {
      * mutex. Called only by the writer holding the mutex (a plain read-modify-write: nobody else writes it).
      */
     private void wrote() {
-        WRITES.setRelease(this, (long) WRITES.get(this) + 1);
+        writes.setRelease(writes.get() + 1);
     }
 
     /** A new leaf's label made before the mutex, for a key that leaves the tree at block {@code from}. */
@@ -543,7 +536,7 @@ final class PrefixTree {
         int depth;
         Node node;
         int i;
-        if (walk != null && walk.writes == (long) WRITES.getAcquire(this)) {
+        if (walk != null && walk.writes == writes.getAcquire()) {
             // No write since the lock-free walk began: the path it followed is the tree's, so go on from
             // where it stopped (the loop below then takes at most one step).
             path = walk.path;
