@@ -197,6 +197,20 @@ public final class PromptKey {
                 blocks.length == 0 ? SEED : blocks[0]);
     }
 
+    /**
+     * As {@link #forBlocks}, taking the array as it is: the caller hands it over and never touches it again
+     * (benchmarks that make a key per operation and should not time a second copy of it).
+     */
+    static PromptKey wrapBlocks(long[] blocks, int blockSize) {
+        return new PromptKey(
+                Unit.TOKENS,
+                blockSize,
+                blocks.length * blockSize,
+                blocks,
+                NO_BOUNDARIES,
+                blocks.length == 0 ? SEED : blocks[0]);
+    }
+
     /** Package-private access to the block hashes for the tree; never modified. */
     long[] blocks() {
         return blocks;

@@ -69,7 +69,7 @@ public final class TreeWorkload {
         for (int i = Math.max(0, blocks.length - fresh); i < blocks.length; i++) {
             blocks[i] = mix(salt * 31 + i);
         }
-        return PromptKey.forBlocks(blocks, BLOCK);
+        return PromptKey.wrapBlocks(blocks, BLOCK); // the copy above is the only one
     }
 
     public static String randomText(SplittableRandom rnd, int n) {
