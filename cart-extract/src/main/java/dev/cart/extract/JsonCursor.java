@@ -108,25 +108,19 @@ final class JsonCursor {
 
     /**
      * Writes the string that is the current token into {@code out}: decoded from the body bytes
-     * ({@link JsonText}), or, when that declines, streamed from Jackson; returns its length in UTF-16 units.
-     * A decoded string that is plain ASCII is recorded as checked UTF-8; the others are checked with the
-     * rest of the body ({@link #isValidUtf8}).
+     * ({@link JsonText}, which checks its UTF-8 as it copies it: recorded as checked), or, when that
+     * declines, streamed from Jackson; returns its length in UTF-16 units.
      */
     int text(Segment out) throws IOException {
         BodyParser bp = (BodyParser) p;
         int before = out.length();
-        int beforeBytes = out.byteLength();
         int end = JsonText.decode(body, bp.tokenOffset(), out);
         if (end < 0) {
             return p.getText(out);
         }
         bp.stringRead(end);
-        int units = out.length() - before;
-        if (out.byteLength() - beforeBytes == units) {
-            // no byte of 0x80 or above in the text, so none in the string: its UTF-8 needs no check
-            checked(bp.tokenOffset(), end);
-        }
-        return units;
+        checked(bp.tokenOffset(), end);
+        return out.length() - before;
     }
 
     /**
@@ -177,7 +171,7 @@ final class JsonCursor {
         ((BodyParser) p).skipArrayTo(closing, lines, lastLineStart);
     }
 
-    /** Records that the UTF-8 of {@code body[from, to)} needs no check (plain ASCII). */
+    /** Records that the UTF-8 of {@code body[from, to)} was checked. */
     private void checked(int from, int to) {
         if (checkedCount > 0 && from < checked[checkedCount - 1]) {
             checkedInOrder = false;
@@ -190,8 +184,8 @@ final class JsonCursor {
     }
 
     /**
-     * Whether the body is strict UTF-8, given that the plain ASCII strings {@link #text} decoded need no
-     * check: only the bytes between them are checked here (the whole body if they were not decoded
+     * Whether the body is strict UTF-8, given that the strings {@link #text} decoded were checked as they
+     * were copied: only the bytes between them are checked here (the whole body if they were not decoded
      * in order, which re-reading never causes but nothing here relies on).
      */
     boolean isValidUtf8() {

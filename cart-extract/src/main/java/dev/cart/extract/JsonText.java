@@ -19,10 +19,9 @@ import java.nio.ByteOrder;
  * unknown escape, a malformed four-byte sequence, a string that does not end) leaves the segment as it was
  * and returns -1: the caller then reads the string through Jackson, which reports the error as it always
  * has. What it accepts is what Jackson accepts, so the parser is told the string is read ({@link
- * BodyParser#stringRead}) and does not scan it a second time. A string it accepts is plain ASCII exactly
- * when its length in units equals its length in bytes. The UTF-8 of a string holding bytes of 0x80 and
- * above is not checked here: the body's check after parsing covers it ({@link
- * JsonCursor#isValidUtf8}), and a body that fails it is refused whatever its key would have been.
+ * BodyParser#stringRead}) and does not scan it a second time. Its UTF-8 is checked as strictly as {@link
+ * Utf8#isValid} checks it, a word at a time as it is copied ({@link #utf8Step}; a string with an invalid
+ * sequence is declined), so the strings it copied need no check of their own.
  * Stateless and thread-safe.
  */
 final class JsonText {
@@ -65,7 +64,7 @@ final class JsonText {
         int start = out.byteLength();
         int at = start;
         int cont = 0; // continuation bytes written: the text's units are its bytes less these
-        long high = 0; // the high bits of the bytes written
+        long state = 0; // what the UTF-8 of the words so far leaves for the next word (see utf8Step)
         while (true) {
             if (o.length - at < 16) {
                 o = out.grow(at, Math.min(n - i, o.length) + 16);
@@ -77,44 +76,50 @@ final class JsonText {
                 long w = (long) LONGS.get(b, i);
                 LONGS.set(o, at, w); // all eight; only those before the first stop byte count
                 long m = specialOrHigh(w);
-                if (m == 0) { // plain ASCII: the one test of the loop
+                if ((m | state) == 0) { // plain ASCII: the one test of the loop
                     i += 8;
                     at += 8;
                     continue;
                 }
-                if ((w & HIGH) != 0) {
-                    m = special(w) | fourByteLeads(w);
-                    if (m == 0) {
-                        high |= w;
-                        cont += Long.bitCount(w & ~(w << 1) & HIGH);
-                        i += 8;
-                        at += 8;
-                        continue;
+                m = special(w) | fourByteLeads(w);
+                if (m == 0) {
+                    // no stop: bytes of 0x80 and above (or the end of a sequence) to check and count
+                    state = utf8Step(w, state);
+                    if (state == INVALID) {
+                        return -1;
                     }
+                    cont += Long.bitCount(w & ~(w << 1) & HIGH);
+                    i += 8;
+                    at += 8;
+                    continue;
                 }
-                // a stop byte in this word (m is not 0 here): copy up to it
+                // a stop byte in this word: copy up to it
                 int k = Long.numberOfTrailingZeros(m) >>> 3;
                 w &= (1L << (k << 3)) - 1; // the bytes before the stop (none when k is 0)
-                high |= w;
-                cont += Long.bitCount(w & ~(w << 1) & HIGH);
+                if (((w & HIGH) | state) != 0) {
+                    // the bytes past the stop read as zeros: a sequence the stop cuts is invalid
+                    state = utf8Step(w, state);
+                    if (state != 0) {
+                        return -1;
+                    }
+                    cont += Long.bitCount(w & ~(w << 1) & HIGH);
+                }
                 i += k;
                 at += k;
                 break;
             }
             while (i < n && plain(b[i])) {
                 byte v = b[i++];
-                high |= v;
-                cont += (v & 0xC0) == 0x80 ? 1 : 0;
+                if (v < 0) {
+                    return -1; // non-ASCII in the body's last bytes: left to Jackson and the body's check
+                }
                 o[at++] = v;
             }
-            if (i >= n) {
+            if (i >= n || state != 0) {
                 return -1;
             }
             int c = b[i] & 0xFF;
             if (c == '"') {
-                if (cont == 0 && (high & HIGH) != 0) {
-                    return -1; // bytes of 0x80 and above without a continuation byte: not UTF-8
-                }
                 out.commit(at, at - start - cont);
                 return i;
             }
@@ -136,7 +141,6 @@ final class JsonText {
                 at = Cesu8.encode(o, at, Character.highSurrogate(cp));
                 at = Cesu8.encode(o, at, Character.lowSurrogate(cp));
                 cont += 4;
-                high = HIGH;
                 i += 4;
             } else if (c == '\\' && i + 1 < n) {
                 int e = b[i + 1];
@@ -156,7 +160,6 @@ final class JsonText {
                 } else {
                     at = Cesu8.encode(o, at, (char) ch);
                     cont += ch < 0x800 ? 1 : 2;
-                    high = HIGH;
                 }
                 i += b[i + 1] == 'u' ? 6 : 2;
             } else {
@@ -231,6 +234,43 @@ final class JsonText {
      */
     static long fourByteLeads(long w) {
         return ((w & 0x7F7F7F7F7F7F7F7FL) + 0x1010101010101010L) & w & HIGH;
+    }
+
+    /** {@link #utf8Step}'s answer for bytes that are not UTF-8. */
+    static final long INVALID = -1L;
+
+    /**
+     * Checks the UTF-8 of the eight bytes of {@code w} (none of them 0xF0 or above) as a continuation of
+     * the words before it, which left {@code state}; returns what this word leaves for the next, or {@link
+     * #INVALID}. Strict as {@link Utf8#isValid}: every lead byte is followed by exactly its continuation
+     * bytes and no other byte is one, no overlong form (C0, C1, E0 followed by less than A0), no surrogate
+     * (ED followed by A0 or more). All of it at once for the word: the continuation bytes expected after the
+     * word's two- and three-byte leads (and those the word before still expects, {@code state}'s bits 7
+     * and 15) must be exactly its continuation bytes. The state: bits 7 and 15, continuation bytes expected
+     * at the next word's bytes 0 and 1; bit 23, its byte 0 must be A0 or more (after E0); bit 31, below A0
+     * (after ED). Zero when no sequence is open.
+     */
+    static long utf8Step(long w, long state) {
+        long cont = w & ~(w << 1) & HIGH;
+        long lead = w & (w << 1) & HIGH;
+        long lead3 = lead & (w << 2);
+        long lead2 = lead & ~(w << 2);
+        if (((lead2 | lead3) << 8 | lead3 << 16 | state & 0x8080L) != cont) {
+            return INVALID;
+        }
+        long c0c1 = lead2 & ~(w << 3 | w << 4 | w << 5 | w << 6); // 110 0000x
+        long e0 = lead3 & ~(w << 4 | w << 5 | w << 6 | w << 7); // 1110 0000
+        long ed = lead3 & (w << 4) & (w << 5) & ~(w << 6) & (w << 7); // 1110 1101
+        long next5 = (w >>> 8) << 2; // at bit 7 of each byte: bit 5 of the byte after it
+        long own5 = (w << 2) & 0x80; // at bit 7: bit 5 of byte 0
+        long bad = c0c1
+                | (e0 & ~next5 | ed & next5) & 0x0080808080808080L
+                | (state >>> 16) & 0x80 & ~own5
+                | (state >>> 24) & 0x80 & own5;
+        if (bad != 0) {
+            return INVALID;
+        }
+        return (lead2 | lead3) >>> 56 | lead3 >>> 48 | (e0 >>> 63) << 23 | (ed >>> 63) << 31;
     }
 
     /** Whether byte {@code c} is ASCII other than a quote, backslash or control character. */
