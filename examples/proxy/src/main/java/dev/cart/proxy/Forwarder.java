@@ -8,13 +8,9 @@ import dev.cart.core.RouteRequest;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import java.net.URI;
-import java.net.URISyntaxException;
 import java.time.Duration;
 import java.util.HashSet;
-import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
@@ -142,6 +138,7 @@ final class Forwarder {
     private final Supplier<RandomGenerator> random;
     private final Backoff backoff;
     private final Set<Integer> retryable;
+    private final UpstreamTargets targets = new UpstreamTargets();
 
     Forwarder(
             Supplier<RandomGenerator> random,
@@ -214,7 +211,11 @@ final class Forwarder {
             }
             URI uri;
             try {
-                uri = target(d.replica().id(), in.rawPath(), in.rawQuery());
+                uri = targets.target(
+                        d.replica().id(),
+                        in.rawPath(),
+                        in.rawQuery(),
+                        routing.replicas.replicas().size());
             } catch (BadTarget e) {
                 d.lease().close();
                 return reply(400, "bad_target", "invalid_request_target", e.getMessage());
@@ -414,79 +415,6 @@ final class Forwarder {
         BadTarget(String message) {
             super(message, null, false, false);
         }
-    }
-
-    /** Replicas' base URLs, parsed once rather than for every request ({@link URI} is immutable). */
-    private static final Map<String, URI> BASES = new ConcurrentHashMap<>();
-
-    /**
-     * The upstream URI: the replica's base URL followed by the request's raw path and query. Only the
-     * path and query of the client's request target are used (never its scheme or authority, never the
-     * Host header), and the result is checked to still point at the replica. A target without a query is
-     * looked up in {@link #TARGETS} first; only a valid one is kept there.
-     */
-    static URI target(String base, String rawPath, String rawQuery) throws BadTarget {
-        boolean cacheable = rawQuery == null && rawPath != null && !rawPath.isEmpty();
-        if (cacheable) {
-            Map<String, URI> byPath = TARGETS.get(base);
-            URI known = byPath == null ? null : byPath.get(rawPath);
-            if (known != null) {
-                return known;
-            }
-        }
-        URI uri = parse(base, rawPath, rawQuery);
-        if (cacheable) {
-            if (TARGETS.size() >= TARGET_CACHE_BASES) {
-                TARGETS.clear(); // replicas come and go by reload: keep the cache to the recent ones
-            }
-            Map<String, URI> byPath = TARGETS.computeIfAbsent(base, k -> new ConcurrentHashMap<>());
-            if (byPath.size() >= TARGET_CACHE_PATHS) {
-                byPath.clear(); // pass-through paths are the client's to choose: a bounded cache of the recent ones
-            }
-            byPath.put(rawPath, uri);
-        }
-        return uri;
-    }
-
-    /**
-     * Upstream URIs of targets without a query, by replica base URL and then raw path: a routed request's target
-     * (the same few endpoints on the same replicas) is parsed and checked once, not for every request. Bounded
-     * by {@link #TARGET_CACHE_BASES} × {@link #TARGET_CACHE_PATHS} entries ({@link URI} is immutable).
-     */
-    private static final Map<String, Map<String, URI>> TARGETS = new ConcurrentHashMap<>();
-
-    private static final int TARGET_CACHE_BASES = 64;
-    private static final int TARGET_CACHE_PATHS = 64;
-
-    private static URI parse(String base, String rawPath, String rawQuery) throws BadTarget {
-        String path = rawPath == null || rawPath.isEmpty() ? "/" : rawPath;
-        if (!path.startsWith("/")) {
-            throw new BadTarget("the request target must be a path starting with '/'");
-        }
-        String s = base + path + (rawQuery == null ? "" : "?" + rawQuery);
-        URI uri;
-        URI b;
-        try {
-            uri = new URI(s);
-            b = BASES.get(base);
-            if (b == null) {
-                b = new URI(base);
-                if (BASES.size() >= 1024) {
-                    BASES.clear(); // replicas come and go by reload: keep the cache to the recent ones
-                }
-                BASES.put(base, b);
-            }
-        } catch (URISyntaxException e) {
-            throw new BadTarget("the request target is not a valid URI path");
-        }
-        if (!Objects.equals(uri.getScheme(), b.getScheme())
-                || !Objects.equals(uri.getHost(), b.getHost())
-                || uri.getPort() != b.getPort()
-                || uri.getRawUserInfo() != null
-                || uri.getRawFragment() != null) {
-            throw new BadTarget("the request target does not resolve to the replica");
-        }
-        return uri;
     }
 
     static String describe(Throwable e) {

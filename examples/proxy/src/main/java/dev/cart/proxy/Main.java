@@ -257,6 +257,7 @@ public final class Main {
                             if (runningDemo != null) {
                                 runningDemo.close();
                             }
+                            stopLogging(); // writes the decision lines still buffered
                             stopped.countDown();
                         },
                         "cart-shutdown"));
@@ -266,6 +267,13 @@ public final class Main {
             Thread.currentThread().interrupt();
         }
         return OK;
+    }
+
+    /** Stops logback, whose appenders write what they buffer ({@link BatchedConsoleAppender}); no-op otherwise. */
+    static void stopLogging() {
+        if (org.slf4j.LoggerFactory.getILoggerFactory() instanceof ch.qos.logback.classic.LoggerContext context) {
+            context.stop();
+        }
     }
 
     /** One line saying why the proxy could not start; for a taken port, which flag changes it. */

@@ -921,6 +921,16 @@ final class NettyFront implements Front {
             Relay relay;
             Throwable cause;
             ScheduledFuture<?> deadline;
+            /**
+             * The last chunk of the answer read from the replica in the current read, not yet written to the client.
+             * The chunks of one read go out with no promise of their own but the last, which carries the promise and
+             * the one listener that accounts for the whole read ({@link #readBytes}), at the read's end: a promise,
+             * a listener and a hand-off to the answer budget per read instead of per chunk (a replica writes each
+             * event of a stream as a chunk of its own).
+             */
+            HttpContent held;
+            /** Answer bytes of the current read (the held chunk's included), not yet counted as queued. */
+            int readBytes;
 
             Call(Forwarder.Exchange x, Forwarder.Send s, boolean fresh) {
                 this.x = x;
@@ -992,6 +1002,24 @@ final class NettyFront implements Front {
             private void finish() {
                 finished = true;
                 cancel(deadline);
+                if (held != null) { // the answer ended otherwise (broken, deadline, client gone): dropped with it
+                    ReferenceCountUtil.release(held);
+                    held = null;
+                    readBytes = 0;
+                }
+            }
+
+            /** Writes the held chunk, with the listener that accounts for the whole read. */
+            private void writeHeld() {
+                HttpContent h = held;
+                if (h == null) {
+                    return;
+                }
+                held = null;
+                int n = readBytes;
+                readBytes = 0;
+                queued(n);
+                ctx.write(h).addListener((ChannelFutureListener) f -> written(n));
             }
 
             @Override
@@ -1059,7 +1087,7 @@ final class NettyFront implements Front {
                     resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 }
                 status = rl.status;
-                ctx.write(resp);
+                ctx.write(resp, ctx.voidPromise()); // its failure is the connection's: exceptionCaught closes it
             }
 
             private void answerContent(HttpContent c) {
@@ -1091,12 +1119,18 @@ final class NettyFront implements Front {
                 }
                 if (last) {
                     rl.upstreamDone(); // the replica's slot is free before the client has the last bytes
+                    if (held != null) {
+                        ctx.write(held, ctx.voidPromise()); // accounted below, with the last chunk
+                        held = null;
+                    }
+                    int total = readBytes + n;
+                    readBytes = 0;
                     finish();
                     releaseUpstream();
-                    queued(n);
+                    queued(total);
                     ctx.writeAndFlush(new DefaultLastHttpContent(buf.retain()))
                             .addListener((ChannelFutureListener) f -> {
-                                written(n);
+                                written(total);
                                 if (f.isSuccess()) {
                                     rl.delivered();
                                 }
@@ -1105,9 +1139,12 @@ final class NettyFront implements Front {
                     return;
                 }
                 if (n > 0) {
-                    queued(n);
-                    ctx.write(new DefaultHttpContent(buf.retain()))
-                            .addListener((ChannelFutureListener) f -> written(n));
+                    if (held != null) {
+                        // an earlier chunk of this read: its bytes are accounted with the read's last chunk
+                        ctx.write(held, ctx.voidPromise());
+                    }
+                    held = new DefaultHttpContent(buf.retain());
+                    readBytes += n;
                 }
                 if (mustPause()) {
                     ch.config().setAutoRead(false); // the client reads slower than the replica writes
@@ -1140,6 +1177,7 @@ final class NettyFront implements Front {
             @Override
             public void readComplete() {
                 if (relay != null && !finished) {
+                    writeHeld();
                     ctx.flush();
                 }
             }

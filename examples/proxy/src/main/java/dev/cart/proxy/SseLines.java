@@ -1,5 +1,8 @@
 package dev.cart.proxy;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
@@ -34,28 +37,68 @@ final class SseLines {
         this.consumer = consumer;
     }
 
-    /** Bytes of the stream, in order, cut anywhere. */
+    /**
+     * Bytes of the stream, in order, cut anywhere. A line that lies whole in {@code b} (the usual case: a replica
+     * writes an event as one chunk) is handed over from {@code b} itself; only a line cut across calls is copied.
+     */
     void accept(byte[] b, int off, int len) {
         int end = off + len;
         int start = off;
-        for (int i = off; i < end; i++) {
-            if (b[i] == '\n') {
-                append(b, start, i - start);
-                if (!skippingLine) {
-                    line(line, lineLength);
+        while (start < end) {
+            int nl = newline(b, start, end);
+            if (nl < 0) {
+                append(b, start, end - start);
+                return;
+            }
+            if (lineLength == 0 && !skippingLine) {
+                if (nl - start > MAX_LINE_BYTES) {
+                    consumer.lineSkipped();
+                } else {
+                    line(b, start, nl - start);
                 }
-                lineLength = 0;
-                skippingLine = false;
-                start = i + 1;
+            } else {
+                append(b, start, nl - start);
+                if (!skippingLine) {
+                    line(line, 0, lineLength);
+                }
+            }
+            lineLength = 0;
+            skippingLine = false;
+            start = nl + 1;
+        }
+    }
+
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final long ONES = 0x0101010101010101L;
+    private static final long HIGHS = 0x8080808080808080L;
+    private static final long NEWLINES = ONES * '\n';
+
+    /**
+     * The index of the first {@code '\n'} in {@code b[from, to)}, or -1: eight bytes at a time (a byte equal to
+     * {@code '\n'} is a zero byte of {@code word ^ NEWLINES}, found with the usual carry trick), then the rest one
+     * by one.
+     */
+    static int newline(byte[] b, int from, int to) {
+        int i = from;
+        for (; i + Long.BYTES <= to; i += Long.BYTES) {
+            long x = (long) LONGS.get(b, i) ^ NEWLINES;
+            long found = (x - ONES) & ~x & HIGHS;
+            if (found != 0) {
+                return i + (Long.numberOfTrailingZeros(found) >>> 3);
             }
         }
-        append(b, start, end - start);
+        for (; i < to; i++) {
+            if (b[i] == '\n') {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /** The stream ended: a last line without its newline is still a line. */
     void finish() {
         if (lineLength > 0 && !skippingLine) {
-            line(line, lineLength);
+            line(line, 0, lineLength);
         }
         lineLength = 0;
     }
@@ -77,18 +120,23 @@ final class SseLines {
         lineLength += len;
     }
 
-    /** One complete line (without its newline). Only {@code data:} lines carry JSON. */
-    private void line(byte[] b, int len) {
-        if (len > 0 && b[len - 1] == '\r') {
+    /** One complete line, {@code b[off, off + len)} without its newline. Only {@code data:} lines carry JSON. */
+    private void line(byte[] b, int off, int len) {
+        if (len > 0 && b[off + len - 1] == '\r') {
             len--;
         }
-        if (len >= 5 && b[0] == 'd' && b[1] == 'a' && b[2] == 't' && b[3] == 'a' && b[4] == ':') {
+        if (len >= 5
+                && b[off] == 'd'
+                && b[off + 1] == 'a'
+                && b[off + 2] == 't'
+                && b[off + 3] == 'a'
+                && b[off + 4] == ':') {
             int start = 5;
-            if (start < len && b[start] == ' ') {
+            if (start < len && b[off + start] == ' ') {
                 start++;
             }
-            if (start < len && b[start] == '{') {
-                consumer.data(b, start, len - start);
+            if (start < len && b[off + start] == '{') {
+                consumer.data(b, off + start, len - start);
             }
         }
         if (line.length > 64 * 1024) {

@@ -110,38 +110,72 @@ class PiecesTest {
 
     @Test
     void upstreamTargetsStayOnTheReplica() throws Exception {
+        UpstreamTargets targets = new UpstreamTargets();
         assertEquals(
-                URI.create("http://n:8000/v1/x?a=1&b=%20"), Forwarder.target("http://n:8000", "/v1/x", "a=1&b=%20"));
-        assertEquals(URI.create("http://n:8000/base/v1/x"), Forwarder.target("http://n:8000/base", "/v1/x", null));
-        assertEquals(URI.create("http://n:8000/"), Forwarder.target("http://n:8000", "", null));
-        assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "*", null));
-        assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "@evil/x", null));
-        assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://n:8000", "/a b", null));
+                URI.create("http://n:8000/v1/x?a=1&b=%20"), targets.target("http://n:8000", "/v1/x", "a=1&b=%20", 1));
+        assertEquals(URI.create("http://n:8000/base/v1/x"), targets.target("http://n:8000/base", "/v1/x", null, 1));
+        assertEquals(URI.create("http://n:8000/"), targets.target("http://n:8000", "", null, 1));
+        assertThrows(Forwarder.BadTarget.class, () -> targets.target("http://n:8000", "*", null, 1));
+        assertThrows(Forwarder.BadTarget.class, () -> targets.target("http://n:8000", "@evil/x", null, 1));
+        assertThrows(Forwarder.BadTarget.class, () -> targets.target("http://n:8000", "/a b", null, 1));
         // a path starting with // stays a path on the replica
-        assertEquals("n", Forwarder.target("http://n:8000", "//evil:1/x", null).getHost());
+        assertEquals("n", targets.target("http://n:8000", "//evil:1/x", null, 1).getHost());
     }
 
     /** A target seen before is the same URI, taken from the cache; a refused one is refused every time. */
     @Test
     void upstreamTargetsAreCachedOnlyWhenValid() throws Exception {
-        java.net.URI first = Forwarder.target("http://cache-test:8000", "/v1/chat/completions", null);
+        UpstreamTargets targets = new UpstreamTargets();
+        java.net.URI first = targets.target("http://cache-test:8000", "/v1/chat/completions", null, 1);
         assertEquals("http://cache-test:8000/v1/chat/completions", first.toString());
-        assertSame(first, Forwarder.target("http://cache-test:8000", "/v1/chat/completions", null));
+        assertSame(first, targets.target("http://cache-test:8000", "/v1/chat/completions", null, 1));
         assertEquals(
                 "http://cache-test:8001/v1/chat/completions",
-                Forwarder.target("http://cache-test:8001", "/v1/chat/completions", null)
+                targets.target("http://cache-test:8001", "/v1/chat/completions", null, 1)
                         .toString());
         assertEquals(
                 "http://cache-test:8000/v1/chat/completions?x=1",
-                Forwarder.target("http://cache-test:8000", "/v1/chat/completions", "x=1")
+                targets.target("http://cache-test:8000", "/v1/chat/completions", "x=1", 1)
                         .toString());
         for (int i = 0; i < 2; i++) {
-            assertThrows(Forwarder.BadTarget.class, () -> Forwarder.target("http://cache-test:8000", "/a#frag", null));
+            assertThrows(Forwarder.BadTarget.class, () -> targets.target("http://cache-test:8000", "/a#frag", null, 1));
         }
         for (int i = 0; i < 200; i++) { // more paths than the cache keeps: each still resolves to its own URI
             assertEquals(
                     "http://cache-test:8000/p" + i,
-                    Forwarder.target("http://cache-test:8000", "/p" + i, null).toString());
+                    targets.target("http://cache-test:8000", "/p" + i, null, 1).toString());
+        }
+    }
+
+    /**
+     * A pool larger than the cache's floor keeps every replica's target: a routed request to any of 100 replicas
+     * gets the URI parsed the first time (the cache is not cleared over and over). A small pool stays bounded.
+     */
+    @Test
+    void upstreamTargetsOfALargePoolAreAllKept() throws Exception {
+        UpstreamTargets targets = new UpstreamTargets();
+        int pool = 100;
+        java.util.List<URI> first = new java.util.ArrayList<>();
+        for (int i = 0; i < pool; i++) {
+            first.add(targets.target("http://replica-" + i + ":8000", "/v1/chat/completions", null, pool));
+        }
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < pool; i++) {
+                assertSame(
+                        first.get(i),
+                        targets.target("http://replica-" + i + ":8000", "/v1/chat/completions", null, pool),
+                        "replica " + i);
+            }
+        }
+        assertEquals(pool, targets.basesKept());
+
+        UpstreamTargets small = new UpstreamTargets();
+        for (int i = 0; i < 3 * UpstreamTargets.MIN_BASES; i++) {
+            assertEquals(
+                    "http://old-" + i + ":8000/v1/chat/completions",
+                    small.target("http://old-" + i + ":8000", "/v1/chat/completions", null, 2)
+                            .toString());
+            assertTrue(small.basesKept() <= UpstreamTargets.MIN_BASES, "bounded: " + small.basesKept());
         }
     }
 
