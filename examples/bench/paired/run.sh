@@ -10,8 +10,6 @@
 #       one streamed answer of the bench's fake replica (34 events) through ResponseObserver
 #   sh examples/bench/paired/run.sh metrics BEFORE.jar AFTER.jar [ROUNDS]
 #       the Micrometer updates of a routed, answered request (decision, lease, first byte, usage, learning, end)
-#   sh examples/bench/paired/run.sh target BEFORE.jar AFTER.jar [ROUNDS]
-#       the upstream URI of a request (Forwarder.target): a routed chat's path, and a path with a query
 #   sh examples/bench/paired/run.sh decisionlog BEFORE.jar AFTER.jar [ROUNDS] > /tmp/lines.log
 #       a routed request's decision line, filled and written through the build's logback configuration
 #       ("bench": proxy.decision_log on; "SDK": off, the floor); stdout to a file, as the proxy's
@@ -26,9 +24,8 @@ case $what in
   headers)  hb=$here/before; ha=$here/after; shared=$here/HeaderFixtures.java; n=20000; label="headers";;
   observer) hb=$here/observer; ha=$here/observer; shared=; n=2000; label="observer, answer learning on (bench) or off (SDK)";;
   metrics)  hb=$here/metrics; ha=$here/metrics; shared=; n=20000; label="metrics of a routed request, replica 1 (bench) or 2 (SDK)";;
-  target)   hb=$here/target; ha=$here/target; shared=; n=20000; label="upstream target, a routed path (bench) or one with a query (SDK)";;
   decisionlog) hb=$here/decisionlog; ha=$here/decisionlog; shared=; n=20000; label="decision line, on (bench) or off (SDK)";;
-  *) echo "headers, observer or decisionlog" >&2; exit 2;;
+  *) echo "headers, observer, metrics or decisionlog" >&2; exit 2;;
 esac
 javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java" $shared
 javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java" $shared
