@@ -68,9 +68,7 @@ import java.util.function.LongFunction;
  *       lock, no version change, no write when the stored time would not change (nodes near the root
  *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.
  *       What can be made before the mutex is (the new leaf's label, found by the lock-free walk that
- *       tried the refresh), and the walk itself is kept: writers count their sections ({@code writes}),
- *       so under the mutex an insert that sees no write since its walk began goes on from where the walk
- *       stopped; otherwise it walks again. The mutex covers the stores and, at most, that second walk.</li>
+ *       tried the refresh, and its holder), so the mutex covers the second walk and the stores.</li>
  *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
  *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
  *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
@@ -132,15 +130,6 @@ final class PrefixTree {
     private final AtomicLong entries = new AtomicLong();
     private final LongAdder skipped = new LongAdder();
     private volatile Node root = newRoot();
-    /**
-     * How many times a writer holding the mutex may have changed the tree's shape or holders: raised (with
-     * release) before every such section lets the mutex go. An insert reads it (with acquire) before its
-     * lock-free walk; under the mutex, an unchanged count means no write overlapped or followed that walk,
-     * so the walk's path still stands and the insert need not walk again. An object of its own, so that
-     * raising it does not invalidate the cache line of {@link #root} and {@link #numbered}, which every
-     * match reads.
-     */
-    private final AtomicLong writes = new AtomicLong();
     /**
      * The replicas by number (null where a number is free); copy-on-write, replaced under the writer
      * mutex before any holder of a new number is published, and after the last holder of a freed one is
@@ -360,13 +349,12 @@ final class PrefixTree {
             return 0;
         }
         long now = clock.millis();
-        Walk walk = new Walk(writes.getAcquire());
-        int reach = refresh(b, replica, now, false, probe, windowMillis, walk);
+        int reach = refresh(b, replica, now, false, probe, windowMillis);
         if (reach < 0) {
             return -1 - reach;
         }
         boolean wasRemote = probe > 0 && learnedElsewhere(b, probe, replica); // read before the write
-        boolean done = insertWriting(b, replica, now, false, reach, walk);
+        boolean done = insertWriting(b, replica, now, false, reach);
         return (done ? 0 : SKIPPED) | (wasRemote ? WAS_REMOTE : 0);
     }
 
@@ -378,37 +366,15 @@ final class PrefixTree {
     static final int USED_IN_WINDOW = 4;
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        Walk walk = new Walk(writes.getAcquire());
-        int reach = refresh(b, replica, now, remote, 0, 0, walk);
+        int reach = refresh(b, replica, now, remote, 0, 0);
         if (reach < 0) {
             return true;
         }
-        return insertWriting(b, replica, now, remote, reach, walk);
-    }
-
-    /**
-     * The nodes a lock-free walk followed (whole edges only, from the top), and the count of writes
-     * ({@link #writes}) read before it began. Confined to the inserting thread.
-     */
-    private static final class Walk {
-        final long writes;
-        Node[] path = new Node[8];
-        int depth;
-
-        Walk(long writes) {
-            this.writes = writes;
-        }
-
-        void add(Node node) {
-            if (depth == path.length) {
-                path = Arrays.copyOf(path, depth * 2);
-            }
-            path[depth++] = node;
-        }
+        return insertWriting(b, replica, now, remote, reach);
     }
 
     /** The writer path of an insert whose lock-free refresh found the tree holding {@code reach} blocks. */
-    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach, Walk walk) {
+    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
         // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
         // the tree (used only if the walk under the mutex stops at the same block).
         Prepared leaf = reach < b.length ? new Prepared(reach, Arrays.copyOfRange(b, reach, b.length)) : null;
@@ -417,21 +383,11 @@ final class PrefixTree {
             return false;
         }
         try {
-            write(b, replica, now, remote, leaf, walk);
+            write(b, replica, now, remote, leaf);
             return true;
         } finally {
-            wrote();
             writers.unlock();
         }
-    }
-
-    /**
-     * Counts, in {@link #writes}, a section that may have changed the tree, just before it lets the writer
-     * mutex go, so that an insert whose lock-free walk began before the section ends walks again under the
-     * mutex. Called only by the writer holding the mutex (a plain read-modify-write: nobody else writes it).
-     */
-    private void wrote() {
-        writes.setRelease(writes.get() + 1);
     }
 
     /** A new leaf's label made before the mutex, for a key that leaves the tree at block {@code from}. */
@@ -473,10 +429,12 @@ final class PrefixTree {
      * 0 and the deepest node's last use was already in the window of {@code now}. Otherwise changes
      * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
      */
-    private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis, Walk walk) {
+    private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
         long bit = bitOf(numberOf(replica));
         Node node = root;
         int i = 0;
+        Node[] path = null;
+        int depth = 0;
         boolean heldAll = true;
         while (i < b.length) {
             Node child = find(node, b[i]);
@@ -489,14 +447,20 @@ final class PrefixTree {
             }
             node = child;
             i += m;
-            walk.add(node);
-            heldAll = heldAll && holds(node, bit, replica);
+            if (heldAll && holds(node, bit, replica)) {
+                if (path == null) {
+                    path = new Node[8];
+                } else if (depth == path.length) {
+                    path = Arrays.copyOf(path, depth * 2);
+                }
+                path[depth++] = node;
+            } else {
+                heldAll = false;
+            }
         }
         if (!heldAll) {
             return b.length;
         }
-        Node[] path = walk.path;
-        int depth = walk.depth;
         int flags = 0;
         int end = 0;
         for (int d = 0; d < depth; d++) {
@@ -528,27 +492,14 @@ final class PrefixTree {
      * that gain the replica are odd from before the first change to after the last.
      */
     @GuardedBy("writers")
-    private void write(long[] b, Replica replica, long now, boolean remote, Prepared prepared, Walk walk) {
+    private void write(long[] b, Replica replica, long now, boolean remote, Prepared prepared) {
         int number = numberFor(replica);
         long bit = bitOf(number);
         int n = b.length;
-        Node[] path;
-        int depth;
-        Node node;
-        int i;
-        if (walk != null && walk.writes == writes.getAcquire()) {
-            // No write since the lock-free walk began: the path it followed is the tree's, so go on from
-            // where it stopped (the loop below then takes at most one step).
-            path = walk.path;
-            depth = walk.depth;
-            node = depth == 0 ? root : path[depth - 1];
-            i = depth == 0 ? 0 : node.depth;
-        } else {
-            path = new Node[8];
-            depth = 0;
-            node = root;
-            i = 0;
-        }
+        Node[] path = new Node[8];
+        int depth = 0;
+        Node node = root;
+        int i = 0;
         Node split = null; // the child whose edge the key leaves midway, if any
         int splitLen = 0;
         boolean needLeaf = false;
@@ -928,7 +879,6 @@ final class PrefixTree {
             }
             return dropped;
         } finally {
-            wrote();
             writers.unlock();
         }
     }
@@ -1005,7 +955,6 @@ final class PrefixTree {
                     expired, evicted, nodesBefore - nodes.get(), before, size.get(), System.nanoTime() - t0);
         } finally {
             maintenance.decrementAndGet();
-            wrote();
             writers.unlock();
         }
     }
@@ -1042,7 +991,6 @@ final class PrefixTree {
             return dropped;
         } finally {
             maintenance.decrementAndGet();
-            wrote();
             writers.unlock();
         }
     }
@@ -1060,7 +1008,6 @@ final class PrefixTree {
             unnumber(replica); // it holds nothing now; a match that read the old numbering walks again
         } finally {
             maintenance.decrementAndGet();
-            wrote();
             writers.unlock();
         }
     }
@@ -1076,7 +1023,6 @@ final class PrefixTree {
             entries.set(0);
         } finally {
             maintenance.decrementAndGet();
-            wrote();
             writers.unlock();
         }
     }
@@ -1110,7 +1056,6 @@ final class PrefixTree {
             return new TreeStats(s, nd, en, skipped.sum());
         } finally {
             maintenance.decrementAndGet();
-            wrote();
             writers.unlock();
         }
     }
