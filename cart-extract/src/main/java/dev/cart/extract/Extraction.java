@@ -71,14 +71,24 @@ final class Extraction {
     /** The extractor's tool lists seen recently. */
     final ToolsCache toolsCache;
 
+    /** The extractor's model markers made recently. */
+    private final ModelMarkers markers;
+
     final Segment tools;
     final Segment functions;
     final Segment system;
     final Segment main;
 
-    Extraction(JsonFactory factory, ExtractOptions opts, Endpoint endpoint, byte[] body, ToolsCache toolsCache) {
+    Extraction(
+            JsonFactory factory,
+            ExtractOptions opts,
+            Endpoint endpoint,
+            byte[] body,
+            ToolsCache toolsCache,
+            ModelMarkers markers) {
         this.factory = factory;
         this.toolsCache = toolsCache;
+        this.markers = markers;
         this.opts = opts;
         this.endpoint = endpoint;
         this.body = body;
@@ -245,7 +255,8 @@ final class Extraction {
         if (!hasTools && system.isEmpty() && main.isEmpty()) {
             return;
         }
-        new Segment(64).add(modelMarker(model, cacheSalt, loraPath)).appendTo(key);
+        byte[] marker = markers.marker(model, cacheSalt, loraPath);
+        key.appendCesu8(marker, 0, marker.length, marker.length);
         if (hasTools) {
             tools.appendTo(key);
             functions.appendTo(key);

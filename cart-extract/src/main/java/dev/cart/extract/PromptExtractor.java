@@ -45,6 +45,8 @@ public final class PromptExtractor {
     private final JsonFactory factory;
     /** Tool lists seen recently, by their bytes (an agent sends the same list every turn). */
     private final ToolsCache toolsCache = new ToolsCache();
+    /** Model markers made recently (a deployment serves a handful of models). */
+    private final ModelMarkers markers = new ModelMarkers();
     /** Null in character mode. */
     private final TokenMode tokens;
 
@@ -91,7 +93,7 @@ public final class PromptExtractor {
     public ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
         Objects.requireNonNull(endpoint, "endpoint");
         Objects.requireNonNull(body, "body");
-        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache);
+        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache, markers);
         x.parse();
         return x.result(tokens);
     }
@@ -136,7 +138,7 @@ public final class PromptExtractor {
 
     /** The key's characters with boundaries shown as U+2016, for tests of the key format. */
     String keyText(Endpoint endpoint, byte[] body) throws ExtractionException {
-        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache);
+        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache, markers);
         x.parse();
         return x.keyText();
     }

@@ -33,13 +33,20 @@ final class Segment extends Writer {
     private int units;
 
     /** Message boundaries: the unit offset and the byte offset of each. */
-    private int[] boundUnits = new int[8];
+    private int[] boundUnits = NO_INTS;
 
-    private int[] boundBytes = new int[8];
+    private int[] boundBytes = NO_INTS;
     private int boundCount;
 
+    /** The first allocation's size: arrays are made on first use, as most sections of a body stay empty. */
+    private final int initialCapacity;
+
+    private static final byte[] NO_BYTES = new byte[0];
+    private static final int[] NO_INTS = new int[0];
+
     Segment(int initialCapacity) {
-        buf = new byte[Math.max(16, initialCapacity)];
+        this.initialCapacity = Math.max(16, initialCapacity);
+        buf = NO_BYTES;
     }
 
     /** Length in UTF-16 units. */
@@ -62,7 +69,7 @@ final class Segment extends Writer {
             throw new OutOfMemoryError("key segment too large");
         }
         if (need > buf.length) {
-            buf = Arrays.copyOf(buf, Math.max(need, buf.length + (buf.length >> 1)));
+            buf = Arrays.copyOf(buf, Math.max(Math.max(need, initialCapacity), buf.length + (buf.length >> 1)));
         }
         return buf;
     }
@@ -142,7 +149,7 @@ final class Segment extends Writer {
             throw new OutOfMemoryError("key segment too large");
         }
         if (need > buf.length) {
-            buf = Arrays.copyOf(buf, Math.max(need, buf.length << 1));
+            buf = Arrays.copyOf(buf, Math.max(Math.max(need, initialCapacity), buf.length << 1));
         }
         return buf;
     }
@@ -202,8 +209,8 @@ final class Segment extends Writer {
             return;
         }
         if (boundCount == boundUnits.length) {
-            boundUnits = Arrays.copyOf(boundUnits, boundCount * 2);
-            boundBytes = Arrays.copyOf(boundBytes, boundCount * 2);
+            boundUnits = Arrays.copyOf(boundUnits, Math.max(8, boundCount * 2));
+            boundBytes = Arrays.copyOf(boundBytes, Math.max(8, boundCount * 2));
         }
         boundUnits[boundCount] = units;
         boundBytes[boundCount++] = byteLen;

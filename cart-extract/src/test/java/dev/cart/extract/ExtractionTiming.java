@@ -118,10 +118,11 @@ public final class ExtractionTiming {
         System.out.printf(
                 "  %-40s %,d bytes%n", "allocated per extract call", allocatedPerCall(() -> x.extract(endpoint, body)));
         time("parse only (segments, no key)", iterations, () -> {
-            new Extraction(x.factory(), x.options(), endpoint, body, new ToolsCache()).parse();
+            new Extraction(x.factory(), x.options(), endpoint, body, new ToolsCache(), new ModelMarkers()).parse();
             sink++;
         });
-        Extraction parsed = new Extraction(x.factory(), x.options(), endpoint, body, new ToolsCache());
+        Extraction parsed =
+                new Extraction(x.factory(), x.options(), endpoint, body, new ToolsCache(), new ModelMarkers());
         parsed.parse();
         time(
                 "key from parsed segments (result())",

@@ -36,7 +36,8 @@ public final class ExtractPartsTiming {
         ExtractOptions opts = ExtractOptions.defaults();
         PromptExtractor extractor = new PromptExtractor(opts);
         ToolsCache tools = new ToolsCache();
-        Extraction parsed = new Extraction(extractor.factory(), opts, Endpoint.CHAT_COMPLETIONS, body, tools);
+        ModelMarkers markers = new ModelMarkers();
+        Extraction parsed = new Extraction(extractor.factory(), opts, Endpoint.CHAT_COMPLETIONS, body, tools, markers);
         parsed.parse();
         Segment.Sink nothing = new Segment.Sink() {
             @Override
@@ -58,7 +59,8 @@ public final class ExtractPartsTiming {
         };
         Op[] ops = {
             () -> {
-                Extraction x = new Extraction(extractor.factory(), opts, Endpoint.CHAT_COMPLETIONS, body, tools);
+                Extraction x =
+                        new Extraction(extractor.factory(), opts, Endpoint.CHAT_COMPLETIONS, body, tools, markers);
                 x.parse();
                 sink = x;
             },
