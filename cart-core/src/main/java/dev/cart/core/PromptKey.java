@@ -499,12 +499,24 @@ public final class PromptKey {
             int bc = blockCount;
             long c = chain;
             int k = 0;
-            for (int at = p; k < whole; k++, at += blockSize) {
-                if (latin1 && !isAscii(src, at, blockSize)) {
-                    break;
+            if (blockSize == 64) {
+                // the default block size: each block's own hash straight-line (hash64), chained here
+                Objects.checkFromIndexSize(p, whole * 64, src.length);
+                for (int at = p; k < whole; k++, at += 64) {
+                    if (latin1 && !isAscii(src, at, 64)) {
+                        break;
+                    }
+                    c = chain(c, hash64(src, at));
+                    bl[bc++] = c;
                 }
-                c = hashBytes(src, at, blockSize, c);
-                bl[bc++] = c;
+            } else {
+                for (int at = p; k < whole; k++, at += blockSize) {
+                    if (latin1 && !isAscii(src, at, blockSize)) {
+                        break;
+                    }
+                    c = hashBytes(src, at, blockSize, c);
+                    bl[bc++] = c;
+                }
             }
             chain = c;
             blockCount = bc;
@@ -726,6 +738,8 @@ public final class PromptKey {
     private static final long P3 = 0x165667B19E3779F9L;
     private static final long P4 = 0x85EBCA77C2B2AE63L;
     private static final long P5 = 0x27D4EB2F165667C5L;
+    /** {@code 64 * P5} wrapped to 64 bits, the length term of a 64-byte block (overflows on purpose). */
+    private static final long LEN64 = 0xF53ACBC59599F140L;
     /** The first lane's start, {@code P1 + P2} wrapped to 64 bits (written out: it overflows on purpose). */
     private static final long LANE1 = 0x60EA27EEADC0B5D6L;
 
@@ -749,6 +763,14 @@ public final class PromptKey {
      * {@link #chain}, a bijection of the block hash for a given seed.
      */
     static long hashBytes(byte[] b, int off, int n, long seed) {
+        if (n == 64) {
+            return chain(seed, hash64(b, off));
+        }
+        return hashBytesLoop(b, off, n, seed);
+    }
+
+    /** {@link #hashBytes} for any length, by its loops (package-private for the test against {@link #hash64}). */
+    static long hashBytesLoop(byte[] b, int off, int n, long seed) {
         long a1 = LANE1, a2 = P2, a3 = 0, a4 = -P1;
         int i = off;
         int end = off + n;
@@ -767,6 +789,24 @@ public final class PromptKey {
             h = Long.rotateLeft(h ^ ((b[i] & 0xFF) * P5), 11) * P1;
         }
         return chain(seed, avalanche(h));
+    }
+
+    /**
+     * The own hash (before {@link #chain}) that {@link #hashBytes} gives the 64 bytes of {@code b} from
+     * {@code i}: the same rounds written out for the default block size, with no loop, no tail and the
+     * length a constant, which is what the key builder's loop over whole ASCII blocks runs.
+     */
+    static long hash64(byte[] b, int i) {
+        long a1 = round(LANE1, (long) LONGS.get(b, i));
+        long a2 = round(P2, (long) LONGS.get(b, i + 8));
+        long a3 = round(0, (long) LONGS.get(b, i + 16));
+        long a4 = round(-P1, (long) LONGS.get(b, i + 24));
+        a1 = round(a1, (long) LONGS.get(b, i + 32));
+        a2 = round(a2, (long) LONGS.get(b, i + 40));
+        a3 = round(a3, (long) LONGS.get(b, i + 48));
+        a4 = round(a4, (long) LONGS.get(b, i + 56));
+        long h = Long.rotateLeft(a1, 1) + Long.rotateLeft(a2, 7) + Long.rotateLeft(a3, 12) + Long.rotateLeft(a4, 18);
+        return avalanche(h + LEN64);
     }
 
     /**

@@ -319,4 +319,43 @@ class PromptKeyTest {
         String s = PromptKey.ofText("secret prompt text that must not leak", 8).toString();
         assertFalse(s.contains("secret"));
     }
+
+    @Test
+    void theWrittenOutBlockHashIsTheLoopsHash() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(5);
+        for (int t = 0; t < 2_000; t++) {
+            byte[] b = new byte[64 + 24];
+            rnd.nextBytes(b);
+            int off = rnd.nextInt(25);
+            long seed = rnd.nextLong();
+            assertEquals(PromptKey.hashBytesLoop(b, off, 64, seed), PromptKey.hashBytes(b, off, 64, seed));
+        }
+    }
+
+    @Test
+    void keysOfEveryBlockSizeAgreeBetweenBytesAndText() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(9);
+        for (int blockSize : new int[] {1, 7, 32, 63, 64, 65, 128}) {
+            for (int t = 0; t < 50; t++) {
+                int n = rnd.nextInt(1_000);
+                char[] c = new char[n];
+                for (int i = 0; i < n; i++) {
+                    c[i] = (char) (32 + rnd.nextInt(95));
+                }
+                String text = new String(c);
+                byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                PromptKey want = PromptKey.textBuilder(blockSize).append(text).build();
+                assertEquals(
+                        want,
+                        PromptKey.textBuilder(blockSize)
+                                .appendCesu8(bytes, 0, n, n)
+                                .build());
+                assertEquals(
+                        want,
+                        PromptKey.textBuilder(blockSize)
+                                .appendLatin1(bytes, 0, n)
+                                .build());
+            }
+        }
+    }
 }
