@@ -284,6 +284,12 @@ final class JsonText {
      * above it may be false alarms (a borrow carries into the next byte), never bits below it.
      */
     static long specialOrHigh(long w) {
-        return special(w) | w & HIGH;
+        // special(w) | w & HIGH in fewer steps: below the first byte flagged no subtraction borrows, and
+        // a byte under 0x80 has its high bit set by x - 1 exactly when x is 0 (x = w ^ 0x22 or w ^ 0x5C,
+        // itself under 0x80), by w - 0x20 exactly when w is under 0x20; so the masks need no "& ~x", as
+        // every byte of 0x80 and above is flagged anyway
+        long q = w ^ 0x2222222222222222L;
+        long s = w ^ 0x5C5C5C5C5C5C5C5CL;
+        return ((q - ONES) | (s - ONES) | (w - 0x2020202020202020L) | w) & HIGH;
     }
 }

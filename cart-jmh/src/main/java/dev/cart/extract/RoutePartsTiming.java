@@ -145,11 +145,29 @@ public final class RoutePartsTiming {
                 sink = d;
             }
         };
+        boolean[] run = new boolean[ops.length];
+        for (String part : (args.length > 3 ? args[3] : "all").split(",")) {
+            if (part.equals("all")) {
+                Arrays.fill(run, true);
+            } else {
+                run[Integer.parseInt(part)] = true;
+            }
+        }
         int reps = Math.max(20, 800_000 / size);
         double[][] us = new double[ops.length][rounds];
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        for (int r = -10; r < rounds; r++) { // ten rounds of warm-up
+        for (int pass = 0; pass < 4; pass++) { // warm-up: each part about as often as PairedCpuTiming warms a build up
             for (int k = 0; k < ops.length; k++) {
+                for (int i = 0; run[k] && i < 40_000_000 / size; i++) {
+                    ops[k].run();
+                }
+            }
+        }
+        for (int r = -5; r < rounds; r++) { // and five rounds more
+            for (int k = 0; k < ops.length; k++) {
+                if (!run[k]) {
+                    continue;
+                }
                 long start = mx.getCurrentThreadCpuTime();
                 for (int i = 0; i < reps; i++) {
                     ops[k].run();
@@ -165,6 +183,9 @@ public final class RoutePartsTiming {
                 "%s %d (%d B, key %d units), %d rounds, load %s; CPU us per operation%n",
                 kind, size, body.length, key.length(), rounds, load);
         for (int k = 0; k < ops.length; k++) {
+            if (!run[k]) {
+                continue;
+            }
             double[] v = us[k].clone();
             Arrays.sort(v);
             System.out.printf("  %-42s min %7.3f  median %7.3f%n", names[k], v[0], v[v.length / 2]);
