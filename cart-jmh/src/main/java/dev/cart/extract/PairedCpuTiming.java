@@ -33,9 +33,12 @@ import java.util.function.LongSupplier;
  * turn, as from many agents, so that no tool list is read from the extractor's cache), and
  * with {@code route} the end-to-end route of {@link CpuTiming}. Uses only the public API and
  * {@link Bodies}, so an older build's jar serves as A (for {@code distinct}, an older build's jar without
- * its own {@code Op} and {@code Bodies} classes, so that both builds use these). Run:
- * {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.extract.PairedCpuTiming A.jar B.jar realistic
- * 32768 [route] [rounds]}.
+ * its own {@code Op} and {@code Bodies} classes, so that both builds use these). Run with a fixed,
+ * pre-touched heap: {@code java -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp cart-jmh/target/benchmarks.jar
+ * dev.cart.extract.PairedCpuTiming A.jar B.jar realistic 32768 [route] [rounds]}. Without it, the heap
+ * grows after the routers are built and every allocation in fresh eden pages first takes a page fault,
+ * which the thread's CPU time counts: a 4 KB route measured 30-45 us instead of 4-7 until the first
+ * collection over the grown eden, which can fall inside the measured rounds.
  */
 public final class PairedCpuTiming {
 
