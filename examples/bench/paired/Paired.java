@@ -32,9 +32,11 @@ public class Paired {
         if (r >= 0) ratio[r] = ns[1][r] / ns[0][r];
       }
       for (double[] x : ns) Arrays.sort(x); Arrays.sort(ratio);
-      System.err.printf("%s: before %.0f ns (min %.0f) %d B, after %.0f ns (min %.0f) %d B per call; after/before median %.2f (IQR %.2f-%.2f) over %d rounds%n",
+      String[] names = (a.length > 7 ? a[7] : "before,after").split(",");
+      System.err.printf("%s: " + names[0] + " %.0f ns (min %.0f) %d B, " + names[1] + " %.0f ns (min %.0f) %d B per call; " + names[1] + "/" + names[0] + " median %.2f (IQR %.2f-%.2f) over %d rounds%n",
           (a.length > 6 ? a[6] : "") + (w == 0 ? "bench" : "SDK"), ns[0][rounds / 2], ns[0][0], bytes[0], ns[1][rounds / 2], ns[1][0], bytes[1], ratio[rounds / 2], ratio[rounds / 4], ratio[3 * rounds / 4], rounds);
     }
     if (sink == 42) System.out.println();
+    System.exit(0); // a harness may have started non-daemon threads (a proxy's event loops)
   }
 }

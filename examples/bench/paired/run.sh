@@ -10,6 +10,13 @@
 #       one streamed answer of the bench's fake replica (34 events) through ResponseObserver
 #   sh examples/bench/paired/run.sh metrics BEFORE.jar AFTER.jar [ROUNDS]
 #       the Micrometer updates of a routed, answered request (decision, lease, first byte, usage, learning, end)
+#   sh examples/bench/paired/run.sh learning PROXY.jar PROXY.jar [ROUNDS]
+#       a routed 32 KB request and its answer through the proxy's own path without sockets (relay/HeaderPath.java:
+#       plan, prepare, send, answer head, body through the observer, lease closed, delivered, end), the build's
+#       proxy with cache.learn_answer false ("before") and true ("after"); -Dcart.paired.size=N in JAVA_OPTS for
+#       another body size. Both arguments may name one jar: the pair is learning off against on.
+#   sh examples/bench/paired/run.sh relay BEFORE.jar AFTER.jar [ROUNDS]
+#       the same path, learning on, in two builds
 #   sh examples/bench/paired/run.sh decisionlog BEFORE.jar AFTER.jar [ROUNDS] > /tmp/lines.log
 #       a routed request's decision line, filled and written through the build's logback configuration
 #       ("bench": proxy.decision_log on; "SDK": off, the floor); stdout to a file, as the proxy's
@@ -24,11 +31,14 @@ case $what in
   headers)  hb=$here/before; ha=$here/after; shared=$here/HeaderFixtures.java; n=20000; label="headers";;
   observer) hb=$here/observer; ha=$here/observer; shared=; n=2000; label="observer, answer learning on (bench) or off (SDK)";;
   metrics)  hb=$here/metrics; ha=$here/metrics; shared=; n=20000; label="metrics of a routed request, replica 1 (bench) or 2 (SDK)";;
+  learning) hb=$here/relay; ha=$here/relay; shared=; n=400; label="a routed request, JSON answer (bench) or streamed (SDK)"; learn_b=false; learn_a=true; names=off,on;;
+  relay) hb=$here/relay; ha=$here/relay; shared=; n=400; label="a routed request, learning on, JSON answer (bench) or streamed (SDK)"; learn_b=true; learn_a=true;;
   decisionlog) hb=$here/decisionlog; ha=$here/decisionlog; shared=; n=20000; label="decision line, on (bench) or off (SDK)";;
-  *) echo "headers, observer, metrics or decisionlog" >&2; exit 2;;
+  *) echo "headers, observer, metrics, learning, relay or decisionlog" >&2; exit 2;;
 esac
 javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java" $shared
 javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java" $shared
+if [ -n "$learn_b" ]; then echo "$learn_b" > "$out/b/learn.txt"; echo "$learn_a" > "$out/a/learn.txt"; fi
 javac -d "$out/r" "$here/Paired.java"
-java -cp "$out/r" Paired "$before" "$out/b" "$after" "$out/a" "$rounds" "$n" "$label: "
+java $JAVA_OPTS -cp "$out/r" Paired "$before" "$out/b" "$after" "$out/a" "$rounds" "$n" "$label: " ${names:-before,after}
 rm -rf "$out"

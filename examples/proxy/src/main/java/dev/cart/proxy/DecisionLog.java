@@ -108,7 +108,7 @@ final class DecisionLog {
                     .append(
                             passThrough && decision.routed()
                                     ? ProxyMetrics.PASS_THROUGH
-                                    : decision.reason().code())
+                                    : ProxyMetrics.reasonCode(decision.reason()))
                     .append(" replica=")
                     .append(
                             decision.replica() == null

@@ -338,8 +338,31 @@ final class NettyFront implements Front {
         private ChannelHandlerContext ctx;
         private Phase phase = Phase.HEAD;
         private boolean awaitingFirstByte = true;
+        /*
+         * The connection's three deadlines (idle between requests, a request read whole, an exchange's answer) are
+         * checked by timers armed lazily, as IdleStateHandler does: a request moves a deadline (a field) instead
+         * of cancelling one scheduled task and scheduling another, which cost three task allocations and six
+         * priority-queue operations on the loop per request. A timer that fires finds its deadline moved and
+         * re-arms itself for the rest, or finds nothing due (the connection busy, the request read, the call
+         * finished) and stops until the deadline is set again. Deadlines only move later on a connection (each is
+         * "now" plus a configured time), so a pending timer never fires after its deadline, except for a call
+         * whose exchange has an earlier deadline than the pending timer's (a reload shortened the timeout):
+         * that one is re-armed at once. Loop-confined, as the rest of the connection's state.
+         */
+        /** When the idle connection is closed ({@link System#nanoTime}), while {@link #awaitingFirstByte}. */
+        private long idleBy;
+        /** When the request in progress must have been read whole, while {@link #readDue}. */
+        private long readBy;
+
+        private boolean readDue;
+        /** The pending idle check, null when none is armed. */
         private ScheduledFuture<?> idleTimer;
+        /** The pending read check, null when none is armed. */
         private ScheduledFuture<?> readTimer;
+        /** The pending check of the current call's deadline, null when none is armed; and when it fires. */
+        private ScheduledFuture<?> callTimer;
+
+        private long callTimerAt;
         /** The client's next requests, read while an answer is produced: handled once it is complete. */
         private final ArrayDeque<Object> queued = new ArrayDeque<>();
         /** The body bytes in {@link #queued}. */
@@ -404,10 +427,69 @@ final class NettyFront implements Front {
 
         /** A request's first byte is here: the connection is no longer idle, and the request must be read in time. */
         private void firstByte() {
-            awaitingFirstByte = false;
-            cancel(idleTimer);
-            readTimer = ctx.executor()
-                    .schedule(() -> readTimedOut(), config.server().requestReadTimeoutSecs(), TimeUnit.SECONDS);
+            awaitingFirstByte = false; // the idle check, when it fires, finds the connection busy and stops
+            long timeout = TimeUnit.SECONDS.toNanos(config.server().requestReadTimeoutSecs());
+            readBy = System.nanoTime() + timeout;
+            readDue = true;
+            if (readTimer == null) {
+                readTimer = ctx.executor().schedule(this::readCheck, timeout, TimeUnit.NANOSECONDS);
+            }
+        }
+
+        /** The read check fired: the request's read deadline, if it still stands, is met, passed or moved. */
+        private void readCheck() {
+            readTimer = null;
+            if (!readDue) {
+                return;
+            }
+            long left = readBy - System.nanoTime();
+            if (left > 0) {
+                readTimer = ctx.executor().schedule(this::readCheck, left, TimeUnit.NANOSECONDS);
+                return;
+            }
+            readDue = false;
+            readTimedOut();
+        }
+
+        /** The idle check fired: the connection, if still idle, is closed once its idle time is up. */
+        private void idleCheck() {
+            idleTimer = null;
+            if (!awaitingFirstByte) {
+                return; // a request is in progress; idle() arms the check again after it
+            }
+            long left = idleBy - System.nanoTime();
+            if (left > 0) {
+                idleTimer = ctx.executor().schedule(this::idleCheck, left, TimeUnit.NANOSECONDS);
+                return;
+            }
+            ctx.close();
+        }
+
+        /** The current call's deadline is {@code due} ({@link System#nanoTime}): the call check is armed for it. */
+        private void callDue(long due) {
+            if (callTimer != null && callTimerAt <= due) {
+                return; // fires first, and re-arms for the rest
+            }
+            cancel(callTimer);
+            long delay = Math.max(1, due - System.nanoTime());
+            callTimerAt = System.nanoTime() + delay;
+            callTimer = ctx.executor().schedule(this::callCheck, delay, TimeUnit.NANOSECONDS);
+        }
+
+        /** The call check fired: the current call, if unfinished, ends at its deadline or is checked again then. */
+        private void callCheck() {
+            callTimer = null;
+            Call c = call;
+            if (c == null || c.finished) {
+                return;
+            }
+            long left = c.due - System.nanoTime();
+            if (left > 0) {
+                callTimerAt = System.nanoTime() + left;
+                callTimer = ctx.executor().schedule(this::callCheck, left, TimeUnit.NANOSECONDS);
+                return;
+            }
+            c.deadline();
         }
 
         @Override
@@ -423,9 +505,12 @@ final class NettyFront implements Front {
 
         private void idle() {
             awaitingFirstByte = true;
-            cancel(readTimer);
-            idleTimer =
-                    ctx.executor().schedule(() -> ctx.close(), config.server().idleTimeoutSecs(), TimeUnit.SECONDS);
+            readDue = false; // the read check, when it fires, finds nothing due and stops
+            long timeout = TimeUnit.SECONDS.toNanos(config.server().idleTimeoutSecs());
+            idleBy = System.nanoTime() + timeout;
+            if (idleTimer == null) {
+                idleTimer = ctx.executor().schedule(this::idleCheck, timeout, TimeUnit.NANOSECONDS);
+            }
         }
 
         /** The request was not read whole in time: the connection is closed (a trickle is cut off). */
@@ -669,7 +754,7 @@ final class NettyFront implements Front {
 
         private void requestRead() {
             requestComplete = true;
-            cancel(readTimer);
+            readDue = false;
         }
 
         // ---- answers
@@ -877,6 +962,7 @@ final class NettyFront implements Front {
         public void channelInactive(ChannelHandlerContext c) {
             cancel(idleTimer);
             cancel(readTimer);
+            cancel(callTimer);
             cancel(backoff);
             Call current = call;
             if (current != null && !current.finished) {
@@ -920,7 +1006,8 @@ final class NettyFront implements Front {
             boolean finished;
             Relay relay;
             Throwable cause;
-            ScheduledFuture<?> deadline;
+            /** The exchange's deadline ({@link System#nanoTime}), checked by the connection's call check. */
+            long due;
             /**
              * The last chunk of the answer read from the replica in the current read, not yet written to the client.
              * The chunks of one read go out with no promise of their own but the last, which carries the promise and
@@ -942,8 +1029,8 @@ final class NettyFront implements Front {
             }
 
             void start() {
-                long remaining = Math.max(1, x.deadline() - System.nanoTime());
-                deadline = ctx.executor().schedule(this::deadline, remaining, TimeUnit.NANOSECONDS);
+                due = x.deadline();
+                callDue(due);
                 NettyUpstream.Lease lease =
                         fresh ? null : upstream.pooled(ctx.channel().eventLoop(), poolKey, this);
                 if (lease != null) {
@@ -1000,8 +1087,7 @@ final class NettyFront implements Front {
             }
 
             private void finish() {
-                finished = true;
-                cancel(deadline);
+                finished = true; // the call check, when it fires, finds it finished and stops
                 if (held != null) { // the answer ended otherwise (broken, deadline, client gone): dropped with it
                     ReferenceCountUtil.release(held);
                     held = null;

@@ -161,6 +161,20 @@ final class ProxyMetrics implements AutoCloseable {
                 .register(registry);
     }
 
+    /** {@link Reason#code()} by ordinal: made once, not lower-cased again per request. */
+    private static final String[] REASON_CODES =
+            java.util.Arrays.stream(Reason.values()).map(Reason::code).toArray(String[]::new);
+
+    /** {@link Outcome}'s labels by ordinal (its name in lower case). */
+    private static final String[] OUTCOME_LABELS = java.util.Arrays.stream(dev.cart.core.Outcome.values())
+            .map(o -> o.name().toLowerCase(java.util.Locale.ROOT))
+            .toArray(String[]::new);
+
+    /** The same as {@code r.code()}, without making the string again. */
+    static String reasonCode(Reason r) {
+        return REASON_CODES[r.ordinal()];
+    }
+
     /** The endpoint label for a path: the path itself for the proxy's known endpoints, else "other". */
     static String endpointLabel(String path) {
         return path != null && ENDPOINTS.contains(path) ? path : OTHER;
@@ -292,7 +306,7 @@ final class ProxyMetrics implements AutoCloseable {
      */
     void decision(RouteDecision d, boolean passThrough) {
         String replica = d.routed() ? d.replica().id() : NONE;
-        String reason = passThrough && d.routed() ? PASS_THROUGH : d.reason().code();
+        String reason = passThrough && d.routed() ? PASS_THROUGH : reasonCode(d.reason());
         counter(
                         "cart.decisions",
                         "Routing decisions by reason and chosen replica",
@@ -372,7 +386,7 @@ final class ProxyMetrics implements AutoCloseable {
                         "replica",
                         replica,
                         "outcome",
-                        c.outcome().name().toLowerCase(java.util.Locale.ROOT),
+                        OUTCOME_LABELS[c.outcome().ordinal()],
                         "status",
                         statusClass(c.status()))
                 .increment();

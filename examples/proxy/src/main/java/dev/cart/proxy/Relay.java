@@ -81,7 +81,8 @@ final class Relay implements Forwarder.Step {
                         exchange.in.endpoint(),
                         contentType,
                         upstream.first("content-encoding"),
-                        forwarder.learnAnswer && status == 200);
+                        forwarder.learnAnswer && status == 200,
+                        length);
     }
 
     private static String firstOr(HeaderView h, String name, String fallback) {

@@ -21,8 +21,10 @@ import java.util.Locale;
  *   <li>{@code text/event-stream}: {@link SseLines} cuts the bytes into lines; each complete
  *       {@code data:} line holding a JSON object is parsed once, with Jackson's streaming parser (no
  *       tree). A line longer than {@link SseLines#MAX_LINE_BYTES} is skipped, not buffered.</li>
- *   <li>JSON: a copy is kept here up to {@link #MAX_JSON_BYTES} and parsed once at the end; a larger body
- *       is given up on (usage unknown, nothing learned) and its copy dropped at once.</li>
+ *   <li>JSON: a body whose declared length arrives in one piece (the common case: a small answer read in
+ *       one read) is parsed in place, at once, with no copy. Otherwise a copy is kept here up to
+ *       {@link #MAX_JSON_BYTES} (sized from the declared length when there is one) and parsed once at the
+ *       end; a larger body is given up on (usage unknown, nothing learned) and its copy dropped at once.</li>
  *   <li>Anything else, or a compressed body: not observed ({@link #create} returns null).</li>
  *   <li>Each parsed object goes to the endpoint's {@link DialectReader}: {@link OpenAiReader} or
  *       {@link AnthropicReader}, which read the usage and put the answer's text into an
@@ -53,10 +55,15 @@ final class ResponseObserver {
     private byte[] json;
     private int jsonLength;
     private boolean jsonAbandoned;
+    /** The JSON body's declared length, -1 when unknown. */
+    private final long declaredLength;
+    /** The JSON body was parsed in place as it arrived whole: later bytes (none, if it was framed right) are ignored. */
+    private boolean jsonParsed;
 
     private int parseFailures;
 
-    private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply) {
+    private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply, long declaredLength) {
+        this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
         this.lines = !sse
@@ -80,6 +87,15 @@ final class ResponseObserver {
      */
     static ResponseObserver create(
             Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply) {
+        return create(endpoint, contentType, contentEncoding, collectReply, -1);
+    }
+
+    /**
+     * As {@link #create(Endpoint, String, String, boolean)}, for a body of {@code declaredLength} bytes (its
+     * {@code Content-Length}; -1 when unknown or chunked).
+     */
+    static ResponseObserver create(
+            Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply, long declaredLength) {
         if (endpoint == null) {
             return null;
         }
@@ -90,10 +106,10 @@ final class ResponseObserver {
         }
         String ct = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
         if (ct.startsWith("text/event-stream")) {
-            return new ResponseObserver(endpoint, true, collectReply);
+            return new ResponseObserver(endpoint, true, collectReply, -1);
         }
         if (ct.startsWith("application/json") || ct.isEmpty()) {
-            return new ResponseObserver(endpoint, false, collectReply);
+            return new ResponseObserver(endpoint, false, collectReply, declaredLength);
         }
         return null;
     }
@@ -102,7 +118,12 @@ final class ResponseObserver {
     void accept(byte[] b, int off, int len) {
         if (lines != null) {
             lines.accept(b, off, len);
-        } else if (!jsonAbandoned) {
+        } else if (!jsonAbandoned && !jsonParsed) {
+            if (jsonLength == 0 && len == declaredLength && len <= MAX_JSON_BYTES) {
+                jsonParsed = true; // the whole body, in one piece: parsed where it lies
+                parse(b, off, len);
+                return;
+            }
             if ((long) jsonLength + len > MAX_JSON_BYTES) {
                 jsonAbandoned = true;
                 json = null;
@@ -110,7 +131,10 @@ final class ResponseObserver {
                 return;
             }
             if (json == null) {
-                json = new byte[Math.max(1024, len)];
+                json = new byte
+                        [(int) Math.min(
+                                MAX_JSON_BYTES,
+                                Math.max(len, declaredLength > 0 ? declaredLength : Math.max(1024, len)))];
             } else if (jsonLength + len > json.length) {
                 json = Arrays.copyOf(json, Math.min(MAX_JSON_BYTES, Math.max(jsonLength + len, json.length * 2)));
             }

@@ -199,6 +199,54 @@ class LimitsProcessTest {
         }
     }
 
+    /**
+     * The idle and read deadlines are checked by timers armed lazily (one armed before a request is not cancelled
+     * by it): a kept-alive connection that sends a request every half second stays open across several checks
+     * of a 2-second idle time, and is closed once it stays silent.
+     */
+    @Test
+    void aBusyKeptAliveConnectionOutlivesEarlierIdleChecks() throws Exception {
+        try (ScriptedReplica r = ScriptedReplica.start("r");
+                Child child = start("  request_read_timeout_secs: 2\n  idle_timeout_secs: 2\n", r)) {
+            try (Socket s = new Socket("127.0.0.1", child.port())) {
+                s.setSoTimeout(20_000);
+                OutputStream out = s.getOutputStream();
+                java.io.InputStream in = s.getInputStream();
+                long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(5_000);
+                int answered = 0;
+                while (System.nanoTime() < end) {
+                    out.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                    out.flush();
+                    String answer = readAnswer(in);
+                    assertTrue(answer.startsWith("HTTP/1.1 200"), "answered on the same connection: " + answer);
+                    answered++;
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(500));
+                }
+                assertTrue(answered >= 5, "several requests over more than two idle times: " + answered);
+                assertTrue(closedByServer(s, null), "then silent, the connection is closed");
+            }
+        }
+    }
+
+    /** Reads one answer with a Content-Length body from {@code in}: its head and body, as text. */
+    private static String readAnswer(java.io.InputStream in) throws IOException {
+        StringBuilder head = new StringBuilder();
+        while (!head.toString().endsWith("\r\n\r\n")) {
+            int b = in.read();
+            if (b < 0) {
+                return head.toString();
+            }
+            head.append((char) b);
+        }
+        int length = 0;
+        for (String line : head.toString().split("\r\n")) {
+            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+                length = Integer.parseInt(line.substring(15).trim());
+            }
+        }
+        return head + new String(in.readNBytes(length), StandardCharsets.ISO_8859_1);
+    }
+
     private static double inProgress(int port) throws Exception {
         HttpClient c =
                 HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();

@@ -50,6 +50,14 @@ class MetricsTest {
         return last[0];
     }
 
+    /** The labels made once per reason and outcome are the ones made per request before. */
+    @Test
+    void reasonAndOutcomeLabelsAreTheirCodes() {
+        for (dev.cart.core.Reason r : dev.cart.core.Reason.values()) {
+            assertEquals(r.code(), ProxyMetrics.reasonCode(r));
+        }
+    }
+
     @Test
     void knownTrafficGivesExactCountsByReasonReplicaAndStatus() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(2, "", "load_penalty: 0", "load_penalty: 50")) {

@@ -54,6 +54,38 @@ class ResponseObserverTest {
         }
     }
 
+    /**
+     * A JSON body that arrives whole with its declared length is parsed in place at once (no copy kept for the
+     * end); cut in pieces, or of an unknown length, it is kept and parsed at the end: the same usage and answer.
+     */
+    @Test
+    void aJsonBodyArrivingWholeIsParsedWhereItLies() {
+        byte[] body = ("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hi there\"}}],"
+                        + "\"usage\":{\"prompt_tokens\":300,\"completion_tokens\":2}}")
+                .getBytes(StandardCharsets.UTF_8);
+        byte[] framed = new byte[body.length + 8];
+        System.arraycopy(body, 0, framed, 4, body.length);
+        ResponseObserver whole =
+                ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", null, true, body.length);
+        whole.accept(framed, 4, body.length);
+        assertEquals(300, whole.usage().promptTokens(), "read as it arrived, before the end");
+        java.util.Arrays.fill(framed, (byte) 'x'); // the caller's array is not kept
+        whole.finish();
+        assertEquals(300, whole.usage().promptTokens());
+        assertEquals(List.of("Hi there"), whole.reply());
+        assertEquals(0, whole.parseFailures());
+        for (long declared : new long[] {body.length, -1}) {
+            ResponseObserver cut =
+                    ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", null, true, declared);
+            cut.accept(body, 0, 10);
+            cut.accept(body, 10, body.length - 10);
+            assertEquals(ServedUsage.UNKNOWN, cut.usage().promptTokens(), "in pieces, read at the end");
+            cut.finish();
+            assertEquals(300, cut.usage().promptTokens());
+            assertEquals(List.of("Hi there"), cut.reply());
+        }
+    }
+
     @Test
     void anAnthropicStreamAndMessage() {
         String stream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"content\":[],"
