@@ -166,11 +166,13 @@ final class PrefixTree {
         if (n == 0) {
             return Match.none(key.length());
         }
-        Node[] seen = new Node[8];
-        int[] versions = new int[8];
-        long[] masks = new long[8];
+        // Per level only the node (for the second look) and its holder mask (read once, inside the
+        // version check). A level's reach is its node's depth, except the last one's (kept aside), and
+        // the versions are summed rather than kept: each only grows, so the path's sum is unchanged
+        // exactly when every node's version is.
+        Node[] seen = new Node[16];
+        long[] masks = new long[16];
         Replica[][] overflow = null; // per depth, only where a node's mask says it has some
-        int[] reach = new int[8];
         int spins = 0;
         attempt:
         for (; ; backOff(++spins)) {
@@ -179,6 +181,7 @@ final class PrefixTree {
             Node node = start;
             int depth = 0;
             int i = 0;
+            long versions = 0;
             while (i < n) {
                 Node child = find(node, b[i]);
                 if (child == null) {
@@ -191,9 +194,7 @@ final class PrefixTree {
                 int m = matched(child, b, i);
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
-                    versions = Arrays.copyOf(versions, depth * 2);
                     masks = Arrays.copyOf(masks, depth * 2);
-                    reach = Arrays.copyOf(reach, depth * 2);
                     if (overflow != null) {
                         overflow = Arrays.copyOf(overflow, depth * 2);
                     }
@@ -206,9 +207,8 @@ final class PrefixTree {
                     overflow[depth] = child.overflow; // written before the mask: this one or a later one
                 }
                 seen[depth] = child;
-                versions[depth] = v;
-                masks[depth] = mask;
-                reach[depth++] = i + m;
+                masks[depth++] = mask;
+                versions += v;
                 i += m;
                 if (m < child.span) {
                     break;
@@ -223,12 +223,16 @@ final class PrefixTree {
             Node parent = start;
             for (int d = 0; d < depth; d++) {
                 Node child = seen[d];
-                if (find(parent, child.first) != child || child.version != versions[d]) {
+                if (find(parent, child.first) != child) {
                     continue attempt;
                 }
+                versions -= child.version;
                 parent = child;
             }
-            return result(key, depth, masks, overflow, names, reach);
+            if (versions != 0) {
+                continue;
+            }
+            return result(key, depth, seen, masks, overflow, names, i);
         }
     }
 
@@ -243,27 +247,37 @@ final class PrefixTree {
 
     /**
      * Each replica on the path once, with the depth of the deepest node it holds there (deepest first;
-     * among replicas of one node, by number). Reads the nodes' masks and the numbering only: no holder,
-     * no list until the end.
+     * among replicas of one node, by number). Reads the nodes' masks and the numbering only: no holder.
+     * Without overflowing holders (the usual case) the count is known up front, so the holdings go
+     * straight into the list {@link Match} keeps (which then does not copy it): one or two in a small
+     * list of their own, more in one array of the right size, copied once by {@link List#of}.
      */
     private static Match result(
-            PromptKey key, int depth, long[] masks, Replica[][] overflow, Replica[] names, int[] reach) {
-        if (depth == 0) {
+            PromptKey key, int depth, Node[] seen, long[] masks, Replica[][] overflow, Replica[] names, int last) {
+        long all = 0;
+        int extra = 0;
+        for (int d = 0; d < depth; d++) {
+            all |= masks[d];
+            if (masks[d] < 0) {
+                extra += overflow[d].length;
+            }
+        }
+        int bound = Long.bitCount(all & ~OVERFLOW) + extra;
+        if (bound == 0) {
             return Match.none(key.length());
         }
         int unit = key.blockSize();
-        Match.Holding[] found = new Match.Holding[8];
+        Match.Holding[] found = new Match.Holding[bound];
         int count = 0;
-        long seen = OVERFLOW; // the flag bit is never a replica
+        long taken = OVERFLOW; // the flag bit is never a replica
+        int matched = 0;
         for (int d = depth - 1; d >= 0; d--) {
             long mask = masks[d];
-            for (long bits = mask & ~seen; bits != 0; bits &= bits - 1) {
-                if (count == found.length) {
-                    found = Arrays.copyOf(found, count * 2);
-                }
-                found[count++] = new Match.Holding(names[Long.numberOfTrailingZeros(bits)], reach[d] * unit);
+            int reach = (d == depth - 1 ? last : seen[d].depth) * unit;
+            for (long bits = mask & ~taken; bits != 0; bits &= bits - 1) {
+                found[count++] = new Match.Holding(names[Long.numberOfTrailingZeros(bits)], reach);
             }
-            seen |= mask;
+            taken |= mask;
             if (mask < 0) {
                 next:
                 for (Replica r : overflow[d]) {
@@ -272,16 +286,22 @@ final class PrefixTree {
                             continue next;
                         }
                     }
-                    if (count == found.length) {
-                        found = Arrays.copyOf(found, count * 2);
-                    }
-                    found[count++] = new Match.Holding(r, reach[d] * unit);
+                    found[count++] = new Match.Holding(r, reach);
                 }
             }
+            if (matched == 0 && count > 0) {
+                matched = reach; // deepest first: reach only shrinks going up
+            }
         }
-        // Deepest first, so the first holding found is the longest: reach only shrinks going up.
-        int matched = count == 0 ? 0 : found[0].matchedLength();
-        return new Match(matched, key.length(), Arrays.asList(found).subList(0, count)); // Match copies it once
+        List<Match.Holding> holders;
+        if (count == 1) {
+            holders = List.of(found[0]);
+        } else if (count == 2) {
+            holders = List.of(found[0], found[1]);
+        } else {
+            holders = List.of(count == found.length ? found : Arrays.copyOf(found, count));
+        }
+        return new Match(matched, key.length(), holders); // an immutable list: Match keeps it as it is
     }
 
     /**
