@@ -397,21 +397,18 @@ final class PrefixTree {
     private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
         // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
         // the tree (used only if the walk under the mutex stops at the same block).
-        Prepared leaf = reach < b.length ? new Prepared(reach, Arrays.copyOfRange(b, reach, b.length)) : null;
+        long[] label = reach < b.length ? Arrays.copyOfRange(b, reach, b.length) : null;
         if (!lockForWrite()) {
             skipped.increment();
             return false;
         }
         try {
-            write(b, replica, now, remote, leaf);
+            write(b, replica, now, remote, reach, label);
             return true;
         } finally {
             writers.unlock();
         }
     }
-
-    /** A new leaf's label made before the mutex, for a key that leaves the tree at block {@code from}. */
-    private record Prepared(int from, long[] label) {}
 
     /**
      * Takes the writer mutex unless maintenance is running or waiting; never waits for maintenance.
@@ -512,11 +509,11 @@ final class PrefixTree {
      * that gain the replica are odd from before the first change to after the last.
      */
     @GuardedBy("writers")
-    private void write(long[] b, Replica replica, long now, boolean remote, Prepared prepared) {
+    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label) {
         int number = numberFor(replica);
         long bit = bitOf(number);
         int n = b.length;
-        Node[] path = new Node[8];
+        Node[] path = new Node[16];
         int depth = 0;
         Node node = root;
         int i = 0;
@@ -543,33 +540,29 @@ final class PrefixTree {
             path[depth++] = node;
             i += m;
         }
-        boolean[] lacking = new boolean[depth];
+        // The nodes that lack the replica are made odd; from then on their odd version is what marks them
+        // (every version is even at rest, and this is the only writer).
         int marked = 0;
-        for (int d = 0; d < depth; d++) {
-            if (!holds(path[d], bit, replica)) {
-                lacking[d] = true;
-                marked++;
-            }
-        }
         try {
             for (int d = 0; d < depth; d++) {
-                if (lacking[d]) {
+                if (!holds(path[d], bit, replica)) {
                     path[d].version++;
+                    marked++;
                 }
             }
             // The new structure below the path holds the replica from birth and appears in one store.
             if (split != null) {
                 Node mid = newMid(node, split, splitLen, replica, number, now, remote);
                 if (needLeaf) {
-                    addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, number, now, remote));
+                    addChild(mid, newLeaf(mid, b, i + splitLen, from, label, replica, number, now, remote));
                 }
                 replaceChild(node, mid);
             } else if (needLeaf) {
-                addChild(node, newLeaf(node, b, i, prepared, replica, number, now, remote));
+                addChild(node, newLeaf(node, b, i, from, label, replica, number, now, remote));
             }
             for (int d = 0; d < depth; d++) {
-                if (lacking[d]) {
-                    setHolders(path[d], with(path[d].holders, new Holder(replica, number, now, remote)));
+                if ((path[d].version & 1) != 0) {
+                    setHolders(path[d], with(path[d].held, new Holder(replica, number, now, remote)));
                     entries.incrementAndGet();
                 } else {
                     holderOf(path[d], bit, replica).touch(now, remote);
@@ -578,7 +571,7 @@ final class PrefixTree {
         } finally {
             if (marked > 0) {
                 for (int d = 0; d < depth; d++) {
-                    if (lacking[d]) {
+                    if ((path[d].version & 1) != 0) {
                         path[d].version++;
                     }
                 }
@@ -588,12 +581,19 @@ final class PrefixTree {
 
     @GuardedBy("writers")
     private Node newLeaf(
-            Node parent, long[] b, int from, Prepared prepared, Replica replica, int number, long now, boolean remote) {
-        long[] label =
-                prepared != null && prepared.from == from ? prepared.label : Arrays.copyOfRange(b, from, b.length);
-        Node leaf = new Node(b.length, label, b[from]);
+            Node parent,
+            long[] b,
+            int at,
+            int from,
+            long[] prepared,
+            Replica replica,
+            int number,
+            long now,
+            boolean remote) {
+        long[] label = prepared != null && from == at ? prepared : Arrays.copyOfRange(b, at, b.length);
+        Node leaf = new Node(b.length, label, b[at]);
         leaf.parent = parent;
-        setHolders(leaf, new Holder[] {new Holder(replica, number, now, remote)});
+        setHolder(leaf, new Holder(replica, number, now, remote));
         size.addAndGet(label.length);
         nodes.incrementAndGet();
         entries.incrementAndGet();
@@ -613,7 +613,7 @@ final class PrefixTree {
         long[] label = target.label;
         Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
-        Holder[] th = target.holders;
+        Holder[] th = target.holders();
         Holder[] copy = new Holder[th.length];
         int k = 0;
         Holder own = new Holder(replica, number, now, remote);
@@ -629,7 +629,7 @@ final class PrefixTree {
         addChild(mid, rest);
         retire(target, rest);
         nodes.incrementAndGet();
-        entries.addAndGet(mid.holders.length);
+        entries.addAndGet(mid.holderCount());
         return mid;
     }
 
@@ -651,7 +651,7 @@ final class PrefixTree {
         copy.child1 = node.child1;
         copy.childCount = node.childCount;
         copy.tombstones = node.tombstones;
-        copy.holders = node.holders;
+        copy.held = node.held;
         copy.overflow = node.overflow;
         copy.mask = node.mask;
         if (node.childCount > 0) {
@@ -666,7 +666,7 @@ final class PrefixTree {
     @GuardedBy("writers")
     private void retire(Node old, Node copy) {
         old.replacedBy = copy;
-        old.detached = true;
+        old.parent = null; // left the tree
     }
 
     /** The node that now stands for {@code node}: itself, or the copy that replaced it. */
@@ -684,6 +684,10 @@ final class PrefixTree {
      * after, as it would have by reading {@code holders}.
      */
     private static void setHolders(Node node, Holder[] hs) {
+        if (hs.length == 1) {
+            setHolder(node, hs[0]);
+            return;
+        }
         long mask = 0;
         int over = 0;
         for (Holder h : hs) {
@@ -704,13 +708,24 @@ final class PrefixTree {
                 }
             }
         }
-        node.holders = hs;
+        node.held = hs;
         node.overflow = overflow;
         node.mask = mask; // last: a replica seen here is in the holders and overflow read next
     }
 
-    /** {@code hs} with {@code h} added in order of replica number (a new array). */
-    private static Holder[] with(Holder[] hs, Holder h) {
+    /** {@link #setHolders} for a node one replica holds: the holder itself, no array. */
+    private static void setHolder(Node node, Holder h) {
+        node.held = h;
+        node.overflow = h.number < MASK_BITS ? NO_REPLICAS : new Replica[] {h.replica};
+        node.mask = h.number < MASK_BITS ? 1L << h.number : OVERFLOW; // last, as above
+    }
+
+    /** The holders {@code held} stands for ({@link Node#held}) with {@code h} added in order of replica number (a new array). */
+    private static Holder[] with(Object held, Holder h) {
+        if (held instanceof Holder one) {
+            return one.number < h.number ? new Holder[] {one, h} : new Holder[] {h, one};
+        }
+        Holder[] hs = (Holder[]) held;
         int at = 0;
         while (at < hs.length && hs[at].number < h.number) {
             at++;
@@ -796,7 +811,11 @@ final class PrefixTree {
      */
     private static Holder holderOf(Node node, long bit, Replica replica) {
         long mask = node.mask;
-        Holder[] hs = node.holders;
+        Object held = node.held;
+        if (held instanceof Holder one) {
+            return one.replica == replica ? one : null;
+        }
+        Holder[] hs = (Holder[]) held;
         if (bit != 0 && (mask & bit) != 0) {
             int k = Long.bitCount(mask & (bit - 1));
             if (k < hs.length && hs[k].replica == replica) {
@@ -804,6 +823,15 @@ final class PrefixTree {
             }
         }
         return holder(hs, replica);
+    }
+
+    /** The holder of {@code replica} at {@code node}, or null. */
+    private static Holder holder(Node node, Replica replica) {
+        Object held = node.held;
+        if (held instanceof Holder one) {
+            return one.replica == replica ? one : null;
+        }
+        return holder((Holder[]) held, replica);
     }
 
     private static Holder holder(Holder[] hs, Replica replica) {
@@ -851,7 +879,7 @@ final class PrefixTree {
                     // The key ends or leaves inside this edge: what the edge goes on to is a branch. If the
                     // replica holds it below the lost block, split the edge where the key stops following
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
-                    Holder below = holder(child.holders, replica);
+                    Holder below = holder(child, replica);
                     if (i + m > keepBlocks && below != null) {
                         Node mid = newMid( // as it was
                                 node, child, m, replica, below.number, below.lastAccess, below.remote);
@@ -887,7 +915,7 @@ final class PrefixTree {
             try {
                 for (Node v : doomed) {
                     Node at = current(v);
-                    Holder h = holder(at.holders, replica);
+                    Holder h = holder(at, replica);
                     if (h != null && removeHolder(at, h)) {
                         dropped++;
                     }
@@ -910,7 +938,7 @@ final class PrefixTree {
         stack.push(top);
         while (!stack.isEmpty()) {
             Node n = stack.pop();
-            if (holder(n.holders, replica) == null) {
+            if (holder(n, replica) == null) {
                 continue; // a replica holding a node holds its parent: nothing of it below either
             }
             order.push(n);
@@ -1069,7 +1097,7 @@ final class PrefixTree {
                 for (Node c : live(stack.pop())) {
                     s += c.label.length;
                     nd++;
-                    en += c.holders.length;
+                    en += c.holderCount();
                     stack.push(c);
                 }
             }
@@ -1100,7 +1128,7 @@ final class PrefixTree {
             for (long block : e.label) {
                 sb.append(names.apply(block));
             }
-            Holder[] hs = e.holders.clone();
+            Holder[] hs = e.holders().clone();
             Arrays.sort(hs, Comparator.comparing(h -> h.replica.id()));
             sb.append(" [");
             for (int j = 0; j < hs.length; j++) {
@@ -1117,7 +1145,7 @@ final class PrefixTree {
         stack.push(root);
         while (!stack.isEmpty()) {
             for (Node c : live(stack.pop())) {
-                for (Holder h : c.holders) {
+                for (Holder h : c.holders()) {
                     out.add(new Entry(c, h));
                 }
                 stack.push(c);
@@ -1135,10 +1163,10 @@ final class PrefixTree {
     @GuardedBy("writers")
     private boolean removeHolder(Node given, Holder holder) {
         Node node = current(given);
-        if (node.detached) {
-            return false;
+        if (node.parent == null) {
+            return false; // left the tree (or the root, which holds nothing)
         }
-        Holder[] hs = node.holders;
+        Holder[] hs = node.holders();
         int at = -1;
         for (int k = 0; k < hs.length; k++) {
             if (hs[k] == holder) {
@@ -1164,7 +1192,7 @@ final class PrefixTree {
      */
     @GuardedBy("writers")
     private void tidy(Node node) {
-        while (node != root && !node.detached && node.holders.length == 0 && node.childCount <= 1) {
+        while (node.parent != null && node.holderCount() == 0 && node.childCount <= 1) { // not the root, in the tree
             Node parent = node.parent;
             if (find(parent, node.first) != node) {
                 throw new IllegalStateException("tree corrupted: node not found under its parent");
@@ -1173,7 +1201,7 @@ final class PrefixTree {
                 removeChild(parent, node.first);
                 size.addAndGet(-node.label.length);
                 nodes.decrementAndGet();
-                node.detached = true;
+                node.parent = null; // left the tree
                 node = parent;
             } else {
                 Node only = live(node).get(0);
@@ -1183,7 +1211,7 @@ final class PrefixTree {
                 replaceChild(parent, merged);
                 retire(only, merged);
                 nodes.decrementAndGet();
-                node.detached = true;
+                node.parent = null; // left the tree
                 return; // the parent kept as many children as before
             }
         }
@@ -1415,7 +1443,7 @@ final class PrefixTree {
             int m = matched(child, key, i);
             i += m;
             if (i >= end) {
-                Holder h = holder(child.holders, replica);
+                Holder h = holder(child, replica);
                 return h != null && h.remote;
             }
             if (m < child.span) {
@@ -1481,9 +1509,9 @@ final class PrefixTree {
             List<Long> p = new ArrayList<>(path);
             for (long block : t.label) {
                 p.add(block);
-                if (t.holders.length > 0) {
+                if (t.holderCount() > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
-                    for (Holder h : t.holders) {
+                    for (Holder h : t.holders()) {
                         m.put(h.replica, new Route(h.lastAccess, t.depth, h.remote));
                     }
                 }
@@ -1512,14 +1540,18 @@ final class PrefixTree {
         if (children.size() != node.childCount) {
             throw new IllegalStateException("child count " + node.childCount + " != " + children.size());
         }
-        if (!isRoot && node.holders.length == 0 && children.size() < 2) {
+        Holder[] holders = node.holders();
+        if (node.held instanceof Holder[] && holders.length == 1) {
+            throw new IllegalStateException("a single holder kept in an array");
+        }
+        if (!isRoot && holders.length == 0 && children.size() < 2) {
             throw new IllegalStateException("holderless node with " + children.size() + " children at depth " + depth);
         }
         long mask = 0;
         int over = 0;
-        for (int k = 0; k < node.holders.length; k++) {
-            Holder h = node.holders[k];
-            if (k > 0 && node.holders[k - 1].number >= h.number) {
+        for (int k = 0; k < holders.length; k++) {
+            Holder h = holders[k];
+            if (k > 0 && holders[k - 1].number >= h.number) {
                 throw new IllegalStateException("holders not in order of replica number");
             }
             mask |= h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
@@ -1539,7 +1571,7 @@ final class PrefixTree {
             if (t.label.length == 0 || t.label[0] != t.first || find(node, t.first) != t) {
                 throw new IllegalStateException("bad edge");
             }
-            if (t.parent != node || t.detached || t.replacedBy != null) {
+            if (t.parent != node || t.replacedBy != null) {
                 throw new IllegalStateException("bad parent link");
             }
             check(t, depth + t.label.length, false);
@@ -1586,7 +1618,12 @@ final class PrefixTree {
         /** The children of a node that has had more than two; empty until then. */
         volatile Node[] children = NO_CHILDREN;
 
-        volatile Holder[] holders = NO_HOLDERS;
+        /**
+         * The replicas holding the node: the {@link Holder} itself when there is one (a new leaf, the
+         * most common node), else a {@link Holder} array sorted by replica number ({@link #NO_HOLDERS}
+         * for none). Replaced whole, never changed in place; read by writers and the lock-free refresh.
+         */
+        volatile Object held = NO_HOLDERS;
         /**
          * The holders as bits of their replica numbers (plus {@link #OVERFLOW} when some have no bit),
          * replaced with them (see {@link #setHolders}): what {@link #match} and the holding checks read,
@@ -1598,12 +1635,24 @@ final class PrefixTree {
 
         int childCount;
         int tombstones;
-        /** The node above; null only for a root. */
+        /**
+         * The node above; null for a root and once the node left the tree (removed, merged away, or
+         * replaced by a copy): no flag of its own, which would take a node past 104 bytes.
+         */
         Node parent;
-        /** True once the node left the tree (removed, merged away, or replaced by a copy). */
-        boolean detached;
         /** The copy that replaced this node when its edge was split or merged, or null. */
         Node replacedBy;
+
+        /** The holders as an array (a new one of one for a single holder): for the maintenance paths. */
+        Holder[] holders() {
+            Object h = held;
+            return h instanceof Holder one ? new Holder[] {one} : (Holder[]) h;
+        }
+
+        int holderCount() {
+            Object h = held;
+            return h instanceof Holder ? 1 : ((Holder[]) h).length;
+        }
 
         Node(int depth, long[] label, long first) {
             this.depth = depth;
