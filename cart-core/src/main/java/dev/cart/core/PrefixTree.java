@@ -38,7 +38,8 @@ import java.util.function.LongFunction;
  * bit; any further ones, rare, are listed in an overflow array the mask flags), so one level of a walk
  * loads the child and its label, and the table only at a node with more than two children. Since a
  * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
- * (see below).
+ * (see below). A node one replica holds (every new leaf, most nodes of a tree) keeps that replica's
+ * {@link Holder} itself, without an array; a second holder makes the array.
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
@@ -47,8 +48,8 @@ import java.util.function.LongFunction;
  *   <li>Every change a reader can see is one atomic store: a new node in a child slot of the node or
  *       of its table (a new leaf, the node that splits an edge, the copy of a node whose edge was
  *       merged, a tombstone), a new table (published before the node's own two slots are emptied),
- *       or a new holder array (with the node's holder mask, which is what a match reads: holders are
- *       loaded only by writers). A match reads the replica numbering once and looks again at the end:
+ *       or new holders (the one holder itself, or a new array of several, with the node's holder
+ *       mask, which is what a match reads: holders are loaded only by writers). A match reads the replica numbering once and looks again at the end:
  *       a replica numbered meanwhile (or a number freed by {@link #removeReplica}) makes it walk again,
  *       so a bit always names the replica it was set for. A node's first block, label and depth are final, so a reader
  *       never sees a label change under it: a split publishes a new middle node whose child slot holds
@@ -60,7 +61,8 @@ import java.util.function.LongFunction;
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
  *   <li>{@link #match} takes no lock and writes nothing. It reads each node's version before its fields,
- *       then looks again: every node it followed still in its parent's slot, every version unchanged. If not, a
+ *       then looks again: every node it followed still in its parent's slot, every version unchanged (the
+ *       sum of the path's versions unchanged, since each only grows). If not, a
  *       writer changed <em>this</em> path meanwhile and the match walks again. Writes elsewhere (most
  *       structural writes: a new leaf under another node) never make it retry, and maintenance never
  *       makes it wait.</li>
