@@ -371,12 +371,13 @@ final class PrefixTree {
             return 0;
         }
         long now = clock.millis();
-        int reach = refresh(b, replica, now, false, probe, windowMillis);
+        Node[] path = new Node[16];
+        int reach = refresh(b, replica, now, false, probe, windowMillis, path);
         if (reach < 0) {
             return -1 - reach;
         }
         boolean wasRemote = probe > 0 && learnedElsewhere(b, probe, replica); // read before the write
-        boolean done = insertWriting(b, replica, now, false, reach);
+        boolean done = insertWriting(b, replica, now, false, reach, path);
         return (done ? 0 : SKIPPED) | (wasRemote ? WAS_REMOTE : 0);
     }
 
@@ -388,15 +389,16 @@ final class PrefixTree {
     static final int USED_IN_WINDOW = 4;
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        int reach = refresh(b, replica, now, remote, 0, 0);
+        Node[] path = new Node[16]; // both walks' scratch, refresh's then write's
+        int reach = refresh(b, replica, now, remote, 0, 0, path);
         if (reach < 0) {
             return true;
         }
-        return insertWriting(b, replica, now, remote, reach);
+        return insertWriting(b, replica, now, remote, reach, path);
     }
 
     /** The writer path of an insert whose lock-free refresh found the tree holding {@code reach} blocks. */
-    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
+    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach, Node[] path) {
         // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
         // the tree (used only if the walk under the mutex stops at the same block).
         long[] label = reach < b.length ? Arrays.copyOfRange(b, reach, b.length) : null;
@@ -405,7 +407,7 @@ final class PrefixTree {
             return false;
         }
         try {
-            write(b, replica, now, remote, reach, label);
+            write(b, replica, now, remote, reach, label, path);
             return true;
         } finally {
             writers.unlock();
@@ -447,12 +449,13 @@ final class PrefixTree {
      * {@link #learnedElsewhere} tells); with {@link #USED_IN_WINDOW} when {@code windowMillis} is more than
      * 0 and the deepest node's last use was already in the window of {@code now}. Otherwise changes
      * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
+     * {@code path} is scratch for the nodes walked (a longer path grows a copy); the writer reuses it.
      */
-    private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
+    private int refresh(
+            long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis, Node[] path) {
         long bit = bitOf(numberOf(replica));
         Node node = root;
         int i = 0;
-        Node[] path = null;
         int depth = 0;
         boolean heldAll = true;
         while (i < b.length) {
@@ -467,9 +470,7 @@ final class PrefixTree {
             node = child;
             i += m;
             if (heldAll && holds(node, bit, replica)) {
-                if (path == null) {
-                    path = new Node[8];
-                } else if (depth == path.length) {
+                if (depth == path.length) {
                     path = Arrays.copyOf(path, depth * 2);
                 }
                 path[depth++] = node;
@@ -511,11 +512,11 @@ final class PrefixTree {
      * that gain the replica are odd from before the first change to after the last.
      */
     @GuardedBy("writers")
-    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label) {
+    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label, Node[] scratch) {
         int number = numberFor(replica);
         long bit = bitOf(number);
         int n = b.length;
-        Node[] path = new Node[16];
+        Node[] path = scratch; // what the refresh left there is overwritten
         int depth = 0;
         Node node = root;
         int i = 0;
