@@ -1672,6 +1672,16 @@ final class PrefixTree {
      * by this instance's own traffic). Both fields only move one way: the time forward, remote to local.
      */
     static final class Holder {
+        private static final VarHandle LAST_ACCESS;
+
+        static {
+            try {
+                LAST_ACCESS = MethodHandles.lookup().findVarHandle(Holder.class, "lastAccess", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         final Replica replica;
         /** The replica's number in the tree (its mask bit), fixed while the replica holds anything. */
         final int number;
@@ -1686,10 +1696,14 @@ final class PrefixTree {
             this.remote = remote;
         }
 
-        /** A use at {@code time}: the later time wins; a local use makes the entry local. Writes only on change. */
+        /**
+         * A use at {@code time}: the later time wins; a local use makes the entry local. Writes only on
+         * change. The time is stored with release semantics, not as a volatile store: it publishes nothing
+         * else, and a full fence per node of the path is what a refresh would otherwise pay most for.
+         */
         void touch(long time, boolean fromRemote) {
             if (lastAccess < time) {
-                lastAccess = time;
+                LAST_ACCESS.setRelease(this, time);
             }
             if (!fromRemote && remote) {
                 remote = false;
