@@ -39,7 +39,8 @@ import java.util.function.LongFunction;
  * loads the child and its label, and the table only at a node with more than two children. Since a
  * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
  * (see below). A node one replica holds (every new leaf, most nodes of a tree) keeps that replica's
- * {@link Holder} itself, without an array; a second holder makes the array.
+ * {@link Holder} itself, without an array; a second holder makes the array. A label of one or two blocks
+ * has no array either: the node's first and second blocks are the label.
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
@@ -320,7 +321,7 @@ final class PrefixTree {
         if (len == 2) {
             return 2;
         }
-        int mm = Arrays.mismatch(child.label, 2, len, key, from + 2, from + len);
+        int mm = Arrays.mismatch(child.blocks, 2, len, key, from + 2, from + len);
         return mm < 0 ? len : 2 + mm;
     }
 
@@ -613,7 +614,7 @@ final class PrefixTree {
      */
     @GuardedBy("writers")
     private Node newMid(Node parent, Node target, int m, Replica replica, int number, long now, boolean remote) {
-        long[] label = target.label;
+        long[] label = target.label();
         Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
         Holder[] th = target.holders();
@@ -1098,7 +1099,7 @@ final class PrefixTree {
             stack.push(root);
             while (!stack.isEmpty()) {
                 for (Node c : live(stack.pop())) {
-                    s += c.label.length;
+                    s += c.span;
                     nd++;
                     en += c.holderCount();
                     stack.push(c);
@@ -1128,7 +1129,7 @@ final class PrefixTree {
             Node e = children.get(k);
             boolean last = k == children.size() - 1;
             sb.append(indent).append(last ? "└── " : "├── ");
-            for (long block : e.label) {
+            for (long block : e.label()) {
                 sb.append(names.apply(block));
             }
             Holder[] hs = e.holders().clone();
@@ -1202,14 +1203,14 @@ final class PrefixTree {
             }
             if (node.childCount == 0) {
                 removeChild(parent, node.first);
-                size.addAndGet(-node.label.length);
+                size.addAndGet(-node.span);
                 nodes.decrementAndGet();
                 node.parent = null; // left the tree
                 node = parent;
             } else {
                 Node only = live(node).get(0);
-                long[] joined = Arrays.copyOf(node.label, node.label.length + only.label.length);
-                System.arraycopy(only.label, 0, joined, node.label.length, only.label.length);
+                long[] joined = Arrays.copyOf(node.label(), node.span + only.span);
+                System.arraycopy(only.label(), 0, joined, node.span, only.span);
                 Node merged = copyWithLabel(only, joined, parent);
                 replaceChild(parent, merged);
                 retire(only, merged);
@@ -1510,7 +1511,7 @@ final class PrefixTree {
     private static void snapshot(Node node, List<Long> path, Map<List<Long>, Map<Replica, Route>> out) {
         for (Node t : live(node)) {
             List<Long> p = new ArrayList<>(path);
-            for (long block : t.label) {
+            for (long block : t.label()) {
                 p.add(block);
                 if (t.holderCount() > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
@@ -1571,13 +1572,18 @@ final class PrefixTree {
             throw new IllegalStateException("a child slot's first block out of step with its child");
         }
         for (Node t : children) {
-            if (t.label.length == 0 || t.label[0] != t.first || find(node, t.first) != t) {
+            long[] label = t.label();
+            if (label.length == 0
+                    || label[0] != t.first
+                    || (label.length > 1 && label[1] != t.second)
+                    || (t.blocks == null) != (label.length <= 2)
+                    || find(node, t.first) != t) {
                 throw new IllegalStateException("bad edge");
             }
             if (t.parent != node || t.replacedBy != null) {
                 throw new IllegalStateException("bad parent link");
             }
-            check(t, depth + t.label.length, false);
+            check(t, depth + t.span, false);
         }
     }
 
@@ -1596,10 +1602,14 @@ final class PrefixTree {
      * the tree's methods that change them carry it instead).
      */
     static final class Node {
-        /** First block of {@link #label}: the key of this node in its parent's table. */
+        /** First block of the label: the key of this node in its parent's table. */
         final long first;
-        /** The blocks of the edge from the parent to this node; never changed (a change makes a copy). */
-        final long[] label;
+        /**
+         * The blocks of the edge from the parent to this node (its label), never changed (a change makes a
+         * copy); null for an edge of one or two blocks, which {@link #first} and {@link #second} hold: an
+         * array less per such node.
+         */
+        final long[] blocks;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
         /** {@code label.length} and {@code label[1]} (0 if none), so a short edge is compared without its array. */
@@ -1657,9 +1667,16 @@ final class PrefixTree {
             return h instanceof Holder ? 1 : ((Holder[]) h).length;
         }
 
+        /** The edge's label (a new array for one of one or two blocks, which the node keeps no array for). */
+        long[] label() {
+            return blocks != null
+                    ? blocks
+                    : span == 2 ? new long[] {first, second} : span == 1 ? new long[] {first} : NO_LABEL;
+        }
+
         Node(int depth, long[] label, long first) {
             this.depth = depth;
-            this.label = label;
+            this.blocks = label.length > 2 ? label : null; // first and second hold a shorter one
             this.span = label.length;
             this.second = label.length > 1 ? label[1] : 0;
             this.first = first;
