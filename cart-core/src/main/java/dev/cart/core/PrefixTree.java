@@ -38,7 +38,9 @@ import java.util.function.LongFunction;
  * bit; any further ones, rare, are listed in an overflow array the mask flags), so one level of a walk
  * loads the child and its label, and the table only at a node with more than two children. Since a
  * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
- * (see below).
+ * (see below). A node one replica holds (every new leaf, most nodes of a tree) keeps that replica's
+ * {@link Holder} itself, without an array; a second holder makes the array. A label of one or two blocks
+ * has no array either: the node's first and second blocks are the label.
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
@@ -47,8 +49,8 @@ import java.util.function.LongFunction;
  *   <li>Every change a reader can see is one atomic store: a new node in a child slot of the node or
  *       of its table (a new leaf, the node that splits an edge, the copy of a node whose edge was
  *       merged, a tombstone), a new table (published before the node's own two slots are emptied),
- *       or a new holder array (with the node's holder mask, which is what a match reads: holders are
- *       loaded only by writers). A match reads the replica numbering once and looks again at the end:
+ *       or new holders (the one holder itself, or a new array of several, with the node's holder
+ *       mask, which is what a match reads: holders are loaded only by writers). A match reads the replica numbering once and looks again at the end:
  *       a replica numbered meanwhile (or a number freed by {@link #removeReplica}) makes it walk again,
  *       so a bit always names the replica it was set for. A node's first block, label and depth are final, so a reader
  *       never sees a label change under it: a split publishes a new middle node whose child slot holds
@@ -60,7 +62,8 @@ import java.util.function.LongFunction;
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
  *   <li>{@link #match} takes no lock and writes nothing. It reads each node's version before its fields,
- *       then looks again: every node it followed still in its parent's slot, every version unchanged. If not, a
+ *       then looks again: every node it followed still in its parent's slot, every version unchanged (the
+ *       sum of the path's versions unchanged, since each only grows). If not, a
  *       writer changed <em>this</em> path meanwhile and the match walks again. Writes elsewhere (most
  *       structural writes: a new leaf under another node) never make it retry, and maintenance never
  *       makes it wait.</li>
@@ -166,11 +169,13 @@ final class PrefixTree {
         if (n == 0) {
             return Match.none(key.length());
         }
-        Node[] seen = new Node[8];
-        int[] versions = new int[8];
-        long[] masks = new long[8];
+        // Per level only the node (for the second look) and its holder mask (read once, inside the
+        // version check). A level's reach is its node's depth, except the last one's (kept aside), and
+        // the versions are summed rather than kept: each only grows, so the path's sum is unchanged
+        // exactly when every node's version is.
+        Node[] seen = new Node[16];
+        long[] masks = new long[16];
         Replica[][] overflow = null; // per depth, only where a node's mask says it has some
-        int[] reach = new int[8];
         int spins = 0;
         attempt:
         for (; ; backOff(++spins)) {
@@ -179,6 +184,7 @@ final class PrefixTree {
             Node node = start;
             int depth = 0;
             int i = 0;
+            long versions = 0;
             while (i < n) {
                 Node child = find(node, b[i]);
                 if (child == null) {
@@ -191,9 +197,7 @@ final class PrefixTree {
                 int m = matched(child, b, i);
                 if (depth == seen.length) {
                     seen = Arrays.copyOf(seen, depth * 2);
-                    versions = Arrays.copyOf(versions, depth * 2);
                     masks = Arrays.copyOf(masks, depth * 2);
-                    reach = Arrays.copyOf(reach, depth * 2);
                     if (overflow != null) {
                         overflow = Arrays.copyOf(overflow, depth * 2);
                     }
@@ -206,9 +210,8 @@ final class PrefixTree {
                     overflow[depth] = child.overflow; // written before the mask: this one or a later one
                 }
                 seen[depth] = child;
-                versions[depth] = v;
-                masks[depth] = mask;
-                reach[depth++] = i + m;
+                masks[depth++] = mask;
+                versions += v;
                 i += m;
                 if (m < child.span) {
                     break;
@@ -223,12 +226,16 @@ final class PrefixTree {
             Node parent = start;
             for (int d = 0; d < depth; d++) {
                 Node child = seen[d];
-                if (find(parent, child.first) != child || child.version != versions[d]) {
+                if (find(parent, child.first) != child) {
                     continue attempt;
                 }
+                versions -= child.version;
                 parent = child;
             }
-            return result(key, depth, masks, overflow, names, reach);
+            if (versions != 0) {
+                continue;
+            }
+            return result(key, depth, seen, masks, overflow, names, i);
         }
     }
 
@@ -243,27 +250,37 @@ final class PrefixTree {
 
     /**
      * Each replica on the path once, with the depth of the deepest node it holds there (deepest first;
-     * among replicas of one node, by number). Reads the nodes' masks and the numbering only: no holder,
-     * no list until the end.
+     * among replicas of one node, by number). Reads the nodes' masks and the numbering only: no holder.
+     * Without overflowing holders (the usual case) the count is known up front, so the holdings go
+     * straight into the list {@link Match} keeps (which then does not copy it): one or two in a small
+     * list of their own, more in one array of the right size, copied once by {@link List#of}.
      */
     private static Match result(
-            PromptKey key, int depth, long[] masks, Replica[][] overflow, Replica[] names, int[] reach) {
-        if (depth == 0) {
+            PromptKey key, int depth, Node[] seen, long[] masks, Replica[][] overflow, Replica[] names, int last) {
+        long all = 0;
+        int extra = 0;
+        for (int d = 0; d < depth; d++) {
+            all |= masks[d];
+            if (masks[d] < 0) {
+                extra += overflow[d].length;
+            }
+        }
+        int bound = Long.bitCount(all & ~OVERFLOW) + extra;
+        if (bound == 0) {
             return Match.none(key.length());
         }
         int unit = key.blockSize();
-        Match.Holding[] found = new Match.Holding[8];
+        Match.Holding[] found = new Match.Holding[bound];
         int count = 0;
-        long seen = OVERFLOW; // the flag bit is never a replica
+        long taken = OVERFLOW; // the flag bit is never a replica
+        int matched = 0;
         for (int d = depth - 1; d >= 0; d--) {
             long mask = masks[d];
-            for (long bits = mask & ~seen; bits != 0; bits &= bits - 1) {
-                if (count == found.length) {
-                    found = Arrays.copyOf(found, count * 2);
-                }
-                found[count++] = new Match.Holding(names[Long.numberOfTrailingZeros(bits)], reach[d] * unit);
+            int reach = (d == depth - 1 ? last : seen[d].depth) * unit;
+            for (long bits = mask & ~taken; bits != 0; bits &= bits - 1) {
+                found[count++] = new Match.Holding(names[Long.numberOfTrailingZeros(bits)], reach);
             }
-            seen |= mask;
+            taken |= mask;
             if (mask < 0) {
                 next:
                 for (Replica r : overflow[d]) {
@@ -272,16 +289,22 @@ final class PrefixTree {
                             continue next;
                         }
                     }
-                    if (count == found.length) {
-                        found = Arrays.copyOf(found, count * 2);
-                    }
-                    found[count++] = new Match.Holding(r, reach[d] * unit);
+                    found[count++] = new Match.Holding(r, reach);
                 }
             }
+            if (matched == 0 && count > 0) {
+                matched = reach; // deepest first: reach only shrinks going up
+            }
         }
-        // Deepest first, so the first holding found is the longest: reach only shrinks going up.
-        int matched = count == 0 ? 0 : found[0].matchedLength();
-        return new Match(matched, key.length(), Arrays.asList(found).subList(0, count)); // Match copies it once
+        List<Match.Holding> holders;
+        if (count == 1) {
+            holders = List.of(found[0]);
+        } else if (count == 2) {
+            holders = List.of(found[0], found[1]);
+        } else {
+            holders = List.of(count == found.length ? found : Arrays.copyOf(found, count));
+        }
+        return new Match(matched, key.length(), holders); // an immutable list: Match keeps it as it is
     }
 
     /**
@@ -298,7 +321,7 @@ final class PrefixTree {
         if (len == 2) {
             return 2;
         }
-        int mm = Arrays.mismatch(child.label, 2, len, key, from + 2, from + len);
+        int mm = Arrays.mismatch(child.blocks, 2, len, key, from + 2, from + len);
         return mm < 0 ? len : 2 + mm;
     }
 
@@ -349,12 +372,13 @@ final class PrefixTree {
             return 0;
         }
         long now = clock.millis();
-        int reach = refresh(b, replica, now, false, probe, windowMillis);
+        Node[] path = new Node[16];
+        int reach = refresh(b, replica, now, false, probe, windowMillis, path);
         if (reach < 0) {
             return -1 - reach;
         }
         boolean wasRemote = probe > 0 && learnedElsewhere(b, probe, replica); // read before the write
-        boolean done = insertWriting(b, replica, now, false, reach);
+        boolean done = insertWriting(b, replica, now, false, reach, path);
         return (done ? 0 : SKIPPED) | (wasRemote ? WAS_REMOTE : 0);
     }
 
@@ -366,32 +390,30 @@ final class PrefixTree {
     static final int USED_IN_WINDOW = 4;
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        int reach = refresh(b, replica, now, remote, 0, 0);
+        Node[] path = new Node[16]; // both walks' scratch, refresh's then write's
+        int reach = refresh(b, replica, now, remote, 0, 0, path);
         if (reach < 0) {
             return true;
         }
-        return insertWriting(b, replica, now, remote, reach);
+        return insertWriting(b, replica, now, remote, reach, path);
     }
 
     /** The writer path of an insert whose lock-free refresh found the tree holding {@code reach} blocks. */
-    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
+    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach, Node[] path) {
         // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
         // the tree (used only if the walk under the mutex stops at the same block).
-        Prepared leaf = reach < b.length ? new Prepared(reach, Arrays.copyOfRange(b, reach, b.length)) : null;
+        long[] label = reach < b.length ? Arrays.copyOfRange(b, reach, b.length) : null;
         if (!lockForWrite()) {
             skipped.increment();
             return false;
         }
         try {
-            write(b, replica, now, remote, leaf);
+            write(b, replica, now, remote, reach, label, path);
             return true;
         } finally {
             writers.unlock();
         }
     }
-
-    /** A new leaf's label made before the mutex, for a key that leaves the tree at block {@code from}. */
-    private record Prepared(int from, long[] label) {}
 
     /**
      * Takes the writer mutex unless maintenance is running or waiting; never waits for maintenance.
@@ -428,12 +450,13 @@ final class PrefixTree {
      * {@link #learnedElsewhere} tells); with {@link #USED_IN_WINDOW} when {@code windowMillis} is more than
      * 0 and the deepest node's last use was already in the window of {@code now}. Otherwise changes
      * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
+     * {@code path} is scratch for the nodes walked (a longer path grows a copy); the writer reuses it.
      */
-    private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
+    private int refresh(
+            long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis, Node[] path) {
         long bit = bitOf(numberOf(replica));
         Node node = root;
         int i = 0;
-        Node[] path = null;
         int depth = 0;
         boolean heldAll = true;
         while (i < b.length) {
@@ -448,9 +471,7 @@ final class PrefixTree {
             node = child;
             i += m;
             if (heldAll && holds(node, bit, replica)) {
-                if (path == null) {
-                    path = new Node[8];
-                } else if (depth == path.length) {
+                if (depth == path.length) {
                     path = Arrays.copyOf(path, depth * 2);
                 }
                 path[depth++] = node;
@@ -492,11 +513,11 @@ final class PrefixTree {
      * that gain the replica are odd from before the first change to after the last.
      */
     @GuardedBy("writers")
-    private void write(long[] b, Replica replica, long now, boolean remote, Prepared prepared) {
+    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label, Node[] scratch) {
         int number = numberFor(replica);
         long bit = bitOf(number);
         int n = b.length;
-        Node[] path = new Node[8];
+        Node[] path = scratch; // what the refresh left there is overwritten
         int depth = 0;
         Node node = root;
         int i = 0;
@@ -523,33 +544,29 @@ final class PrefixTree {
             path[depth++] = node;
             i += m;
         }
-        boolean[] lacking = new boolean[depth];
+        // The nodes that lack the replica are made odd; from then on their odd version is what marks them
+        // (every version is even at rest, and this is the only writer).
         int marked = 0;
-        for (int d = 0; d < depth; d++) {
-            if (!holds(path[d], bit, replica)) {
-                lacking[d] = true;
-                marked++;
-            }
-        }
         try {
             for (int d = 0; d < depth; d++) {
-                if (lacking[d]) {
+                if (!holds(path[d], bit, replica)) {
                     path[d].version++;
+                    marked++;
                 }
             }
             // The new structure below the path holds the replica from birth and appears in one store.
             if (split != null) {
                 Node mid = newMid(node, split, splitLen, replica, number, now, remote);
                 if (needLeaf) {
-                    addChild(mid, newLeaf(mid, b, i + splitLen, prepared, replica, number, now, remote));
+                    addChild(mid, newLeaf(mid, b, i + splitLen, from, label, replica, number, now, remote));
                 }
                 replaceChild(node, mid);
             } else if (needLeaf) {
-                addChild(node, newLeaf(node, b, i, prepared, replica, number, now, remote));
+                addChild(node, newLeaf(node, b, i, from, label, replica, number, now, remote));
             }
             for (int d = 0; d < depth; d++) {
-                if (lacking[d]) {
-                    setHolders(path[d], with(path[d].holders, new Holder(replica, number, now, remote)));
+                if ((path[d].version & 1) != 0) {
+                    setHolders(path[d], with(path[d].held, new Holder(replica, number, now, remote)));
                     entries.incrementAndGet();
                 } else {
                     holderOf(path[d], bit, replica).touch(now, remote);
@@ -558,7 +575,7 @@ final class PrefixTree {
         } finally {
             if (marked > 0) {
                 for (int d = 0; d < depth; d++) {
-                    if (lacking[d]) {
+                    if ((path[d].version & 1) != 0) {
                         path[d].version++;
                     }
                 }
@@ -568,12 +585,19 @@ final class PrefixTree {
 
     @GuardedBy("writers")
     private Node newLeaf(
-            Node parent, long[] b, int from, Prepared prepared, Replica replica, int number, long now, boolean remote) {
-        long[] label =
-                prepared != null && prepared.from == from ? prepared.label : Arrays.copyOfRange(b, from, b.length);
-        Node leaf = new Node(b.length, label, b[from]);
+            Node parent,
+            long[] b,
+            int at,
+            int from,
+            long[] prepared,
+            Replica replica,
+            int number,
+            long now,
+            boolean remote) {
+        long[] label = prepared != null && from == at ? prepared : Arrays.copyOfRange(b, at, b.length);
+        Node leaf = new Node(b.length, label, b[at]);
         leaf.parent = parent;
-        setHolders(leaf, new Holder[] {new Holder(replica, number, now, remote)});
+        setHolder(leaf, new Holder(replica, number, now, remote));
         size.addAndGet(label.length);
         nodes.incrementAndGet();
         entries.incrementAndGet();
@@ -590,10 +614,10 @@ final class PrefixTree {
      */
     @GuardedBy("writers")
     private Node newMid(Node parent, Node target, int m, Replica replica, int number, long now, boolean remote) {
-        long[] label = target.label;
+        long[] label = target.label();
         Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
-        Holder[] th = target.holders;
+        Holder[] th = target.holders();
         Holder[] copy = new Holder[th.length];
         int k = 0;
         Holder own = new Holder(replica, number, now, remote);
@@ -609,7 +633,7 @@ final class PrefixTree {
         addChild(mid, rest);
         retire(target, rest);
         nodes.incrementAndGet();
-        entries.addAndGet(mid.holders.length);
+        entries.addAndGet(mid.holderCount());
         return mid;
     }
 
@@ -631,7 +655,7 @@ final class PrefixTree {
         copy.child1 = node.child1;
         copy.childCount = node.childCount;
         copy.tombstones = node.tombstones;
-        copy.holders = node.holders;
+        copy.held = node.held;
         copy.overflow = node.overflow;
         copy.mask = node.mask;
         if (node.childCount > 0) {
@@ -646,7 +670,7 @@ final class PrefixTree {
     @GuardedBy("writers")
     private void retire(Node old, Node copy) {
         old.replacedBy = copy;
-        old.detached = true;
+        old.parent = null; // left the tree
     }
 
     /** The node that now stands for {@code node}: itself, or the copy that replaced it. */
@@ -664,6 +688,10 @@ final class PrefixTree {
      * after, as it would have by reading {@code holders}.
      */
     private static void setHolders(Node node, Holder[] hs) {
+        if (hs.length == 1) {
+            setHolder(node, hs[0]);
+            return;
+        }
         long mask = 0;
         int over = 0;
         for (Holder h : hs) {
@@ -684,13 +712,24 @@ final class PrefixTree {
                 }
             }
         }
-        node.holders = hs;
+        node.held = hs;
         node.overflow = overflow;
         node.mask = mask; // last: a replica seen here is in the holders and overflow read next
     }
 
-    /** {@code hs} with {@code h} added in order of replica number (a new array). */
-    private static Holder[] with(Holder[] hs, Holder h) {
+    /** {@link #setHolders} for a node one replica holds: the holder itself, no array. */
+    private static void setHolder(Node node, Holder h) {
+        node.held = h;
+        node.overflow = h.number < MASK_BITS ? NO_REPLICAS : new Replica[] {h.replica};
+        node.mask = h.number < MASK_BITS ? 1L << h.number : OVERFLOW; // last, as above
+    }
+
+    /** The holders {@code held} stands for ({@link Node#held}) with {@code h} added in order of replica number (a new array). */
+    private static Holder[] with(Object held, Holder h) {
+        if (held instanceof Holder one) {
+            return one.number < h.number ? new Holder[] {one, h} : new Holder[] {h, one};
+        }
+        Holder[] hs = (Holder[]) held;
         int at = 0;
         while (at < hs.length && hs[at].number < h.number) {
             at++;
@@ -776,7 +815,11 @@ final class PrefixTree {
      */
     private static Holder holderOf(Node node, long bit, Replica replica) {
         long mask = node.mask;
-        Holder[] hs = node.holders;
+        Object held = node.held;
+        if (held instanceof Holder one) {
+            return one.replica == replica ? one : null;
+        }
+        Holder[] hs = (Holder[]) held;
         if (bit != 0 && (mask & bit) != 0) {
             int k = Long.bitCount(mask & (bit - 1));
             if (k < hs.length && hs[k].replica == replica) {
@@ -784,6 +827,15 @@ final class PrefixTree {
             }
         }
         return holder(hs, replica);
+    }
+
+    /** The holder of {@code replica} at {@code node}, or null. */
+    private static Holder holder(Node node, Replica replica) {
+        Object held = node.held;
+        if (held instanceof Holder one) {
+            return one.replica == replica ? one : null;
+        }
+        return holder((Holder[]) held, replica);
     }
 
     private static Holder holder(Holder[] hs, Replica replica) {
@@ -831,7 +883,7 @@ final class PrefixTree {
                     // The key ends or leaves inside this edge: what the edge goes on to is a branch. If the
                     // replica holds it below the lost block, split the edge where the key stops following
                     // it (one store, as an insert does), so the key's part can be kept and the rest dropped.
-                    Holder below = holder(child.holders, replica);
+                    Holder below = holder(child, replica);
                     if (i + m > keepBlocks && below != null) {
                         Node mid = newMid( // as it was
                                 node, child, m, replica, below.number, below.lastAccess, below.remote);
@@ -867,7 +919,7 @@ final class PrefixTree {
             try {
                 for (Node v : doomed) {
                     Node at = current(v);
-                    Holder h = holder(at.holders, replica);
+                    Holder h = holder(at, replica);
                     if (h != null && removeHolder(at, h)) {
                         dropped++;
                     }
@@ -890,7 +942,7 @@ final class PrefixTree {
         stack.push(top);
         while (!stack.isEmpty()) {
             Node n = stack.pop();
-            if (holder(n.holders, replica) == null) {
+            if (holder(n, replica) == null) {
                 continue; // a replica holding a node holds its parent: nothing of it below either
             }
             order.push(n);
@@ -1047,9 +1099,9 @@ final class PrefixTree {
             stack.push(root);
             while (!stack.isEmpty()) {
                 for (Node c : live(stack.pop())) {
-                    s += c.label.length;
+                    s += c.span;
                     nd++;
-                    en += c.holders.length;
+                    en += c.holderCount();
                     stack.push(c);
                 }
             }
@@ -1077,10 +1129,10 @@ final class PrefixTree {
             Node e = children.get(k);
             boolean last = k == children.size() - 1;
             sb.append(indent).append(last ? "└── " : "├── ");
-            for (long block : e.label) {
+            for (long block : e.label()) {
                 sb.append(names.apply(block));
             }
-            Holder[] hs = e.holders.clone();
+            Holder[] hs = e.holders().clone();
             Arrays.sort(hs, Comparator.comparing(h -> h.replica.id()));
             sb.append(" [");
             for (int j = 0; j < hs.length; j++) {
@@ -1097,7 +1149,7 @@ final class PrefixTree {
         stack.push(root);
         while (!stack.isEmpty()) {
             for (Node c : live(stack.pop())) {
-                for (Holder h : c.holders) {
+                for (Holder h : c.holders()) {
                     out.add(new Entry(c, h));
                 }
                 stack.push(c);
@@ -1115,10 +1167,10 @@ final class PrefixTree {
     @GuardedBy("writers")
     private boolean removeHolder(Node given, Holder holder) {
         Node node = current(given);
-        if (node.detached) {
-            return false;
+        if (node.parent == null) {
+            return false; // left the tree (or the root, which holds nothing)
         }
-        Holder[] hs = node.holders;
+        Holder[] hs = node.holders();
         int at = -1;
         for (int k = 0; k < hs.length; k++) {
             if (hs[k] == holder) {
@@ -1144,26 +1196,26 @@ final class PrefixTree {
      */
     @GuardedBy("writers")
     private void tidy(Node node) {
-        while (node != root && !node.detached && node.holders.length == 0 && node.childCount <= 1) {
+        while (node.parent != null && node.holderCount() == 0 && node.childCount <= 1) { // not the root, in the tree
             Node parent = node.parent;
             if (find(parent, node.first) != node) {
                 throw new IllegalStateException("tree corrupted: node not found under its parent");
             }
             if (node.childCount == 0) {
                 removeChild(parent, node.first);
-                size.addAndGet(-node.label.length);
+                size.addAndGet(-node.span);
                 nodes.decrementAndGet();
-                node.detached = true;
+                node.parent = null; // left the tree
                 node = parent;
             } else {
                 Node only = live(node).get(0);
-                long[] joined = Arrays.copyOf(node.label, node.label.length + only.label.length);
-                System.arraycopy(only.label, 0, joined, node.label.length, only.label.length);
+                long[] joined = Arrays.copyOf(node.label(), node.span + only.span);
+                System.arraycopy(only.label(), 0, joined, node.span, only.span);
                 Node merged = copyWithLabel(only, joined, parent);
                 replaceChild(parent, merged);
                 retire(only, merged);
                 nodes.decrementAndGet();
-                node.detached = true;
+                node.parent = null; // left the tree
                 return; // the parent kept as many children as before
             }
         }
@@ -1395,7 +1447,7 @@ final class PrefixTree {
             int m = matched(child, key, i);
             i += m;
             if (i >= end) {
-                Holder h = holder(child.holders, replica);
+                Holder h = holder(child, replica);
                 return h != null && h.remote;
             }
             if (m < child.span) {
@@ -1459,11 +1511,11 @@ final class PrefixTree {
     private static void snapshot(Node node, List<Long> path, Map<List<Long>, Map<Replica, Route>> out) {
         for (Node t : live(node)) {
             List<Long> p = new ArrayList<>(path);
-            for (long block : t.label) {
+            for (long block : t.label()) {
                 p.add(block);
-                if (t.holders.length > 0) {
+                if (t.holderCount() > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
-                    for (Holder h : t.holders) {
+                    for (Holder h : t.holders()) {
                         m.put(h.replica, new Route(h.lastAccess, t.depth, h.remote));
                     }
                 }
@@ -1492,14 +1544,18 @@ final class PrefixTree {
         if (children.size() != node.childCount) {
             throw new IllegalStateException("child count " + node.childCount + " != " + children.size());
         }
-        if (!isRoot && node.holders.length == 0 && children.size() < 2) {
+        Holder[] holders = node.holders();
+        if (node.held instanceof Holder[] && holders.length == 1) {
+            throw new IllegalStateException("a single holder kept in an array");
+        }
+        if (!isRoot && holders.length == 0 && children.size() < 2) {
             throw new IllegalStateException("holderless node with " + children.size() + " children at depth " + depth);
         }
         long mask = 0;
         int over = 0;
-        for (int k = 0; k < node.holders.length; k++) {
-            Holder h = node.holders[k];
-            if (k > 0 && node.holders[k - 1].number >= h.number) {
+        for (int k = 0; k < holders.length; k++) {
+            Holder h = holders[k];
+            if (k > 0 && holders[k - 1].number >= h.number) {
                 throw new IllegalStateException("holders not in order of replica number");
             }
             mask |= h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
@@ -1516,13 +1572,18 @@ final class PrefixTree {
             throw new IllegalStateException("a child slot's first block out of step with its child");
         }
         for (Node t : children) {
-            if (t.label.length == 0 || t.label[0] != t.first || find(node, t.first) != t) {
+            long[] label = t.label();
+            if (label.length == 0
+                    || label[0] != t.first
+                    || (label.length > 1 && label[1] != t.second)
+                    || (t.blocks == null) != (label.length <= 2)
+                    || find(node, t.first) != t) {
                 throw new IllegalStateException("bad edge");
             }
-            if (t.parent != node || t.detached || t.replacedBy != null) {
+            if (t.parent != node || t.replacedBy != null) {
                 throw new IllegalStateException("bad parent link");
             }
-            check(t, depth + t.label.length, false);
+            check(t, depth + t.span, false);
         }
     }
 
@@ -1541,10 +1602,14 @@ final class PrefixTree {
      * the tree's methods that change them carry it instead).
      */
     static final class Node {
-        /** First block of {@link #label}: the key of this node in its parent's table. */
+        /** First block of the label: the key of this node in its parent's table. */
         final long first;
-        /** The blocks of the edge from the parent to this node; never changed (a change makes a copy). */
-        final long[] label;
+        /**
+         * The blocks of the edge from the parent to this node (its label), never changed (a change makes a
+         * copy); null for an edge of one or two blocks, which {@link #first} and {@link #second} hold: an
+         * array less per such node.
+         */
+        final long[] blocks;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
         /** {@code label.length} and {@code label[1]} (0 if none), so a short edge is compared without its array. */
@@ -1566,7 +1631,12 @@ final class PrefixTree {
         /** The children of a node that has had more than two; empty until then. */
         volatile Node[] children = NO_CHILDREN;
 
-        volatile Holder[] holders = NO_HOLDERS;
+        /**
+         * The replicas holding the node: the {@link Holder} itself when there is one (a new leaf, the
+         * most common node), else a {@link Holder} array sorted by replica number ({@link #NO_HOLDERS}
+         * for none). Replaced whole, never changed in place; read by writers and the lock-free refresh.
+         */
+        volatile Object held = NO_HOLDERS;
         /**
          * The holders as bits of their replica numbers (plus {@link #OVERFLOW} when some have no bit),
          * replaced with them (see {@link #setHolders}): what {@link #match} and the holding checks read,
@@ -1578,16 +1648,35 @@ final class PrefixTree {
 
         int childCount;
         int tombstones;
-        /** The node above; null only for a root. */
+        /**
+         * The node above; null for a root and once the node left the tree (removed, merged away, or
+         * replaced by a copy): no flag of its own, which would take a node past 104 bytes.
+         */
         Node parent;
-        /** True once the node left the tree (removed, merged away, or replaced by a copy). */
-        boolean detached;
         /** The copy that replaced this node when its edge was split or merged, or null. */
         Node replacedBy;
 
+        /** The holders as an array (a new one of one for a single holder): for the maintenance paths. */
+        Holder[] holders() {
+            Object h = held;
+            return h instanceof Holder one ? new Holder[] {one} : (Holder[]) h;
+        }
+
+        int holderCount() {
+            Object h = held;
+            return h instanceof Holder ? 1 : ((Holder[]) h).length;
+        }
+
+        /** The edge's label (a new array for one of one or two blocks, which the node keeps no array for). */
+        long[] label() {
+            return blocks != null
+                    ? blocks
+                    : span == 2 ? new long[] {first, second} : span == 1 ? new long[] {first} : NO_LABEL;
+        }
+
         Node(int depth, long[] label, long first) {
             this.depth = depth;
-            this.label = label;
+            this.blocks = label.length > 2 ? label : null; // first and second hold a shorter one
             this.span = label.length;
             this.second = label.length > 1 ? label[1] : 0;
             this.first = first;
@@ -1600,6 +1689,16 @@ final class PrefixTree {
      * by this instance's own traffic). Both fields only move one way: the time forward, remote to local.
      */
     static final class Holder {
+        private static final VarHandle LAST_ACCESS;
+
+        static {
+            try {
+                LAST_ACCESS = MethodHandles.lookup().findVarHandle(Holder.class, "lastAccess", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         final Replica replica;
         /** The replica's number in the tree (its mask bit), fixed while the replica holds anything. */
         final int number;
@@ -1614,10 +1713,14 @@ final class PrefixTree {
             this.remote = remote;
         }
 
-        /** A use at {@code time}: the later time wins; a local use makes the entry local. Writes only on change. */
+        /**
+         * A use at {@code time}: the later time wins; a local use makes the entry local. Writes only on
+         * change. The time is stored with release semantics, not as a volatile store: it publishes nothing
+         * else, and a full fence per node of the path is what a refresh would otherwise pay most for.
+         */
         void touch(long time, boolean fromRemote) {
             if (lastAccess < time) {
-                lastAccess = time;
+                LAST_ACCESS.setRelease(this, time);
             }
             if (!fromRemote && remote) {
                 remote = false;

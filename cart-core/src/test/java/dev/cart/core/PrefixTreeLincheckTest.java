@@ -7,6 +7,8 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.jetbrains.kotlinx.lincheck.Actor;
+import org.jetbrains.kotlinx.lincheck.execution.ExecutionScenario;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
@@ -97,5 +99,39 @@ public class PrefixTreeLincheckTest {
                 .threads(2)
                 .actorsPerThread(3)
                 .check(PrefixTreeLincheckTest.class);
+    }
+
+    /**
+     * One scenario, checked for every interleaving the model checker tries: a match walks a branch that
+     * {@code forgetBranches} drops node by node (r0 holds [1 2][3 4][8 9], r1 [1 2][3 4]; dropping r0's
+     * branches off [1 2 5 6] after its first block takes r0 from [8 9], which goes, then from [3 4]). A
+     * match that saw [3 4] before and [8 9] after would answer r0=4, in neither the tree of before (r0=6)
+     * nor that of after (r0=2): the version check of the match's second look is what walks it again.
+     */
+    @Test
+    void modelCheckingMatchDuringForget() throws NoSuchMethodException {
+        ExecutionScenario scenario = new ExecutionScenario(
+                List.of(act("insert", 4, 0), act("insert", 2, 0), act("insert", 0, 1)),
+                List.of(List.of(act("forgetBranches", 2, 0, 1)), List.of(act("match", 4))),
+                List.of(),
+                null);
+        new ModelCheckingOptions()
+                .iterations(0)
+                .invocationsPerIteration(500)
+                .addCustomScenario(scenario)
+                .check(PrefixTreeLincheckTest.class);
+    }
+
+    private static Actor act(String operation, Object... args) throws NoSuchMethodException {
+        Class<?>[] types = new Class<?>[args.length];
+        java.util.Arrays.fill(types, int.class);
+        return new Actor(
+                PrefixTreeLincheckTest.class.getMethod(operation, types),
+                List.of(args),
+                false,
+                false,
+                false,
+                false,
+                false);
     }
 }
