@@ -49,7 +49,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(
         value = 1,
-        jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
+        jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
 public class TreeBenchmark {
 
     @State(Scope.Benchmark)
