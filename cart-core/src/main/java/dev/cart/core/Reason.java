@@ -27,9 +27,12 @@ public enum Reason {
      */
     MODEL_NOT_SERVED;
 
+    // Made once: every decision's log line and metric label asks for it.
+    private final String code = name().toLowerCase(Locale.ROOT);
+
     /** Lower-case code used in logs and metrics, e.g. {@code cache_hit}. */
     public String code() {
-        return name().toLowerCase(Locale.ROOT);
+        return code;
     }
 
     /** The same as {@link #code()}: a reason prints as logs and metrics show it. */

@@ -1,13 +1,10 @@
 package dev.cart.extract;
 
-import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
-import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.TreeWorkload;
-import dev.cart.policy.Policies;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.net.URL;
@@ -15,7 +12,6 @@ import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.function.LongSupplier;
@@ -138,22 +134,7 @@ public final class PairedCpuTiming {
         }
 
         private static Router router() {
-            TreeWorkload w = new TreeWorkload(42);
-            ManagedReplicaSet.Builder b = ManagedReplicaSet.builder();
-            for (int i = 0; i < TreeWorkload.REPLICAS; i++) {
-                b.add(new ReplicaSpec("http://replica-" + i + ":8000", 1 << 20, 0));
-            }
-            ManagedReplicaSet set = b.build();
-            Router r = Router.builder()
-                    .replicas(set)
-                    .policy(Policies.cacheAware())
-                    .keyFormat(PromptKey.Unit.CHARS, PromptKey.DEFAULT_BLOCK_CHARS)
-                    .evictionInterval(Duration.ZERO)
-                    .build();
-            for (int k = 0; k < TreeWorkload.KEYS; k++) {
-                r.record(w.keys[k], set.replicas().get(k % TreeWorkload.REPLICAS));
-            }
-            return r;
+            return WorkloadRouter.build(new TreeWorkload(42));
         }
 
         @Override

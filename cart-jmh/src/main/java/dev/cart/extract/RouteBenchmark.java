@@ -1,14 +1,9 @@
 package dev.cart.extract;
 
-import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.PromptKey;
-import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.TreeWorkload;
-import dev.cart.policy.Policies;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -71,20 +66,7 @@ public class RouteBenchmark {
 
     @Setup(Level.Iteration)
     public void router() {
-        ManagedReplicaSet.Builder replicas = ManagedReplicaSet.builder();
-        for (int i = 0; i < TreeWorkload.REPLICAS; i++) {
-            replicas.add(new ReplicaSpec("http://replica-" + i + ":8000", 1 << 20, 0));
-        }
-        ManagedReplicaSet set = replicas.build();
-        router = Router.builder()
-                .replicas(set)
-                .policy(Policies.cacheAware())
-                .keyFormat(PromptKey.Unit.CHARS, PromptKey.DEFAULT_BLOCK_CHARS)
-                .evictionInterval(Duration.ZERO)
-                .build();
-        for (int k = 0; k < TreeWorkload.KEYS; k++) {
-            router.record(workload.keys[k], set.replicas().get(k % TreeWorkload.REPLICAS));
-        }
+        router = WorkloadRouter.build(workload);
     }
 
     @TearDown(Level.Iteration)

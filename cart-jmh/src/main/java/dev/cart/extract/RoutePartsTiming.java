@@ -2,20 +2,16 @@ package dev.cart.extract;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
-import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.TreeOps;
 import dev.cart.core.TreeWorkload;
-import dev.cart.policy.Policies;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Arrays;
 
 /**
@@ -62,20 +58,7 @@ public final class RoutePartsTiming {
         PromptKey key = extractor.extract(Endpoint.CHAT_COMPLETIONS, body).key();
 
         TreeWorkload w = new TreeWorkload(42);
-        ManagedReplicaSet.Builder rb = ManagedReplicaSet.builder();
-        for (int i = 0; i < TreeWorkload.REPLICAS; i++) {
-            rb.add(new ReplicaSpec("http://replica-" + i + ":8000", 1 << 20, 0));
-        }
-        ManagedReplicaSet set = rb.build();
-        Router router = Router.builder()
-                .replicas(set)
-                .policy(Policies.cacheAware())
-                .keyFormat(PromptKey.Unit.CHARS, PromptKey.DEFAULT_BLOCK_CHARS)
-                .evictionInterval(Duration.ZERO)
-                .build();
-        for (int k = 0; k < TreeWorkload.KEYS; k++) {
-            router.record(w.keys[k], set.replicas().get(k % TreeWorkload.REPLICAS));
-        }
+        Router router = WorkloadRouter.build(w);
         TreeOps tree = new TreeOps(w, key);
 
         String[] names = {
