@@ -108,7 +108,7 @@ final class DecisionLog {
                     .append(
                             passThrough && decision.routed()
                                     ? ProxyMetrics.PASS_THROUGH
-                                    : ProxyMetrics.reasonCode(decision.reason()))
+                                    : decision.reason().code())
                     .append(" replica=")
                     .append(
                             decision.replica() == null

@@ -161,18 +161,14 @@ final class ProxyMetrics implements AutoCloseable {
                 .register(registry);
     }
 
-    /** {@link Reason#code()} by ordinal: made once, not lower-cased again per request. */
-    private static final String[] REASON_CODES =
-            java.util.Arrays.stream(Reason.values()).map(Reason::code).toArray(String[]::new);
-
-    /** {@link Outcome}'s labels by ordinal (its name in lower case). */
+    /** {@link Outcome}'s labels by ordinal (its name in lower case), made once rather than per request. */
     private static final String[] OUTCOME_LABELS = java.util.Arrays.stream(dev.cart.core.Outcome.values())
             .map(o -> o.name().toLowerCase(java.util.Locale.ROOT))
             .toArray(String[]::new);
 
-    /** The same as {@code r.code()}, without making the string again. */
-    static String reasonCode(Reason r) {
-        return REASON_CODES[r.ordinal()];
+    /** The outcome label of a lease's end: its name in lower case. */
+    static String outcomeLabel(dev.cart.core.Outcome o) {
+        return OUTCOME_LABELS[o.ordinal()];
     }
 
     /** The endpoint label for a path: the path itself for the proxy's known endpoints, else "other". */
@@ -306,7 +302,7 @@ final class ProxyMetrics implements AutoCloseable {
      */
     void decision(RouteDecision d, boolean passThrough) {
         String replica = d.routed() ? d.replica().id() : NONE;
-        String reason = passThrough && d.routed() ? PASS_THROUGH : reasonCode(d.reason());
+        String reason = passThrough && d.routed() ? PASS_THROUGH : d.reason().code();
         counter(
                         "cart.decisions",
                         "Routing decisions by reason and chosen replica",
@@ -386,7 +382,7 @@ final class ProxyMetrics implements AutoCloseable {
                         "replica",
                         replica,
                         "outcome",
-                        OUTCOME_LABELS[c.outcome().ordinal()],
+                        outcomeLabel(c.outcome()),
                         "status",
                         statusClass(c.status()))
                 .increment();

@@ -50,11 +50,11 @@ class MetricsTest {
         return last[0];
     }
 
-    /** The labels made once per reason and outcome are the ones made per request before. */
+    /** The labels made once per outcome are the ones made per request before: the name in lower case. */
     @Test
-    void reasonAndOutcomeLabelsAreTheirCodes() {
-        for (dev.cart.core.Reason r : dev.cart.core.Reason.values()) {
-            assertEquals(r.code(), ProxyMetrics.reasonCode(r));
+    void outcomeLabelsAreTheirLowerCaseNames() {
+        for (dev.cart.core.Outcome o : dev.cart.core.Outcome.values()) {
+            assertEquals(o.name().toLowerCase(java.util.Locale.ROOT), ProxyMetrics.outcomeLabel(o));
         }
     }
 
