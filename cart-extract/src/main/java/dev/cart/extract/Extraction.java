@@ -95,7 +95,9 @@ final class Extraction {
         this.tools = new Segment(256);
         this.functions = new Segment(16);
         this.system = new Segment(256);
-        this.main = new Segment(Math.min(body.length, 1 << 16));
+        // the messages' long runs of plain text stay in the body (see Segment): the own text is the roles,
+        // escapes and short strings, often a small part of the body; a second chunk is sized to the rest
+        this.main = new Segment(Math.min(body.length >> 2, 1 << 10));
         this.in = new JsonCursor(factory, body, opts.maxNestingDepth());
         this.dialect = switch (endpoint) {
             case CHAT_COMPLETIONS -> new ChatDialect(this, in, opts);

@@ -7,21 +7,24 @@ import java.nio.ByteOrder;
 /**
  * Decodes a JSON string straight from the request body into a {@link Segment}, in the key's byte form
  * ({@link Cesu8}), so that prompt text reaches the key builder as bytes without a detour through
- * Jackson's char buffers or through chars at all.
+ * Jackson's char buffers or through chars at all, and its long plain runs without a copy.
  *
  * <p>How: from the opening quote, runs of bytes that are neither a quote, a backslash, a control
- * character nor the lead byte of a four-byte sequence are found eight bytes at a time and copied as they
- * are: UTF-8 up to U+FFFF is already CESU-8. An escape ({@code \n}, {@code \"}, a backslash-u escape, a
- * surrogate pair as two of them) becomes the bytes of its char; a four-byte sequence (an emoji) becomes
- * its two surrogates, three bytes each. The units are exactly those Jackson's {@code getText} would give.
- * A string's length in units is its bytes less its continuation bytes, counted eight at a time as the
- * words that hold them are copied. Anything this decoder does not accept (a raw control character, an
- * unknown escape, a malformed four-byte sequence, a string that does not end) leaves the segment as it was
+ * character nor the lead byte of a four-byte sequence are found eight bytes at a time (sixteen while they
+ * are ASCII), and not copied: UTF-8 up to U+FFFF is already CESU-8, so a run of {@link #MIN_REF} bytes or
+ * more enters the segment as a reference to the body's bytes, which the key builder hashes where they
+ * stand; a shorter one is copied into the segment's own chunk, where consecutive short runs and escapes
+ * make one piece. An escape ({@code \n}, {@code \"}, a backslash-u escape, a surrogate pair as two of
+ * them) becomes the bytes of its char; a four-byte sequence (an emoji) becomes its two surrogates, three
+ * bytes each. The units are exactly those Jackson's {@code getText} would give. A run's length in units
+ * is its bytes less its continuation bytes, counted eight at a time. Anything this decoder does not
+ * accept (a raw control character, an unknown escape, a malformed four-byte sequence, a string that does
+ * not end, non-ASCII in the body's last eight bytes) leaves the segment as it was ({@link Segment#mark})
  * and returns -1: the caller then reads the string through Jackson, which reports the error as it always
  * has. What it accepts is what Jackson accepts, so the parser is told the string is read ({@link
  * BodyParser#stringRead}) and does not scan it a second time. Its UTF-8 is checked as strictly as {@link
- * Utf8#isValid} checks it, a word at a time as it is copied ({@link #utf8Step}; a string with an invalid
- * sequence is declined), so the strings it copied need no check of their own.
+ * Utf8#isValid} checks it, a word at a time as it is scanned ({@link #utf8Step}; a string with an invalid
+ * sequence is declined), so the strings it read need no check of their own.
  * Stateless and thread-safe.
  */
 final class JsonText {
@@ -29,8 +32,12 @@ final class JsonText {
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final long ONES = 0x0101010101010101L;
     private static final long HIGH = 0x8080808080808080L;
-    /** Room reserved up front: most strings are shorter; longer ones grow the buffer geometrically. */
-    private static final int FIRST_RESERVE = 4096;
+    /**
+     * The shortest run appended by reference rather than copied: each piece costs the key builder a call
+     * and, where it starts or ends inside a block, a copy of that block's part, so short runs are cheaper
+     * copied.
+     */
+    static final int MIN_REF = 128;
 
     /** The char of each one-letter escape ({@code \\n} and the like) by its letter; 0 for the others. */
     private static final byte[] SIMPLE = new byte[128];
@@ -51,34 +58,47 @@ final class JsonText {
     /**
      * Appends the text of the JSON string whose opening quote is {@code b[quote]} to {@code out}; returns
      * the offset of its closing quote, or -1 (and {@code out} unchanged) when the string is left to
-     * Jackson. Bytes are written past the segment's end (at least 16 bytes of room before each step, which
-     * writes at most eight) and committed at the closing quote.
+     * Jackson. Runs of plain bytes are scanned, not copied: one of {@link #MIN_REF} bytes or more enters
+     * {@code out} as a reference to {@code b}, a shorter one as a copy; an escape or a four-byte sequence
+     * enters as the bytes of its chars.
      */
     static int decode(byte[] b, int quote, Segment out) {
         int n = b.length;
         if (quote < 0 || quote >= n || b[quote] != '"') {
             return -1;
         }
-        int i = quote + 1;
-        byte[] o = out.reserve(Math.min(n - i, FIRST_RESERVE) + 16);
-        int start = out.byteLength();
-        int at = start;
-        int cont = 0; // continuation bytes written: the text's units are its bytes less these
+        out.mark();
+        int end = decodeFrom(b, quote + 1, out);
+        if (end < 0) {
+            out.reset();
+        }
+        return end;
+    }
+
+    /** {@link #decode} past the opening quote; on -1 the caller drops what was appended. */
+    private static int decodeFrom(byte[] b, int from, Segment out) {
+        int n = b.length;
+        int i = from;
+        int run = i; // the plain run not yet appended starts here
+        int cont = 0; // continuation bytes of the run: its units are its bytes less these
         long state = 0; // what the UTF-8 of the words so far leaves for the next word (see utf8Step)
+        // own bytes (short runs, escapes) go straight into the segment's chunk, committed in one go
+        byte[] o = out.chunk();
+        int at = out.fill();
+        int units = 0; // units written at o from out.fill() to at, not yet committed
         while (true) {
-            if (o.length - at < 16) {
-                o = out.grow(at, Math.min(n - i, o.length) + 16);
+            while (i + 16 <= n && state == 0) {
+                // plain ASCII two words at a time: the one test of the loop
+                if ((specialOrHigh((long) LONGS.get(b, i)) | specialOrHigh((long) LONGS.get(b, i + 8))) != 0) {
+                    break;
+                }
+                i += 16;
             }
             while (i + 8 <= n) {
-                if (o.length - at < 16) {
-                    o = out.grow(at, Math.min(n - i, o.length) + 16);
-                }
                 long w = (long) LONGS.get(b, i);
-                LONGS.set(o, at, w); // all eight; only those before the first stop byte count
                 long m = specialOrHigh(w);
-                if ((m | state) == 0) { // plain ASCII: the one test of the loop
+                if ((m | state) == 0) {
                     i += 8;
-                    at += 8;
                     continue;
                 }
                 m = special(w) | fourByteLeads(w);
@@ -90,10 +110,9 @@ final class JsonText {
                     }
                     cont += Long.bitCount(w & ~(w << 1) & HIGH);
                     i += 8;
-                    at += 8;
                     continue;
                 }
-                // a stop byte in this word: copy up to it
+                // a stop byte in this word: the run ends at it
                 int k = Long.numberOfTrailingZeros(m) >>> 3;
                 w &= (1L << (k << 3)) - 1; // the bytes before the stop (none when k is 0)
                 if (((w & HIGH) | state) != 0) {
@@ -105,22 +124,41 @@ final class JsonText {
                     cont += Long.bitCount(w & ~(w << 1) & HIGH);
                 }
                 i += k;
-                at += k;
                 break;
             }
             while (i < n && plain(b[i])) {
-                byte v = b[i++];
-                if (v < 0) {
+                if (b[i] < 0) {
                     return -1; // non-ASCII in the body's last bytes: left to Jackson and the body's check
                 }
-                o[at++] = v;
+                i++;
             }
             if (i >= n || state != 0) {
                 return -1;
             }
+            int len = i - run;
+            int copy = len;
+            if (len >= MIN_REF) {
+                out.wrote(at, units);
+                units = 0;
+                out.addRef(b, run, len, len - cont);
+                at = out.fill();
+                copy = 0;
+            }
+            if (o.length - at < copy + 6) { // the run and the bytes of an escape or a four-byte sequence
+                out.wrote(at, units);
+                units = 0;
+                o = out.room(copy + 6, n - i);
+                at = out.fill();
+            }
+            if (copy > 0) {
+                System.arraycopy(b, run, o, at, copy);
+                at += copy;
+                units += copy - cont;
+            }
+            cont = 0;
             int c = b[i] & 0xFF;
             if (c == '"') {
-                out.commit(at, at - start - cont);
+                out.wrote(at, units);
                 return i;
             }
             if (c >= 0xF0) {
@@ -140,7 +178,7 @@ final class JsonText {
                 }
                 at = Cesu8.encode(o, at, Character.highSurrogate(cp));
                 at = Cesu8.encode(o, at, Character.lowSurrogate(cp));
-                cont += 4;
+                units += 2;
                 i += 4;
             } else if (c == '\\' && i + 1 < n) {
                 int e = b[i + 1];
@@ -149,22 +187,23 @@ final class JsonText {
                     // the common escapes by table, not by a switch whose jump the CPU cannot predict
                     o[at++] = (byte) simple;
                     i += 2;
-                    continue;
-                }
-                int ch = escape(b, i);
-                if (ch < 0) {
-                    return -1;
-                }
-                if (ch < 0x80) {
-                    o[at++] = (byte) ch;
                 } else {
-                    at = Cesu8.encode(o, at, (char) ch);
-                    cont += ch < 0x800 ? 1 : 2;
+                    int ch = escape(b, i);
+                    if (ch < 0) {
+                        return -1;
+                    }
+                    if (ch < 0x80) {
+                        o[at++] = (byte) ch;
+                    } else {
+                        at = Cesu8.encode(o, at, (char) ch);
+                    }
+                    i += b[i + 1] == 'u' ? 6 : 2;
                 }
-                i += b[i + 1] == 'u' ? 6 : 2;
+                units++;
             } else {
                 return -1; // a raw control character: Jackson's error
             }
+            run = i;
         }
     }
 

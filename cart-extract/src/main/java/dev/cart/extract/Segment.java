@@ -5,48 +5,77 @@ import java.io.Writer;
 import java.util.Arrays;
 
 /**
- * A growable run of key text with the message boundaries inside it.
+ * A run of key text with the message boundaries inside it, held as pieces: byte ranges of the request
+ * body itself, and of the segment's own chunks for the text that is not in the body as it stands.
  *
  * <p>Design: a key's sections (tools, system, messages) must enter the key in a fixed order, but JSON
  * objects have no order, so {@code messages} often arrives before {@code model} and {@code tools} (the
  * OpenAI Python SDK writes it first). Each section is therefore written into its own segment and the
  * segments are replayed into the {@link PromptKey.Builder} at the end, in long runs.
  *
- * <p>Storage is the key's own byte form, {@link Cesu8} (one to three bytes per UTF-16 unit), in one
- * array, and {@link PromptKey.Builder#appendCesu8} hashes it from there (whole ASCII blocks without a
- * copy). Lengths and boundaries are counted in UTF-16 units, as the key counts them; each boundary also
- * remembers its byte offset. {@link JsonText} copies a string's UTF-8 from the request body straight in;
- * {@link #addUtf8} does the same for {@link Utf8Builder}'s text (four-byte sequences rewritten as their two
- * surrogates).
+ * <p>Text is in the key's own byte form, {@link Cesu8} (one to three bytes per UTF-16 unit), and {@link
+ * PromptKey.Builder#appendCesu8} hashes it from wherever it is (whole ASCII blocks without a copy). UTF-8
+ * up to U+FFFF is already CESU-8, so the long runs of a JSON string that hold no escape and no four-byte
+ * sequence are not copied at all: {@link JsonText} records them as {@linkplain #addRef references} to the
+ * body's bytes, which must then stay unchanged until the segment is replayed (an extraction replays its
+ * segments before it returns). Everything else (delimiters, roles, escapes decoded, short runs, canonical
+ * JSON) is written into the segment's own chunks: a chunk that is full is followed by a new one, twice its
+ * size, and never copied, so nothing a segment holds is copied as it grows. Consecutive writes into one
+ * chunk extend one piece, so a message's text is replayed in as few calls as the body allows.
  *
- * <p>It is a {@link Writer} so that {@code JsonParser.getText(Writer)} can stream a long string value
- * into it segment by segment, without first joining Jackson's buffers into one array or String.
- * Not thread-safe; owned by one extraction.
+ * <p>Lengths and boundaries are counted in UTF-16 units, as the key counts them; a boundary is kept as
+ * the number of pieces before it. {@link #addUtf8} copies {@link Utf8Builder}'s text (four-byte sequences
+ * rewritten as their two surrogates). It is a {@link Writer} so that {@code JsonParser.getText(Writer)}
+ * can stream a long string value into it segment by segment, without first joining Jackson's buffers
+ * into one array or String. Not thread-safe; owned by one extraction.
  */
 final class Segment extends Writer {
 
-    /** The text as CESU-8. */
-    private byte[] buf;
-    /** Bytes of {@link #buf} in use. */
-    private int byteLen;
+    /** The array each piece's bytes are in: the body or one of the segment's chunks. */
+    private byte[][] srcs = NO_SRCS;
+    /** Per piece: offset, length in bytes, length in units. */
+    private int[] spans = NO_INTS;
+
+    private int pieces;
+    /** Whether the last piece ends at {@link #fill()} in {@link #chunk}, so that own writes extend it. */
+    private boolean open;
+
+    /** The chunk own text is written into, and its bytes in use. */
+    private byte[] chunk = NO_BYTES;
+
+    private int fill;
     /** UTF-16 units of the text. */
     private int units;
 
-    /** Message boundaries: the unit offset and the byte offset of each. */
+    /** Message boundaries: the unit offset and the number of pieces before each. */
     private int[] boundUnits = NO_INTS;
 
-    private int[] boundBytes = NO_INTS;
+    private int[] boundPieces = NO_INTS;
     private int boundCount;
 
-    /** The first allocation's size: arrays are made on first use, as most sections of a body stay empty. */
+    /** State saved by {@link #mark()}. */
+    private int markPieces;
+
+    private int markLastLen;
+    private int markLastUnits;
+    private boolean markOpen;
+    private byte[] markChunk;
+    private int markFill;
+    private int markUnits;
+    private int markBounds;
+
+    /** The first chunk's size: chunks are made on first use, as most sections of a body stay empty. */
     private final int initialCapacity;
 
+    /** The largest chunk made to double the one before (a larger write gets a chunk of its own size). */
+    private static final int MAX_CHUNK = 1 << 16;
+
     private static final byte[] NO_BYTES = new byte[0];
+    private static final byte[][] NO_SRCS = new byte[0][];
     private static final int[] NO_INTS = new int[0];
 
     Segment(int initialCapacity) {
         this.initialCapacity = Math.max(16, initialCapacity);
-        buf = NO_BYTES;
     }
 
     /** Length in UTF-16 units. */
@@ -58,30 +87,130 @@ final class Segment extends Writer {
         return units == 0;
     }
 
-    /** Length in bytes. */
-    int byteLength() {
-        return byteLen;
-    }
-
-    private byte[] ensure(int extra) {
-        int need = byteLen + extra;
-        if (need < 0) {
+    /**
+     * The chunk, with room for {@code extra} more bytes at {@link #fill()}: a writer fills it from there
+     * and then calls {@link #wrote}. A new chunk when the current one lacks the room: the first of the
+     * segment's initial capacity, a later one twice the size of the one before, or {@code hint} bytes (up to
+     * {@link #MAX_CHUNK}) when the writer expects that many more.
+     */
+    byte[] room(int extra, int hint) {
+        if (extra < 0) {
             throw new OutOfMemoryError("key segment too large");
         }
-        if (need > buf.length) {
-            buf = Arrays.copyOf(buf, Math.max(Math.max(need, initialCapacity), buf.length + (buf.length >> 1)));
+        if (chunk.length - fill >= extra) {
+            return chunk;
         }
-        return buf;
+        int size = chunk.length == 0 ? initialCapacity : Math.min(MAX_CHUNK, Math.max(chunk.length << 1, hint));
+        chunk = new byte[Math.max(size, extra)];
+        fill = 0;
+        open = false;
+        return chunk;
+    }
+
+    private byte[] room(int extra) {
+        return room(extra, 0);
+    }
+
+    /** The chunk own text is being written into (see {@link #room}). */
+    byte[] chunk() {
+        return chunk;
+    }
+
+    /** Where the next own byte goes in {@link #chunk()}. */
+    int fill() {
+        return fill;
+    }
+
+    /** Makes the bytes written into the chunk from {@link #fill()} to {@code end}, {@code added} units, text. */
+    void wrote(int end, int added) {
+        int len = end - fill;
+        if (len == 0) {
+            return;
+        }
+        if (open) {
+            int s = 3 * (pieces - 1);
+            spans[s + 1] += len;
+            spans[s + 2] += added;
+        } else {
+            piece(chunk, fill, len, added);
+            open = true;
+        }
+        fill = end;
+        units += added;
+    }
+
+    private void piece(byte[] src, int off, int len, int n) {
+        if (pieces == srcs.length) {
+            int cap = Math.max(8, pieces * 2);
+            srcs = Arrays.copyOf(srcs, cap);
+            spans = Arrays.copyOf(spans, 3 * cap);
+        }
+        srcs[pieces] = src;
+        int s = 3 * pieces++;
+        spans[s] = off;
+        spans[s + 1] = len;
+        spans[s + 2] = n;
+    }
+
+    /**
+     * Appends {@code src[off, off + len)}, CESU-8 holding {@code n} units, by reference: the bytes are read
+     * when the segment is replayed, and must not change until then.
+     */
+    void addRef(byte[] src, int off, int len, int n) {
+        if (len == 0) {
+            return;
+        }
+        piece(src, off, len, n);
+        open = false;
+        units += n;
+    }
+
+    /** Appends a copy of {@code src[off, off + len)}, CESU-8 holding {@code n} units. */
+    void addCopy(byte[] src, int off, int len, int n) {
+        byte[] b = room(len);
+        System.arraycopy(src, off, b, fill, len);
+        wrote(fill + len, n);
+    }
+
+    /** Saves the segment's state, to which {@link #reset()} returns (one mark at a time). */
+    void mark() {
+        markPieces = pieces;
+        if (pieces > 0) {
+            markLastLen = spans[3 * pieces - 2];
+            markLastUnits = spans[3 * pieces - 1];
+        }
+        markOpen = open;
+        markChunk = chunk;
+        markFill = fill;
+        markUnits = units;
+        markBounds = boundCount;
+    }
+
+    /** Returns to the state of the last {@link #mark()}: what was appended since is dropped. */
+    void reset() {
+        Arrays.fill(srcs, markPieces, pieces, null);
+        pieces = markPieces;
+        if (pieces > 0) {
+            spans[3 * pieces - 2] = markLastLen;
+            spans[3 * pieces - 1] = markLastUnits;
+        }
+        open = markOpen;
+        chunk = markChunk;
+        fill = markFill;
+        units = markUnits;
+        boundCount = markBounds;
+        markChunk = null;
     }
 
     Segment add(char c) {
-        byte[] b = ensure(3);
+        byte[] b = room(3);
+        int at = fill;
         if (c < 0x80) {
-            b[byteLen++] = (byte) c;
+            b[at++] = (byte) c;
         } else {
-            byteLen = Cesu8.encode(b, byteLen, c);
+            at = Cesu8.encode(b, at, c);
         }
-        units++;
+        wrote(at, 1);
         return this;
     }
 
@@ -99,8 +228,15 @@ final class Segment extends Writer {
     }
 
     private Segment add(CharSequence s, int from, int to) {
-        byte[] b = ensure(3 * (to - from));
-        int at = byteLen;
+        int need = to - from;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (c >= 0x80) {
+                need += c < 0x800 ? 1 : 2;
+            }
+        }
+        byte[] b = room(need);
+        int at = fill;
         for (int i = from; i < to; i++) {
             char c = s.charAt(i);
             if (c < 0x80) {
@@ -109,15 +245,14 @@ final class Segment extends Writer {
                 at = Cesu8.encode(b, at, c);
             }
         }
-        byteLen = at;
-        units += to - from;
+        wrote(at, to - from);
         return this;
     }
 
     /** Appends chars. */
     Segment add(char[] chars, int off, int n) {
-        byte[] b = ensure(3 * n);
-        int at = byteLen;
+        byte[] b = room(3 * n);
+        int at = fill;
         for (int i = off, end = off + n; i < end; i++) {
             char c = chars[i];
             if (c < 0x80) {
@@ -126,38 +261,8 @@ final class Segment extends Writer {
                 at = Cesu8.encode(b, at, c);
             }
         }
-        byteLen = at;
-        units += n;
+        wrote(at, n);
         return this;
-    }
-
-    /**
-     * The buffer, with room for {@code extra} more bytes after {@link #byteLength()}: a writer fills it from
-     * there and then calls {@link #commit} (or leaves the bytes uncommitted, which discards them).
-     */
-    byte[] reserve(int extra) {
-        return ensure(extra);
-    }
-
-    /**
-     * The buffer grown, while a writer of {@link #reserve} is at {@code at} (bytes written but not committed
-     * are kept), to room for at least {@code extra} more bytes from there.
-     */
-    byte[] grow(int at, int extra) {
-        int need = at + extra;
-        if (need < 0) {
-            throw new OutOfMemoryError("key segment too large");
-        }
-        if (need > buf.length) {
-            buf = Arrays.copyOf(buf, Math.max(Math.max(need, initialCapacity), buf.length << 1));
-        }
-        return buf;
-    }
-
-    /** Makes the bytes a writer of {@link #reserve} wrote up to {@code end}, {@code added} units, part of the text. */
-    void commit(int end, int added) {
-        byteLen = end;
-        units += added;
     }
 
     /**
@@ -166,8 +271,8 @@ final class Segment extends Writer {
      * copied as it is but for four-byte sequences, each written as its two surrogates.
      */
     Segment addUtf8(byte[] src, int off, int n) {
-        byte[] b = ensure(n + (n >> 1));
-        int at = byteLen;
+        byte[] b = room(n + (n >> 1));
+        int at = fill;
         int added = 0;
         int end = off + n;
         int i = off;
@@ -195,7 +300,7 @@ final class Segment extends Writer {
                 i += 4;
             }
         }
-        commit(at, added);
+        wrote(at, added);
         return this;
     }
 
@@ -210,10 +315,11 @@ final class Segment extends Writer {
         }
         if (boundCount == boundUnits.length) {
             boundUnits = Arrays.copyOf(boundUnits, Math.max(8, boundCount * 2));
-            boundBytes = Arrays.copyOf(boundBytes, Math.max(8, boundCount * 2));
+            boundPieces = Arrays.copyOf(boundPieces, Math.max(8, boundCount * 2));
         }
         boundUnits[boundCount] = units;
-        boundBytes[boundCount++] = byteLen;
+        boundPieces[boundCount++] = pieces;
+        open = false; // text after the boundary starts a piece of its own
     }
 
     /** Where assembled key text goes: the key builder, the token-mode chunks, or a String for tests. */
@@ -240,26 +346,28 @@ final class Segment extends Writer {
 
     /** Replays the text into {@code key}, calling {@code boundary()} at each recorded offset. */
     void appendTo(Sink key) {
-        int u = 0;
-        int p = 0;
-        for (int k = 0; k < boundCount; k++) {
-            int bu = boundUnits[k];
-            int bb = boundBytes[k];
-            if (bu > u) {
-                key.appendCesu8(buf, p, bb - p, bu - u);
-                u = bu;
-                p = bb;
+        int k = 0;
+        for (int p = 0; p < pieces; p++) {
+            int s = 3 * p;
+            key.appendCesu8(srcs[p], spans[s], spans[s + 1], spans[s + 2]);
+            while (k < boundCount && boundPieces[k] == p + 1) {
+                key.boundary();
+                k++;
             }
-            key.boundary();
-        }
-        if (units > u) {
-            key.appendCesu8(buf, p, byteLen - p, units - u);
         }
     }
 
     /** The text as a String (small segments only: canonical JSON, attributes, token mode). */
     String text() {
-        return Cesu8.toString(buf, 0, byteLen, units);
+        if (pieces == 1) {
+            return Cesu8.toString(srcs[0], spans[0], spans[1], spans[2]);
+        }
+        StringBuilder sb = new StringBuilder(units);
+        for (int p = 0; p < pieces; p++) {
+            int s = 3 * p;
+            sb.append(Cesu8.toString(srcs[p], spans[s], spans[s + 1], spans[s + 2]));
+        }
+        return sb.toString();
     }
 
     // Writer: the target of JsonParser.getText(Writer).

@@ -14,6 +14,8 @@ import java.util.SplittableRandom;
  *       turns mixing English with accented Latin-1 text, CJK, typographic quotes and dashes (raw UTF-8)
  *       and the same characters as JSON unicode escapes, an emoji as a raw 4-byte sequence and as a
  *       surrogate-pair escape; an assistant turn with {@code tool_calls} and a {@code tool} result.</li>
+ *   <li>{@link #bench}: the proxy benchmark's body, a long system message and a long user message of
+ *       plain words.</li>
  * </ul>
  * Both are deterministic (fixed seeds) and about {@code size} bytes long.
  */
@@ -68,6 +70,25 @@ public final class Bodies {
                 + "\"function\":{\"name\":\"lookup\",\"description\":\"Look up an order\",\"parameters\":{\"type\":"
                 + "\"object\",\"properties\":{\"id\":{\"type\":\"string\"}}}}}],\"temperature\":0.2}");
         return sb.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A body of the proxy benchmark's shape ({@code ProxyBench.requests} in examples/bench): a system
+     * message of half the body (one of 16, by {@code variant}), then a user message of plain words of its
+     * own, {@code "stream": false}.
+     */
+    public static byte[] bench(int size, int variant) {
+        SplittableRandom sys = new SplittableRandom(size * 31L + variant % 16);
+        StringBuilder head = new StringBuilder("{\"model\":\"bench\",\"messages\":[{\"role\":\"system\",\"content\":\"")
+                .append("You are assistant number ")
+                .append(variant % 16)
+                .append(". ");
+        words(head, sys, size / 2 - 40, false);
+        head.append("\"},{\"role\":\"user\",\"content\":\"");
+        String tail = "\"}],\"stream\":false,\"max_tokens\":32}";
+        StringBuilder sb = new StringBuilder(size + 64).append(head);
+        words(sb, new SplittableRandom(variant), Math.max(16, size - head.length() - tail.length()), false);
+        return sb.append(tail).toString().getBytes(StandardCharsets.UTF_8);
     }
 
     public static byte[] realistic(int size) {

@@ -13,9 +13,10 @@ import java.util.Arrays;
  * to the builder as they are scanned would still have to do; the replay into nothing is the most such
  * streaming could save of the replay. Also counts what the messages' text is made of: the builder calls
  * the replay makes (ASCII runs and runs holding other characters), the escapes and non-ASCII characters
- * of the body, and the 64-character blocks that hold a character above U+00FF. Uses package-private classes of cart-extract, so
- * it runs against this build's jar only. Run: {@code java -cp cart-jmh/target/benchmarks.jar
- * dev.cart.extract.ExtractPartsTiming realistic 32768 41} (kind plain or realistic, body size, rounds).
+ * of the body, and the 64-character blocks that hold a character above U+00FF; and the bytes each part
+ * allocates per operation. Uses package-private classes of cart-extract, so it runs against this build's
+ * jar only. Run: {@code java -cp cart-jmh/target/benchmarks.jar
+ * dev.cart.extract.ExtractPartsTiming realistic 32768 41} (kind plain, realistic or bench, body size, rounds).
  */
 public final class ExtractPartsTiming {
 
@@ -32,7 +33,11 @@ public final class ExtractPartsTiming {
         String kind = args.length > 0 ? args[0] : "realistic";
         int size = args.length > 1 ? Integer.parseInt(args[1]) : 32_768;
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 41;
-        byte[] body = kind.equals("plain") ? Bodies.plain(size) : Bodies.realistic(size);
+        byte[] body = switch (kind) {
+            case "plain" -> Bodies.plain(size);
+            case "bench" -> Bodies.bench(size, 0);
+            default -> Bodies.realistic(size);
+        };
         ExtractOptions opts = ExtractOptions.defaults();
         PromptExtractor extractor = new PromptExtractor(opts);
         ToolsCache tools = new ToolsCache();
@@ -74,9 +79,13 @@ public final class ExtractPartsTiming {
         };
         int reps = size > 10_000 ? 200 : 2_000;
         double[][] us = new double[ops.length][rounds];
+        long[] allocated = new long[ops.length];
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean sun =
+                mx instanceof com.sun.management.ThreadMXBean s && s.isThreadAllocatedMemorySupported() ? s : null;
         for (int r = -10; r < rounds; r++) { // ten rounds of warm-up, the parts interleaved in each round
             for (int k = 0; k < ops.length; k++) {
+                long a0 = sun == null ? 0 : sun.getCurrentThreadAllocatedBytes();
                 long start = mx.getCurrentThreadCpuTime();
                 for (int i = 0; i < reps; i++) {
                     ops[k].run();
@@ -85,13 +94,18 @@ public final class ExtractPartsTiming {
                 if (r >= 0) {
                     us[k][r] = (end - start) / 1e3 / reps;
                 }
+                if (r == 0 && sun != null) {
+                    allocated[k] = (sun.getCurrentThreadAllocatedBytes() - a0) / reps;
+                }
             }
         }
         System.out.printf("%s %d (%d B), %d rounds; CPU us per operation%n", kind, size, body.length, rounds);
         for (int k = 0; k < ops.length; k++) {
             double[] v = us[k].clone();
             Arrays.sort(v);
-            System.out.printf("  %-44s min %7.2f  median %7.2f%n", names[k], v[0], v[v.length / 2]);
+            System.out.printf(
+                    "  %-44s min %7.2f  median %7.2f  allocated %7d B%n",
+                    names[k], v[0], v[v.length / 2], allocated[k]);
         }
         if (consumed == 42) {
             System.out.println();

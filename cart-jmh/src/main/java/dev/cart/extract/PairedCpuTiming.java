@@ -21,15 +21,19 @@ import java.util.function.LongSupplier;
  * are not comparable: each build's {@code benchmarks.jar} is loaded by a class loader of its own, and
  * their rounds alternate (A B, B A, ...), each timed by the thread's CPU time. Prints, per build, the
  * minimum, median and maximum CPU microseconds per operation, and the median and range of the per-round
- * ratio B/A (each ratio from two rounds run back to back, so both saw the same load). Operations:
+ * ratio B/A (each ratio from two rounds run back to back, so both saw the same load), and the bytes
+ * each build allocates per operation (one round's worth, before the timed rounds). Operations:
  * {@code key} (a key of that many random ASCII characters from their bytes, the path extraction takes:
  * {@code appendCesu8} since the key's byte form is CESU-8, {@code appendLatin1} in builds before it),
  * {@code plain} or {@code realistic} (extraction of a {@link Bodies} chat body of about that size),
  * {@code distinct} (realistic bodies whose tool lists differ from one request to the next: 64 of them in
- * turn, as from many agents, so that no tool list is read from the extractor's cache), and
+ * turn, as from many agents, so that no tool list is read from the extractor's cache), {@code bench} (64
+ * bodies in turn of the proxy benchmark's shape, {@link Bodies#bench}: 2 MB, more than a core's L2, so
+ * that each body is read from memory as a proxy's freshly received body is), and
  * with {@code route} the end-to-end route of {@link CpuTiming}. Uses only the public API and
  * {@link Bodies}, so an older build's jar serves as A (for {@code distinct}, an older build's jar without
- * its own {@code Op} and {@code Bodies} classes, so that both builds use these). Run with a fixed,
+ * its own {@code Op} and {@code Bodies} classes, so that both builds use these; the same for {@code
+ * bench}). Run with a fixed,
  * pre-touched heap: {@code java -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp cart-jmh/target/benchmarks.jar
  * dev.cart.extract.PairedCpuTiming A.jar B.jar realistic 32768 [route] [rounds]}. Without it, the heap
  * grows after the routers are built and every allocation in fresh eden pages first takes a page fault,
@@ -70,6 +74,16 @@ public final class PairedCpuTiming {
             }
         }
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long[] allocated = new long[2];
+        if (mx instanceof com.sun.management.ThreadMXBean sun && sun.isThreadAllocatedMemorySupported()) {
+            for (int j = 0; j < 2; j++) {
+                long a0 = sun.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < reps; i++) {
+                    sink += ops[j].getAsLong();
+                }
+                allocated[j] = (sun.getCurrentThreadAllocatedBytes() - a0) / reps;
+            }
+        }
         double[][] t = new double[2][rounds];
         double[] ratio = new double[rounds];
         for (int r = 0; r < rounds; r++) {
@@ -90,7 +104,7 @@ public final class PairedCpuTiming {
         String load = Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
         System.out.printf(
                 "%s %d%s: A %.2f / %.2f / %.2f us, B %.2f / %.2f / %.2f us (min / median / max), B/A median %.3f"
-                        + " (rounds %.3f-%.3f), %d rounds, load %s%s%n",
+                        + " (rounds %.3f-%.3f), %d rounds, load %s; allocated A %d B, B %d B per operation%s%n",
                 kind,
                 size,
                 route ? " route" : "",
@@ -105,6 +119,8 @@ public final class PairedCpuTiming {
                 ratio[rounds - 1],
                 rounds,
                 load,
+                allocated[0],
+                allocated[1],
                 sink == 42 ? " " : "");
     }
 
@@ -122,13 +138,14 @@ public final class PairedCpuTiming {
             body = key
                     ? TreeWorkload.randomText(new SplittableRandom(1), size).getBytes(StandardCharsets.ISO_8859_1)
                     : kind.equals("plain") ? Bodies.plain(size) : Bodies.realistic(size);
-            bodies = new byte[kind.equals("distinct") ? 64 : 1][];
+            boolean bench = kind.equals("bench");
+            bodies = new byte[kind.equals("distinct") || bench ? 64 : 1][];
             bodies[0] = body;
             for (int v = 1; v < bodies.length; v++) {
-                bodies[v] = Bodies.realistic(size, v);
+                bodies[v] = bench ? Bodies.bench(size, v) : Bodies.realistic(size, v);
             }
             if (bodies.length > 1) {
-                bodies[0] = Bodies.realistic(size, 0);
+                bodies[0] = bench ? Bodies.bench(size, 0) : Bodies.realistic(size, 0);
             }
             router = route ? router() : null;
         }

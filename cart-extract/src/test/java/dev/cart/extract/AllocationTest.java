@@ -1,0 +1,55 @@
+package dev.cart.extract;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What an extraction allocates does not grow with the body's plain text: long runs of a message are hashed
+ * from the body where they stand, not copied into a buffer of the body's size. Counted by the thread's
+ * allocated bytes (HotSpot), so independent of the machine's speed.
+ */
+class AllocationTest {
+
+    @Test
+    void plainTextIsNotCopied() throws Exception {
+        assumeTrue(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
+                && t.isThreadAllocatedMemorySupported());
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+        byte[] body = body(64 * 1024);
+        for (int i = 0; i < 20; i++) { // class loading, the parser's buffer pool
+            x.extract(Endpoint.CHAT_COMPLETIONS, body);
+        }
+        long least = Long.MAX_VALUE;
+        for (int i = 0; i < 5; i++) {
+            long before = mx.getCurrentThreadAllocatedBytes();
+            ExtractedRequest r = x.extract(Endpoint.CHAT_COMPLETIONS, body);
+            least = Math.min(least, mx.getCurrentThreadAllocatedBytes() - before);
+            assertEquals(body.length - 200, r.key().length(), 200);
+        }
+        // the key's own arrays (8 bytes per 64-character block, twice: builder and key) and the parser's
+        // objects; a copy of the text would be 64 KB more
+        assertTrue(least < body.length / 2, least + " bytes allocated for a body of " + body.length);
+    }
+
+    /** A system message and a user message of plain words, about {@code size} bytes, as the proxy benchmark's. */
+    private static byte[] body(int size) {
+        SplittableRandom rnd = new SplittableRandom(1);
+        String[] words = {"the", "of", "prompt", "cache", "and", "a", "replica", "to", "route"};
+        StringBuilder sb = new StringBuilder("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"");
+        while (sb.length() < size / 2) {
+            sb.append(words[rnd.nextInt(words.length)]).append(' ');
+        }
+        sb.append("\"},{\"role\":\"user\",\"content\":\"");
+        while (sb.length() < size - 64) {
+            sb.append(words[rnd.nextInt(words.length)]).append(' ');
+        }
+        return sb.append("\"}],\"stream\":false}").toString().getBytes(StandardCharsets.UTF_8);
+    }
+}
