@@ -3,6 +3,7 @@ package dev.cart.proxy;
 import com.sun.net.httpserver.Headers;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelDuplexHandler;
@@ -56,7 +57,6 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -136,6 +136,18 @@ final class NettyFront implements Front {
      * scanned) on {@link #extractionPool} rather than on the event loop.
      */
     static final int OFFLOAD_BYTES = 64 * 1024;
+
+    /**
+     * The chunks of an answer that arrive in one read from the replica are written to the client as one chunk
+     * while together they are at most this size; larger ones go out as they came, uncopied.
+     */
+    static final int GATHER_BYTES = 8 * 1024;
+
+    /**
+     * How many of the client's buffers a request body keeps as they are (retained) before it is copied into one
+     * buffer of its own: a body trickled in many small reads holds no more than this many of the client's buffers.
+     */
+    static final int BODY_PIECES = 16;
 
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
@@ -381,8 +393,17 @@ final class NettyFront implements Front {
 
         private int status = -1;
         private BodyBudget.Grant grant;
-        /** The request body read so far: its first {@link #bodyLength} bytes. */
-        private byte[] body;
+        /*
+         * The request body read so far (bodyLength bytes): the client's buffers as Netty decoded them,
+         * retained, not copied (as HttpObjectAggregator does), while they are at most BODY_PIECES; beyond that (a
+         * body trickled in many small reads) one buffer of the channel's allocator they are copied into, which then
+         * grows by doubling. So a body is copied once, into the array the core reads (extraction takes a byte[]),
+         * and the request's first send to a replica is written from these (direct) buffers as they are: no heap
+         * copy of it to encode, none into a direct buffer for the socket. The connection owns it until that
+         * send takes it; released when the request ends otherwise (refused, the client gone, an answer without a
+         * send). A retry sends the core's array.
+         */
+        private ByteBuf body;
 
         private int bodyLength;
         private Forwarder.Exchange exchange;
@@ -604,7 +625,6 @@ final class NettyFront implements Front {
                             + req.protocolVersion().text().length()
                             + 2);
             plan = core.plan(rh, Integer.MAX_VALUE, false);
-            boolean hasBody = HttpUtil.isContentLengthSet(req) || HttpUtil.isTransferEncodingChunked(req);
             if (plan instanceof ProxyCore.Own own) {
                 phase = Phase.DISCARD;
                 // an answer before a body the client waits to send (Expect: 100-continue) ends the connection
@@ -627,9 +647,7 @@ final class NettyFront implements Front {
                 ctx.writeAndFlush(new DefaultFullHttpResponse(
                         HttpVersion.HTTP_1_1, HttpResponseStatus.CONTINUE, Unpooled.EMPTY_BUFFER));
             }
-            // a declared length up to the initial capacity is read into an array of exactly that size, which is
-            // the body then: no copy but the one from the socket's buffer
-            body = new byte[(int) Math.min(hasBody && declared >= 0 ? declared : 8192, JdkFront.INITIAL_BODY_CAPACITY)];
+            dropBody();
             bodyLength = 0;
             phase = Phase.BODY;
         }
@@ -670,6 +688,7 @@ final class NettyFront implements Front {
             ProxyCore.Proxied p = (ProxyCore.Proxied) plan;
             if (content.decoderResult().isFailure()) {
                 phase = Phase.DISCARD;
+                dropBody();
                 writeAnswer(core.badBody(p), true, true);
                 return;
             }
@@ -677,27 +696,26 @@ final class NettyFront implements Front {
             int n = buf.readableBytes();
             if (bodyLength + (long) n > core.maxBodyBytes()) {
                 phase = Phase.DISCARD;
+                dropBody();
                 writeAnswer(core.tooLarge(p), true, true);
                 return;
             }
             if (!grant.take(n)) {
                 phase = Phase.DISCARD;
+                dropBody();
                 writeAnswer(budget.exhausted(p), true, true);
                 return;
             }
             if (n > 0) {
-                if (bodyLength + n > body.length) {
-                    body = Arrays.copyOf(
-                            body, (int) Math.min(core.maxBodyBytes(), Math.max(2L * body.length, bodyLength + n)));
-                }
-                buf.readBytes(body, bodyLength, n);
-                bodyLength += n;
+                addToBody(buf, n);
             }
             if (last) {
                 requestRead();
                 phase = Phase.ANSWER;
-                byte[] bytes = bodyLength == body.length ? body : Arrays.copyOf(body, bodyLength);
-                body = null;
+                byte[] bytes = new byte[bodyLength];
+                if (bodyLength > 0) {
+                    body.getBytes(body.readerIndex(), bytes);
+                }
                 if (bytes.length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
                     prepared(core.prepare(p, bytes));
                     return;
@@ -731,6 +749,52 @@ final class NettyFront implements Front {
                             true);
                 }
             }
+        }
+
+        /**
+         * Adds {@code n} bytes of the client's buffer to {@link #body}: the buffer itself, retained, while the body
+         * has fewer than {@link #BODY_PIECES} of them; past that, all in one buffer that grows by doubling.
+         */
+        private void addToBody(ByteBuf buf, int n) {
+            ByteBuf b = body;
+            if (b == null) {
+                body = ctx.alloc().compositeDirectBuffer(BODY_PIECES).addComponent(true, buf.retain());
+            } else if (b instanceof CompositeByteBuf pieces && pieces.numComponents() < BODY_PIECES) {
+                pieces.addComponent(true, buf.retain());
+            } else if (b instanceof CompositeByteBuf pieces) {
+                int max = core.maxBodyBytes();
+                ByteBuf one =
+                        ctx.alloc().directBuffer((int) Math.min(max, Math.max(2L * bodyLength, bodyLength + n)), max);
+                one.writeBytes(pieces, pieces.readerIndex(), bodyLength);
+                one.writeBytes(buf, buf.readerIndex(), n);
+                pieces.release();
+                body = one;
+            } else {
+                b.writeBytes(buf, buf.readerIndex(), n);
+            }
+            bodyLength += n;
+        }
+
+        /** Releases the request body's buffers, if the connection still holds them. */
+        private void dropBody() {
+            ByteBuf b = body;
+            if (b != null) {
+                body = null;
+                b.release();
+            }
+        }
+
+        /**
+         * The request body's buffers for its first send, when they hold the {@code length} bytes of the core's
+         * array: the caller owns them then. Null when already taken (a retry) or dropped.
+         */
+        private ByteBuf takeBody(int length) {
+            ByteBuf b = body;
+            if (b == null || b.readableBytes() != length) {
+                return null;
+            }
+            body = null;
+            return b;
         }
 
         /** Back on the loop after an extraction off it: goes on, unless the client left meanwhile. */
@@ -819,7 +883,7 @@ final class NettyFront implements Front {
                 grant.close();
                 grant = null;
             }
-            body = null;
+            dropBody();
             if (plan != null) {
                 core.finished(plan, finalStatus, start);
                 plan = null;
@@ -899,6 +963,7 @@ final class NettyFront implements Front {
                     c.close();
                 } else if (phase == Phase.BODY) {
                     phase = Phase.DISCARD; // the body ended before its length or its last chunk
+                    dropBody();
                     requestComplete = true;
                     writeAnswer(core.badBody((ProxyCore.Proxied) plan), true, true);
                 } else if (!requestComplete) {
@@ -1009,13 +1074,17 @@ final class NettyFront implements Front {
             /** The exchange's deadline ({@link System#nanoTime}), checked by the connection's call check. */
             long due;
             /**
-             * The last chunk of the answer read from the replica in the current read, not yet written to the client.
-             * The chunks of one read go out with no promise of their own but the last, which carries the promise and
-             * the one listener that accounts for the whole read ({@link #readBytes}), at the read's end: a promise,
-             * a listener and a hand-off to the answer budget per read instead of per chunk (a replica writes each
-             * event of a stream as a chunk of its own).
+             * What the current read from the replica brought and is not yet written to the client. The chunks of one
+             * read go out with no promise of their own but the last, which carries the promise and the one listener
+             * that accounts for the whole read ({@link #readBytes}), at the read's end: a promise, a listener and a
+             * hand-off to the answer budget per read instead of per chunk (a replica writes each event of a stream as
+             * a chunk of its own). Small chunks of one read are also gathered into one ({@link #gathered}): the
+             * client gets one chunk of HTTP framing where the replica wrote several, so the encoder makes one chunk
+             * header and the socket one write entry for them instead of three entries per event.
              */
             HttpContent held;
+            /** True when {@link #held}'s buffer is the connection's own gathering buffer, not the replica's. */
+            boolean gathered;
             /** Answer bytes of the current read (the held chunk's included), not yet counted as queued. */
             int readBytes;
 
@@ -1062,11 +1131,13 @@ final class NettyFront implements Front {
                 if (s.target.getRawQuery() != null) {
                     target += "?" + s.target.getRawQuery();
                 }
+                int length = in.body().length;
+                ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : takeBody(length);
                 FullHttpRequest req = new DefaultFullHttpRequest(
                         HttpVersion.HTTP_1_1,
                         HttpMethod.valueOf(in.method()),
                         target,
-                        in.body().length == 0 ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(in.body()));
+                        content != null ? content : Unpooled.wrappedBuffer(in.body()));
                 HttpHeaders h = req.headers();
                 try {
                     HopByHop.forEachRequestHeader(s.headers, h::add);
@@ -1091,6 +1162,7 @@ final class NettyFront implements Front {
                 if (held != null) { // the answer ended otherwise (broken, deadline, client gone): dropped with it
                     ReferenceCountUtil.release(held);
                     held = null;
+                    gathered = false;
                     readBytes = 0;
                 }
             }
@@ -1102,6 +1174,7 @@ final class NettyFront implements Front {
                     return;
                 }
                 held = null;
+                gathered = false;
                 int n = readBytes;
                 readBytes = 0;
                 queued(n);
@@ -1205,36 +1278,69 @@ final class NettyFront implements Front {
                 }
                 if (last) {
                     rl.upstreamDone(); // the replica's slot is free before the client has the last bytes
-                    if (held != null) {
-                        ctx.write(held, ctx.voidPromise()); // accounted below, with the last chunk
-                        held = null;
+                    ByteBuf tail;
+                    if (held != null && (n == 0 || gather(buf, n))) {
+                        tail = held.content(); // the read's chunks and the last bytes go out as the last chunk
+                    } else {
+                        if (held != null) {
+                            ctx.write(held, ctx.voidPromise()); // accounted below, with the last chunk
+                        }
+                        tail = buf.retain();
                     }
+                    held = null;
+                    gathered = false;
                     int total = readBytes + n;
                     readBytes = 0;
                     finish();
                     releaseUpstream();
                     queued(total);
-                    ctx.writeAndFlush(new DefaultLastHttpContent(buf.retain()))
-                            .addListener((ChannelFutureListener) f -> {
-                                written(total);
-                                if (f.isSuccess()) {
-                                    rl.delivered();
-                                }
-                                responseDone(true);
-                            });
+                    ctx.writeAndFlush(new DefaultLastHttpContent(tail)).addListener((ChannelFutureListener) f -> {
+                        written(total);
+                        if (f.isSuccess()) {
+                            rl.delivered();
+                        }
+                        responseDone(true);
+                    });
                     return;
                 }
                 if (n > 0) {
-                    if (held != null) {
-                        // an earlier chunk of this read: its bytes are accounted with the read's last chunk
-                        ctx.write(held, ctx.voidPromise());
+                    if (held == null || !gather(buf, n)) {
+                        if (held != null) {
+                            // an earlier chunk of this read: its bytes are accounted with the read's last chunk
+                            ctx.write(held, ctx.voidPromise());
+                        }
+                        held = new DefaultHttpContent(buf.retain());
+                        gathered = false;
                     }
-                    held = new DefaultHttpContent(buf.retain());
                     readBytes += n;
                 }
                 if (mustPause()) {
                     ch.config().setAutoRead(false); // the client reads slower than the replica writes
                 }
+            }
+
+            /**
+             * Adds a chunk's {@code n} bytes to {@link #held} when both are small (at most {@link #GATHER_BYTES}
+             * together): the replica's buffer is copied into the connection's gathering buffer (made on the first
+             * such chunk, from the channel's allocator). False, with nothing changed, when they are not: a large
+             * chunk goes out as it came, never copied.
+             */
+            private boolean gather(ByteBuf buf, int n) {
+                ByteBuf h = held.content();
+                int size = h.readableBytes();
+                if (size + n > GATHER_BYTES) {
+                    return false;
+                }
+                if (!gathered) {
+                    ByteBuf g = ctx.alloc().buffer(Math.min(GATHER_BYTES, 4 * (size + n)), GATHER_BYTES);
+                    g.writeBytes(h, h.readerIndex(), size);
+                    held.release();
+                    held = new DefaultHttpContent(g);
+                    gathered = true;
+                    h = g;
+                }
+                h.writeBytes(buf, buf.readerIndex(), n);
+                return true;
             }
 
             /** Hands the chunk's bytes to the relay's observer, in slices of the loop's array (any cut will do). */

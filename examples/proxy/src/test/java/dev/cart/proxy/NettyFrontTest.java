@@ -2,8 +2,13 @@ package dev.cart.proxy;
 
 import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -28,5 +33,113 @@ class NettyFrontTest {
                     "the slot released when the client left", () -> h.member(0).inFlight() == 0);
             h.replica(0).release.countDown();
         }
+    }
+
+    /**
+     * A replica that writes a stream's events as many small chunks at once: the client gets the same bytes in
+     * fewer chunks (those of one read from the replica gathered into one), never fewer bytes or others.
+     */
+    @Test
+    void theSmallChunksOfOneReadReachTheClientAsOneChunk() throws Exception {
+        int events = 40;
+        StringBuilder answer = new StringBuilder("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        StringBuilder data = new StringBuilder();
+        for (int i = 0; i < events; i++) {
+            String event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w" + i + " \"}}]}\n\n";
+            data.append(event);
+            answer.append(Integer.toHexString(event.length()))
+                    .append("\r\n")
+                    .append(event)
+                    .append("\r\n");
+        }
+        answer.append("0\r\n\r\n");
+        try (BadUpstreamAnswerTest.RawReplica raw = new BadUpstreamAnswerTest.RawReplica(answer.toString())) {
+            ProxyHarness h = new ProxyHarness(ProxyConfig.Server.Engine.NETTY);
+            h.proxy = h.startProxy(
+                    ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + raw.url()
+                            + "\nproxy:\n  max_retries: 0\n"),
+                    h.options());
+            try (h) {
+                String body = chat("tell me", true);
+                try (Socket s = h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)) {
+                    InputStream in = s.getInputStream();
+                    String head = line(in);
+                    assertTrue(head.startsWith("HTTP/1.1 200"), head);
+                    boolean chunked = false;
+                    for (String l; !(l = line(in)).isEmpty(); ) {
+                        chunked |= l.equalsIgnoreCase("transfer-encoding: chunked");
+                    }
+                    assertTrue(chunked, "relayed chunked");
+                    ByteArrayOutputStream got = new ByteArrayOutputStream();
+                    int chunks = 0;
+                    for (int n; (n = Integer.parseInt(line(in).trim(), 16)) > 0; ) {
+                        got.write(in.readNBytes(n));
+                        assertEquals("", line(in));
+                        chunks++;
+                    }
+                    assertEquals(data.toString(), got.toString(StandardCharsets.ISO_8859_1));
+                    assertTrue(
+                            chunks < events,
+                            chunks + " chunks to the client for " + events + " written at once by the replica");
+                }
+            }
+        }
+    }
+
+    /**
+     * A body that arrives in many pieces (a chunked request written piece by piece: more than the client
+     * buffers the front keeps as they are) reaches the replica byte for byte, on the first send and on the
+     * retry after a replica refused it (the retry sends the core's copy).
+     */
+    @Test
+    void aBodyInManyPiecesReachesTheReplicaWholeOnTheFirstSendAndTheRetry() throws Exception {
+        try (ProxyHarness h = ProxyHarness.start(ProxyConfig.Server.Engine.NETTY, 2, "proxy:\n  max_retries: 1\n")) {
+            StringBuilder text = new StringBuilder();
+            for (int i = 0; text.length() < 48 * 1024; i++) {
+                text.append("word").append(i).append(' ');
+            }
+            byte[] body = chat(text.toString(), false).getBytes(StandardCharsets.UTF_8);
+            int pieces = 3 * NettyFront.BODY_PIECES;
+            for (int refused = 0; refused < 2; refused++) {
+                h.replica(0).forcedStatus = refused == 1 ? 503 : 0;
+                h.replica(1).forcedStatus = refused == 1 ? 503 : 0;
+                int before = h.replica(0).count() + h.replica(1).count();
+                try (Socket s = h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                        + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")) {
+                    java.io.OutputStream out = s.getOutputStream();
+                    int step = (body.length + pieces - 1) / pieces;
+                    for (int from = 0; from < body.length; from += step) {
+                        int n = Math.min(step, body.length - from);
+                        out.write((Integer.toHexString(n) + "\r\n").getBytes(StandardCharsets.ISO_8859_1));
+                        out.write(body, from, n);
+                        out.write("\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                        out.flush();
+                    }
+                    out.write("0\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                    out.flush();
+                    String head = line(s.getInputStream());
+                    assertTrue(head.startsWith(refused == 1 ? "HTTP/1.1 503" : "HTTP/1.1 200"), head);
+                }
+                int sends = h.replica(0).count() + h.replica(1).count() - before;
+                assertEquals(refused == 1 ? 2 : 1, sends, "sends");
+                for (ScriptedReplica r : List.of(h.replica(0), h.replica(1))) {
+                    for (ScriptedReplica.Recorded got : r.requests) {
+                        assertTrue(java.util.Arrays.equals(body, got.body()), "the body as the client sent it");
+                    }
+                }
+            }
+        }
+    }
+
+    private static String line(InputStream in) throws Exception {
+        StringBuilder b = new StringBuilder();
+        for (int c; (c = in.read()) >= 0 && c != '\n'; ) {
+            if (c != '\r') {
+                b.append((char) c);
+            }
+        }
+        return b.toString();
     }
 }
