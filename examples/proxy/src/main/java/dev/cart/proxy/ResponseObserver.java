@@ -3,6 +3,9 @@ package dev.cart.proxy;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.io.ContentReference;
+import com.fasterxml.jackson.core.io.IOContext;
+import com.fasterxml.jackson.core.util.BufferRecycler;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.io.IOException;
@@ -29,11 +32,22 @@ import java.util.Locale;
  *   <li>Each parsed object goes to the endpoint's {@link DialectReader}: {@link OpenAiReader} or
  *       {@link AnthropicReader}, which read the usage and put the answer's text into an
  *       {@link AnswerText}. An object that does not parse is counted ({@link #parseFailures()}).</li>
+ *   <li>Once the answer's text is not wanted (answer learning off, or the answer already unusable: tool
+ *       calls, a second choice, too long), only usage can matter, and an event is parsed only if its bytes
+ *       hold {@code "usage"} or a &#92;u escape ({@link #mayNameUsage}): a JSON name is written either
+ *       literally or with escapes, and letters can be escaped only as &#92;uXXXX, so an event without
+ *       either cannot carry a {@code usage} member at any depth. Of an OpenAI stream's events only the last
+ *       is parsed. An event that is not parsed is not checked either: a malformed one among them is not
+ *       counted in {@link #parseFailures()} (it could have lost nothing the observer wants).</li>
  * </ul>
  *
  * <p>Cost: a streamed chunk costs a scan for line ends plus one streaming parse of each event line (a
- * few hundred bytes: about a microsecond). Not thread-safe: one instance per response, used by the
- * thread relaying it.
+ * few hundred bytes: about half a microsecond, nearly all of it Jackson's tokenizing). Each event gets a
+ * parser of its own (a blocking parser tokenizes faster than Jackson's non-blocking one that could span the
+ * answer), made from this observer's own {@link BufferRecycler} rather than the factory's thread-local pool:
+ * no {@code ThreadLocal} look-up per event, and nothing shared with another response (its buffers, a few
+ * hundred bytes, live as long as the observer). Not thread-safe: one instance per response, used by one
+ * thread at a time (the relaying thread, or the HTTP client's threads one after the other).
  */
 final class ResponseObserver {
 
@@ -44,7 +58,26 @@ final class ResponseObserver {
     /** Longest answer kept for learning. */
     static final int MAX_REPLY_CHARS = AnswerText.MAX_CHARS;
 
-    private static final JsonFactory JSON = JsonFactory.builder().build();
+    private static final Parsers JSON = new Parsers();
+
+    /** Jackson's factory, making parsers over a caller's {@link BufferRecycler}. */
+    @SuppressWarnings("serial") // never serialized
+    static final class Parsers extends JsonFactory {
+        /** A parser of {@code b[off, off + len)}; its location never names the content (no text in errors). */
+        JsonParser parser(byte[] b, int off, int len, BufferRecycler buffers) throws IOException {
+            IOContext context = new IOContext(
+                    _streamReadConstraints,
+                    _streamWriteConstraints,
+                    _errorReportConfiguration,
+                    buffers,
+                    ContentReference.redacted(),
+                    false);
+            return _createParser(b, off, len, context);
+        }
+    }
+
+    /** This response's parsers' buffers (not pooled: closing a parser gives its buffers back here). */
+    private final BufferRecycler buffers = new BufferRecycler();
 
     private final AnswerText answer;
     private final DialectReader reader;
@@ -71,7 +104,9 @@ final class ResponseObserver {
                 : new SseLines(new SseLines.Consumer() {
                     @Override
                     public void data(byte[] b, int off, int len) {
-                        parse(b, off, len);
+                        if (answer.collecting() || mayNameUsage(b, off, len)) {
+                            parse(b, off, len);
+                        }
                     }
 
                     @Override
@@ -182,9 +217,36 @@ final class ResponseObserver {
         return parseFailures;
     }
 
+    /**
+     * Whether {@code b[off, off + len)} may hold a member named {@code usage}: it holds {@code "usage"}, or a
+     * &#92;u escape (which may spell a letter of a name). False only when no JSON object written there can
+     * have such a member; true may be wrong (the text of a value), which costs only a parse.
+     */
+    static boolean mayNameUsage(byte[] b, int off, int len) {
+        int end = off + len;
+        for (int i = SseLines.indexOf(b, off, end, (byte) 'u');
+                i >= 0;
+                i = SseLines.indexOf(b, i + 1, end, (byte) 'u')) {
+            if (i > off && b[i - 1] == '\\') {
+                return true;
+            }
+            if (i > off
+                    && b[i - 1] == '"'
+                    && i + 5 < end
+                    && b[i + 1] == 's'
+                    && b[i + 2] == 'a'
+                    && b[i + 3] == 'g'
+                    && b[i + 4] == 'e'
+                    && b[i + 5] == '"') {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Parses one JSON object (an event or a whole body); anything that is not a JSON object is ignored. */
     private void parse(byte[] b, int off, int len) {
-        try (JsonParser p = JSON.createParser(b, off, len)) {
+        try (JsonParser p = JSON.parser(b, off, len, buffers)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return;
             }
