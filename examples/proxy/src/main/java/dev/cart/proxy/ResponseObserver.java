@@ -9,6 +9,8 @@ import com.fasterxml.jackson.core.util.BufferRecycler;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -41,13 +43,22 @@ import java.util.Locale;
  *       counted in {@link #parseFailures()} (it could have lost nothing the observer wants).</li>
  * </ul>
  *
- * <p>Cost: a streamed chunk costs a scan for line ends plus one streaming parse of each event line (a
- * few hundred bytes: about half a microsecond, nearly all of it Jackson's tokenizing). Each event gets a
- * parser of its own (a blocking parser tokenizes faster than Jackson's non-blocking one that could span the
- * answer), made from this observer's own {@link BufferRecycler} rather than the factory's thread-local pool:
- * no {@code ThreadLocal} look-up per event, and nothing shared with another response (its buffers, a few
- * hundred bytes, live as long as the observer). Not thread-safe: one instance per response, used by one
- * thread at a time (the relaying thread, or the HTTP client's threads one after the other).
+ * <p>One parser per streamed answer: a blocking Jackson parser (it tokenizes faster than Jackson's
+ * non-blocking one) over an {@link EventInput}, a stream that holds the bytes of one complete event at a time
+ * and nothing between events. Each event is one root value for the parser: it is read to its closing brace,
+ * and whatever the event holds after it is dropped ({@link JsonParser#releaseBuffered}), as a parser of its own
+ * would ignore it. An event that does not parse (the parser read past its end, or met a bad token) leaves the
+ * parser in no known state: it is closed, the event counted, and the next event gets a new parser. So each
+ * event reads as it would with a parser of its own, without making one per event (its contexts, buffers and
+ * symbol table: about 850 bytes and a tenth of the observer's time). The parser is closed at {@link #finish}
+ * (closing merges the names it met into the factory's symbol table; an answer not finished only skips that).
+ * Its buffers come from this observer's own {@link BufferRecycler}, with a 1 KB read buffer (an event is a few
+ * hundred bytes; a longer one is read in pieces) rather than the factory's thread-local pool: nothing is
+ * shared with another response, whichever thread reads this one.
+ *
+ * <p>Cost: a streamed chunk costs a scan for line ends plus the tokenizing of each event line by Jackson
+ * (a few hundred bytes: about a third of a microsecond). Not thread-safe: one instance per response, used by
+ * one thread at a time (the relaying thread, or the HTTP client's threads one after the other).
  */
 final class ResponseObserver {
 
@@ -60,24 +71,88 @@ final class ResponseObserver {
 
     private static final Parsers JSON = new Parsers();
 
+    private static final OutputStream DISCARD = OutputStream.nullOutputStream();
+
     /** Jackson's factory, making parsers over a caller's {@link BufferRecycler}. */
     @SuppressWarnings("serial") // never serialized
     static final class Parsers extends JsonFactory {
         /** A parser of {@code b[off, off + len)}; its location never names the content (no text in errors). */
         JsonParser parser(byte[] b, int off, int len, BufferRecycler buffers) throws IOException {
-            IOContext context = new IOContext(
+            return _createParser(b, off, len, context(buffers));
+        }
+
+        /** A parser reading {@code in}; its location never names the content. */
+        JsonParser parser(InputStream in, BufferRecycler buffers) throws IOException {
+            return _createParser(in, context(buffers));
+        }
+
+        private IOContext context(BufferRecycler buffers) {
+            return new IOContext(
                     _streamReadConstraints,
                     _streamWriteConstraints,
                     _errorReportConfiguration,
                     buffers,
                     ContentReference.redacted(),
                     false);
-            return _createParser(b, off, len, context);
         }
     }
 
-    /** This response's parsers' buffers (not pooled: closing a parser gives its buffers back here). */
-    private final BufferRecycler buffers = new BufferRecycler();
+    /** One response's parsers' buffers: not pooled (closing a parser gives them back here), a 1 KB read buffer. */
+    private static final class Buffers extends BufferRecycler {
+        @Override
+        protected int byteBufferLength(int ix) {
+            return ix == BYTE_READ_IO_BUFFER ? 1024 : super.byteBufferLength(ix);
+        }
+    }
+
+    /**
+     * The bytes of the event being parsed, as the stream the answer's parser reads: an event's bytes between
+     * {@link #set} and {@link #clear}, the end of the stream after them (an event cut short fails to parse, as
+     * with a parser of its own), nothing kept after {@link #clear}.
+     */
+    private static final class EventInput extends InputStream {
+        private byte[] b;
+        private int at;
+        private int end;
+
+        void set(byte[] b, int off, int len) {
+            this.b = b;
+            this.at = off;
+            this.end = off + len;
+        }
+
+        void clear() {
+            b = null;
+            at = 0;
+            end = 0;
+        }
+
+        @Override
+        public int read() {
+            return at < end ? b[at++] & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] to, int off, int len) {
+            if (len == 0) {
+                return 0;
+            }
+            if (at >= end) {
+                return -1;
+            }
+            int n = Math.min(len, end - at);
+            System.arraycopy(b, at, to, off, n);
+            at += n;
+            return n;
+        }
+    }
+
+    /** This response's parsers' buffers. */
+    private final BufferRecycler buffers = new Buffers();
+    /** What the streamed answer's parser reads; null for a JSON body. */
+    private final EventInput input;
+    /** The streamed answer's parser: made at the first event, dropped after an event that did not parse. */
+    private JsonParser events;
 
     private final AnswerText answer;
     private final DialectReader reader;
@@ -99,13 +174,14 @@ final class ResponseObserver {
         this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
+        this.input = sse ? new EventInput() : null;
         this.lines = !sse
                 ? null
                 : new SseLines(new SseLines.Consumer() {
                     @Override
                     public void data(byte[] b, int off, int len) {
                         if (answer.collecting() || mayNameUsage(b, off, len)) {
-                            parse(b, off, len);
+                            event(b, off, len);
                         }
                     }
 
@@ -182,6 +258,7 @@ final class ResponseObserver {
     void finish() {
         if (lines != null) {
             lines.finish();
+            closeEvents();
         } else if (!jsonAbandoned && json != null) {
             parse(json, 0, jsonLength);
             json = null;
@@ -244,7 +321,46 @@ final class ResponseObserver {
         return false;
     }
 
-    /** Parses one JSON object (an event or a whole body); anything that is not a JSON object is ignored. */
+    /** Parses one event's JSON object with the answer's parser; what follows the object is ignored. */
+    private void event(byte[] b, int off, int len) {
+        input.set(b, off, len);
+        try {
+            if (events == null) {
+                events = JSON.parser(input, buffers);
+            }
+            if (events.nextToken() != JsonToken.START_OBJECT) {
+                closeEvents(); // not an object (an event is one, from its first byte): no state to carry on from
+                return;
+            }
+            reader.read(events);
+            if (events.currentToken() != JsonToken.END_OBJECT
+                    || !events.getParsingContext().inRoot()) {
+                closeEvents(); // not read to its end: the next event starts on a new parser
+                return;
+            }
+            events.releaseBuffered(DISCARD); // the rest of the event, if any: ignored
+        } catch (IOException | RuntimeException e) {
+            // as in parse(): counted; the parser is in no known state, so the next event gets a new one
+            parseFailures++;
+            closeEvents();
+        } finally {
+            input.clear();
+        }
+    }
+
+    private void closeEvents() {
+        JsonParser p = events;
+        events = null;
+        if (p != null) {
+            try {
+                p.close();
+            } catch (IOException e) {
+                // closing a parser of bytes already read: nothing to report
+            }
+        }
+    }
+
+    /** Parses one JSON object (a whole body); anything that is not a JSON object is ignored. */
     private void parse(byte[] b, int off, int len) {
         try (JsonParser p = JSON.parser(b, off, len, buffers)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {

@@ -276,4 +276,67 @@ class ResponseObserverTest {
         assertEquals(false, ResponseObserver.mayNameUsage(framed, 1, framed.length - 1), "only the bytes given");
         assertEquals(false, ResponseObserver.mayNameUsage(framed, 0, framed.length - 1), "only the bytes given");
     }
+
+    /**
+     * One parser reads a streamed answer's events one after another: each event still reads as with a parser
+     * of its own. An event cut short or with a bad token is a failure and the next event is read as usual;
+     * what follows an event's object is ignored; an event longer than the parser's read buffer reads whole.
+     */
+    @Test
+    void eachEventReadsAsWithAParserOfItsOwn() {
+        SplittableRandom rnd = new SplittableRandom(11);
+        for (int run = 0; run < 300; run++) {
+            StringBuilder stream = new StringBuilder();
+            StringBuilder text = new StringBuilder();
+            int failures = 0;
+            long prompt = ServedUsage.UNKNOWN;
+            int events = 1 + rnd.nextInt(12);
+            for (int i = 0; i < events; i++) {
+                String word = "w" + i + (rnd.nextInt(4) == 0 ? "x".repeat(1500 + rnd.nextInt(1500)) : "") + " ";
+                String delta = "{\"id\":\"c\",\"created\":1,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + word
+                        + "\"},\"finish_reason\":null}]}";
+                switch (rnd.nextInt(6)) {
+                    case 0 -> { // cut short
+                        int textEnd = delta.indexOf(word) + word.length(); // before the text's closing quote
+                        stream.append("data: ")
+                                .append(delta, 0, rnd.nextInt(1, textEnd))
+                                .append("\n\n");
+                        failures++;
+                    }
+                    case 1 -> { // a bad token before the text
+                        stream.append("data: {\"id\": nope, \"choices\":[{\"delta\":{\"content\":\"lost\"}}]}\n\n");
+                        failures++;
+                    }
+                    case 2 -> { // more after the object: ignored
+                        stream.append("data: ")
+                                .append(delta)
+                                .append(rnd.nextBoolean() ? " }{\"usage\":{\"prompt_tokens\":1}}" : " \"x")
+                                .append("\n\n");
+                        text.append(word);
+                    }
+                    case 3 -> {
+                        prompt = rnd.nextInt(1, 100_000);
+                        stream.append("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":")
+                                .append(prompt)
+                                .append("}}\n\n");
+                    }
+                    default -> {
+                        stream.append("data: ").append(delta).append("\n\n");
+                        text.append(word);
+                    }
+                }
+            }
+            stream.append("data: [DONE]\n\n");
+            byte[] bytes = stream.toString().getBytes(StandardCharsets.UTF_8);
+            int a = rnd.nextInt(bytes.length + 1);
+            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, a);
+            assertEquals(failures, o.parseFailures(), "run " + run);
+            assertEquals(prompt, o.usage().promptTokens());
+            if (text.length() == 0) {
+                assertEquals("empty", o.replyProblem());
+            } else {
+                assertEquals(List.of(text.toString()), o.reply());
+            }
+        }
+    }
 }
