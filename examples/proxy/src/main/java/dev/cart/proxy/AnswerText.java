@@ -31,9 +31,12 @@ final class AnswerText {
         }
     }
 
-    /** Whether text is still wanted (the readers skip text values otherwise). */
+    /**
+     * Whether text is still wanted: collected, and not yet unusable (the readers skip text values otherwise,
+     * and the observer parses only events that may carry usage).
+     */
     boolean collecting() {
-        return collect;
+        return collect && problem == null;
     }
 
     void append(int block, String text) {

@@ -1,7 +1,11 @@
 package dev.cart.proxy;
 
+import static dev.cart.proxy.DialectReader.END;
+import static dev.cart.proxy.DialectReader.nextField;
+
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.SerializableString;
 import dev.cart.core.ServedUsage;
 import java.io.IOException;
 
@@ -10,8 +14,39 @@ import java.io.IOException;
  * {@code usage.prompt_tokens}, cached = {@code usage.prompt_tokens_details.cached_tokens} (from a JSON
  * answer or the usage chunk at the end of a stream); the text of {@code choices[0].message.content} or of
  * the {@code choices[0].delta.content} deltas. Tool calls or a second choice make the text unavailable.
+ *
+ * <p>Members are found with {@link DialectReader#nextField}, each object's names listed in the order
+ * OpenAI-compatible servers write them (a chunk: {@code id, object, created, model, choices, usage}; a choice:
+ * {@code index, delta} or {@code message, logprobs, finish_reason}; a delta: {@code role, content}): in that
+ * order a name costs a byte comparison, and any order reads the same.
  */
 final class OpenAiReader implements DialectReader {
+
+    private static final SerializableString[] ANSWER =
+            DialectReader.names("id", "object", "created", "model", "choices", "usage");
+    private static final int CHOICES = 4;
+    private static final int USAGE = 5;
+
+    private static final SerializableString[] CHOICE =
+            DialectReader.names("index", "delta", "logprobs", "finish_reason", "message");
+    private static final int INDEX = 0;
+    private static final int DELTA = 1;
+    private static final int LOGPROBS = 2;
+    private static final int MESSAGE = 4;
+
+    private static final SerializableString[] MESSAGE_MEMBERS =
+            DialectReader.names("role", "content", "tool_calls", "function_call");
+    private static final int CONTENT = 1;
+    private static final int TOOL_CALLS = 2;
+    private static final int FUNCTION_CALL = 3;
+
+    private static final SerializableString[] USAGE_MEMBERS =
+            DialectReader.names("prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details");
+    private static final int PROMPT_TOKENS = 0;
+    private static final int PROMPT_TOKENS_DETAILS = 3;
+
+    private static final SerializableString[] DETAILS = DialectReader.names("cached_tokens");
+    private static final int CACHED_TOKENS = 0;
 
     private final AnswerText answer;
     private long promptTokens = ServedUsage.UNKNOWN;
@@ -23,12 +58,13 @@ final class OpenAiReader implements DialectReader {
 
     @Override
     public void read(JsonParser p) throws IOException {
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
+        int expected = 0;
+        for (int f; (f = nextField(p, ANSWER, expected)) != END; ) {
+            expected = f < 0 ? expected : f + 1;
             JsonToken t = p.nextToken();
-            if ("usage".equals(name) && t == JsonToken.START_OBJECT) {
+            if (f == USAGE && t == JsonToken.START_OBJECT) {
                 usage(p);
-            } else if ("choices".equals(name) && t == JsonToken.START_ARRAY) {
+            } else if (f == CHOICES && t == JsonToken.START_ARRAY) {
                 while (p.nextToken() == JsonToken.START_OBJECT) {
                     choice(p);
                 }
@@ -44,16 +80,16 @@ final class OpenAiReader implements DialectReader {
     }
 
     private void usage(JsonParser p) throws IOException {
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
+        int expected = 0;
+        for (int f; (f = nextField(p, USAGE_MEMBERS, expected)) != END; ) {
+            expected = f < 0 ? expected : f + 1;
             JsonToken t = p.nextToken();
-            if ("prompt_tokens".equals(name) && t == JsonToken.VALUE_NUMBER_INT) {
+            if (f == PROMPT_TOKENS && t == JsonToken.VALUE_NUMBER_INT) {
                 promptTokens = p.getLongValue();
-            } else if ("prompt_tokens_details".equals(name) && t == JsonToken.START_OBJECT) {
-                while (p.nextToken() == JsonToken.FIELD_NAME) {
-                    String n = p.currentName();
+            } else if (f == PROMPT_TOKENS_DETAILS && t == JsonToken.START_OBJECT) {
+                for (int d; (d = nextField(p, DETAILS, 0)) != END; ) {
                     JsonToken v = p.nextToken();
-                    if ("cached_tokens".equals(n) && v == JsonToken.VALUE_NUMBER_INT) {
+                    if (d == CACHED_TOKENS && v == JsonToken.VALUE_NUMBER_INT) {
                         cachedTokens = p.getLongValue();
                     } else {
                         p.skipChildren();
@@ -70,18 +106,20 @@ final class OpenAiReader implements DialectReader {
         long index = 0;
         String content = null;
         boolean tools = false;
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
+        int expected = 0;
+        for (int f; (f = nextField(p, CHOICE, expected)) != END; ) {
+            expected = f < 0 ? expected : f == MESSAGE ? LOGPROBS : f + 1;
             JsonToken t = p.nextToken();
-            if ("index".equals(name) && t == JsonToken.VALUE_NUMBER_INT) {
+            if (f == INDEX && t == JsonToken.VALUE_NUMBER_INT) {
                 index = p.getLongValue();
-            } else if (("message".equals(name) || "delta".equals(name)) && t == JsonToken.START_OBJECT) {
-                while (p.nextToken() == JsonToken.FIELD_NAME) {
-                    String n = p.currentName();
+            } else if ((f == DELTA || f == MESSAGE) && t == JsonToken.START_OBJECT) {
+                int expectedMember = 0;
+                for (int m; (m = nextField(p, MESSAGE_MEMBERS, expectedMember)) != END; ) {
+                    expectedMember = m < 0 ? expectedMember : m + 1;
                     JsonToken v = p.nextToken();
-                    if ("content".equals(n) && v == JsonToken.VALUE_STRING && answer.collecting()) {
+                    if (m == CONTENT && v == JsonToken.VALUE_STRING && answer.collecting()) {
                         content = p.getText();
-                    } else if ("tool_calls".equals(n) || "function_call".equals(n)) {
+                    } else if (m == TOOL_CALLS || m == FUNCTION_CALL) {
                         tools |= DialectReader.present(p, v); // vLLM sends "tool_calls": [] with plain answers
                     } else {
                         p.skipChildren();

@@ -3,9 +3,14 @@ package dev.cart.proxy;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.io.ContentReference;
+import com.fasterxml.jackson.core.io.IOContext;
+import com.fasterxml.jackson.core.util.BufferRecycler;
 import dev.cart.core.ServedUsage;
 import dev.cart.extract.Endpoint;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -29,11 +34,31 @@ import java.util.Locale;
  *   <li>Each parsed object goes to the endpoint's {@link DialectReader}: {@link OpenAiReader} or
  *       {@link AnthropicReader}, which read the usage and put the answer's text into an
  *       {@link AnswerText}. An object that does not parse is counted ({@link #parseFailures()}).</li>
+ *   <li>Once the answer's text is not wanted (answer learning off, or the answer already unusable: tool
+ *       calls, a second choice, too long), only usage can matter, and an event is parsed only if its bytes
+ *       hold {@code "usage"} or a &#92;u escape ({@link #mayNameUsage}): a JSON name is written either
+ *       literally or with escapes, and letters can be escaped only as &#92;uXXXX, so an event without
+ *       either cannot carry a {@code usage} member at any depth. Of an OpenAI stream's events only the last
+ *       is parsed. An event that is not parsed is not checked either: a malformed one among them is not
+ *       counted in {@link #parseFailures()} (it could have lost nothing the observer wants).</li>
  * </ul>
  *
- * <p>Cost: a streamed chunk costs a scan for line ends plus one streaming parse of each event line (a
- * few hundred bytes: about a microsecond). Not thread-safe: one instance per response, used by the
- * thread relaying it.
+ * <p>One parser per streamed answer: a blocking Jackson parser (it tokenizes faster than Jackson's
+ * non-blocking one) over an {@link EventInput}, a stream that holds the bytes of one complete event at a time
+ * and nothing between events. Each event is one root value for the parser: it is read to its closing brace,
+ * and whatever the event holds after it is dropped ({@link JsonParser#releaseBuffered}), as a parser of its own
+ * would ignore it. An event that does not parse (the parser read past its end, or met a bad token) leaves the
+ * parser in no known state: it is closed, the event counted, and the next event gets a new parser. So each
+ * event reads as it would with a parser of its own, without making one per event (its contexts, buffers and
+ * symbol table: about 850 bytes and a tenth of the observer's time). The parser is closed at {@link #finish}
+ * (closing merges the names it met into the factory's symbol table; an answer not finished only skips that).
+ * Its buffers come from this observer's own {@link BufferRecycler}, with a 1 KB read buffer (an event is a few
+ * hundred bytes; a longer one is read in pieces) rather than the factory's thread-local pool: nothing is
+ * shared with another response, whichever thread reads this one.
+ *
+ * <p>Cost: a streamed chunk costs a scan for line ends plus the tokenizing of each event line by Jackson
+ * (a few hundred bytes: about a third of a microsecond). Not thread-safe: one instance per response, used by
+ * one thread at a time (the relaying thread, or the HTTP client's threads one after the other).
  */
 final class ResponseObserver {
 
@@ -44,7 +69,90 @@ final class ResponseObserver {
     /** Longest answer kept for learning. */
     static final int MAX_REPLY_CHARS = AnswerText.MAX_CHARS;
 
-    private static final JsonFactory JSON = JsonFactory.builder().build();
+    private static final Parsers JSON = new Parsers();
+
+    private static final OutputStream DISCARD = OutputStream.nullOutputStream();
+
+    /** Jackson's factory, making parsers over a caller's {@link BufferRecycler}. */
+    @SuppressWarnings("serial") // never serialized
+    static final class Parsers extends JsonFactory {
+        /** A parser of {@code b[off, off + len)}; its location never names the content (no text in errors). */
+        JsonParser parser(byte[] b, int off, int len, BufferRecycler buffers) throws IOException {
+            return _createParser(b, off, len, context(buffers));
+        }
+
+        /** A parser reading {@code in}; its location never names the content. */
+        JsonParser parser(InputStream in, BufferRecycler buffers) throws IOException {
+            return _createParser(in, context(buffers));
+        }
+
+        private IOContext context(BufferRecycler buffers) {
+            return new IOContext(
+                    _streamReadConstraints,
+                    _streamWriteConstraints,
+                    _errorReportConfiguration,
+                    buffers,
+                    ContentReference.redacted(),
+                    false);
+        }
+    }
+
+    /** One response's parsers' buffers: not pooled (closing a parser gives them back here), a 1 KB read buffer. */
+    private static final class Buffers extends BufferRecycler {
+        @Override
+        protected int byteBufferLength(int ix) {
+            return ix == BYTE_READ_IO_BUFFER ? 1024 : super.byteBufferLength(ix);
+        }
+    }
+
+    /**
+     * The bytes of the event being parsed, as the stream the answer's parser reads: an event's bytes between
+     * {@link #set} and {@link #clear}, the end of the stream after them (an event cut short fails to parse, as
+     * with a parser of its own), nothing kept after {@link #clear}.
+     */
+    private static final class EventInput extends InputStream {
+        private byte[] b;
+        private int at;
+        private int end;
+
+        void set(byte[] b, int off, int len) {
+            this.b = b;
+            this.at = off;
+            this.end = off + len;
+        }
+
+        void clear() {
+            b = null;
+            at = 0;
+            end = 0;
+        }
+
+        @Override
+        public int read() {
+            return at < end ? b[at++] & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] to, int off, int len) {
+            if (len == 0) {
+                return 0;
+            }
+            if (at >= end) {
+                return -1;
+            }
+            int n = Math.min(len, end - at);
+            System.arraycopy(b, at, to, off, n);
+            at += n;
+            return n;
+        }
+    }
+
+    /** This response's parsers' buffers. */
+    private final BufferRecycler buffers = new Buffers();
+    /** What the streamed answer's parser reads; null for a JSON body. */
+    private final EventInput input;
+    /** The streamed answer's parser: made at the first event, dropped after an event that did not parse. */
+    private JsonParser events;
 
     private final AnswerText answer;
     private final DialectReader reader;
@@ -66,12 +174,15 @@ final class ResponseObserver {
         this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
+        this.input = sse ? new EventInput() : null;
         this.lines = !sse
                 ? null
                 : new SseLines(new SseLines.Consumer() {
                     @Override
                     public void data(byte[] b, int off, int len) {
-                        parse(b, off, len);
+                        if (answer.collecting() || mayNameUsage(b, off, len)) {
+                            event(b, off, len);
+                        }
                     }
 
                     @Override
@@ -147,6 +258,7 @@ final class ResponseObserver {
     void finish() {
         if (lines != null) {
             lines.finish();
+            closeEvents();
         } else if (!jsonAbandoned && json != null) {
             parse(json, 0, jsonLength);
             json = null;
@@ -182,9 +294,75 @@ final class ResponseObserver {
         return parseFailures;
     }
 
-    /** Parses one JSON object (an event or a whole body); anything that is not a JSON object is ignored. */
+    /**
+     * Whether {@code b[off, off + len)} may hold a member named {@code usage}: it holds {@code "usage"}, or a
+     * &#92;u escape (which may spell a letter of a name). False only when no JSON object written there can
+     * have such a member; true may be wrong (the text of a value), which costs only a parse.
+     */
+    static boolean mayNameUsage(byte[] b, int off, int len) {
+        int end = off + len;
+        for (int i = SseLines.indexOf(b, off, end, (byte) 'u');
+                i >= 0;
+                i = SseLines.indexOf(b, i + 1, end, (byte) 'u')) {
+            if (i > off && b[i - 1] == '\\') {
+                return true;
+            }
+            if (i > off
+                    && b[i - 1] == '"'
+                    && i + 5 < end
+                    && b[i + 1] == 's'
+                    && b[i + 2] == 'a'
+                    && b[i + 3] == 'g'
+                    && b[i + 4] == 'e'
+                    && b[i + 5] == '"') {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Parses one event's JSON object with the answer's parser; what follows the object is ignored. */
+    private void event(byte[] b, int off, int len) {
+        input.set(b, off, len);
+        try {
+            if (events == null) {
+                events = JSON.parser(input, buffers);
+            }
+            if (events.nextToken() != JsonToken.START_OBJECT) {
+                closeEvents(); // not an object (an event is one, from its first byte): no state to carry on from
+                return;
+            }
+            reader.read(events);
+            if (events.currentToken() != JsonToken.END_OBJECT
+                    || !events.getParsingContext().inRoot()) {
+                closeEvents(); // not read to its end: the next event starts on a new parser
+                return;
+            }
+            events.releaseBuffered(DISCARD); // the rest of the event, if any: ignored
+        } catch (IOException | RuntimeException e) {
+            // as in parse(): counted; the parser is in no known state, so the next event gets a new one
+            parseFailures++;
+            closeEvents();
+        } finally {
+            input.clear();
+        }
+    }
+
+    private void closeEvents() {
+        JsonParser p = events;
+        events = null;
+        if (p != null) {
+            try {
+                p.close();
+            } catch (IOException e) {
+                // closing a parser of bytes already read: nothing to report
+            }
+        }
+    }
+
+    /** Parses one JSON object (a whole body); anything that is not a JSON object is ignored. */
     private void parse(byte[] b, int off, int len) {
-        try (JsonParser p = JSON.createParser(b, off, len)) {
+        try (JsonParser p = JSON.parser(b, off, len, buffers)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return;
             }

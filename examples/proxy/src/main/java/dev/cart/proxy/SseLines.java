@@ -71,24 +71,29 @@ final class SseLines {
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final long ONES = 0x0101010101010101L;
     private static final long HIGHS = 0x8080808080808080L;
-    private static final long NEWLINES = ONES * '\n';
+
+    /** The index of the first {@code '\n'} in {@code b[from, to)}, or -1. */
+    static int newline(byte[] b, int from, int to) {
+        return indexOf(b, from, to, (byte) '\n');
+    }
 
     /**
-     * The index of the first {@code '\n'} in {@code b[from, to)}, or -1: eight bytes at a time (a byte equal to
-     * {@code '\n'} is a zero byte of {@code word ^ NEWLINES}, found with the usual carry trick), then the rest one
+     * The index of the first {@code x} in {@code b[from, to)}, or -1: eight bytes at a time (a byte equal to
+     * {@code x} is a zero byte of {@code word ^ (ONES * x)}, found with the usual carry trick), then the rest one
      * by one.
      */
-    static int newline(byte[] b, int from, int to) {
+    static int indexOf(byte[] b, int from, int to, byte x) {
+        long pattern = ONES * (x & 0xff);
         int i = from;
         for (; i + Long.BYTES <= to; i += Long.BYTES) {
-            long x = (long) LONGS.get(b, i) ^ NEWLINES;
-            long found = (x - ONES) & ~x & HIGHS;
+            long w = (long) LONGS.get(b, i) ^ pattern;
+            long found = (w - ONES) & ~w & HIGHS;
             if (found != 0) {
                 return i + (Long.numberOfTrailingZeros(found) >>> 3);
             }
         }
         for (; i < to; i++) {
-            if (b[i] == '\n') {
+            if (b[i] == x) {
                 return i;
             }
         }

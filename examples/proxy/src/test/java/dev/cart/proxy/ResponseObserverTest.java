@@ -24,7 +24,11 @@ class ResponseObserverTest {
             + "data: [DONE]\n\n";
 
     private static ResponseObserver feed(Endpoint e, String contentType, byte[] bytes, int... cuts) {
-        ResponseObserver o = ResponseObserver.create(e, contentType, null, true);
+        return feed(true, e, contentType, bytes, cuts);
+    }
+
+    private static ResponseObserver feed(boolean learn, Endpoint e, String contentType, byte[] bytes, int... cuts) {
+        ResponseObserver o = ResponseObserver.create(e, contentType, null, learn);
         int from = 0;
         for (int cut : cuts) {
             o.accept(bytes, from, cut - from);
@@ -172,5 +176,167 @@ class ResponseObserverTest {
                 "application/json",
                 "{\"usage\":{\"prompt_tokens\":3".getBytes(StandardCharsets.UTF_8));
         assertEquals(1, body.parseFailures());
+    }
+
+    /** A chunk of an OpenAI-compatible server, its members in the order such servers write them. */
+    private static String chunk(String delta, String tail) {
+        return "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                + "\"model\":\"m\",\"system_fingerprint\":\"fp\",\"choices\":[{\"index\":0,\"delta\":" + delta
+                + ",\"logprobs\":null,\"finish_reason\":null}]" + tail + "}\n\n";
+    }
+
+    /**
+     * Members are matched first against the name servers write next: in that order, in another, with names
+     * the reader does not know between them, or with a name written with escapes, the same usage and text.
+     */
+    @Test
+    void membersInAnyOrderReadTheSame() {
+        String usual = chunk("{\"role\":\"assistant\",\"content\":\"\"}", "")
+                + chunk("{\"content\":\"Hel\"}", "")
+                + chunk("{\"content\":\"lo\"}", ",\"usage\":null")
+                + "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                + "\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":70,\"completion_tokens\":2,"
+                + "\"total_tokens\":72,\"prompt_tokens_details\":{\"cached_tokens\":64}}}\n\ndata: [DONE]\n\n";
+        String other =
+                "data: {\"choices\":[{\"finish_reason\":null,\"delta\":{\"content\":\"Hel\",\"role\":\"assistant\"},"
+                        + "\"index\":0}],\"x\":{\"choices\":[{\"index\":1}]},\"created\":1}\n\n"
+                        + "data: {\"usage\":{\"prompt_tokens_details\":{\"audio_tokens\":0,\"cached_tokens\":64},"
+                        + "\"prompt_tokens\":70},\"choices\":[{\"\\u0064elta\":{\"content\":\"lo\"}}],\"id\":\"c\"}\n\n";
+        for (String stream : new String[] {usual, other}) {
+            ResponseObserver o =
+                    feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
+            assertEquals(new ServedUsage(70, 64), o.usage());
+            assertEquals(List.of("Hello"), o.reply());
+            assertEquals(0, o.parseFailures());
+        }
+        String message =
+                "{\"id\":\"c\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+                        + "\"message\":{\"role\":\"assistant\",\"content\":\"Hi\",\"refusal\":null},\"logprobs\":null,"
+                        + "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}";
+        ResponseObserver m =
+                feed(Endpoint.CHAT_COMPLETIONS, "application/json", message.getBytes(StandardCharsets.UTF_8));
+        assertEquals(new ServedUsage(5, ServedUsage.UNKNOWN), m.usage());
+        assertEquals(List.of("Hi"), m.reply());
+    }
+
+    /**
+     * When the text is not wanted (answer learning off, or the answer already unusable), only events that may
+     * name {@code usage} are parsed: the same usage, cut anywhere, and a name written with escapes still found.
+     */
+    @Test
+    void withoutTheTextOnlyEventsThatMayCarryUsageAreRead() {
+        byte[] bytes = OPENAI_STREAM.getBytes(StandardCharsets.UTF_8);
+        for (int cut = 0; cut <= bytes.length; cut++) {
+            ResponseObserver o = feed(false, Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, cut);
+            assertEquals(new ServedUsage(1200, 1024), o.usage(), "cut at " + cut);
+            assertEquals("not_collected", o.replyProblem());
+        }
+        String escaped = "data: {\"choices\":[],\"\\u0075sage\":{\"prompt_tokens\":8}}\n\n"
+                + "data: {\"choices\":[],\"u\\u0073age\":{\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n";
+        ResponseObserver e =
+                feed(false, Endpoint.CHAT_COMPLETIONS, "text/event-stream", escaped.getBytes(StandardCharsets.UTF_8));
+        assertEquals(new ServedUsage(8, 4), e.usage());
+
+        // a tool call makes the text unusable: what follows is read for its usage only, and a broken event
+        // that cannot name usage is no longer parsed (nothing the observer wants was in it)
+        String tools = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\n"
+                + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"cut\n\n"
+                + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3}}\n\n";
+        ResponseObserver t =
+                feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", tools.getBytes(StandardCharsets.UTF_8));
+        assertEquals(new ServedUsage(3, ServedUsage.UNKNOWN), t.usage());
+        assertEquals("not_text", t.replyProblem());
+        assertEquals(0, t.parseFailures());
+
+        String anthropic =
+                "data: {\"type\":\"message_start\",\"message\":{\"content\":[],\"usage\":{\"input_tokens\":10,"
+                        + "\"cache_read_input_tokens\":90}}}\n\n"
+                        + "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"
+                        + "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n";
+        ResponseObserver a =
+                feed(false, Endpoint.MESSAGES, "text/event-stream", anthropic.getBytes(StandardCharsets.UTF_8));
+        assertEquals(new ServedUsage(100, 90), a.usage());
+    }
+
+    @Test
+    void whatMayNameUsage() {
+        for (String yes : new String[] {
+            "{\"usage\":1}", "{\"a\":{\"usage\":null}}", "{\"\\u0075sage\":1}", "{\"x\":\"\\u00e9\"}", "\"usage\""
+        }) {
+            byte[] b = yes.getBytes(StandardCharsets.UTF_8);
+            assertEquals(true, ResponseObserver.mayNameUsage(b, 0, b.length), yes);
+        }
+        for (String no :
+                new String[] {"{\"usages\":1}", "{\"x\":\"usage\\n\"}", "{\"usage", "usage\"", "{\"choices\":[]}", ""
+                }) {
+            byte[] b = no.getBytes(StandardCharsets.UTF_8);
+            assertEquals(false, ResponseObserver.mayNameUsage(b, 0, b.length), no);
+        }
+        byte[] framed = "\"usage\"".getBytes(StandardCharsets.UTF_8);
+        assertEquals(false, ResponseObserver.mayNameUsage(framed, 1, framed.length - 1), "only the bytes given");
+        assertEquals(false, ResponseObserver.mayNameUsage(framed, 0, framed.length - 1), "only the bytes given");
+    }
+
+    /**
+     * One parser reads a streamed answer's events one after another: each event still reads as with a parser
+     * of its own. An event cut short or with a bad token is a failure and the next event is read as usual;
+     * what follows an event's object is ignored; an event longer than the parser's read buffer reads whole.
+     */
+    @Test
+    void eachEventReadsAsWithAParserOfItsOwn() {
+        SplittableRandom rnd = new SplittableRandom(11);
+        for (int run = 0; run < 300; run++) {
+            StringBuilder stream = new StringBuilder();
+            StringBuilder text = new StringBuilder();
+            int failures = 0;
+            long prompt = ServedUsage.UNKNOWN;
+            int events = 1 + rnd.nextInt(12);
+            for (int i = 0; i < events; i++) {
+                String word = "w" + i + (rnd.nextInt(4) == 0 ? "x".repeat(1500 + rnd.nextInt(1500)) : "") + " ";
+                String delta = "{\"id\":\"c\",\"created\":1,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + word
+                        + "\"},\"finish_reason\":null}]}";
+                switch (rnd.nextInt(6)) {
+                    case 0 -> { // cut short
+                        int textEnd = delta.indexOf(word) + word.length(); // before the text's closing quote
+                        stream.append("data: ")
+                                .append(delta, 0, rnd.nextInt(1, textEnd))
+                                .append("\n\n");
+                        failures++;
+                    }
+                    case 1 -> { // a bad token before the text
+                        stream.append("data: {\"id\": nope, \"choices\":[{\"delta\":{\"content\":\"lost\"}}]}\n\n");
+                        failures++;
+                    }
+                    case 2 -> { // more after the object: ignored
+                        stream.append("data: ")
+                                .append(delta)
+                                .append(rnd.nextBoolean() ? " }{\"usage\":{\"prompt_tokens\":1}}" : " \"x")
+                                .append("\n\n");
+                        text.append(word);
+                    }
+                    case 3 -> {
+                        prompt = rnd.nextInt(1, 100_000);
+                        stream.append("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":")
+                                .append(prompt)
+                                .append("}}\n\n");
+                    }
+                    default -> {
+                        stream.append("data: ").append(delta).append("\n\n");
+                        text.append(word);
+                    }
+                }
+            }
+            stream.append("data: [DONE]\n\n");
+            byte[] bytes = stream.toString().getBytes(StandardCharsets.UTF_8);
+            int a = rnd.nextInt(bytes.length + 1);
+            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, a);
+            assertEquals(failures, o.parseFailures(), "run " + run);
+            assertEquals(prompt, o.usage().promptTokens());
+            if (text.length() == 0) {
+                assertEquals("empty", o.replyProblem());
+            } else {
+                assertEquals(List.of(text.toString()), o.reply());
+            }
+        }
     }
 }

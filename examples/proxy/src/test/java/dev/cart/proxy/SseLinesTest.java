@@ -116,6 +116,31 @@ class SseLinesTest {
         }
     }
 
+    /** The same search for any byte, among bytes that differ from it by one bit or by the sign bit. */
+    @Test
+    void everyByteIsFoundWhereverItIs() {
+        for (int x : new int[] {'u', 0x00, 0x7f, 0x80, 0xff}) {
+            byte[] b = new byte[24];
+            for (int i = 0; i < b.length; i++) {
+                b[i] = (byte) (x ^ (i % 3 == 0 ? 0x80 : 1 << (i % 7))); // never x
+            }
+            for (int at = 0; at < b.length; at++) {
+                byte was = b[at];
+                b[at] = (byte) x;
+                for (int from = 0; from < b.length; from++) {
+                    for (int to = from; to <= b.length; to++) {
+                        int want = at >= from && at < to ? at : -1;
+                        assertEquals(
+                                want,
+                                SseLines.indexOf(b, from, to, (byte) x),
+                                x + " at " + at + " in [" + from + ", " + to + ")");
+                    }
+                }
+                b[at] = was;
+            }
+        }
+    }
+
     /** A line longer than the limit is skipped and reported once, whether it comes whole or in pieces. */
     @Test
     void aTooLongLineIsSkippedOnceAndTheNextIsRead() throws Exception {
