@@ -288,7 +288,8 @@ final class ResponseObserver {
 
     /**
      * Events (or the JSON body) that started as a JSON object but could not be parsed: what they said about
-     * usage or the reply is lost ({@code cart_response_parse_failures_total}).
+     * usage or the reply is lost ({@code cart_response_parse_failures_total}). Only events that were parsed are
+     * counted: once the text is not wanted, those that cannot carry usage are not parsed.
      */
     int parseFailures() {
         return parseFailures;
