@@ -54,7 +54,8 @@ import java.util.Locale;
  * (closing merges the names it met into the factory's symbol table; an answer not finished only skips that).
  * Its buffers come from this observer's own {@link BufferRecycler}, with a 1 KB read buffer (an event is a few
  * hundred bytes; a longer one is read in pieces) rather than the factory's thread-local pool: nothing is
- * shared with another response, whichever thread reads this one.
+ * shared with another response, whichever thread reads this one. A JSON body is parsed once, by a parser
+ * of its own from the factory's pool.
  *
  * <p>Cost: a streamed chunk costs a scan for line ends plus the tokenizing of each event line by Jackson
  * (a few hundred bytes: about a third of a microsecond). Not thread-safe: one instance per response, used by
@@ -76,24 +77,16 @@ final class ResponseObserver {
     /** Jackson's factory, making parsers over a caller's {@link BufferRecycler}. */
     @SuppressWarnings("serial") // never serialized
     static final class Parsers extends JsonFactory {
-        /** A parser of {@code b[off, off + len)}; its location never names the content (no text in errors). */
-        JsonParser parser(byte[] b, int off, int len, BufferRecycler buffers) throws IOException {
-            return _createParser(b, off, len, context(buffers));
-        }
-
-        /** A parser reading {@code in}; its location never names the content. */
+        /** A parser reading {@code in}; its location never names the content (no text in errors). */
         JsonParser parser(InputStream in, BufferRecycler buffers) throws IOException {
-            return _createParser(in, context(buffers));
-        }
-
-        private IOContext context(BufferRecycler buffers) {
-            return new IOContext(
+            IOContext context = new IOContext(
                     _streamReadConstraints,
                     _streamWriteConstraints,
                     _errorReportConfiguration,
                     buffers,
                     ContentReference.redacted(),
                     false);
+            return _createParser(in, context);
         }
     }
 
@@ -147,8 +140,8 @@ final class ResponseObserver {
         }
     }
 
-    /** This response's parsers' buffers. */
-    private final BufferRecycler buffers = new Buffers();
+    /** The streamed answer's parser's buffers; null for a JSON body (parsed once, with the factory's pool). */
+    private final BufferRecycler buffers;
     /** What the streamed answer's parser reads; null for a JSON body. */
     private final EventInput input;
     /** The streamed answer's parser: made at the first event, dropped after an event that did not parse. */
@@ -175,6 +168,7 @@ final class ResponseObserver {
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
         this.input = sse ? new EventInput() : null;
+        this.buffers = sse ? new Buffers() : null;
         this.lines = !sse
                 ? null
                 : new SseLines(new SseLines.Consumer() {
@@ -288,7 +282,8 @@ final class ResponseObserver {
 
     /**
      * Events (or the JSON body) that started as a JSON object but could not be parsed: what they said about
-     * usage or the reply is lost ({@code cart_response_parse_failures_total}).
+     * usage or the reply is lost ({@code cart_response_parse_failures_total}). Only events that were parsed are
+     * counted: once the text is not wanted, those that cannot carry usage are not parsed.
      */
     int parseFailures() {
         return parseFailures;
@@ -362,7 +357,7 @@ final class ResponseObserver {
 
     /** Parses one JSON object (a whole body); anything that is not a JSON object is ignored. */
     private void parse(byte[] b, int off, int len) {
-        try (JsonParser p = JSON.parser(b, off, len, buffers)) {
+        try (JsonParser p = JSON.createParser(b, off, len)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return;
             }
