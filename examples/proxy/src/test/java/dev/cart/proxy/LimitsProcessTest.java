@@ -202,7 +202,8 @@ class LimitsProcessTest {
     /**
      * The idle and read deadlines are checked by timers armed lazily (one armed before a request is not cancelled
      * by it): a kept-alive connection that sends a request every half second stays open across several checks
-     * of a 2-second idle time, and is closed once it stays silent.
+     * of a 2-second idle time, and is closed once it stays silent. The loop runs until both five requests were
+     * answered and five seconds have passed, however long a loaded machine takes to answer them.
      */
     @Test
     void aBusyKeptAliveConnectionOutlivesEarlierIdleChecks() throws Exception {
@@ -214,7 +215,7 @@ class LimitsProcessTest {
                 java.io.InputStream in = s.getInputStream();
                 long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(5_000);
                 int answered = 0;
-                while (System.nanoTime() < end) {
+                while (answered < 5 || System.nanoTime() < end) {
                     out.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
                     out.flush();
                     String answer = readAnswer(in);
@@ -222,7 +223,6 @@ class LimitsProcessTest {
                     answered++;
                     java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(500));
                 }
-                assertTrue(answered >= 5, "several requests over more than two idle times: " + answered);
                 assertTrue(closedByServer(s, null), "then silent, the connection is closed");
             }
         }
