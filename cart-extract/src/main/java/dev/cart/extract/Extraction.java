@@ -48,6 +48,8 @@ final class Extraction {
     static final char FIELD = '\u001D';
     static final char ATTR = '\u001E';
     static final char SEP = '\u001F';
+    /** A model marker's length: NUL, {@code model:} or {@code model;}, 16 hex digits, NUL. */
+    static final int MARKER_LENGTH = 24;
     /** Shown at boundaries by {@link #keyText()}; never part of a key. */
     static final char BOUNDARY_MARK = '\u2016';
 
@@ -151,6 +153,7 @@ final class Extraction {
 
     ExtractedRequest result() {
         PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
+        key.reserve(units()); // the block hashes in one array of the key's size, handed to the key
         assemble(Segment.Sink.of(key));
         return new ExtractedRequest(
                 key.build(), model, stream, Tokenization.CHARACTER_MODE, new KeyState(endpoint, key, lastRole));
@@ -249,6 +252,12 @@ final class Extraction {
             sb.append(SEP).append(item == null ? "" : item);
         }
         return sb.toString();
+    }
+
+    /** The key's length in units: what {@link #assemble} appends. */
+    private int units() {
+        long n = (long) tools.length() + functions.length() + system.length() + main.length();
+        return n == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, n + MARKER_LENGTH);
     }
 
     /** Model marker, tools, system, messages: the key's fixed order, whatever the body's field order. */
