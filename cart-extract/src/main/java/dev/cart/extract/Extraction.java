@@ -33,7 +33,7 @@ import java.util.List;
  * </ul>
  * Errors are {@link ExtractionException}s from {@link Errors}; none ever carries prompt text or
  * client-supplied values. The body's UTF-8 is validated strictly ({@link Utf8}), since Jackson does not
- * check every sequence: the strings copied into the key as they are copied ({@link JsonText}), the rest
+ * check every sequence: the strings decoded into the key as they are decoded ({@link JsonText}), the rest
  * of the body after parsing; an invalid body gets {@code invalid_encoding} whatever else is wrong with it.
  *
  * <p>Not thread-safe: one instance per call, discarded afterwards.
@@ -196,7 +196,7 @@ final class Extraction {
 
     /**
      * UTF-8 only (RFC 8259 §8.1): UTF-16/32 (zero bytes up front) is rejected here; invalid sequences once
-     * the body is read ({@link #parse}), where the check skips the strings that were copied, whose UTF-8
+     * the body is read ({@link #parse}), where the check skips the strings that were decoded, whose UTF-8
      * was checked then.
      */
     private void checkEncoding() throws ExtractionException {
