@@ -268,9 +268,17 @@ public final class PromptKey {
 
         private int length;
         private long chain = SEED;
-        private long[] blocks = new long[8];
+        /** The block hashes so far: the first {@link #blockCount}; shared with keys built and copies. */
+        private long[] blocks;
+        /**
+         * Whether {@link #blocks} came from the builder this one is a {@link #copy()} of, and must be copied
+         * before a block is added. Blocks are only ever added past {@link #blockCount}, so an array may be
+         * shared by a builder, its copies and the keys they built: none of them reads past its own count.
+         */
+        private boolean blocksShared;
+
         private int blockCount;
-        private int[] bounds = new int[4];
+        private int[] bounds;
         private int boundCount;
         private long anchor;
         private boolean anchorSet;
@@ -287,6 +295,8 @@ public final class PromptKey {
             this.anchorLimit = anchorLimit;
             this.buf = unit == Unit.CHARS ? new byte[blockSize * 3] : null;
             this.tokens = unit == Unit.TOKENS ? new int[blockSize] : null;
+            this.blocks = NO_BLOCKS;
+            this.bounds = new int[4];
         }
 
         private Builder(Builder o) {
@@ -299,7 +309,8 @@ public final class PromptKey {
             this.fill = o.fill;
             this.length = o.length;
             this.chain = o.chain;
-            this.blocks = Arrays.copyOf(o.blocks, Math.max(8, o.blockCount + 8));
+            this.blocks = o.blocks;
+            this.blocksShared = true;
             this.blockCount = o.blockCount;
             this.bounds = Arrays.copyOf(o.bounds, Math.max(4, o.boundCount + 4));
             this.boundCount = o.boundCount;
@@ -310,10 +321,39 @@ public final class PromptKey {
         /**
          * An independent builder in this one's state: appending to either leaves the other unchanged. For
          * keys that extend a key already built (a conversation followed by its reply) without hashing the
-         * shared part again. Costs a copy of the block hashes so far.
+         * shared part again. The block hashes so far are shared, and copied by the first of the two to add
+         * a block.
          */
         public Builder copy() {
             return new Builder(this);
+        }
+
+        /**
+         * Makes room for the blocks of {@code units} more units, for a caller that knows how long the key
+         * will be: the block hashes are then held in one array of the key's size, which {@link #build()}
+         * hands to the key as it is, and which never grows. The key is the same with or without it.
+         */
+        public Builder reserve(int units) {
+            if (units < 0) {
+                throw new IllegalArgumentException("units must not be negative, was " + units);
+            }
+            int more = (int) Math.min(Integer.MAX_VALUE - 8, ((long) fill + units) / blockSize);
+            if (more > 0 && (blocksShared || blocks.length - blockCount < more)) {
+                blocks = Arrays.copyOf(blocks, blockCount + more);
+                blocksShared = false;
+            }
+            return this;
+        }
+
+        /** Room for {@code more} blocks past {@link #blockCount} in an array of this builder's own. */
+        private void roomForBlocks(int more) {
+            if (blocksShared || blocks.length - blockCount < more) {
+                int size = blocksShared
+                        ? blockCount + Math.max(more, 8)
+                        : Math.max(blockCount + more, Math.max(8, blocks.length * 2));
+                blocks = Arrays.copyOf(blocks, size);
+                blocksShared = false;
+            }
         }
 
         /** Appends the characters of {@code s}. */
@@ -492,9 +532,7 @@ public final class PromptKey {
             if (whole <= 0) {
                 return 0;
             }
-            if (blocks.length - blockCount < whole) {
-                blocks = Arrays.copyOf(blocks, Math.max(blockCount + whole, blocks.length * 2));
-            }
+            roomForBlocks(whole);
             long[] bl = blocks;
             int bc = blockCount;
             long c = chain;
@@ -582,9 +620,7 @@ public final class PromptKey {
         }
 
         private void pushBlock() {
-            if (blockCount == blocks.length) {
-                blocks = Arrays.copyOf(blocks, blockCount * 2);
-            }
+            roomForBlocks(1);
             blocks[blockCount++] = chain;
             fill = 0;
             bfill = 0;
@@ -629,14 +665,18 @@ public final class PromptKey {
             }
         }
 
-        /** The key of everything appended so far; the builder stays usable (appending continues the text). */
+        /**
+         * The key of everything appended so far; the builder stays usable (appending continues the text).
+         * The block hashes are copied unless they fill the builder's array (see {@link #reserve}), which the
+         * key then shares: the builder adds blocks only past them, so into a larger array.
+         */
         public PromptKey build() {
             long a = anchorSet ? anchor : fill == 0 ? chain : blockHash(chain) ^ fill;
             return new PromptKey(
                     unit,
                     blockSize,
                     length,
-                    Arrays.copyOf(blocks, blockCount),
+                    blocks.length == blockCount ? blocks : Arrays.copyOf(blocks, blockCount),
                     boundCount == 0 ? NO_BOUNDARIES : Arrays.copyOf(bounds, boundCount),
                     a);
         }

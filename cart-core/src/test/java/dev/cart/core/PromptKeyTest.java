@@ -201,6 +201,36 @@ class PromptKeyTest {
         assertEquals(before.length() + 1, b.build().length());
     }
 
+    @Test
+    void reservedAndSharedBlocksLeaveKeysAsTheyWere() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(9);
+        for (int t = 0; t < 500; t++) {
+            String head = "h".repeat(rnd.nextInt(300));
+            String tail = "t\u00e9".repeat(rnd.nextInt(100));
+            String[] replies = {"r".repeat(rnd.nextInt(100)), "s".repeat(rnd.nextInt(100))};
+            PromptKey.Builder plain = PromptKey.textBuilder(16, 40).append(head).boundary();
+            // reserved exactly, too little or too much
+            int reserve = head.length() + rnd.nextInt(-20, 40);
+            PromptKey.Builder reserved = PromptKey.textBuilder(16, 40)
+                    .reserve(Math.max(0, reserve))
+                    .append(head)
+                    .boundary();
+            PromptKey key = reserved.build();
+            long[] seen = key.blocks().clone();
+            assertEquals(plain.build(), key);
+            // copies continued (two from one builder, as from two threads), and the builder itself
+            PromptKey.Builder c0 = reserved.copy().reserve(rnd.nextInt(0, 200)).append(replies[0]);
+            PromptKey.Builder c1 = reserved.copy().append(replies[1]);
+            PromptKey continued = plain.copy().append(replies[0]).build();
+            assertEquals(continued, c0.build());
+            assertEquals(plain.copy().append(replies[1]).build(), c1.build());
+            reserved.append(tail);
+            assertEquals(plain.append(tail).build(), reserved.build());
+            assertArrayEquals(seen, key.blocks(), "a key's blocks never change");
+            assertEquals(continued, c0.build());
+        }
+    }
+
     /** Strings of ASCII, Latin-1, other BMP characters and surrogate pairs, in runs. */
     private static org.quicktheories.core.Gen<String> mixedText() {
         return integers().between(0, 600).zip(integers().all(), (len, seed) -> {

@@ -33,7 +33,7 @@ import java.util.List;
  * </ul>
  * Errors are {@link ExtractionException}s from {@link Errors}; none ever carries prompt text or
  * client-supplied values. The body's UTF-8 is validated strictly ({@link Utf8}), since Jackson does not
- * check every sequence: the strings copied into the key as they are copied ({@link JsonText}), the rest
+ * check every sequence: the strings decoded into the key as they are decoded ({@link JsonText}), the rest
  * of the body after parsing; an invalid body gets {@code invalid_encoding} whatever else is wrong with it.
  *
  * <p>Not thread-safe: one instance per call, discarded afterwards.
@@ -48,6 +48,8 @@ final class Extraction {
     static final char FIELD = '\u001D';
     static final char ATTR = '\u001E';
     static final char SEP = '\u001F';
+    /** A model marker's length: NUL, {@code model:} or {@code model;}, 16 hex digits, NUL. */
+    static final int MARKER_LENGTH = 24;
     /** Shown at boundaries by {@link #keyText()}; never part of a key. */
     static final char BOUNDARY_MARK = '\u2016';
 
@@ -151,6 +153,7 @@ final class Extraction {
 
     ExtractedRequest result() {
         PromptKey.Builder key = PromptKey.textBuilder(opts.blockChars(), opts.anchorLimit());
+        key.reserve(units()); // the block hashes in one array of the key's size, handed to the key
         assemble(Segment.Sink.of(key));
         return new ExtractedRequest(
                 key.build(), model, stream, Tokenization.CHARACTER_MODE, new KeyState(endpoint, key, lastRole));
@@ -193,7 +196,7 @@ final class Extraction {
 
     /**
      * UTF-8 only (RFC 8259 §8.1): UTF-16/32 (zero bytes up front) is rejected here; invalid sequences once
-     * the body is read ({@link #parse}), where the check skips the strings that were copied, whose UTF-8
+     * the body is read ({@link #parse}), where the check skips the strings that were decoded, whose UTF-8
      * was checked then.
      */
     private void checkEncoding() throws ExtractionException {
@@ -249,6 +252,12 @@ final class Extraction {
             sb.append(SEP).append(item == null ? "" : item);
         }
         return sb.toString();
+    }
+
+    /** The key's length in units: what {@link #assemble} appends. */
+    private int units() {
+        long n = (long) tools.length() + functions.length() + system.length() + main.length();
+        return n == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, n + MARKER_LENGTH);
     }
 
     /** Model marker, tools, system, messages: the key's fixed order, whatever the body's field order. */

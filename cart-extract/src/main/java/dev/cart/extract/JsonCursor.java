@@ -108,7 +108,7 @@ final class JsonCursor {
 
     /**
      * Writes the string that is the current token into {@code out}: decoded from the body bytes
-     * ({@link JsonText}, which checks its UTF-8 as it copies it: recorded as checked), or, when that
+     * ({@link JsonText}, which checks its UTF-8 as it scans it: recorded as checked), or, when that
      * declines, streamed from Jackson; returns its length in UTF-16 units.
      */
     int text(Segment out) throws IOException {
@@ -185,7 +185,7 @@ final class JsonCursor {
 
     /**
      * Whether the body is strict UTF-8, given that the strings {@link #text} decoded were checked as they
-     * were copied: only the bytes between them are checked here (the whole body if they were not decoded
+     * were decoded: only the bytes between them are checked here (the whole body if they were not decoded
      * in order, which re-reading never causes but nothing here relies on).
      */
     boolean isValidUtf8() {

@@ -132,7 +132,7 @@ public final class PromptExtractor {
             }
             return b.append(ids, 0, ids.length).boundary().build();
         }
-        seg.appendTo(Segment.Sink.of(b));
+        seg.appendTo(Segment.Sink.of(b.reserve(seg.length())));
         return b.build();
     }
 

@@ -38,6 +38,15 @@ class AllocationTest {
         assertTrue(least < body.length / 2, least + " bytes allocated for a body of " + body.length);
     }
 
+    @Test
+    void theMarkerLengthIsEveryMarkersLength() {
+        assertEquals(Extraction.MARKER_LENGTH, Extraction.modelMarker("m").length());
+        assertEquals(
+                Extraction.MARKER_LENGTH,
+                Extraction.modelMarker("a much longer model name", "salt", "lora")
+                        .length());
+    }
+
     /** A system message and a user message of plain words, about {@code size} bytes, as the proxy benchmark's. */
     private static byte[] body(int size) {
         SplittableRandom rnd = new SplittableRandom(1);
