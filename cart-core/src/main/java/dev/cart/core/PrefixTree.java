@@ -70,8 +70,9 @@ import java.util.function.LongFunction;
  *   <li>{@link #insert} of a key the replica already holds entirely only refreshes last-use times: no
  *       lock, no version change, no write when the stored time would not change (nodes near the root
  *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.
- *       What can be made before the mutex is (the new leaf's label, found by the lock-free walk that
- *       tried the refresh, and its holder), so the mutex covers the second walk and the stores.</li>
+ *       Its lock-free walk, which tried the refresh, has already refreshed the times of the path's nodes
+ *       the replica held, and what can be made before the mutex is (the new leaf's label, from where
+ *       that walk left the tree), so the mutex covers the second walk and the stores.</li>
  *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
  *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
  *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
@@ -139,6 +140,9 @@ final class PrefixTree {
      * gone.
      */
     private volatile Replica[] numbered = NO_REPLICAS;
+    /** The writer's scratch for the nodes of the path it walks (grown once for a deeper path, then kept). */
+    @GuardedBy("writers")
+    private Node[] writePath = new Node[16];
 
     private PrefixTree(Builder b) {
         this.maxSize = b.maxSize;
@@ -372,14 +376,13 @@ final class PrefixTree {
             return 0;
         }
         long now = clock.millis();
-        Node[] path = new Node[16];
-        int reach = refresh(b, replica, now, false, probe, windowMillis, path);
-        if (reach < 0) {
-            return -1 - reach;
+        long walked = refresh(b, replica, now, false, probe, windowMillis);
+        int flags = (int) (walked >>> 32);
+        if ((int) walked < 0) {
+            return flags;
         }
-        boolean wasRemote = probe > 0 && learnedElsewhere(b, probe, replica); // read before the write
-        boolean done = insertWriting(b, replica, now, false, reach, path);
-        return (done ? 0 : SKIPPED) | (wasRemote ? WAS_REMOTE : 0);
+        boolean done = insertWriting(b, replica, now, false, (int) walked);
+        return (done ? 0 : SKIPPED) | (flags & WAS_REMOTE);
     }
 
     /** {@link #insertNoting}: the claim on the probed blocks had been learned only from other instances. */
@@ -390,25 +393,22 @@ final class PrefixTree {
     static final int USED_IN_WINDOW = 4;
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        Node[] path = new Node[16]; // both walks' scratch, refresh's then write's
-        int reach = refresh(b, replica, now, remote, 0, 0, path);
-        if (reach < 0) {
-            return true;
-        }
-        return insertWriting(b, replica, now, remote, reach, path);
+        int reach = (int) refresh(b, replica, now, remote, 0, 0);
+        return reach < 0 || insertWriting(b, replica, now, remote, reach);
     }
 
     /** The writer path of an insert whose lock-free refresh found the tree holding {@code reach} blocks. */
-    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach, Node[] path) {
-        // Made before the mutex: the leaf the key most likely needs, from where the lock-free walk left
-        // the tree (used only if the walk under the mutex stops at the same block).
-        long[] label = reach < b.length ? Arrays.copyOfRange(b, reach, b.length) : null;
+    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
+        // Made before the mutex: the label of the leaf the key most likely needs, from where the lock-free
+        // walk left the tree (used only if the walk under the mutex stops at the same block); none for a
+        // label of one or two blocks, which the node keeps without an array.
+        long[] label = b.length - reach > 2 ? Arrays.copyOfRange(b, reach, b.length) : null;
         if (!lockForWrite()) {
             skipped.increment();
             return false;
         }
         try {
-            write(b, replica, now, remote, reach, label, path);
+            write(b, replica, now, remote, reach, label);
             return true;
         } finally {
             writers.unlock();
@@ -443,68 +443,72 @@ final class PrefixTree {
     }
 
     /**
-     * The lock-free case: the whole key is stored and the replica holds every node on it. Refreshes the
-     * last-use times (a local insert also makes the entries local) and returns {@code -1 - flags}: with
-     * {@link #WAS_REMOTE} when {@code probe} blocks are asked about (more than 0) and the node holding the
-     * last of them was, before the refresh, the replica's only from other instances (what
-     * {@link #learnedElsewhere} tells); with {@link #USED_IN_WINDOW} when {@code windowMillis} is more than
-     * 0 and the deepest node's last use was already in the window of {@code now}. Otherwise changes
-     * nothing and returns how many blocks of the key the tree holds (where a new leaf would start).
-     * {@code path} is scratch for the nodes walked (a longer path grows a copy); the writer reuses it.
+     * The lock-free walk every insert starts with; the whole insert when the whole key is stored and the
+     * replica holds every node on it. On its way down it refreshes the last-use times of the path's nodes
+     * the replica holds (a local insert also makes the entries local), from the root to the first node it
+     * does not hold (it holds no node below that one on this path: a replica holding a node holds its
+     * parent). So the holders are loaded beside the walk's own loads, each level's independent of the
+     * next level's, rather than after it (a cache miss apiece on a tree larger than the cache), and the
+     * writer that may follow finds them in the cache; a walk that then needs the writer, and is skipped
+     * under maintenance, has refreshed what the replica was sent and already held. Writes only where a
+     * stored time or mark changes.
+     *
+     * <p>Returns the flags in the high 32 bits and, in the low 32, -1 when the replica holds the whole
+     * key (nothing left to write), else how many blocks of the key the tree holds (where a new leaf would
+     * start). Flags: {@link #WAS_REMOTE} when {@code probe} blocks are asked about (more than 0) and the
+     * node holding the last of them was, before this walk, the replica's only from other instances (what
+     * {@link #learnedElsewhere} tells); {@link #USED_IN_WINDOW} when the replica holds the whole key,
+     * {@code windowMillis} is more than 0 and the deepest node's last use was already in the window of
+     * {@code now}.
      */
-    private int refresh(
-            long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis, Node[] path) {
+    private long refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
         long bit = bitOf(numberOf(replica));
+        int n = b.length;
+        int probeEnd = probe > 0 ? Math.min(probe, n) : Integer.MAX_VALUE;
         Node node = root;
         int i = 0;
-        int depth = 0;
         boolean heldAll = true;
-        while (i < b.length) {
+        boolean lastInWindow = false;
+        int flags = 0;
+        while (i < n) {
             Node child = find(node, b[i]);
             if (child == null) {
-                return i;
+                return (long) flags << 32 | i;
             }
             int m = matched(child, b, i);
-            if (m < child.span) {
-                return i + m;
-            }
-            node = child;
+            boolean probed = i < probeEnd && i + m >= probeEnd; // the node holding block probe-1
+            boolean whole = m == child.span; // a node the key ends or leaves inside is not touched
             i += m;
-            if (heldAll && holds(node, bit, replica)) {
-                if (depth == path.length) {
-                    path = Arrays.copyOf(path, depth * 2);
-                }
-                path[depth++] = node;
+            Holder h = null;
+            if (whole && heldAll && holds(child, bit, replica)) {
+                h = holderOf(child, bit, replica); // null only in a race with a writer: then not touched
             } else {
                 heldAll = false;
+                if (probed) {
+                    h = holder(child, replica);
+                }
             }
+            if (h != null) {
+                if (probed && h.remote) {
+                    flags |= WAS_REMOTE;
+                }
+                if (heldAll) {
+                    lastInWindow = windowMillis > 0
+                            && Math.floorDiv(h.lastAccess, windowMillis) == Math.floorDiv(now, windowMillis);
+                    h.touch(now, remote);
+                }
+            } else if (heldAll) {
+                lastInWindow = false;
+            }
+            if (!whole) {
+                return (long) flags << 32 | i;
+            }
+            node = child;
         }
         if (!heldAll) {
-            return b.length;
+            return (long) flags << 32 | n;
         }
-        int flags = 0;
-        int end = 0;
-        for (int d = 0; d < depth; d++) {
-            Holder h = holderOf(path[d], bit, replica);
-            boolean probed = false;
-            if (probe > 0 && end < probe) {
-                end += path[d].span; // the node holding block probe-1 is the first to reach it
-                probed = end >= probe;
-            }
-            if (h == null) {
-                continue;
-            }
-            if (probed && h.remote) {
-                flags |= WAS_REMOTE;
-            }
-            if (d == depth - 1
-                    && windowMillis > 0
-                    && Math.floorDiv(h.lastAccess, windowMillis) == Math.floorDiv(now, windowMillis)) {
-                flags |= USED_IN_WINDOW;
-            }
-            h.touch(now, remote);
-        }
-        return -1 - flags;
+        return (long) (flags | (lastInWindow ? USED_IN_WINDOW : 0)) << 32 | 0xFFFF_FFFFL;
     }
 
     /**
@@ -513,11 +517,11 @@ final class PrefixTree {
      * that gain the replica are odd from before the first change to after the last.
      */
     @GuardedBy("writers")
-    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label, Node[] scratch) {
+    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label) {
         int number = numberFor(replica);
         long bit = bitOf(number);
         int n = b.length;
-        Node[] path = scratch; // what the refresh left there is overwritten
+        Node[] path = writePath;
         int depth = 0;
         Node node = root;
         int i = 0;
@@ -539,7 +543,7 @@ final class PrefixTree {
             }
             node = child;
             if (depth == path.length) {
-                path = Arrays.copyOf(path, depth * 2);
+                path = writePath = Arrays.copyOf(path, depth * 2);
             }
             path[depth++] = node;
             i += m;
@@ -594,11 +598,12 @@ final class PrefixTree {
             int number,
             long now,
             boolean remote) {
-        long[] label = prepared != null && from == at ? prepared : Arrays.copyOfRange(b, at, b.length);
-        Node leaf = new Node(b.length, label, b[at]);
+        Node leaf = prepared != null && from == at
+                ? new Node(b.length, prepared, b[at])
+                : new Node(b.length, b, at, b.length);
         leaf.parent = parent;
         setHolder(leaf, new Holder(replica, number, now, remote));
-        size.addAndGet(label.length);
+        size.addAndGet(leaf.span);
         nodes.incrementAndGet();
         entries.incrementAndGet();
         return leaf;
@@ -1680,6 +1685,15 @@ final class PrefixTree {
             this.span = label.length;
             this.second = label.length > 1 ? label[1] : 0;
             this.first = first;
+        }
+
+        /** A node whose label is {@code key[from..to)}, copied into an array of its own only if longer than two blocks. */
+        Node(int depth, long[] key, int from, int to) {
+            this.depth = depth;
+            this.span = to - from;
+            this.blocks = span > 2 ? Arrays.copyOfRange(key, from, to) : null;
+            this.second = span > 1 ? key[from + 1] : 0;
+            this.first = key[from];
         }
     }
 
