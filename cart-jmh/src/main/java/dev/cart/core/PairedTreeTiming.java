@@ -30,14 +30,18 @@ import java.util.function.ToLongBiFunction;
  *
  * <p>Prints per operation and layout the minimum and median CPU nanoseconds per operation of each build
  * and the median and range of the per-round ratio B/A. Run: {@code java -Xms2g -Xmx2g -cp
- * cart-jmh/target/benchmarks.jar dev.cart.core.PairedTreeTiming A.jar B.jar [rounds]}.
+ * cart-jmh/target/benchmarks.jar dev.cart.core.PairedTreeTiming A.jar B.jar [rounds [perRound]]}.
+ * {@code perRound} (2,000 by default) is the number of operations a round times: with 2,000, most fresh
+ * inserts are the first split of their key since the last fill; with 100,000, each key has had some 30
+ * fresh leaves between two fills, as in {@link TreeBenchmark}'s one-second iterations (400,000 fresh
+ * inserts), where most of them add a child to a node that already has a table.
  */
 public final class PairedTreeTiming {
 
     private static final String[] OPS = {
         "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"
     };
-    private static final int PER_ROUND = 2_000;
+    private static final int PER_ROUND = 2_000; // unless given
     /**
      * Rounds between two fills: where a tree lies in the heap moves its operations by tens of percent and
      * differs from one fill to the next, so each build gets several fills, in turn first.
@@ -49,10 +53,11 @@ public final class PairedTreeTiming {
     @SuppressWarnings({"unchecked", "rawtypes"}) // an array of a generic interface
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: PairedTreeTiming A.jar B.jar [rounds]");
+            System.err.println("usage: PairedTreeTiming A.jar B.jar [rounds [perRound]]");
             System.exit(2);
         }
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 21;
+        int perRound = args.length > 3 ? Integer.parseInt(args[3]) : PER_ROUND;
         URL own = PairedTreeTiming.class.getProtectionDomain().getCodeSource().getLocation();
         ToLongBiFunction<String, Integer>[] ops = new ToLongBiFunction[2];
         for (int j = 0; j < 2; j++) {
@@ -78,7 +83,7 @@ public final class PairedTreeTiming {
                         }
                         for (int k = 0; k < 2; k++) {
                             int j = (r & 1) == 0 ? k : 1 - k;
-                            t[j][r] = (double) ops[j].applyAsLong(op, PER_ROUND) / PER_ROUND;
+                            t[j][r] = (double) ops[j].applyAsLong(op, perRound) / perRound;
                         }
                         ratio[r] = t[1][r] / t[0][r];
                     }
