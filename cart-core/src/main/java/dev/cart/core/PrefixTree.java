@@ -140,7 +140,10 @@ final class PrefixTree {
      * gone.
      */
     private volatile Replica[] numbered = NO_REPLICAS;
-    /** The writer's scratch for the nodes of the path it walks (grown once for a deeper path, then kept). */
+    /**
+     * The writer's scratch for the nodes of the path it walks (grown once for a deeper path, then kept);
+     * emptied after each write.
+     */
     @GuardedBy("writers")
     private Node[] writePath = new Node[16];
 
@@ -584,6 +587,7 @@ final class PrefixTree {
                     }
                 }
             }
+            Arrays.fill(path, 0, depth, null); // the scratch keeps no node (nor what hangs below it) alive
         }
     }
 

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
  * The lock-free walk every insert starts with: it refreshes the last-use times of the path's nodes the replica
  * already holds on its way down, also when the insert then needs the writer (and when the writer is refused
  * under maintenance), never the time of a node the key ends or leaves inside; and it tells
- * {@link PrefixTree#insertNoting}'s flags in both cases. Deterministic: the clock is moved by hand.
+ * {@link PrefixTree#insertNoting}'s flags in both cases; and the writer that may follow keeps no node in its
+ * scratch after it. Deterministic: the clock is moved by hand.
  */
 class PrefixTreeRefreshTest {
 
@@ -110,6 +111,20 @@ class PrefixTreeRefreshTest {
         assertNull(route(tree, "ABCDX", r1), "nothing was written");
         assertTrue(later > first);
         tree.checkInvariants();
+    }
+
+    @Test
+    void theWritersScratchKeepsNoNodeAliveAfterAWrite() throws Exception {
+        PrefixTree tree = PrefixTree.builder().clock(clock).maxSize(100).build();
+        assertTrue(tree.insert(key("ABCD"), r1));
+        assertTrue(tree.insert(key("ABCDEF"), r1));
+        assertTrue(tree.insert(key("ABCDEFGH"), r2)); // a write through three levels
+        tree.clear(); // what the scratch still held would keep the old tree alive
+        java.lang.reflect.Field f = PrefixTree.class.getDeclaredField("writePath");
+        f.setAccessible(true);
+        for (Object node : (Object[]) f.get(tree)) {
+            assertNull(node);
+        }
     }
 
     @Test
