@@ -58,6 +58,7 @@ class LineEncoderTest {
         fast.setCharset(charset);
         fast.start();
         int compared = 0;
+        int into = 0;
         for (String name : LOGGERS) {
             Logger logger = context.getLogger(name);
             for (Level level : List.of(Level.INFO, Level.WARN, Level.ERROR, Level.DEBUG, Level.TRACE)) {
@@ -68,6 +69,12 @@ class LineEncoderTest {
                         String expected = new String(pattern.encode(e), charset);
                         String got = new String(fast.encode(e), charset);
                         assertEquals(expected, got, name + " " + level + " at " + t);
+                        byte[] buf = new byte[1024];
+                        int n = fast.encodeInto(e, buf);
+                        if (n >= 0) {
+                            assertEquals(expected, new String(buf, 0, n, charset), "into: " + name + " " + level);
+                            into++;
+                        }
                         compared++;
                     }
                 }
@@ -80,6 +87,11 @@ class LineEncoderTest {
         assertTrue(expected.contains("IllegalStateException"), expected);
         assertEquals(expected, new String(fast.encode(withThrowable), charset));
         assertEquals(LOGGERS.size() * 5 * MESSAGES.size() * TIMES.size(), compared);
+        assertEquals(-1, fast.encodeInto(withThrowable, new byte[1024]));
+        if (charset != StandardCharsets.UTF_16) {
+            // the messages short enough (each logger's name is known by then: encode ran first)
+            assertEquals(LOGGERS.size() * 5 * 3 * TIMES.size(), into);
+        }
     }
 
     @Test
@@ -87,6 +99,37 @@ class LineEncoderTest {
         compare(StandardCharsets.UTF_8);
         compare(StandardCharsets.ISO_8859_1);
         compare(StandardCharsets.UTF_16); // no ASCII prefix: through the pattern layout itself
+    }
+
+    /** Through the batching appender (which lets the encoder write into an array of its own): the same bytes. */
+    @Test
+    void theAppenderWritesWhatThePatternWrites() {
+        LoggerContext context = context();
+        PatternLayoutEncoder pattern = new PatternLayoutEncoder();
+        pattern.setContext(context);
+        pattern.setPattern(LineEncoder.PATTERN);
+        pattern.start();
+        LineEncoder fast = new LineEncoder();
+        fast.setContext(context);
+        fast.start();
+        BatchedConsoleAppender<ch.qos.logback.classic.spi.ILoggingEvent> appender = new BatchedConsoleAppender<>();
+        java.io.ByteArrayOutputStream console = new java.io.ByteArrayOutputStream();
+        appender.setTarget(console);
+        appender.setContext(context);
+        appender.setEncoder(fast);
+        appender.start();
+        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+        Logger logger = context.getLogger("cart.decision");
+        for (String message : List.of("first", "decision a=1 b=2", "caf\u00e9", "y".repeat(5000), "last")) {
+            for (long t : TIMES) {
+                LoggingEvent e = new LoggingEvent("fqcn", logger, Level.INFO, message, null, null);
+                e.setTimeStamp(t);
+                expected.writeBytes(pattern.encode(e));
+                appender.doAppend(e);
+            }
+        }
+        appender.stop();
+        assertEquals(expected.toString(StandardCharsets.UTF_8), console.toString(StandardCharsets.UTF_8));
     }
 
     @Test
