@@ -493,6 +493,25 @@ class MetricsTest {
         }
     }
 
+    /** Each known endpoint is its own label, matched by content (a request's path is a string of its own). */
+    @Test
+    void endpointLabelsAreTheKnownPathsElseOther() {
+        for (String e : ProxyMetrics.ENDPOINTS) {
+            assertEquals(e, ProxyMetrics.endpointLabel(new String(e.toCharArray())));
+        }
+        for (String other :
+                new String[] {null, "", "/", "/v1/chat", "/v1/chat/completions/", "/HEALTH", "/v1/models/x"}) {
+            assertEquals(ProxyMetrics.OTHER, ProxyMetrics.endpointLabel(other), String.valueOf(other));
+        }
+        assertEquals("2xx", ProxyMetrics.statusClass(200));
+        assertEquals("1xx", ProxyMetrics.statusClass(101));
+        assertEquals("5xx", ProxyMetrics.statusClass(599));
+        assertEquals(ProxyMetrics.NONE, ProxyMetrics.statusClass(0));
+        assertEquals(ProxyMetrics.NONE, ProxyMetrics.statusClass(-1));
+        assertEquals(ProxyMetrics.OTHER, ProxyMetrics.statusClass(600));
+        assertEquals(ProxyMetrics.OTHER, ProxyMetrics.statusClass(99));
+    }
+
     @Test
     void decisionWindowKeepsOnlyTheLastDecisions() {
         DecisionWindow w = new DecisionWindow();
