@@ -97,11 +97,15 @@ final class InPrefill {
                     }
                 }
                 next = new Entry[Long.bitCount(live) + 1];
+                // the live entries in runs, one array copy each (prefills end in about the order they began,
+                // so the live ones are mostly one run: the newest)
                 int n = 0;
-                for (int i = 0; i < cur.length; i++) {
-                    if ((live & (1L << i)) != 0) {
-                        next[n++] = cur[i];
-                    }
+                while (live != 0) {
+                    int from = Long.numberOfTrailingZeros(live);
+                    int length = Long.numberOfTrailingZeros(~(live >>> from));
+                    System.arraycopy(cur, from, next, n, length);
+                    n += length;
+                    live &= length + from >= 64 ? 0 : -1L << (from + length);
                 }
                 next[n] = e;
             } else {

@@ -1,6 +1,7 @@
 package dev.cart.core;
 
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * Owns one in-flight slot on the chosen replica. Exactly one {@link #close()} releases it: later calls,
@@ -23,12 +24,25 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Lease implements AutoCloseable {
 
+    // What has happened to the lease, one bit each in {@link #state}, each set once by compare-and-set (one
+    // field rather than an atomic object per step: a lease is made per request).
+    private static final int CLOSED = 1;
+    private static final int LEARNED = 2;
+    private static final int FED_BACK = 4;
+    private static final int PREFILLED = 8;
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(Lease.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final RouteDecision decision;
     private final Router router;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final AtomicBoolean learned = new AtomicBoolean();
-    private final AtomicBoolean fedBack = new AtomicBoolean();
-    private final AtomicBoolean prefilled = new AtomicBoolean();
+    private volatile int state;
     private volatile Outcome outcome = Outcome.CANCELLED;
     private volatile int status;
     private volatile boolean prefilledReported;
@@ -37,9 +51,21 @@ public final class Lease implements AutoCloseable {
         this.decision = decision;
         this.router = router;
         if (decision.replica() == null) {
-            closed.set(true);
-            prefilled.set(true);
+            state = CLOSED | PREFILLED;
         }
+    }
+
+    /** Sets {@code bit} in the state; true for the one call that set it. */
+    private boolean set(int bit) {
+        int s = state;
+        while ((s & bit) == 0) {
+            int witness = (int) STATE.compareAndExchange(this, s, s | bit);
+            if (witness == s) {
+                return true;
+            }
+            s = witness;
+        }
+        return false;
     }
 
     /**
@@ -57,7 +83,7 @@ public final class Lease implements AutoCloseable {
     }
 
     private void prefillDone(boolean reported) {
-        if (prefilled.compareAndSet(false, true)) {
+        if (set(PREFILLED)) {
             prefilledReported = reported;
             router.prefillDone(decision, reported, outcome);
         }
@@ -76,13 +102,13 @@ public final class Lease implements AutoCloseable {
      */
     public void succeeded(ServedUsage usage) {
         outcome = Outcome.SUCCESS;
-        if (closed.get()) {
+        if ((state & CLOSED) != 0) {
             return;
         }
-        if (learned.compareAndSet(false, true)) {
+        if (set(LEARNED)) {
             router.learnOnSuccess(decision);
         }
-        if (usage.known() && fedBack.compareAndSet(false, true)) {
+        if (usage.known() && set(FED_BACK)) {
             router.feedback(decision, usage);
         }
     }
@@ -113,7 +139,7 @@ public final class Lease implements AutoCloseable {
 
     /** True once {@link #close()} has been called. */
     public boolean isClosed() {
-        return closed.get();
+        return (state & CLOSED) != 0;
     }
 
     /**
@@ -123,7 +149,7 @@ public final class Lease implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
+        if (!set(CLOSED)) {
             return;
         }
         Outcome o = outcome;

@@ -1,5 +1,6 @@
 package dev.cart.proxy;
 
+import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.OutputStreamAppender;
 import ch.qos.logback.core.joran.spi.ConsoleTarget;
 import java.io.BufferedOutputStream;
@@ -33,6 +34,11 @@ public final class BatchedConsoleAppender<E> extends OutputStreamAppender<E> {
     private OutputStream target;
 
     private volatile Thread flusher;
+
+    /** Each logging thread's line, for a {@link LineEncoder} to write into (so a line allocates no bytes). */
+    private final ThreadLocal<byte[]> lines = ThreadLocal.withInitial(() -> new byte[LINE_BYTES]);
+
+    private static final int LINE_BYTES = 1024;
 
     /** The buffer's size in bytes: a full buffer is written at once. */
     public void setBufferBytes(int bufferBytes) {
@@ -74,6 +80,32 @@ public final class BatchedConsoleAppender<E> extends OutputStreamAppender<E> {
             LockSupport.parkNanos(this, nanos);
             flush();
         }
+    }
+
+    /**
+     * Writes an event: with a {@link LineEncoder}, its line is written into this thread's array and copied into
+     * the buffer under the lock, so it allocates no bytes; a line it cannot write so (see
+     * {@link LineEncoder#encodeInto}) and any other encoder go the ordinary way.
+     */
+    @Override
+    protected void writeOut(E event) throws IOException {
+        if (encoder instanceof LineEncoder line && event instanceof ILoggingEvent e) {
+            byte[] buf = lines.get();
+            int n = line.encodeInto(e, buf);
+            if (n >= 0) {
+                streamWriteLock.lock();
+                try {
+                    OutputStream out = getOutputStream();
+                    if (isStarted() && out != null) {
+                        out.write(buf, 0, n);
+                    }
+                } finally {
+                    streamWriteLock.unlock();
+                }
+                return;
+            }
+        }
+        super.writeOut(event);
     }
 
     /** Writes what is buffered. */

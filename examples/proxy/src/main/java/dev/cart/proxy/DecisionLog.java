@@ -30,6 +30,10 @@ final class DecisionLog {
     /** Room for a whole line at once (a routed line is about 330 characters), so the builder never grows. */
     private static final int LINE_CAPACITY = 512;
 
+    /** Each thread's builder, reused line after line: a line then allocates only its String. */
+    private static final ThreadLocal<StringBuilder> BUILDER =
+            ThreadLocal.withInitial(() -> new StringBuilder(LINE_CAPACITY));
+
     private final boolean enabled;
     private final String endpoint;
     private final String method;
@@ -94,7 +98,8 @@ final class DecisionLog {
     }
 
     String line() {
-        StringBuilder b = new StringBuilder(LINE_CAPACITY);
+        StringBuilder b = BUILDER.get();
+        b.setLength(0);
         b.append("decision endpoint=")
                 .append(endpoint)
                 .append(" method=")
@@ -143,7 +148,11 @@ final class DecisionLog {
                 .append(" total_ms=")
                 .append((System.nanoTime() - startNanos) / 1_000_000);
         estimates(b);
-        return b.toString();
+        String line = b.toString();
+        if (b.capacity() > 4 * LINE_CAPACITY) {
+            BUILDER.remove(); // a line made long (a long runner-up id) does not keep its size on the thread
+        }
+        return line;
     }
 
     /**

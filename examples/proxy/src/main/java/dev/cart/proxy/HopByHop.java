@@ -1,6 +1,8 @@
 package dev.cart.proxy;
 
 import java.net.http.HttpRequest;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -57,12 +59,17 @@ final class HopByHop {
         return HOP_BY_HOP.contains(lowerName) || lowerName.startsWith("proxy-") || connectionTokens.contains(lowerName);
     }
 
+    /** The names never copied upstream (hop-by-hop or the client's own), in lower case, by length. */
+    private static final String[][] REQUEST_DROPPED = byLength(HOP_BY_HOP, REQUEST_OWN);
+
+    /** The names never copied downstream (hop-by-hop or the server's own), in lower case, by length. */
+    private static final String[][] RESPONSE_DROPPED = byLength(HOP_BY_HOP, RESPONSE_OWN);
+
     /** Hands the client's end-to-end headers, as they go upstream, to {@code to} (the front's request). */
     static void forEachRequestHeader(HeaderView from, BiConsumer<String, String> to) {
         Set<String> named = connectionTokens(from.all("connection"));
         from.forEach((name, value) -> {
-            String lower = name.toLowerCase(Locale.ROOT);
-            if (!isHopByHop(lower, named) && !REQUEST_OWN.contains(lower)) {
+            if (!dropped(name, REQUEST_DROPPED, named, null)) {
                 to.accept(name, value);
             }
         });
@@ -75,14 +82,93 @@ final class HopByHop {
     static void forEachResponseHeader(HeaderView from, String except, BiConsumer<String, String> to) {
         Set<String> named = connectionTokens(from.all("connection"));
         from.forEach((name, value) -> {
-            String lower = name.toLowerCase(Locale.ROOT);
-            if (!lower.startsWith(":")
-                    && !isHopByHop(lower, named)
-                    && !RESPONSE_OWN.contains(lower)
-                    && !lower.equals(except)) {
+            if (!name.startsWith(":") && !dropped(name, RESPONSE_DROPPED, named, except)) {
                 to.accept(name, value);
             }
         });
+    }
+
+    /**
+     * Whether {@code name}, in lower case, is in {@code listed}, is hop-by-hop or is {@code except}. A header
+     * name is a token, ASCII: such a name is compared in place, letter case folded, without the lower-case
+     * copy and its hash; any other name goes the long way, through {@link String#toLowerCase}.
+     */
+    private static boolean dropped(String name, String[][] listed, Set<String> named, String except) {
+        int n = name.length();
+        for (int i = 0; i < n; i++) {
+            if (name.charAt(i) >= 0x80) {
+                String lower = name.toLowerCase(Locale.ROOT);
+                return isHopByHop(lower, named) || contains(listed, lower) || lower.equals(except);
+            }
+        }
+        if (n < listed.length) {
+            for (String l : listed[n]) {
+                if (asciiEqualsLower(name, l)) {
+                    return true;
+                }
+            }
+        }
+        if (startsWithLower(name, PROXY_PREFIX)) {
+            return true;
+        }
+        if (except != null && asciiEqualsLower(name, except)) {
+            return true;
+        }
+        return !named.isEmpty() && named.contains(name.toLowerCase(Locale.ROOT));
+    }
+
+    private static final String PROXY_PREFIX = "proxy-";
+
+    private static boolean contains(String[][] listed, String lower) {
+        return lower.length() < listed.length
+                && Arrays.asList(listed[lower.length()]).contains(lower);
+    }
+
+    /** {@code name} (ASCII) equals {@code lower} (lower-case ASCII) but for letter case. */
+    private static boolean asciiEqualsLower(String name, String lower) {
+        return name.length() == lower.length() && startsWithLower(name, lower);
+    }
+
+    /** {@code name} (ASCII) starts with {@code lower} (lower-case ASCII) but for letter case. */
+    private static boolean startsWithLower(String name, String lower) {
+        int n = lower.length();
+        if (name.length() < n) {
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            char c = name.charAt(i);
+            if (c >= 'A' && c <= 'Z') {
+                c = (char) (c + ('a' - 'A'));
+            }
+            if (c != lower.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @SafeVarargs
+    private static String[][] byLength(Set<String>... sets) {
+        int max = 0;
+        for (Set<String> set : sets) {
+            for (String name : set) {
+                max = Math.max(max, name.length());
+            }
+        }
+        List<List<String>> by = new ArrayList<>();
+        for (int i = 0; i <= max; i++) {
+            by.add(new ArrayList<>());
+        }
+        for (Set<String> set : sets) {
+            for (String name : set) {
+                by.get(name.length()).add(name);
+            }
+        }
+        String[][] out = new String[max + 1][];
+        for (int i = 0; i <= max; i++) {
+            out[i] = by.get(i).toArray(new String[0]);
+        }
+        return out;
     }
 
     /** Copies the client's end-to-end headers onto a JDK client request, leaving out what it refuses. */

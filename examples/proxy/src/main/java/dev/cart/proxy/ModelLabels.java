@@ -1,9 +1,12 @@
 package dev.cart.proxy;
 
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.Reason;
+import io.micrometer.core.instrument.Counter;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -21,10 +24,27 @@ final class ModelLabels {
 
     static final int MAX_LABELS = 32;
 
-    /** Decisions and cache hits of one label. */
+    /**
+     * One label: its decisions and cache hits, and the {@code cart.model.decisions} counter of each reason
+     * (filled in by {@link ProxyMetrics} on first use), so a decision costs one map lookup by the model.
+     */
     static final class Counts {
+        final String label;
         final LongAdder decisions = new LongAdder();
         final LongAdder hits = new LongAdder();
+        final AtomicReferenceArray<Counter> decisionCounters = new AtomicReferenceArray<>(Reason.values().length + 1);
+
+        Counts(String label) {
+            this.label = label;
+        }
+
+        /** Counts one routed decision. */
+        void record(boolean hit) {
+            decisions.increment();
+            if (hit) {
+                hits.increment();
+            }
+        }
     }
 
     private final Map<String, Counts> labels = new ConcurrentHashMap<>();
@@ -34,21 +54,33 @@ final class ModelLabels {
         if (model == null) {
             return ProxyMetrics.NONE;
         }
-        if (labels.containsKey(model)) {
-            return model;
+        Counts c = counts(model, set);
+        return c == null ? ProxyMetrics.OTHER : c.label;
+    }
+
+    /**
+     * The counts of {@code model}'s own label (admitting it as a label when a replica of {@code set} lists it
+     * and there is room), or null when its label is {@code other}.
+     */
+    Counts counts(String model, ManagedReplicaSet set) {
+        Counts c = labels.get(model);
+        if (c != null) {
+            return c;
         }
         if (set == null || !listed(set, model)) {
-            return ProxyMetrics.OTHER;
+            return null;
         }
         synchronized (this) {
-            if (labels.containsKey(model)) {
-                return model;
+            c = labels.get(model);
+            if (c != null) {
+                return c;
             }
             if (labels.size() >= MAX_LABELS) {
-                return ProxyMetrics.OTHER;
+                return null;
             }
-            labels.put(model, new Counts());
-            return model;
+            c = new Counts(model);
+            labels.put(model, c);
+            return c;
         }
     }
 
@@ -56,10 +88,7 @@ final class ModelLabels {
     void record(String label, boolean hit) {
         Counts c = labels.get(label);
         if (c != null) {
-            c.decisions.increment();
-            if (hit) {
-                c.hits.increment();
-            }
+            c.record(hit);
         }
     }
 

@@ -83,6 +83,10 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
      * usage, or null when it gave none (usage unknown, or not compared).
      */
     CacheFeedback succeeded(RouteDecision decision, ServedUsage usage) {
+        if (!usage.known()) {
+            decision.lease().succeeded(usage); // an unknown usage is compared with nothing: no verdict to wait for
+            return null;
+        }
         CacheFeedback[] slot = new CacheFeedback[1];
         awaitingFeedback.put(decision, slot);
         try {

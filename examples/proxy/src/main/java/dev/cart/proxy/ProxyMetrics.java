@@ -33,6 +33,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
@@ -41,8 +42,12 @@ import java.util.function.ToDoubleFunction;
  * The proxy's metrics, in one Micrometer {@link PrometheusMeterRegistry} scraped by {@code GET /metrics}.
  * Every name and label is listed in {@code docs/metrics.md}; a metric added here must be added there.
  *
- * <p>How: counters and histograms are looked up once per label combination and cached in a
- * {@link ConcurrentHashMap}, so an event on the request path costs a map lookup and an atomic add.
+ * <p>How: every meter is registered on first use, so a series appears once it has counted something (the
+ * counters listed in the constructor read 0 from the start). The request path's meters are resolved once and
+ * kept by what they are per: a {@link ReplicaMeters} per replica id (one map lookup by the id, whose hash the
+ * string keeps) holds its counters in arrays indexed by endpoint, status class, reason and outcome, so an
+ * event there costs a map lookup, an array read and Micrometer's own update, and builds no key. Rarer events
+ * (retries, transitions, evictions) look their meter up by name and tags in a {@link ConcurrentHashMap}.
  * Gauges read live state at scrape time through a supplier of the current {@link Routing}, so they follow
  * a reload; per-replica gauges are registered for the replicas of the current set and removed when a
  * reload drops a replica (its counters stay, as Prometheus counters do, until the process restarts).
@@ -75,7 +80,26 @@ final class ProxyMetrics implements AutoCloseable {
         Duration.ofNanos(25_000), Duration.ofNanos(50_000), Duration.ofNanos(100_000), Duration.ofNanos(250_000),
         Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(25)
     };
-    private static final String[] STATUS_CLASSES = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+
+    /** The endpoint labels by index ({@link #endpointIndex}): the known endpoints, then {@link #OTHER}. */
+    private static final String[] ENDPOINT_LABELS = {
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/messages",
+        "/v1/models",
+        "/health",
+        "/workers",
+        "/metrics",
+        OTHER
+    };
+    /** The status labels by index ({@link #statusIndex}): the classes 1xx to 5xx, then none and other. */
+    private static final String[] STATUS_LABELS = {"1xx", "2xx", "3xx", "4xx", "5xx", NONE, OTHER};
+    /** Decision reasons by index: {@link Reason}'s codes by ordinal, then {@link #PASS_THROUGH}. */
+    private static final int PASS_THROUGH_INDEX = Reason.values().length;
+
+    private static final String FEEDBACK_STALE = "stale";
+    private static final String FEEDBACK_INCONCLUSIVE = "inconclusive";
+    private static final String FEEDBACK_OK = "ok";
     private static final double[] RATIO_BUCKETS = {0.001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
 
     final PrometheusMeterRegistry registry;
@@ -84,6 +108,26 @@ final class ProxyMetrics implements AutoCloseable {
     private final Map<MeterKey, Counter> counters = new ConcurrentHashMap<>();
     private final Map<MeterKey, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Meter> replicaGauges = new ConcurrentHashMap<>();
+    /** The request path's meters of each replica id, and of no replica ({@link #NONE}). */
+    private final Map<String, ReplicaMeters> byReplica = new ConcurrentHashMap<>();
+
+    private final ReplicaMeters noReplica = new ReplicaMeters(NONE);
+    private final AtomicReferenceArray<Timer> requestDurations = new AtomicReferenceArray<>(ENDPOINT_LABELS.length);
+    /** cart.model.decisions of the labels {@link #NONE} and {@link #OTHER}, by reason index. */
+    private final AtomicReferenceArray<Counter> noModelDecisions = new AtomicReferenceArray<>(PASS_THROUGH_INDEX + 1);
+
+    private final AtomicReferenceArray<Counter> otherModelDecisions =
+            new AtomicReferenceArray<>(PASS_THROUGH_INDEX + 1);
+    /** cart.tokenization by {@link Tokenization.Status} ordinal, the token cache's hits and misses, the tokenizer. */
+    private final AtomicReferenceArray<Counter> tokenizationOutcomes =
+            new AtomicReferenceArray<>(Tokenization.Status.values().length);
+
+    private volatile Counter tokenCacheHits;
+    private volatile Counter tokenCacheMisses;
+    private volatile Timer tokenizerDuration;
+    /** cart.learned.answers by result (a handful of constant words). */
+    private final Map<String, Counter> learned = new ConcurrentHashMap<>();
+
     private final Timer decisionDuration;
     private final DistributionSummary matchedRatio;
     private final Timer evictionDuration;
@@ -173,15 +217,201 @@ final class ProxyMetrics implements AutoCloseable {
 
     /** The endpoint label for a path: the path itself for the proxy's known endpoints, else "other". */
     static String endpointLabel(String path) {
-        return path != null && ENDPOINTS.contains(path) ? path : OTHER;
+        return ENDPOINT_LABELS[endpointIndex(path)];
+    }
+
+    /** The index of {@link #endpointLabel}'s value in {@link #ENDPOINT_LABELS}. */
+    private static int endpointIndex(String path) {
+        if (path == null) {
+            return ENDPOINT_LABELS.length - 1;
+        }
+        return switch (path) {
+            case "/v1/chat/completions" -> 0;
+            case "/v1/completions" -> 1;
+            case "/v1/messages" -> 2;
+            case "/v1/models" -> 3;
+            case "/health" -> 4;
+            case "/workers" -> 5;
+            case "/metrics" -> 6;
+            default -> ENDPOINT_LABELS.length - 1;
+        };
     }
 
     /** "2xx" ... "5xx" for a status, "none" for 0 or -1 (nothing answered). */
     static String statusClass(int status) {
+        return STATUS_LABELS[statusIndex(status)];
+    }
+
+    /** The index of {@link #statusClass}'s value in {@link #STATUS_LABELS}. */
+    private static int statusIndex(int status) {
         if (status >= 100 && status <= 599) {
-            return STATUS_CLASSES[status / 100 - 1];
+            return status / 100 - 1;
         }
-        return status <= 0 ? NONE : OTHER;
+        return status <= 0 ? STATUS_LABELS.length - 2 : STATUS_LABELS.length - 1;
+    }
+
+    /** The reason label of a decision: {@link #PASS_THROUGH} for a routed request not routed by prompt. */
+    private static int reasonIndex(RouteDecision d, boolean passThrough) {
+        return passThrough && d.routed() ? PASS_THROUGH_INDEX : d.reason().ordinal();
+    }
+
+    private static String reasonLabel(int index) {
+        return index == PASS_THROUGH_INDEX ? PASS_THROUGH : Reason.values()[index].code();
+    }
+
+    /** The meters of {@code replica} (an id; null for none), made on first use. */
+    private ReplicaMeters meters(String replica) {
+        if (replica == null) {
+            return noReplica;
+        }
+        ReplicaMeters m = byReplica.get(replica);
+        return m != null ? m : byReplica.computeIfAbsent(replica, ReplicaMeters::new);
+    }
+
+    /**
+     * The request path's meters of one replica label, each registered on its first event (through
+     * {@link #counter} and {@link #timer}, so a meter is the registry's one for its name and tags) and kept in
+     * a slot. Two threads may resolve a slot at once: both get the same meter from the registry's cache, and
+     * the slot's atomic write publishes it whole.
+     */
+    private final class ReplicaMeters {
+        final String id;
+        /** cart.requests by endpoint index x status index. */
+        final AtomicReferenceArray<Counter> requests =
+                new AtomicReferenceArray<>(ENDPOINT_LABELS.length * STATUS_LABELS.length);
+        /** cart.decisions by reason index. */
+        final AtomicReferenceArray<Counter> decisions = new AtomicReferenceArray<>(PASS_THROUGH_INDEX + 1);
+        /** cart.upstream.requests by outcome ordinal x status index. */
+        final AtomicReferenceArray<Counter> upstream =
+                new AtomicReferenceArray<>(OUTCOME_LABELS.length * STATUS_LABELS.length);
+        /** predicted, delivered and prompt tokens, then the verdicts stale, inconclusive and ok. */
+        final AtomicReferenceArray<Counter> feedback = new AtomicReferenceArray<>(6);
+
+        volatile Timer upstreamDuration;
+        volatile Timer firstByte;
+
+        ReplicaMeters(String id) {
+            this.id = id;
+        }
+
+        Counter request(int endpoint, int status) {
+            int i = endpoint * STATUS_LABELS.length + status;
+            Counter c = requests.get(i);
+            if (c == null) {
+                c = counter(
+                        "cart.requests",
+                        "Client requests by endpoint, status class and the replica of the last attempt",
+                        "endpoint",
+                        ENDPOINT_LABELS[endpoint],
+                        "status",
+                        STATUS_LABELS[status],
+                        "replica",
+                        id);
+                requests.set(i, c);
+            }
+            return c;
+        }
+
+        Counter decision(int reason) {
+            Counter c = decisions.get(reason);
+            if (c == null) {
+                c = counter(
+                        "cart.decisions",
+                        "Routing decisions by reason and chosen replica",
+                        "reason",
+                        reasonLabel(reason),
+                        "replica",
+                        id);
+                decisions.set(reason, c);
+            }
+            return c;
+        }
+
+        Counter upstream(int outcome, int status) {
+            int i = outcome * STATUS_LABELS.length + status;
+            Counter c = upstream.get(i);
+            if (c == null) {
+                c = counter(
+                        "cart.upstream.requests",
+                        "Upstream attempts by replica, outcome and the replica's status class",
+                        "replica",
+                        id,
+                        "outcome",
+                        OUTCOME_LABELS[outcome],
+                        "status",
+                        STATUS_LABELS[status]);
+                upstream.set(i, c);
+            }
+            return c;
+        }
+
+        Timer upstreamDuration() {
+            Timer t = upstreamDuration;
+            if (t == null) {
+                t = timer(
+                        "cart.upstream.duration",
+                        "Upstream attempt time, from the decision to the end of the replica's "
+                                + "answer (the lease's lifetime)",
+                        LATENCY_BUCKETS,
+                        "replica",
+                        id);
+                upstreamDuration = t;
+            }
+            return t;
+        }
+
+        Timer firstByte() {
+            Timer t = firstByte;
+            if (t == null) {
+                t = timer(
+                        "cart.upstream.first.byte",
+                        "Time from sending an upstream request to the first byte of its "
+                                + "answer's body (the head when there is no body)",
+                        LATENCY_BUCKETS,
+                        "replica",
+                        id);
+                firstByte = t;
+            }
+            return t;
+        }
+
+        /** 0, 1, 2: predicted, delivered, prompt tokens; 3, 4, 5: the verdicts stale, inconclusive, ok. */
+        Counter feedback(int which) {
+            Counter c = feedback.get(which);
+            if (c == null) {
+                c = switch (which) {
+                    case 0 ->
+                        counter(
+                                "cart.cache.predicted.tokens",
+                                "Prompt tokens the router predicted the replica had cached, "
+                                        + "for requests whose usage the replica reported",
+                                "replica",
+                                id);
+                    case 1 ->
+                        counter(
+                                "cart.cache.delivered.tokens",
+                                "Prompt tokens the replica reported as served from its cache",
+                                "replica",
+                                id);
+                    case 2 ->
+                        counter(
+                                "cart.cache.prompt.tokens",
+                                "Prompt tokens of the requests whose cache usage the replica reported",
+                                "replica",
+                                id);
+                    default ->
+                        counter(
+                                "cart.cache.feedback",
+                                "Replica usage reports compared with the router's prediction, by verdict",
+                                "replica",
+                                id,
+                                "verdict",
+                                which == 3 ? FEEDBACK_STALE : which == 4 ? FEEDBACK_INCONCLUSIVE : FEEDBACK_OK);
+                };
+                feedback.set(which, c);
+            }
+            return c;
+        }
     }
 
     private Counter counter(String name, String help, String... tags) {
@@ -250,24 +480,19 @@ final class ProxyMetrics implements AutoCloseable {
 
     /** One client request finished (counted by the handler; the JDK server's own rejections are not). */
     void request(String path, int status, String replica, long nanos) {
-        String endpoint = endpointLabel(path);
-        counter(
-                        "cart.requests",
-                        "Client requests by endpoint, status class and the replica of the last attempt",
-                        "endpoint",
-                        endpoint,
-                        "status",
-                        statusClass(status),
-                        "replica",
-                        replica == null ? NONE : replica)
-                .increment();
-        timer(
-                        "cart.request.duration",
-                        "Time from the request's arrival to its end, by endpoint",
-                        LATENCY_BUCKETS,
-                        "endpoint",
-                        endpoint)
-                .record(nanos, TimeUnit.NANOSECONDS);
+        int endpoint = endpointIndex(path);
+        meters(replica).request(endpoint, statusIndex(status)).increment();
+        Timer t = requestDurations.get(endpoint);
+        if (t == null) {
+            t = timer(
+                    "cart.request.duration",
+                    "Time from the request's arrival to its end, by endpoint",
+                    LATENCY_BUCKETS,
+                    "endpoint",
+                    ENDPOINT_LABELS[endpoint]);
+            requestDurations.set(endpoint, t);
+        }
+        t.record(nanos, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -302,39 +527,13 @@ final class ProxyMetrics implements AutoCloseable {
      */
     void decision(RouteDecision d, boolean passThrough) {
         String replica = d.routed() ? d.replica().id() : NONE;
-        String reason = passThrough && d.routed() ? PASS_THROUGH : d.reason().code();
-        counter(
-                        "cart.decisions",
-                        "Routing decisions by reason and chosen replica",
-                        "reason",
-                        reason,
-                        "replica",
-                        replica)
-                .increment();
+        int reason = reasonIndex(d, passThrough);
+        meters(d.routed() ? replica : null).decision(reason).increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
         modelDecision(d, reason);
         Tokenization t = d.tokenization();
         if (t.status() != Tokenization.Status.CHARACTER_MODE && d.attempt() == 0) {
-            counter(
-                            "cart.tokenization",
-                            "Requests in token mode by outcome: tokenized, or given a character key "
-                                    + "because every tokenization permit was taken (saturated) or the tokenizer failed",
-                            "outcome",
-                            t.status().name().toLowerCase(java.util.Locale.ROOT))
-                    .increment();
-            counter(
-                            "cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
-                            "result", "hit")
-                    .increment(t.cacheHits());
-            counter(
-                            "cart.token.cache.lookups", "Key segments looked up in the tokenization cache, by result",
-                            "result", "miss")
-                    .increment(t.segments() - t.cacheHits());
-            timer(
-                            "cart.tokenizer.duration",
-                            "Time a request spent in the tokenizer (0 when every segment was " + "cached)",
-                            DECISION_BUCKETS)
-                    .record(t.tokenizerNanos(), TimeUnit.NANOSECONDS);
+            tokenization(t);
         }
         if (d.routed()) {
             if (d.keyLength() > 0) {
@@ -351,20 +550,74 @@ final class ProxyMetrics implements AutoCloseable {
         }
     }
 
+    /** A request in token mode: its tokenization's outcome, cache lookups and time in the tokenizer. */
+    private void tokenization(Tokenization t) {
+        int status = t.status().ordinal();
+        Counter outcome = tokenizationOutcomes.get(status);
+        if (outcome == null) {
+            outcome = counter(
+                    "cart.tokenization",
+                    "Requests in token mode by outcome: tokenized, or given a character key "
+                            + "because every tokenization permit was taken (saturated) or the tokenizer failed",
+                    "outcome",
+                    t.status().name().toLowerCase(java.util.Locale.ROOT));
+            tokenizationOutcomes.set(status, outcome);
+        }
+        outcome.increment();
+        Counter hits = tokenCacheHits;
+        if (hits == null) {
+            tokenCacheHits = hits = counter(
+                    "cart.token.cache.lookups",
+                    "Key segments looked up in the tokenization cache, by result",
+                    "result",
+                    "hit");
+        }
+        hits.increment(t.cacheHits());
+        Counter misses = tokenCacheMisses;
+        if (misses == null) {
+            tokenCacheMisses = misses = counter(
+                    "cart.token.cache.lookups",
+                    "Key segments looked up in the tokenization cache, by result",
+                    "result",
+                    "miss");
+        }
+        misses.increment(t.segments() - t.cacheHits());
+        Timer tokenizer = tokenizerDuration;
+        if (tokenizer == null) {
+            tokenizerDuration = tokenizer = timer(
+                    "cart.tokenizer.duration",
+                    "Time a request spent in the tokenizer (0 when every segment was " + "cached)",
+                    DECISION_BUCKETS);
+        }
+        tokenizer.record(t.tokenizerNanos(), TimeUnit.NANOSECONDS);
+    }
+
     /** Counts a decision under its model's bounded label ({@link ModelLabels}). */
-    private void modelDecision(RouteDecision d, String reason) {
-        Routing r = routing.get();
-        String model = modelLabels.label(d.model(), r == null ? null : r.replicas);
-        counter(
-                        "cart.model.decisions",
-                        "Routing decisions by model (models the pool lists; other; none) and reason",
-                        "model",
-                        model,
-                        "reason",
-                        reason)
-                .increment();
-        if (d.routed()) {
-            modelLabels.record(model, d.reason() == Reason.CACHE_HIT);
+    private void modelDecision(RouteDecision d, int reason) {
+        String model = d.model();
+        ModelLabels.Counts counts = null;
+        AtomicReferenceArray<Counter> byReason;
+        if (model == null) {
+            byReason = noModelDecisions;
+        } else {
+            Routing r = routing.get();
+            counts = modelLabels.counts(model, r == null ? null : r.replicas);
+            byReason = counts == null ? otherModelDecisions : counts.decisionCounters;
+        }
+        Counter c = byReason.get(reason);
+        if (c == null) {
+            c = counter(
+                    "cart.model.decisions",
+                    "Routing decisions by model (models the pool lists; other; none) and reason",
+                    "model",
+                    model == null ? NONE : counts == null ? OTHER : counts.label,
+                    "reason",
+                    reasonLabel(reason));
+            byReason.set(reason, c);
+        }
+        c.increment();
+        if (counts != null && d.routed()) {
+            counts.record(d.reason() == Reason.CACHE_HIT);
         }
     }
 
@@ -375,37 +628,14 @@ final class ProxyMetrics implements AutoCloseable {
 
     /** A lease closed: one upstream attempt ended (from the router's listener). */
     void leaseCompleted(LeaseCompletion c) {
-        String replica = c.decision().replica().id();
-        counter(
-                        "cart.upstream.requests",
-                        "Upstream attempts by replica, outcome and the replica's status class",
-                        "replica",
-                        replica,
-                        "outcome",
-                        outcomeLabel(c.outcome()),
-                        "status",
-                        statusClass(c.status()))
-                .increment();
-        timer(
-                        "cart.upstream.duration",
-                        "Upstream attempt time, from the decision to the end of the replica's "
-                                + "answer (the lease's lifetime)",
-                        LATENCY_BUCKETS,
-                        "replica",
-                        replica)
-                .record(c.durationNanos(), TimeUnit.NANOSECONDS);
+        ReplicaMeters m = meters(c.decision().replica().id());
+        m.upstream(c.outcome().ordinal(), statusIndex(c.status())).increment();
+        m.upstreamDuration().record(c.durationNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** Time from sending the upstream request to the first byte of the answer's body (or its head). */
     void firstByte(String replica, long nanos) {
-        timer(
-                        "cart.upstream.first.byte",
-                        "Time from sending an upstream request to the first byte of its "
-                                + "answer's body (the head when there is no body)",
-                        LATENCY_BUCKETS,
-                        "replica",
-                        replica)
-                .record(nanos, TimeUnit.NANOSECONDS);
+        meters(replica).firstByte().record(nanos, TimeUnit.NANOSECONDS);
     }
 
     /** An attempt on {@code replica} failed and the request is retried elsewhere. */
@@ -497,44 +727,25 @@ final class ProxyMetrics implements AutoCloseable {
      * prefill on the replica explained the shortfall: nothing dropped).
      */
     void cacheFeedback(RouteDecision d, CacheFeedback f) {
-        String replica = d.replica() == null ? NONE : d.replica().id();
-        counter(
-                        "cart.cache.predicted.tokens",
-                        "Prompt tokens the router predicted the replica had cached, "
-                                + "for requests whose usage the replica reported",
-                        "replica",
-                        replica)
-                .increment(Math.max(0, f.predictedTokens()));
-        counter(
-                        "cart.cache.delivered.tokens",
-                        "Prompt tokens the replica reported as served from its cache",
-                        "replica",
-                        replica)
-                .increment(Math.max(0, f.deliveredTokens()));
-        counter(
-                        "cart.cache.prompt.tokens",
-                        "Prompt tokens of the requests whose cache usage the replica reported",
-                        "replica",
-                        replica)
-                .increment(Math.max(0, f.promptTokens()));
-        counter(
-                        "cart.cache.feedback",
-                        "Replica usage reports compared with the router's prediction, by verdict",
-                        "replica",
-                        replica,
-                        "verdict",
-                        f.stale() ? "stale" : f.inconclusive() ? "inconclusive" : "ok")
-                .increment();
+        ReplicaMeters m = meters(d.replica() == null ? null : d.replica().id());
+        m.feedback(0).increment(Math.max(0, f.predictedTokens()));
+        m.feedback(1).increment(Math.max(0, f.deliveredTokens()));
+        m.feedback(2).increment(Math.max(0, f.promptTokens()));
+        m.feedback(f.stale() ? 3 : f.inconclusive() ? 4 : 5).increment();
     }
 
     /** A finished chat answer was (or was not) learned as the start of the next turn. */
     void answerLearned(String result) {
-        counter(
-                        "cart.learned.answers",
-                        "Chat answers recorded as the next turn's prefix (learned), or why not",
-                        "result",
-                        result)
-                .increment();
+        Counter c = learned.get(result);
+        if (c == null) {
+            c = counter(
+                    "cart.learned.answers",
+                    "Chat answers recorded as the next turn's prefix (learned), or why not",
+                    "result",
+                    result);
+            learned.put(result, c);
+        }
+        c.increment();
     }
 
     /** A request refused before any work because a limit was reached (503 or 4xx from the proxy). */

@@ -404,6 +404,114 @@ class MetricsTest {
         }
     }
 
+    /**
+     * The request path's meters, kept per replica and label set, count each event under exactly its labels:
+     * two replicas and no replica, every endpoint slot, status classes, outcomes, pass-through, usage verdicts.
+     */
+    @Test
+    void eachEventCountsUnderItsOwnLabels() {
+        dev.cart.core.ManagedReplicaSet pool = dev.cart.core.ManagedReplicaSet.builder()
+                .add(new dev.cart.core.ReplicaSpec("http://127.0.0.1:8001", 64, 0))
+                .add(new dev.cart.core.ReplicaSpec("http://127.0.0.1:8002", 64, 0))
+                .build();
+        dev.cart.core.Router router = dev.cart.core.Router.builder()
+                .replicas(pool)
+                .policy(dev.cart.policy.Policies.roundRobin())
+                .build();
+        RouteDecision a = router.choose(dev.cart.core.RouteRequest.of(dev.cart.core.PromptKey.ofText(PROMPT, 64)));
+        RouteDecision b = router.choose(dev.cart.core.RouteRequest.of(dev.cart.core.PromptKey.ofText(PROMPT, 64))
+                .withModel("some-model"));
+        a.lease().close();
+        b.lease().close();
+        String ida = a.replica().id();
+        String idb = b.replica().id();
+        assertFalse(ida.equals(idb));
+        try (ProxyMetrics m = new ProxyMetrics(() -> null, 64, new DecisionWindow())) {
+            for (int i = 0; i < 3; i++) {
+                m.request("/v1/chat/completions", 200, ida, 1_000_000);
+            }
+            m.request(new String("/v1/chat/completions".toCharArray()), 200, ida, 1_000_000);
+            m.request("/v1/chat/completions", 503, idb, 1_000_000);
+            m.request("/health", 200, null, 1_000);
+            m.request("/nowhere", 404, null, 1_000);
+            m.request(null, -1, null, 1_000);
+            m.request("/metrics", 700, null, 1_000);
+            m.decision(a, false);
+            m.decision(a, false);
+            m.decision(b, true);
+            m.leaseCompleted(new LeaseCompletion(a, dev.cart.core.Outcome.SUCCESS, 200, 5_000_000, 0));
+            m.leaseCompleted(new LeaseCompletion(b, dev.cart.core.Outcome.FAILURE, 502, 5_000_000, 0));
+            m.leaseCompleted(new LeaseCompletion(b, dev.cart.core.Outcome.CANCELLED, 0, 5_000_000, 0));
+            m.firstByte(ida, 2_000_000);
+            m.firstByte(ida, 2_000_000);
+            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 40, 250, true, false));
+            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, false, false));
+            m.cacheFeedback(b, new dev.cart.core.CacheFeedback(100, 10, 250, false, true));
+            m.answerLearned("learned");
+            m.answerLearned("learned");
+            m.answerLearned("not_chat");
+            PromText p = PromText.parse(m.scrape());
+            String req = "cart_requests_total";
+            assertEquals(
+                    4, p.value(req, "endpoint", "/v1/chat/completions", "status", "2xx", "replica", ida), p.dump(req));
+            assertEquals(1, p.value(req, "endpoint", "/v1/chat/completions", "status", "5xx", "replica", idb));
+            assertEquals(1, p.value(req, "endpoint", "/health", "status", "2xx", "replica", "none"));
+            assertEquals(1, p.value(req, "endpoint", "other", "status", "4xx", "replica", "none"));
+            assertEquals(1, p.value(req, "endpoint", "other", "status", "none", "replica", "none"));
+            assertEquals(1, p.value(req, "endpoint", "/metrics", "status", "other", "replica", "none"));
+            assertEquals(9, p.sum(req));
+            assertEquals(5, p.value("cart_request_duration_seconds_count", "endpoint", "/v1/chat/completions"));
+            assertEquals(2, p.value("cart_request_duration_seconds_count", "endpoint", "other"));
+            assertEquals(2, p.value("cart_decisions_total", "reason", a.reason().code(), "replica", ida));
+            assertEquals(1, p.value("cart_decisions_total", "reason", "pass_through", "replica", idb));
+            assertEquals(
+                    2,
+                    p.value(
+                            "cart_model_decisions_total",
+                            "model",
+                            "none",
+                            "reason",
+                            a.reason().code()));
+            assertEquals(1, p.value("cart_model_decisions_total", "model", "other", "reason", "pass_through"));
+            assertEquals(3, p.value("cart_decision_duration_seconds_count"));
+            String up = "cart_upstream_requests_total";
+            assertEquals(1, p.value(up, "replica", ida, "outcome", "success", "status", "2xx"), p.dump(up));
+            assertEquals(1, p.value(up, "replica", idb, "outcome", "failure", "status", "5xx"));
+            assertEquals(1, p.value(up, "replica", idb, "outcome", "cancelled", "status", "none"));
+            assertEquals(1, p.value("cart_upstream_duration_seconds_count", "replica", ida));
+            assertEquals(2, p.value("cart_upstream_duration_seconds_count", "replica", idb));
+            assertEquals(2, p.value("cart_upstream_first_byte_seconds_count", "replica", ida));
+            assertEquals(0, p.sum("cart_upstream_first_byte_seconds_count", "replica", idb));
+            assertEquals(200, p.value("cart_cache_predicted_tokens_total", "replica", ida));
+            assertEquals(140, p.value("cart_cache_delivered_tokens_total", "replica", ida));
+            assertEquals(500, p.value("cart_cache_prompt_tokens_total", "replica", ida));
+            assertEquals(1, p.value("cart_cache_feedback_total", "replica", ida, "verdict", "stale"));
+            assertEquals(1, p.value("cart_cache_feedback_total", "replica", ida, "verdict", "ok"));
+            assertEquals(1, p.value("cart_cache_feedback_total", "replica", idb, "verdict", "inconclusive"));
+            assertEquals(2, p.value("cart_learned_answers_total", "result", "learned"));
+            assertEquals(1, p.value("cart_learned_answers_total", "result", "not_chat"));
+        }
+    }
+
+    /** Each known endpoint is its own label, matched by content (a request's path is a string of its own). */
+    @Test
+    void endpointLabelsAreTheKnownPathsElseOther() {
+        for (String e : ProxyMetrics.ENDPOINTS) {
+            assertEquals(e, ProxyMetrics.endpointLabel(new String(e.toCharArray())));
+        }
+        for (String other :
+                new String[] {null, "", "/", "/v1/chat", "/v1/chat/completions/", "/HEALTH", "/v1/models/x"}) {
+            assertEquals(ProxyMetrics.OTHER, ProxyMetrics.endpointLabel(other), String.valueOf(other));
+        }
+        assertEquals("2xx", ProxyMetrics.statusClass(200));
+        assertEquals("1xx", ProxyMetrics.statusClass(101));
+        assertEquals("5xx", ProxyMetrics.statusClass(599));
+        assertEquals(ProxyMetrics.NONE, ProxyMetrics.statusClass(0));
+        assertEquals(ProxyMetrics.NONE, ProxyMetrics.statusClass(-1));
+        assertEquals(ProxyMetrics.OTHER, ProxyMetrics.statusClass(600));
+        assertEquals(ProxyMetrics.OTHER, ProxyMetrics.statusClass(99));
+    }
+
     @Test
     void decisionWindowKeepsOnlyTheLastDecisions() {
         DecisionWindow w = new DecisionWindow();
