@@ -149,6 +149,8 @@ final class NettyFront implements Front {
      */
     static final int BODY_PIECES = 16;
 
+    private static final byte[] NO_BYTES = new byte[0];
+
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final ThreadPoolExecutor extraction;
@@ -397,15 +399,26 @@ final class NettyFront implements Front {
          * The request body read so far (bodyLength bytes): the client's buffers as Netty decoded them,
          * retained, not copied (as HttpObjectAggregator does), while they are at most BODY_PIECES; beyond that (a
          * body trickled in many small reads) one buffer of the channel's allocator they are copied into, which then
-         * grows by doubling. So a body is copied once, into the array the core reads (extraction takes a byte[]),
-         * and the request's first send to a replica is written from these (direct) buffers as they are: no heap
-         * copy of it to encode, none into a direct buffer for the socket. The connection owns it until that
-         * send takes it; released when the request ends otherwise (refused, the client gone, an answer without a
-         * send). A retry sends the core's array.
+         * grows by doubling. The request's first send to a replica is written from these (direct) buffers as they
+         * are: no heap copy of it to encode, none into a direct buffer for the socket. The connection owns them
+         * until that send takes them; released when the request ends otherwise (refused, the client gone, an
+         * answer without a send).
+         *
+         * Once the body is whole it is copied once, into bodyCopy: a heap buffer of the channel's (pooling)
+         * allocator, exactly the body's size, whose backing array the core reads in place (extraction and the
+         * pass-through check take an array, an offset and a length, and keep nothing of the array). So no array of
+         * the body's size is allocated (and zeroed) per request, as a byte[] of its own was: the pooled buffer's
+         * memory is reused from request to request. The core's exchange holds no body (Inbound.body() is null): a
+         * retry sends bodyCopy (a retained duplicate; the encoder releases it). bodyCopy is the connection's from
+         * the body's end until the request ends (end()), whatever happened (an answer of the core's, a refusal, the
+         * client gone, a preparation off the loop, which end() waits for): released there, on the loop, once.
          */
         private ByteBuf body;
 
         private int bodyLength;
+        /** The body's bytes in one pooled heap buffer, from the body's end until the request ends; see above. */
+        private ByteBuf bodyCopy;
+
         private Forwarder.Exchange exchange;
         private ScheduledFuture<?> backoff;
         private Call call;
@@ -666,7 +679,7 @@ final class NettyFront implements Front {
                     }
                     if (plan instanceof ProxyCore.Proxied p && status == -1 && !p.needsBody()) {
                         phase = Phase.ANSWER;
-                        ProxyCore.Prepared prepared = core.prepare(p, new byte[0]);
+                        ProxyCore.Prepared prepared = core.prepare(p, NO_BYTES);
                         if (prepared.answer() != null) {
                             writeAnswer(prepared.answer(), false, true);
                         } else if (prepared.pending() != null) {
@@ -712,14 +725,23 @@ final class NettyFront implements Front {
             if (last) {
                 requestRead();
                 phase = Phase.ANSWER;
-                byte[] bytes = new byte[bodyLength];
-                if (bodyLength > 0) {
-                    body.getBytes(body.readerIndex(), bytes);
+                byte[] array = NO_BYTES;
+                int offset = 0;
+                int length = bodyLength;
+                if (length > 0) {
+                    ByteBuf copy = ctx.alloc().heapBuffer(length, length);
+                    bodyCopy = copy; // the connection's now: released by end(), whatever happens next
+                    array = copy.array();
+                    offset = copy.arrayOffset() + copy.writerIndex();
+                    body.getBytes(body.readerIndex(), array, offset, length);
+                    copy.writerIndex(copy.writerIndex() + length);
                 }
-                if (bytes.length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
-                    prepared(core.prepare(p, bytes));
+                if (length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
+                    prepared(core.prepare(p, array, offset, length, false));
                     return;
                 }
+                byte[] lent = array;
+                int at = offset;
                 // extraction (tokenizing, scanning a large body) off the loop, so that the loop's other
                 // connections are not kept waiting; the answer is still written on this connection's loop
                 ctx.channel().config().setAutoRead(false);
@@ -728,7 +750,7 @@ final class NettyFront implements Front {
                     extraction.execute(() -> {
                         ProxyCore.Prepared prepared;
                         try {
-                            prepared = core.prepare(p, bytes);
+                            prepared = core.prepare(p, lent, at, length, false);
                         } catch (RuntimeException | Error e) {
                             LOG.error("preparing a request failed", e);
                             prepared = new ProxyCore.Prepared(
@@ -785,16 +807,21 @@ final class NettyFront implements Front {
         }
 
         /**
-         * The request body's buffers for its first send, when they hold the {@code length} bytes of the core's
-         * array: the caller owns them then. Null when already taken (a retry) or dropped.
+         * The request body for a send of its {@code length} bytes, which the caller owns (the encoder releases
+         * it): on the first send the client's buffers themselves (taken), on a retry a retained duplicate of
+         * {@link #bodyCopy}. Null when the connection holds neither (the request has ended).
          */
-        private ByteBuf takeBody(int length) {
+        private ByteBuf bodyToSend(int length) {
             ByteBuf b = body;
-            if (b == null || b.readableBytes() != length) {
-                return null;
+            if (b != null && b.readableBytes() == length) {
+                body = null;
+                return b;
             }
-            body = null;
-            return b;
+            ByteBuf c = bodyCopy;
+            if (c != null && c.readableBytes() == length) {
+                return c.retainedDuplicate();
+            }
+            return null;
         }
 
         /** Back on the loop after an extraction off it: goes on, unless the client left meanwhile. */
@@ -884,6 +911,11 @@ final class NettyFront implements Front {
                 grant = null;
             }
             dropBody();
+            ByteBuf c = bodyCopy;
+            if (c != null) {
+                bodyCopy = null;
+                c.release();
+            }
             if (plan != null) {
                 core.finished(plan, finalStatus, start);
                 plan = null;
@@ -1131,13 +1163,19 @@ final class NettyFront implements Front {
                 if (s.target.getRawQuery() != null) {
                     target += "?" + s.target.getRawQuery();
                 }
-                int length = in.body().length;
-                ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : takeBody(length);
+                int length = in.bodyLength();
+                ByteBuf content = length == 0
+                        ? Unpooled.EMPTY_BUFFER
+                        : in.body() != null ? Unpooled.wrappedBuffer(in.body()) : bodyToSend(length);
+                if (content == null) {
+                    // the request ended (and its body was released) before this send: nothing goes out
+                    unsent = true;
+                    cause = new IllegalStateException("the request body is no longer held");
+                    ch.close();
+                    return;
+                }
                 FullHttpRequest req = new DefaultFullHttpRequest(
-                        HttpVersion.HTTP_1_1,
-                        HttpMethod.valueOf(in.method()),
-                        target,
-                        content != null ? content : Unpooled.wrappedBuffer(in.body()));
+                        HttpVersion.HTTP_1_1, HttpMethod.valueOf(in.method()), target, content);
                 HttpHeaders h = req.headers();
                 try {
                     HopByHop.forEachRequestHeader(s.headers, h::add);
@@ -1146,7 +1184,7 @@ final class NettyFront implements Front {
                 }
                 h.set(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : host + ":" + port);
                 if (in.hasBody()) {
-                    HttpUtil.setContentLength(req, in.body().length);
+                    HttpUtil.setContentLength(req, length);
                 }
                 ch.writeAndFlush(req).addListener((ChannelFutureListener) wf -> {
                     if (!wf.isSuccess()) {
