@@ -153,7 +153,10 @@ final class JsonCursor {
             return false;
         }
         int i = q + 1;
-        while (i + 8 <= n) {
+        int lim =
+                b.length; // as in JsonText.decodeFrom: lets the JIT drop the reads' bounds checks; a stop at n or past
+        // it fails below
+        while (i < n && i + 8 <= lim) {
             long m = JsonText.specialOrHigh((long) LONGS.get(b, i));
             if (m != 0) {
                 i += Long.numberOfTrailingZeros(m) >>> 3;
@@ -360,7 +363,8 @@ final class JsonCursor {
         }
         int i = (int) q + 1;
         int n = end;
-        for (; i + 8 <= n; i += 8) {
+        int lim = b.length; // as in JsonText.decodeFrom: lets the JIT drop the reads' bounds checks
+        for (; i < n && i + 8 <= lim; i += 8) {
             long w = (long) LONGS.get(b, i);
             long x = w ^ 0x2222222222222222L;
             long y = w ^ 0x5C5C5C5C5C5C5C5CL;

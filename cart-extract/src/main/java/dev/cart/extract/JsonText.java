@@ -89,15 +89,20 @@ final class JsonText {
         byte[] o = out.chunk();
         int at = out.fill();
         int units = 0; // units written at o from out.fill() to at, not yet committed
+        // The word loops test the array's length too: that test lets the JIT drop the bounds checks of their
+        // reads (a test against n alone does not), so they may read up to a word past n, which is the array's
+        // and never the string's: a stop found at n or beyond ends in -1 below, and so does a string that runs
+        // to n without a stop.
+        int lim = b.length;
         while (true) {
-            while (i + 16 <= n && state == 0) {
+            while (i < n && i + 16 <= lim && state == 0) {
                 // plain ASCII two words at a time: the one test of the loop
                 if ((specialOrHigh((long) LONGS.get(b, i)) | specialOrHigh((long) LONGS.get(b, i + 8))) != 0) {
                     break;
                 }
                 i += 16;
             }
-            while (i + 8 <= n) {
+            while (i < n && i + 8 <= lim) {
                 long w = (long) LONGS.get(b, i);
                 long m = specialOrHigh(w);
                 if ((m | state) == 0) {
