@@ -19,7 +19,7 @@
 #       the same path, learning on, in two builds
 #   sh examples/bench/paired/run.sh body BEFORE.jar AFTER.jar [ROUNDS]
 #       the Netty front's request body made into what the core reads (BEFORE: a byte[] of its own per request,
-#       body/before; AFTER: a pooled heap buffer whose array the core reads in place, body/after), then the request
+#       body/before; AFTER: a scratch array reused per request, which the core reads in place, body/after), then the request
 #       prepared and answered as relay's (JSON answer); 32 KB bodies ("bench") and 1 KB ("SDK"), held as direct
 #       buffers of 16 KB (-Dcart.paired.piece=N in JAVA_OPTS for another piece size)
 #   sh examples/bench/paired/run.sh decisionlog BEFORE.jar AFTER.jar [ROUNDS] > /tmp/lines.log

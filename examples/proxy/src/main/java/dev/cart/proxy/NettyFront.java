@@ -151,6 +151,29 @@ final class NettyFront implements Front {
 
     private static final byte[] NO_BYTES = new byte[0];
 
+    /**
+     * Where a body prepared on the event loop is copied for the core to read, one per loop: the core reads it in
+     * place during {@code prepare} and keeps nothing of it, so a loop reuses one array (grown to the largest such
+     * body, under {@link #OFFLOAD_BYTES}) for every request instead of allocating and zeroing one per request,
+     * and the copy lands in memory the loop touched a request ago.
+     */
+    private static final FastThreadLocal<byte[]> BODY_SCRATCH = new FastThreadLocal<>() {
+        @Override
+        protected byte[] initialValue() {
+            return new byte[4096];
+        }
+    };
+
+    /** This loop's scratch array, at least {@code length} bytes long. */
+    private static byte[] bodyScratch(int length) {
+        byte[] s = BODY_SCRATCH.get();
+        if (s.length < length) {
+            s = new byte[Math.max(length, Math.min(OFFLOAD_BYTES, 2 * s.length))];
+            BODY_SCRATCH.set(s);
+        }
+        return s;
+    }
+
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final ThreadPoolExecutor extraction;
@@ -399,25 +422,20 @@ final class NettyFront implements Front {
          * The request body read so far (bodyLength bytes): the client's buffers as Netty decoded them,
          * retained, not copied (as HttpObjectAggregator does), while they are at most BODY_PIECES; beyond that (a
          * body trickled in many small reads) one buffer of the channel's allocator they are copied into, which then
-         * grows by doubling. The request's first send to a replica is written from these (direct) buffers as they
-         * are: no heap copy of it to encode, none into a direct buffer for the socket. The connection owns them
-         * until that send takes them; released when the request ends otherwise (refused, the client gone, an
-         * answer without a send).
+         * grows by doubling. Every send of the request to a replica (the first and any retry) is written from these
+         * (direct) buffers as they are, a retained duplicate each time (the encoder releases it): no heap copy of it
+         * to encode, none into a direct buffer for the socket. The connection owns them until the request ends
+         * (end(): answered, refused, the client gone, an answer without a send), and releases them there, once.
          *
-         * Once the body is whole it is copied once, into bodyCopy: a heap buffer of the channel's (pooling)
-         * allocator, exactly the body's size, whose backing array the core reads in place (extraction and the
-         * pass-through check take an array, an offset and a length, and keep nothing of the array). So no array of
-         * the body's size is allocated (and zeroed) per request, as a byte[] of its own was: the pooled buffer's
-         * memory is reused from request to request. The core's exchange holds no body (Inbound.body() is null): a
-         * retry sends bodyCopy (a retained duplicate; the encoder releases it). bodyCopy is the connection's from
-         * the body's end until the request ends (end()), whatever happened (an answer of the core's, a refusal, the
-         * client gone, a preparation off the loop, which end() waits for): released there, on the loop, once.
+         * Once the body is whole it is copied once for the core to read. Prepared on the loop (the common case: under
+         * OFFLOAD_BYTES, not token mode), into the loop's scratch array (BODY_SCRATCH), which the core reads in place
+         * during prepare (extraction and the pass-through check take an array, an offset and a length) and keeps
+         * nothing of (Inbound.body() is null): no array of the body's size is allocated and zeroed per request.
+         * Prepared off the loop, into an array of its own, which the exchange keeps.
          */
         private ByteBuf body;
 
         private int bodyLength;
-        /** The body's bytes in one pooled heap buffer, from the body's end until the request ends; see above. */
-        private ByteBuf bodyCopy;
 
         private Forwarder.Exchange exchange;
         private ScheduledFuture<?> backoff;
@@ -725,23 +743,20 @@ final class NettyFront implements Front {
             if (last) {
                 requestRead();
                 phase = Phase.ANSWER;
-                byte[] array = NO_BYTES;
-                int offset = 0;
                 int length = bodyLength;
-                if (length > 0) {
-                    ByteBuf copy = ctx.alloc().heapBuffer(length, length);
-                    bodyCopy = copy; // the connection's now: released by end(), whatever happens next
-                    array = copy.array();
-                    offset = copy.arrayOffset() + copy.writerIndex();
-                    body.getBytes(body.readerIndex(), array, offset, length);
-                    copy.writerIndex(copy.writerIndex() + length);
-                }
                 if (length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
-                    prepared(core.prepare(p, array, offset, length, false));
+                    byte[] scratch = length == 0 ? NO_BYTES : bodyScratch(length);
+                    if (length > 0) {
+                        body.getBytes(body.readerIndex(), scratch, 0, length);
+                    }
+                    // read in place and not kept: the scratch is free again once prepare returns
+                    prepared(core.prepare(p, scratch, 0, length, false));
                     return;
                 }
-                byte[] lent = array;
-                int at = offset;
+                byte[] bytes = new byte[length];
+                if (length > 0) {
+                    body.getBytes(body.readerIndex(), bytes);
+                }
                 // extraction (tokenizing, scanning a large body) off the loop, so that the loop's other
                 // connections are not kept waiting; the answer is still written on this connection's loop
                 ctx.channel().config().setAutoRead(false);
@@ -750,7 +765,7 @@ final class NettyFront implements Front {
                     extraction.execute(() -> {
                         ProxyCore.Prepared prepared;
                         try {
-                            prepared = core.prepare(p, lent, at, length, false);
+                            prepared = core.prepare(p, bytes);
                         } catch (RuntimeException | Error e) {
                             LOG.error("preparing a request failed", e);
                             prepared = new ProxyCore.Prepared(
@@ -808,20 +823,12 @@ final class NettyFront implements Front {
 
         /**
          * The request body for a send of its {@code length} bytes, which the caller owns (the encoder releases
-         * it): on the first send the client's buffers themselves (taken), on a retry a retained duplicate of
-         * {@link #bodyCopy}. Null when the connection holds neither (the request has ended).
+         * it): a retained duplicate of the client's buffers. Null when the connection no longer holds them (the
+         * request has ended).
          */
         private ByteBuf bodyToSend(int length) {
             ByteBuf b = body;
-            if (b != null && b.readableBytes() == length) {
-                body = null;
-                return b;
-            }
-            ByteBuf c = bodyCopy;
-            if (c != null && c.readableBytes() == length) {
-                return c.retainedDuplicate();
-            }
-            return null;
+            return b != null && b.readableBytes() == length ? b.retainedDuplicate() : null;
         }
 
         /** Back on the loop after an extraction off it: goes on, unless the client left meanwhile. */
@@ -911,11 +918,6 @@ final class NettyFront implements Front {
                 grant = null;
             }
             dropBody();
-            ByteBuf c = bodyCopy;
-            if (c != null) {
-                bodyCopy = null;
-                c.release();
-            }
             if (plan != null) {
                 core.finished(plan, finalStatus, start);
                 plan = null;
@@ -1164,9 +1166,10 @@ final class NettyFront implements Front {
                     target += "?" + s.target.getRawQuery();
                 }
                 int length = in.bodyLength();
-                ByteBuf content = length == 0
-                        ? Unpooled.EMPTY_BUFFER
-                        : in.body() != null ? Unpooled.wrappedBuffer(in.body()) : bodyToSend(length);
+                ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : bodyToSend(length);
+                if (content == null && in.body() != null) {
+                    content = Unpooled.wrappedBuffer(in.body()); // prepared off the loop: the exchange's own copy
+                }
                 if (content == null) {
                     // the request ended (and its body was released) before this send: nothing goes out
                     unsent = true;

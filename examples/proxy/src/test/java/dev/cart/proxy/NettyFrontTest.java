@@ -91,10 +91,10 @@ class NettyFrontTest {
     /**
      * A body that arrives in many pieces (a chunked request written piece by piece: more than the client
      * buffers the front keeps as they are) or in one write with its Content-Length (a few of the client's
-     * buffers, kept as they are) reaches the replica byte for byte, on the first send (the client's buffers)
-     * and on the retry after a replica refused it (the connection's pooled copy, which the core read in
-     * place); routed, and passed through. Each request's pooled buffers are released when it ends (the leak
-     * detector, paranoid for the whole suite once, says so).
+     * buffers, kept as they are) reaches the replica byte for byte, on the first send and on the retry after a
+     * replica refused it (both from the client's buffers, which the connection keeps until the request ends,
+     * while the core read a copy in the loop's scratch array); routed, and passed through. Each request's
+     * buffers are released when it ends (the leak detector, paranoid for the whole suite once, says so).
      */
     @Test
     void aBodyInManyPiecesReachesTheReplicaWholeOnTheFirstSendAndTheRetry() throws Exception {
@@ -157,8 +157,8 @@ class NettyFrontTest {
     }
 
     /**
-     * A routed body prepared on the event loop is read by the core where the connection's pooled copy holds
-     * it: the loop allocates far less per request than the body's size (it allocated a byte[] of the body's
+     * A routed body prepared on the event loop is read by the core in the loop's scratch array: the loop
+     * allocates far less per request than the body's size (it allocated a byte[] of the body's
      * size, and more, for every request). Allocation is counted, not timed: the bytes the proxy's loop threads
      * allocated over a hundred requests on one kept-alive connection, after as many to warm up. Skipped when
      * the leak detector records every buffer (paranoid runs).
