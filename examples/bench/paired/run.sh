@@ -17,6 +17,11 @@
 #       another body size. Both arguments may name one jar: the pair is learning off against on.
 #   sh examples/bench/paired/run.sh relay BEFORE.jar AFTER.jar [ROUNDS]
 #       the same path, learning on, in two builds
+#   sh examples/bench/paired/run.sh body BEFORE.jar AFTER.jar [ROUNDS]
+#       the Netty front's request body made into what the core reads (BEFORE: a byte[] of its own per request,
+#       body/before; AFTER: a scratch array reused per request, which the core reads in place, body/after), then the request
+#       prepared and answered as relay's (JSON answer); 32 KB bodies ("bench") and 1 KB ("SDK"), held as direct
+#       buffers of 16 KB (-Dcart.paired.piece=N in JAVA_OPTS for another piece size)
 #   sh examples/bench/paired/run.sh decisionlog BEFORE.jar AFTER.jar [ROUNDS] > /tmp/lines.log
 #       a routed request's decision line, filled and written through the build's logback configuration
 #       ("bench": proxy.decision_log on; "SDK": off, the floor); stdout to a file, as the proxy's
@@ -33,8 +38,9 @@ case $what in
   metrics)  hb=$here/metrics; ha=$here/metrics; shared=; n=20000; label="metrics of a routed request, replica 1 (bench) or 2 (SDK)";;
   learning) hb=$here/relay; ha=$here/relay; shared=; n=400; label="a routed request, JSON answer (bench) or streamed (SDK)"; learn_b=false; learn_a=true; names=off,on;;
   relay) hb=$here/relay; ha=$here/relay; shared=; n=400; label="a routed request, learning on, JSON answer (bench) or streamed (SDK)"; learn_b=true; learn_a=true;;
+  body) hb=$here/body/before; ha=$here/body/after; shared=; n=400; label="the body path and a routed request, 32 KB (bench) or 1 KB (SDK)";;
   decisionlog) hb=$here/decisionlog; ha=$here/decisionlog; shared=; n=20000; label="decision line, on (bench) or off (SDK)";;
-  *) echo "headers, observer, metrics, learning, relay or decisionlog" >&2; exit 2;;
+  *) echo "headers, observer, metrics, learning, relay, body or decisionlog" >&2; exit 2;;
 esac
 javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java" $shared
 javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java" $shared

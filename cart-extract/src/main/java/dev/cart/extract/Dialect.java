@@ -201,8 +201,9 @@ abstract class Dialect {
         }
         int start = in.tokenOffset();
         byte[] body = in.body();
-        boolean located = start >= 0 && start < body.length && body[start] == '[';
-        ToolsCache.Hit hit = located ? toolsCache.find(body, start, label, options) : null;
+        int end = in.bodyEnd();
+        boolean located = start >= in.bodyFrom() && start < end && body[start] == '[';
+        ToolsCache.Hit hit = located ? toolsCache.find(body, start, end, label, options) : null;
         if (hit != null) {
             in.skipArrayTo(start + hit.rawLength() - 1, hit.lines(), hit.lastLineStart());
             if (in.next() != JsonToken.END_ARRAY) {
@@ -228,7 +229,7 @@ abstract class Dialect {
         }
         seg.add(all);
         int closing = in.tokenOffset();
-        if (located && closing > start && closing < body.length && body[closing] == ']') {
+        if (located && closing > start && closing < end && body[closing] == ']') {
             toolsCache.put(body, start, closing + 1, label, options, all.bytes(), all.length());
         }
     }

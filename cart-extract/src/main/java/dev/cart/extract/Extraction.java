@@ -57,6 +57,10 @@ final class Extraction {
     private final ExtractOptions opts;
     private final Endpoint endpoint;
     private final byte[] body;
+    /** The body is {@code body[from, end)}. */
+    private final int from;
+
+    private final int end;
     private final JsonCursor in;
     private final Dialect dialect;
 
@@ -81,11 +85,25 @@ final class Extraction {
     final Segment system;
     final Segment main;
 
+    /** Over the whole of {@code body}. */
     Extraction(
             JsonFactory factory,
             ExtractOptions opts,
             Endpoint endpoint,
             byte[] body,
+            ToolsCache toolsCache,
+            ModelMarkers markers) {
+        this(factory, opts, endpoint, body, 0, body.length, toolsCache, markers);
+    }
+
+    /** Over the body {@code body[from, from + length)}; the array's other bytes are never read. */
+    Extraction(
+            JsonFactory factory,
+            ExtractOptions opts,
+            Endpoint endpoint,
+            byte[] body,
+            int from,
+            int length,
             ToolsCache toolsCache,
             ModelMarkers markers) {
         this.factory = factory;
@@ -94,13 +112,15 @@ final class Extraction {
         this.opts = opts;
         this.endpoint = endpoint;
         this.body = body;
+        this.from = from;
+        this.end = from + length;
         this.tools = new Segment(256);
         this.functions = new Segment(16);
         this.system = new Segment(256);
         // the messages' long runs of plain text stay in the body (see Segment): the own text is the roles,
         // escapes and short strings, often a small part of the body; a second chunk is sized to the rest
-        this.main = new Segment(Math.min(body.length >> 2, 1 << 10));
-        this.in = new JsonCursor(factory, body, opts.maxNestingDepth());
+        this.main = new Segment(Math.min(length >> 2, 1 << 10));
+        this.in = new JsonCursor(factory, body, from, end, opts.maxNestingDepth());
         this.dialect = switch (endpoint) {
             case CHAT_COMPLETIONS -> new ChatDialect(this, in, opts);
             case COMPLETIONS -> new CompletionsDialect(this, in, opts);
@@ -113,7 +133,7 @@ final class Extraction {
         checkEncoding();
         JsonParser parser;
         try {
-            parser = factory.createParser(body);
+            parser = factory.createParser(body, from, end - from);
         } catch (IOException e) {
             throw Errors.invalidEncoding();
         }
@@ -146,7 +166,7 @@ final class Extraction {
 
     /** A body that is not UTF-8 gets that error, whatever else went wrong reading it. */
     private void requireUtf8() throws ExtractionException {
-        if (!Utf8.isValid(body)) {
+        if (!Utf8.isValid(body, from, end)) {
             throw Errors.invalidEncoding();
         }
     }
@@ -200,8 +220,7 @@ final class Extraction {
      * was checked then.
      */
     private void checkEncoding() throws ExtractionException {
-        int n = body.length;
-        for (int i = 0; i < Math.min(n, 4); i++) {
+        for (int i = from; i < Math.min(end, from + 4); i++) {
             if (body[i] == 0) {
                 throw Errors.invalidEncoding();
             }

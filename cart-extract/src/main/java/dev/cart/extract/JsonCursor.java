@@ -40,6 +40,10 @@ final class JsonCursor {
 
     private final JsonFactory factory;
     private final byte[] body;
+    /** The body is {@code body[from, end)}; the array's other bytes are not the body's. */
+    private final int from;
+
+    private final int end;
     private final int maxNestingDepth;
 
     /** Bytes typed() may still re-read: eight times the body (eight levels of nesting), plus 64 KiB. */
@@ -60,11 +64,14 @@ final class JsonCursor {
     private int checkedCount;
     private boolean checkedInOrder = true;
 
-    JsonCursor(JsonFactory factory, byte[] body, int maxNestingDepth) {
+    JsonCursor(JsonFactory factory, byte[] body, int from, int end, int maxNestingDepth) {
         this.factory = factory;
         this.body = body;
+        this.from = from;
+        this.end = end;
+        this.baseOffset = from; // the main parser's byte offsets count from the body's first byte
         this.maxNestingDepth = maxNestingDepth;
-        this.rereadBudget = 8L * body.length + 65_536;
+        this.rereadBudget = 8L * (end - from) + 65_536;
     }
 
     /** Starts reading the body with {@code parser}, the main parser. */
@@ -72,8 +79,17 @@ final class JsonCursor {
         this.p = parser;
     }
 
+    /** The array the body is in; the body is {@code body()[bodyFrom(), bodyEnd())}. */
     byte[] body() {
         return body;
+    }
+
+    int bodyFrom() {
+        return from;
+    }
+
+    int bodyEnd() {
+        return end;
     }
 
     JsonToken next() throws IOException {
@@ -114,12 +130,12 @@ final class JsonCursor {
     int text(Segment out) throws IOException {
         BodyParser bp = (BodyParser) p;
         int before = out.length();
-        int end = JsonText.decode(body, bp.tokenOffset(), out);
-        if (end < 0) {
+        int closing = JsonText.decode(body, bp.tokenOffset(), end, out);
+        if (closing < 0) {
             return p.getText(out);
         }
-        bp.stringRead(end);
-        checked(bp.tokenOffset(), end);
+        bp.stringRead(closing);
+        checked(bp.tokenOffset(), closing);
         return out.length() - before;
     }
 
@@ -132,12 +148,15 @@ final class JsonCursor {
         BodyParser bp = (BodyParser) p;
         int q = bp.tokenOffset();
         byte[] b = body;
-        int n = b.length;
-        if (q < 0 || q >= n || b[q] != '"') {
+        int n = end;
+        if (q < from || q >= n || b[q] != '"') {
             return false;
         }
         int i = q + 1;
-        while (i + 8 <= n) {
+        int lim =
+                b.length; // as in JsonText.decodeFrom: lets the JIT drop the reads' bounds checks; a stop at n or past
+        // it fails below
+        while (i < n && i + 8 <= lim) {
             long m = JsonText.specialOrHigh((long) LONGS.get(b, i));
             if (m != 0) {
                 i += Long.numberOfTrailingZeros(m) >>> 3;
@@ -190,16 +209,16 @@ final class JsonCursor {
      */
     boolean isValidUtf8() {
         if (!checkedInOrder) {
-            return Utf8.isValid(body);
+            return Utf8.isValid(body, from, end);
         }
-        int at = 0;
+        int at = from;
         for (int k = 0; k < checkedCount; k += 2) {
             if (!Utf8.isValid(body, at, checked[k])) {
                 return false;
             }
             at = checked[k + 1];
         }
-        return Utf8.isValid(body, at, body.length);
+        return Utf8.isValid(body, at, end);
     }
 
     String optString(JsonToken v) throws IOException, ExtractionException {
@@ -265,8 +284,8 @@ final class JsonCursor {
         }
         // Re-reading costs the object's bytes once more; nested re-reads would cost them once per level,
         // so the total is bounded (a body cannot make extraction quadratic).
-        long end = baseOffset + p.currentTokenLocation().getByteOffset();
-        rereadBudget -= end - start;
+        long objectEnd = baseOffset + p.currentTokenLocation().getByteOffset();
+        rereadBudget -= objectEnd - start;
         if (rereadBudget < 0) {
             throw new ExtractionException(
                     400,
@@ -279,7 +298,7 @@ final class JsonCursor {
         JsonParser mainParser = p;
         int mainOffset = baseOffset;
         String mainPath = basePath;
-        JsonParser sub = factory.createParser(body, start, body.length - start);
+        JsonParser sub = factory.createParser(body, start, end - start);
         p = sub;
         baseOffset = start;
         basePath = objectPath;
@@ -306,10 +325,10 @@ final class JsonCursor {
     /** The offset in the body of the '{' opening the object whose first field name is the current token. */
     private int objectStart() {
         int i = (int) (baseOffset + p.currentTokenLocation().getByteOffset()) - 1;
-        while (i >= 0 && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t')) {
+        while (i >= from && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t')) {
             i--;
         }
-        if (i < 0 || body[i] != '{') {
+        if (i < from || body[i] != '{') {
             throw new IllegalStateException("object start not found");
         }
         return i;
@@ -339,12 +358,13 @@ final class JsonCursor {
         }
         long q = baseOffset + loc;
         byte[] b = body;
-        if (q >= b.length || b[(int) q] != '"') {
+        if (q >= end || b[(int) q] != '"') {
             return false;
         }
         int i = (int) q + 1;
-        int n = b.length;
-        for (; i + 8 <= n; i += 8) {
+        int n = end;
+        int lim = b.length; // as in JsonText.decodeFrom: lets the JIT drop the reads' bounds checks
+        for (; i < n && i + 8 <= lim; i += 8) {
             long w = (long) LONGS.get(b, i);
             long x = w ^ 0x2222222222222222L;
             long y = w ^ 0x5C5C5C5C5C5C5C5CL;

@@ -63,12 +63,16 @@ final class JsonText {
      * enters as the bytes of its chars.
      */
     static int decode(byte[] b, int quote, Segment out) {
-        int n = b.length;
+        return decode(b, quote, b.length, out);
+    }
+
+    /** {@link #decode(byte[], int, Segment)} of a body that ends at {@code b[n]} (exclusive). */
+    static int decode(byte[] b, int quote, int n, Segment out) {
         if (quote < 0 || quote >= n || b[quote] != '"') {
             return -1;
         }
         out.mark();
-        int end = decodeFrom(b, quote + 1, out);
+        int end = decodeFrom(b, quote + 1, n, out);
         if (end < 0) {
             out.reset();
         }
@@ -76,8 +80,7 @@ final class JsonText {
     }
 
     /** {@link #decode} past the opening quote; on -1 the caller drops what was appended. */
-    private static int decodeFrom(byte[] b, int from, Segment out) {
-        int n = b.length;
+    private static int decodeFrom(byte[] b, int from, int n, Segment out) {
         int i = from;
         int run = i; // the plain run not yet appended starts here
         int cont = 0; // continuation bytes of the run: its units are its bytes less these
@@ -86,15 +89,20 @@ final class JsonText {
         byte[] o = out.chunk();
         int at = out.fill();
         int units = 0; // units written at o from out.fill() to at, not yet committed
+        // The word loops test the array's length too: that test lets the JIT drop the bounds checks of their
+        // reads (a test against n alone does not), so they may read up to a word past n, which is the array's
+        // and never the string's: a stop found at n or beyond ends in -1 below, and so does a string that runs
+        // to n without a stop.
+        int lim = b.length;
         while (true) {
-            while (i + 16 <= n && state == 0) {
+            while (i < n && i + 16 <= lim && state == 0) {
                 // plain ASCII two words at a time: the one test of the loop
                 if ((specialOrHigh((long) LONGS.get(b, i)) | specialOrHigh((long) LONGS.get(b, i + 8))) != 0) {
                     break;
                 }
                 i += 16;
             }
-            while (i + 8 <= n) {
+            while (i < n && i + 8 <= lim) {
                 long w = (long) LONGS.get(b, i);
                 long m = specialOrHigh(w);
                 if ((m | state) == 0) {
@@ -188,7 +196,7 @@ final class JsonText {
                     o[at++] = (byte) simple;
                     i += 2;
                 } else {
-                    int ch = escape(b, i);
+                    int ch = escape(b, i, n);
                     if (ch < 0) {
                         return -1;
                     }
@@ -208,7 +216,7 @@ final class JsonText {
     }
 
     /** The char of the escape at {@code b[i] == '\\'}, or -1 when it is not a valid JSON escape. */
-    private static int escape(byte[] b, int i) {
+    private static int escape(byte[] b, int i, int n) {
         switch (b[i + 1]) {
             case '"', '\\', '/' -> {
                 return b[i + 1];
@@ -229,7 +237,7 @@ final class JsonText {
                 return '\t';
             }
             case 'u' -> {
-                if (i + 6 > b.length) {
+                if (i + 6 > n) {
                     return -1;
                 }
                 int v = 0;

@@ -91,9 +91,23 @@ public final class PromptExtractor {
      *                             {@link ExtractOptions#remoteMediaUrlPolicy()} is set (that status)
      */
     public ExtractedRequest extract(Endpoint endpoint, byte[] body) throws ExtractionException {
-        Objects.requireNonNull(endpoint, "endpoint");
         Objects.requireNonNull(body, "body");
-        Extraction x = new Extraction(factory, options, endpoint, body, toolsCache, markers);
+        return extract(endpoint, body, 0, body.length);
+    }
+
+    /**
+     * {@link #extract(Endpoint, byte[])} of the body {@code array[offset, offset + length)}: the rest of the
+     * array is never read, so a caller may hand the backing array of a pooled buffer (no copy of the body of
+     * its own). The bytes must not change until this returns; nothing of the array is kept after it.
+     *
+     * @throws IndexOutOfBoundsException when the range is not within the array
+     */
+    public ExtractedRequest extract(Endpoint endpoint, byte[] array, int offset, int length)
+            throws ExtractionException {
+        Objects.requireNonNull(endpoint, "endpoint");
+        Objects.requireNonNull(array, "array");
+        Objects.checkFromIndexSize(offset, length, array.length);
+        Extraction x = new Extraction(factory, options, endpoint, array, offset, length, toolsCache, markers);
         x.parse();
         return x.result(tokens);
     }

@@ -71,10 +71,11 @@ final class ToolsCache {
     private final Entry[] slots = new Entry[SLOTS];
 
     /**
-     * The key text of the list whose {@code [} is {@code body[start]}, or null when it is not cached.
+     * The key text of the list whose {@code [} is {@code body[start]} in a body that ends at {@code body[end]}
+     * (exclusive), or null when it is not cached.
      */
-    Hit find(byte[] body, int start, String label, Object options) {
-        if (body.length - start < PROBE_BYTES) {
+    Hit find(byte[] body, int start, int end, String label, Object options) {
+        if (end - start < PROBE_BYTES) {
             return null;
         }
         Entry e = slots[slot(body, start)];
@@ -82,7 +83,7 @@ final class ToolsCache {
             return null;
         }
         int n = e.raw.length;
-        if (start + n > body.length || !Arrays.equals(body, start, start + n, e.raw, 0, n)) {
+        if (start + n > end || !Arrays.equals(body, start, start + n, e.raw, 0, n)) {
             return null;
         }
         return new Hit(n, e.text, e.lines, start + e.lastLineStart);

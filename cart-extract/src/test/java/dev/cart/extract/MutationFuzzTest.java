@@ -117,7 +117,7 @@ class MutationFuzzTest {
                 "codes seen: " + seen);
     }
 
-    private static byte[] mutate(byte[] body, int kind, Random rnd) {
+    static byte[] mutate(byte[] body, int kind, Random rnd) {
         switch (kind) {
             case 0: // truncate
                 return java.util.Arrays.copyOf(body, rnd.nextInt(body.length + 1));

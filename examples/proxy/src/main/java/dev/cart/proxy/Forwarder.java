@@ -53,26 +53,31 @@ final class Forwarder {
 
     /**
      * What is forwarded: method, target path (for routed endpoints the canonical path) and raw query, body,
-     * and the routed endpoint with its extraction (null for anything else).
+     * and the routed endpoint with its extraction (null for anything else). The body is {@code body}, its
+     * {@code bodyLength} bytes, when the front handed the core an array of the body's own (the JDK front);
+     * null when the front keeps the body's bytes in buffers of its own and sends them itself (the Netty
+     * front, which lends the core a pooled array only while it prepares the request).
      */
     record Inbound(
             String method,
             String rawPath,
             String rawQuery,
             byte[] body,
+            int bodyLength,
             Endpoint endpoint,
             ExtractedRequest extracted) {
 
-        static Inbound routed(Endpoint endpoint, String rawQuery, byte[] body, ExtractedRequest extracted) {
-            return new Inbound("POST", endpoint.path(), rawQuery, body, endpoint, extracted);
+        static Inbound routed(
+                Endpoint endpoint, String rawQuery, byte[] body, int bodyLength, ExtractedRequest extracted) {
+            return new Inbound("POST", endpoint.path(), rawQuery, body, bodyLength, endpoint, extracted);
         }
 
-        static Inbound passThrough(String method, String rawPath, String rawQuery, byte[] body) {
-            return new Inbound(method, rawPath, rawQuery, body, null, null);
+        static Inbound passThrough(String method, String rawPath, String rawQuery, byte[] body, int bodyLength) {
+            return new Inbound(method, rawPath, rawQuery, body, bodyLength, null, null);
         }
 
         boolean hasBody() {
-            return body.length > 0 || hasBodyMethod(method);
+            return bodyLength > 0 || hasBodyMethod(method);
         }
     }
 

@@ -83,10 +83,15 @@ final class PassThroughMedia {
      * forwarded.
      */
     static Answer check(byte[] body, Integer status) {
-        if (status == null || body.length == 0 || !looksLikeJson(body)) {
+        return check(body, 0, body.length, status);
+    }
+
+    /** {@link #check(byte[], Integer)} of the body {@code array[offset, offset + length)}. */
+    static Answer check(byte[] array, int offset, int length, Integer status) {
+        if (status == null || length == 0 || !looksLikeJson(array, offset, length)) {
             return null;
         }
-        try (JsonParser p = JSON.createParser(body)) {
+        try (JsonParser p = JSON.createParser(array, offset, length)) {
             if (p.nextToken() == null) {
                 return null;
             }
@@ -119,17 +124,24 @@ final class PassThroughMedia {
 
     /** True if a JSON parser (Python's included) would take {@code b} for a JSON document. */
     static boolean looksLikeJson(byte[] b) {
-        if (b.length >= 2 && (b[0] == 0 || b[1] == 0 || (b[0] & 0xFF) == 0xFE || (b[0] & 0xFF) == 0xFF)) {
+        return looksLikeJson(b, 0, b.length);
+    }
+
+    /** {@link #looksLikeJson(byte[])} of {@code b[offset, offset + length)}. */
+    static boolean looksLikeJson(byte[] b, int offset, int length) {
+        int o = offset;
+        int n = offset + length;
+        if (length >= 2 && (b[o] == 0 || b[o + 1] == 0 || (b[o] & 0xFF) == 0xFE || (b[o] & 0xFF) == 0xFF)) {
             return true; // UTF-16 or UTF-32, with or without a BOM
         }
-        int i = 0;
-        if (b.length >= 3 && (b[0] & 0xFF) == 0xEF && (b[1] & 0xFF) == 0xBB && (b[2] & 0xFF) == 0xBF) {
-            i = 3;
+        int i = o;
+        if (length >= 3 && (b[o] & 0xFF) == 0xEF && (b[o + 1] & 0xFF) == 0xBB && (b[o + 2] & 0xFF) == 0xBF) {
+            i = o + 3;
         }
-        while (i < b.length && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) {
+        while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) {
             i++;
         }
-        return i < b.length && (b[i] == '{' || b[i] == '[');
+        return i < n && (b[i] == '{' || b[i] == '[');
     }
 
     /** Checks the value at the parser's current token, at {@code pos}. */

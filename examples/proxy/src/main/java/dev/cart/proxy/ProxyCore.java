@@ -227,9 +227,25 @@ final class ProxyCore {
 
     /**
      * Takes the request's slot, then turns the request and its whole body into an exchange (for
-     * {@link Kind#MODELS} the body is ignored); the answer is a 503 when no slot is free.
+     * {@link Kind#MODELS} the body is ignored); the answer is a 503 when no slot is free. The exchange
+     * keeps {@code body} (the front gives it up) and sends it as it is.
      */
     Prepared prepare(Proxied p, byte[] body) {
+        return prepare(p, body, 0, body.length, true);
+    }
+
+    /**
+     * {@link #prepare(Proxied, byte[])} of the body {@code array[offset, offset + length)}. When {@code keep}
+     * is false the array is only lent for this call (a pooled buffer's backing array, see {@link NettyFront}):
+     * it is read here and never after, and the exchange's {@link Forwarder.Inbound#body()} is null, so the
+     * front sends the body from buffers of its own. When true, {@code array} is the body, whole
+     * ({@code offset} 0, {@code length} its length), and the exchange keeps it.
+     */
+    Prepared prepare(Proxied p, byte[] array, int offset, int length, boolean keep) {
+        if (keep && (offset != 0 || length != array.length)) {
+            throw new IllegalArgumentException("a body the exchange keeps is a whole array");
+        }
+        byte[] kept = keep ? array : null;
         Answer overloaded = admit(p);
         if (overloaded != null) {
             return new Prepared(null, overloaded);
@@ -240,14 +256,14 @@ final class ProxyCore {
             case ROUTED -> {
                 ExtractedRequest req;
                 try {
-                    req = server.routingKeys().extract(p.endpoint, body);
+                    req = server.routingKeys().extract(p.endpoint, array, offset, length);
                 } catch (ExtractionException e) {
                     p.log.status(e.status());
                     p.log.result("bad_request");
                     return new Prepared(null, Answer.error(e.status(), e.type(), e.code(), e.param(), e.getMessage()));
                 }
                 p.log.request(req.model(), req.stream());
-                Forwarder.Inbound in = Forwarder.Inbound.routed(p.endpoint, head.rawQuery(), body, req);
+                Forwarder.Inbound in = Forwarder.Inbound.routed(p.endpoint, head.rawQuery(), kept, length, req);
                 RouteRequest first = RouteRequest.of(req.key())
                         .withTokenization(req.tokenization())
                         .withModel(req.model());
@@ -274,15 +290,15 @@ final class ProxyCore {
                 return new Prepared(null, null, union);
             }
             default -> {
-                Answer refused =
-                        PassThroughMedia.check(body, server.config().proxy().remoteMediaUrlPolicy());
+                Answer refused = PassThroughMedia.check(
+                        array, offset, length, server.config().proxy().remoteMediaUrlPolicy());
                 if (refused != null) {
                     p.log.status(refused.status());
                     p.log.result("bad_request");
                     return new Prepared(null, refused);
                 }
-                Forwarder.Inbound in =
-                        Forwarder.Inbound.passThrough(head.method(), head.rawPathOrRoot(), head.rawQuery(), body);
+                Forwarder.Inbound in = Forwarder.Inbound.passThrough(
+                        head.method(), head.rawPathOrRoot(), head.rawQuery(), kept, length);
                 return new Prepared(
                         forwarder.start(in, RouteRequest.empty(), server.routing(), p.log, head.headers()), null);
             }

@@ -58,6 +58,11 @@ final class RoutingKeys {
         return extractor.extract(endpoint, body);
     }
 
+    /** The key of the body {@code array[offset, offset + length)}; the array is not kept. */
+    ExtractedRequest extract(Endpoint endpoint, byte[] array, int offset, int length) throws ExtractionException {
+        return extractor.extract(endpoint, array, offset, length);
+    }
+
     /** The key of {@code routed}'s conversation followed by {@code reply}, or null: {@link PromptExtractor#continuationKey}. */
     PromptKey continuationKey(ExtractedRequest routed, java.util.List<String> reply) {
         return extractor.continuationKey(routed, reply);
