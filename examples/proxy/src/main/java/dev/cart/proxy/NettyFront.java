@@ -149,31 +149,6 @@ final class NettyFront implements Front {
      */
     static final int BODY_PIECES = 16;
 
-    private static final byte[] NO_BYTES = new byte[0];
-
-    /**
-     * Where a body prepared on the event loop is copied for the core to read, one per loop: the core reads it in
-     * place during {@code prepare} and keeps nothing of it, so a loop reuses one array (grown to the largest such
-     * body, under {@link #OFFLOAD_BYTES}) for every request instead of allocating and zeroing one per request,
-     * and the copy lands in memory the loop touched a request ago.
-     */
-    private static final FastThreadLocal<byte[]> BODY_SCRATCH = new FastThreadLocal<>() {
-        @Override
-        protected byte[] initialValue() {
-            return new byte[4096];
-        }
-    };
-
-    /** This loop's scratch array, at least {@code length} bytes long. */
-    private static byte[] bodyScratch(int length) {
-        byte[] s = BODY_SCRATCH.get();
-        if (s.length < length) {
-            s = new byte[Math.max(length, Math.min(OFFLOAD_BYTES, 2 * s.length))];
-            BODY_SCRATCH.set(s);
-        }
-        return s;
-    }
-
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final ThreadPoolExecutor extraction;
@@ -422,21 +397,15 @@ final class NettyFront implements Front {
          * The request body read so far (bodyLength bytes): the client's buffers as Netty decoded them,
          * retained, not copied (as HttpObjectAggregator does), while they are at most BODY_PIECES; beyond that (a
          * body trickled in many small reads) one buffer of the channel's allocator they are copied into, which then
-         * grows by doubling. Every send of the request to a replica (the first and any retry) is written from these
-         * (direct) buffers as they are, a retained duplicate each time (the encoder releases it): no heap copy of it
-         * to encode, none into a direct buffer for the socket. The connection owns them until the request ends
-         * (end(): answered, refused, the client gone, an answer without a send), and releases them there, once.
-         *
-         * Once the body is whole it is copied once for the core to read. Prepared on the loop (the common case: under
-         * OFFLOAD_BYTES, not token mode), into the loop's scratch array (BODY_SCRATCH), which the core reads in place
-         * during prepare (extraction and the pass-through check take an array, an offset and a length) and keeps
-         * nothing of (Inbound.body() is null): no array of the body's size is allocated and zeroed per request.
-         * Prepared off the loop, into an array of its own, which the exchange keeps.
+         * grows by doubling. So a body is copied once, into the array the core reads (extraction takes a byte[]),
+         * and the request's first send to a replica is written from these (direct) buffers as they are: no heap
+         * copy of it to encode, none into a direct buffer for the socket. The connection owns it until that
+         * send takes it; released when the request ends otherwise (refused, the client gone, an answer without a
+         * send). A retry sends the core's array.
          */
         private ByteBuf body;
 
         private int bodyLength;
-
         private Forwarder.Exchange exchange;
         private ScheduledFuture<?> backoff;
         private Call call;
@@ -697,7 +666,7 @@ final class NettyFront implements Front {
                     }
                     if (plan instanceof ProxyCore.Proxied p && status == -1 && !p.needsBody()) {
                         phase = Phase.ANSWER;
-                        ProxyCore.Prepared prepared = core.prepare(p, NO_BYTES);
+                        ProxyCore.Prepared prepared = core.prepare(p, new byte[0]);
                         if (prepared.answer() != null) {
                             writeAnswer(prepared.answer(), false, true);
                         } else if (prepared.pending() != null) {
@@ -743,19 +712,13 @@ final class NettyFront implements Front {
             if (last) {
                 requestRead();
                 phase = Phase.ANSWER;
-                int length = bodyLength;
-                if (length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
-                    byte[] scratch = length == 0 ? NO_BYTES : bodyScratch(length);
-                    if (length > 0) {
-                        body.getBytes(body.readerIndex(), scratch, 0, length);
-                    }
-                    // read in place and not kept: the scratch is free again once prepare returns
-                    prepared(core.prepare(p, scratch, 0, length, false));
-                    return;
-                }
-                byte[] bytes = new byte[length];
-                if (length > 0) {
+                byte[] bytes = new byte[bodyLength];
+                if (bodyLength > 0) {
                     body.getBytes(body.readerIndex(), bytes);
+                }
+                if (bytes.length < OFFLOAD_BYTES && !(tokenMode && p.kind == ProxyCore.Kind.ROUTED)) {
+                    prepared(core.prepare(p, bytes));
+                    return;
                 }
                 // extraction (tokenizing, scanning a large body) off the loop, so that the loop's other
                 // connections are not kept waiting; the answer is still written on this connection's loop
@@ -822,13 +785,16 @@ final class NettyFront implements Front {
         }
 
         /**
-         * The request body for a send of its {@code length} bytes, which the caller owns (the encoder releases
-         * it): a retained duplicate of the client's buffers. Null when the connection no longer holds them (the
-         * request has ended).
+         * The request body's buffers for its first send, when they hold the {@code length} bytes of the core's
+         * array: the caller owns them then. Null when already taken (a retry) or dropped.
          */
-        private ByteBuf bodyToSend(int length) {
+        private ByteBuf takeBody(int length) {
             ByteBuf b = body;
-            return b != null && b.readableBytes() == length ? b.retainedDuplicate() : null;
+            if (b == null || b.readableBytes() != length) {
+                return null;
+            }
+            body = null;
+            return b;
         }
 
         /** Back on the loop after an extraction off it: goes on, unless the client left meanwhile. */
@@ -1165,20 +1131,13 @@ final class NettyFront implements Front {
                 if (s.target.getRawQuery() != null) {
                     target += "?" + s.target.getRawQuery();
                 }
-                int length = in.bodyLength();
-                ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : bodyToSend(length);
-                if (content == null && in.body() != null) {
-                    content = Unpooled.wrappedBuffer(in.body()); // prepared off the loop: the exchange's own copy
-                }
-                if (content == null) {
-                    // the request ended (and its body was released) before this send: nothing goes out
-                    unsent = true;
-                    cause = new IllegalStateException("the request body is no longer held");
-                    ch.close();
-                    return;
-                }
+                int length = in.body().length;
+                ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : takeBody(length);
                 FullHttpRequest req = new DefaultFullHttpRequest(
-                        HttpVersion.HTTP_1_1, HttpMethod.valueOf(in.method()), target, content);
+                        HttpVersion.HTTP_1_1,
+                        HttpMethod.valueOf(in.method()),
+                        target,
+                        content != null ? content : Unpooled.wrappedBuffer(in.body()));
                 HttpHeaders h = req.headers();
                 try {
                     HopByHop.forEachRequestHeader(s.headers, h::add);
@@ -1187,7 +1146,7 @@ final class NettyFront implements Front {
                 }
                 h.set(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : host + ":" + port);
                 if (in.hasBody()) {
-                    HttpUtil.setContentLength(req, length);
+                    HttpUtil.setContentLength(req, in.body().length);
                 }
                 ch.writeAndFlush(req).addListener((ChannelFutureListener) wf -> {
                     if (!wf.isSuccess()) {

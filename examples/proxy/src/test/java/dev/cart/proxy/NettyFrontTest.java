@@ -92,9 +92,9 @@ class NettyFrontTest {
      * A body that arrives in many pieces (a chunked request written piece by piece: more than the client
      * buffers the front keeps as they are) or in one write with its Content-Length (a few of the client's
      * buffers, kept as they are) reaches the replica byte for byte, on the first send and on the retry after a
-     * replica refused it (both from the client's buffers, which the connection keeps until the request ends,
-     * while the core read a copy in the loop's scratch array); routed, and passed through. Each request's
-     * buffers are released when it ends (the leak detector, paranoid for the whole suite once, says so).
+     * replica refused it (the first send from the client's buffers, the retry from the core's copy); routed,
+     * and passed through. Each request's buffers are released when it ends (the leak detector, paranoid for
+     * the whole suite once, says so).
      */
     @Test
     void aBodyInManyPiecesReachesTheReplicaWholeOnTheFirstSendAndTheRetry() throws Exception {
@@ -154,54 +154,6 @@ class NettyFrontTest {
                 }
             }
         }
-    }
-
-    /**
-     * A routed body prepared on the event loop is read by the core in the loop's scratch array: the loop
-     * allocates far less per request than the body's size (it allocated a byte[] of the body's
-     * size, and more, for every request). Allocation is counted, not timed: the bytes the proxy's loop threads
-     * allocated over a hundred requests on one kept-alive connection, after as many to warm up. Skipped when
-     * the leak detector records every buffer (paranoid runs).
-     */
-    @Test
-    void aBodyIsNotCopiedIntoAnArrayOfItsOwnPerRequest() throws Exception {
-        // the leak detector's advanced levels record every buffer's accesses, which is allocation of their own
-        org.junit.jupiter.api.Assumptions.assumeTrue(
-                io.netty.util.ResourceLeakDetector.getLevel().compareTo(io.netty.util.ResourceLeakDetector.Level.SIMPLE)
-                        <= 0,
-                "leak detection above SIMPLE");
-        try (ProxyHarness h = ProxyHarness.start(ProxyConfig.Server.Engine.NETTY, 1, "")) {
-            StringBuilder text = new StringBuilder();
-            for (int i = 0; text.length() < NettyFront.OFFLOAD_BYTES - 4096; i++) {
-                text.append("word").append(i).append(' ');
-            }
-            String body = chat(text.toString(), false);
-            int n = 100;
-            for (int i = 0; i < n; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", body).statusCode());
-            }
-            long before = loopAllocations();
-            for (int i = 0; i < n; i++) {
-                assertEquals(200, h.post("/v1/chat/completions", body).statusCode());
-            }
-            long perRequest = (loopAllocations() - before) / n;
-            assertTrue(
-                    perRequest < body.length() / 2,
-                    perRequest + " bytes allocated on the loop per request of " + body.length() + " bytes");
-        }
-    }
-
-    /** The bytes allocated so far by the live Netty threads (the proxy's event loops, both sides). */
-    private static long loopAllocations() {
-        com.sun.management.ThreadMXBean mx =
-                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
-        long sum = 0;
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t instanceof io.netty.util.concurrent.FastThreadLocalThread) {
-                sum += Math.max(0, mx.getThreadAllocatedBytes(t.getId()));
-            }
-        }
-        return sum;
     }
 
     private static String line(InputStream in) throws Exception {
