@@ -99,11 +99,7 @@ public final class LineEncoder extends EncoderBase<ILoggingEvent> {
             return layout.doLayout(event).getBytes(encoding);
         }
         long millis = event.getTimeStamp();
-        long epochSecond = Math.floorDiv(millis, 1000L);
-        Second s = second;
-        if (s.epochSecond != epochSecond) {
-            s = second(epochSecond);
-        }
+        Second s = secondOf(millis);
         String levelName = event.getLevel().toString();
         byte[] name = names.get(event.getLoggerName());
         if (name == null) {
@@ -112,33 +108,8 @@ public final class LineEncoder extends EncoderBase<ILoggingEvent> {
         }
         String message = event.getFormattedMessage();
         byte[] text = message == null ? "null".getBytes(encoding) : message.getBytes(encoding);
-        int level = Math.max(5, levelName.length());
-        byte[] out = new byte
-                [s.head.length
-                        + 3
-                        + s.offset.length
-                        + 1
-                        + level
-                        + 1
-                        + name.length
-                        + DASH.length
-                        + text.length
-                        + separator.length];
-        int i = put(out, 0, s.head);
-        int ms = (int) Math.floorMod(millis, 1000L);
-        out[i++] = (byte) ('0' + ms / 100);
-        out[i++] = (byte) ('0' + ms / 10 % 10);
-        out[i++] = (byte) ('0' + ms % 10);
-        i = put(out, i, s.offset);
-        out[i++] = ' ';
-        for (int k = 0; k < level; k++) {
-            out[i++] = k < levelName.length() ? (byte) levelName.charAt(k) : (byte) ' ';
-        }
-        out[i++] = ' ';
-        i = put(out, i, name);
-        i = put(out, i, DASH);
-        i = put(out, i, text);
-        put(out, i, separator);
+        byte[] out = new byte[length(s, levelName, name, text)];
+        writeLine(out, s, millis, levelName, name, text);
         return out;
     }
 
@@ -154,37 +125,59 @@ public final class LineEncoder extends EncoderBase<ILoggingEvent> {
         String message = event.getFormattedMessage();
         String levelName = event.getLevel().toString();
         byte[] name = names.get(event.getLoggerName());
-        if (message == null || name == null || levelName.length() > 5) {
+        if (message == null || name == null) {
             return -1; // the long way, once per logger name
         }
         long millis = event.getTimeStamp();
-        long epochSecond = Math.floorDiv(millis, 1000L);
-        Second s = second;
-        if (s.epochSecond != epochSecond) {
-            s = second(epochSecond);
-        }
+        Second s = secondOf(millis);
         byte[] text = message.getBytes(encoding); // (an intrinsic copy: faster than a loop over the characters)
-        int total =
-                s.head.length + 3 + s.offset.length + 7 + name.length + DASH.length + text.length + separator.length;
+        int total = length(s, levelName, name, text);
         if (total > buf.length) {
             return -1;
         }
-        int i = put(buf, 0, s.head);
-        int ms = (int) Math.floorMod(millis, 1000L);
-        buf[i++] = (byte) ('0' + ms / 100);
-        buf[i++] = (byte) ('0' + ms / 10 % 10);
-        buf[i++] = (byte) ('0' + ms % 10);
-        i = put(buf, i, s.offset);
-        buf[i++] = ' ';
-        for (int k = 0; k < 5; k++) {
-            buf[i++] = k < levelName.length() ? (byte) levelName.charAt(k) : (byte) ' ';
-        }
-        buf[i++] = ' ';
-        i = put(buf, i, name);
-        i = put(buf, i, DASH);
-        i = put(buf, i, text);
-        put(buf, i, separator);
+        writeLine(buf, s, millis, levelName, name, text);
         return total;
+    }
+
+    /** The length of a line of these parts; the level is padded to five characters. */
+    private int length(Second s, String levelName, byte[] name, byte[] text) {
+        return s.head.length
+                + 3
+                + s.offset.length
+                + 1
+                + Math.max(5, levelName.length())
+                + 1
+                + name.length
+                + DASH.length
+                + text.length
+                + separator.length;
+    }
+
+    /** Writes a line of these parts into {@code out} from its start ({@link #length} bytes). */
+    private void writeLine(byte[] out, Second s, long millis, String levelName, byte[] name, byte[] text) {
+        int i = put(out, 0, s.head);
+        int ms = (int) Math.floorMod(millis, 1000L);
+        out[i++] = (byte) ('0' + ms / 100);
+        out[i++] = (byte) ('0' + ms / 10 % 10);
+        out[i++] = (byte) ('0' + ms % 10);
+        i = put(out, i, s.offset);
+        out[i++] = ' ';
+        int level = Math.max(5, levelName.length());
+        for (int k = 0; k < level; k++) {
+            out[i++] = k < levelName.length() ? (byte) levelName.charAt(k) : (byte) ' ';
+        }
+        out[i++] = ' ';
+        i = put(out, i, name);
+        i = put(out, i, DASH);
+        i = put(out, i, text);
+        put(out, i, separator);
+    }
+
+    /** The cached date parts of the second {@code millis} falls in. */
+    private Second secondOf(long millis) {
+        long epochSecond = Math.floorDiv(millis, 1000L);
+        Second s = second;
+        return s.epochSecond == epochSecond ? s : second(epochSecond);
     }
 
     private Second second(long epochSecond) {
