@@ -34,8 +34,8 @@ final class ChatDialect extends Dialect {
                 messages(v, this::messageBody);
                 sawMessages = true;
             }
-            case "tools" -> toolList(v, x.tools, "tools", CanonicalJson.NONE);
-            case "functions" -> toolList(v, x.functions, "functions", CanonicalJson.NONE);
+            case "tools" -> toolList(v, x.tools(), "tools", CanonicalJson.NONE);
+            case "functions" -> toolList(v, x.functions(), "functions", CanonicalJson.NONE);
             default -> {
                 return false;
             }

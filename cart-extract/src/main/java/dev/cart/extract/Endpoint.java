@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 
 /** The request endpoints whose bodies carry a prompt CART routes by. */
@@ -10,6 +12,10 @@ public enum Endpoint {
     COMPLETIONS("/v1/completions"),
     /** Anthropic {@code POST /v1/messages}: the key is the tools, the system prompt, then the messages. */
     MESSAGES("/v1/messages");
+
+    /** Each endpoint's {@link Optional}, made once: {@link #forPath} answers without a copy or an allocation. */
+    private static final List<Optional<Endpoint>> FOUND =
+            Arrays.stream(values()).map(Optional::of).toList();
 
     private final String path;
 
@@ -24,9 +30,10 @@ public enum Endpoint {
 
     /** The endpoint served at {@code path} (exact match, no query string), if any. */
     public static Optional<Endpoint> forPath(String path) {
-        for (Endpoint e : values()) {
-            if (e.path.equals(path)) {
-                return Optional.of(e);
+        for (int i = 0; i < FOUND.size(); i++) {
+            Optional<Endpoint> e = FOUND.get(i);
+            if (e.get().path.equals(path)) {
+                return e;
             }
         }
         return Optional.empty();

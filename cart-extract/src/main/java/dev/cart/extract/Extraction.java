@@ -80,9 +80,11 @@ final class Extraction {
     /** The extractor's model markers made recently. */
     private final ModelMarkers markers;
 
-    final Segment tools;
-    final Segment functions;
-    final Segment system;
+    /** The sections before the messages, null until first used (most bodies have no tools or system). */
+    private Segment tools;
+
+    private Segment functions;
+    private Segment system;
     final Segment main;
 
     /** Over the whole of {@code body}. */
@@ -114,9 +116,6 @@ final class Extraction {
         this.body = body;
         this.from = from;
         this.end = from + length;
-        this.tools = new Segment(256);
-        this.functions = new Segment(16);
-        this.system = new Segment(256);
         // the messages' long runs of plain text stay in the body (see Segment): the own text is the roles,
         // escapes and short strings, often a small part of the body; a second chunk is sized to the rest
         this.main = new Segment(Math.min(length >> 2, 1 << 10));
@@ -273,26 +272,62 @@ final class Extraction {
         return sb.toString();
     }
 
+    /** The {@code tools} section, made on first use. */
+    Segment tools() {
+        if (tools == null) {
+            tools = new Segment(256);
+        }
+        return tools;
+    }
+
+    /** The {@code functions} section (chat's older tool list), made on first use. */
+    Segment functions() {
+        if (functions == null) {
+            functions = new Segment(16);
+        }
+        return functions;
+    }
+
+    /** The system prompt's section (messages), made on first use. */
+    Segment system() {
+        if (system == null) {
+            system = new Segment(256);
+        }
+        return system;
+    }
+
+    private static int length(Segment s) {
+        return s == null ? 0 : s.length();
+    }
+
+    private static boolean isEmpty(Segment s) {
+        return s == null || s.isEmpty();
+    }
+
     /** The key's length in units: what {@link #assemble} appends. */
     private int units() {
-        long n = (long) tools.length() + functions.length() + system.length() + main.length();
+        long n = (long) length(tools) + length(functions) + length(system) + main.length();
         return n == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, n + MARKER_LENGTH);
     }
 
     /** Model marker, tools, system, messages: the key's fixed order, whatever the body's field order. */
     private void assemble(Segment.Sink key) {
-        boolean hasTools = !tools.isEmpty() || !functions.isEmpty();
-        if (!hasTools && system.isEmpty() && main.isEmpty()) {
+        boolean hasTools = !isEmpty(tools) || !isEmpty(functions);
+        if (!hasTools && isEmpty(system) && main.isEmpty()) {
             return;
         }
         byte[] marker = markers.marker(model, cacheSalt, loraPath);
         key.appendCesu8(marker, 0, marker.length, marker.length);
         if (hasTools) {
-            tools.appendTo(key);
-            functions.appendTo(key);
+            if (tools != null) {
+                tools.appendTo(key);
+            }
+            if (functions != null) {
+                functions.appendTo(key);
+            }
             key.boundary();
         }
-        if (!system.isEmpty()) {
+        if (!isEmpty(system)) {
             system.appendTo(key);
             key.boundary();
         }

@@ -39,7 +39,7 @@ final class MessagesDialect extends Dialect {
                 sawMessages = true;
             }
             case "system" -> system(v);
-            case "tools" -> toolList(v, x.tools, "tools", TOOL_OPTIONS);
+            case "tools" -> toolList(v, x.tools(), "tools", TOOL_OPTIONS);
             default -> {
                 return false;
             }
@@ -75,7 +75,7 @@ final class MessagesDialect extends Dialect {
             throw Errors.invalidType(in.path(), "a string or an array of text blocks");
         }
         Segment saved = out;
-        out = x.system;
+        out = x.system();
         try {
             out.add(SECTION).add("system").add(LABEL_END);
             content(v);

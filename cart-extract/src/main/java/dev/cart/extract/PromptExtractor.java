@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
-import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import dev.cart.core.PromptKey;
 import java.util.List;
 import java.util.Objects;
@@ -36,8 +35,8 @@ import java.util.Objects;
  * {@code Extraction}. Thread-safe: instances share one immutable, configured {@link JsonFactory}
  * (thread-safe by Jackson's contract) and, in token mode, one thread-safe {@code TokenMode} (tokenizer,
  * cache, permits); a call keeps everything else to itself, so one extractor serves every request.
- * Its buffer pool is a concurrent deque rather than Jackson's thread-local default, so that virtual
- * threads, which are never reused, still reuse buffers. It never logs.
+ * Its buffer pool ({@code BufferPool}) keeps one set of buffers per platform thread and shares a concurrent
+ * deque between virtual threads, which are never reused, so that they still reuse buffers. It never logs.
  */
 public final class PromptExtractor {
 
@@ -60,7 +59,7 @@ public final class PromptExtractor {
                         .maxNestingDepth(options.maxNestingDepth())
                         .maxStringLength(options.maxStringLength())
                         .build())
-                .recyclerPool(JsonRecyclerPools.newConcurrentDequePool()));
+                .recyclerPool(new BufferPool()));
     }
 
     public ExtractOptions options() {

@@ -14,6 +14,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.LongSupplier;
 
 /**
@@ -38,7 +41,11 @@ import java.util.function.LongSupplier;
  * dev.cart.extract.PairedCpuTiming A.jar B.jar realistic 32768 [route] [rounds]}. Without it, the heap
  * grows after the routers are built and every allocation in fresh eden pages first takes a page fault,
  * which the thread's CPU time counts: a 4 KB route measured 30-45 us instead of 4-7 until the first
- * collection over the grown eden, which can fall inside the measured rounds.
+ * collection over the grown eden, which can fall inside the measured rounds. With {@code
+ * -Dcart.paired.threads=2} a second thread runs the same operation of the same build (one extractor, as the
+ * proxy's two event loops share one) at the same time, and a round's time is both threads' CPU time per
+ * call: what the threads' shared state (the parser's buffer pool, the extractor's caches) costs when they
+ * meet. The warm-up and the allocation figure stay on one thread.
  */
 public final class PairedCpuTiming {
 
@@ -86,16 +93,35 @@ public final class PairedCpuTiming {
         }
         double[][] t = new double[2][rounds];
         double[] ratio = new double[rounds];
+        // with -Dcart.paired.threads=2, a second thread runs the same build's operation (one extractor) at the
+        // same time, as the proxy's two event loops do; a round's time is then both threads' CPU time per call
+        boolean two = Integer.getInteger("cart.paired.threads", 1) == 2;
+        ExecutorService other = two ? Executors.newSingleThreadExecutor() : null;
         for (int r = 0; r < rounds; r++) {
             for (int k = 0; k < 2; k++) {
                 int j = (r & 1) == 0 ? k : 1 - k;
+                LongSupplier op = ops[j];
+                Future<Long> peer = two
+                        ? other.submit(() -> {
+                            long c0 = mx.getCurrentThreadCpuTime();
+                            long x = 0;
+                            for (int i = 0; i < reps; i++) {
+                                x += op.getAsLong();
+                            }
+                            return mx.getCurrentThreadCpuTime() - c0 + (x == 42 ? 1 : 0);
+                        })
+                        : null;
                 long t0 = mx.getCurrentThreadCpuTime();
                 for (int i = 0; i < reps; i++) {
-                    sink += ops[j].getAsLong();
+                    sink += op.getAsLong();
                 }
-                t[j][r] = (mx.getCurrentThreadCpuTime() - t0) / 1000.0 / reps;
+                long cpu = mx.getCurrentThreadCpuTime() - t0;
+                t[j][r] = peer == null ? cpu / 1000.0 / reps : (cpu + peer.get()) / 1000.0 / (2.0 * reps);
             }
             ratio[r] = t[1][r] / t[0][r];
+        }
+        if (other != null) {
+            other.shutdown();
         }
         for (double[] x : t) {
             Arrays.sort(x);
@@ -103,11 +129,12 @@ public final class PairedCpuTiming {
         Arrays.sort(ratio);
         String load = Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
         System.out.printf(
-                "%s %d%s: A %.2f / %.2f / %.2f us, B %.2f / %.2f / %.2f us (min / median / max), B/A median %.3f"
+                "%s %d%s%s: A %.2f / %.2f / %.2f us, B %.2f / %.2f / %.2f us (min / median / max), B/A median %.3f"
                         + " (rounds %.3f-%.3f), %d rounds, load %s; allocated A %d B, B %d B per operation%s%n",
                 kind,
                 size,
                 route ? " route" : "",
+                two ? ", two threads" : "",
                 t[0][0],
                 t[0][rounds / 2],
                 t[0][rounds - 1],

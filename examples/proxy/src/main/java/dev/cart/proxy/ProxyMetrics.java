@@ -44,13 +44,14 @@ import java.util.function.ToDoubleFunction;
  *
  * <p>How: every meter is registered on first use, so a series appears once it has counted something (the
  * counters listed in the constructor read 0 from the start). The request path's meters are resolved once and
- * kept by what they are per: a {@link ReplicaMeters} per replica id (one map lookup by the id, whose hash the
- * string keeps) holds its counters in arrays indexed by endpoint, status class, reason and outcome, so an
- * event there costs a map lookup, an array read and Micrometer's own update, and builds no key. Rarer events
- * (retries, transitions, evictions) look their meter up by name and tags in a {@link ConcurrentHashMap}.
- * Gauges read live state at scrape time through a supplier of the current {@link Routing}, so they follow
- * a reload; per-replica gauges are registered for the replicas of the current set and removed when a
- * reload drops a replica (its counters stay, as Prometheus counters do, until the process restarts).
+ * kept by what they are per: a {@link ReplicaMeters} per replica id (found by the id string's identity in a
+ * short array, else by a map lookup) holds its counters in arrays indexed by endpoint, status class, reason
+ * and outcome, so an event there costs a scan of a few references, an array read and Micrometer's own
+ * update, and builds no key. Rarer events (retries, transitions, evictions) look their meter up by name
+ * and tags in a {@link ConcurrentHashMap}. Gauges read live state at scrape time through a supplier of the
+ * current {@link Routing}, so they follow a reload; per-replica gauges are registered for the replicas of
+ * the current set and removed when a reload drops a replica (its counters stay, as Prometheus counters do,
+ * until the process restarts).
  *
  * <p>Cardinality: label values come only from fixed sets (endpoints, reasons, outcomes, status classes,
  * circuit states, causes), from the configured replica URLs and from the models the replicas list (at most
@@ -110,6 +111,16 @@ final class ProxyMetrics implements AutoCloseable {
     private final Map<String, Meter> replicaGauges = new ConcurrentHashMap<>();
     /** The request path's meters of each replica id, and of no replica ({@link #NONE}). */
     private final Map<String, ReplicaMeters> byReplica = new ConcurrentHashMap<>();
+    /**
+     * Some of {@link #byReplica}'s meters, found by the identity of the id string the request path passes
+     * ({@link #meters}); an immutable array, replaced whole, emptied when the replica set changes.
+     */
+    private volatile Seen[] recent = new Seen[0];
+
+    private static final int MAX_RECENT = 16;
+
+    /** A replica id, as one string instance, and its meters. */
+    private record Seen(String id, ReplicaMeters meters) {}
 
     private final ReplicaMeters noReplica = new ReplicaMeters(NONE);
     private final AtomicReferenceArray<Timer> requestDurations = new AtomicReferenceArray<>(ENDPOINT_LABELS.length);
@@ -222,19 +233,20 @@ final class ProxyMetrics implements AutoCloseable {
 
     /** The index of {@link #endpointLabel}'s value in {@link #ENDPOINT_LABELS}. */
     private static int endpointIndex(String path) {
-        if (path == null) {
-            return ENDPOINT_LABELS.length - 1;
-        }
-        return switch (path) {
-            case "/v1/chat/completions" -> 0;
-            case "/v1/completions" -> 1;
-            case "/v1/messages" -> 2;
-            case "/v1/models" -> 3;
-            case "/health" -> 4;
-            case "/workers" -> 5;
-            case "/metrics" -> 6;
-            default -> ENDPOINT_LABELS.length - 1;
-        };
+        // by length, then one or two comparisons: a path is a new string per request, and a switch on it would
+        // hash all of it first
+        int i = path == null
+                ? -1
+                : switch (path.length()) {
+                    case 20 -> 0;
+                    case 15 -> 1;
+                    case 12 -> 2;
+                    case 10 -> 3;
+                    case 7 -> 4;
+                    case 8 -> path.equals(ENDPOINT_LABELS[5]) ? 5 : 6;
+                    default -> -1;
+                };
+        return i >= 0 && path.equals(ENDPOINT_LABELS[i]) ? i : ENDPOINT_LABELS.length - 1;
     }
 
     /** "2xx" ... "5xx" for a status, "none" for 0 or -1 (nothing answered). */
@@ -260,12 +272,30 @@ final class ProxyMetrics implements AutoCloseable {
     }
 
     /** The meters of {@code replica} (an id; null for none), made on first use. */
+    @SuppressWarnings("ReferenceEquality") // a cache by identity; an equal id of another instance goes to the map
     private ReplicaMeters meters(String replica) {
         if (replica == null) {
             return noReplica;
         }
+        // the ids of the request path are the replica set's own strings: found by reference in a short array,
+        // without hashing or a map's table
+        Seen[] seen = recent;
+        for (Seen x : seen) {
+            if (x.id == replica) {
+                return x.meters;
+            }
+        }
         ReplicaMeters m = byReplica.get(replica);
-        return m != null ? m : byReplica.computeIfAbsent(replica, ReplicaMeters::new);
+        if (m == null) {
+            m = byReplica.computeIfAbsent(replica, ReplicaMeters::new);
+        }
+        if (seen.length < MAX_RECENT) {
+            // copy on write; two threads adding at once may lose one addition, which the next miss makes again
+            Seen[] next = Arrays.copyOf(seen, seen.length + 1);
+            next[seen.length] = new Seen(replica, m);
+            recent = next;
+        }
+        return m;
     }
 
     /**
@@ -759,6 +789,7 @@ final class ProxyMetrics implements AutoCloseable {
      * longer has. Called at start and after every accepted reload.
      */
     synchronized void syncReplicas(ManagedReplicaSet set) {
+        recent = new Seen[0]; // a reload's replicas come with ids of their own
         Set<String> ids = new HashSet<>();
         for (ManagedReplicaSet.Member m : set.replicas()) {
             ids.add(m.id());

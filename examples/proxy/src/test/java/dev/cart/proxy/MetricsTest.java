@@ -431,6 +431,8 @@ class MetricsTest {
                 m.request("/v1/chat/completions", 200, ida, 1_000_000);
             }
             m.request(new String("/v1/chat/completions".toCharArray()), 200, ida, 1_000_000);
+            // an equal id of another string instance (a reload's replica) counts in the same series
+            m.request("/v1/chat/completions", 200, new String(ida.toCharArray()), 1_000_000);
             m.request("/v1/chat/completions", 503, idb, 1_000_000);
             m.request("/health", 200, null, 1_000);
             m.request("/nowhere", 404, null, 1_000);
@@ -453,14 +455,14 @@ class MetricsTest {
             PromText p = PromText.parse(m.scrape());
             String req = "cart_requests_total";
             assertEquals(
-                    4, p.value(req, "endpoint", "/v1/chat/completions", "status", "2xx", "replica", ida), p.dump(req));
+                    5, p.value(req, "endpoint", "/v1/chat/completions", "status", "2xx", "replica", ida), p.dump(req));
             assertEquals(1, p.value(req, "endpoint", "/v1/chat/completions", "status", "5xx", "replica", idb));
             assertEquals(1, p.value(req, "endpoint", "/health", "status", "2xx", "replica", "none"));
             assertEquals(1, p.value(req, "endpoint", "other", "status", "4xx", "replica", "none"));
             assertEquals(1, p.value(req, "endpoint", "other", "status", "none", "replica", "none"));
             assertEquals(1, p.value(req, "endpoint", "/metrics", "status", "other", "replica", "none"));
-            assertEquals(9, p.sum(req));
-            assertEquals(5, p.value("cart_request_duration_seconds_count", "endpoint", "/v1/chat/completions"));
+            assertEquals(10, p.sum(req));
+            assertEquals(6, p.value("cart_request_duration_seconds_count", "endpoint", "/v1/chat/completions"));
             assertEquals(2, p.value("cart_request_duration_seconds_count", "endpoint", "other"));
             assertEquals(2, p.value("cart_decisions_total", "reason", a.reason().code(), "replica", ida));
             assertEquals(1, p.value("cart_decisions_total", "reason", "pass_through", "replica", idb));
@@ -499,8 +501,23 @@ class MetricsTest {
         for (String e : ProxyMetrics.ENDPOINTS) {
             assertEquals(e, ProxyMetrics.endpointLabel(new String(e.toCharArray())));
         }
-        for (String other :
-                new String[] {null, "", "/", "/v1/chat", "/v1/chat/completions/", "/HEALTH", "/v1/models/x"}) {
+        for (String other : new String[] {
+            null,
+            "",
+            "/",
+            "/v1/chat",
+            "/v1/chat/completions/",
+            "/HEALTH",
+            "/v1/models/x",
+            "/v1/chat/completionz",
+            "/v1/completionz",
+            "/v1/messagez",
+            "/v1/modelz",
+            "/healtz",
+            "/workerz",
+            "/metricz",
+            "/xxxxxxx"
+        }) {
             assertEquals(ProxyMetrics.OTHER, ProxyMetrics.endpointLabel(other), String.valueOf(other));
         }
         assertEquals("2xx", ProxyMetrics.statusClass(200));

@@ -1,0 +1,104 @@
+package dev.cart.extract;
+
+import com.fasterxml.jackson.core.util.BufferRecycler;
+import com.fasterxml.jackson.core.util.JsonRecyclerPools;
+import com.fasterxml.jackson.core.util.RecyclerPool;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.ref.SoftReference;
+
+/**
+ * The extractor's pool of Jackson buffers: one {@link BufferRecycler} per platform thread, a shared
+ * concurrent deque for virtual threads.
+ *
+ * <p>Why: a parser takes a recycler when it is made and gives it back when it is closed, once per request.
+ * Through a concurrent deque that is a poll and a link (and the unlinked node's garbage) on every request;
+ * the proxy's event loops are a few long-lived platform threads, for which a recycler of the thread's own
+ * costs one thread-local read and nothing on release (held softly, as Jackson's own thread-local pool
+ * holds its recyclers, so that a pool of many platform threads, the JDK front's on Java 17, gives its
+ * buffers up under memory pressure). A virtual thread is never reused, so a recycler of its own would be
+ * made for each request and its buffers with it: those take and give back through the deque, as before.
+ *
+ * <p>Concurrency: a thread's own recycler is only used by that thread; two parsers open at once on it (a
+ * re-read of one object inside the body's) share it, as Jackson's own thread-local pool shares one:
+ * {@link BufferRecycler} hands out each buffer slot atomically, so the second gets a fresh buffer. Recyclers
+ * of the thread-local kind are not linked to this pool, so a parser's close releases nothing.
+ * {@code Thread.isVirtual()} is found once by reflection (the code is built for Java 17, which has no
+ * virtual threads: there every thread is a platform thread).
+ */
+final class BufferPool implements RecyclerPool<BufferRecycler> {
+
+    private static final long serialVersionUID = 1L;
+
+    /** {@code Thread.isVirtual()}, or null on a Java without virtual threads. */
+    private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
+
+    /**
+     * Each thread's recycler, shared by every extractor's pool (as Jackson's own thread-local pool shares
+     * one); softly held, as Jackson holds its own: memory pressure may take them.
+     */
+    private static final ThreadLocal<SoftReference<BufferRecycler>> PER_THREAD = new ThreadLocal<>();
+
+    private final RecyclerPool<BufferRecycler> shared = JsonRecyclerPools.newConcurrentDequePool();
+
+    private static MethodHandle isVirtualHandle() {
+        try {
+            return MethodHandles.publicLookup()
+                    .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
+        } catch (NoSuchMethodException | IllegalAccessException e) {
+            return null;
+        }
+    }
+
+    /** Whether the calling thread is a virtual thread. */
+    static boolean onVirtualThread() {
+        if (IS_VIRTUAL == null) {
+            return false;
+        }
+        try {
+            return (boolean) IS_VIRTUAL.invokeExact(Thread.currentThread());
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public BufferRecycler acquireAndLinkPooled() {
+        return onVirtualThread() ? shared.acquireAndLinkPooled() : threadOwn();
+    }
+
+    @Override
+    public BufferRecycler acquirePooled() {
+        return onVirtualThread() ? shared.acquirePooled() : threadOwn();
+    }
+
+    /** The calling thread's recycler, made on its first use (or after the collector took it). */
+    private BufferRecycler threadOwn() {
+        SoftReference<BufferRecycler> ref = PER_THREAD.get();
+        BufferRecycler r = ref == null ? null : ref.get();
+        if (r == null) {
+            r = new BufferRecycler();
+            PER_THREAD.set(new SoftReference<>(r));
+        }
+        return r;
+    }
+
+    /** A virtual thread's recycler goes back to the deque; a platform thread keeps its own. */
+    @Override
+    public void releasePooled(BufferRecycler recycler) {
+        if (onVirtualThread()) {
+            shared.releasePooled(recycler);
+        }
+    }
+
+    /** Recyclers in the shared deque (those of the threads' own are not counted). */
+    @Override
+    public int pooledCount() {
+        return shared.pooledCount();
+    }
+
+    private Object readResolve() {
+        return new BufferPool();
+    }
+}
