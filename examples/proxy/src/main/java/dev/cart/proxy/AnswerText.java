@@ -95,24 +95,40 @@ final class AnswerText {
     }
 
     void append(int block, String text) {
+        StringBuilder to = block(block, text.length());
+        if (to != null) {
+            to.append(text);
+        }
+    }
+
+    /** As {@link #append(int, String)}, for the text {@code text[off, off + len)}. */
+    void append(int block, char[] text, int off, int len) {
+        StringBuilder to = block(block, len);
+        if (to != null) {
+            to.append(text, off, len);
+        }
+    }
+
+    /** Counts an append of {@code len} chars to {@code block}: where they go, or null when the text is unavailable. */
+    private StringBuilder block(int block, int len) {
         eventAppends++;
         spotFrom = -1;
         if (problem != null) {
-            return;
+            return null;
         }
         if (block > MAX_BLOCK) {
             unavailable("not_text");
-            return;
+            return null;
         }
-        chars += text.length();
+        chars += len;
         if (chars > MAX_CHARS) {
             unavailable("too_long");
-            return;
+            return null;
         }
         while (blocks.size() <= block) {
-            blocks.add(new StringBuilder());
+            blocks.add(new StringBuilder(256));
         }
-        blocks.get(block).append(text);
+        return blocks.get(block);
     }
 
     /** The answer cannot be used, for {@code why}; the first reason stands. */

@@ -399,13 +399,15 @@ final class ResponseObserver {
                 closeEvents(); // cannot happen after a quote; the event is parsed whole
                 return false;
             }
-            String text = events.getText();
+            char[] text = events.getTextCharacters(); // the parser's own buffer: no String made
+            int textOffset = events.getTextOffset();
+            int textLength = events.getTextLength();
             // the string must end at the tail: nothing left in the parser's buffer or the input
             boolean whole = events.releaseBuffered(DISCARD) == 0 && input.remaining() == 0;
             if (!whole) {
                 return false; // a closing quote before the tail (another structure): parsed whole
             }
-            answer.append(templateBlock, text);
+            answer.append(templateBlock, text, textOffset, textLength);
             templateReads++;
             return true;
         } catch (IOException | RuntimeException e) {
@@ -455,7 +457,12 @@ final class ResponseObserver {
      * after its closing quote.
      */
     private void remember(byte[] b, int off, int len, long from, long to) {
-        if (from < 0 || to > len || to - from < 2 || b[off + (int) from] != '"' || b[off + (int) to - 1] != '"') {
+        if (b[off] != '{' // offsets are from the event's opening brace
+                || from < 0
+                || to > len
+                || to - from < 2
+                || b[off + (int) from] != '"'
+                || b[off + (int) to - 1] != '"') {
             return; // no such text (or not where it should be: no template from it)
         }
         int head = (int) from + 1;
