@@ -60,16 +60,16 @@ import java.util.Locale;
  * <p>The template: the events of one streamed answer share their bytes but for the text (an OpenAI-compatible
  * server writes the members {@code id, object, created, model}, then {@code choices} with one choice of
  * {@code index} 0 whose {@code delta}'s {@code content} is the text, then the same tail; Anthropic's
- * {@code content_block_delta} events alike). An
- * event parsed whole whose only effect was appending one text of a block its bytes name (no usage, nothing made
- * unavailable) becomes the template: its bytes up to the text's opening quote (the head) and after its closing quote
- * (the tail), found from the parser's token offsets. While the text is wanted, an event whose first bytes are the
- * head and last bytes the tail ({@link Arrays#mismatch}), with between them one JSON string as Jackson reads it at
- * the root (the parser is handed only those bytes, and must end on the last), is read by appending that string:
- * the same token stream as the template's but for that string, so a whole parse would append the same text and do
- * nothing else. Anything else (another id, the role delta, a finish reason, usage, tool calls, a second choice, a
- * string that ends early or does not parse) is parsed whole, and may become the template. Jackson still reads every
- * value the observer uses; only bytes equal to those of an event it has read are not tokenized again.
+ * {@code content_block_delta} events alike). An event parsed whole whose only effect was appending one text to a
+ * block its own bytes name (no usage read, nothing made unavailable) becomes the template: its bytes up to the
+ * text's opening quote (the head) and after its closing quote (the tail), found from the parser's token offsets.
+ * While the text is wanted, an event whose first bytes are the head and last bytes the tail
+ * ({@link Arrays#mismatch}), with between them one JSON string as Jackson reads it at the root (the parser is handed
+ * only those bytes, and must end on the last), is read by appending that string: it has the template's token stream
+ * but for that string, so a whole parse would append the same text and do nothing else. Anything else (another id,
+ * the role delta, a finish reason, usage, tool calls, a second choice, a string that ends early or does not parse)
+ * is parsed whole, and may become the template. Jackson still reads every value the observer uses; only bytes equal
+ * to those of an event it has read are not tokenized again.
  *
  * <p>Cost: a streamed chunk costs a scan for line ends plus, per event, either two byte comparisons and Jackson's
  * reading of the text (by the template) or the tokenizing of the event by Jackson (a few hundred bytes: about a
@@ -168,7 +168,7 @@ final class ResponseObserver {
     /** The streamed answer's parser: made at the first event, dropped after an event that did not parse. */
     private JsonParser events;
 
-    /** The template: the bytes of its event before its text's closing quote, then those after it; null until one. */
+    /** The template: its event's bytes up to its text's opening quote, then those after its closing quote; or null. */
     private byte[] template;
     /** Bytes of the template up to its text's opening quote, that included; 0 when there is none. */
     private int headLength;
