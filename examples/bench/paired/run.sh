@@ -7,14 +7,16 @@
 #       the request's and the answer's headers on the Netty front's path (BEFORE: a build before the
 #       HeaderView change, whose harness is before/HeaderPath.java; AFTER: one with it)
 #   sh examples/bench/paired/run.sh observer BEFORE.jar AFTER.jar [ROUNDS]
-#       one streamed answer of the bench's fake replica (34 events) through ResponseObserver
+#       one streamed answer of the bench's fake replica (34 events) through ResponseObserver; -Dcart.paired.events=N
+#       in JAVA_OPTS for N text events in place of 32 (a longer stream: a real server sends one event per token)
 #   sh examples/bench/paired/run.sh metrics BEFORE.jar AFTER.jar [ROUNDS]
 #       the Micrometer updates of a routed, answered request (decision, lease, first byte, usage, learning, end)
 #   sh examples/bench/paired/run.sh learning PROXY.jar PROXY.jar [ROUNDS]
 #       a routed 32 KB request and its answer through the proxy's own path without sockets (relay/HeaderPath.java:
 #       plan, prepare, send, answer head, body through the observer, lease closed, delivered, end), the build's
 #       proxy with cache.learn_answer false ("before") and true ("after"); -Dcart.paired.size=N in JAVA_OPTS for
-#       another body size. Both arguments may name one jar: the pair is learning off against on.
+#       another body size, -Dcart.paired.events=N for N text events in the stream in place of 32. Both arguments may
+#       name one jar: the pair is learning off against on.
 #   sh examples/bench/paired/run.sh relay BEFORE.jar AFTER.jar [ROUNDS]
 #       the same path, learning on, in two builds
 #   sh examples/bench/paired/run.sh body BEFORE.jar AFTER.jar [ROUNDS]

@@ -9,7 +9,8 @@ import java.util.SplittableRandom;
  * observer, the replica done (lease closed, usage), delivered (answer learning), the request's end (metrics). The
  * bench's requests (256 chat bodies of about SIZE bytes, a system prompt shared by a sixteenth of them; property
  * cart.paired.size, 32768 unless set) and the bench's fake replica's answers. which 0: the JSON answer (bench label),
- * 1: the 34-event stream (SDK label), one event per chunk. The build's directory holds learn.txt (true or false):
+ * 1: the 34-event stream (SDK label; property cart.paired.events for another count of text events, 32 unless set), one
+ * event per chunk. The build's directory holds learn.txt (true or false):
  * cache.learn_answer of its proxy. Decision lines off (a constant of either side).
  */
 public class HeaderPath implements java.util.function.LongSupplier {
@@ -23,11 +24,12 @@ public class HeaderPath implements java.util.function.LongSupplier {
     for (int i = 0; i < 32; i++) content.append(words[i % words.length]).append(' ');
     String usage = "\"usage\":{\"prompt_tokens\":250,\"completion_tokens\":32,\"total_tokens\":282}";
     JSON = ("{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"bench\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"" + content + "\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]," + usage + "}").getBytes(StandardCharsets.UTF_8);
-    EVENTS = new byte[35][];
-    for (int i = 0; i < 32; i++) EVENTS[i] = ev("{\"role\":\"assistant\",\"content\":\"" + words[i % words.length] + " \"}", "null");
-    EVENTS[32] = ev("{}", "\"stop\"");
-    EVENTS[33] = ("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"bench\",\"choices\":[]," + usage + "}\n\n").getBytes(StandardCharsets.UTF_8);
-    EVENTS[34] = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
+    int texts = Integer.getInteger("cart.paired.events", 32);
+    EVENTS = new byte[texts + 3][];
+    for (int i = 0; i < texts; i++) EVENTS[i] = ev("{\"role\":\"assistant\",\"content\":\"" + words[i % words.length] + " \"}", "null");
+    EVENTS[texts] = ev("{}", "\"stop\"");
+    EVENTS[texts + 1] = ("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"bench\",\"choices\":[]," + usage + "}\n\n").getBytes(StandardCharsets.UTF_8);
+    EVENTS[texts + 2] = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
   }
   static byte[] ev(String delta, String finish) {
     return ("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"bench\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"logprobs\":null,\"finish_reason\":" + finish + "}]}\n\n").getBytes(StandardCharsets.UTF_8);

@@ -10,7 +10,9 @@ import java.io.IOException;
  * prompt = {@code input_tokens + cache_read_input_tokens + cache_creation_input_tokens} and cached =
  * {@code cache_read_input_tokens} (from the message, or {@code message_start}/{@code message_delta} of a
  * stream); the text of the text content blocks and their {@code text_delta}s. Any other block or delta
- * (tool use, thinking) makes the text unavailable.
+ * (tool use, thinking) makes the text unavailable. A {@code text_delta}'s text is appended with where it lay in
+ * the event (for {@link ResponseObserver}'s template: its block is the event's own {@code index}); a block's start
+ * (whose block may be the count so far) is not, and reading usage is an effect of its own.
  */
 final class AnthropicReader implements DialectReader {
 
@@ -38,6 +40,8 @@ final class AnthropicReader implements DialectReader {
         long index = -1;
         String deltaType = null;
         String deltaText = null;
+        long deltaFrom = -1;
+        long deltaTo = -1;
         Block started = null;
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String name = p.currentName();
@@ -92,6 +96,8 @@ final class AnthropicReader implements DialectReader {
                                 deltaType = p.getText();
                             } else if ("text".equals(n) && v == JsonToken.VALUE_STRING && answer.collecting()) {
                                 deltaText = p.getText();
+                                deltaFrom = p.currentTokenLocation().getByteOffset(); // its opening quote
+                                deltaTo = p.currentLocation().getByteOffset(); // after its closing quote
                             } else {
                                 p.skipChildren();
                             }
@@ -109,7 +115,7 @@ final class AnthropicReader implements DialectReader {
         if ("content_block_delta".equals(type)) {
             if ("text_delta".equals(deltaType)) {
                 if (deltaText != null) {
-                    answer.append((int) Math.max(0, Math.min(Integer.MAX_VALUE, index)), deltaText);
+                    answer.append((int) Math.max(0, Math.min(Integer.MAX_VALUE, index)), deltaText, deltaFrom, deltaTo);
                 }
             } else {
                 answer.unavailable("not_text"); // tool input, thinking, signatures: not plain text
@@ -159,6 +165,7 @@ final class AnthropicReader implements DialectReader {
     }
 
     private void usage(JsonParser p) throws IOException {
+        answer.otherEffect();
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String n = p.currentName();
             JsonToken v = p.nextToken();

@@ -18,7 +18,8 @@ import java.io.IOException;
  * <p>Members are found with {@link DialectReader#nextField}, each object's names listed in the order
  * OpenAI-compatible servers write them (a chunk: {@code id, object, created, model, choices, usage}; a choice:
  * {@code index, delta} or {@code message, logprobs, finish_reason}; a delta: {@code role, content}): in that
- * order a name costs a byte comparison, and any order reads the same.
+ * order a name costs a byte comparison, and any order reads the same. A delta's text is appended with where it
+ * lay in the event (for {@link ResponseObserver}'s template); reading usage is an effect of its own.
  */
 final class OpenAiReader implements DialectReader {
 
@@ -80,6 +81,7 @@ final class OpenAiReader implements DialectReader {
     }
 
     private void usage(JsonParser p) throws IOException {
+        answer.otherEffect();
         int expected = 0;
         for (int f; (f = nextField(p, USAGE_MEMBERS, expected)) != END; ) {
             expected = f < 0 ? expected : f + 1;
@@ -105,6 +107,8 @@ final class OpenAiReader implements DialectReader {
     private void choice(JsonParser p) throws IOException {
         long index = 0;
         String content = null;
+        long contentFrom = -1;
+        long contentTo = -1;
         boolean tools = false;
         int expected = 0;
         for (int f; (f = nextField(p, CHOICE, expected)) != END; ) {
@@ -119,6 +123,8 @@ final class OpenAiReader implements DialectReader {
                     JsonToken v = p.nextToken();
                     if (m == CONTENT && v == JsonToken.VALUE_STRING && answer.collecting()) {
                         content = p.getText();
+                        contentFrom = p.currentTokenLocation().getByteOffset(); // its opening quote
+                        contentTo = p.currentLocation().getByteOffset(); // after its closing quote
                     } else if (m == TOOL_CALLS || m == FUNCTION_CALL) {
                         tools |= DialectReader.present(p, v); // vLLM sends "tool_calls": [] with plain answers
                     } else {
@@ -134,7 +140,7 @@ final class OpenAiReader implements DialectReader {
         } else if (tools) {
             answer.unavailable("not_text");
         } else if (content != null) {
-            answer.append(0, content);
+            answer.append(0, content, contentFrom, contentTo);
         }
     }
 }

@@ -57,8 +57,23 @@ import java.util.Locale;
  * shared with another response, whichever thread reads this one. A JSON body is parsed once, by a parser
  * of its own from the factory's pool.
  *
- * <p>Cost: a streamed chunk costs a scan for line ends plus the tokenizing of each event line by Jackson
- * (a few hundred bytes: about a third of a microsecond). Not thread-safe: one instance per response, used by
+ * <p>The template: the events of one streamed answer share their bytes but for the text (an OpenAI-compatible
+ * server writes the members {@code id, object, created, model}, then {@code choices} with one choice of
+ * {@code index} 0 whose {@code delta}'s {@code content} is the text, then the same tail; Anthropic's
+ * {@code content_block_delta} events alike). An event parsed whole whose only effect was appending one text to a
+ * block its own bytes name (no usage read, nothing made unavailable) becomes the template: its bytes up to the
+ * text's opening quote (the head) and after its closing quote (the tail), found from the parser's token offsets.
+ * While the text is wanted, an event whose first bytes are the head and last bytes the tail
+ * ({@link Arrays#mismatch}), with between them one JSON string as Jackson reads it at the root (the parser is handed
+ * only those bytes, and must end on the last), is read by appending that string: it has the template's token stream
+ * but for that string, so a whole parse would append the same text and do nothing else. Anything else (another id,
+ * the role delta, a finish reason, usage, tool calls, a second choice, a string that ends early or does not parse)
+ * is parsed whole, and may become the template. Jackson still reads every value the observer uses; only bytes equal
+ * to those of an event it has read are not tokenized again.
+ *
+ * <p>Cost: a streamed chunk costs a scan for line ends plus, per event, either two byte comparisons and Jackson's
+ * reading of the text (by the template) or the tokenizing of the event by Jackson (a few hundred bytes: about a
+ * third of a microsecond). Not thread-safe: one instance per response, used by
  * one thread at a time (the relaying thread, or the HTTP client's threads one after the other).
  */
 final class ResponseObserver {
@@ -69,6 +84,8 @@ final class ResponseObserver {
     static final int MAX_JSON_BYTES = 1024 * 1024;
     /** Longest answer kept for learning. */
     static final int MAX_REPLY_CHARS = AnswerText.MAX_CHARS;
+    /** Longest template (an event's bytes but its text) kept. */
+    static final int MAX_TEMPLATE_BYTES = 4096;
 
     private static final Parsers JSON = new Parsers();
 
@@ -114,6 +131,10 @@ final class ResponseObserver {
             this.end = off + len;
         }
 
+        int remaining() {
+            return end - at;
+        }
+
         void clear() {
             b = null;
             at = 0;
@@ -146,6 +167,19 @@ final class ResponseObserver {
     private final EventInput input;
     /** The streamed answer's parser: made at the first event, dropped after an event that did not parse. */
     private JsonParser events;
+
+    /** The template: its event's bytes up to its text's opening quote, then those after its closing quote; or null. */
+    private byte[] template;
+    /** Bytes of the template up to its text's opening quote, that included; 0 when there is none. */
+    private int headLength;
+    /** Bytes of the template after its text's closing quote. */
+    private int tailLength;
+    /** The block the template's text went to. */
+    private int templateBlock;
+    /** Events read by the template (for the tests). */
+    private int templateReads;
+    /** False: every event is parsed whole (the tests' reference). */
+    private boolean templates = true;
 
     private final AnswerText answer;
     private final DialectReader reader;
@@ -289,6 +323,17 @@ final class ResponseObserver {
         return parseFailures;
     }
 
+    /** This observer parses every event whole, as the reference the template is checked against; returns it. */
+    ResponseObserver withoutTemplate() {
+        templates = false;
+        return this;
+    }
+
+    /** Events read by the template rather than parsed whole. */
+    int templateReads() {
+        return templateReads;
+    }
+
     /**
      * Whether {@code b[off, off + len)} may hold a member named {@code usage}: it holds {@code "usage"}, or a
      * &#92;u escape (which may spell a letter of a name). False only when no JSON object written there can
@@ -316,9 +361,68 @@ final class ResponseObserver {
         return false;
     }
 
-    /** Parses one event's JSON object with the answer's parser; what follows the object is ignored. */
+    /**
+     * Reads one event: by the template when it fits ({@link #byTemplate}), else parsed whole ({@link #parseEvent}),
+     * and an event parsed whole that only appended a text becomes the template.
+     */
     private void event(byte[] b, int off, int len) {
+        if (headLength > 0 && templates && answer.collecting() && byTemplate(b, off, len)) {
+            return;
+        }
+        parseEvent(b, off, len);
+    }
+
+    /**
+     * Reads an event shaped as the template: its bytes before the text's opening quote and after its closing
+     * quote are the template's, byte for byte, and what lies between is one JSON string, as Jackson reads it at
+     * the root (escapes, UTF-8 and control characters are Jackson's to judge). Such an event parses whole into
+     * the same tokens as the template's event, but for that string: its text is appended to the template's
+     * block, which is all the full parse would do. False, with nothing read, when the event does not fit.
+     */
+    private boolean byTemplate(byte[] b, int off, int len) {
+        int head = headLength;
+        int tail = tailLength;
+        int textEnd = off + len - tail;
+        if (len - head - tail < 1 // at least the closing quote after the head's opening one
+                || b[textEnd - 1] != '"'
+                || Arrays.mismatch(b, off, off + head, template, 0, head) >= 0
+                || Arrays.mismatch(b, textEnd, off + len, template, head, head + tail) >= 0) {
+            return false;
+        }
+        int from = off + head - 1;
+        input.set(b, from, textEnd - from);
+        try {
+            if (events == null) {
+                events = JSON.parser(input, buffers);
+            }
+            if (events.nextToken() != JsonToken.VALUE_STRING) {
+                closeEvents(); // cannot happen after a quote; the event is parsed whole
+                return false;
+            }
+            char[] text = events.getTextCharacters(); // the parser's own buffer: no String made
+            int textOffset = events.getTextOffset();
+            int textLength = events.getTextLength();
+            // the string must end at the tail: nothing left in the parser's buffer or the input
+            boolean whole = events.releaseBuffered(DISCARD) == 0 && input.remaining() == 0;
+            if (!whole) {
+                return false; // a closing quote before the tail (another structure): parsed whole
+            }
+            answer.append(templateBlock, text, textOffset, textLength);
+            templateReads++;
+            return true;
+        } catch (IOException | RuntimeException e) {
+            closeEvents(); // not one string (cut short, bad escape): parsed whole, which counts it
+            return false;
+        } finally {
+            input.clear();
+        }
+    }
+
+    /** Parses one event's JSON object with the answer's parser; what follows the object is ignored. */
+    private void parseEvent(byte[] b, int off, int len) {
         input.set(b, off, len);
+        boolean collecting = answer.collecting();
+        answer.startEvent();
         try {
             if (events == null) {
                 events = JSON.parser(input, buffers);
@@ -327,6 +431,7 @@ final class ResponseObserver {
                 closeEvents(); // not an object (an event is one, from its first byte): no state to carry on from
                 return;
             }
+            long start = collecting ? events.currentTokenLocation().getByteOffset() : 0;
             reader.read(events);
             if (events.currentToken() != JsonToken.END_OBJECT
                     || !events.getParsingContext().inRoot()) {
@@ -334,6 +439,9 @@ final class ResponseObserver {
                 return;
             }
             events.releaseBuffered(DISCARD); // the rest of the event, if any: ignored
+            if (collecting && answer.collecting()) {
+                remember(b, off, len, answer.eventSpotFrom() - start, answer.eventSpotTo() - start);
+            }
         } catch (IOException | RuntimeException e) {
             // as in parse(): counted; the parser is in no known state, so the next event gets a new one
             parseFailures++;
@@ -341,6 +449,35 @@ final class ResponseObserver {
         } finally {
             input.clear();
         }
+    }
+
+    /**
+     * Makes the event just parsed whole the template, when all it did was append the string at
+     * {@code [from, to)} of its bytes (its quotes included): keeps its bytes up to the string's opening quote and
+     * after its closing quote.
+     */
+    private void remember(byte[] b, int off, int len, long from, long to) {
+        if (b[off] != '{' // offsets are from the event's opening brace
+                || from < 0
+                || to > len
+                || to - from < 2
+                || b[off + (int) from] != '"'
+                || b[off + (int) to - 1] != '"') {
+            return; // no such text (or not where it should be: no template from it)
+        }
+        int head = (int) from + 1;
+        int tail = len - (int) to;
+        if (head + tail > MAX_TEMPLATE_BYTES) {
+            return;
+        }
+        if (template == null || template.length < head + tail) {
+            template = new byte[Math.max(256, head + tail)];
+        }
+        System.arraycopy(b, off, template, 0, head);
+        System.arraycopy(b, off + (int) to, template, head, tail);
+        headLength = head;
+        tailLength = tail;
+        templateBlock = answer.eventSpotBlock();
     }
 
     private void closeEvents() {
