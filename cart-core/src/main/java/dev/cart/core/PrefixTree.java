@@ -38,10 +38,8 @@ import java.util.function.LongFunction;
  * bit; any further ones, rare, are listed in an overflow array the mask flags), so one level of a walk
  * loads the child and its label, and the table only at a node with more than two children. Since a
  * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
- * (see below). A node one replica holds from its making (every new leaf, most nodes of a tree) is that
- * replica's {@link Holder} itself (a {@link Node} is a {@link Holder}: the replica, its number, its last-use
- * time and mark are fields of the node), so neither an array nor an object of its own; a second holder
- * makes the array (the node in it among the others). A label of one or two blocks
+ * (see below). A node one replica holds (every new leaf, most nodes of a tree) keeps that replica's
+ * {@link Holder} itself, without an array; a second holder makes the array. A label of one or two blocks
  * has no array either: the node's first and second blocks are the label.
  *
  * <h2>Concurrency contract</h2>
@@ -59,11 +57,7 @@ import java.util.function.LongFunction;
  *       a copy of the old child with the rest of the label; a merge publishes a copy of the child with
  *       the joined label. A copy shares the original's table, holders and version (and takes its
  *       child slots), and the original is retired ({@code replacedBy}), so a writer that still holds
- *       the original (an eviction pass's entry list) finds the node that took its place. An original
- *       that is its own holder is replaced as such by the copy (which copies its time and mark); a
- *       lock-free refresh that touches the original after that copy reaches the copy: the refresh
- *       stores the time, fences, then reads {@code replacedBy}; the writer publishes {@code
- *       replacedBy}, then reads the original's time again, so one of the two sees the other.</li>
+ *       the original (an eviction pass's entry list) finds the node that took its place.</li>
  *   <li>An insert that adds its replica to existing nodes changes several of them. Every node carries a
  *       version, even when stable; the insert makes the version of each node it will add the replica to
  *       odd before its first change and even after its last, so it is one step for anyone who checks.</li>
@@ -609,10 +603,10 @@ final class PrefixTree {
             long now,
             boolean remote) {
         Node leaf = prepared != null && from == at
-                ? new Node(b.length, prepared, b[at], replica, number, now, remote)
-                : new Node(b.length, b, at, b.length, replica, number, now, remote);
+                ? new Node(b.length, prepared, b[at])
+                : new Node(b.length, b, at, b.length);
         leaf.parent = parent;
-        setHolder(leaf, leaf); // its own holder: no object of its own
+        setHolder(leaf, new Holder(replica, number, now, remote));
         size.addAndGet(leaf.span);
         nodes.incrementAndGet();
         entries.incrementAndGet();
@@ -630,30 +624,20 @@ final class PrefixTree {
     @GuardedBy("writers")
     private Node newMid(Node parent, Node target, int m, Replica replica, int number, long now, boolean remote) {
         long[] label = target.label();
+        Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
+        mid.parent = parent;
         Holder[] th = target.holders();
         Holder[] copy = new Holder[th.length];
         int k = 0;
-        long time = now;
-        boolean fromRemote = remote;
+        Holder own = new Holder(replica, number, now, remote);
         for (Holder h : th) {
             if (h.replica != replica) {
                 copy[k++] = new Holder(h.replica, h.number, h.lastAccess, h.remote);
-            } else { // one entry for both: the later time, and local if either was
-                time = Math.max(time, h.lastAccess);
-                fromRemote &= h.remote;
+            } else {
+                own.touch(h.lastAccess, h.remote);
             }
         }
-        int depth = target.depth - (label.length - m);
-        Node mid;
-        if (k == 0) { // the replica alone: the node is its holder
-            mid = new Node(depth, Arrays.copyOf(label, m), target.first, replica, number, time, fromRemote);
-            setHolder(mid, mid);
-        } else {
-            mid = new Node(depth, Arrays.copyOf(label, m), target.first);
-            Holder own = new Holder(replica, number, time, fromRemote);
-            setHolders(mid, with(k == copy.length ? copy : Arrays.copyOf(copy, k), own));
-        }
-        mid.parent = parent;
+        setHolders(mid, with(k == copy.length ? copy : Arrays.copyOf(copy, k), own));
         Node rest = copyWithLabel(target, Arrays.copyOfRange(label, m, label.length), mid);
         addChild(mid, rest);
         retire(target, rest);
@@ -665,40 +649,12 @@ final class PrefixTree {
     /**
      * A copy of {@code node} under {@code parent} with another label (same depth, so the label ends at
      * the same block): it shares the node's child table, holders (the same {@link Holder} objects, so a
-     * lock-free refresh that still touches the original's updates the copy's) and version, except the
-     * node's own holder: when the node is itself a holder ({@link Node}), the copy is one for the same
-     * replica in its place, so no holder keeps a retired node (and its label) alive; a refresh that
-     * touches the original after this copied its time is carried over ({@link Holder#touch},
-     * {@link #retire}). The node's children are moved under the copy. Not yet published.
+     * lock-free refresh that still touches the original's updates the copy's) and version. The node's
+     * children are moved under the copy. Not yet published.
      */
     @GuardedBy("writers")
     private Node copyWithLabel(Node node, long[] label, Node parent) {
-        Object held = node.held;
-        boolean self = held == node;
-        if (held instanceof Holder[] hs) {
-            for (int k = 0; k < hs.length; k++) {
-                if (hs[k] == node) {
-                    self = true;
-                    break;
-                }
-            }
-        }
-        Node copy = self
-                ? new Node(node.depth, label, label[0], node.replica, node.number, node.lastAccess, node.remote)
-                : new Node(node.depth, label, label[0]);
-        if (self) {
-            if (held == node) {
-                held = copy;
-            } else {
-                Holder[] hs = ((Holder[]) held).clone();
-                for (int k = 0; k < hs.length; k++) {
-                    if (hs[k] == node) {
-                        hs[k] = copy;
-                    }
-                }
-                held = hs;
-            }
-        }
+        Node copy = new Node(node.depth, label, label[0]);
         copy.parent = parent;
         copy.version = node.version;
         copy.children = node.children;
@@ -708,7 +664,7 @@ final class PrefixTree {
         copy.child1 = node.child1;
         copy.childCount = node.childCount;
         copy.tombstones = node.tombstones;
-        copy.held = held;
+        copy.held = node.held;
         copy.overflow = node.overflow;
         copy.mask = node.mask;
         if (node.childCount > 0) {
@@ -722,11 +678,8 @@ final class PrefixTree {
     /** Marks {@code old} as replaced by {@code copy}: writers still holding {@code old} follow it. */
     @GuardedBy("writers")
     private void retire(Node old, Node copy) {
-        old.replacedBy = copy; // a volatile store, then the original's time read again: see Holder#touch
+        old.replacedBy = copy;
         old.parent = null; // left the tree
-        if (copy.replica != null && copy.replica == old.replica) { // the copy holds in the original's place
-            copy.touch(old.lastAccess, old.remote);
-        }
     }
 
     /** The node that now stands for {@code node}: itself, or the copy that replaced it. */
@@ -1221,10 +1174,8 @@ final class PrefixTree {
      * @return true if the entry was still there
      */
     @GuardedBy("writers")
-    private boolean removeHolder(Node given, Holder entry) {
+    private boolean removeHolder(Node given, Holder holder) {
         Node node = current(given);
-        // a node that was its own holder was replaced as such by its copy
-        Holder holder = entry instanceof Node self ? current(self) : entry;
         if (node.parent == null) {
             return false; // left the tree (or the root, which holds nothing)
         }
@@ -1553,28 +1504,6 @@ final class PrefixTree {
         return new int[] {visits, tables, shortEdges};
     }
 
-    /**
-     * The holder of {@code replica} at the node {@code key} ends on (the whole key stored, ending on a
-     * node), or null: what a lock-free refresh of the key would touch there. For tests.
-     */
-    Holder holderAt(long[] key, Replica replica) {
-        Node node = root;
-        int i = 0;
-        while (i < key.length) {
-            Node child = find(node, key[i]);
-            if (child == null) {
-                return null;
-            }
-            int m = matched(child, key, i);
-            if (m < child.span) {
-                return null;
-            }
-            i += m;
-            node = child;
-        }
-        return i == 0 ? null : holder(node, replica);
-    }
-
     /** One route as the tree holds it, expanded per block prefix. */
     record Route(long time, int nodeDepth, boolean remote) {}
 
@@ -1635,9 +1564,6 @@ final class PrefixTree {
         int over = 0;
         for (int k = 0; k < holders.length; k++) {
             Holder h = holders[k];
-            if (h instanceof Node n && n != node) {
-                throw new IllegalStateException("another node kept as a holder");
-            }
             if (k > 0 && holders[k - 1].number >= h.number) {
                 throw new IllegalStateException("holders not in order of replica number");
             }
@@ -1684,7 +1610,7 @@ final class PrefixTree {
      * writers, under the tree's writer mutex (which a static class cannot name for {@code @GuardedBy};
      * the tree's methods that change them carry it instead).
      */
-    static final class Node extends Holder {
+    static final class Node {
         /** First block of the label: the key of this node in its parent's table. */
         final long first;
         /**
@@ -1715,10 +1641,9 @@ final class PrefixTree {
         volatile Node[] children = NO_CHILDREN;
 
         /**
-         * The replicas holding the node: the {@link Holder} itself when there is one (usually the node
-         * itself: a new leaf, the most common node), else a {@link Holder} array sorted by replica number
-         * ({@link #NO_HOLDERS} for none). Replaced whole, never changed in place; read by writers and the
-         * lock-free refresh. The node is a holder only of its own (never in another node's holders).
+         * The replicas holding the node: the {@link Holder} itself when there is one (a new leaf, the
+         * most common node), else a {@link Holder} array sorted by replica number ({@link #NO_HOLDERS}
+         * for none). Replaced whole, never changed in place; read by writers and the lock-free refresh.
          */
         volatile Object held = NO_HOLDERS;
         /**
@@ -1737,11 +1662,8 @@ final class PrefixTree {
          * replaced by a copy): no flag of its own, which would take a node past 104 bytes.
          */
         Node parent;
-        /**
-         * The copy that replaced this node when its edge was split or merged, or null. Volatile: a lock-free
-         * refresh that touched this node as a holder reads it after its store (see {@link Holder#touch}).
-         */
-        volatile Node replacedBy;
+        /** The copy that replaced this node when its edge was split or merged, or null. */
+        Node replacedBy;
 
         /** The holders as an array (a new one of one for a single holder): for the maintenance paths. */
         Holder[] holders() {
@@ -1762,12 +1684,6 @@ final class PrefixTree {
         }
 
         Node(int depth, long[] label, long first) {
-            this(depth, label, first, null, -1, 0, false);
-        }
-
-        /** A node that is itself {@code replica}'s holder (not yet set as such: see {@link #setHolder}). */
-        Node(int depth, long[] label, long first, Replica replica, int number, long lastAccess, boolean remote) {
-            super(replica, number, lastAccess, remote);
             this.depth = depth;
             this.blocks = label.length > 2 ? label : null; // first and second hold a shorter one
             this.span = label.length;
@@ -1776,8 +1692,7 @@ final class PrefixTree {
         }
 
         /** A node whose label is {@code key[from..to)}, copied into an array of its own only if longer than two blocks. */
-        Node(int depth, long[] key, int from, int to, Replica replica, int number, long lastAccess, boolean remote) {
-            super(replica, number, lastAccess, remote);
+        Node(int depth, long[] key, int from, int to) {
             this.depth = depth;
             this.span = to - from;
             this.blocks = span > 2 ? Arrays.copyOfRange(key, from, to) : null;
@@ -1791,14 +1706,12 @@ final class PrefixTree {
      * whether only other instances ever reported it (remote: learned from a peer's event, never confirmed
      * by this instance's own traffic). Both fields only move one way: the time forward, remote to local.
      */
-    static class Holder {
+    static final class Holder {
         private static final VarHandle LAST_ACCESS;
-        private static final VarHandle REMOTE;
 
         static {
             try {
                 LAST_ACCESS = MethodHandles.lookup().findVarHandle(Holder.class, "lastAccess", long.class);
-                REMOTE = MethodHandles.lookup().findVarHandle(Holder.class, "remote", boolean.class);
             } catch (ReflectiveOperationException e) {
                 throw new ExceptionInInitializerError(e);
             }
@@ -1811,19 +1724,11 @@ final class PrefixTree {
         volatile long lastAccess;
         volatile boolean remote;
 
-        /**
-         * Plain stores: a holder is published by the store that publishes what refers to it (a node's
-         * holders, or the node itself in its parent's slot), each a release store or a volatile one.
-         */
         Holder(Replica replica, int number, long lastAccess, boolean remote) {
             this.replica = replica;
             this.number = number;
-            if (lastAccess != 0) {
-                LAST_ACCESS.set(this, lastAccess);
-            }
-            if (remote) {
-                REMOTE.set(this, true);
-            }
+            this.lastAccess = lastAccess;
+            this.remote = remote;
         }
 
         /**
@@ -1831,27 +1736,12 @@ final class PrefixTree {
          * change. The time is stored with release semantics, not as a volatile store: it publishes nothing
          * else, and a full fence per node of the path is what a refresh would otherwise pay most for.
          */
-        final void touch(long time, boolean fromRemote) {
-            boolean changed = false;
+        void touch(long time, boolean fromRemote) {
             if (lastAccess < time) {
                 LAST_ACCESS.setRelease(this, time);
-                changed = true;
             }
             if (!fromRemote && remote) {
                 remote = false;
-                changed = true;
-            }
-            if (changed && this instanceof Node self) {
-                // A node that is its own holder is replaced as one by its copy (split, merge), which
-                // copies the time under the writer mutex, then publishes replacedBy and reads the time
-                // again. This store, then a full fence, then replacedBy: either the writer's second read
-                // sees this time or this sees the copy (or both), so no use is lost. Only on a change: a
-                // touch that writes nothing needs no fence.
-                VarHandle.fullFence();
-                Node copy = self.replacedBy;
-                if (copy != null) {
-                    copy.touch(time, fromRemote);
-                }
             }
         }
     }
