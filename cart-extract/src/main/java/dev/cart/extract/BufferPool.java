@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.util.RecyclerPool;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.lang.ref.SoftReference;
 
 /**
  * The extractor's pool of Jackson buffers: one {@link BufferRecycler} per platform thread, a shared
@@ -15,15 +14,16 @@ import java.lang.ref.SoftReference;
  * <p>Why: a parser takes a recycler when it is made and gives it back when it is closed, once per request.
  * Through a concurrent deque that is a poll and a link (and the unlinked node's garbage) on every request;
  * the proxy's event loops are a few long-lived platform threads, for which a recycler of the thread's own
- * costs one thread-local read and nothing on release (held softly, as Jackson's own thread-local pool
- * holds its recyclers, so that a pool of many platform threads, the JDK front's on Java 17, gives its
- * buffers up under memory pressure). A virtual thread is never reused, so a recycler of its own would be
- * made for each request and its buffers with it: those take and give back through the deque, as before.
+ * costs one thread-local read and nothing on release: Jackson's own thread-local pool
+ * ({@link JsonRecyclerPools#threadLocalPool()}), whose recyclers are softly held, so that a pool of many
+ * platform threads (the JDK front's on Java 17) gives its buffers up under memory pressure. A virtual thread
+ * is never reused, so a recycler of its own would be made for each request and its buffers with it: those
+ * take and give back through the deque, as before.
  *
  * <p>Concurrency: a thread's own recycler is only used by that thread; two parsers open at once on it (a
- * re-read of one object inside the body's) share it, as Jackson's own thread-local pool shares one:
- * {@link BufferRecycler} hands out each buffer slot atomically, so the second gets a fresh buffer. Recyclers
- * of the thread-local kind are not linked to this pool, so a parser's close releases nothing.
+ * re-read of one object inside the body's) share it: {@link BufferRecycler} hands out each buffer slot
+ * atomically, so the second gets a fresh buffer. Recyclers of the thread-local kind are not linked to a pool,
+ * so a parser's close releases nothing.
  * {@code Thread.isVirtual()} is found once by reflection (the code is built for Java 17, which has no
  * virtual threads: there every thread is a platform thread).
  */
@@ -34,12 +34,7 @@ final class BufferPool implements RecyclerPool<BufferRecycler> {
     /** {@code Thread.isVirtual()}, or null on a Java without virtual threads. */
     private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
 
-    /**
-     * Each thread's recycler, shared by every extractor's pool (as Jackson's own thread-local pool shares
-     * one); softly held, as Jackson holds its own: memory pressure may take them.
-     */
-    private static final ThreadLocal<SoftReference<BufferRecycler>> PER_THREAD = new ThreadLocal<>();
-
+    private final RecyclerPool<BufferRecycler> perThread = JsonRecyclerPools.threadLocalPool();
     private final RecyclerPool<BufferRecycler> shared = JsonRecyclerPools.newConcurrentDequePool();
 
     private static MethodHandle isVirtualHandle() {
@@ -65,23 +60,12 @@ final class BufferPool implements RecyclerPool<BufferRecycler> {
 
     @Override
     public BufferRecycler acquireAndLinkPooled() {
-        return onVirtualThread() ? shared.acquireAndLinkPooled() : threadOwn();
+        return onVirtualThread() ? shared.acquireAndLinkPooled() : perThread.acquireAndLinkPooled();
     }
 
     @Override
     public BufferRecycler acquirePooled() {
-        return onVirtualThread() ? shared.acquirePooled() : threadOwn();
-    }
-
-    /** The calling thread's recycler, made on its first use (or after the collector took it). */
-    private BufferRecycler threadOwn() {
-        SoftReference<BufferRecycler> ref = PER_THREAD.get();
-        BufferRecycler r = ref == null ? null : ref.get();
-        if (r == null) {
-            r = new BufferRecycler();
-            PER_THREAD.set(new SoftReference<>(r));
-        }
-        return r;
+        return onVirtualThread() ? shared.acquirePooled() : perThread.acquirePooled();
     }
 
     /** A virtual thread's recycler goes back to the deque; a platform thread keeps its own. */
