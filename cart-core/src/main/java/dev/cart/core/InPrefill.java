@@ -27,10 +27,9 @@ import java.util.function.Supplier;
  * first token when that later request was sent, is in the later request's array. The array is read only
  * where a report falls short of the prediction ({@link #explained}).
  *
- * <p>Concurrency: lock free. An add costs a lookup of the replica's queue (by identity in a short array,
- * else in a map), one array of the replica's requests in prefill (bounded by its admission cap) and a
- * compare-and-set; the end of a prefill one volatile write. Entries hold keys, not decisions or arrays, so
- * a kept array holds nothing else alive.
+ * <p>Concurrency: lock free. An add costs a map lookup, one array of the replica's requests in prefill
+ * (bounded by its admission cap) and a compare-and-set; the end of a prefill one volatile write. Entries
+ * hold keys, not decisions or arrays, so a kept array holds nothing else alive.
  */
 final class InPrefill {
 
@@ -46,13 +45,6 @@ final class InPrefill {
     }
 
     private final ConcurrentHashMap<Replica, AtomicReference<Entry[]>> byReplica = new ConcurrentHashMap<>();
-    /** Some of {@link #byReplica}'s queues, found by the replica's identity; emptied when a queue is pruned. */
-    private volatile Slot[] recent = new Slot[0];
-
-    private static final int MAX_RECENT = 32;
-
-    private record Slot(Replica replica, AtomicReference<Entry[]> queue) {}
-
     private final Supplier<? extends List<? extends Replica>> pool;
 
     /** @param pool the replicas routed over now (to drop the queues of replicas that left it) */
@@ -76,23 +68,10 @@ final class InPrefill {
 
     /** The replica's queue, made on first use. */
     AtomicReference<Entry[]> queue(Replica replica) {
-        // by the replica's identity in a short array first: no hash and no map table on the request path
-        Slot[] seen = recent;
-        for (Slot s : seen) {
-            if (s.replica == replica) {
-                return s.queue;
-            }
-        }
         AtomicReference<Entry[]> q = byReplica.get(replica);
         if (q == null) {
             q = byReplica.computeIfAbsent(replica, r -> new AtomicReference<>(NONE));
             prune();
-        }
-        if (seen.length < MAX_RECENT && seen == recent) {
-            // copy on write; a race loses an addition (the next miss makes it) or repeats one (harmless)
-            Slot[] next = Arrays.copyOf(seen, seen.length + 1);
-            next[seen.length] = new Slot(replica, q);
-            recent = next;
         }
         return q;
     }
@@ -214,9 +193,7 @@ final class InPrefill {
         if (byReplica.size() <= 2 * now.size() + 16) {
             return;
         }
-        if (byReplica.entrySet().removeIf(en -> allDone(en.getValue().get()) && !containsSame(now, en.getKey()))) {
-            recent = new Slot[0];
-        }
+        byReplica.entrySet().removeIf(en -> allDone(en.getValue().get()) && !containsSame(now, en.getKey()));
     }
 
     private static boolean allDone(Entry[] entries) {
