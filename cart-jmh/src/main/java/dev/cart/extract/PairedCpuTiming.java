@@ -54,7 +54,7 @@ public final class PairedCpuTiming {
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
             System.err.println(
-                    "usage: PairedCpuTiming A.jar B.jar key|plain|realistic|distinct bytes [route] [rounds]");
+                    "usage: PairedCpuTiming A.jar B.jar key|plain|realistic|distinct|bench bytes [route] [rounds]");
             System.exit(2);
         }
         String kind = args[2];
