@@ -105,6 +105,38 @@ class PrefixTreeShapeTest {
     }
 
     @Test
+    void aSplitNearTheEndOfALongEdgeReadsOnlyItsOwnPartOfTheSharedBlocks() {
+        insert("ABCDEFGH", r1);
+        // Split two blocks before the edge's end: the middle node keeps ABCDEFGH's array as its label's
+        // first six blocks; GH moves to the copy below it.
+        insert("ABCDEFXY", r2);
+        // And again inside the middle node, one block before its end: E's node keeps the same array.
+        insert("ABCDEZ", r1);
+        assertEquals("""
+                ○
+                └── ABCDE [r1 r2]
+                    ├── F [r1 r2]
+                    │   ├── GH [r1]
+                    │   └── XY [r2]
+                    └── Z [r1]
+                """, drawing());
+        tree.removeReplica(r1);
+        assertEquals("""
+                ○
+                └── ABCDE [r2]
+                    └── F [r2]
+                        └── XY [r2]
+                """, drawing());
+        // The array goes on with F, G, H past ABCDE's label: a match reads the label only.
+        assertEquals(6, tree.match(key("ABCDEFGH")).matchedLength());
+        assertEquals(5, tree.match(key("ABCDEGH")).matchedLength());
+        insert("ABCDEFGH", r1);
+        assertEquals(8, tree.match(key("ABCDEFGH")).matchedLength(r1));
+        assertEquals(new TreeStats(10, 4, 6, 0), tree.stats());
+        assertEquals(tree.stats(), tree.recount());
+    }
+
+    @Test
     void removingABranchMergesTheHolderlessParentIntoItsOnlyChild() {
         insert("ABCD", r1);
         insert("ABXY", r2);
