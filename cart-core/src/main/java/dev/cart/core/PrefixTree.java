@@ -40,10 +40,7 @@ import java.util.function.LongFunction;
  * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
  * (see below). A node one replica holds (every new leaf, most nodes of a tree) keeps that replica's
  * {@link Holder} itself, without an array; a second holder makes the array. A label of one or two blocks
- * has no array either: the node's first and second blocks are the label. Label arrays are never written
- * once made, so a node may keep a longer one and read only its first {@code span} blocks: a split whose
- * lower part is one or two blocks (a key that leaves a long edge near its end) gives the middle node the
- * split node's array instead of a copy.
+ * has no array either: the node's first and second blocks are the label.
  *
  * <h2>Concurrency contract</h2>
  * {@link #insert} and {@link #match} are linearizable: every match sees each insert either wholly or
@@ -626,15 +623,8 @@ final class PrefixTree {
      */
     @GuardedBy("writers")
     private Node newMid(Node parent, Node target, int m, Replica replica, int number, long now, boolean remote) {
-        // The target's blocks: its label is label[0..span). When what goes on below the split (the copy's
-        // label) is one or two blocks, which the copy keeps in its own fields, the middle node keeps the
-        // target's array itself as its label's first m blocks rather than copying them (a fresh key's split
-        // copied most of a long label). An array is never longer than the edge it was made for, so what it
-        // keeps past a node's label is bounded by what that edge lost to such splits.
-        long[] label = target.blocks != null ? target.blocks : target.label();
-        int span = target.span;
-        int depth = target.depth - (span - m);
-        Node mid = span - m <= 2 ? new Node(label, m, depth) : new Node(depth, label, 0, m);
+        long[] label = target.label();
+        Node mid = new Node(target.depth - (label.length - m), Arrays.copyOf(label, m), target.first);
         mid.parent = parent;
         Holder[] th = target.holders();
         Holder[] copy = new Holder[th.length];
@@ -648,7 +638,7 @@ final class PrefixTree {
             }
         }
         setHolders(mid, with(k == copy.length ? copy : Arrays.copyOf(copy, k), own));
-        Node rest = copyWithLabel(target, new Node(target.depth, label, m, span), mid);
+        Node rest = copyWithLabel(target, Arrays.copyOfRange(label, m, label.length), mid);
         addChild(mid, rest);
         retire(target, rest);
         nodes.incrementAndGet();
@@ -657,14 +647,14 @@ final class PrefixTree {
     }
 
     /**
-     * Makes {@code copy}, a new node of the same depth as {@code node} with another label (so the label
-     * ends at the same block), a copy of {@code node} under {@code parent}: it shares the node's child
-     * table, holders (the same {@link Holder} objects, so a lock-free refresh that still touches the
-     * original's updates the copy's) and version. The node's children are moved under the copy. Not yet
-     * published.
+     * A copy of {@code node} under {@code parent} with another label (same depth, so the label ends at
+     * the same block): it shares the node's child table, holders (the same {@link Holder} objects, so a
+     * lock-free refresh that still touches the original's updates the copy's) and version. The node's
+     * children are moved under the copy. Not yet published.
      */
     @GuardedBy("writers")
-    private Node copyWithLabel(Node node, Node copy, Node parent) {
+    private Node copyWithLabel(Node node, long[] label, Node parent) {
+        Node copy = new Node(node.depth, label, label[0]);
         copy.parent = parent;
         copy.version = node.version;
         copy.children = node.children;
@@ -1230,7 +1220,7 @@ final class PrefixTree {
                 Node only = live(node).get(0);
                 long[] joined = Arrays.copyOf(node.label(), node.span + only.span);
                 System.arraycopy(only.label(), 0, joined, node.span, only.span);
-                Node merged = copyWithLabel(only, new Node(only.depth, joined, joined[0]), parent);
+                Node merged = copyWithLabel(only, joined, parent);
                 replaceChild(parent, merged);
                 retire(only, merged);
                 nodes.decrementAndGet();
@@ -1596,7 +1586,6 @@ final class PrefixTree {
                     || label[0] != t.first
                     || (label.length > 1 && label[1] != t.second)
                     || (t.blocks == null) != (label.length <= 2)
-                    || (t.blocks != null && t.blocks.length < t.span)
                     || find(node, t.first) != t) {
                 throw new IllegalStateException("bad edge");
             }
@@ -1625,11 +1614,9 @@ final class PrefixTree {
         /** First block of the label: the key of this node in its parent's table. */
         final long first;
         /**
-         * The blocks of the edge from the parent to this node (its label) as {@code blocks[0..span)}; never
-         * changed (a change makes a copy), and never written once made, so nodes may share one: the array
-         * can run on past the label (a split's middle node keeps the array of the node it split, whose last
-         * one or two blocks the copy below it keeps in its fields). Null for an edge of one or two blocks,
-         * which {@link #first} and {@link #second} hold: an array less per such node.
+         * The blocks of the edge from the parent to this node (its label), never changed (a change makes a
+         * copy); null for an edge of one or two blocks, which {@link #first} and {@link #second} hold: an
+         * array less per such node.
          */
         final long[] blocks;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
@@ -1689,15 +1676,11 @@ final class PrefixTree {
             return h instanceof Holder ? 1 : ((Holder[]) h).length;
         }
 
-        /**
-         * The edge's label (a new array for one of one or two blocks, which the node keeps no array for, or
-         * for one whose array runs on past it).
-         */
+        /** The edge's label (a new array for one of one or two blocks, which the node keeps no array for). */
         long[] label() {
-            if (blocks != null) {
-                return blocks.length == span ? blocks : Arrays.copyOf(blocks, span);
-            }
-            return span == 2 ? new long[] {first, second} : span == 1 ? new long[] {first} : NO_LABEL;
+            return blocks != null
+                    ? blocks
+                    : span == 2 ? new long[] {first, second} : span == 1 ? new long[] {first} : NO_LABEL;
         }
 
         Node(int depth, long[] label, long first) {
@@ -1706,18 +1689,6 @@ final class PrefixTree {
             this.span = label.length;
             this.second = label.length > 1 ? label[1] : 0;
             this.first = first;
-        }
-
-        /**
-         * A node whose label is {@code blocks[0..span)}, keeping {@code blocks} itself (not a copy) when the
-         * label is longer than two blocks: the caller never writes the array again.
-         */
-        Node(long[] blocks, int span, int depth) {
-            this.depth = depth;
-            this.span = span;
-            this.blocks = span > 2 ? blocks : null;
-            this.second = span > 1 ? blocks[1] : 0;
-            this.first = blocks[0];
         }
 
         /** A node whose label is {@code key[from..to)}, copied into an array of its own only if longer than two blocks. */
