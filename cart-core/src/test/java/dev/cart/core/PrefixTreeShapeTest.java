@@ -107,10 +107,9 @@ class PrefixTreeShapeTest {
     @Test
     void aSplitNearTheEndOfALongEdgeReadsOnlyItsOwnPartOfTheSharedBlocks() {
         insert("ABCDEFGH", r1);
-        // Split two blocks before the edge's end: the middle node keeps ABCDEFGH's array as its label's
-        // first six blocks; GH moves to the copy below it.
+        // Split two blocks before the edge's end (GH moves to the copy below the middle node), then again
+        // inside the middle node, one block before its end.
         insert("ABCDEFXY", r2);
-        // And again inside the middle node, one block before its end: E's node keeps the same array.
         insert("ABCDEZ", r1);
         assertEquals("""
                 ○
@@ -127,7 +126,7 @@ class PrefixTreeShapeTest {
                     └── F [r2]
                         └── XY [r2]
                 """, drawing());
-        // The array goes on with F, G, H past ABCDE's label: a match reads the label only.
+        // A match reads a node's label only, whatever the blocks it was split from went on with.
         assertEquals(6, tree.match(key("ABCDEFGH")).matchedLength());
         assertEquals(5, tree.match(key("ABCDEGH")).matchedLength());
         insert("ABCDEFGH", r1);
