@@ -105,6 +105,37 @@ class PrefixTreeShapeTest {
     }
 
     @Test
+    void aSplitNearTheEndOfALongEdgeReadsOnlyItsOwnPartOfTheSharedBlocks() {
+        insert("ABCDEFGH", r1);
+        // Split two blocks before the edge's end (GH moves to the copy below the middle node), then again
+        // inside the middle node, one block before its end.
+        insert("ABCDEFXY", r2);
+        insert("ABCDEZ", r1);
+        assertEquals("""
+                ○
+                └── ABCDE [r1 r2]
+                    ├── F [r1 r2]
+                    │   ├── GH [r1]
+                    │   └── XY [r2]
+                    └── Z [r1]
+                """, drawing());
+        tree.removeReplica(r1);
+        assertEquals("""
+                ○
+                └── ABCDE [r2]
+                    └── F [r2]
+                        └── XY [r2]
+                """, drawing());
+        // A match reads a node's label only, whatever the blocks it was split from went on with.
+        assertEquals(6, tree.match(key("ABCDEFGH")).matchedLength());
+        assertEquals(5, tree.match(key("ABCDEGH")).matchedLength());
+        insert("ABCDEFGH", r1);
+        assertEquals(8, tree.match(key("ABCDEFGH")).matchedLength(r1));
+        assertEquals(new TreeStats(10, 4, 6, 0), tree.stats());
+        assertEquals(tree.stats(), tree.recount());
+    }
+
+    @Test
     void removingABranchMergesTheHolderlessParentIntoItsOnlyChild() {
         insert("ABCD", r1);
         insert("ABXY", r2);
