@@ -182,6 +182,9 @@ final class ResponseObserver {
     private boolean templates = true;
 
     private final AnswerText answer;
+    /** Whether the answer is Anthropic's ({@code /v1/messages}): its text blocks stay apart in the key. */
+    private final boolean messages;
+
     private final DialectReader reader;
     /** Null for a JSON body. */
     private final SseLines lines;
@@ -200,6 +203,7 @@ final class ResponseObserver {
     private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply, long declaredLength) {
         this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
+        this.messages = endpoint == Endpoint.MESSAGES;
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
         this.input = sse ? new EventInput() : null;
         this.buffers = sse ? new Buffers() : null;
@@ -307,11 +311,12 @@ final class ResponseObserver {
     }
 
     /**
-     * {@link #reply()} as the observer holds it, without a copy (for answer learning, once the answer is
-     * complete: the text changes if more of the answer is read).
+     * {@link #reply()} as the observer holds it, for answer learning once the answer is complete (it changes if
+     * more of the answer is read): on chat, the pieces of its one text, without a copy; on messages, one text
+     * per block, as {@link dev.cart.extract.PromptExtractor#continuationKey} takes them.
      */
     List<? extends CharSequence> replyText() {
-        return answer.held();
+        return answer.held(!messages);
     }
 
     /**
