@@ -15,10 +15,6 @@ import java.util.List;
  * ({@link #otherEffect}), and where in the event's bytes the text of its one append lay, when the reader says
  * ({@link #append(int, String, long, long)}).
  *
- * <p>A block's text is held in pieces, {@code StringBuilder}s each made with twice the room of the one before
- * (the first 256 characters) and filled, never grown: appending a long answer copies nothing it already holds,
- * and {@link #held} hands the pieces on as they are (answer learning hashes them from there).
- *
  * <p>Not thread-safe: one instance per response.
  */
 final class AnswerText {
@@ -29,14 +25,7 @@ final class AnswerText {
     private static final int MAX_BLOCK = 64;
 
     private final boolean collect;
-    /** Per block, its pieces in order. */
-    private final List<List<StringBuilder>> blocks = new ArrayList<>();
-
-    /** A block's first piece's room, in characters. */
-    private static final int FIRST_PIECE = 256;
-    /** The most room a piece is made with to double the one before (a longer text gets a piece of its size). */
-    private static final int MAX_PIECE = 16 * 1024;
-
+    private final List<StringBuilder> blocks = new ArrayList<>();
     private int chars;
     private String problem;
 
@@ -107,48 +96,22 @@ final class AnswerText {
     }
 
     void append(int block, String text) {
-        List<StringBuilder> to = block(block, text.length());
+        StringBuilder to = block(block, text.length());
         if (to != null) {
-            put(to, text, null, 0, text.length());
+            to.append(text);
         }
     }
 
     /** As {@link #append(int, String)}, for the text {@code text[off, off + len)}. */
     void append(int block, char[] text, int off, int len) {
-        List<StringBuilder> to = block(block, len);
+        StringBuilder to = block(block, len);
         if (to != null) {
-            put(to, null, text, off, len);
+            to.append(text, off, len);
         }
     }
 
-    /**
-     * Appends {@code len} chars from {@code off} of {@code s} or else {@code c} to the block's pieces: into the last
-     * piece's room, the rest into a new piece.
-     */
-    private static void put(List<StringBuilder> pieces, String s, char[] c, int off, int len) {
-        StringBuilder last = pieces.get(pieces.size() - 1);
-        int take = Math.min(len, last.capacity() - last.length());
-        if (take > 0) {
-            if (s != null) {
-                last.append(s, off, off + take);
-            } else {
-                last.append(c, off, take);
-            }
-        }
-        if (take < len) {
-            int rest = len - take;
-            StringBuilder next = new StringBuilder(Math.max(rest, Math.min(MAX_PIECE, last.capacity() << 1)));
-            if (s != null) {
-                next.append(s, off + take, off + len);
-            } else {
-                next.append(c, off + take, rest);
-            }
-            pieces.add(next);
-        }
-    }
-
-    /** Counts an append of {@code len} chars to {@code block}: its pieces, or null when the text is unavailable. */
-    private List<StringBuilder> block(int block, int len) {
+    /** Counts an append of {@code len} chars to {@code block}: where they go, or null when the text is unavailable. */
+    private StringBuilder block(int block, int len) {
         eventAppends++;
         spotFrom = -1;
         if (problem != null) {
@@ -164,9 +127,7 @@ final class AnswerText {
             return null;
         }
         while (blocks.size() <= block) {
-            List<StringBuilder> pieces = new ArrayList<>(4);
-            pieces.add(new StringBuilder(FIRST_PIECE));
-            blocks.add(pieces);
+            blocks.add(new StringBuilder(256));
         }
         return blocks.get(block);
     }
@@ -185,48 +146,23 @@ final class AnswerText {
     }
 
     /**
-     * The text as it is held, or null when unavailable or empty ({@link #problem()} says why), valid until
-     * more is appended. {@code joined}: the pieces of every block in order, without a copy, for a reader of
-     * one text (chat content); else one text per block, a block held in several pieces joined into one.
+     * The blocks' text as it is held, without a copy, or null when unavailable or empty ({@link #problem()}
+     * says why): a read-only view, whose text changes if more is appended.
      */
-    List<? extends CharSequence> held(boolean joined) {
+    List<? extends CharSequence> held() {
         if (problem != null || blocks.isEmpty()) {
             return null;
         }
-        if (joined && blocks.size() == 1) {
-            return Collections.unmodifiableList(blocks.get(0));
-        }
-        List<StringBuilder> out = new ArrayList<>();
-        for (List<StringBuilder> pieces : blocks) {
-            if (joined) {
-                out.addAll(pieces);
-            } else {
-                out.add(pieces.size() == 1 ? pieces.get(0) : join(pieces));
-            }
-        }
-        return out;
-    }
-
-    private static StringBuilder join(List<StringBuilder> pieces) {
-        int n = 0;
-        for (StringBuilder p : pieces) {
-            n += p.length();
-        }
-        StringBuilder sb = new StringBuilder(n);
-        for (StringBuilder p : pieces) {
-            sb.append(p);
-        }
-        return sb;
+        return Collections.unmodifiableList(blocks);
     }
 
     /** The blocks' text as Strings, or null when unavailable or empty ({@link #problem()} says why). */
     List<String> text() {
-        List<? extends CharSequence> held = held(false);
-        if (held == null) {
+        if (problem != null || blocks.isEmpty()) {
             return null;
         }
-        List<String> out = new ArrayList<>(held.size());
-        for (CharSequence b : held) {
+        List<String> out = new ArrayList<>(blocks.size());
+        for (StringBuilder b : blocks) {
             out.add(b.toString());
         }
         return out;

@@ -182,9 +182,6 @@ final class ResponseObserver {
     private boolean templates = true;
 
     private final AnswerText answer;
-    /** Whether the answer is Anthropic's ({@code /v1/messages}): its text blocks stay apart in the key. */
-    private final boolean messages;
-
     private final DialectReader reader;
     /** Null for a JSON body. */
     private final SseLines lines;
@@ -203,7 +200,6 @@ final class ResponseObserver {
     private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply, long declaredLength) {
         this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
-        this.messages = endpoint == Endpoint.MESSAGES;
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
         this.input = sse ? new EventInput() : null;
         this.buffers = sse ? new Buffers() : null;
@@ -311,12 +307,11 @@ final class ResponseObserver {
     }
 
     /**
-     * {@link #reply()} as the observer holds it, for answer learning once the answer is complete (it changes if
-     * more of the answer is read): on chat, the pieces of its one text, without a copy; on messages, one text
-     * per block, as {@link dev.cart.extract.PromptExtractor#continuationKey} takes them.
+     * {@link #reply()} as the observer holds it, without a copy (for answer learning, once the answer is
+     * complete: the text changes if more of the answer is read).
      */
     List<? extends CharSequence> replyText() {
-        return answer.held(!messages);
+        return answer.held();
     }
 
     /**
