@@ -388,7 +388,7 @@ final class Extraction {
             CharSequence piece = reply.get(i);
             if (piece instanceof StringBuilder sb) {
                 int n = sb.length();
-                if (copy == null) {
+                if (copy == null || copy.length < Math.min(n, COPY_CHARS)) {
                     copy = new char[Math.max(1, Math.min(n, COPY_CHARS))];
                 }
                 for (int at = 0; at < n; ) {
