@@ -123,30 +123,29 @@ public final class PromptExtractor {
      * string give the same key). On {@code /v1/chat/completions} the pieces are joined into one text.
      *
      * @param routed a request returned by this extractor's {@link #extract}
-     * @param reply  the reply's text: its pieces in order (chat: joined; messages: one text block each)
+     * @param reply  the reply's text: its pieces in order (chat: joined; messages: one text block each), which
+     *               must not change until this returns (a {@code StringBuilder} is read where it is, not copied)
      * @return the key, or null when there is nothing to learn: a {@code /v1/completions} request, a
      *         request whose last message is already the assistant's (a prefill the reply continues), a
      *         request whose token-mode key fell back to characters, or (token mode) when tokenizing the
      *         reply would have to wait for a permit or failed
      */
-    public PromptKey continuationKey(ExtractedRequest routed, List<String> reply) {
+    public PromptKey continuationKey(ExtractedRequest routed, List<? extends CharSequence> reply) {
         Objects.requireNonNull(routed, "routed");
         Objects.requireNonNull(reply, "reply");
         KeyState state = routed.state();
         if (state == null || state.endpoint() == Endpoint.COMPLETIONS || "assistant".equals(state.lastRole())) {
             return null;
         }
-        Segment seg = Extraction.assistantMessage(reply, state.endpoint());
         PromptKey.Builder b = state.builder().copy();
         if (routed.key().unit() == PromptKey.Unit.TOKENS) {
-            int[] ids = tokens == null ? null : tokens.segmentIds(seg.text());
+            int[] ids = tokens == null ? null : tokens.segmentIds(Extraction.assistantText(reply, state.endpoint()));
             if (ids == null) {
                 return null;
             }
             return b.append(ids, 0, ids.length).boundary().build();
         }
-        seg.appendTo(Segment.Sink.of(b.reserve(seg.length())));
-        return b.build();
+        return Extraction.appendAssistant(b, reply, state.endpoint());
     }
 
     /** The key's characters with boundaries shown as U+2016, for tests of the key format. */

@@ -37,6 +37,36 @@ class ContinuationKeyTest {
                 });
     }
 
+    /**
+     * Replies that end a unit before, at, or after a block's end (the default 64-character blocks), from a few
+     * characters to over 2,500: raw and escaped non-ASCII text, surrogate pairs, lone surrogates, in one to
+     * three pieces, given as Strings and as StringBuilders.
+     */
+    @Test
+    void repliesEndingAroundABlocksEndContinueAsTheNextTurnsKey() {
+        qt().withFixedSeed(1613L)
+                .withExamples(300)
+                .forAll(integers().all(), integers().between(-2, 2), integers().between(0, 7))
+                .checkAssert((seed, edge, shape) -> {
+                    SplittableRandom rnd = new SplittableRandom(seed);
+                    PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+                    boolean ascii = (shape & 4) == 4;
+                    check(x, rnd, (shape & 1) == 1, (shape & 2) == 2, (routedLength, pieces) -> {
+                        int block = PromptKey.DEFAULT_BLOCK_CHARS;
+                        int before = routedLength + Extraction.ASSISTANT.length() + ((shape & 1) == 1 ? pieces - 1 : 0);
+                        int total = Math.floorMod(edge - before, block) + block * rnd.nextInt(0, 40);
+                        List<String> reply = new ArrayList<>();
+                        for (int i = 0; i < pieces; i++) {
+                            int len = i == pieces - 1 ? total : rnd.nextInt(0, total + 1);
+                            String t = ascii ? asciiText(rnd, len) : KeyPathsTest.text(rnd, len, true);
+                            reply.add(t.substring(0, len));
+                            total -= len;
+                        }
+                        return reply;
+                    });
+                });
+    }
+
     @Test
     void tokenModeContinuesWithTheReplysIds() {
         PromptExtractor x = new PromptExtractor(ExtractOptions.builder()
@@ -73,7 +103,31 @@ class ContinuationKeyTest {
         assertNull(x.continuationKey(made, List.of("y")));
     }
 
+    private static String asciiText(SplittableRandom rnd, int len) {
+        StringBuilder sb = new StringBuilder(len);
+        while (sb.length() < len) {
+            sb.append((char) rnd.nextInt(0x20, 0x7F));
+        }
+        return sb.toString();
+    }
+
+    /** The reply to continue a routed key of {@code routedLength} units with, in {@code pieces} pieces. */
+    private interface Replies {
+        List<String> reply(int routedLength, int pieces);
+    }
+
     private static void check(PromptExtractor x, SplittableRandom rnd, boolean anthropic, boolean stream) {
+        check(x, rnd, anthropic, stream, (routedLength, pieces) -> {
+            List<String> reply = new ArrayList<>();
+            for (int i = 0; i < pieces; i++) {
+                reply.add(KeyPathsTest.text(rnd, rnd.nextInt(0, 150), true));
+            }
+            return reply;
+        });
+    }
+
+    private static void check(
+            PromptExtractor x, SplittableRandom rnd, boolean anthropic, boolean stream, Replies replies) {
         String model = "\"model\":\"m\",\"stream\":" + stream;
         StringBuilder messages = new StringBuilder();
         int turns = rnd.nextInt(1, 5);
@@ -94,11 +148,15 @@ class ContinuationKeyTest {
         String head =
                 "{" + model + (anthropic ? ",\"system\":" + KeyPathsTest.json(rnd, KeyPathsTest.text(rnd, 50)) : "")
                         + ",\"messages\":[" + messages;
-        List<String> reply = new ArrayList<>();
-        int pieces = rnd.nextInt(1, 4);
-        for (int i = 0; i < pieces; i++) {
-            reply.add(KeyPathsTest.text(rnd, rnd.nextInt(0, 150), true));
+        Endpoint e = anthropic ? Endpoint.MESSAGES : Endpoint.CHAT_COMPLETIONS;
+        ExtractedRequest routed;
+        try {
+            routed = x.extract(e, utf8(head + "]}"));
+        } catch (ExtractionException ex) {
+            throw new AssertionError(ex.code() + " " + ex.param(), ex);
         }
+        int pieces = rnd.nextInt(1, 4);
+        List<String> reply = replies.reply(routed.key().length(), pieces);
         StringBuilder assistant = new StringBuilder(",{\"role\":\"assistant\",\"content\":");
         if (anthropic && pieces > 1) {
             assistant.append('[');
@@ -115,11 +173,14 @@ class ContinuationKeyTest {
         }
         assistant.append('}');
         String next = head + assistant + ",{\"role\":\"user\",\"content\":\"next question\"}]}";
-        Endpoint e = anthropic ? Endpoint.MESSAGES : Endpoint.CHAT_COMPLETIONS;
         try {
-            ExtractedRequest routed = x.extract(e, utf8(head + "]}"));
             PromptKey cont = x.continuationKey(routed, reply);
             assertNotNull(cont);
+            List<StringBuilder> held = new ArrayList<>();
+            for (String r : reply) {
+                held.add(new StringBuilder(r));
+            }
+            assertEquals(cont, x.continuationKey(routed, held), "the same reply held in StringBuilders");
             PromptKey full = x.extract(e, utf8(next)).key();
             assertTrue(cont.length() < full.length());
             assertEquals(full.prefix(cont.length()), cont);

@@ -22,7 +22,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@link PromptExtractor#continuationKey} with a 1,000-character reply. {@code extractTwice}: the former
  * way, {@code extract} of the body and of the next turn's body (the body with the assistant message
  * appended, prepared up front: the splice that made it, one more streaming pass, is not included, so this
- * baseline is on the low side). Realistic chat bodies ({@link Bodies#realistic}).
+ * baseline is on the low side). {@code continueOnly}: {@code continuationKey} alone, of a request extracted
+ * once, with the reply held as the proxy holds it (a {@code StringBuilder}): answer learning's own key.
+ * Realistic chat bodies ({@link Bodies#realistic}).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -40,10 +42,12 @@ public class ContinuationBenchmark {
     byte[] body;
     byte[] next;
     List<String> reply;
+    List<StringBuilder> held;
     PromptExtractor extractor;
+    ExtractedRequest routed;
 
     @Setup
-    public void setUp() {
+    public void setUp() throws ExtractionException {
         body = Bodies.realistic(bytes);
         StringBuilder r = new StringBuilder();
         while (r.length() < 1_000) {
@@ -56,6 +60,13 @@ public class ContinuationBenchmark {
                         + text.substring(close))
                 .getBytes(StandardCharsets.UTF_8);
         extractor = new PromptExtractor(ExtractOptions.defaults());
+        held = List.of(new StringBuilder(r));
+        routed = extractor.extract(Endpoint.CHAT_COMPLETIONS, body);
+    }
+
+    @Benchmark
+    public PromptKey continueOnly() {
+        return extractor.continuationKey(routed, held);
     }
 
     @Benchmark

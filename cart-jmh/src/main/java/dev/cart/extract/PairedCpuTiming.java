@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -32,7 +33,11 @@ import java.util.function.LongSupplier;
  * {@code distinct} (realistic bodies whose tool lists differ from one request to the next: 64 of them in
  * turn, as from many agents, so that no tool list is read from the extractor's cache), {@code bench} (64
  * bodies in turn of the proxy benchmark's shape, {@link Bodies#bench}: 2 MB, more than a core's L2, so
- * that each body is read from memory as a proxy's freshly received body is), and
+ * that each body is read from memory as a proxy's freshly received body is), {@code continuation}
+ * ({@link PromptExtractor#continuationKey} alone: a realistic body of that size extracted once, then the key of
+ * it followed by a reply of {@code -Dcart.paired.reply} characters, 1,300 unless set, {@link
+ * ContinuationBenchmark}'s sentence repeated, as one {@code String}: what answer learning builds; A an older
+ * build's jar without its own {@code Op}, as for {@code distinct}), and
  * with {@code route} the end-to-end route of {@link CpuTiming}. Uses only the public API and
  * {@link Bodies}, so an older build's jar serves as A (for {@code distinct}, an older build's jar without
  * its own {@code Op} and {@code Bodies} classes, so that both builds use these; the same for {@code
@@ -54,7 +59,8 @@ public final class PairedCpuTiming {
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
             System.err.println(
-                    "usage: PairedCpuTiming A.jar B.jar key|plain|realistic|distinct|bench bytes [route] [rounds]");
+                    "usage: PairedCpuTiming A.jar B.jar key|plain|realistic|distinct|bench|continuation bytes [route]"
+                            + " [rounds]");
             System.exit(2);
         }
         String kind = args[2];
@@ -159,6 +165,10 @@ public final class PairedCpuTiming {
         private int next;
         private final boolean key;
         private final Router router;
+        /** For {@code continuation}: the request extracted once, and the reply. */
+        private final ExtractedRequest routed;
+
+        private final List<String> reply;
 
         public Op(String kind, int size, boolean route) {
             key = kind.equals("key");
@@ -175,6 +185,19 @@ public final class PairedCpuTiming {
                 bodies[0] = bench ? Bodies.bench(size, 0) : Bodies.realistic(size, 0);
             }
             router = route ? router() : null;
+            if (kind.equals("continuation")) {
+                try {
+                    routed = extractor.extract(Endpoint.CHAT_COMPLETIONS, body);
+                } catch (ExtractionException e) {
+                    throw new IllegalStateException(e);
+                }
+                String sentence = "Your order A-1042 was shipped on Monday \u2014 it should arrive by Thursday. ";
+                int n = Integer.getInteger("cart.paired.reply", 1300);
+                reply = List.of(sentence.repeat(n / sentence.length() + 1).substring(0, n));
+            } else {
+                routed = null;
+                reply = null;
+            }
         }
 
         private static Router router() {
@@ -183,6 +206,9 @@ public final class PairedCpuTiming {
 
         @Override
         public long getAsLong() {
+            if (routed != null) {
+                return extractor.continuationKey(routed, reply).length();
+            }
             if (key) {
                 return PromptKey.textBuilder(PromptKey.DEFAULT_BLOCK_CHARS)
                         .appendCesu8(body, 0, body.length, body.length)

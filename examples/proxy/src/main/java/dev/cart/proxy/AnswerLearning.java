@@ -33,7 +33,11 @@ final class AnswerLearning {
      * result label for the metrics: {@code learned} or {@code unusable_request}.
      */
     static String learn(
-            Router router, RoutingKeys extraction, ExtractedRequest routed, List<String> reply, Replica replica) {
+            Router router,
+            RoutingKeys extraction,
+            ExtractedRequest routed,
+            List<? extends CharSequence> reply,
+            Replica replica) {
         PromptKey key = routed == null ? null : extraction.continuationKey(routed, reply);
         if (key == null) {
             return "unusable_request";

@@ -1,6 +1,7 @@
 package dev.cart.proxy;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 
 /**
@@ -144,7 +145,18 @@ final class AnswerText {
         return blocks.size();
     }
 
-    /** The blocks' text, or null when unavailable or empty ({@link #problem()} says why). */
+    /**
+     * The blocks' text as it is held, without a copy, or null when unavailable or empty ({@link #problem()}
+     * says why): a read-only view, whose text changes if more is appended.
+     */
+    List<? extends CharSequence> held() {
+        if (problem != null || blocks.isEmpty()) {
+            return null;
+        }
+        return Collections.unmodifiableList(blocks);
+    }
+
+    /** The blocks' text as Strings, or null when unavailable or empty ({@link #problem()} says why). */
     List<String> text() {
         if (problem != null || blocks.isEmpty()) {
             return null;

@@ -231,7 +231,7 @@ final class Relay implements Forwarder.Step {
             return;
         }
         String result;
-        List<String> reply = observer.reply();
+        List<? extends CharSequence> reply = observer.replyText();
         if (reply == null) {
             result = observer.replyProblem();
         } else if (feedback != null && feedback.stale()) {

@@ -307,6 +307,14 @@ final class ResponseObserver {
     }
 
     /**
+     * {@link #reply()} as the observer holds it, without a copy (for answer learning, once the answer is
+     * complete: the text changes if more of the answer is read).
+     */
+    List<? extends CharSequence> replyText() {
+        return answer.held();
+    }
+
+    /**
      * Why {@link #reply()} is null: {@code not_collected}, {@code too_long}, {@code not_text} (tool
      * calls, non-text blocks), {@code several_choices}, {@code empty}; null when the reply is available.
      */

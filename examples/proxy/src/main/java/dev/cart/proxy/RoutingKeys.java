@@ -64,7 +64,7 @@ final class RoutingKeys {
     }
 
     /** The key of {@code routed}'s conversation followed by {@code reply}, or null: {@link PromptExtractor#continuationKey}. */
-    PromptKey continuationKey(ExtractedRequest routed, java.util.List<String> reply) {
+    PromptKey continuationKey(ExtractedRequest routed, java.util.List<? extends CharSequence> reply) {
         return extractor.continuationKey(routed, reply);
     }
 }
