@@ -345,6 +345,11 @@ final class ProxyCore {
         if (isNormal(decoded)) {
             return decoded; // the common case: nothing to remove, no copy
         }
+        return rebuilt(decoded);
+    }
+
+    /** {@link #normalise} of a non-empty path the long way: split, dot and empty segments dropped, joined again. */
+    static String rebuilt(String decoded) {
         java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
         for (String seg : decoded.split("/", -1)) {
             if (seg.isEmpty() || seg.equals(".")) {
