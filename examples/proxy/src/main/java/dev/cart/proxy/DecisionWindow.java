@@ -10,10 +10,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * kept), for {@code GET /workers}: each replica's share of them and of the cache hits among them.
  *
  * <p>How: a ring of immutable entries and a sequence counter; a writer claims a slot with one atomic
- * increment and stores its entry with one atomic write, so recording never blocks; an entry is immutable, so the
- * caller may keep the two entries of a replica and record them again and again ({@link ProxyMetrics} does: nothing
- * is allocated per decision). A reader counts the slots it sees: under concurrent writes a snapshot may mix entries a few
- * decisions apart, which is fine for a share over a thousand.
+ * increment and stores its entry with one atomic write, so recording never blocks. An entry being immutable,
+ * a caller may keep a replica's two entries and record them again and again ({@link ProxyMetrics} does:
+ * nothing is allocated per decision). A reader counts the slots it sees: under concurrent writes a snapshot
+ * may mix entries a few decisions apart, which is fine for a share over a thousand.
  */
 final class DecisionWindow {
 
