@@ -2,6 +2,7 @@ package dev.cart.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
@@ -15,6 +16,7 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
+import dev.cart.core.spi.Candidates;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
 import dev.cart.core.spi.RoutingContext;
@@ -206,6 +208,13 @@ class PrefillAwarePropertiesTest {
             long[] best = least(eligibleTier, prefillAware);
             assertEquals(best[0], prefillAware ? chosen.pendingPrefill() : 0, "least pending holder: " + pool);
             assertEquals(best[1], chosen.load(), "then least loaded: " + pool);
+            // the exact draw among tied holders: Candidates.least over the tier's eligible holders, in order, with the
+            // context's random after the least-loaded draw
+            SplittableRandom same = new SplittableRandom(seed);
+            Candidates.least(candidates, Candidates.BY_LOAD, same);
+            Replica expected = Candidates.least(
+                    eligibleTier, prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD, same);
+            assertSame(expected, chosen, "the tie drawn as Candidates.least draws it: " + pool);
         } else {
             assertEquals(anyHitHolder ? Reason.HIT_OVERLOADED : Reason.MISS, c.reason(), pool.toString());
             long[] best = least(pool, prefillAware);

@@ -1,7 +1,6 @@
 package dev.cart.proxy;
 
-import java.util.ArrayList;
-import java.util.Collections;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -15,6 +14,9 @@ import java.util.List;
  * ({@link #otherEffect}), and where in the event's bytes the text of its one append lay, when the reader says
  * ({@link #append(int, String, long, long)}).
  *
+ * <p>Allocation: a block that receives one text (a JSON answer's) keeps that String as it is, and {@link #text()} gives
+ * it back without a copy; a builder is made only for a block's second text (a streamed answer's pieces).
+ *
  * <p>Not thread-safe: one instance per response.
  */
 final class AnswerText {
@@ -25,7 +27,11 @@ final class AnswerText {
     private static final int MAX_BLOCK = 64;
 
     private final boolean collect;
-    private final List<StringBuilder> blocks = new ArrayList<>();
+    /** Block i: null (nothing yet), a String (one text, as given) or a StringBuilder (several); null when none. */
+    private Object[] blocks;
+    /** Blocks in use: the highest block appended to, plus one. */
+    private int blockCount;
+
     private int chars;
     private String problem;
 
@@ -96,40 +102,61 @@ final class AnswerText {
     }
 
     void append(int block, String text) {
-        StringBuilder to = block(block, text.length());
-        if (to != null) {
-            to.append(text);
+        if (!admit(block, text.length())) {
+            return;
+        }
+        if (blocks[block] == null) {
+            blocks[block] = text; // kept as it is: a block of one text is not copied
+        } else {
+            builder(block, text.length()).append(text);
         }
     }
 
     /** As {@link #append(int, String)}, for the text {@code text[off, off + len)}. */
     void append(int block, char[] text, int off, int len) {
-        StringBuilder to = block(block, len);
-        if (to != null) {
-            to.append(text, off, len);
+        if (admit(block, len)) {
+            builder(block, len).append(text, off, len);
         }
     }
 
-    /** Counts an append of {@code len} chars to {@code block}: where they go, or null when the text is unavailable. */
-    private StringBuilder block(int block, int len) {
+    /** Counts an append of {@code len} chars to {@code block}: whether they are kept (the block then exists). */
+    private boolean admit(int block, int len) {
         eventAppends++;
         spotFrom = -1;
         if (problem != null) {
-            return null;
+            return false;
         }
         if (block > MAX_BLOCK) {
             unavailable("not_text");
-            return null;
+            return false;
         }
         chars += len;
         if (chars > MAX_CHARS) {
             unavailable("too_long");
-            return null;
+            return false;
         }
-        while (blocks.size() <= block) {
-            blocks.add(new StringBuilder(256));
+        if (blocks == null) {
+            blocks = new Object[Math.max(2, block + 1)];
+        } else if (block >= blocks.length) {
+            blocks = Arrays.copyOf(blocks, Math.max(block + 1, blocks.length * 2));
         }
-        return blocks.get(block);
+        blockCount = Math.max(blockCount, block + 1);
+        return true;
+    }
+
+    /** Block {@code block} as a builder with room for {@code more} chars, holding what it had. */
+    private StringBuilder builder(int block, int more) {
+        Object b = blocks[block];
+        if (b instanceof StringBuilder several) {
+            return several;
+        }
+        String had = (String) b;
+        StringBuilder to = new StringBuilder(Math.max(256, (had == null ? 0 : had.length()) + more));
+        if (had != null) {
+            to.append(had);
+        }
+        blocks[block] = to;
+        return to;
     }
 
     /** The answer cannot be used, for {@code why}; the first reason stands. */
@@ -137,12 +164,13 @@ final class AnswerText {
         eventOther = true;
         if (problem == null) {
             problem = why;
-            blocks.clear();
+            blocks = null;
+            blockCount = 0;
         }
     }
 
     int blockCount() {
-        return blocks.size();
+        return blockCount;
     }
 
     /**
@@ -150,27 +178,46 @@ final class AnswerText {
      * says why): a read-only view, whose text changes if more is appended.
      */
     List<? extends CharSequence> held() {
-        if (problem != null || blocks.isEmpty()) {
+        if (problem != null || blockCount == 0) {
             return null;
         }
-        return Collections.unmodifiableList(blocks);
+        if (blockCount == 1) {
+            return List.of(held(blocks[0]));
+        }
+        CharSequence[] out = new CharSequence[blockCount];
+        for (int i = 0; i < blockCount; i++) {
+            out[i] = held(blocks[i]);
+        }
+        return List.of(out);
+    }
+
+    /** A block as it is held: its one String, its builder, or "" for a block nothing was appended to. */
+    private static CharSequence held(Object block) {
+        return block == null ? "" : (CharSequence) block;
     }
 
     /** The blocks' text as Strings, or null when unavailable or empty ({@link #problem()} says why). */
     List<String> text() {
-        if (problem != null || blocks.isEmpty()) {
+        if (problem != null || blockCount == 0) {
             return null;
         }
-        List<String> out = new ArrayList<>(blocks.size());
-        for (StringBuilder b : blocks) {
-            out.add(b.toString());
+        if (blockCount == 1) {
+            return List.of(string(blocks[0]));
         }
-        return out;
+        String[] out = new String[blockCount];
+        for (int i = 0; i < blockCount; i++) {
+            out[i] = string(blocks[i]);
+        }
+        return List.of(out);
+    }
+
+    private static String string(Object block) {
+        return block == null ? "" : block.toString();
     }
 
     /** Why {@link #text()} is null ({@code empty} when nothing arrived); null when it is available. */
     String problem() {
-        if (problem == null && blocks.isEmpty()) {
+        if (problem == null && blockCount == 0) {
             return "empty";
         }
         return problem;

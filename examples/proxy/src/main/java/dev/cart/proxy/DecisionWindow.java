@@ -10,16 +10,18 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * kept), for {@code GET /workers}: each replica's share of them and of the cache hits among them.
  *
  * <p>How: a ring of immutable entries and a sequence counter; a writer claims a slot with one atomic
- * increment and stores its entry with one atomic write, so recording never blocks or allocates beyond the
- * entry. A reader counts the slots it sees: under concurrent writes a snapshot may mix entries a few
- * decisions apart, which is fine for a share over a thousand.
+ * increment and stores its entry with one atomic write, so recording never blocks. An entry being immutable,
+ * a caller may keep a replica's two entries and record them again and again ({@link ProxyMetrics} does:
+ * nothing is allocated per decision). A reader counts the slots it sees: under concurrent writes a snapshot
+ * may mix entries a few decisions apart, which is fine for a share over a thousand.
  */
 final class DecisionWindow {
 
     /** Decisions kept. */
     static final int SIZE = 1000;
 
-    private record Entry(String replica, boolean hit) {}
+    /** One decision: the replica's id and whether it was a cache hit. Immutable: one instance may fill many slots. */
+    record Entry(String replica, boolean hit) {}
 
     /** Counts over the window: decisions and cache hits in total and per replica id. */
     record Snapshot(
@@ -38,8 +40,12 @@ final class DecisionWindow {
     private final AtomicLong next = new AtomicLong();
 
     void record(String replica, boolean hit) {
+        record(new Entry(replica, hit));
+    }
+
+    void record(Entry decision) {
         long seq = next.getAndIncrement();
-        ring.set((int) (seq % SIZE), new Entry(replica, hit));
+        ring.set((int) (seq % SIZE), decision);
     }
 
     /** Forgets everything (a reload starts a new replica set and a cold tree). */

@@ -9,8 +9,6 @@ import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import java.net.URI;
 import java.time.Duration;
-import java.util.HashSet;
-import java.util.Set;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
@@ -142,7 +140,11 @@ final class Forwarder {
     final ProxyListener listener;
     private final Supplier<RandomGenerator> random;
     private final Backoff backoff;
-    private final Set<Integer> retryable;
+    /** {@code proxy.retryable_statuses} by status code (100-599; an answer outside that range is invalid first). */
+    private final boolean[] retryable = new boolean[600];
+    /** {@code proxy.request_timeout_secs} in nanoseconds. */
+    private final long requestTimeoutNanos;
+
     private final UpstreamTargets targets = new UpstreamTargets();
 
     Forwarder(
@@ -155,7 +157,13 @@ final class Forwarder {
         this.config = config.proxy();
         this.learnAnswer = config.cache().learnAnswer();
         this.backoff = Backoff.of(config.proxy());
-        this.retryable = new HashSet<>(config.proxy().retryableStatuses());
+        for (int status : config.proxy().retryableStatuses()) {
+            if (status >= 0 && status < retryable.length) {
+                retryable[status] = true;
+            }
+        }
+        this.requestTimeoutNanos =
+                Duration.ofSeconds(config.proxy().requestTimeoutSecs()).toNanos();
         this.metrics = metrics;
         this.routingKeys = routingKeys;
         this.listener = listener;
@@ -186,8 +194,7 @@ final class Forwarder {
             this.log = log;
             this.request = first;
             this.passThrough = in.endpoint() == null;
-            this.deadline = System.nanoTime()
-                    + Duration.ofSeconds(config.requestTimeoutSecs()).toNanos();
+            this.deadline = System.nanoTime() + requestTimeoutNanos;
             this.clientHeaders = clientHeaders;
         }
 
@@ -325,7 +332,7 @@ final class Forwarder {
                 return failed(s, Failure.INVALID, invalid);
             }
             s.lease.status(status);
-            if (retryable.contains(status)) {
+            if (retryable[status]) {
                 Duration pause = retryPause(s.replica);
                 if (pause != null) {
                     if (status >= 500) {

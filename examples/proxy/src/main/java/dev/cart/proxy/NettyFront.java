@@ -1061,7 +1061,9 @@ final class NettyFront implements Front {
             final boolean fresh;
             final String host;
             final int port;
+            /** {@code host:port}: the upstream pool's key, and the Host header when the target names a port. */
             final String poolKey;
+
             Channel ch;
             boolean reused;
             boolean unsent;
@@ -1144,7 +1146,8 @@ final class NettyFront implements Front {
                 } catch (IllegalArgumentException e) {
                     h.clear(); // a header Netty will not send (malformed): send none of the client's rather than a part
                 }
-                h.set(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : host + ":" + port);
+                // with a port, the Host header is host:port, which the pool key already is
+                h.set(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : poolKey);
                 if (in.hasBody()) {
                     HttpUtil.setContentLength(req, in.body().length);
                 }

@@ -342,6 +342,14 @@ final class ProxyCore {
         if (decoded == null || decoded.isEmpty()) {
             return "/";
         }
+        if (isNormal(decoded)) {
+            return decoded; // the common case: nothing to remove, no copy
+        }
+        return rebuilt(decoded);
+    }
+
+    /** {@link #normalise} of a non-empty path the long way: split, dot and empty segments dropped, joined again. */
+    static String rebuilt(String decoded) {
         java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
         for (String seg : decoded.split("/", -1)) {
             if (seg.isEmpty() || seg.equals(".")) {
@@ -361,6 +369,33 @@ final class ProxyCore {
             b.append('/').append(seg);
         }
         return b.toString();
+    }
+
+    /**
+     * Whether {@link #normalise} would give {@code path} back unchanged: a {@code /}, then segments that are
+     * neither empty nor {@code .} nor {@code ..}, each after one {@code /}, and no trailing {@code /}.
+     */
+    static boolean isNormal(String path) {
+        int n = path.length();
+        if (path.charAt(0) != '/') {
+            return false;
+        }
+        if (n == 1) {
+            return true;
+        }
+        int segment = 1;
+        for (int i = 1; i <= n; i++) {
+            if (i == n || path.charAt(i) == '/') {
+                int len = i - segment;
+                if (len == 0
+                        || (path.charAt(segment) == '.'
+                                && (len == 1 || (len == 2 && path.charAt(segment + 1) == '.')))) {
+                    return false;
+                }
+                segment = i + 1;
+            }
+        }
+        return true;
     }
 
     /**

@@ -317,11 +317,18 @@ final class ProxyMetrics implements AutoCloseable {
         /** predicted, delivered and prompt tokens, then the verdicts stale, inconclusive and ok. */
         final AtomicReferenceArray<Counter> feedback = new AtomicReferenceArray<>(6);
 
+        /** This replica's entries of the decision window (a miss, a hit): made once, recorded per decision. */
+        final DecisionWindow.Entry windowMiss;
+
+        final DecisionWindow.Entry windowHit;
+
         volatile Timer upstreamDuration;
         volatile Timer firstByte;
 
         ReplicaMeters(String id) {
             this.id = id;
+            this.windowMiss = new DecisionWindow.Entry(id, false);
+            this.windowHit = new DecisionWindow.Entry(id, true);
         }
 
         Counter request(int endpoint, int status) {
@@ -558,7 +565,8 @@ final class ProxyMetrics implements AutoCloseable {
     void decision(RouteDecision d, boolean passThrough) {
         String replica = d.routed() ? d.replica().id() : NONE;
         int reason = reasonIndex(d, passThrough);
-        meters(d.routed() ? replica : null).decision(reason).increment();
+        ReplicaMeters meters = meters(d.routed() ? replica : null);
+        meters.decision(reason).increment();
         decisionDuration.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
         modelDecision(d, reason);
         Tokenization t = d.tokenization();
@@ -569,7 +577,7 @@ final class ProxyMetrics implements AutoCloseable {
             if (d.keyLength() > 0) {
                 matchedRatio.record(d.matchedRatio());
             }
-            window.record(replica, d.reason() == Reason.CACHE_HIT);
+            window.record(d.reason() == Reason.CACHE_HIT ? meters.windowHit : meters.windowMiss);
             if (d.learnedElsewhere()) {
                 counter(
                                 "cart.cluster.hits.learned.elsewhere",
