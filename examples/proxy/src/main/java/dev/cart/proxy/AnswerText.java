@@ -174,8 +174,9 @@ final class AnswerText {
     }
 
     /**
-     * The blocks' text as it is held, without a copy, or null when unavailable or empty ({@link #problem()}
-     * says why): a read-only view, whose text changes if more is appended.
+     * The blocks as they are held (a block's one String, or the builder its texts went into; "" for a block
+     * nothing was appended to), their text not copied, or null when unavailable or empty ({@link #problem()}
+     * says why). For use once the answer is complete: a later append may change or replace a block.
      */
     List<? extends CharSequence> held() {
         if (problem != null || blockCount == 0) {
@@ -191,28 +192,21 @@ final class AnswerText {
         return List.of(out);
     }
 
-    /** A block as it is held: its one String, its builder, or "" for a block nothing was appended to. */
     private static CharSequence held(Object block) {
         return block == null ? "" : (CharSequence) block;
     }
 
-    /** The blocks' text as Strings, or null when unavailable or empty ({@link #problem()} says why). */
+    /** The blocks' text as Strings (a block's one String as it is), or null as for {@link #held()}. */
     List<String> text() {
-        if (problem != null || blockCount == 0) {
+        List<? extends CharSequence> held = held();
+        if (held == null) {
             return null;
         }
-        if (blockCount == 1) {
-            return List.of(string(blocks[0]));
-        }
-        String[] out = new String[blockCount];
-        for (int i = 0; i < blockCount; i++) {
-            out[i] = string(blocks[i]);
+        String[] out = new String[held.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = held.get(i).toString();
         }
         return List.of(out);
-    }
-
-    private static String string(Object block) {
-        return block == null ? "" : block.toString();
     }
 
     /** Why {@link #text()} is null ({@code empty} when nothing arrived); null when it is available. */
