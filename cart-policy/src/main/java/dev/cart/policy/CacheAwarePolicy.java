@@ -8,8 +8,8 @@ import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
+import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 
@@ -213,12 +213,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             if (!isHit(tier, key.length())) {
                 break;
             }
-            // the tier's eligible holders, in order, drawn as Candidates.least draws over a list of them (same
-            // comparisons, same random draws on ties), without the list
-            Comparator<? super Replica> order =
-                    prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD;
-            Replica best = null;
-            int ties = 0;
+            List<Replica> eligible = new ArrayList<>(holders.size() - i);
             for (; i < holders.size() && holders.get(i).matchedLength() == tier; i++) {
                 Replica r = holders.get(i).replica();
                 if (!ctx.isCandidate(r)) {
@@ -236,14 +231,12 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                         continue; // an idle replica computes the whole prompt before this one reaches it
                     }
                 }
-                int c = best == null ? -1 : order.compare(r, best);
-                if (c < 0) {
-                    best = r;
-                    ties = 1;
-                } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
-                    best = r;
-                }
+                eligible.add(r);
             }
+            Replica best = Candidates.least(
+                    eligible,
+                    prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD,
+                    ctx.random());
             if (best != null) {
                 return new Choice(best, Reason.CACHE_HIT, tier);
             }
