@@ -356,7 +356,7 @@ public final class PromptKey {
             }
         }
 
-        /** Appends the characters of {@code s}. */
+        /** Appends the characters of {@code s} (a {@code String}'s or {@code StringBuilder}'s copied out a block at a time). */
         public Builder append(CharSequence s) {
             requireUnit(Unit.CHARS);
             int n = s.length();
@@ -367,6 +367,8 @@ public final class PromptKey {
                 int take = room(n - pos);
                 if (s instanceof String str) {
                     str.getChars(pos, pos + take, scratch, 0);
+                } else if (s instanceof StringBuilder sb) {
+                    sb.getChars(pos, pos + take, scratch, 0);
                 } else {
                     for (int k = 0; k < take; k++) {
                         scratch[k] = s.charAt(pos + k);

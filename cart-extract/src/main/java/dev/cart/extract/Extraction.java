@@ -337,9 +337,6 @@ final class Extraction {
     /** The head of the assistant message a reply enters the key as: {@code SOH "assistant" STX}. */
     static final String ASSISTANT = SECTION + "assistant" + LABEL_END;
 
-    /** The most characters of a {@link StringBuilder}'s text copied out at a time by {@link #appendAssistant}. */
-    private static final int COPY_CHARS = 512;
-
     /**
      * The key text of an assistant message holding {@code reply}, as clients send it back: chat content is
      * one string (the pieces joined); Anthropic content is a string for one block, else text blocks, which
@@ -373,33 +370,17 @@ final class Extraction {
      * Appends the assistant message of {@code reply} ({@link #assistantText}) to {@code key}, then its
      * boundary: the key {@code key.append(assistantText(reply, endpoint)).boundary()} makes, without making
      * that text. The key's room is reserved for the message's length first, so its block hashes go into one
-     * array of the final size, and the reply's pieces are hashed from where they are (a {@code String}'s
-     * characters, a {@code StringBuilder}'s copied out a few hundred at a time): nothing grows with the reply
-     * but the key itself.
+     * array of the final size, and the reply's pieces are hashed from where they are
+     * ({@link PromptKey.Builder#append(CharSequence)}): nothing grows with the reply but the key itself.
      */
     static PromptKey appendAssistant(PromptKey.Builder key, List<? extends CharSequence> reply, Endpoint endpoint) {
         key.reserve((int) Math.min(Integer.MAX_VALUE - 8, assistantUnits(reply, endpoint)));
         key.append(ASSISTANT);
-        char[] copy = null;
         for (int i = 0; i < reply.size(); i++) {
             if (i > 0 && endpoint == Endpoint.MESSAGES) {
                 key.append(SEP);
             }
-            CharSequence piece = reply.get(i);
-            if (piece instanceof StringBuilder sb) {
-                int n = sb.length();
-                if (copy == null || copy.length < Math.min(n, COPY_CHARS)) {
-                    copy = new char[Math.max(1, Math.min(n, COPY_CHARS))];
-                }
-                for (int at = 0; at < n; ) {
-                    int take = Math.min(copy.length, n - at);
-                    sb.getChars(at, at + take, copy, 0);
-                    key.append(copy, 0, take);
-                    at += take;
-                }
-            } else {
-                key.append(piece);
-            }
+            key.append(reply.get(i));
         }
         return key.boundary().build();
     }
