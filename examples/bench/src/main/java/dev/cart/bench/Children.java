@@ -125,32 +125,6 @@ final class Children {
                 .body();
     }
 
-    /**
-     * User plus system CPU time of a process and all its descendants, in clock ticks (Linux); of the process
-     * {@code -pid} alone when {@code pid} is negative.
-     */
-    static long cpuTicks(long pid) {
-        if (pid < 0) {
-            return ticks(-pid);
-        }
-        long sum = ticks(pid);
-        for (ProcessHandle h :
-                ProcessHandle.of(pid).map(ph -> ph.descendants().toList()).orElse(List.of())) {
-            sum += ticks(h.pid());
-        }
-        return sum;
-    }
-
-    private static long ticks(long pid) {
-        try {
-            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
-        } catch (IOException | RuntimeException e) {
-            return 0;
-        }
-    }
-
     /** The 1-minute load average. */
     static double load() {
         try {

@@ -17,7 +17,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * A fast fake OpenAI-compatible replica: one thread, non-blocking sockets, canned answers, no work per
+ * A fast fake OpenAI-compatible replica: one thread ({@value #THREAD}), non-blocking sockets, canned answers, no work per
  * request beyond reading it. It listens on several loopback ports (one "replica" each) so that a proxy can
  * be given a pool; all ports are served by the same thread.
  *
@@ -45,6 +45,9 @@ import java.util.Locale;
 public final class FakeReplica {
 
     static final String HEADER = "x-bench-response";
+    /** The name of the thread that serves every port. */
+    static final String THREAD = "replica-loop";
+
     private static final int MAX_HEAD = 64 * 1024;
 
     private static final byte[] JSON;
@@ -175,7 +178,19 @@ public final class FakeReplica {
                 "stdin-watch");
         watch.setDaemon(true);
         watch.start();
-        r.run();
+        // on a thread of its own name: the benchmark's split of CPU by thread kind (ThreadCpu) finds it by
+        // name, which the main thread's, the process's own, cannot take
+        Thread loop = new Thread(
+                () -> {
+                    try {
+                        r.run();
+                    } catch (IOException e) {
+                        e.printStackTrace();
+                        System.exit(1);
+                    }
+                },
+                THREAD);
+        loop.start();
     }
 
     void run() throws IOException {

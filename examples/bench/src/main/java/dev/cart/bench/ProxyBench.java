@@ -42,7 +42,10 @@ import java.util.regex.Pattern;
  *   <li>closed loop with {@code --connections} connections for {@code --closed-secs}, each sending its next
  *       request as soon as the answer is in: the highest rate the target sustains at that concurrency.</li>
  * </ol>
- * CPU time of every process (from {@code /proc/<pid>/stat}) is taken around each measured phase.
+ * CPU time of every process (from {@code /proc/<pid>/stat}) is taken around each measured phase, and split by
+ * the kind of thread that spent it (event loops and request handling, JIT, GC, other: {@link ThreadCpu}); each
+ * phase prints its target's user and system time and that split in µs per request, and {@code results.md} has
+ * them for every watched process.
  * {@code --targets} picks and orders the targets: {@code direct}, {@code cart} (the proxy's defaults),
  * {@code cart-jdk} (the JDK front), {@code cart-base} (another build of the proxy, {@code --base-jar}, or
  * the same one with {@code --base-yaml} appended to its configuration or {@code --base-opts} to its JVM
@@ -367,10 +370,25 @@ public final class ProxyBench {
             double seconds,
             long[] latencyNanos,
             long[] firstByteNanos,
-            Map<String, Double> cpuMsPerRequest,
+            Map<String, ThreadCpu.Split> cpu,
             double load) {
         double rate() {
             return ok / seconds;
+        }
+
+        /**
+         * Each watched process's CPU time in ms per request (user plus system of the process, with its
+         * descendants', from {@code /proc/<pid>/stat}; 100 ticks per second).
+         */
+        Map<String, Double> cpuMsPerRequest() {
+            Map<String, Double> m = new LinkedHashMap<>();
+            cpu.forEach((k, c) -> m.put(k, ok == 0 ? 0 : c.total() * 10.0 / ok));
+            return m;
+        }
+
+        /** The CPU split of the process that served the phase: the proxy, or the replica for {@code direct}. */
+        ThreadCpu.Split targetCpu() {
+            return cpu.get(target.equals("direct") ? "replica" : target);
         }
 
         double pct(double p) {
@@ -509,6 +527,17 @@ public final class ProxyBench {
                 p.pct(100),
                 p.ttfb(50),
                 fmt(p.cpuMsPerRequest()));
+        ThreadCpu.Split c = p.targetCpu();
+        if (c != null) {
+            OUT.printf(
+                    Locale.ROOT,
+                    "   %-6s %-6s cpu user/sys us/req=%s loops/jit/gc/other us/req=%s unseen=%.1f%n",
+                    p.target(),
+                    p.kind(),
+                    c.userSys(p.ok()),
+                    c.kinds(p.ok()),
+                    ThreadCpu.Split.perRequest(c.unseen(), p.ok()));
+        }
     }
 
     private static String fmt(Map<String, Double> m) {
@@ -518,18 +547,6 @@ public final class ProxyBench {
                 .append('=')
                 .append(String.format(Locale.ROOT, "%.3f", v)));
         return sb.toString();
-    }
-
-    private static Map<String, Long> cpu(Map<String, Long> pids) {
-        Map<String, Long> m = new LinkedHashMap<>();
-        pids.forEach((k, pid) -> m.put(k, Children.cpuTicks(pid)));
-        return m;
-    }
-
-    private static Map<String, Double> cpuPerRequest(Map<String, Long> before, Map<String, Long> after, int requests) {
-        Map<String, Double> m = new LinkedHashMap<>();
-        before.forEach((k, b) -> m.put(k, requests == 0 ? 0 : (after.get(k) - b) * 10.0 / requests)); // 100 ticks/s
-        return m;
     }
 
     /**
@@ -578,7 +595,7 @@ public final class ProxyBench {
             }));
         }
         double load = Children.load();
-        Map<String, Long> before = cpu(pids);
+        Map<String, ThreadCpu.Sample> before = ThreadCpu.read(pids);
         long start = System.nanoTime() + 100_000_000L;
         for (int i = 0; i < total; i++) {
             long at = start + i * period;
@@ -595,7 +612,7 @@ public final class ProxyBench {
             f.get();
         }
         long end = System.nanoTime();
-        Map<String, Long> after = cpu(pids);
+        Map<String, ThreadCpu.Sample> after = ThreadCpu.read(pids);
         pool.shutdown();
         int ok = done.get();
         long[] l = Arrays.copyOf(lat, ok);
@@ -613,7 +630,7 @@ public final class ProxyBench {
                 (end - start) / 1e9,
                 l,
                 f,
-                cpuPerRequest(before, after, ok),
+                ThreadCpu.between(before, after),
                 load);
     }
 
@@ -664,7 +681,7 @@ public final class ProxyBench {
         ExecutorService pool = Executors.newFixedThreadPool(connections);
         AtomicInteger next = new AtomicInteger();
         double load = Children.load();
-        Map<String, Long> before = cpu(pids);
+        Map<String, ThreadCpu.Sample> before = ThreadCpu.read(pids);
         long start = System.nanoTime();
         long deadline = start + secs * 1_000_000_000L;
         List<Future<?>> fs = new ArrayList<>();
@@ -696,7 +713,7 @@ public final class ProxyBench {
             f.get();
         }
         long end = System.nanoTime();
-        Map<String, Long> after = cpu(pids);
+        Map<String, ThreadCpu.Sample> after = ThreadCpu.read(pids);
         pool.shutdown();
         int ok = done.get();
         long[] l = Arrays.copyOf(lat, Math.min(ok, cap));
@@ -714,7 +731,7 @@ public final class ProxyBench {
                 (end - start) / 1e9,
                 l,
                 f,
-                cpuPerRequest(before, after, ok),
+                ThreadCpu.between(before, after),
                 load);
     }
 
@@ -761,8 +778,9 @@ public final class ProxyBench {
                 .append(o.rate)
                 .append(" req/s: latency (µs) from when each request was due\n\n");
         sb.append("| body | stream | target | ok | errors | p50 | p90 | p99 | p99.9 | max | first byte p50 | "
-                + "added p50 | added p99 | CPU ms/req (proxy) | load |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                + "added p50 | added p99 | CPU ms/req (proxy) | load | CPU µs/req user/sys | "
+                + "loops/jit/gc/other |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Phase p : phases) {
             if (!p.kind().equals("open")) {
                 continue;
@@ -770,7 +788,7 @@ public final class ProxyBench {
             Phase d = find(phases, "direct", p.size(), p.stream(), "open");
             sb.append(String.format(
                     Locale.ROOT,
-                    "| %d B | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %.2f |%n",
+                    "| %d B | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %.2f | %s |%n",
                     p.size(),
                     p.stream(),
                     p.target(),
@@ -785,12 +803,14 @@ public final class ProxyBench {
                     d == null || d == p ? "" : String.format(Locale.ROOT, "%.0f", p.pct(50) - d.pct(50)),
                     d == null || d == p ? "" : String.format(Locale.ROOT, "%.0f", p.pct(99) - d.pct(99)),
                     proxyCpu(p),
-                    p.load()));
+                    p.load(),
+                    splitCells(p)));
         }
         sb.append("\n## Closed loop, ").append(o.connections).append(" connections: throughput\n\n");
         sb.append(
-                "| body | stream | target | req/s | errors | p50 µs | p99 µs | vs nginx | CPU ms/req generator | replica | proxy | load |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                "| body | stream | target | req/s | errors | p50 µs | p99 µs | vs nginx | CPU ms/req generator | replica | proxy | load "
+                        + "| CPU µs/req user/sys | loops/jit/gc/other |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Phase p : phases) {
             if (!p.kind().equals("closed")) {
                 continue;
@@ -799,7 +819,7 @@ public final class ProxyBench {
             Map<String, Double> c = p.cpuMsPerRequest();
             sb.append(String.format(
                     Locale.ROOT,
-                    "| %d B | %s | %s | %.0f | %d | %.0f | %.0f | %s | %.3f | %.3f | %s | %.2f |%n",
+                    "| %d B | %s | %s | %.0f | %d | %.0f | %.0f | %s | %.3f | %.3f | %s | %.2f | %s |%n",
                     p.size(),
                     p.stream(),
                     p.target(),
@@ -811,9 +831,34 @@ public final class ProxyBench {
                     c.getOrDefault("generator", 0.0),
                     c.getOrDefault("replica", 0.0),
                     proxyCpu(p),
-                    p.load()));
+                    p.load(),
+                    splitCells(p)));
+        }
+        sb.append("\n## CPU by thread kind, every watched process (µs per request)\n\n");
+        sb.append("Per request of the phase. user + sys is the process's total (its ms/req above); loops + jit + gc + "
+                + "other + unseen is the same total by thread (unseen: threads that ended during the phase). The split "
+                + "columns of the tables above are the target's process's (the replica's for direct).\n\n");
+        sb.append("| body | stream | target | phase | process | user | sys | loops | jit | gc | other | unseen |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Phase p : phases) {
+            p.cpu()
+                    .forEach((process, c) -> sb.append(String.format(
+                            Locale.ROOT,
+                            "| %d B | %s | %s | %s | %s | %s |%n",
+                            p.size(),
+                            p.stream(),
+                            p.target(),
+                            p.kind(),
+                            process,
+                            String.join(" | ", c.cells(p.ok())))));
         }
         return sb.toString();
+    }
+
+    /** The two split columns of a phase's table row: the target's {@code user/sys} and its {@code loops/jit/gc/other}. */
+    private static String splitCells(Phase p) {
+        ThreadCpu.Split c = p.targetCpu();
+        return c == null ? " | " : c.userSys(p.ok()) + " | " + c.kinds(p.ok());
     }
 
     private static String proxyCpu(Phase p) {
