@@ -836,7 +836,9 @@ public final class ProxyBench {
         }
         sb.append("\n## CPU by thread kind, every watched process (µs per request)\n\n");
         sb.append("Per request of the phase. user + sys is the process's total (its ms/req above); loops + jit + gc + "
-                + "other + unseen is the same total by thread (unseen: threads that ended during the phase). The split "
+                + "other + unseen is the same total by thread (unseen: threads that ended during the phase, and the kernel "
+                + "rounding each thread's time down to a tick, up to a tick per thread: the generator's 64 "
+                + "connection threads). The split "
                 + "columns of the tables above are the target's process's (the replica's for direct).\n\n");
         sb.append("| body | stream | target | phase | process | user | sys | loops | jit | gc | other | unseen |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");

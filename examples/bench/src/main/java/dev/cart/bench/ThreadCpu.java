@@ -23,9 +23,14 @@ import java.util.Map;
  * other processes). {@link #between} takes the difference: the process's user and system ticks, and each
  * thread's ticks at the second read minus those at the first, summed by {@link Kind}. A thread born between
  * the two reads counts from zero (all its ticks fall in the phase); one that ended between them is lost
- * (its ticks stay in the process's total but in no kind: {@link Split#unseen}, which also takes the few
- * ticks that land between reading a process's stat and its threads'). A thread's name is the kernel's,
- * cut at 15 bytes ({@code C2 CompilerThre}, {@code multiThreadIoEv}), so kinds go by name prefix.
+ * (its ticks stay in the process's total but in no kind: {@link Split#unseen}). Unseen also takes the
+ * kernel's rounding: it gives each thread's user and system time in whole ticks, rounded down, but the
+ * process's as the rounded sum of its threads' exact times, so each thread can lose up to a tick of each
+ * per phase, and one started just before the phase loses half a tick on average (the load generator's 64
+ * connection threads: 2–5 µs per request at 11,000–23,000 requests per second); and the odd tick that
+ * lands between reading a process's stat and its threads' (unseen then goes below zero). A thread's name is
+ * the kernel's, cut at 15 bytes ({@code C2 CompilerThre}, {@code multiThreadIoEv}), so kinds go by name
+ * prefix.
  *
  * <p>Why: one figure per process said how much CPU a target needs per request, not where; the split says
  * whether a difference between two targets is their request handling, the JIT, the GC or something else.
@@ -136,7 +141,10 @@ final class ThreadCpu {
             return user + system;
         }
 
-        /** The ticks of threads that ended between the reads (and read skew): the total less the kinds. */
+        /**
+         * The total less the kinds: the ticks of threads that ended between the reads, the kernel's rounding
+         * of each thread's time, and read skew.
+         */
         long unseen() {
             return total() - loops - jit - gc - other;
         }
@@ -167,7 +175,8 @@ final class ThreadCpu {
         }
 
         private static String cell(long ticks, int requests) {
-            return String.format(Locale.ROOT, "%.1f", perRequest(ticks, requests));
+            double v = perRequest(ticks, requests);
+            return String.format(Locale.ROOT, "%.1f", Math.abs(v) < 0.05 ? 0.0 : v); // never "-0.0"
         }
     }
 

@@ -132,6 +132,9 @@ class ThreadCpuTest {
         assertEquals("20.0/5.0", s.userSys(120_000));
         assertEquals("20.8/1.0/0.5/2.0", s.kinds(120_000));
         assertEquals(List.of("20.0", "5.0", "20.8", "1.0", "0.5", "2.0", "0.7"), s.cells(120_000));
+        // a tick of read skew over 254,952 requests: unseen -0.04 µs, shown as 0.0
+        assertEquals("0.0", new Split(10, 0, 11, 0, 0, 0).cells(254_952).get(6));
+        assertEquals("-20.0", new Split(1, 0, 2, 0, 0, 0).cells(500).get(6));
         // an open-loop phase of 500 requests: a tick is 20 µs per request
         assertEquals("20.0/0.0", new Split(1, 0, 1, 0, 0, 0).userSys(500));
     }
