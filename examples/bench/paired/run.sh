@@ -24,6 +24,10 @@
 #       body/before; AFTER: a scratch array reused per request, which the core reads in place, body/after), then the request
 #       prepared and answered as relay's (JSON answer); 32 KB bodies ("bench") and 1 KB ("SDK"), held as direct
 #       buffers of 16 KB (-Dcart.paired.piece=N in JAVA_OPTS for another piece size)
+#   sh examples/bench/paired/run.sh heads BEFORE.jar AFTER.jar [ROUNDS]
+#       the Netty front's two heads built from the maps Netty's decoders leave, and encoded (BEFORE: new maps and a
+#       copy through HopByHop, heads/before; AFTER: the decoded maps less the dropped names, heads/after); the
+#       bench's headers ("bench") and an OpenAI SDK client's with a streamed answer ("SDK")
 #   sh examples/bench/paired/run.sh decisionlog BEFORE.jar AFTER.jar [ROUNDS] > /tmp/lines.log
 #       a routed request's decision line, filled and written through the build's logback configuration
 #       ("bench": proxy.decision_log on; "SDK": off, the floor); stdout to a file, as the proxy's
@@ -40,9 +44,10 @@ case $what in
   metrics)  hb=$here/metrics; ha=$here/metrics; shared=; n=20000; label="metrics of a routed request, replica 1 (bench) or 2 (SDK)";;
   learning) hb=$here/relay; ha=$here/relay; shared=; n=400; label="a routed request, JSON answer (bench) or streamed (SDK)"; learn_b=false; learn_a=true; names=off,on;;
   relay) hb=$here/relay; ha=$here/relay; shared=; n=400; label="a routed request, learning on, JSON answer (bench) or streamed (SDK)"; learn_b=true; learn_a=true;;
+  heads) hb=$here/heads/before; ha=$here/heads/after; shared=$here/heads/HeadFixtures.java; n=20000; label="the two heads built and encoded";;
   body) hb=$here/body/before; ha=$here/body/after; shared=; n=400; label="the body path and a routed request, 32 KB (bench) or 1 KB (SDK)";;
   decisionlog) hb=$here/decisionlog; ha=$here/decisionlog; shared=; n=20000; label="decision line, on (bench) or off (SDK)";;
-  *) echo "headers, observer, metrics, learning, relay, body or decisionlog" >&2; exit 2;;
+  *) echo "headers, observer, metrics, learning, relay, heads, body or decisionlog" >&2; exit 2;;
 esac
 javac -nowarn -d "$out/b" -cp "$before" "$hb/HeaderPath.java" $shared
 javac -nowarn -d "$out/a" -cp "$after" "$ha/HeaderPath.java" $shared

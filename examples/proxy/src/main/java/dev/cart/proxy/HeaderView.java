@@ -4,6 +4,7 @@ import com.sun.net.httpserver.Headers;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /**
  * A message's headers as the core reads them, over the type the front's HTTP library keeps them in, with
@@ -23,6 +24,11 @@ interface HeaderView {
 
     /** Each header line in order: its name as received (or as the library keeps it) and its value. */
     void forEach(BiConsumer<String, String> each);
+
+    /** Each header line's name in order, as {@link #forEach} has it (a view may hand its own type's name). */
+    default void forEachName(Consumer<CharSequence> each) {
+        forEach((name, value) -> each.accept(name));
+    }
 
     /** Whether {@code name} is present (with any value, empty included). */
     default boolean has(String name) {

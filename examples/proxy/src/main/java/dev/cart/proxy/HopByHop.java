@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /**
  * Header copying between the client side and the replica side. Hop-by-hop headers (RFC 9110 §7.6.1:
@@ -67,10 +68,24 @@ final class HopByHop {
 
     /** Hands the client's end-to-end headers, as they go upstream, to {@code to} (the front's request). */
     static void forEachRequestHeader(HeaderView from, BiConsumer<String, String> to) {
-        Set<String> named = connectionTokens(from.all("connection"));
+        Set<String> named = named(from);
         from.forEach((name, value) -> {
             if (!dropped(name, REQUEST_DROPPED, named, null)) {
                 to.accept(name, value);
+            }
+        });
+    }
+
+    /**
+     * Hands the names of the client's headers that do not go upstream to {@code to}, as they come (a name
+     * repeated as its lines are): what {@link #forEachRequestHeader} leaves out, for a front that makes the
+     * upstream request's headers from the client's own map by removing these.
+     */
+    static void forEachDroppedRequestName(HeaderView from, Consumer<CharSequence> to) {
+        Set<String> named = named(from);
+        from.forEachName(name -> {
+            if (dropped(name, REQUEST_DROPPED, named, null)) {
+                to.accept(name);
             }
         });
     }
@@ -80,12 +95,34 @@ final class HopByHop {
      * response); {@code except} (lower case, or null) is left out too: a header the proxy sets itself.
      */
     static void forEachResponseHeader(HeaderView from, String except, BiConsumer<String, String> to) {
-        Set<String> named = connectionTokens(from.all("connection"));
+        Set<String> named = named(from);
         from.forEach((name, value) -> {
-            if (!name.startsWith(":") && !dropped(name, RESPONSE_DROPPED, named, except)) {
+            if (!droppedDownstream(name, named, except)) {
                 to.accept(name, value);
             }
         });
+    }
+
+    /**
+     * Hands the names of the replica's headers that do not go to the client to {@code to}, as they come: what
+     * {@link #forEachResponseHeader} leaves out, for a front that relays the replica's own map less these.
+     */
+    static void forEachDroppedResponseName(HeaderView from, String except, Consumer<CharSequence> to) {
+        Set<String> named = named(from);
+        from.forEachName(name -> {
+            if (droppedDownstream(name, named, except)) {
+                to.accept(name);
+            }
+        });
+    }
+
+    /** The names {@code from}'s Connection header lists; none (no list made) when it has no Connection header. */
+    private static Set<String> named(HeaderView from) {
+        return from.has("connection") ? connectionTokens(from.all("connection")) : Set.of();
+    }
+
+    private static boolean droppedDownstream(CharSequence name, Set<String> named, String except) {
+        return (name.length() > 0 && name.charAt(0) == ':') || dropped(name, RESPONSE_DROPPED, named, except);
     }
 
     /**
@@ -93,11 +130,11 @@ final class HopByHop {
      * name is a token, ASCII: such a name is compared in place, letter case folded, without the lower-case
      * copy and its hash; any other name goes the long way, through {@link String#toLowerCase}.
      */
-    private static boolean dropped(String name, String[][] listed, Set<String> named, String except) {
+    private static boolean dropped(CharSequence name, String[][] listed, Set<String> named, String except) {
         int n = name.length();
         for (int i = 0; i < n; i++) {
             if (name.charAt(i) >= 0x80) {
-                String lower = name.toLowerCase(Locale.ROOT);
+                String lower = name.toString().toLowerCase(Locale.ROOT);
                 return isHopByHop(lower, named) || contains(listed, lower) || lower.equals(except);
             }
         }
@@ -114,7 +151,7 @@ final class HopByHop {
         if (except != null && asciiEqualsLower(name, except)) {
             return true;
         }
-        return !named.isEmpty() && named.contains(name.toLowerCase(Locale.ROOT));
+        return !named.isEmpty() && named.contains(name.toString().toLowerCase(Locale.ROOT));
     }
 
     private static final String PROXY_PREFIX = "proxy-";
@@ -125,12 +162,12 @@ final class HopByHop {
     }
 
     /** {@code name} (ASCII) equals {@code lower} (lower-case ASCII) but for letter case. */
-    private static boolean asciiEqualsLower(String name, String lower) {
+    private static boolean asciiEqualsLower(CharSequence name, String lower) {
         return name.length() == lower.length() && startsWithLower(name, lower);
     }
 
     /** {@code name} (ASCII) starts with {@code lower} (lower-case ASCII) but for letter case. */
-    private static boolean startsWithLower(String name, String lower) {
+    private static boolean startsWithLower(CharSequence name, String lower) {
         int n = lower.length();
         if (name.length() < n) {
             return false;

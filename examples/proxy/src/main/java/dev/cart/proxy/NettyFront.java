@@ -30,8 +30,10 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
@@ -57,6 +59,7 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -66,6 +69,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -288,30 +292,49 @@ final class NettyFront implements Front {
 
     /** Netty's headers as the core reads them ({@link HeaderView}): no copy. */
     static HeaderView view(HttpHeaders h) {
-        return new HeaderView() {
-            @Override
-            public String first(String name) {
-                return h.get(name);
-            }
+        return new NettyHeaders(h);
+    }
 
-            @Override
-            public List<String> all(String name) {
-                return h.getAll(name);
-            }
+    /**
+     * The view of a Netty header map that a decoder made (names and values validated as it read them): the
+     * front edits such a map into the next message's head ({@link Connection#pruned}) instead of copying it.
+     */
+    private static final class NettyHeaders implements HeaderView {
+        final HttpHeaders map;
 
-            @Override
-            public void forEach(BiConsumer<String, String> each) {
-                for (Iterator<Map.Entry<String, String>> it = h.iteratorAsString(); it.hasNext(); ) {
-                    Map.Entry<String, String> e = it.next();
-                    each.accept(e.getKey(), e.getValue());
-                }
-            }
+        NettyHeaders(HttpHeaders map) {
+            this.map = map;
+        }
 
-            @Override
-            public boolean has(String name) {
-                return h.contains(name);
+        @Override
+        public String first(String name) {
+            return map.get(name);
+        }
+
+        @Override
+        public List<String> all(String name) {
+            return map.getAll(name);
+        }
+
+        @Override
+        public void forEach(BiConsumer<String, String> each) {
+            for (Iterator<Map.Entry<String, String>> it = map.iteratorAsString(); it.hasNext(); ) {
+                Map.Entry<String, String> e = it.next();
+                each.accept(e.getKey(), e.getValue());
             }
-        };
+        }
+
+        @Override
+        public void forEachName(Consumer<CharSequence> each) {
+            for (Iterator<Map.Entry<CharSequence, CharSequence>> it = map.iteratorCharSequence(); it.hasNext(); ) {
+                each.accept(it.next().getKey());
+            }
+        }
+
+        @Override
+        public boolean has(String name) {
+            return map.contains(name);
+        }
     }
 
     private static void copy(Headers from, HttpHeaders to) {
@@ -417,6 +440,10 @@ final class NettyFront implements Front {
         private final boolean tokenMode;
         private final Executor extraction;
         private final AnswerBudget answers;
+        /** The names {@link #pruned} removes, gathered first (a Netty map is not edited while it is walked). */
+        private final ArrayList<CharSequence> dropped = new ArrayList<>();
+
+        private final Consumer<CharSequence> drop = dropped::add;
 
         Connection(
                 ProxyConfig config,
@@ -816,6 +843,18 @@ final class NettyFront implements Front {
             }
         }
 
+        /**
+         * {@code map} less every line of each name in {@link #dropped}, which is emptied: a decoded message's
+         * header map made into the head of the message the front sends next.
+         */
+        private HttpHeaders pruned(HttpHeaders map) {
+            for (int i = 0; i < dropped.size(); i++) {
+                map.remove(dropped.get(i));
+            }
+            dropped.clear();
+            return map;
+        }
+
         private void requestRead() {
             requestComplete = true;
             readDue = false;
@@ -1135,22 +1174,34 @@ final class NettyFront implements Front {
                 }
                 int length = in.body().length;
                 ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : takeBody(length);
+                HttpHeaders h;
+                if (s.headers instanceof NettyHeaders client) {
+                    // the client's own map, its names and values validated by the decoder as it read them, less
+                    // what does not go upstream: no copy. Nothing reads the client's headers after a send, and a
+                    // retry's send finds the same map, its own Host and Content-Length among what is dropped again
+                    HopByHop.forEachDroppedRequestName(client, drop);
+                    h = pruned(client.map);
+                } else {
+                    h = DefaultHttpHeadersFactory.headersFactory().newHeaders();
+                    try {
+                        HopByHop.forEachRequestHeader(s.headers, h::add);
+                    } catch (IllegalArgumentException e) {
+                        h.clear(); // a header Netty will not send (malformed): none of the client's rather than a part
+                    }
+                }
+                // Host and Content-Length were dropped above, so adding them sets them; with a port, the Host
+                // header is host:port, which the pool key already is
+                h.add(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : poolKey);
+                if (in.hasBody()) {
+                    h.add(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(length));
+                }
                 FullHttpRequest req = new DefaultFullHttpRequest(
                         HttpVersion.HTTP_1_1,
                         HttpMethod.valueOf(in.method()),
                         target,
-                        content != null ? content : Unpooled.wrappedBuffer(in.body()));
-                HttpHeaders h = req.headers();
-                try {
-                    HopByHop.forEachRequestHeader(s.headers, h::add);
-                } catch (IllegalArgumentException e) {
-                    h.clear(); // a header Netty will not send (malformed): send none of the client's rather than a part
-                }
-                // with a port, the Host header is host:port, which the pool key already is
-                h.set(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : poolKey);
-                if (in.hasBody()) {
-                    HttpUtil.setContentLength(req, in.body().length);
-                }
+                        content != null ? content : Unpooled.wrappedBuffer(in.body()),
+                        h,
+                        EmptyHttpHeaders.INSTANCE);
                 ch.writeAndFlush(req).addListener((ChannelFutureListener) wf -> {
                     if (!wf.isSuccess()) {
                         unsent = true; // nothing of the request reached the replica
@@ -1222,7 +1273,7 @@ final class NettyFront implements Front {
                 Forwarder.Step step = x.answered(s, code, view(r.headers()));
                 if (step instanceof Relay rl) {
                     relay = rl;
-                    relayHead(rl);
+                    relayHead(rl, r.headers());
                     return;
                 }
                 // not relayed: the rest of this answer is read and dropped, then the connection is reused
@@ -1231,23 +1282,32 @@ final class NettyFront implements Front {
                 drive(step, x);
             }
 
-            private void relayHead(Relay rl) {
-                HttpResponse resp =
-                        new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(rl.status));
-                rl.clientHeaders(resp.headers()::add);
+            /**
+             * The client's head, made of the replica's own header map ({@code upstream}, its names and values
+             * validated by the upstream decoder as it read them) less what does not go to the client, plus what
+             * the proxy adds and the framing: no new map, no copy. Content-Length, Transfer-Encoding and
+             * Connection are among the dropped names, so adding them sets them.
+             */
+            private void relayHead(Relay rl, HttpHeaders upstream) {
+                rl.droppedHeaders(drop);
+                HttpHeaders h = pruned(upstream);
+                rl.addedHeaders(h::add);
                 if (!rl.noBody) {
                     if (rl.length >= 0) {
-                        HttpUtil.setContentLength(resp, rl.length);
+                        h.add(HttpHeaderNames.CONTENT_LENGTH, Long.toString(rl.length));
                     } else {
-                        HttpUtil.setTransferEncodingChunked(resp, true);
+                        h.add(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
                     }
                 } else if (rl.status != 204 && rl.status != 304 && rl.length >= 0) {
-                    HttpUtil.setContentLength(resp, rl.length); // a HEAD's answer says what a GET would send
+                    // a HEAD's answer says what a GET would send
+                    h.add(HttpHeaderNames.CONTENT_LENGTH, Long.toString(rl.length));
                 }
                 if (!keepAlive) {
                     closeAfter = true;
-                    resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+                    h.add(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 }
+                HttpResponse resp =
+                        new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(rl.status), h);
                 status = rl.status;
                 ctx.write(resp, ctx.voidPromise()); // its failure is the connection's: exceptionCaught closes it
             }

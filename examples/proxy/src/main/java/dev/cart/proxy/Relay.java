@@ -8,6 +8,7 @@ import dev.cart.extract.Endpoint;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -96,6 +97,21 @@ final class Relay implements Forwarder.Step {
      */
     void clientHeaders(BiConsumer<String, String> to) {
         HopByHop.forEachResponseHeader(upstream, routedPeer == null ? null : "x-routed-peer", to);
+        addedHeaders(to);
+    }
+
+    /**
+     * The same head said the other way, for a front that relays the replica's own header map: the names of
+     * the replica's headers the client does not get (every line of each is to go) are handed to {@code to}.
+     * Once they are removed from the map, {@link #addedHeaders} says what to add. The front may edit the map
+     * then: nothing here reads the replica's headers after its constructor and these two.
+     */
+    void droppedHeaders(Consumer<CharSequence> to) {
+        HopByHop.forEachDroppedResponseName(upstream, routedPeer == null ? null : "x-routed-peer", to);
+    }
+
+    /** The headers the proxy adds to the client's head: {@code x-routed-peer}, when it is on. */
+    void addedHeaders(BiConsumer<String, String> to) {
         if (routedPeer != null) {
             to.accept("x-routed-peer", routedPeer);
         }

@@ -130,6 +130,42 @@ class HopByHopTest {
     }
 
     @Test
+    void theDroppedNamesAreWhatTheCopyLeavesOut() {
+        for (List<String> connection :
+                List.of(List.<String>of(), List.of("close, X-Private"), List.of("x-\u00e9t\u00e9"))) {
+            HeaderView from = view(NAMES, connection);
+            List<String> kept = new ArrayList<>();
+            List<CharSequence> dropped = new ArrayList<>();
+            HopByHop.forEachRequestHeader(from, (n, v) -> kept.add(n));
+            HopByHop.forEachDroppedRequestName(from, dropped::add);
+            assertEquals(NAMES, merged(kept, dropped), "request, Connection: " + connection);
+            for (String except : new String[] {null, "x-routed-peer"}) {
+                List<String> keptOut = new ArrayList<>();
+                List<CharSequence> droppedOut = new ArrayList<>();
+                HopByHop.forEachResponseHeader(from, except, (n, v) -> keptOut.add(n));
+                HopByHop.forEachDroppedResponseName(from, except, droppedOut::add);
+                assertEquals(NAMES, merged(keptOut, droppedOut), "response, except " + except + ", " + connection);
+            }
+        }
+    }
+
+    /** The names of {@link #NAMES} in order, each taken from {@code kept} or {@code dropped}: both, and no other. */
+    private static List<String> merged(List<String> kept, List<CharSequence> dropped) {
+        List<String> out = new ArrayList<>();
+        int k = 0;
+        int d = 0;
+        for (String n : NAMES) {
+            if (k < kept.size() && kept.get(k).equals(n)) {
+                out.add(kept.get(k++));
+            } else if (d < dropped.size() && dropped.get(d).toString().equals(n)) {
+                out.add(dropped.get(d++).toString());
+            }
+        }
+        assertEquals(kept.size() + dropped.size(), out.size(), "each name once, kept or dropped: " + kept + dropped);
+        return out;
+    }
+
+    @Test
     void keepsEndToEndHeadersInOrderWithTheirValues() {
         List<String> seen = new ArrayList<>();
         HopByHop.forEachRequestHeader(
