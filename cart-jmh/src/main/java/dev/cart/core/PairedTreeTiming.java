@@ -38,9 +38,18 @@ import java.util.function.ToLongBiFunction;
  */
 public final class PairedTreeTiming {
 
-    private static final String[] OPS = {
-        "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"
-    };
+    /**
+     * With {@code -Dcart.tree.apart=true}, also {@code mixedApart}: {@code mixedMatch} with the second thread
+     * inserting into a tree of its own (filled alike), so that it shares no line of the matched tree: what
+     * is left of the matcher's slowdown is the machine's (shared cores and caches), not the tree's.
+     */
+    private static final boolean APART = Boolean.getBoolean("cart.tree.apart");
+
+    private static final String[] OPS = APART
+            ? new String[] {
+                "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert", "mixedApart"
+            }
+            : new String[] {"matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"};
     private static final int PER_ROUND = 2_000; // unless given
     /**
      * Rounds between two fills: where a tree lies in the heap moves its operations by tens of percent and
@@ -122,6 +131,9 @@ public final class PairedTreeTiming {
         private final TreeWorkload w = new TreeWorkload(42);
         private final SplittableRandom rnd = new SplittableRandom(1);
         private volatile PrefixTree tree;
+        /** The second thread's own tree for {@code mixedApart}; null unless {@code cart.tree.apart}. */
+        private volatile PrefixTree apart;
+
         private long salt;
 
         public Ops() {}
@@ -140,9 +152,11 @@ public final class PairedTreeTiming {
             }
             switch (op) {
                 case "mixedMatch":
-                    return alongside(false, () -> run("matchUnseen", ks));
+                    return alongside(false, tree, () -> run("matchUnseen", ks));
+                case "mixedApart":
+                    return alongside(false, apart, () -> run("matchUnseen", ks));
                 case "mixedInsert":
-                    return alongside(true, () -> run("insertFresh", ks));
+                    return alongside(true, tree, () -> run("insertFresh", ks));
                 default:
                     return run(op, ks);
             }
@@ -185,10 +199,10 @@ public final class PairedTreeTiming {
 
         /**
          * Runs {@code measured} on this thread while a second thread, started first, inserts fresh keys
-         * or (with {@code helperMatches}) matches unseen queries, without pause until it is done.
+         * into {@code t} or (with {@code helperMatches}) matches unseen queries in it, without pause until it is
+         * done.
          */
-        private long alongside(boolean helperMatches, Timed measured) {
-            PrefixTree t = tree;
+        private long alongside(boolean helperMatches, PrefixTree t, Timed measured) {
             boolean[] stop = {false};
             Object lock = new Object();
             java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
@@ -228,7 +242,19 @@ public final class PairedTreeTiming {
         }
 
         private void fill(boolean built) {
+            apart = null;
             System.gc();
+            PrefixTree t = filled(built);
+            if (APART) {
+                apart = filled(built);
+            }
+            if (!built) {
+                System.gc();
+            }
+            tree = t;
+        }
+
+        private PrefixTree filled(boolean built) {
             PrefixTree t = PrefixTree.builder().maxSize(Long.MAX_VALUE).build();
             for (int k = 0; k < TreeWorkload.KEYS; k++) {
                 t.insert(w.keys[k], w.owners[k]);
@@ -236,10 +262,7 @@ public final class PairedTreeTiming {
                     sink = new byte[1024];
                 }
             }
-            if (!built) {
-                System.gc();
-            }
-            tree = t;
+            return t;
         }
     }
 }
