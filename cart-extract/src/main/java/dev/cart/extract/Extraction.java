@@ -344,14 +344,22 @@ final class Extraction {
      */
     static String assistantText(List<? extends CharSequence> reply, Endpoint endpoint) {
         StringBuilder sb = new StringBuilder((int) Math.min(Integer.MAX_VALUE - 8, assistantUnits(reply, endpoint)));
-        sb.append(ASSISTANT);
+        assistantPieces(reply, endpoint, sb::append);
+        return sb.toString();
+    }
+
+    private static final String SEP_TEXT = String.valueOf(SEP);
+
+    /** Hands {@link #assistantText}'s pieces to {@code to} in order: the head, then the reply's, separated. */
+    private static void assistantPieces(
+            List<? extends CharSequence> reply, Endpoint endpoint, java.util.function.Consumer<CharSequence> to) {
+        to.accept(ASSISTANT);
         for (int i = 0; i < reply.size(); i++) {
             if (i > 0 && endpoint == Endpoint.MESSAGES) {
-                sb.append(SEP);
+                to.accept(SEP_TEXT);
             }
-            sb.append(reply.get(i));
+            to.accept(reply.get(i));
         }
-        return sb.toString();
     }
 
     /** The length of {@link #assistantText} in UTF-16 units. */
@@ -375,13 +383,7 @@ final class Extraction {
      */
     static PromptKey appendAssistant(PromptKey.Builder key, List<? extends CharSequence> reply, Endpoint endpoint) {
         key.reserve((int) Math.min(Integer.MAX_VALUE - 8, assistantUnits(reply, endpoint)));
-        key.append(ASSISTANT);
-        for (int i = 0; i < reply.size(); i++) {
-            if (i > 0 && endpoint == Endpoint.MESSAGES) {
-                key.append(SEP);
-            }
-            key.append(reply.get(i));
-        }
+        assistantPieces(reply, endpoint, key::append);
         return key.boundary().build();
     }
 

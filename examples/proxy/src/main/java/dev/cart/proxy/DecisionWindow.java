@@ -39,10 +39,6 @@ final class DecisionWindow {
     private final AtomicReferenceArray<Entry> ring = new AtomicReferenceArray<>(SIZE);
     private final AtomicLong next = new AtomicLong();
 
-    void record(String replica, boolean hit) {
-        record(new Entry(replica, hit));
-    }
-
     void record(Entry decision) {
         long seq = next.getAndIncrement();
         ring.set((int) (seq % SIZE), decision);

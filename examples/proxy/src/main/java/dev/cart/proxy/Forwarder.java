@@ -102,8 +102,9 @@ final class Forwarder {
         final Lease lease;
         final URI target;
         /**
-         * The client's headers as received: the front sends the end-to-end ones
-         * ({@link HopByHop#forEachRequestHeader}) and adds Host and framing.
+         * The client's headers as received: the front sends the end-to-end ones (a copy by
+         * {@link HopByHop#forEachRequestHeader}, or the map itself less {@link HopByHop#forEachDroppedRequestName})
+         * and adds Host and framing.
          */
         final HeaderView headers;
         /** Nanoseconds left of {@code request_timeout_secs} when the send starts. */

@@ -30,7 +30,6 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
@@ -1174,21 +1173,13 @@ final class NettyFront implements Front {
                 }
                 int length = in.body().length;
                 ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : takeBody(length);
-                HttpHeaders h;
-                if (s.headers instanceof NettyHeaders client) {
-                    // the client's own map, its names and values validated by the decoder as it read them, less
-                    // what does not go upstream: no copy. Nothing reads the client's headers after a send, and a
-                    // retry's send finds the same map, its own Host and Content-Length among what is dropped again
-                    HopByHop.forEachDroppedRequestName(client, drop);
-                    h = pruned(client.map);
-                } else {
-                    h = DefaultHttpHeadersFactory.headersFactory().newHeaders();
-                    try {
-                        HopByHop.forEachRequestHeader(s.headers, h::add);
-                    } catch (IllegalArgumentException e) {
-                        h.clear(); // a header Netty will not send (malformed): none of the client's rather than a part
-                    }
-                }
+                // the client's own map (this front's sends carry its view, made in Connection.head), its names and
+                // values validated by the decoder as it read them, less what does not go upstream: no copy.
+                // Nothing reads the client's headers after a send, and a retry's send finds the same map, its own
+                // Host and Content-Length among what is dropped again
+                NettyHeaders client = (NettyHeaders) s.headers;
+                HopByHop.forEachDroppedRequestName(client, drop);
+                HttpHeaders h = pruned(client.map);
                 // Host and Content-Length were dropped above, so adding them sets them; with a port, the Host
                 // header is host:port, which the pool key already is
                 h.add(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : poolKey);

@@ -533,10 +533,10 @@ class MetricsTest {
     void decisionWindowKeepsOnlyTheLastDecisions() {
         DecisionWindow w = new DecisionWindow();
         for (int i = 0; i < DecisionWindow.SIZE; i++) {
-            w.record("a", true);
+            w.record(new DecisionWindow.Entry("a", true));
         }
         for (int i = 0; i < DecisionWindow.SIZE / 4; i++) {
-            w.record("b", false);
+            w.record(new DecisionWindow.Entry("b", false));
         }
         DecisionWindow.Snapshot s = w.snapshot();
         assertEquals(DecisionWindow.SIZE, s.decisions());
