@@ -32,11 +32,12 @@ import java.util.function.LongFunction;
  * A replica recorded for a key holds every prefix of that key, so {@link #insert} marks the whole path.
  * The edge into a node is stored in the node itself (its label and first block, both final). A node's
  * first two children sit in the node too (each beside its first block: most nodes of a long prompt's
- * path have one or two), and a node that gains a third moves them all to a small open-addressing table
- * keyed by their first block, so a lookup costs the same for 3 children or 100,000. Which replicas hold
- * a node is a bit mask in the node itself: the tree numbers the replicas it has seen (the first 63 get a
- * bit; any further ones, rare, are listed in an overflow array the mask flags), so one level of a walk
- * loads the child and its label, and the table only at a node with more than two children. Since a
+ * path have one or two), and stay there; a third and later ones go to a small open-addressing table
+ * keyed by their first block, so a lookup costs the same for 3 children or 100,000. A shared prompt's
+ * path was there before the prompts that branch off it, so a walk along it finds its way in the slots.
+ * Which replicas hold a node is a bit mask in the node itself: the tree numbers the replicas it has seen
+ * (the first 63 get a bit; any further ones, rare, are listed in an overflow array the mask flags), so
+ * one level of a walk loads the child and its label, and the table only for a child past the first two. Since a
  * label never changes, an edge that changes (split, merge) changes by replacing its node with a copy
  * (see below). A node one replica holds (every new leaf, most nodes of a tree) keeps that replica's
  * {@link Holder} itself, without an array; a second holder makes the array. A label of one or two blocks
@@ -1232,13 +1233,16 @@ final class PrefixTree {
 
     // ------------------------------------------------------------------------------------------------
     // children: a node's first two children sit in the node itself (their first blocks beside them), so
-    // a node with one or two children (most of a long prompt's path) costs no table load; a node that
-    // gains a third gets a table, open addressing with linear probing keyed by the first block, and
-    // keeps every child there from then on (the two slots empty). Readers look at the slots, then the
-    // table, with acquire loads; the single writer (under the mutex) publishes a slot's first block
-    // before its child and a table slot with a release store, a whole new table with a volatile store
-    // before it empties the two slots (so a reader that finds a slot emptied finds the child in the
-    // table), and a child's own first block confirms every hit.
+    // a node with one or two children (most of a long prompt's path) costs no table load; a third and
+    // later ones go to a table, open addressing with linear probing keyed by the first block. The first
+    // two stay in the node when the table comes, and a slot emptied by a removal takes the next new
+    // child: a node on a shared prompt's path has the path's continuation among its first children, and
+    // the leaves that branch off later (other prompts' own text) go to the table, so a walk along the
+    // path loads no table. A child never moves between the slots and the table, so each is in one place
+    // for its whole life there. Readers look at the slots, then the table, with acquire loads; the
+    // single writer (under the mutex) publishes a slot's first block before its child, a table slot with
+    // a release store and a whole new table with a volatile store, and a child's own first block
+    // confirms every hit.
 
     private static int spread(long key, int mask) {
         long h = key * 0x9E3779B97F4A7C15L;
@@ -1304,34 +1308,30 @@ final class PrefixTree {
     /** Adds a child whose first block is not yet among the node's children. */
     @GuardedBy("writers")
     private void addChild(Node node, Node child) {
-        Node[] table = node.children;
-        if (table.length == 0) {
-            if (node.child0 == null) {
-                FIRST0.setRelease(node, child.first); // before the child: a reader that sees it sees the block
-                CHILD0.setRelease(node, child);
-                node.childCount++;
-                return;
-            }
-            if (node.child1 == null) {
-                FIRST1.setRelease(node, child.first);
-                CHILD1.setRelease(node, child);
-                node.childCount++;
-                return;
-            }
-            // a third child: all three into a new table, published before the slots are emptied
-            Node[] grown = new Node[8];
-            place(grown, node.child0);
-            place(grown, node.child1);
-            place(grown, child);
-            node.tombstones = 0;
+        if (node.child0 == null) {
+            FIRST0.setRelease(node, child.first); // before the child: a reader that sees it sees the block
+            CHILD0.setRelease(node, child);
             node.childCount++;
-            node.children = grown;
-            CHILD0.setRelease(node, (Node) null);
-            CHILD1.setRelease(node, (Node) null);
             return;
         }
-        if ((node.childCount + node.tombstones + 1) * 2 > table.length) {
-            Node[] grown = rebuild(table, Math.max(2, Integer.highestOneBit((node.childCount + 1) * 4 - 1)));
+        if (node.child1 == null) {
+            FIRST1.setRelease(node, child.first);
+            CHILD1.setRelease(node, child);
+            node.childCount++;
+            return;
+        }
+        Node[] table = node.children;
+        int inTable = inTable(node);
+        if (table.length == 0) { // the first child past the slots
+            Node[] made = new Node[4];
+            place(made, child);
+            node.tombstones = 0;
+            node.childCount++;
+            node.children = made;
+            return;
+        }
+        if ((inTable + node.tombstones + 1) * 2 > table.length) {
+            Node[] grown = rebuild(table, Math.max(4, Integer.highestOneBit((inTable + 1) * 4 - 1)));
             place(grown, child);
             node.tombstones = 0;
             node.childCount++;
@@ -1394,8 +1394,9 @@ final class PrefixTree {
             return;
         }
         Node[] table = node.children;
-        if (node.childCount == 1) {
-            node.childCount = 0;
+        int inTable = inTable(node);
+        if (inTable == 1) { // the table's last child
+            node.childCount--;
             node.tombstones = 0;
             node.children = NO_CHILDREN;
             return;
@@ -1407,13 +1408,19 @@ final class PrefixTree {
                 SLOT.setRelease(table, i, TOMBSTONE);
                 node.childCount--;
                 node.tombstones++;
+                inTable--;
                 break;
             }
         }
-        if (node.tombstones > node.childCount && table.length > 8) {
-            node.children = rebuild(table, Math.max(2, Integer.highestOneBit(node.childCount * 4 - 1)));
+        if (node.tombstones > inTable && table.length > 8) {
+            node.children = rebuild(table, Math.max(4, Integer.highestOneBit(inTable * 4 - 1)));
             node.tombstones = 0;
         }
+    }
+
+    /** How many of the node's children are in its table: all but those in its two slots. For writers. */
+    private static int inTable(Node node) {
+        return node.childCount - (node.child0 != null ? 1 : 0) - (node.child1 != null ? 1 : 0);
     }
 
     private static Node[] rebuild(Node[] table, int capacity) {
@@ -1472,8 +1479,8 @@ final class PrefixTree {
 
     /**
      * What the lock-free walk of {@code key} meets, as counts: the nodes it visits (each where it looks
-     * for a child, the last one included), how many of those keep their children in a table rather than
-     * in their own two slots, and how many edges it follows are at most two blocks long (compared without
+     * for a child, the last one included), how many of those looked in their table (the child not in
+     * their own two slots), and how many edges it follows are at most two blocks long (compared without
      * their label array). For the benchmarks' tools; call only while nothing else uses the tree.
      */
     int[] walkShape(long[] key) {
@@ -1484,10 +1491,10 @@ final class PrefixTree {
         int shortEdges = 0;
         while (i < key.length) {
             visits++;
-            if (node.children.length > 0) {
-                tables++;
-            }
             Node child = find(node, key[i]);
+            if (node.children.length > 0 && (child == null || (child != node.child0 && child != node.child1))) {
+                tables++; // looked in the table: not found in the slots
+            }
             if (child == null) {
                 break;
             }
@@ -1573,8 +1580,13 @@ final class PrefixTree {
         if (node.mask != mask || node.overflow.length != over) {
             throw new IllegalStateException("holder mask out of step with the holders");
         }
-        if (node.children.length > 0 && (node.child0 != null || node.child1 != null)) {
-            throw new IllegalStateException("children both in the node and in a table");
+        int tabled = 0;
+        for (Node c : node.children) {
+            tabled += c != null && c != TOMBSTONE ? 1 : 0;
+        }
+        if (tabled != node.childCount - (node.child0 != null ? 1 : 0) - (node.child1 != null ? 1 : 0)
+                || (node.children.length > 0 && tabled == 0)) {
+            throw new IllegalStateException("table count " + tabled + " out of step with the node's");
         }
         if ((node.child0 != null && node.child0.first != node.first0)
                 || (node.child1 != null && node.child1.first != node.first1)) {
@@ -1629,15 +1641,16 @@ final class PrefixTree {
         volatile int version;
 
         /**
-         * The node's first two children and their first blocks, while it has no table (see {@link #find});
-         * accessed through {@link #CHILD0} and the other handles with acquire and release.
+         * Two of the node's children (its first two, or later ones that took a slot a removal emptied) and
+         * their first blocks (see {@link #find}); accessed through {@link #CHILD0} and the other handles
+         * with acquire and release.
          */
         long first0;
 
         long first1;
         Node child0;
         Node child1;
-        /** The children of a node that has had more than two; empty until then. */
+        /** The node's children past its two slots; empty when it has none. */
         volatile Node[] children = NO_CHILDREN;
 
         /**

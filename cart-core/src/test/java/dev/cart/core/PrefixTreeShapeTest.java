@@ -169,6 +169,45 @@ class PrefixTreeShapeTest {
     }
 
     @Test
+    void aNodeKeepsItsFirstChildrenBesideItWhenLaterOnesBranchOffAndFillsAnEmptiedSlotFirst() {
+        insert("ABCD", r2);
+        insert("ABXY", r1);
+        insert("ABP", r1);
+        insert("ABQ", r1);
+        insert("ABR", r1);
+        assertEquals("""
+                ○
+                └── AB [r1 r2]
+                    ├── CD [r2]
+                    ├── P [r1]
+                    ├── Q [r1]
+                    ├── R [r1]
+                    └── XY [r1]
+                """, drawing());
+        // The path's first two continuations are found without the table; the later branches in it.
+        assertEquals(0, tree.walkShape(key("ABCD").blocks())[1]);
+        assertEquals(0, tree.walkShape(key("ABXY").blocks())[1]);
+        assertEquals(1, tree.walkShape(key("ABQ").blocks())[1]);
+        tree.removeReplica(r2); // CD goes: its slot is empty, the table keeps P, Q, R
+        insert("ABS", r1);
+        assertEquals("""
+                ○
+                └── AB [r1]
+                    ├── P [r1]
+                    ├── Q [r1]
+                    ├── R [r1]
+                    ├── S [r1]
+                    └── XY [r1]
+                """, drawing());
+        assertEquals(0, tree.walkShape(key("ABS").blocks())[1], "the new child took the emptied slot");
+        for (String k : new String[] {"ABP", "ABQ", "ABR", "ABS", "ABXY"}) {
+            assertEquals(k.length(), tree.match(key(k)).matchedLength(), k);
+        }
+        tree.removeReplica(r1);
+        assertEquals("○\n", drawing());
+    }
+
+    @Test
     void forgettingBranchesDropsWhatContinuedThroughTheLostBlockButKeepsThePathAndEarlierBranches() {
         insert("ABCDE", r1);
         insert("ABCDXY", r1);

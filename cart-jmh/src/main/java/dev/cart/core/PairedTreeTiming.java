@@ -41,15 +41,41 @@ public final class PairedTreeTiming {
     /**
      * With {@code -Dcart.tree.apart=true}, also {@code mixedApart}: {@code mixedMatch} with the second thread
      * inserting into a tree of its own (filled alike), so that it shares no line of the matched tree: what
-     * is left of the matcher's slowdown is the machine's (shared cores and caches), not the tree's.
+     * is left of the matcher's slowdown is the machine's (shared cores and caches), not the tree's. And
+     * {@code mixedRead}: {@code mixedMatch} with the second thread matching the fresh keys it would insert, in
+     * the same tree: the inserter's walks (and its key copies) without any of its writes. And
+     * {@code matchGrown}: {@code matchUnseen} on one thread, after as many fresh inserts (untimed, on the same
+     * thread) as half the round's matches, about what {@code mixedMatch}'s inserter makes meanwhile: the
+     * matches of the mix on a tree grown alike, with no second thread.
      */
     private static final boolean APART = Boolean.getBoolean("cart.tree.apart");
+    /**
+     * With {@code -Dcart.tree.longFresh=true}, fresh keys (every operation that makes them) are variants
+     * only of keys that run at least two blocks past their shared prefix ({@link TreeWorkload#PREFIX_CHARS},
+     * under 32 blocks) besides the two fresh ones, so that no fresh leaf lands on a shared prefix's chain of
+     * nodes.
+     */
+    private static final boolean LONG_FRESH = Boolean.getBoolean("cart.tree.longFresh");
 
-    private static final String[] OPS = APART
-            ? new String[] {
-                "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert", "mixedApart"
-            }
-            : new String[] {"matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"};
+    /** The operations timed: {@code -Dcart.tree.ops=a,b} picks some (in that order), else all. */
+    private static final String[] OPS = System.getProperty("cart.tree.ops") != null
+            ? System.getProperty("cart.tree.ops").split(",")
+            : APART
+                    ? new String[] {
+                        "matchRepeat",
+                        "matchUnseen",
+                        "insertRepeat",
+                        "insertFresh",
+                        "mixedMatch",
+                        "mixedInsert",
+                        "mixedApart",
+                        "mixedRead",
+                        "matchGrown"
+                    }
+                    : new String[] {
+                        "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"
+                    };
+
     private static final int PER_ROUND = 2_000; // unless given
     /**
      * Rounds between two fills: where a tree lies in the heap moves its operations by tens of percent and
@@ -152,11 +178,21 @@ public final class PairedTreeTiming {
             }
             switch (op) {
                 case "mixedMatch":
-                    return alongside(false, tree, () -> run("matchUnseen", ks));
+                    return alongside(Helper.INSERTS, tree, () -> run("matchUnseen", ks));
                 case "mixedApart":
-                    return alongside(false, apart, () -> run("matchUnseen", ks));
+                    return alongside(Helper.INSERTS, apart, () -> run("matchUnseen", ks));
+                case "mixedRead":
+                    return alongside(Helper.READS_FRESH, tree, () -> run("matchUnseen", ks));
                 case "mixedInsert":
-                    return alongside(true, tree, () -> run("insertFresh", ks));
+                    return alongside(Helper.MATCHES, tree, () -> run("insertFresh", ks));
+                case "matchGrown": {
+                    PrefixTree t = tree;
+                    for (int i = 0; i < n / 2; i++) {
+                        int k = freshKey(rnd);
+                        t.insert(w.freshVariant(k, ++salt, 2), w.owners[k]);
+                    }
+                    return run("matchUnseen", ks);
+                }
                 default:
                     return run(op, ks);
             }
@@ -182,7 +218,8 @@ public final class PairedTreeTiming {
                     }
                     break;
                 case "insertFresh":
-                    for (int k : ks) {
+                    for (int i = 0; i < ks.length; i++) {
+                        int k = LONG_FRESH ? freshKey(rnd) : ks[i];
                         t.insert(w.freshVariant(k, ++salt, 2), w.owners[k]);
                     }
                     break;
@@ -193,48 +230,74 @@ public final class PairedTreeTiming {
             return sink == this ? -ns : ns; // reads the sink, so the results count as used
         }
 
+        /** A key to make a fresh variant of: any, or with {@code cart.tree.longFresh} one past its shared prefix. */
+        private int freshKey(SplittableRandom r) {
+            for (; ; ) {
+                int k = r.nextInt(TreeWorkload.KEYS);
+                if (!LONG_FRESH || w.keys[k].blocks().length >= TreeWorkload.PREFIX_CHARS / TreeWorkload.BLOCK + 4) {
+                    return k;
+                }
+            }
+        }
+
         private interface Timed {
             long run();
         }
 
+        /** What the second thread does: insert fresh keys, match unseen queries, or match the fresh keys. */
+        private enum Helper {
+            INSERTS,
+            MATCHES,
+            READS_FRESH
+        }
+
         /**
-         * Runs {@code measured} on this thread while a second thread, started first, inserts fresh keys
-         * into {@code t} or (with {@code helperMatches}) matches unseen queries in it, without pause until it is
-         * done.
+         * Runs {@code measured} on this thread while a second thread, started first, works on {@code t}
+         * as {@code helper} says, without pause until it is done.
          */
-        private long alongside(boolean helperMatches, PrefixTree t, Timed measured) {
+        private long alongside(Helper helper, PrefixTree t, Timed measured) {
             boolean[] stop = {false};
+            long[] used = {0}; // the second thread's results, summed so that they count as used
             Object lock = new Object();
             java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
-            Thread helper = new Thread(() -> {
+            Thread second = new Thread(() -> {
                 SplittableRandom r = new SplittableRandom(7);
                 long s = (1L << 40) + salt;
+                long sum = 0;
                 started.countDown();
                 for (int i = 0; ; i++) {
                     if ((i & 63) == 0) {
                         synchronized (lock) {
                             if (stop[0]) {
+                                used[0] = sum;
                                 return;
                             }
                         }
                     }
-                    int k = r.nextInt(TreeWorkload.KEYS);
-                    if (helperMatches) {
-                        sink = t.match(w.unseen[k]);
-                    } else {
-                        t.insert(w.freshVariant(k, ++s, 2), w.owners[k]);
+                    int k = helper == Helper.MATCHES ? r.nextInt(TreeWorkload.KEYS) : freshKey(r);
+                    switch (helper) {
+                        case MATCHES: // summed, not stored in the sink: the measured thread stores there
+                            sum += t.match(w.unseen[k]).matchedLength();
+                            break;
+                        case READS_FRESH:
+                            sum += t.match(w.freshVariant(k, ++s, 2)).matchedLength();
+                            break;
+                        default:
+                            t.insert(w.freshVariant(k, ++s, 2), w.owners[k]);
                     }
                 }
             });
-            helper.start();
+            second.start();
             try {
                 started.await();
                 long ns = measured.run();
                 synchronized (lock) {
                     stop[0] = true;
                 }
-                helper.join();
-                return ns;
+                second.join();
+                synchronized (lock) {
+                    return used[0] == Long.MIN_VALUE ? ns + 1 : ns;
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException(e);

@@ -33,6 +33,13 @@ import org.openjdk.jmh.annotations.Warmup;
  *       the same work (the same number of matches and of inserts, at the single-thread costs
  *       {@code matchUnseen} and {@code insertFresh}) divided by the time the two threads took:
  *       {@code matchUnseen / mixedMatch + insertFresh / mixedInsert} in ns/op (2.0 is perfect scaling).</li>
+ *   <li>{@code matchGrown}: {@code matchUnseen} on a tree that has also taken {@code grown} fresh keys
+ *       ({@link GrownTrees}). The mix's inserter grows the tree all through an iteration (by some 300,000
+ *       fresh leaves a second), and the fresh variants of keys no longer than their shared prefix add
+ *       nodes and tables to the chains every match walks, so a match in the mix walks a larger tree than
+ *       {@code matchUnseen} does; {@code matchGrown} is the single-thread cost of the mix's matches, and
+ *       {@code matchGrown / mixedMatch + insertFresh / mixedInsert} the speed-up with like compared with
+ *       like ({@code insertFresh} grows its tree as the mix does).</li>
  * </ul>
  *
  * <p>The tree is rebuilt before every iteration ({@link Trees#fill()}), outside the measurement, in one
@@ -77,6 +84,11 @@ public class TreeBenchmark {
          */
         @Setup(Level.Iteration)
         public void fill() {
+            fill(0);
+        }
+
+        /** The workload's tree, then {@code grown} fresh keys (in the layout's way), then the layout's collection. */
+        void fill(int grown) {
             tree = null;
             locked = null;
             System.gc(); // the previous iteration's tree goes before this one is built
@@ -84,6 +96,14 @@ public class TreeBenchmark {
             boolean compacted = layout.equals("compacted");
             for (int k = 0; k < TreeWorkload.KEYS; k++) {
                 t.insert(w.keys[k], w.owners[k]);
+                if (!compacted) {
+                    sink = new byte[1024];
+                }
+            }
+            java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+            for (int i = 0; i < grown; i++) {
+                int k = rnd.nextInt(TreeWorkload.KEYS);
+                t.insert(w.freshVariant(k, -1 - i, 2), w.owners[k]);
                 if (!compacted) {
                     sink = new byte[1024];
                 }
@@ -111,6 +131,20 @@ public class TreeBenchmark {
         }
     }
 
+    /** {@link Trees} that has also taken {@code grown} fresh keys before each iteration (for {@code matchGrown}). */
+    @State(Scope.Benchmark)
+    public static class GrownTrees extends Trees {
+        /** About half what the mix's inserter adds in a one-second iteration: the mix's average tree. */
+        @Param({"150000"})
+        public int grown;
+
+        @Override
+        @Setup(Level.Iteration)
+        public void fill() {
+            fill(grown);
+        }
+    }
+
     /**
      * Each thread walks the keys from its own random starting point (as Caffeine's GetPutBenchmark does):
      * two threads starting at the same key would stay in step and touch the same nodes at the same moment,
@@ -135,6 +169,11 @@ public class TreeBenchmark {
 
     @Benchmark
     public Match matchUnseen(Trees s, Cursor c) {
+        return s.match(s.w.unseen[c.next()]);
+    }
+
+    @Benchmark
+    public Match matchGrown(GrownTrees s, Cursor c) {
         return s.match(s.w.unseen[c.next()]);
     }
 

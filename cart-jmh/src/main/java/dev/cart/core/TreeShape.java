@@ -1,9 +1,9 @@
 package dev.cart.core;
 
 /**
- * What a fresh key's walk meets in the fixed workload's tree ({@link TreeWorkload}): per fresh insert (a
- * key whose last two blocks are new, as {@link TreeBenchmark#insertFresh}), the nodes its lock-free walk
- * visits, how many of them keep their children in a table (the others hold them in their own two child
+ * What a walk meets in the fixed workload's tree ({@link TreeWorkload}): per fresh insert (a key whose last
+ * two blocks are new, as {@link TreeBenchmark#insertFresh}), and per unseen query (as {@link
+ * TreeBenchmark#matchUnseen}), the nodes its walk visits, how many of them keep their children in a table (the others hold them in their own two child
  * slots, so the lookup loads no table), and how many edges it follows are at most two blocks long (compared
  * without loading the label). Counted on a freshly filled tree and after {@code passes} rounds of a fresh
  * insert per key, since fresh inserts change the shape: {@code PairedTreeTiming} refills every 6,000
@@ -17,7 +17,7 @@ public final class TreeShape {
     public static void main(String[] args) {
         TreeWorkload w = new TreeWorkload(42);
         String[] passes = args.length > 0 ? args : new String[] {"0", "1", "20"};
-        System.out.println("passes  visits/insert  table lookups/insert  short edges/insert");
+        System.out.println("passes  walk of    visits  table lookups  short edges");
         for (String p : passes) {
             int n = Integer.parseInt(p);
             PrefixTree tree = w.filledTree(Long.MAX_VALUE);
@@ -27,17 +27,22 @@ public final class TreeShape {
                     tree.insert(w.freshVariant(k, ++salt, 2), w.owners[k]);
                 }
             }
-            long visits = 0;
-            long tables = 0;
-            long shortEdges = 0;
-            for (int k = 0; k < TreeWorkload.KEYS; k++) {
-                int[] s = tree.walkShape(w.freshVariant(k, ++salt, 2).blocks());
-                visits += s[0];
-                tables += s[1];
-                shortEdges += s[2];
+            for (boolean unseen : new boolean[] {false, true}) {
+                long visits = 0;
+                long tables = 0;
+                long shortEdges = 0;
+                for (int k = 0; k < TreeWorkload.KEYS; k++) {
+                    PromptKey key = unseen ? w.unseen[k] : w.freshVariant(k, ++salt, 2);
+                    int[] s = tree.walkShape(key.blocks());
+                    visits += s[0];
+                    tables += s[1];
+                    shortEdges += s[2];
+                }
+                double keys = TreeWorkload.KEYS;
+                System.out.printf(
+                        "%6d  %-9s  %6.2f  %13.2f  %11.2f%n",
+                        n, unseen ? "a query" : "an insert", visits / keys, tables / keys, shortEdges / keys);
             }
-            double keys = TreeWorkload.KEYS;
-            System.out.printf("%6d  %13.2f  %20.2f  %18.2f%n", n, visits / keys, tables / keys, shortEdges / keys);
         }
     }
 }
