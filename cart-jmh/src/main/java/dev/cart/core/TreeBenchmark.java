@@ -34,7 +34,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *       {@code matchUnseen} and {@code insertFresh}) divided by the time the two threads took:
  *       {@code matchUnseen / mixedMatch + insertFresh / mixedInsert} in ns/op (2.0 is perfect scaling).</li>
  *   <li>{@code matchGrown}: {@code matchUnseen} on a tree that has also taken {@code grown} fresh keys
- *       ({@link GrownTrees}). The mix's inserter grows the tree all through an iteration (by some 300,000
+ *       ({@link GrownTrees}). The mix's inserter grows the tree all through an iteration (by some 450,000
  *       fresh leaves a second), and the fresh variants of keys no longer than their shared prefix add
  *       nodes and tables to the chains every match walks, so a match in the mix walks a larger tree than
  *       {@code matchUnseen} does; {@code matchGrown} is the single-thread cost of the mix's matches, and
@@ -134,7 +134,10 @@ public class TreeBenchmark {
     /** {@link Trees} that has also taken {@code grown} fresh keys before each iteration (for {@code matchGrown}). */
     @State(Scope.Benchmark)
     public static class GrownTrees extends Trees {
-        /** About half what the mix's inserter adds in a one-second iteration: the mix's average tree. */
+        /**
+         * 15 fresh keys per key: the walks' shape stops changing after a few per key ({@link TreeShape}), so a
+         * tree grown by fewer than the mix's inserter adds in an iteration (some 450,000) walks alike.
+         */
         @Param({"150000"})
         public int grown;
 
