@@ -44,6 +44,7 @@ public final class PairedTreeTiming {
      * is left of the matcher's slowdown is the machine's (shared cores and caches), not the tree's. And
      * {@code mixedRead}: {@code mixedMatch} with the second thread matching the fresh keys it would insert, in
      * the same tree: the inserter's walks (and its key copies) without any of its writes. And
+     * {@code mixedInsertApart}: {@code mixedInsert} with the second thread matching in a tree of its own. And
      * {@code matchGrown}: {@code matchUnseen} on one thread, after as many fresh inserts (untimed, on the same
      * thread) as half the round's matches, about what {@code mixedMatch}'s inserter makes meanwhile: the
      * matches of the mix on a tree grown alike, with no second thread.
@@ -70,7 +71,8 @@ public final class PairedTreeTiming {
                         "mixedInsert",
                         "mixedApart",
                         "mixedRead",
-                        "matchGrown"
+                        "matchGrown",
+                        "mixedInsertApart"
                     }
                     : new String[] {
                         "matchRepeat", "matchUnseen", "insertRepeat", "insertFresh", "mixedMatch", "mixedInsert"
@@ -185,6 +187,8 @@ public final class PairedTreeTiming {
                     return alongside(Helper.READS_FRESH, tree, () -> run("matchUnseen", ks));
                 case "mixedInsert":
                     return alongside(Helper.MATCHES, tree, () -> run("insertFresh", ks));
+                case "mixedInsertApart":
+                    return alongside(Helper.MATCHES, apart, () -> run("insertFresh", ks));
                 case "matchGrown": {
                     PrefixTree t = tree;
                     for (int i = 0; i < n / 2; i++) {
