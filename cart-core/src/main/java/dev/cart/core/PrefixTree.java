@@ -1584,8 +1584,7 @@ final class PrefixTree {
         for (Node c : node.children) {
             tabled += c != null && c != TOMBSTONE ? 1 : 0;
         }
-        if (tabled != node.childCount - (node.child0 != null ? 1 : 0) - (node.child1 != null ? 1 : 0)
-                || (node.children.length > 0 && tabled == 0)) {
+        if (tabled != inTable(node) || (node.children.length > 0 && tabled == 0)) {
             throw new IllegalStateException("table count " + tabled + " out of step with the node's");
         }
         if ((node.child0 != null && node.child0.first != node.first0)

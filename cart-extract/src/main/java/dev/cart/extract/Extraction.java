@@ -10,6 +10,7 @@ import java.io.CharConversionException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * One request body turned into a {@link PromptKey}: a single forward pass of Jackson's streaming
@@ -352,7 +353,7 @@ final class Extraction {
 
     /** Hands {@link #assistantText}'s pieces to {@code to} in order: the head, then the reply's, separated. */
     private static void assistantPieces(
-            List<? extends CharSequence> reply, Endpoint endpoint, java.util.function.Consumer<CharSequence> to) {
+            List<? extends CharSequence> reply, Endpoint endpoint, Consumer<CharSequence> to) {
         to.accept(ASSISTANT);
         for (int i = 0; i < reply.size(); i++) {
             if (i > 0 && endpoint == Endpoint.MESSAGES) {

@@ -82,13 +82,13 @@ public class TreeBenchmark {
          * A fresh tree holding the workload before every iteration, so that fresh-key inserts (a new leaf
          * each) grow it by at most one iteration's worth and every iteration measures the same tree.
          */
+        /**
+         * The workload's tree, then {@link #grown()} fresh keys (in the layout's way), then the layout's
+         * collection.
+         */
         @Setup(Level.Iteration)
         public void fill() {
-            fill(0);
-        }
-
-        /** The workload's tree, then {@code grown} fresh keys (in the layout's way), then the layout's collection. */
-        void fill(int grown) {
+            int grown = grown();
             tree = null;
             locked = null;
             System.gc(); // the previous iteration's tree goes before this one is built
@@ -118,6 +118,11 @@ public class TreeBenchmark {
             }
         }
 
+        /** Fresh keys the tree takes after the fill: none here ({@link GrownTrees} says how many). */
+        int grown() {
+            return 0;
+        }
+
         Match match(PromptKey key) {
             return tree != null ? tree.match(key) : locked.match(key);
         }
@@ -142,9 +147,8 @@ public class TreeBenchmark {
         public int grown;
 
         @Override
-        @Setup(Level.Iteration)
-        public void fill() {
-            fill(grown);
+        int grown() {
+            return grown;
         }
     }
 
