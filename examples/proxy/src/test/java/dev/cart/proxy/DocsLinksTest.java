@@ -19,7 +19,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every relative link in the README and {@code docs/} leads somewhere: the file exists and, for a link to
+ * Every relative link in the project's Markdown (the README, {@code docs/} and each module's README) leads somewhere: the file exists and, for a link to
  * a section, a heading gives that anchor (as GitHub makes it: lower case, punctuation dropped, spaces to
  * hyphens, "-1", "-2" for repeats). Sections are renamed often as figures change; a link to an old name
  * fails here rather than on a reader.
@@ -32,12 +32,17 @@ class DocsLinksTest {
     private static final Pattern LINK = Pattern.compile("\\]\\(([^)\\s]+)\\)");
 
     @Test
-    void everyRelativeLinkAndAnchorInTheReadmeAndDocsResolves() throws IOException {
+    void everyRelativeLinkAndAnchorInTheProjectsMarkdownResolves() throws IOException {
         List<Path> files = new ArrayList<>();
-        files.add(ROOT.resolve("README.md"));
-        try (Stream<Path> docs = Files.list(ROOT.resolve("docs"))) {
-            docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(files::add);
+        try (Stream<Path> all = Files.walk(ROOT)) {
+            all.filter(p -> p.toString().endsWith(".md"))
+                    .filter(p -> !ROOT.relativize(p).toString().matches("(^|.*/)(target|\\.[^/]*|node_modules)/.*"))
+                    .sorted()
+                    .forEach(files::add);
         }
+        assertTrue(files.contains(ROOT.resolve("README.md")), "not run from the project: " + ROOT);
+        assertTrue(files.contains(ROOT.resolve("docs/benchmarks.md")), "docs/ not found under " + ROOT);
+        assertTrue(files.contains(ROOT.resolve("cart-core/README.md")), "module READMEs not found under " + ROOT);
         Map<Path, Set<String>> anchors = new HashMap<>();
         List<String> broken = new ArrayList<>();
         int checked = 0;
