@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -30,6 +31,12 @@ import java.util.function.LongFunction;
  * Edges are compressed: each edge carries a run of block hashes (its label) and leads to a node. A node
  * holds the replicas that were sent a prompt passing through it, each with the time it was last used.
  * A replica recorded for a key holds every prefix of that key, so {@link #insert} marks the whole path.
+ * The time, though, is stamped on one node only: the deepest of the key's path that the replica held
+ * (or the new leaf). An entry was last used when the latest key through it was, so its last use is the
+ * latest of its own time and those of the same replica's entries below it, which maintenance works out
+ * in its walk over the tree (and hands up to the parent's entry when it drops one). An insert thus
+ * writes one time, not one per level, and loads no holder on its way down (nodes near the root, on
+ * every request's path, are not written at all).
  * The edge into a node is stored in the node itself (its label and first block, both final). A node's
  * first two children sit in the node too (each beside its first block: most nodes of a long prompt's
  * path have one or two), and stay there; a third and later ones go to a small open-addressing table
@@ -68,12 +75,12 @@ import java.util.function.LongFunction;
  *       writer changed <em>this</em> path meanwhile and the match walks again. Writes elsewhere (most
  *       structural writes: a new leaf under another node) never make it retry, and maintenance never
  *       makes it wait.</li>
- *   <li>{@link #insert} of a key the replica already holds entirely only refreshes last-use times: no
- *       lock, no version change, no write when the stored time would not change (nodes near the root
- *       are touched by every request). Any other insert takes the writer mutex: writes are serialised.
- *       Its lock-free walk, which tried the refresh, has already refreshed the times of the path's nodes
- *       the replica held, and what can be made before the mutex is (the new leaf's label, from where
- *       that walk left the tree), so the mutex covers the second walk and the stores.</li>
+ *   <li>{@link #insert} of a key the replica already holds entirely only stamps its time (and clears
+ *       the remote marks it meets): no lock, no version change, no write when the stored time would not
+ *       change. Any other insert takes the writer mutex: writes are serialised. Its lock-free walk, which
+ *       tried the refresh, has already stamped the deepest node the replica held, and what can be made
+ *       before the mutex is (the new leaf's label, from where that walk left the tree), so the mutex
+ *       covers the second walk and the stores.</li>
  *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
  *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
  *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
@@ -448,71 +455,105 @@ final class PrefixTree {
 
     /**
      * The lock-free walk every insert starts with; the whole insert when the whole key is stored and the
-     * replica holds every node on it. On its way down it refreshes the last-use times of the path's nodes
-     * the replica holds (a local insert also makes the entries local), from the root to the first node it
-     * does not hold (it holds no node below that one on this path: a replica holding a node holds its
-     * parent). So the holders are loaded beside the walk's own loads, each level's independent of the
-     * next level's, rather than after it (a cache miss apiece on a tree larger than the cache), and the
-     * writer that may follow finds them in the cache; a walk that then needs the writer, and is skipped
-     * under maintenance, has refreshed what the replica was sent and already held. Writes only where a
-     * stored time or mark changes.
+     * replica holds every node on it. It walks down while the replica holds the path's nodes (it holds no
+     * node below the first it does not hold: a replica holding a node holds its parent) and stamps the
+     * time on the deepest it held (see Shape in the class comment); a walk that then needs the writer, and
+     * is skipped under maintenance, has so recorded the use of what the replica already held. A local
+     * insert also makes the entries on the way local: it loads a holder only where the node's
+     * {@link Node#remoteHint} says it may be marked remote, so the usual walk loads one holder, the
+     * deepest's. Writes only where a stored time or mark changes.
      *
      * <p>Returns the flags in the high 32 bits and, in the low 32, -1 when the replica holds the whole
      * key (nothing left to write), else how many blocks of the key the tree holds (where a new leaf would
      * start). Flags: {@link #WAS_REMOTE} when {@code probe} blocks are asked about (more than 0) and the
      * node holding the last of them was, before this walk, the replica's only from other instances (what
      * {@link #learnedElsewhere} tells); {@link #USED_IN_WINDOW} when the replica holds the whole key,
-     * {@code windowMillis} is more than 0 and the deepest node's last use was already in the window of
-     * {@code now}.
+     * {@code windowMillis} is more than 0 and the deepest node's own time was already in the window of
+     * {@code now} (a use of a longer key through it, stamped below it, does not count: such a route is
+     * shared once more than it need be).
      */
     private long refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
         long bit = bitOf(numberOf(replica));
         int n = b.length;
         int probeEnd = probe > 0 ? Math.min(probe, n) : Integer.MAX_VALUE;
         Node node = root;
+        Node deepest = null; // the deepest node of the path the replica holds (it holds all above it)
         int i = 0;
         boolean heldAll = true;
-        boolean lastInWindow = false;
         int flags = 0;
         while (i < n) {
             Node child = find(node, b[i]);
             if (child == null) {
+                stamp(deepest, bit, replica, now, remote);
                 return (long) flags << 32 | i;
             }
             int m = matched(child, b, i);
             boolean probed = i < probeEnd && i + m >= probeEnd; // the node holding block probe-1
-            boolean whole = m == child.span; // a node the key ends or leaves inside is not touched
+            boolean whole = m == child.span; // a node the key ends or leaves inside is not stamped
             i += m;
-            Holder h = null;
             if (whole && heldAll && holds(child, bit, replica)) {
-                h = holderOf(child, bit, replica); // null only in a race with a writer: then not touched
+                deepest = child;
+                // The entry's time is the deepest node's, stamped below; only a mark may need a change here.
+                if ((probed || !remote) && maybeRemote(child, bit)) {
+                    Holder h = holderOf(child, bit, replica); // null only in a race with a writer
+                    if (h != null) {
+                        if (probed && h.remote) {
+                            flags |= WAS_REMOTE;
+                        }
+                        if (!remote) {
+                            h.makeLocal();
+                        }
+                    }
+                }
             } else {
                 heldAll = false;
-                if (probed) {
-                    h = holder(child, replica);
+                if (probed && maybeRemote(child, bit)) {
+                    Holder h = holder(child, replica);
+                    if (h != null && h.remote) {
+                        flags |= WAS_REMOTE;
+                    }
                 }
-            }
-            if (h != null) {
-                if (probed && h.remote) {
-                    flags |= WAS_REMOTE;
-                }
-                if (heldAll) {
-                    lastInWindow = windowMillis > 0
-                            && Math.floorDiv(h.lastAccess, windowMillis) == Math.floorDiv(now, windowMillis);
-                    h.touch(now, remote);
-                }
-            } else if (heldAll) {
-                lastInWindow = false;
             }
             if (!whole) {
+                stamp(deepest, bit, replica, now, remote);
                 return (long) flags << 32 | i;
             }
             node = child;
         }
+        long before = stamp(deepest, bit, replica, now, remote);
         if (!heldAll) {
             return (long) flags << 32 | n;
         }
+        boolean lastInWindow = windowMillis > 0
+                && before != Long.MIN_VALUE
+                && Math.floorDiv(before, windowMillis) == Math.floorDiv(now, windowMillis);
         return (long) (flags | (lastInWindow ? USED_IN_WINDOW : 0)) << 32 | 0xFFFF_FFFFL;
+    }
+
+    /**
+     * Stamps the use at {@code now} on {@code replica}'s entry at {@code node} (none if null); returns the
+     * entry's own time before, or {@link Long#MIN_VALUE} if there was none (a race with a writer).
+     */
+    private static long stamp(Node node, long bit, Replica replica, long now, boolean remote) {
+        if (node == null) {
+            return Long.MIN_VALUE;
+        }
+        Holder h = holderOf(node, bit, replica);
+        if (h == null) {
+            return Long.MIN_VALUE;
+        }
+        long before = h.lastAccess;
+        h.touch(now, remote);
+        return before;
+    }
+
+    /**
+     * Whether {@code replica}'s entry at {@code node} may be marked remote ({@link Node#remoteHint}): false
+     * means it is not, without loading the holder.
+     */
+    private static boolean maybeRemote(Node node, long bit) {
+        long hint = node.remoteHint;
+        return bit != 0 ? (hint & bit) != 0 : hint < 0;
     }
 
     /**
@@ -576,8 +617,9 @@ final class PrefixTree {
                 if ((path[d].version & 1) != 0) {
                     setHolders(path[d], with(path[d].held, new Holder(replica, number, now, remote)));
                     entries.incrementAndGet();
-                } else {
-                    holderOf(path[d], bit, replica).touch(now, remote);
+                } else if (!remote && maybeRemote(path[d], bit)) {
+                    // a mark the lock-free walk did not see yet (the time is the deepest node's)
+                    holderOf(path[d], bit, replica).makeLocal();
                 }
             }
         } finally {
@@ -667,6 +709,7 @@ final class PrefixTree {
         copy.tombstones = node.tombstones;
         copy.held = node.held;
         copy.overflow = node.overflow;
+        copy.remoteHint = node.remoteHint;
         copy.mask = node.mask;
         if (node.childCount > 0) {
             for (Node c : live(node)) {
@@ -703,17 +746,16 @@ final class PrefixTree {
             return;
         }
         long mask = 0;
+        long hint = 0;
         int over = 0;
         for (Holder h : hs) {
-            if (h.number < MASK_BITS) {
-                mask |= 1L << h.number;
-            } else {
-                over++;
-            }
+            long b = h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
+            mask |= b;
+            hint |= h.remote ? b : 0;
+            over += h.number < MASK_BITS ? 0 : 1;
         }
         Replica[] overflow = NO_REPLICAS;
         if (over > 0) {
-            mask |= OVERFLOW;
             overflow = new Replica[over];
             int k = 0;
             for (Holder h : hs) {
@@ -724,14 +766,17 @@ final class PrefixTree {
         }
         node.held = hs;
         node.overflow = overflow;
+        node.remoteHint = hint;
         node.mask = mask; // last: a replica seen here is in the holders and overflow read next
     }
 
     /** {@link #setHolders} for a node one replica holds: the holder itself, no array. */
     private static void setHolder(Node node, Holder h) {
+        long b = h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
         node.held = h;
         node.overflow = h.number < MASK_BITS ? NO_REPLICAS : new Replica[] {h.replica};
-        node.mask = h.number < MASK_BITS ? 1L << h.number : OVERFLOW; // last, as above
+        node.remoteHint = h.remote ? b : 0;
+        node.mask = b; // last, as above
     }
 
     /** The holders {@code held} stands for ({@link Node#held}) with {@code h} added in order of replica number (a new array). */
@@ -988,7 +1033,7 @@ final class PrefixTree {
                 live = new ArrayList<>(all.size());
                 long cutoff = now - ttlMillis;
                 for (Entry en : all) {
-                    if (en.holder.lastAccess < cutoff) {
+                    if (en.time < cutoff) {
                         if (removeHolder(en.node, en.holder)) {
                             expired++;
                         }
@@ -999,10 +1044,6 @@ final class PrefixTree {
             }
             long evicted = 0;
             if (size.get() > maxSize) {
-                for (Entry en : live) {
-                    en.time = en.holder.lastAccess;
-                    en.remote = en.holder.remote;
-                }
                 live.sort(LRU_ORDER);
                 for (Entry en : live) {
                     if (size.get() <= maxSize) {
@@ -1046,7 +1087,7 @@ final class PrefixTree {
         try {
             long dropped = 0;
             for (Entry en : collectEntries()) {
-                if (en.holder.lastAccess <= cutoffMillis && removeHolder(en.node, en.holder)) {
+                if (en.time <= cutoffMillis && removeHolder(en.node, en.holder)) {
                     dropped++;
                 }
             }
@@ -1153,16 +1194,41 @@ final class PrefixTree {
         }
     }
 
+    /**
+     * Every entry of the tree, parents' before their children's, each with its last use: the latest of its
+     * own time and those of the same replica's entries below it (an insert stamps only the deepest node
+     * of its key that the replica held, so a node's entry was last used when the latest key through it
+     * was), and its mark.
+     */
     private List<Entry> collectEntries() {
         List<Entry> out = new ArrayList<>();
-        ArrayDeque<Node> stack = new ArrayDeque<>();
-        stack.push(root);
-        while (!stack.isEmpty()) {
-            for (Node c : live(stack.pop())) {
-                for (Holder h : c.holders()) {
-                    out.add(new Entry(c, h));
+        ArrayDeque<Entry[]> stack = new ArrayDeque<>(); // a node's entries; the root's are none
+        ArrayDeque<Node> nodes = new ArrayDeque<>();
+        stack.push(new Entry[0]);
+        nodes.push(root);
+        while (!nodes.isEmpty()) {
+            Entry[] above = stack.pop();
+            for (Node c : live(nodes.pop())) {
+                Holder[] hs = c.holders();
+                Entry[] own = new Entry[hs.length];
+                for (int k = 0; k < hs.length; k++) {
+                    Entry en = new Entry(c, hs[k]);
+                    for (Entry a : above) {
+                        if (a.holder.replica == en.holder.replica) {
+                            en.up = a;
+                        }
+                    }
+                    own[k] = en;
+                    out.add(en);
                 }
-                stack.push(c);
+                stack.push(own);
+                nodes.push(c);
+            }
+        }
+        for (int k = out.size() - 1; k >= 0; k--) { // children before parents
+            Entry en = out.get(k);
+            if (en.up != null && en.up.time < en.time) {
+                en.up.time = en.time;
             }
         }
         return out;
@@ -1190,6 +1256,12 @@ final class PrefixTree {
         }
         if (at < 0) {
             return false;
+        }
+        // The parent's entry was last used when this one was, at the latest; its own time may be older (an
+        // insert stamps the deepest node it held), so it takes this one's before this one goes.
+        Holder up = holder(node.parent, holder.replica);
+        if (up != null) {
+            up.touch(holder.lastAccess, true);
         }
         Holder[] less = new Holder[hs.length - 1];
         System.arraycopy(hs, 0, less, 0, at);
@@ -1519,12 +1591,17 @@ final class PrefixTree {
      * prefix that ends on its edge). Call only while nothing else uses the tree.
      */
     Map<List<Long>, Map<Replica, Route>> snapshot() {
+        IdentityHashMap<Holder, Long> times = new IdentityHashMap<>();
+        for (Entry en : collectEntries()) {
+            times.put(en.holder, en.time);
+        }
         Map<List<Long>, Map<Replica, Route>> out = new HashMap<>();
-        snapshot(root, new ArrayList<>(), out);
+        snapshot(root, new ArrayList<>(), times, out);
         return out;
     }
 
-    private static void snapshot(Node node, List<Long> path, Map<List<Long>, Map<Replica, Route>> out) {
+    private static void snapshot(
+            Node node, List<Long> path, IdentityHashMap<Holder, Long> times, Map<List<Long>, Map<Replica, Route>> out) {
         for (Node t : live(node)) {
             List<Long> p = new ArrayList<>(path);
             for (long block : t.label()) {
@@ -1532,11 +1609,11 @@ final class PrefixTree {
                 if (t.holderCount() > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
                     for (Holder h : t.holders()) {
-                        m.put(h.replica, new Route(h.lastAccess, t.depth, h.remote));
+                        m.put(h.replica, new Route(times.get(h), t.depth, h.remote));
                     }
                 }
             }
-            snapshot(t, p, out);
+            snapshot(t, p, times, out);
         }
     }
 
@@ -1573,6 +1650,9 @@ final class PrefixTree {
             Holder h = holders[k];
             if (k > 0 && holders[k - 1].number >= h.number) {
                 throw new IllegalStateException("holders not in order of replica number");
+            }
+            if (h.remote && !maybeRemote(node, h.number < MASK_BITS ? 1L << h.number : 0)) {
+                throw new IllegalStateException("a remote holder the node's hint does not flag");
             }
             mask |= h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
             over += h.number < MASK_BITS ? 0 : 1;
@@ -1666,12 +1746,19 @@ final class PrefixTree {
         volatile long mask;
         /** The replicas of the holders numbered past the mask; read only when the mask flags some. */
         volatile Replica[] overflow = NO_REPLICAS;
+        /**
+         * The holders that were marked remote when the holders were last replaced, as bits like the mask's
+         * ({@link #OVERFLOW} for any numbered past it): a superset of those marked now, since a mark only
+         * ever goes from remote to local. A walk loads a holder to clear its mark only where this says it
+         * may have one.
+         */
+        volatile long remoteHint;
 
         int childCount;
         int tombstones;
         /**
          * The node above; null for a root and once the node left the tree (removed, merged away, or
-         * replaced by a copy): no flag of its own, which would take a node past 104 bytes.
+         * replaced by a copy): no flag of its own (a node is 112 bytes with compressed references).
          */
         Node parent;
         /** The copy that replaced this node when its edge was split or merged, or null. */
@@ -1714,9 +1801,10 @@ final class PrefixTree {
     }
 
     /**
-     * A replica holding a node, with the time (clock millis) it was last sent a prompt through it, and
-     * whether only other instances ever reported it (remote: learned from a peer's event, never confirmed
-     * by this instance's own traffic). Both fields only move one way: the time forward, remote to local.
+     * A replica holding a node, with the time (clock millis) it was last sent a prompt whose stamp landed
+     * here (the entry's own time: see Shape in the class comment for its last use), and whether only other
+     * instances ever reported it (remote: learned from a peer's event, never confirmed by this instance's
+     * own traffic). Both fields only move one way: the time forward, remote to local.
      */
     static final class Holder {
         private static final VarHandle LAST_ACCESS;
@@ -1756,17 +1844,30 @@ final class PrefixTree {
                 remote = false;
             }
         }
+
+        /** A use by this instance's own traffic: the entry is local from now on. Writes only on change. */
+        void makeLocal() {
+            if (remote) {
+                remote = false;
+            }
+        }
     }
 
     private static final class Entry {
         final Node node;
         final Holder holder;
+        /** The entry's last use: its own time, or a later one of the replica's below it. */
         long time;
-        boolean remote;
+
+        final boolean remote;
+        /** The same replica's entry at the parent, if any. */
+        Entry up;
 
         Entry(Node node, Holder holder) {
             this.node = node;
             this.holder = holder;
+            this.time = holder.lastAccess;
+            this.remote = holder.remote;
         }
     }
 
