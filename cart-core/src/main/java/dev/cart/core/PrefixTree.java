@@ -1202,27 +1202,29 @@ final class PrefixTree {
      */
     private List<Entry> collectEntries() {
         List<Entry> out = new ArrayList<>();
-        ArrayDeque<Entry[]> stack = new ArrayDeque<>(); // a node's entries; the root's are none
         ArrayDeque<Node> nodes = new ArrayDeque<>();
-        stack.push(new Entry[0]);
+        ArrayDeque<Long> spans = new ArrayDeque<>(); // where each stacked node's entries lie in out
         nodes.push(root);
+        spans.push(0L);
         while (!nodes.isEmpty()) {
-            Entry[] above = stack.pop();
-            for (Node c : live(nodes.pop())) {
-                Holder[] hs = c.holders();
-                Entry[] own = new Entry[hs.length];
-                for (int k = 0; k < hs.length; k++) {
-                    Entry en = new Entry(c, hs[k]);
-                    for (Entry a : above) {
-                        if (a.holder.replica == en.holder.replica) {
-                            en.up = a;
+            Node n = nodes.pop();
+            long span = spans.pop();
+            int from = (int) (span >>> 32);
+            int to = (int) span;
+            for (Node c : live(n)) {
+                int start = out.size();
+                for (Holder h : c.holders()) {
+                    Entry en = new Entry(c, h);
+                    for (int k = from; k < to; k++) {
+                        if (out.get(k).holder.replica == h.replica) {
+                            en.up = out.get(k);
+                            break;
                         }
                     }
-                    own[k] = en;
                     out.add(en);
                 }
-                stack.push(own);
                 nodes.push(c);
+                spans.push((long) start << 32 | out.size());
             }
         }
         for (int k = out.size() - 1; k >= 0; k--) { // children before parents
