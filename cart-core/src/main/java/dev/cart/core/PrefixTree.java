@@ -749,7 +749,7 @@ final class PrefixTree {
         long hint = 0;
         int over = 0;
         for (Holder h : hs) {
-            long b = h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
+            long b = flagOf(h.number);
             mask |= b;
             hint |= h.remote ? b : 0;
             over += h.number < MASK_BITS ? 0 : 1;
@@ -772,7 +772,7 @@ final class PrefixTree {
 
     /** {@link #setHolders} for a node one replica holds: the holder itself, no array. */
     private static void setHolder(Node node, Holder h) {
-        long b = h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
+        long b = flagOf(h.number);
         node.held = h;
         node.overflow = h.number < MASK_BITS ? NO_REPLICAS : new Replica[] {h.replica};
         node.remoteHint = h.remote ? b : 0;
@@ -794,6 +794,11 @@ final class PrefixTree {
         out[at] = h;
         System.arraycopy(hs, at, out, at + 1, hs.length - at);
         return out;
+    }
+
+    /** What a holder numbered {@code number} sets in a node's mask: its bit, or {@link #OVERFLOW} past the bits. */
+    private static long flagOf(int number) {
+        return number < MASK_BITS ? 1L << number : OVERFLOW;
     }
 
     /** The mask bit of a replica number: 0 when it has none (numbered past the mask, or not numbered: -1). */
@@ -1653,10 +1658,10 @@ final class PrefixTree {
             if (k > 0 && holders[k - 1].number >= h.number) {
                 throw new IllegalStateException("holders not in order of replica number");
             }
-            if (h.remote && !maybeRemote(node, h.number < MASK_BITS ? 1L << h.number : 0)) {
+            if (h.remote && !maybeRemote(node, bitOf(h.number))) {
                 throw new IllegalStateException("a remote holder the node's hint does not flag");
             }
-            mask |= h.number < MASK_BITS ? 1L << h.number : OVERFLOW;
+            mask |= flagOf(h.number);
             over += h.number < MASK_BITS ? 0 : 1;
         }
         if (node.mask != mask || node.overflow.length != over) {

@@ -80,11 +80,8 @@ public class TreeBenchmark {
 
         /**
          * A fresh tree holding the workload before every iteration, so that fresh-key inserts (a new leaf
-         * each) grow it by at most one iteration's worth and every iteration measures the same tree.
-         */
-        /**
-         * The workload's tree, then {@link #grown()} fresh keys (in the layout's way), then the layout's
-         * collection.
+         * each) grow it by at most one iteration's worth and every iteration measures the same tree: the
+         * workload's keys, then {@link #grown()} fresh keys (in the layout's way), then the layout's collection.
          */
         @Setup(Level.Iteration)
         public void fill() {
