@@ -80,7 +80,12 @@ import java.util.function.LongFunction;
  *       change. Any other insert takes the writer mutex: writes are serialised. Its lock-free walk, which
  *       tried the refresh, has already stamped the deepest node the replica held, and what can be made
  *       before the mutex is (the new leaf's label, from where that walk left the tree), so the mutex
- *       covers the second walk and the stores.</li>
+ *       covers the second walk and the stores. The second walk is skipped when no writer ended its work
+ *       between the start of the lock-free walk and the mutex ({@link #writesEnded}, read with acquire at
+ *       the start, bumped with release at the end of every writer's turn): the tree is then exactly as
+ *       the lock-free walk saw it, and when the replica held every node it walked, what is left is to add
+ *       the leaf (splitting the edge it left midway) where that walk stopped. The usual new leaf, the
+ *       replica's own next turn of a conversation, costs one walk.</li>
  *   <li>Maintenance ({@link #evict}, {@link #removeReplica}, {@link #clear}) raises a flag, then takes
  *       the same mutex. An insert that would write while the flag is up is skipped and counted instead
  *       of waiting for the pass; one already writing finishes first, so maintenance is never starved.</li>
@@ -119,6 +124,15 @@ final class PrefixTree {
     private static final VarHandle FIRST1 = field("first1", long.class);
     private static final VarHandle CHILD0 = field("child0", Node.class);
     private static final VarHandle CHILD1 = field("child1", Node.class);
+    private static final VarHandle WRITES_ENDED;
+
+    static {
+        try {
+            WRITES_ENDED = MethodHandles.lookup().findVarHandle(PrefixTree.class, "writesEnded", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private static VarHandle field(String name, Class<?> type) {
         try {
@@ -142,6 +156,13 @@ final class PrefixTree {
     private final AtomicLong entries = new AtomicLong();
     private final LongAdder skipped = new LongAdder();
     private volatile Node root = newRoot();
+    /**
+     * How many times a writer gave the mutex back, written (with release) just before it does so, read
+     * (with acquire) when an insert's lock-free walk starts: equal under the mutex to what the walk read,
+     * no writer changed the tree since the walk began, nor while it ran (one running then ends after it).
+     * Only an insert's fast path reads it; see the class comment.
+     */
+    private volatile long writesEnded;
     /**
      * The replicas by number (null where a number is free); copy-on-write, replaced under the writer
      * mutex before any holder of a new number is published, and after the last holder of a freed one is
@@ -386,14 +407,7 @@ final class PrefixTree {
         if (b.length == 0) {
             return 0;
         }
-        long now = clock.millis();
-        long walked = refresh(b, replica, now, false, probe, windowMillis);
-        int flags = (int) (walked >>> 32);
-        if ((int) walked < 0) {
-            return flags;
-        }
-        boolean done = insertWriting(b, replica, now, false, (int) walked);
-        return (done ? 0 : SKIPPED) | (flags & WAS_REMOTE);
+        return refresh(b, replica, clock.millis(), false, probe, windowMillis);
     }
 
     /** {@link #insertNoting}: the claim on the probed blocks had been learned only from other instances. */
@@ -404,26 +418,53 @@ final class PrefixTree {
     static final int USED_IN_WINDOW = 4;
 
     private boolean insert(long[] b, Replica replica, long now, boolean remote) {
-        int reach = (int) refresh(b, replica, now, remote, 0, 0);
-        return reach < 0 || insertWriting(b, replica, now, remote, reach);
+        return (refresh(b, replica, now, remote, 0, 0) & SKIPPED) == 0;
     }
 
-    /** The writer path of an insert whose lock-free refresh found the tree holding {@code reach} blocks. */
-    private boolean insertWriting(long[] b, Replica replica, long now, boolean remote, int reach) {
+    /**
+     * The writer path of an insert whose lock-free walk, begun when {@link #writesEnded} was {@code seen},
+     * found the tree holding {@code reach} blocks of the key. When that walk found the replica holding
+     * every node it walked through, {@code at} is the last of them (the root if none), below which the
+     * key goes on in no child ({@code split} null) or leaves {@code split}'s edge after {@code splitLen}
+     * blocks; else {@code at} is null. Returns {@link #SKIPPED} if skipped under maintenance, else 0.
+     */
+    private int writeRest(
+            long[] b,
+            Replica replica,
+            long now,
+            boolean remote,
+            int reach,
+            Node at,
+            Node split,
+            int splitLen,
+            long seen) {
         // Made before the mutex: the label of the leaf the key most likely needs, from where the lock-free
-        // walk left the tree (used only if the walk under the mutex stops at the same block); none for a
-        // label of one or two blocks, which the node keeps without an array.
+        // walk left the tree (used only if the writer's walk stops at the same block); none for a label of
+        // one or two blocks, which the node keeps without an array.
         long[] label = b.length - reach > 2 ? Arrays.copyOfRange(b, reach, b.length) : null;
         if (!lockForWrite()) {
             skipped.increment();
-            return false;
+            return SKIPPED;
         }
         try {
-            write(b, replica, now, remote, reach, label);
-            return true;
+            if (at != null && writesEnded == seen) { // the tree is as the lock-free walk saw it
+                grow(at, split, splitLen, reach - splitLen, b, reach, label, replica, numberFor(replica), now, remote);
+            } else {
+                write(b, replica, now, remote, reach, label);
+            }
+            return 0;
         } finally {
+            writeEnded();
             writers.unlock();
         }
+    }
+
+    /**
+     * Counts a writer's turn in {@link #writesEnded}: the last store before the mutex is given back, by
+     * its holder only (called in the {@code finally} blocks, where Error Prone does not see the mutex held).
+     */
+    private void writeEnded() {
+        WRITES_ENDED.setRelease(this, writesEnded + 1);
     }
 
     /**
@@ -454,8 +495,9 @@ final class PrefixTree {
     }
 
     /**
-     * The lock-free walk every insert starts with; the whole insert when the whole key is stored and the
-     * replica holds every node on it. It walks down while the replica holds the path's nodes (it holds no
+     * An insert: the lock-free walk every insert starts with, then the writer if the key needs more than
+     * the walk may do. The walk is the whole insert when the whole key is stored and the replica holds
+     * every node on it. It walks down while the replica holds the path's nodes (it holds no
      * node below the first it does not hold: a replica holding a node holds its parent) and stamps the
      * time on the deepest it held (see Shape in the class comment); a walk that then needs the writer, and
      * is skipped under maintenance, has so recorded the use of what the replica already held. A local
@@ -463,16 +505,16 @@ final class PrefixTree {
      * {@link Node#remoteHint} says it may be marked remote, so the usual walk loads one holder, the
      * deepest's. Writes only where a stored time or mark changes.
      *
-     * <p>Returns the flags in the high 32 bits and, in the low 32, -1 when the replica holds the whole
-     * key (nothing left to write), else how many blocks of the key the tree holds (where a new leaf would
-     * start). Flags: {@link #WAS_REMOTE} when {@code probe} blocks are asked about (more than 0) and the
+     * <p>Returns flags: {@link #SKIPPED} when the key needed the writer and maintenance held the tree;
+     * {@link #WAS_REMOTE} when {@code probe} blocks are asked about (more than 0) and the
      * node holding the last of them was, before this walk, the replica's only from other instances (what
      * {@link #learnedElsewhere} tells); {@link #USED_IN_WINDOW} when the replica holds the whole key,
      * {@code windowMillis} is more than 0 and the deepest node's own time was already in the window of
      * {@code now} (a use of a longer key through it, stamped below it, does not count: such a route is
      * shared once more than it need be).
      */
-    private long refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
+    private int refresh(long[] b, Replica replica, long now, boolean remote, int probe, long windowMillis) {
+        long seen = writesEnded; // before the first node is read
         long bit = bitOf(numberOf(replica));
         int n = b.length;
         int probeEnd = probe > 0 ? Math.min(probe, n) : Integer.MAX_VALUE;
@@ -485,11 +527,12 @@ final class PrefixTree {
             Node child = find(node, b[i]);
             if (child == null) {
                 stamp(deepest, bit, replica, now, remote);
-                return (long) flags << 32 | i;
+                return flags | writeRest(b, replica, now, remote, i, heldAll ? node : null, null, 0, seen);
             }
             int m = matched(child, b, i);
             boolean probed = i < probeEnd && i + m >= probeEnd; // the node holding block probe-1
             boolean whole = m == child.span; // a node the key ends or leaves inside is not stamped
+            boolean heldAbove = heldAll;
             i += m;
             if (whole && heldAll && holds(child, bit, replica)) {
                 deepest = child;
@@ -516,18 +559,18 @@ final class PrefixTree {
             }
             if (!whole) {
                 stamp(deepest, bit, replica, now, remote);
-                return (long) flags << 32 | i;
+                return flags | writeRest(b, replica, now, remote, i, heldAbove ? node : null, child, m, seen);
             }
             node = child;
         }
         long before = stamp(deepest, bit, replica, now, remote);
         if (!heldAll) {
-            return (long) flags << 32 | n;
+            return flags | writeRest(b, replica, now, remote, n, null, null, 0, seen);
         }
         boolean lastInWindow = windowMillis > 0
                 && before != Long.MIN_VALUE
                 && Math.floorDiv(before, windowMillis) == Math.floorDiv(now, windowMillis);
-        return (long) (flags | (lastInWindow ? USED_IN_WINDOW : 0)) << 32 | 0xFFFF_FFFFL;
+        return flags | (lastInWindow ? USED_IN_WINDOW : 0);
     }
 
     /**
@@ -603,15 +646,8 @@ final class PrefixTree {
                     marked++;
                 }
             }
-            // The new structure below the path holds the replica from birth and appears in one store.
-            if (split != null) {
-                Node mid = newMid(node, split, splitLen, replica, number, now, remote);
-                if (needLeaf) {
-                    addChild(mid, newLeaf(mid, b, i + splitLen, from, label, replica, number, now, remote));
-                }
-                replaceChild(node, mid);
-            } else if (needLeaf) {
-                addChild(node, newLeaf(node, b, i, from, label, replica, number, now, remote));
+            if (split != null || needLeaf) {
+                grow(node, split, splitLen, i, b, from, label, replica, number, now, remote);
             }
             for (int d = 0; d < depth; d++) {
                 if ((path[d].version & 1) != 0) {
@@ -631,6 +667,36 @@ final class PrefixTree {
                 }
             }
             Arrays.fill(path, 0, depth, null); // the scratch keeps no node (nor what hangs below it) alive
+        }
+    }
+
+    /**
+     * Adds below {@code node}, whose edge ends after block {@code i} of the key, what the key needs
+     * there: the child {@code split} cut after {@code splitLen} blocks if the key leaves (or ends inside)
+     * its edge, and a new leaf for the rest of the key if any. The new structure holds the replica from
+     * birth and appears in one store.
+     */
+    @GuardedBy("writers")
+    private void grow(
+            Node node,
+            Node split,
+            int splitLen,
+            int i,
+            long[] b,
+            int from,
+            long[] label,
+            Replica replica,
+            int number,
+            long now,
+            boolean remote) {
+        if (split != null) {
+            Node mid = newMid(node, split, splitLen, replica, number, now, remote);
+            if (i + splitLen < b.length) {
+                addChild(mid, newLeaf(mid, b, i + splitLen, from, label, replica, number, now, remote));
+            }
+            replaceChild(node, mid);
+        } else {
+            addChild(node, newLeaf(node, b, i, from, label, replica, number, now, remote));
         }
     }
 
@@ -991,6 +1057,7 @@ final class PrefixTree {
             }
             return dropped;
         } finally {
+            writeEnded();
             writers.unlock();
         }
     }
@@ -1063,6 +1130,7 @@ final class PrefixTree {
                     expired, evicted, nodesBefore - nodes.get(), before, size.get(), System.nanoTime() - t0);
         } finally {
             maintenance.decrementAndGet();
+            writeEnded();
             writers.unlock();
         }
     }
@@ -1099,6 +1167,7 @@ final class PrefixTree {
             return dropped;
         } finally {
             maintenance.decrementAndGet();
+            writeEnded();
             writers.unlock();
         }
     }
@@ -1116,6 +1185,7 @@ final class PrefixTree {
             unnumber(replica); // it holds nothing now; a match that read the old numbering walks again
         } finally {
             maintenance.decrementAndGet();
+            writeEnded();
             writers.unlock();
         }
     }
@@ -1131,6 +1201,7 @@ final class PrefixTree {
             entries.set(0);
         } finally {
             maintenance.decrementAndGet();
+            writeEnded();
             writers.unlock();
         }
     }
@@ -1164,6 +1235,7 @@ final class PrefixTree {
             return new TreeStats(s, nd, en, skipped.sum());
         } finally {
             maintenance.decrementAndGet();
+            writeEnded();
             writers.unlock();
         }
     }

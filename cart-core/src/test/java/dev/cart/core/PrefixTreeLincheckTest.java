@@ -122,6 +122,28 @@ public class PrefixTreeLincheckTest {
                 .check(PrefixTreeLincheckTest.class);
     }
 
+    /**
+     * One scenario for an insert's one-walk path: r0 holds [1 2 3 4]; one insert of r0's adds [8 9] below
+     * it while another splits its edge after [1 2] (for [5 6]), replacing the node by a copy. An insert
+     * whose lock-free walk ended at the old node before the split and that then added its leaf there,
+     * without walking again, would hang [8 9] below a node no longer in the tree: the match after both
+     * would answer 4, in no order of the two inserts. The count of writers' turns is what makes it walk
+     * again.
+     */
+    @Test
+    void modelCheckingInsertBelowASplit() throws NoSuchMethodException {
+        ExecutionScenario scenario = new ExecutionScenario(
+                List.of(act("insert", 0, 0)),
+                List.of(List.of(act("insert", 2, 0)), List.of(act("insert", 4, 0))),
+                List.of(act("match", 4)),
+                null);
+        new ModelCheckingOptions()
+                .iterations(0)
+                .invocationsPerIteration(500)
+                .addCustomScenario(scenario)
+                .check(PrefixTreeLincheckTest.class);
+    }
+
     private static Actor act(String operation, Object... args) throws NoSuchMethodException {
         Class<?>[] types = new Class<?>[args.length];
         java.util.Arrays.fill(types, int.class);
