@@ -766,7 +766,7 @@ final class PrefixTree {
         Node copy = new Node(node.depth, label, label[0]);
         copy.parent = parent;
         copy.version = node.version;
-        copy.children = node.children;
+        setTable(copy, node.children);
         copy.first0 = node.first0;
         copy.first1 = node.first1;
         copy.child0 = node.child0;
@@ -1414,7 +1414,32 @@ final class PrefixTree {
                 return c;
             }
         }
-        return find(node.children, first);
+        Node[] table = node.children;
+        int mask = node.tableMask; // read after the table: as new as it, or newer
+        if (mask < 0 || mask + 1 != table.length) { // no table, or one replaced while we looked
+            return mask < 0 && table.length == 0 ? null : find(table, first);
+        }
+        // The first slot's address comes from the node's mask, not the table's length: the load of the
+        // slot does not wait for that of the table's header (on another line for a table of more than a
+        // dozen slots), the check above being a branch the processor runs ahead of.
+        for (int i = spread(first, mask); ; i = (i + 1) & mask) {
+            Node c = (Node) SLOT.getAcquire(table, i);
+            if (c == null) {
+                return null;
+            }
+            if (c.first == first && c != TOMBSTONE) {
+                return c;
+            }
+        }
+    }
+
+    /**
+     * Publishes {@code table} as {@code node}'s children, its mask first (a reader that sees the table
+     * sees the mask of that table or of a later one, which it tells by the length). For writers.
+     */
+    private static void setTable(Node node, Node[] table) {
+        node.tableMask = table.length - 1;
+        node.children = table;
     }
 
     /** The live child in {@code table} whose label starts with {@code first}, or null. */
@@ -1478,7 +1503,7 @@ final class PrefixTree {
             place(made, child);
             node.tombstones = 0;
             node.childCount++;
-            node.children = made;
+            setTable(node, made);
             return;
         }
         if ((inTable + node.tombstones + 1) * 2 > table.length) {
@@ -1486,7 +1511,7 @@ final class PrefixTree {
             place(grown, child);
             node.tombstones = 0;
             node.childCount++;
-            node.children = grown; // one volatile store publishes the new table with the new child
+            setTable(node, grown); // one volatile store publishes the new table with the new child
             return;
         }
         int mask = table.length - 1;
@@ -1549,7 +1574,7 @@ final class PrefixTree {
         if (inTable == 1) { // the table's last child
             node.childCount--;
             node.tombstones = 0;
-            node.children = NO_CHILDREN;
+            setTable(node, NO_CHILDREN);
             return;
         }
         int mask = table.length - 1;
@@ -1564,7 +1589,7 @@ final class PrefixTree {
             }
         }
         if (node.tombstones > inTable && table.length > 8) {
-            node.children = rebuild(table, Math.max(4, Integer.highestOneBit(inTable * 4 - 1)));
+            setTable(node, rebuild(table, Math.max(4, Integer.highestOneBit(inTable * 4 - 1))));
             node.tombstones = 0;
         }
     }
@@ -1746,6 +1771,9 @@ final class PrefixTree {
         if (tabled != inTable(node) || (node.children.length > 0 && tabled == 0)) {
             throw new IllegalStateException("table count " + tabled + " out of step with the node's");
         }
+        if (node.tableMask != node.children.length - 1) {
+            throw new IllegalStateException("table mask " + node.tableMask + " for " + node.children.length + " slots");
+        }
         if ((node.child0 != null && node.child0.first != node.first0)
                 || (node.child1 != null && node.child1.first != node.first1)) {
             throw new IllegalStateException("a child slot's first block out of step with its child");
@@ -1810,6 +1838,12 @@ final class PrefixTree {
         Node child1;
         /** The node's children past its two slots; empty when it has none. */
         volatile Node[] children = NO_CHILDREN;
+        /**
+         * {@code children.length - 1} (-1 for none), set before {@link #children} is published: where a
+         * lookup starts probing, without waiting to load the table's length. Read racily and checked
+         * against the length.
+         */
+        int tableMask = -1;
 
         /**
          * The replicas holding the node: the {@link Holder} itself when there is one (a new leaf, the
