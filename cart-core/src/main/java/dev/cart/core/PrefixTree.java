@@ -40,7 +40,8 @@ import java.util.function.LongFunction;
  * The edge into a node is stored in the node itself (its label and first block, both final). A node's
  * first two children sit in the node too (each beside its first block: most nodes of a long prompt's
  * path have one or two), and stay there; a third and later ones go to a small open-addressing table
- * keyed by their first block, so a lookup costs the same for 3 children or 100,000. A shared prompt's
+ * keyed by their first block, so a lookup costs the same for 3 children or 100,000 (the node keeps the
+ * table's mask, so the slot's load does not wait for the table's length). A shared prompt's
  * path was there before the prompts that branch off it, so a walk along it finds its way in the slots.
  * Which replicas hold a node is a bit mask in the node itself: the tree numbers the replicas it has seen
  * (the first 63 get a bit; any further ones, rare, are listed in an overflow array the mask flags), so
@@ -1871,7 +1872,7 @@ final class PrefixTree {
         int tombstones;
         /**
          * The node above; null for a root and once the node left the tree (removed, merged away, or
-         * replaced by a copy): no flag of its own (a node is 112 bytes with compressed references).
+         * replaced by a copy): no flag of its own (a node is 120 bytes with compressed references).
          */
         Node parent;
         /** The copy that replaced this node when its edge was split or merged, or null. */
