@@ -121,23 +121,15 @@ final class PrefixTree {
     private static final Node TOMBSTONE = new Node(0, NO_LABEL, -1);
 
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Node[].class);
-    private static final VarHandle FIRST0 = field("first0", long.class);
-    private static final VarHandle FIRST1 = field("first1", long.class);
-    private static final VarHandle CHILD0 = field("child0", Node.class);
-    private static final VarHandle CHILD1 = field("child1", Node.class);
-    private static final VarHandle WRITES_ENDED;
+    private static final VarHandle FIRST0 = field(Node.class, "first0", long.class);
+    private static final VarHandle FIRST1 = field(Node.class, "first1", long.class);
+    private static final VarHandle CHILD0 = field(Node.class, "child0", Node.class);
+    private static final VarHandle CHILD1 = field(Node.class, "child1", Node.class);
+    private static final VarHandle WRITES_ENDED = field(PrefixTree.class, "writesEnded", long.class);
 
-    static {
+    private static VarHandle field(Class<?> owner, String name, Class<?> type) {
         try {
-            WRITES_ENDED = MethodHandles.lookup().findVarHandle(PrefixTree.class, "writesEnded", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private static VarHandle field(String name, Class<?> type) {
-        try {
-            return MethodHandles.lookup().findVarHandle(Node.class, name, type);
+            return MethodHandles.lookup().findVarHandle(owner, name, type);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -1921,15 +1913,7 @@ final class PrefixTree {
      * own traffic). Both fields only move one way: the time forward, remote to local.
      */
     static final class Holder {
-        private static final VarHandle LAST_ACCESS;
-
-        static {
-            try {
-                LAST_ACCESS = MethodHandles.lookup().findVarHandle(Holder.class, "lastAccess", long.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
+        private static final VarHandle LAST_ACCESS = field(Holder.class, "lastAccess", long.class);
 
         final Replica replica;
         /** The replica's number in the tree (its mask bit), fixed while the replica holds anything. */

@@ -115,11 +115,7 @@ public class PrefixTreeLincheckTest {
                 List.of(List.of(act("forgetBranches", 2, 0, 1)), List.of(act("match", 4))),
                 List.of(),
                 null);
-        new ModelCheckingOptions()
-                .iterations(0)
-                .invocationsPerIteration(500)
-                .addCustomScenario(scenario)
-                .check(PrefixTreeLincheckTest.class);
+        checkEveryInterleaving(scenario);
     }
 
     /**
@@ -137,6 +133,11 @@ public class PrefixTreeLincheckTest {
                 List.of(List.of(act("insert", 2, 0)), List.of(act("insert", 4, 0))),
                 List.of(act("match", 4)),
                 null);
+        checkEveryInterleaving(scenario);
+    }
+
+    /** Model-checks one scenario alone, over as many interleavings as 500 invocations try. */
+    private static void checkEveryInterleaving(ExecutionScenario scenario) {
         new ModelCheckingOptions()
                 .iterations(0)
                 .invocationsPerIteration(500)
