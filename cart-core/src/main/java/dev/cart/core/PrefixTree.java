@@ -1415,15 +1415,7 @@ final class PrefixTree {
         // The first slot's address comes from the node's mask, not the table's length: the load of the
         // slot does not wait for that of the table's header (on another line for a table of more than a
         // dozen slots), the check above being a branch the processor runs ahead of.
-        for (int i = spread(first, mask); ; i = (i + 1) & mask) {
-            Node c = (Node) SLOT.getAcquire(table, i);
-            if (c == null) {
-                return null;
-            }
-            if (c.first == first && c != TOMBSTONE) {
-                return c;
-            }
-        }
+        return probe(table, mask, first);
     }
 
     /**
@@ -1438,10 +1430,11 @@ final class PrefixTree {
     /** The live child in {@code table} whose label starts with {@code first}, or null. */
     private static Node find(Node[] table, long first) {
         int len = table.length;
-        if (len == 0) {
-            return null;
-        }
-        int mask = len - 1;
+        return len == 0 ? null : probe(table, len - 1, first);
+    }
+
+    /** The live child in {@code table} (of {@code mask + 1} slots) whose label starts with {@code first}, or null. */
+    private static Node probe(Node[] table, int mask, long first) {
         for (int i = spread(first, mask); ; i = (i + 1) & mask) {
             Node c = (Node) SLOT.getAcquire(table, i);
             if (c == null) {
