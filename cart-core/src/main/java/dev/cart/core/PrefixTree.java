@@ -454,7 +454,9 @@ final class PrefixTree {
 
     /**
      * Counts a writer's turn in {@link #writesEnded}: the last store before the mutex is given back, by
-     * its holder only (called in the {@code finally} blocks, where Error Prone does not see the mutex held).
+     * its holder only. Every writer and maintenance operation calls it just before {@code writers.unlock()}
+     * in its {@code finally} (the unlock stays written there: Error Prone's lock check recognises a held
+     * mutex only by its unlock in the {@code finally}).
      */
     private void writeEnded() {
         WRITES_ENDED.setRelease(this, writesEnded + 1);
@@ -1410,7 +1412,7 @@ final class PrefixTree {
         Node[] table = node.children;
         int mask = node.tableMask; // read after the table: as new as it, or newer
         if (mask < 0 || mask + 1 != table.length) { // no table, or one replaced while we looked
-            return mask < 0 && table.length == 0 ? null : find(table, first);
+            return find(table, first);
         }
         // The first slot's address comes from the node's mask, not the table's length: the load of the
         // slot does not wait for that of the table's header (on another line for a table of more than a
@@ -1931,8 +1933,8 @@ final class PrefixTree {
             if (lastAccess < time) {
                 LAST_ACCESS.setRelease(this, time);
             }
-            if (!fromRemote && remote) {
-                remote = false;
+            if (!fromRemote) {
+                makeLocal();
             }
         }
 
