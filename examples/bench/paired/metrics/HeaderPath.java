@@ -1,6 +1,6 @@
 package dev.cart.proxy;
 import dev.cart.core.CacheFeedback;
-import dev.cart.core.LeaseCompletion;
+import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.Outcome;
 import dev.cart.core.PromptKey;

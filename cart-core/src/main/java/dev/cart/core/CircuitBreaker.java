@@ -1,7 +1,9 @@
 package dev.cart.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.cart.core.internal.Checks;
 import java.time.Clock;
+import java.time.Duration;
 
 /**
  * One replica's circuit breaker: CLOSED counts consecutive failures and opens at the threshold; OPEN
@@ -18,16 +20,16 @@ import java.time.Clock;
  * of a closed circuit, the outcome of an ordinary success), so they are volatile rather than
  * {@code @GuardedBy}; the half-open counters are only touched under the monitor. The clock is injected.
  */
-final class CircuitBreaker {
+public final class CircuitBreaker {
 
     interface Listener {
-        void onTransition(CircuitState from, CircuitState to);
+        void onTransition(State from, State to);
     }
 
-    private final CircuitBreakerConfig config;
+    private final Config config;
     private final Clock clock;
     private final Listener listener;
-    private volatile CircuitState state = CircuitState.CLOSED;
+    private volatile State state = State.CLOSED;
     private volatile long generation;
     private volatile long openedAtMillis;
     private volatile int consecutiveFailures;
@@ -38,22 +40,22 @@ final class CircuitBreaker {
     @GuardedBy("this")
     private int trials;
 
-    CircuitBreaker(CircuitBreakerConfig config, Clock clock, Listener listener) {
+    CircuitBreaker(Config config, Clock clock, Listener listener) {
         this.config = config;
         this.clock = clock;
         this.listener = listener;
     }
 
     /** The state now, moving OPEN to HALF_OPEN once the timeout has passed. */
-    CircuitState state() {
-        CircuitState s = state;
-        if (s == CircuitState.OPEN
+    State state() {
+        State s = state;
+        if (s == State.OPEN
                 && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
             synchronized (this) {
-                if (state == CircuitState.OPEN
+                if (state == State.OPEN
                         && clock.millis() - openedAtMillis
                                 >= config.openTimeout().toMillis()) {
-                    transition(CircuitState.HALF_OPEN);
+                    transition(State.HALF_OPEN);
                 }
                 return state;
             }
@@ -75,15 +77,15 @@ final class CircuitBreaker {
     }
 
     private synchronized boolean trialsAvailable() {
-        return state != CircuitState.HALF_OPEN || trials < config.halfOpenMaxRequests();
+        return state != State.HALF_OPEN || trials < config.halfOpenMaxRequests();
     }
 
     /** Admits one request: its generation, or -1 if refused (open, or no trial slot free). */
     long admit() {
-        CircuitState s = state();
-        if (s == CircuitState.CLOSED) {
+        State s = state();
+        if (s == State.CLOSED) {
             long g = generation;
-            if (state == CircuitState.CLOSED) {
+            if (state == State.CLOSED) {
                 return g;
             }
         }
@@ -105,7 +107,7 @@ final class CircuitBreaker {
 
     /** Gives back an admission that did not become a request (the replica was full). */
     synchronized void unadmit(long g) {
-        if (g == generation && state == CircuitState.HALF_OPEN && trials > 0) {
+        if (g == generation && state == State.HALF_OPEN && trials > 0) {
             trials--;
         }
     }
@@ -115,7 +117,7 @@ final class CircuitBreaker {
         if (g != generation) {
             return; // evidence from before the last transition
         }
-        if (state == CircuitState.CLOSED && outcome == Outcome.SUCCESS && consecutiveFailures == 0) {
+        if (state == State.CLOSED && outcome == Outcome.SUCCESS && consecutiveFailures == 0) {
             return; // the common case: nothing to write
         }
         synchronized (this) {
@@ -127,15 +129,15 @@ final class CircuitBreaker {
                     if (outcome == Outcome.SUCCESS) {
                         consecutiveFailures = 0;
                     } else if (outcome == Outcome.FAILURE && ++consecutiveFailures >= config.failureThreshold()) {
-                        transition(CircuitState.OPEN);
+                        transition(State.OPEN);
                     }
                 }
                 case HALF_OPEN -> {
                     trials--;
                     if (outcome == Outcome.FAILURE) {
-                        transition(CircuitState.OPEN);
+                        transition(State.OPEN);
                     } else if (outcome == Outcome.SUCCESS && ++halfOpenSuccesses >= config.successThreshold()) {
-                        transition(CircuitState.CLOSED);
+                        transition(State.CLOSED);
                     }
                 }
                 case OPEN -> {} // cannot happen: no admission under an open generation
@@ -144,8 +146,8 @@ final class CircuitBreaker {
     }
 
     @GuardedBy("this")
-    private void transition(CircuitState to) {
-        CircuitState from = state;
+    private void transition(State to) {
+        State from = state;
         if (from == to) {
             return;
         }
@@ -153,10 +155,56 @@ final class CircuitBreaker {
         trials = 0;
         halfOpenSuccesses = 0;
         consecutiveFailures = 0;
-        if (to == CircuitState.OPEN) {
+        if (to == State.OPEN) {
             openedAtMillis = clock.millis();
         }
         state = to;
         listener.onTransition(from, to);
+    }
+
+    /**
+     * Settings of the per-replica circuit breaker of a {@link ManagedReplicaSet}.
+     *
+     * @param failureThreshold    consecutive failures that open the circuit ({@code failure_threshold})
+     * @param successThreshold    successes in half-open that close it again ({@code success_threshold})
+     * @param openTimeout         how long it stays open before half-opening ({@code timeout_secs})
+     * @param halfOpenMaxRequests requests admitted at once while half-open ({@code half_open_max_requests})
+     */
+    public record Config(int failureThreshold, int successThreshold, Duration openTimeout, int halfOpenMaxRequests) {
+
+        private static final Config DEFAULTS = new Config(5, 2, Duration.ofSeconds(30), 2);
+
+        /** Checks that the thresholds and the trial count are at least 1 and the timeout positive. */
+        public Config {
+            Checks.atLeast("CircuitBreaker.Config.failureThreshold", failureThreshold, 1);
+            Checks.atLeast("CircuitBreaker.Config.successThreshold", successThreshold, 1);
+            Checks.positive("CircuitBreaker.Config.openTimeout", openTimeout);
+            Checks.atLeast("CircuitBreaker.Config.halfOpenMaxRequests", halfOpenMaxRequests, 1);
+        }
+
+        /**
+         * The defaults: open after 5 consecutive failures, stay open 30 s, then admit 2 trials at once and
+         * close after 2 successful ones.
+         *
+         * @return the default settings
+         */
+        public static Config defaults() {
+            return DEFAULTS;
+        }
+    }
+
+    /** State of a replica's circuit breaker. */
+    public enum State {
+        /** Traffic flows; consecutive failures are counted. */
+        CLOSED,
+        /** Too many consecutive failures: no traffic until the open timeout has passed. */
+        OPEN,
+        /** Trial traffic only (a bounded number of requests at once) until enough successes close it. */
+        HALF_OPEN;
+
+        /** Lower-case name as used in logs, metrics and the /workers endpoint. */
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
     }
 }

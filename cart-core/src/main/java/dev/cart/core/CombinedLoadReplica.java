@@ -1,5 +1,8 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Replica;
+import dev.cart.core.sync.RemoteLoad;
+
 /**
  * A candidate as a policy sees it when other instances share the pool ({@link RemoteLoad}): this
  * instance's live counts plus the others' figures as they were when the decision began. Everything else

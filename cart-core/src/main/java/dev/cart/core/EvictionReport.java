@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.PrefixTree;
+
 /**
  * What one maintenance pass of a {@link PrefixTree} did.
  *

@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Replica;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;

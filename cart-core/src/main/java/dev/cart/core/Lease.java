@@ -1,5 +1,8 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.RoutingListener;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 

@@ -1,6 +1,9 @@
 package dev.cart.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.cart.core.internal.Checks;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -31,7 +34,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
     /** Receives health and circuit transitions (for logs and metrics). Must not block. */
     public interface Listener {
         /** A replica's circuit moved from {@code from} to {@code to}. */
-        default void onCircuitTransition(Member replica, CircuitState from, CircuitState to) {}
+        default void onCircuitTransition(Member replica, CircuitBreaker.State from, CircuitBreaker.State to) {}
 
         /** Probes flipped a replica's health state. */
         default void onHealthChange(Member replica, boolean healthy) {}
@@ -97,7 +100,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         private Clock clock = Clock.systemUTC();
         private HealthConfig health = HealthConfig.defaults();
-        private CircuitBreakerConfig circuit = CircuitBreakerConfig.defaults();
+        private CircuitBreaker.Config circuit = CircuitBreaker.Config.defaults();
         private Listener listener = new Listener() {};
 
         private Builder() {}
@@ -136,8 +139,8 @@ public final class ManagedReplicaSet implements ReplicaSet {
             return this;
         }
 
-        /** The circuit breakers' settings ({@link CircuitBreakerConfig#defaults()} by default). */
-        public Builder circuitBreaker(CircuitBreakerConfig circuit) {
+        /** The circuit breakers' settings ({@link CircuitBreaker.Config#defaults()} by default). */
+        public Builder circuitBreaker(CircuitBreaker.Config circuit) {
             this.circuit = Objects.requireNonNull(circuit);
             return this;
         }
@@ -195,7 +198,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private int probeSuccesses;
 
         private Member(
-                ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreakerConfig circuit, Listener listener) {
+                ReplicaSpec spec, Clock clock, HealthConfig health, CircuitBreaker.Config circuit, Listener listener) {
             this.id = spec.id();
             this.maxLoad = spec.maxLoad();
             this.loadPenalty = spec.loadPenalty();
@@ -277,7 +280,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         }
 
         /** The state of this replica's circuit breaker now. */
-        public CircuitState circuitState() {
+        public CircuitBreaker.State circuitState() {
             return breaker.state();
         }
 
@@ -375,6 +378,34 @@ public final class ManagedReplicaSet implements ReplicaSet {
         public String toString() {
             return "Replica[" + id + " inFlight=" + inFlight.get() + "/" + maxLoad + " healthy=" + healthy + " circuit="
                     + breaker.state().label() + "]";
+        }
+    }
+
+    /**
+     * How probe results turn into a health state. The probing itself
+     * (endpoint, interval, timeout) is the host's business; it reports each result to
+     * {@link ManagedReplicaSet.Member#recordProbe(boolean)}.
+     *
+     * @param failureThreshold consecutive failed probes that mark a healthy replica unhealthy
+     * @param successThreshold consecutive good probes that mark an unhealthy replica healthy
+     */
+    public record HealthConfig(int failureThreshold, int successThreshold) {
+
+        private static final HealthConfig DEFAULTS = new HealthConfig(3, 2);
+
+        /** Checks that both thresholds are at least 1. */
+        public HealthConfig {
+            Checks.atLeast("ManagedReplicaSet.HealthConfig.failureThreshold", failureThreshold, 1);
+            Checks.atLeast("ManagedReplicaSet.HealthConfig.successThreshold", successThreshold, 1);
+        }
+
+        /**
+         * The defaults: 3 failed probes mark a replica unhealthy, 2 good ones healthy again.
+         *
+         * @return the default thresholds
+         */
+        public static HealthConfig defaults() {
+            return DEFAULTS;
         }
     }
 }

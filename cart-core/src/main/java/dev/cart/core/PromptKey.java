@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.KeyAccess;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
@@ -20,7 +21,7 @@ import java.util.Objects;
  *
  * <p>A key counts in <em>units</em>: characters in character mode, token ids in token mode. Lengths,
  * message boundaries and thresholds are all in the same unit. The unit and block size must be the same
- * for every key given to one {@link PrefixTree}.
+ * for every key given to one router.
  *
  * <p>Instances are immutable and thread-safe. Build text keys with {@link #textBuilder(int)}.
  */
@@ -42,6 +43,40 @@ public final class PromptKey {
     private static final long SEED = 0x9E3779B97F4A7C15L;
     private static final int[] NO_BOUNDARIES = new int[0];
     private static final long[] NO_BLOCKS = new long[0];
+
+    static {
+        KeyAccess.install(new KeyAccess.Secrets() {
+            @Override
+            public long[] blocks(PromptKey key) {
+                return key.blocks;
+            }
+
+            @Override
+            public void appendLatin1(Builder builder, byte[] src, int off, int len) {
+                builder.appendLatin1(src, off, len);
+            }
+
+            @Override
+            public void appendCesu8(Builder builder, byte[] src, int off, int len, int units) {
+                builder.appendCesu8(src, off, len, units);
+            }
+
+            @Override
+            public PromptKey forBlocks(long[] blocks, int blockSize) {
+                return PromptKey.forBlocks(blocks, blockSize);
+            }
+
+            @Override
+            public PromptKey wrapBlocks(long[] blocks, int blockSize) {
+                return PromptKey.wrapBlocks(blocks, blockSize);
+            }
+
+            @Override
+            public long hashBytes(byte[] b, int off, int n, long seed) {
+                return PromptKey.hashBytes(b, off, n, seed);
+            }
+        });
+    }
 
     private static final PromptKey EMPTY_CHARS =
             new PromptKey(Unit.CHARS, DEFAULT_BLOCK_CHARS, 0, NO_BLOCKS, NO_BOUNDARIES, SEED);
@@ -410,7 +445,7 @@ public final class PromptKey {
          * append(CharSequence)} makes of the same characters; whole ASCII blocks are hashed straight from
          * {@code src}. For UTF-8 text use {@link #appendCesu8}.
          */
-        public Builder appendLatin1(byte[] src, int off, int len) {
+        Builder appendLatin1(byte[] src, int off, int len) {
             requireUnit(Unit.CHARS);
             Objects.checkFromIndexSize(off, len, src.length);
             if (isAscii(src, off, len)) {
@@ -457,7 +492,7 @@ public final class PromptKey {
          *
          * @throws IllegalArgumentException when the bytes turn out not to hold {@code units} units
          */
-        public Builder appendCesu8(byte[] src, int off, int len, int units) {
+        Builder appendCesu8(byte[] src, int off, int len, int units) {
             requireUnit(Unit.CHARS);
             Objects.checkFromIndexSize(off, len, src.length);
             if (units == len) {

@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Replica;
 import java.util.Locale;
 
 /** Why a routing decision went the way it did. Bounded set: safe as a metric label. */

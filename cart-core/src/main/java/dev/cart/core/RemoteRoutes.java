@@ -1,5 +1,12 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.PrefixTree;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.spi.RoutingListener;
+import dev.cart.core.sync.RemoteApply;
+import dev.cart.core.sync.RemoteApplyStats;
+import dev.cart.core.sync.RouteEvent;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;

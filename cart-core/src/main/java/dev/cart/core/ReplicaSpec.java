@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.Checks;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Replica;
+
 /**
  * The router's answer for one request: the replica (or none), why, how much of the prompt matched,
  * how long the decision took, and the {@link Lease} that holds the replica's in-flight slot.

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Replica;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;

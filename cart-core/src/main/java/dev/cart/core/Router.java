@@ -1,7 +1,20 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.Checks;
+import dev.cart.core.internal.PrefixTree;
+import dev.cart.core.internal.RouterAccess;
 import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.Scheduler;
+import dev.cart.core.sync.RemoteApply;
+import dev.cart.core.sync.RemoteApplyStats;
+import dev.cart.core.sync.RemoteLoad;
+import dev.cart.core.sync.RouteEvent;
+import dev.cart.core.sync.RouteSync;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -43,6 +56,10 @@ import org.slf4j.LoggerFactory;
 public final class Router implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Router.class);
+
+    static {
+        RouterAccess.install((builder, tree) -> builder.tree(tree));
+    }
 
     private static final Duration DEFAULT_EVICTION_INTERVAL = Duration.ofSeconds(60);
 

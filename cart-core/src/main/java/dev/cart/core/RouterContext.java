@@ -1,7 +1,10 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.PrefixTree;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.sync.RemoteLoad;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.random.RandomGenerator;

@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.RoutingListener;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

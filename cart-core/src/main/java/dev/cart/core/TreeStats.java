@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.internal.PrefixTree;
+
 /**
  * Size figures of a {@link PrefixTree}.
  *

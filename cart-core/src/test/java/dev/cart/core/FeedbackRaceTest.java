@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.spi.RoutingListener;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;

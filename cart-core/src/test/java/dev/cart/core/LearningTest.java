@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.internal.PrefixTree;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -6,6 +6,9 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.spi.RoutingListener;
 import dev.cart.testing.ReplicaSets;
 import java.time.Clock;
 import java.time.Duration;
@@ -31,7 +34,7 @@ class LeaseAccountingTest {
     private static ReplicaSet pool(ReplicaSets kind) {
         return kind.build(
                 List.of(new ReplicaSpec("a", 3, 0), new ReplicaSpec("b", 5, 1), new ReplicaSpec("c", 2, 0)),
-                new CircuitBreakerConfig(1000, 1, Duration.ofSeconds(1), 1),
+                new CircuitBreaker.Config(1000, 1, Duration.ofSeconds(1), 1),
                 Clock.systemUTC());
     }
 

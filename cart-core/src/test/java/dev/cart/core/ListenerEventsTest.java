@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.internal.PrefixTree;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.RoutingListener;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.spi.Replica;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,11 +22,12 @@ class ManagedReplicaSetTest {
         return ManagedReplicaSet.builder()
                 .add(new ReplicaSpec("a", maxLoad, 0))
                 .clock(clock)
-                .health(new HealthConfig(3, 2))
-                .circuitBreaker(new CircuitBreakerConfig(3, 2, Duration.ofSeconds(30), 1))
+                .health(new ManagedReplicaSet.HealthConfig(3, 2))
+                .circuitBreaker(new CircuitBreaker.Config(3, 2, Duration.ofSeconds(30), 1))
                 .listener(new ManagedReplicaSet.Listener() {
                     @Override
-                    public void onCircuitTransition(ManagedReplicaSet.Member r, CircuitState from, CircuitState to) {
+                    public void onCircuitTransition(
+                            ManagedReplicaSet.Member r, CircuitBreaker.State from, CircuitBreaker.State to) {
                         transitions.add(from.label() + "->" + to.label());
                     }
 
@@ -69,22 +71,22 @@ class ManagedReplicaSetTest {
         request(m, Outcome.SUCCESS); // a success resets the count
         request(m, Outcome.FAILURE);
         request(m, Outcome.FAILURE);
-        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(CircuitBreaker.State.CLOSED, m.circuitState());
         request(m, Outcome.FAILURE);
-        assertEquals(CircuitState.OPEN, m.circuitState());
+        assertEquals(CircuitBreaker.State.OPEN, m.circuitState());
         assertFalse(m.isAvailable());
         assertNull(m.tryAcquire());
         clock.advance(Duration.ofSeconds(29));
         assertNull(m.tryAcquire());
         clock.advance(Duration.ofSeconds(1));
-        assertEquals(CircuitState.HALF_OPEN, m.circuitState());
+        assertEquals(CircuitBreaker.State.HALF_OPEN, m.circuitState());
         Replica.Admission trial = m.tryAcquire();
         assertNotNull(trial, "one trial request");
         assertNull(m.tryAcquire(), "only one at a time while half-open");
         trial.release(Outcome.SUCCESS);
-        assertEquals(CircuitState.HALF_OPEN, m.circuitState());
+        assertEquals(CircuitBreaker.State.HALF_OPEN, m.circuitState());
         request(m, Outcome.SUCCESS);
-        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(CircuitBreaker.State.CLOSED, m.circuitState());
         assertEquals(List.of("closed->open", "open->half_open", "half_open->closed"), transitions);
     }
 
@@ -96,9 +98,9 @@ class ManagedReplicaSetTest {
         }
         clock.advance(Duration.ofSeconds(30));
         request(m, Outcome.FAILURE);
-        assertEquals(CircuitState.OPEN, m.circuitState());
+        assertEquals(CircuitBreaker.State.OPEN, m.circuitState());
         clock.advance(Duration.ofSeconds(29));
-        assertEquals(CircuitState.OPEN, m.circuitState(), "the open period restarts");
+        assertEquals(CircuitBreaker.State.OPEN, m.circuitState(), "the open period restarts");
     }
 
     @Test
@@ -109,17 +111,17 @@ class ManagedReplicaSetTest {
         for (int i = 0; i < 3; i++) {
             request(m, Outcome.FAILURE);
         }
-        assertEquals(CircuitState.OPEN, m.circuitState());
+        assertEquals(CircuitBreaker.State.OPEN, m.circuitState());
         clock.advance(Duration.ofSeconds(30));
         Replica.Admission trial = m.tryAcquire();
         assertNotNull(trial, "the old request does not occupy the single trial slot");
         assertNull(m.tryAcquire(), "but only one trial at a time");
         old.release(Outcome.SUCCESS);
-        assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "an old success proves nothing about now");
+        assertEquals(CircuitBreaker.State.HALF_OPEN, m.circuitState(), "an old success proves nothing about now");
         trial.release(Outcome.SUCCESS);
-        assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "two successful trials are needed");
+        assertEquals(CircuitBreaker.State.HALF_OPEN, m.circuitState(), "two successful trials are needed");
         m.tryAcquire().release(Outcome.SUCCESS);
-        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(CircuitBreaker.State.CLOSED, m.circuitState());
         assertEquals(0, m.inFlight());
     }
 
@@ -134,11 +136,14 @@ class ManagedReplicaSetTest {
         for (int i = 0; i < 2; i++) {
             request(m, Outcome.SUCCESS);
         }
-        assertEquals(CircuitState.CLOSED, m.circuitState());
+        assertEquals(CircuitBreaker.State.CLOSED, m.circuitState());
         old.release(Outcome.FAILURE);
         m.tryAcquire().release(Outcome.FAILURE);
         m.tryAcquire().release(Outcome.FAILURE);
-        assertEquals(CircuitState.CLOSED, m.circuitState(), "two current failures, not three: the old one is ignored");
+        assertEquals(
+                CircuitBreaker.State.CLOSED,
+                m.circuitState(),
+                "two current failures, not three: the old one is ignored");
     }
 
     @Test
@@ -149,14 +154,14 @@ class ManagedReplicaSetTest {
         for (int i = 0; i < 10; i++) {
             request(m, Outcome.CANCELLED);
         }
-        assertEquals(CircuitState.CLOSED, m.circuitState(), "cancellations are not failures");
+        assertEquals(CircuitBreaker.State.CLOSED, m.circuitState(), "cancellations are not failures");
         request(m, Outcome.FAILURE);
-        assertEquals(CircuitState.OPEN, m.circuitState(), "nor successes: the two failures before still count");
+        assertEquals(CircuitBreaker.State.OPEN, m.circuitState(), "nor successes: the two failures before still count");
         clock.advance(Duration.ofSeconds(30));
         Replica.Admission trial = m.tryAcquire();
         assertNotNull(trial);
         trial.release(Outcome.CANCELLED);
-        assertEquals(CircuitState.HALF_OPEN, m.circuitState(), "a cancelled trial decides nothing");
+        assertEquals(CircuitBreaker.State.HALF_OPEN, m.circuitState(), "a cancelled trial decides nothing");
         Replica.Admission next = m.tryAcquire();
         assertNotNull(next, "and gives its trial slot back");
         next.release(Outcome.SUCCESS);
@@ -186,8 +191,8 @@ class ManagedReplicaSetTest {
     @Test
     void configErrorsNameTheSetting() {
         IllegalArgumentException e = assertThrows(
-                IllegalArgumentException.class, () -> new CircuitBreakerConfig(0, 1, Duration.ofSeconds(1), 1));
-        assertTrue(e.getMessage().contains("CircuitBreakerConfig.failureThreshold"), e.getMessage());
+                IllegalArgumentException.class, () -> new CircuitBreaker.Config(0, 1, Duration.ofSeconds(1), 1));
+        assertTrue(e.getMessage().contains("CircuitBreaker.Config.failureThreshold"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> new ReplicaSpec("http://x", 0, 0));
         assertTrue(e.getMessage().contains("maxLoad"), e.getMessage());
         e = assertThrows(

@@ -1,6 +1,7 @@
 package dev.cart.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.cart.core.spi.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

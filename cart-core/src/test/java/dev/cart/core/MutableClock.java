@@ -7,22 +7,22 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 
 /** A clock tests move by hand. */
-final class MutableClock extends Clock {
+public final class MutableClock extends Clock {
     private volatile Instant now;
 
-    MutableClock(Instant start) {
+    public MutableClock(Instant start) {
         this.now = start;
     }
 
-    MutableClock() {
+    public MutableClock() {
         this(Instant.parse("2026-01-01T00:00:00Z"));
     }
 
-    void advance(Duration d) {
+    public void advance(Duration d) {
         now = now.plus(d);
     }
 
-    void set(Instant t) {
+    public void set(Instant t) {
         now = t;
     }
 

@@ -7,6 +7,8 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;

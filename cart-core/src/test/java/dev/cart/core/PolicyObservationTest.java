@@ -3,7 +3,10 @@ package dev.cart.core;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;

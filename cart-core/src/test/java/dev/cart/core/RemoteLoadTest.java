@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.sync.RemoteLoad;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

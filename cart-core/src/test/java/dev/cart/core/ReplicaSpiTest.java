@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.testing.ReplicaSets;
@@ -30,7 +32,9 @@ class ReplicaSpiTest {
 
     private ReplicaSet single(ReplicaSets kind) {
         return kind.build(
-                List.of(new ReplicaSpec("a", 10, 0)), new CircuitBreakerConfig(2, 1, Duration.ofSeconds(30), 1), clock);
+                List.of(new ReplicaSpec("a", 10, 0)),
+                new CircuitBreaker.Config(2, 1, Duration.ofSeconds(30), 1),
+                clock);
     }
 
     private static Router router(ReplicaSet set) {

@@ -4,6 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.internal.PrefixTree;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.sync.RemoteApplyStats;
+import dev.cart.core.sync.RouteEvent;
+import dev.cart.core.sync.RouteSync;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -7,6 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.spi.RoutingListener;
 import dev.cart.testing.ReplicaSets;
 import java.time.Clock;
 import java.time.Duration;
@@ -33,7 +36,7 @@ class RouterModelsTest {
                         new ReplicaSpec("a", 8, 0, List.of("base")),
                         new ReplicaSpec("b", 8, 0, List.of("base", "sql-lora")),
                         new ReplicaSpec("c", 8, 0)),
-                CircuitBreakerConfig.defaults(),
+                CircuitBreaker.Config.defaults(),
                 Clock.systemUTC());
     }
 
@@ -42,7 +45,7 @@ class RouterModelsTest {
                 List.of(
                         new ReplicaSpec("a", 8, 0, List.of("base")),
                         new ReplicaSpec("b", 8, 0, List.of("base", "sql-lora"))),
-                CircuitBreakerConfig.defaults(),
+                CircuitBreaker.Config.defaults(),
                 Clock.systemUTC());
     }
 
@@ -122,7 +125,7 @@ class RouterModelsTest {
     void aFullReplicaServingTheModelIsNoReplicaNotModelNotServed(ReplicaSets kind) {
         ReplicaSet set = kind.build(
                 List.of(new ReplicaSpec("a", 1, 0, List.of("m")), new ReplicaSpec("b", 1, 0, List.of("n"))),
-                CircuitBreakerConfig.defaults(),
+                CircuitBreaker.Config.defaults(),
                 Clock.systemUTC());
         try (Router router = router(set, new ArrayList<>())) {
             RouteDecision first = router.choose(RouteRequest.of(KEY).withModel("m"));

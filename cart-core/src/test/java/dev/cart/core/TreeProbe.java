@@ -1,5 +1,7 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.Replica;
+
 /** Test access to a router's tree for modules outside this package (shipped in cart-core's test jar). */
 public final class TreeProbe {
     private TreeProbe() {}

@@ -1,11 +1,11 @@
 package dev.cart.testing;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import dev.cart.core.CircuitBreakerConfig;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.Outcome;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -27,7 +27,7 @@ public final class HostReplicaSet implements ReplicaSet {
 
     private final List<Node> nodes = new ArrayList<>();
 
-    public HostReplicaSet(List<ReplicaSpec> specs, CircuitBreakerConfig breaker, Clock clock) {
+    public HostReplicaSet(List<ReplicaSpec> specs, CircuitBreaker.Config breaker, Clock clock) {
         for (ReplicaSpec s : specs) {
             nodes.add(new Node(s, breaker, clock));
         }
@@ -47,7 +47,7 @@ public final class HostReplicaSet implements ReplicaSet {
         }
 
         private final ReplicaSpec spec;
-        private final CircuitBreakerConfig config;
+        private final CircuitBreaker.Config config;
         private final Clock clock;
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pending = new AtomicLong();
@@ -72,7 +72,7 @@ public final class HostReplicaSet implements ReplicaSet {
         @GuardedBy("this")
         private int trials;
 
-        Node(ReplicaSpec spec, CircuitBreakerConfig config, Clock clock) {
+        Node(ReplicaSpec spec, CircuitBreaker.Config config, Clock clock) {
             this.spec = spec;
             this.config = config;
             this.clock = clock;

@@ -1,10 +1,10 @@
 package dev.cart.testing;
 
-import dev.cart.core.CircuitBreakerConfig;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import java.time.Clock;
 import java.util.Collection;
 import java.util.List;
@@ -17,7 +17,7 @@ import java.util.List;
 public enum ReplicaSets {
     MANAGED {
         @Override
-        public ReplicaSet build(List<ReplicaSpec> specs, CircuitBreakerConfig breaker, Clock clock) {
+        public ReplicaSet build(List<ReplicaSpec> specs, CircuitBreaker.Config breaker, Clock clock) {
             ManagedReplicaSet.Builder b =
                     ManagedReplicaSet.builder().circuitBreaker(breaker).clock(clock);
             specs.forEach(b::add);
@@ -39,7 +39,7 @@ public enum ReplicaSets {
     },
     HOST {
         @Override
-        public ReplicaSet build(List<ReplicaSpec> specs, CircuitBreakerConfig breaker, Clock clock) {
+        public ReplicaSet build(List<ReplicaSpec> specs, CircuitBreaker.Config breaker, Clock clock) {
             return new HostReplicaSet(specs, breaker, clock);
         }
 
@@ -55,7 +55,7 @@ public enum ReplicaSets {
     };
 
     /** A set of these replicas, with this breaker and clock. */
-    public abstract ReplicaSet build(List<ReplicaSpec> specs, CircuitBreakerConfig breaker, Clock clock);
+    public abstract ReplicaSet build(List<ReplicaSpec> specs, CircuitBreaker.Config breaker, Clock clock);
 
     /** Marks {@code r} (one of this kind's) unhealthy, as the host's health checks would. */
     public abstract void makeUnhealthy(Replica r);
@@ -65,7 +65,7 @@ public enum ReplicaSets {
 
     /** A set of these replicas with the default breaker and the system clock. */
     public ReplicaSet build(List<ReplicaSpec> specs) {
-        return build(specs, CircuitBreakerConfig.defaults(), Clock.systemUTC());
+        return build(specs, CircuitBreaker.Config.defaults(), Clock.systemUTC());
     }
 
     /** A set of replicas with these ids and the default cap. */

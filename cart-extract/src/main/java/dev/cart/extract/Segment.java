@@ -1,6 +1,7 @@
 package dev.cart.extract;
 
 import dev.cart.core.PromptKey;
+import dev.cart.core.internal.KeyAccess;
 import java.io.Writer;
 import java.util.Arrays;
 
@@ -324,6 +325,9 @@ final class Segment extends Writer {
 
     /** Where assembled key text goes: the key builder, the token-mode chunks, or a String for tests. */
     interface Sink {
+        /** The key builder's byte entry points, which cart-core does not make public API. */
+        KeyAccess.Secrets KEYS = KeyAccess.secrets();
+
         /** {@code units} UTF-16 units as CESU-8 bytes ({@code units == len} exactly when they are ASCII). */
         void appendCesu8(byte[] bytes, int off, int len, int units);
 
@@ -333,7 +337,7 @@ final class Segment extends Writer {
             return new Sink() {
                 @Override
                 public void appendCesu8(byte[] bytes, int off, int len, int units) {
-                    key.appendCesu8(bytes, off, len, units);
+                    KEYS.appendCesu8(key, bytes, off, len, units);
                 }
 
                 @Override

@@ -1,8 +1,8 @@
 package dev.cart.policy;
 
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
 import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.cart.policy;
 
-import dev.cart.core.Replica;
+import dev.cart.core.spi.Replica;
 import java.util.List;
 
 /**

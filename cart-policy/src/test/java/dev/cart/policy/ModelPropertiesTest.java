@@ -7,15 +7,15 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
-import dev.cart.core.CircuitBreakerConfig;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -76,7 +76,7 @@ class ModelPropertiesTest {
         for (int i = 0; i < masks.length; i++) {
             specs.add(new ReplicaSpec("http://r" + i, 3, i % 2, names(masks[i])));
         }
-        ReplicaSet set = kind.build(specs, CircuitBreakerConfig.defaults(), new PolicyPropertiesTest.MutableTime());
+        ReplicaSet set = kind.build(specs, CircuitBreaker.Config.defaults(), new PolicyPropertiesTest.MutableTime());
         List<Replica> replicas = List.copyOf(set.replicas());
         for (int i = 0; i < replicas.size(); i++) {
             if (states.get(i) == 0) {

@@ -7,18 +7,18 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
-import dev.cart.core.CircuitBreakerConfig;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.Outcome;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.TreeProbe;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
@@ -82,7 +82,7 @@ class PolicyPropertiesTest {
             specs.add(new ReplicaSpec("http://r" + i, 4, i % 3));
         }
         ReplicaSet set =
-                kind.build(specs, new CircuitBreakerConfig(1, 1, Duration.ofSeconds(60), 1), new MutableTime());
+                kind.build(specs, new CircuitBreaker.Config(1, 1, Duration.ofSeconds(60), 1), new MutableTime());
         List<Replica> excluded = new ArrayList<>();
         List<Runnable> cleanup = new ArrayList<>();
         for (int i = 0; i < s.states().size(); i++) {

@@ -10,14 +10,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;

@@ -7,13 +7,13 @@ import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.Replica;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.Replica;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;

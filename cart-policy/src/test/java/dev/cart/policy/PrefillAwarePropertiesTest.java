@@ -10,8 +10,6 @@ import static org.quicktheories.generators.SourceDSL.lists;
 
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
@@ -19,6 +17,8 @@ import dev.cart.core.Router;
 import dev.cart.core.spi.Candidates;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;

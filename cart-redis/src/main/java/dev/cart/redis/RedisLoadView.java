@@ -1,8 +1,8 @@
 package dev.cart.redis;
 
-import dev.cart.core.RemoteLoad;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.sync.RemoteLoad;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;

@@ -1,7 +1,7 @@
 package dev.cart.redis;
 
-import dev.cart.core.RouteEvent;
-import dev.cart.core.RouteSync;
+import dev.cart.core.sync.RouteEvent;
+import dev.cart.core.sync.RouteSync;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
 import io.lettuce.core.RedisClient;

@@ -1,6 +1,6 @@
 package dev.cart.redis;
 
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

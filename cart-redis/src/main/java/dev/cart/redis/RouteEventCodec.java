@@ -1,7 +1,7 @@
 package dev.cart.redis;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;

@@ -1,6 +1,6 @@
 package dev.cart.redis;
 
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;

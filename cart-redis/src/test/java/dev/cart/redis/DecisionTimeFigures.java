@@ -2,12 +2,12 @@ package dev.cart.redis;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
-import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
-import dev.cart.core.RouteEvent;
 import dev.cart.core.RouteRequest;
-import dev.cart.core.RouteSync;
 import dev.cart.core.Router;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.sync.RouteEvent;
+import dev.cart.core.sync.RouteSync;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.time.Duration;

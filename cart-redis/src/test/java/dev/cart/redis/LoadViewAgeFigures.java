@@ -1,7 +1,7 @@
 package dev.cart.redis;
 
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.Replica;
+import dev.cart.core.spi.Replica;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.Arrays;

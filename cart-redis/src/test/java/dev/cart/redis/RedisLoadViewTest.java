@@ -56,7 +56,7 @@ class RedisLoadViewTest {
         RedisLoadView a = view(redis.uri(), "a", poolA);
         RedisLoadView b = view(redis.uri(), "b", poolB);
         RedisLoadView c = view(redis.uri(), "c", poolC);
-        List<dev.cart.core.Replica.Admission> held = new ArrayList<>();
+        List<dev.cart.core.spi.Replica.Admission> held = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             held.add(Objects.requireNonNull(poolA.replicas().get(0).tryAcquire()));
         }
@@ -95,7 +95,7 @@ class RedisLoadViewTest {
                 c.publish("cart:pool:load", junk);
             }
             // each change of a's count shows on b, one step at a time, whatever arrives in between
-            List<dev.cart.core.Replica.Admission> held = new ArrayList<>();
+            List<dev.cart.core.spi.Replica.Admission> held = new ArrayList<>();
             for (int n = 1; n <= 5; n++) {
                 held.add(Objects.requireNonNull(poolA.replicas().get(1).tryAcquire()));
                 int expected = n;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.XTrimArgs;
 import io.lettuce.core.api.StatefulRedisConnection;

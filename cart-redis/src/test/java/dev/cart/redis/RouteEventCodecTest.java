@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

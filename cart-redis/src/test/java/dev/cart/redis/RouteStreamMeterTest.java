@@ -3,7 +3,7 @@ package dev.cart.redis;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;

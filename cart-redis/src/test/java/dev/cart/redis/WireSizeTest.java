@@ -3,7 +3,7 @@ package dev.cart.redis;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;

@@ -2,10 +2,10 @@ package dev.cart.gateway;
 
 import dev.cart.core.Lease;
 import dev.cart.core.Outcome;
-import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.ServedUsage;
+import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import java.util.ArrayList;

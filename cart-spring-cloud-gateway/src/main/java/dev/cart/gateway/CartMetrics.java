@@ -2,12 +2,12 @@ package dev.cart.gateway;
 
 import dev.cart.core.CacheFeedback;
 import dev.cart.core.EvictionReport;
-import dev.cart.core.LeaseCompletion;
 import dev.cart.core.Outcome;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
-import dev.cart.core.RoutingListener;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.RoutingListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;

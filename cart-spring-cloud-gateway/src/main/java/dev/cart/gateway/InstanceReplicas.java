@@ -1,9 +1,9 @@
 package dev.cart.gateway;
 
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.Replica;
-import dev.cart.core.ReplicaSet;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.ReplicaSet;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,6 +1,5 @@
 package dev.cart.core.spi;
 
-import dev.cart.core.Replica;
 import java.util.Comparator;
 import java.util.List;
 import java.util.random.RandomGenerator;

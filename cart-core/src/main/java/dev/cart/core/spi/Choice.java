@@ -1,7 +1,6 @@
 package dev.cart.core.spi;
 
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
 import java.util.Objects;
 
 /**

@@ -1,7 +1,6 @@
 package dev.cart.core.spi;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.Replica;
 import dev.cart.core.RouteRequest;
 import java.util.List;
 import java.util.random.RandomGenerator;

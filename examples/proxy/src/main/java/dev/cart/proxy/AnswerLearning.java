@@ -1,8 +1,8 @@
 package dev.cart.proxy;
 
 import dev.cart.core.PromptKey;
-import dev.cart.core.Replica;
 import dev.cart.core.Router;
+import dev.cart.core.spi.Replica;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.PromptExtractor;
 import java.util.List;

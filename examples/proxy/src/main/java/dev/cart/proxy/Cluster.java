@@ -1,9 +1,9 @@
 package dev.cart.proxy;
 
-import dev.cart.core.RemoteLoad;
-import dev.cart.core.ReplicaSet;
-import dev.cart.core.RouteSync;
 import dev.cart.core.Router;
+import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.sync.RemoteLoad;
+import dev.cart.core.sync.RouteSync;
 import dev.cart.redis.RedisLoadView;
 import dev.cart.redis.RedisRouteSync;
 import dev.cart.redis.SyncLag;

@@ -2,9 +2,9 @@ package dev.cart.proxy;
 
 import dev.cart.core.Lease;
 import dev.cart.core.Reason;
-import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
+import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import java.net.URI;

@@ -1,8 +1,8 @@
 package dev.cart.proxy;
 
-import dev.cart.core.CircuitBreakerConfig;
-import dev.cart.core.HealthConfig;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.LearnMode;
+import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.ReplicaSpec;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -589,8 +589,8 @@ record ProxyConfig(
             return new Builder();
         }
 
-        HealthConfig thresholds() {
-            return new HealthConfig(failureThreshold, successThreshold);
+        ManagedReplicaSet.HealthConfig thresholds() {
+            return new ManagedReplicaSet.HealthConfig(failureThreshold, successThreshold);
         }
 
         /** Named settings, starting from the defaults. */
@@ -598,8 +598,10 @@ record ProxyConfig(
             private String endpoint = "/health";
             private int intervalSecs = 10;
             private int timeoutSecs = 5;
-            private int failureThreshold = HealthConfig.defaults().failureThreshold();
-            private int successThreshold = HealthConfig.defaults().successThreshold();
+            private int failureThreshold =
+                    ManagedReplicaSet.HealthConfig.defaults().failureThreshold();
+            private int successThreshold =
+                    ManagedReplicaSet.HealthConfig.defaults().successThreshold();
 
             Builder endpoint(String v) {
                 endpoint = v;
@@ -655,18 +657,18 @@ record ProxyConfig(
             return new Builder();
         }
 
-        CircuitBreakerConfig toCore() {
-            return new CircuitBreakerConfig(
+        CircuitBreaker.Config toCore() {
+            return new CircuitBreaker.Config(
                     failureThreshold, successThreshold, Duration.ofSeconds(timeoutSecs), halfOpenMaxRequests);
         }
 
         /** Named settings, starting from the defaults (those of the core's circuit breaker). */
         static final class Builder {
-            private int failureThreshold = CircuitBreakerConfig.defaults().failureThreshold();
-            private int successThreshold = CircuitBreakerConfig.defaults().successThreshold();
+            private int failureThreshold = CircuitBreaker.Config.defaults().failureThreshold();
+            private int successThreshold = CircuitBreaker.Config.defaults().successThreshold();
             private int timeoutSecs =
-                    (int) CircuitBreakerConfig.defaults().openTimeout().toSeconds();
-            private int halfOpenMaxRequests = CircuitBreakerConfig.defaults().halfOpenMaxRequests();
+                    (int) CircuitBreaker.Config.defaults().openTimeout().toSeconds();
+            private int halfOpenMaxRequests = CircuitBreaker.Config.defaults().halfOpenMaxRequests();
 
             Builder failureThreshold(int v) {
                 failureThreshold = v;

@@ -1,15 +1,15 @@
 package dev.cart.proxy;
 
 import dev.cart.core.CacheFeedback;
-import dev.cart.core.CircuitState;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.EvictionReport;
-import dev.cart.core.LeaseCompletion;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingListener;
 import dev.cart.core.ServedUsage;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.RoutingListener;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -116,8 +116,9 @@ final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener
     }
 
     @Override
-    public void onCircuitTransition(ManagedReplicaSet.Member replica, CircuitState from, CircuitState to) {
-        if (to == CircuitState.OPEN) {
+    public void onCircuitTransition(
+            ManagedReplicaSet.Member replica, CircuitBreaker.State from, CircuitBreaker.State to) {
+        if (to == CircuitBreaker.State.OPEN) {
             LOG.warn("circuit {} -> {} for {}", from.label(), to.label(), replica.id());
         } else {
             LOG.info("circuit {} -> {} for {}", from.label(), to.label(), replica.id());

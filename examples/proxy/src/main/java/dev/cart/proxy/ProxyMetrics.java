@@ -1,14 +1,14 @@
 package dev.cart.proxy;
 
 import dev.cart.core.CacheFeedback;
-import dev.cart.core.CircuitState;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.core.EvictionReport;
-import dev.cart.core.LeaseCompletion;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.Tokenization;
 import dev.cart.core.TreeStats;
+import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.policy.PredictedTtftPolicy;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
@@ -688,7 +688,7 @@ final class ProxyMetrics implements AutoCloseable {
                 .increment();
     }
 
-    void circuitTransition(String replica, CircuitState from, CircuitState to) {
+    void circuitTransition(String replica, CircuitBreaker.State from, CircuitBreaker.State to) {
         counter(
                         "cart.circuit.transitions",
                         "Circuit breaker transitions by replica",
@@ -811,7 +811,7 @@ final class ProxyMetrics implements AutoCloseable {
             if (routing.get().router.policy() instanceof PredictedTtftPolicy) {
                 ttftGauges(m.id());
             }
-            for (CircuitState s : CircuitState.values()) {
+            for (CircuitBreaker.State s : CircuitBreaker.State.values()) {
                 String key = cacheKey("cart.replica.circuit.state", m.id(), s.label());
                 replicaGauges.computeIfAbsent(
                         key,

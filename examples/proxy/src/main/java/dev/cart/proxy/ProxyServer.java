@@ -1,6 +1,6 @@
 package dev.cart.proxy;
 
-import dev.cart.core.RoutingListener;
+import dev.cart.core.spi.RoutingListener;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

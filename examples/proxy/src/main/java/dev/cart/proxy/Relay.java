@@ -2,8 +2,8 @@ package dev.cart.proxy;
 
 import dev.cart.core.CacheFeedback;
 import dev.cart.core.Lease;
-import dev.cart.core.Replica;
 import dev.cart.core.ServedUsage;
+import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
 import java.util.List;
 import java.util.Locale;

@@ -4,7 +4,7 @@ import static dev.cart.proxy.ProxyHarness.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.cart.core.RouteEvent;
+import dev.cart.core.sync.RouteEvent;
 import dev.cart.redis.RedisServerProcess;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.cart.core.CircuitState;
+import dev.cart.core.CircuitBreaker;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.SimulatedReplicaServer.Fault;
 import java.io.IOException;
@@ -180,7 +180,7 @@ class FaultTest {
                 harness(yaml, flaky.baseUri().toString(), steady.baseUri().toString())) {
             assertEquals(500, h.post("/v1/chat/completions", chat("one", false)).statusCode());
             assertEquals(500, h.post("/v1/chat/completions", chat("two", false)).statusCode());
-            await("circuit open", () -> first(h).circuitState() == CircuitState.OPEN);
+            await("circuit open", () -> first(h).circuitState() == CircuitBreaker.State.OPEN);
             for (int i = 0; i < 3; i++) {
                 assertEquals(
                         200,
@@ -191,13 +191,13 @@ class FaultTest {
             h.clock.advance(Duration.ofSeconds(30)); // half-open: a trial that fails reopens
             assertEquals(
                     500, h.post("/v1/chat/completions", chat("trial", false)).statusCode());
-            await("reopened", () -> first(h).circuitState() == CircuitState.OPEN);
+            await("reopened", () -> first(h).circuitState() == CircuitBreaker.State.OPEN);
             flaky.setFault(Fault.NONE); // recovers
             h.clock.advance(Duration.ofSeconds(30));
             assertEquals(
                     200,
                     h.post("/v1/chat/completions", chat("trial two", false)).statusCode());
-            await("closed", () -> first(h).circuitState() == CircuitState.CLOSED);
+            await("closed", () -> first(h).circuitState() == CircuitBreaker.State.CLOSED);
             assertEquals(4, flaky.requestCount());
             PromText m = PromText.parse(h.get("/metrics").body());
             String f = flaky.baseUri().toString();
@@ -222,7 +222,7 @@ class FaultTest {
             String line = log.lines().get(0);
             assertTrue(line.contains("result=timeout"), line);
             h.assertNoInFlight();
-            assertEquals(CircuitState.CLOSED, first(h).circuitState(), "one failure is below the threshold");
+            assertEquals(CircuitBreaker.State.CLOSED, first(h).circuitState(), "one failure is below the threshold");
         }
     }
 

@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.cart.core.EvictionReport;
-import dev.cart.core.LeaseCompletion;
 import dev.cart.core.RouteDecision;
-import dev.cart.core.RoutingListener;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.RoutingListener;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.HashMap;
@@ -164,14 +164,14 @@ class MetricsTest {
             h.replica(0).forcedStatus = 500;
             assertEquals(
                     500, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
-            await("circuit open", () -> h.member(0).circuitState() == dev.cart.core.CircuitState.OPEN);
+            await("circuit open", () -> h.member(0).circuitState() == dev.cart.core.CircuitBreaker.State.OPEN);
             h.get("/v1/models");
             h.replica(0).forcedStatus = 0;
             h.clock.advance(java.time.Duration.ofSeconds(30));
             h.member(0).circuitState(); // half-open on read
             assertEquals(
                     200, h.post("/v1/chat/completions", chat(PROMPT, false)).statusCode());
-            await("circuit closed", () -> h.member(0).circuitState() == dev.cart.core.CircuitState.CLOSED);
+            await("circuit closed", () -> h.member(0).circuitState() == dev.cart.core.CircuitBreaker.State.CLOSED);
             assertEquals(200, h.get("/v1/models").statusCode());
             assertEquals(200, h.get("/v1/models").statusCode());
             EvictionReport report = h.proxy.routing().router.evictNow();

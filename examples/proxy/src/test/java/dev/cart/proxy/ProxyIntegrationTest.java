@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.cart.core.CircuitState;
+import dev.cart.core.CircuitBreaker;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -532,9 +532,9 @@ class ProxyIntegrationTest {
             h.replica(0).forcedStatus = 500; // not retryable: relayed, but counted as a failure
             assertEquals(500, h.post("/v1/chat/completions", chat("one", false)).statusCode());
             await("first request finished", () -> h.member(0).inFlight() == 0);
-            assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
+            assertEquals(CircuitBreaker.State.CLOSED, h.member(0).circuitState());
             assertEquals(500, h.post("/v1/chat/completions", chat("two", false)).statusCode());
-            await("circuit open", () -> h.member(0).circuitState() == CircuitState.OPEN);
+            await("circuit open", () -> h.member(0).circuitState() == CircuitBreaker.State.OPEN);
             assertEquals(
                     "open",
                     json(h.get("/workers").body())
@@ -549,7 +549,7 @@ class ProxyIntegrationTest {
             assertEquals(2, h.replica(0).count());
 
             h.clock.advance(Duration.ofSeconds(30));
-            assertEquals(CircuitState.HALF_OPEN, h.member(0).circuitState());
+            assertEquals(CircuitBreaker.State.HALF_OPEN, h.member(0).circuitState());
             assertEquals(
                     "half_open",
                     json(h.get("/workers").body())
@@ -560,7 +560,7 @@ class ProxyIntegrationTest {
             h.replica(0).forcedStatus = 0;
             HttpResponse<String> trial = h.post("/v1/chat/completions", chat("four", false));
             assertTrue(trial.body().contains("Hello from r0"), "half-open admits a trial request");
-            await("circuit closed", () -> h.member(0).circuitState() == CircuitState.CLOSED);
+            await("circuit closed", () -> h.member(0).circuitState() == CircuitBreaker.State.CLOSED);
             assertEquals(
                     "closed",
                     json(h.get("/workers").body())
@@ -594,7 +594,7 @@ class ProxyIntegrationTest {
             gate.countDown();
             await("lease released", () -> h.member(0).inFlight() == 0);
             await("upstream cancelled", () -> r.writeFailed);
-            assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
+            assertEquals(CircuitBreaker.State.CLOSED, h.member(0).circuitState());
         }
     }
 

@@ -5,7 +5,7 @@ import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.cart.core.CircuitState;
+import dev.cart.core.CircuitBreaker;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -90,7 +90,7 @@ class ReviewFindingsTest {
                 await("the upstream request is cancelled", () -> r.writeFailed);
                 assertTrue(s.isConnected() && !s.isClosed());
             }
-            assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
+            assertEquals(CircuitBreaker.State.CLOSED, h.member(0).circuitState());
         }
     }
 
@@ -183,7 +183,7 @@ class ReviewFindingsTest {
                 // the proxy drops the connection at the deadline
             }
             await("lease released", () -> h.member(0).inFlight() == 0);
-            assertEquals(CircuitState.CLOSED, h.member(0).circuitState());
+            assertEquals(CircuitBreaker.State.CLOSED, h.member(0).circuitState());
             PromText m = PromText.parse(h.get("/metrics").body());
             assertEquals(
                     1,

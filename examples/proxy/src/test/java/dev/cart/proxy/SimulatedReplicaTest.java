@@ -133,7 +133,8 @@ class SimulatedReplicaTest {
         }
         assertTrue(!complete || r.statusCode() >= 500, "a reset replica never yields a complete answer");
         ManagedReplicaSet.Member m = proxy.routing().replicas.replicas().get(0);
-        ProxyHarness.await("circuit opened by the failure", () -> m.circuitState() == dev.cart.core.CircuitState.OPEN);
+        ProxyHarness.await(
+                "circuit opened by the failure", () -> m.circuitState() == dev.cart.core.CircuitBreaker.State.OPEN);
     }
 
     @Test

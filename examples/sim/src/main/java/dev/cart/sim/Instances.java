@@ -1,13 +1,13 @@
 package dev.cart.sim;
 
 import dev.cart.core.ManagedReplicaSet;
-import dev.cart.core.RemoteLoad;
-import dev.cart.core.Replica;
 import dev.cart.core.RouteDecision;
-import dev.cart.core.RouteEvent;
 import dev.cart.core.RouteRequest;
-import dev.cart.core.RouteSync;
 import dev.cart.core.Router;
+import dev.cart.core.spi.Replica;
+import dev.cart.core.sync.RemoteLoad;
+import dev.cart.core.sync.RouteEvent;
+import dev.cart.core.sync.RouteSync;
 import dev.cart.redis.RouteStreamMeter;
 import java.time.Duration;
 import java.util.ArrayDeque;

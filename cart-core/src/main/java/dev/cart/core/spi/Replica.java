@@ -1,0 +1,109 @@
+package dev.cart.core.spi;
+
+import dev.cart.core.Lease;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.Outcome;
+import dev.cart.core.Reason;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.Router;
+
+/**
+ * One replica of the pool as the router sees it: its identity, its load, whether it can take a request
+ * now, and the admission that holds a request's place on it. Part of the {@link ReplicaSet} SPI;
+ * {@link ManagedReplicaSet} is one implementation, and a host with its own service discovery and circuit
+ * breakers writes its own: the router asks nothing of a replica that is not on this interface.
+ *
+ * <p>The router uses a replica like this, once per routed request:
+ * <ol>
+ *   <li>{@link #tryAcquire()} admits the request (or refuses it) and returns an {@link Admission};</li>
+ *   <li>{@link #addPendingPrefill(long)} adds the request's prefill estimate, and later takes it back
+ *       (a negative amount) when its first token arrives or its lease closes, exactly once;</li>
+ *   <li>{@link Admission#release(Outcome)} ends the request with its outcome when its {@link Lease}
+ *       closes, exactly once per admission.</li>
+ * </ol>
+ *
+ * <p>Implementations must be thread-safe and must not block. {@link #tryAcquire()} must be atomic with
+ * respect to the admission cap: racing calls must never push the in-flight count past {@link #maxLoad()}.
+ * The router compares replicas by identity.
+ */
+public interface Replica {
+
+    /** A stable, short identifier (for example the base URL). Appears in logs and metric labels. */
+    String id();
+
+    /** Requests admitted here and not yet released. */
+    int inFlight();
+
+    /** Admission cap: at this many in-flight requests the replica is skipped. */
+    int maxLoad();
+
+    /** A constant added to the in-flight count when loads are compared; biases traffic away. */
+    int loadPenalty();
+
+    /**
+     * True when the replica would admit a request now: healthy, below its cap, and its circuit breaker (if
+     * it has one) would let a request through. A hint for filtering; {@link #tryAcquire()} decides.
+     */
+    boolean isAvailable();
+
+    /**
+     * Admits one request if the replica can take it, counting it in flight. The admission remembers what
+     * the replica needs to judge the request's outcome later (for a circuit breaker, the state it was
+     * admitted under: a half-open trial, or an ordinary request of a closed circuit).
+     *
+     * @return the admission, to be released exactly once; null if the request must go elsewhere
+     */
+    Admission tryAcquire();
+
+    /**
+     * Prompt units (characters, or tokens in token mode) routed here whose prefill has not finished yet:
+     * for each request in flight that has not had its first token, its key length minus the prefix the
+     * tree predicted this replica holds when it was routed. A policy may read it as the prefill work
+     * queued ahead of a new request, which the in-flight count does not show (a 2,000-token cold prompt
+     * and a 50-token cached one count the same there).
+     *
+     * <p>The router keeps the count through {@link #addPendingPrefill(long)} once its host reports first
+     * tokens ({@link Lease#firstToken()}; from the start with {@link Router.Builder#firstTokenReports}).
+     */
+    long pendingPrefill();
+
+    /**
+     * Adds {@code units} to {@link #pendingPrefill()}, or takes them back when negative. Called by the
+     * router only: each request adds its estimate when routed and takes the same amount back once, at its
+     * first token or, failing that, when its lease closes. An atomic add is enough.
+     */
+    void addPendingPrefill(long units);
+
+    /**
+     * True if this replica serves {@code model} (a model name as requests give it, an adapter's name
+     * included). The router asks only for a request that names a model ({@link RouteRequest#model()}),
+     * once per replica per decision, so it must be cheap: a lookup in an immutable set the host replaces
+     * when the replica's models change. A replica that serves no request's model is never a candidate for
+     * it; when no replica of the pool serves it the decision is {@link Reason#MODEL_NOT_SERVED}.
+     *
+     * <p>The default serves every model: a host whose replicas all serve the same models has nothing to
+     * write.
+     */
+    default boolean serves(String model) {
+        return true;
+    }
+
+    /** The load used for comparisons: in-flight plus the penalty. */
+    default long load() {
+        return (long) inFlight() + loadPenalty();
+    }
+
+    /**
+     * One admitted request's hold on its replica, returned by {@link #tryAcquire()}. The router releases
+     * it exactly once, when the request's {@link Lease} closes.
+     */
+    @FunctionalInterface
+    interface Admission {
+
+        /**
+         * Ends the request: takes it out of the in-flight count and reports how it ended to whatever judges
+         * the replica (its circuit breaker). {@link Outcome#CANCELLED} says nothing about the replica.
+         */
+        void release(Outcome outcome);
+    }
+}
