@@ -17,8 +17,12 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Routers (the real cache_aware policy) synced through a real {@code redis-server}: a prefix routed by
- * one instance is a hit on the others, a late instance starts warm, and with Redis killed routing goes
- * on (every decision made, every slot returned) and the instances converge once it is back.
+ * one instance is a hit on the others, a late instance starts warm, and with Redis killed, paused or
+ * answering slower than the command timeout, routing goes on (every decision made, every slot returned)
+ * and the instances converge once it is back. The fault tests route, during the fault, prompts that share
+ * no text with anything routed before it, so the other instance can only route them as hits once the
+ * events published during the fault have reached it: with the sync switched off during the fault they
+ * fail.
  */
 class RoutersThroughRedisTest {
 
@@ -43,6 +47,10 @@ class RoutersThroughRedisTest {
     }
 
     private Node node(String uri, String id) {
+        return node(uri, id, Duration.ofSeconds(2));
+    }
+
+    private Node node(String uri, String id, Duration commandTimeout) {
         ManagedReplicaSet pool = ManagedReplicaSet.builder()
                 .add("http://vllm-0:8000")
                 .add("http://vllm-1:8000")
@@ -51,6 +59,7 @@ class RoutersThroughRedisTest {
                 .build();
         RedisRouteSync sync = RedisRouteSync.builder().uri(uri).stream("cart:pool")
                 .instanceId(id)
+                .commandTimeout(commandTimeout)
                 .build();
         Router router = Router.builder()
                 .replicas(pool)
@@ -109,31 +118,53 @@ class RoutersThroughRedisTest {
                         + late.pool().totalInFlight());
     }
 
+    /**
+     * A conversation of its own: no text shared with any other (phase, i), so a hit on another instance
+     * can only come from this conversation's own route event, never from a prefix learned earlier.
+     */
+    private static PromptKey unique(String phase, int i) {
+        return PromptKey.ofText(("[" + phase + " " + i + "] a question about gears and brakes. ").repeat(8), 64);
+    }
+
+    /**
+     * Routes on {@code from} conversations {@code phase 1..n}, each its own prefix, and returns the
+     * replica each went to.
+     */
+    private static List<String> routeAll(Node from, String phase, int n) {
+        List<String> chosen = new ArrayList<>();
+        for (int i = 1; i <= n; i++) {
+            chosen.add(from.route(unique(phase, i)).replica().id());
+        }
+        return chosen;
+    }
+
+    /** Waits until {@code at} routes each of {@code phase 1..n} as a hit on the replica it went to. */
+    private static void awaitAll(Node at, String phase, List<String> chosen) {
+        for (int i = 1; i <= chosen.size(); i++) {
+            awaitHit(at, unique(phase, i), chosen.get(i - 1));
+        }
+    }
+
     @Test
     void withRedisKilledRoutingGoesOnAndTheInstancesConvergeWhenItReturns() throws Exception {
         RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort());
         open.add(redis);
         Node a = node(redis.uri(), "a");
         Node b = node(redis.uri(), "b");
-        String first = a.route(conversation(0)).replica().id();
-        awaitHit(b, conversation(0), first);
+        String first = a.route(unique("before", 0)).replica().id();
+        awaitHit(b, unique("before", 0), first);
         redis.kill();
-        List<String> chosen = new ArrayList<>();
-        for (int round = 0; round < 10; round++) { // every call decides, from local memory
-            for (int i = 1; i <= 30; i++) {
-                String r = a.route(conversation(i)).replica().id();
-                if (round == 0) {
-                    chosen.add(r);
-                }
-                b.route(conversation(100 + i));
-            }
-        }
+        // while Redis is down every call decides from local memory; each instance learns its own prefixes
+        List<String> learnedByA = routeAll(a, "down-a", 30);
+        List<String> learnedByB = routeAll(b, "down-b", 30);
         assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight(), "every slot returned");
         redis.restart();
-        for (int i = 1; i <= 30; i++) {
-            awaitHit(b, conversation(i), chosen.get(i - 1));
-        }
-        assertEquals(0, a.sync().stats().dropped());
+        // what each learned only while Redis was down reaches the other once it is back
+        awaitAll(b, "down-a", learnedByA);
+        awaitAll(a, "down-b", learnedByB);
+        // and what is learned after the recovery flows too
+        awaitAll(b, "after", routeAll(a, "after", 10));
+        assertEquals(0, a.sync().stats().dropped() + b.sync().stats().dropped());
         assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
     }
 
@@ -143,19 +174,34 @@ class RoutersThroughRedisTest {
         open.add(redis);
         Node a = node(redis.uri(), "a");
         Node b = node(redis.uri(), "b");
-        String first = a.route(conversation(0)).replica().id();
-        awaitHit(b, conversation(0), first);
+        String first = a.route(unique("before", 0)).replica().id();
+        awaitHit(b, unique("before", 0), first);
         io.lettuce.core.RedisClient admin = io.lettuce.core.RedisClient.create(redis.uri());
         open.add(() -> admin.shutdown(Duration.ZERO, Duration.ofSeconds(2)));
         admin.connect().sync().clientPause(1_500); // every client's commands wait 1.5 s (under the 2 s timeout)
-        List<String> chosen = new ArrayList<>();
-        for (int i = 1; i <= 30; i++) {
-            chosen.add(a.route(conversation(i)).replica().id());
-        }
+        List<String> learnedByA = routeAll(a, "paused", 30);
         assertEquals(0, a.pool().totalInFlight(), "every slot returned");
-        for (int i = 1; i <= 30; i++) {
-            awaitHit(b, conversation(i), chosen.get(i - 1));
-        }
+        awaitAll(b, "paused", learnedByA);
         assertEquals(0, a.sync().stats().dropped());
+    }
+
+    @Test
+    void withRedisAnsweringSlowerThanTheTimeoutRoutingGoesOnAndTheInstancesConvergeAfter() throws Exception {
+        RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort());
+        open.add(redis);
+        DelayingRelay relay = DelayingRelay.start(redis.port());
+        open.add(relay);
+        Node a = node(relay.uri(), "a", Duration.ofMillis(500));
+        Node b = node(relay.uri(), "b", Duration.ofMillis(500));
+        String first = a.route(unique("before", 0)).replica().id();
+        awaitHit(b, unique("before", 0), first);
+        // every byte in either direction now waits 1.5 s: each command outlives the 500 ms timeout
+        relay.delay(Duration.ofMillis(1_500));
+        List<String> learnedByA = routeAll(a, "slow", 30); // never waits on Redis: a blocked call would hang here
+        assertEquals(0, a.pool().totalInFlight(), "every slot returned");
+        relay.delay(Duration.ZERO);
+        awaitAll(b, "slow", learnedByA);
+        awaitAll(b, "after", routeAll(a, "after", 10));
+        assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
     }
 }
