@@ -4,11 +4,15 @@ import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 
 /**
  * What {@link RedisRouteSync} and {@link RedisLoadView} set up alike: the URI checked without quoting it,
@@ -34,15 +38,56 @@ final class RedisEndpoint {
         return uri;
     }
 
-    /** A client for {@code uri} with {@code timeout} for each command and each connection attempt. */
-    static RedisClient client(String uri, Duration timeout) {
-        RedisClient client = RedisClient.create(redisUri(uri, timeout));
+    /** The first wait before reconnecting after a connection is lost. */
+    static final Duration FIRST_RECONNECT = Duration.ofMillis(50);
+
+    /**
+     * The longest wait between reconnect attempts: Redis back after an outage of any length is in use again
+     * within this (plus the connection's own time). Lettuce's own default grows to 30 s.
+     */
+    static final Duration LAST_RECONNECT = Duration.ofSeconds(2);
+
+    /** A Lettuce client and the resources (event loops, timers) it alone uses; shut down together. */
+    record Client(RedisClient redis, ClientResources resources) {
+
+        /** Closes the client's connections, then its threads. */
+        void shutdown() {
+            try {
+                redis.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            } finally {
+                var unused = resources.shutdown(0, 2, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /**
+     * A client for {@code uri} with {@code timeout} for each command and each connection attempt, which
+     * reconnects on its own after a lost connection, waiting {@link #FIRST_RECONNECT} and doubling up to
+     * {@link #LAST_RECONNECT} between attempts.
+     */
+    static Client client(String uri, Duration timeout) {
+        ClientResources resources = DefaultClientResources.builder()
+                .reconnectDelay(reconnectDelay())
+                .build();
+        RedisClient client = RedisClient.create(resources, redisUri(uri, timeout));
         client.setOptions(ClientOptions.builder()
                 .autoReconnect(true)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .socketOptions(SocketOptions.builder().connectTimeout(timeout).build())
                 .build());
-        return client;
+        return new Client(client, resources);
+    }
+
+    /** Lettuce's reconnect delay: exponential from {@link #FIRST_RECONNECT}, capped at {@link #LAST_RECONNECT}. */
+    static Delay reconnectDelay() {
+        return Delay.exponential(FIRST_RECONNECT, LAST_RECONNECT, 2, TimeUnit.MILLISECONDS);
+    }
+
+    /** What a log line may say of a failure: Redis's own error text, or the exception's class. */
+    static String cause(RuntimeException e) {
+        return e instanceof io.lettuce.core.RedisCommandExecutionException
+                ? e.getMessage()
+                : e.getClass().getSimpleName();
     }
 
     /** {@code host:port} of {@code uri}: what logs and metrics may show. */

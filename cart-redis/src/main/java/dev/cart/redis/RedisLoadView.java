@@ -3,7 +3,6 @@ package dev.cart.redis;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.sync.RemoteLoad;
-import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
@@ -61,8 +60,11 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
 
     private static final String VERSION = "v1";
 
-    private final RedisClient client;
+    private final RedisEndpoint.Client client;
     private final String where;
+    /** Told when the publisher thread loses or regains Redis; logs once each way. */
+    private final Outage outage;
+
     private final String channel;
     private final String origin;
     private final long intervalNanos;
@@ -74,7 +76,6 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     /** True while the thread waits for its next look and a change may wake it ({@link #localLoadChanged}). */
     private volatile boolean waiting;
 
-    private volatile boolean warned;
     private final LongAdder published = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder malformed = new LongAdder();
@@ -89,6 +90,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
 
     private RedisLoadView(Builder b) {
         this.where = RedisEndpoint.where(b.uri);
+        this.outage = new Outage(LOG, "load view", where, 1, System::nanoTime);
         this.channel = b.pool + ":load";
         this.origin = RedisEndpoint.origin(b.instanceId);
         this.intervalNanos = b.interval.toNanos();
@@ -184,15 +186,12 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             if ((pub == null || sub == null) && t - nextConnect >= 0) {
                 try {
                     if (pub == null) {
-                        pub = client.connect();
+                        pub = client.redis().connect();
                     }
                     if (sub == null) {
                         sub = subscribe();
                     }
-                    if (warned) {
-                        warned = false;
-                        LOG.info("load view connected to Redis at {}", where);
-                    }
+                    outage.up(0);
                 } catch (RuntimeException e) {
                     warn(e);
                     nextConnect = t + intervalNanos;
@@ -217,6 +216,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
                     published.increment();
                     last = now.clone();
                     sent = true;
+                    outage.up(0);
                 } catch (RuntimeException e) {
                     warn(e);
                 }
@@ -245,7 +245,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     }
 
     private StatefulRedisPubSubConnection<String, String> subscribe() {
-        StatefulRedisPubSubConnection<String, String> c = client.connectPubSub();
+        StatefulRedisPubSubConnection<String, String> c = client.redis().connectPubSub();
         c.addListener(new RedisPubSubAdapter<>() {
             @Override
             public void message(String ch, String message) {
@@ -264,14 +264,10 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     }
 
     private void warn(RuntimeException e) {
-        if (!warned) {
-            warned = true;
-            LOG.warn(
-                    "load view cannot reach Redis at {} ({}); the others' load counts as 0 after {} ms",
-                    where,
-                    e.getClass().getSimpleName(),
-                    TimeUnit.NANOSECONDS.toMillis(ttlNanos));
-        }
+        outage.down(
+                0,
+                RedisEndpoint.cause(e) + "; the others' load counts as 0 after "
+                        + TimeUnit.NANOSECONDS.toMillis(ttlNanos) + " ms");
     }
 
     private String encode(List<String> ids, long[] figures) {
@@ -359,7 +355,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        client.shutdown();
     }
 
     /** Builds a {@link RedisLoadView}; the URI and the replica set are required. */

@@ -4,7 +4,6 @@ import dev.cart.core.sync.RouteEvent;
 import dev.cart.core.sync.RouteSync;
 import io.lettuce.core.Limit;
 import io.lettuce.core.Range;
-import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.StreamMessage;
 import io.lettuce.core.XAddArgs;
@@ -57,8 +56,10 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <h2>Threads and failure</h2>
- * Two daemon threads, each with its own connection; both reconnect with exponential backoff (50 ms to
- * 2 s). Redis being absent, killed, restarted or slow costs freshness only: routing reads local memory.
+ * Two daemon threads, each with its own connection, which Lettuce reconnects after a loss (attempts 50 ms
+ * to 2 s apart); the threads retry their commands with exponential backoff (50 ms to 2 s, or to 250 ms
+ * while the connection is being reconnected, when a rejected command costs nothing). An outage is logged
+ * once when it begins and once when it ends, with its duration ({@code Outage}). Redis being absent, killed, restarted or slow costs freshness only: routing reads local memory.
  * The applier is called on the tailer thread; an exception it throws is logged and the tailer goes on.
  * Logs name the Redis host and port only, never the URI (it may carry a password).
  */
@@ -71,11 +72,22 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private static final RedisCodec<String, byte[]> CODEC = RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE);
     private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
+    /**
+     * The longest wait after a command the client rejected because its connection is down and Lettuce is
+     * reconnecting it: such a rejection costs no I/O, and Lettuce's own attempts (at most
+     * {@link RedisEndpoint#LAST_RECONNECT} apart) pace the network, so the thread checks often enough to use
+     * the connection soon after it is back.
+     */
+    private static final long REJECTED_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+
     private static final int REPLAY_PAGE = 512;
     private static final long PEER_WINDOW_MILLIS = 60_000;
 
-    private final RedisClient client;
+    private final RedisEndpoint.Client client;
     private final String where;
+    /** The outage the publisher (part 0) and the tailer (part 1) report to; logged once each way. */
+    private final Outage outage;
+
     private final String stream;
     private final String origin;
     private final long maxLen;
@@ -130,6 +142,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
 
     private RedisRouteSync(Builder b) {
         this.where = RedisEndpoint.where(b.uri);
+        this.outage = new Outage(LOG, "route sync", where, 2, System::nanoTime);
         this.stream = b.stream;
         this.origin = RedisEndpoint.origin(b.instanceId);
         this.decoder = new RouteEventCodec.Decoder(origin);
@@ -264,6 +277,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         return lag.snapshot();
     }
 
+    /** The outage state its threads report to (tests). */
+    Outage outage() {
+        return outage;
+    }
+
     /** The same lags since this sync was built (every event applied while tailing). */
     public SyncLag.Snapshot lagTotal() {
         return lag.total();
@@ -301,7 +319,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         }
         closed = true;
         if (!running) {
-            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            client.shutdown();
             return;
         }
         running = false;
@@ -314,7 +332,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        client.shutdown();
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -341,8 +359,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             }
             if (conn == null && running) { // connect before gathering: while Redis is away, events wait in the buffer
                 try {
-                    conn = client.connect(CODEC);
-                    up(true, "publisher");
+                    conn = client.redis().connect(CODEC);
+                    up(true);
                 } catch (RuntimeException e) {
                     down(true, "publisher", e);
                     LockSupport.parkNanos(backoff);
@@ -369,8 +387,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             }
             try {
                 if (conn == null) {
-                    conn = client.connect(CODEC);
-                    up(true, "publisher");
+                    conn = client.redis().connect(CODEC);
+                    up(true);
                 }
                 conn.sync().xadd(stream, args, Map.of(FIELD, pending));
                 published.add(pendingEvents.getAndSet(0));
@@ -384,12 +402,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                     failed = false;
                 }
                 backoff = MIN_BACKOFF_NANOS;
-                up(true, "publisher");
+                up(true);
             } catch (RuntimeException e) {
                 failed = true;
                 down(true, "publisher", e);
+                backoff = Math.min(backoff, cap(conn));
                 LockSupport.parkNanos(backoff);
-                backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+                backoff = Math.min(backoff * 2, cap(conn));
             }
         }
         if (conn != null) {
@@ -435,7 +454,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         while (running) {
             try {
                 if (conn == null) {
-                    conn = client.connect(CODEC);
+                    conn = client.redis().connect(CODEC);
                 }
                 RedisCommands<String, byte[]> c = conn.sync();
                 if (!replayed) {
@@ -466,15 +485,16 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
                 }
                 check = false;
                 backoff = MIN_BACKOFF_NANOS;
-                up(false, "tailer");
+                up(false);
             } catch (RuntimeException e) {
                 if (!running) {
                     break;
                 }
                 check = true;
                 down(false, "tailer", e);
+                backoff = Math.min(backoff, cap(conn));
                 LockSupport.parkNanos(backoff);
-                backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+                backoff = Math.min(backoff * 2, cap(conn));
             }
         }
         if (conn != null) {
@@ -627,38 +647,28 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         return Long.compare(sa, sb);
     }
 
-    private void up(boolean publisher, String who) {
-        boolean was = publisher ? publisherUp : tailerUp;
-        if (!was) {
-            LOG.info("route sync {} connected to Redis at {}", who, where);
-            if (publisher) {
-                publisherUp = true;
-            } else {
-                tailerUp = true;
-            }
+    /** The backoff's cap after a failure on {@code conn}: short while Lettuce reconnects an existing one. */
+    private static long cap(StatefulRedisConnection<?, ?> conn) {
+        return conn != null && !conn.isOpen() ? REJECTED_BACKOFF_NANOS : MAX_BACKOFF_NANOS;
+    }
+
+    private void up(boolean publisher) {
+        if (publisher) {
+            publisherUp = true;
+        } else {
+            tailerUp = true;
         }
+        outage.up(publisher ? 0 : 1);
     }
 
     private void down(boolean publisher, String who, RuntimeException e) {
-        boolean was = publisher ? publisherUp : tailerUp;
-        if (was || !(publisher ? pubWarned : tailWarned)) {
-            // the class of the failure only: a connection exception's message could name the URI
-            String why = e instanceof RedisCommandExecutionException
-                    ? e.getMessage()
-                    : e.getClass().getSimpleName();
-            LOG.warn("route sync {} lost Redis at {} ({}); routing goes on locally, retrying", who, where, why);
-        }
         if (publisher) {
             publisherUp = false;
-            pubWarned = true;
         } else {
             tailerUp = false;
-            tailWarned = true;
         }
+        outage.down(publisher ? 0 : 1, who + ": " + RedisEndpoint.cause(e));
     }
-
-    private volatile boolean pubWarned;
-    private volatile boolean tailWarned;
 
     /** Builds a {@link RedisRouteSync}. Only the URI is required. */
     public static final class Builder {

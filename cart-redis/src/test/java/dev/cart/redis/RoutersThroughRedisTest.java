@@ -204,4 +204,39 @@ class RoutersThroughRedisTest {
         awaitAll(b, "after", routeAll(a, "after", 10));
         assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
     }
+
+    /**
+     * Redis away long enough for a client with Lettuce's default reconnect delay (which doubles towards 30
+     * s) to wait several seconds more once it is back: the routes learned during the outage still reach the
+     * other instance, one outage is counted, and the time from the restart to the first shared route is
+     * printed (a figure, not asserted). {@code -Dcart.redis.outageSeconds=45} reruns it as the docs quote.
+     */
+    @Test
+    void afterALongOutageTheInstancesShareRoutesAgainSoonAfterRedisReturns() throws Exception {
+        long outageSeconds = Long.getLong("cart.redis.outageSeconds", 12);
+        RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort());
+        open.add(redis);
+        Node a = node(redis.uri(), "a");
+        Node b = node(redis.uri(), "b");
+        String first = a.route(unique("before", 0)).replica().id();
+        awaitHit(b, unique("before", 0), first);
+        redis.kill();
+        List<String> learnedByA = routeAll(a, "long", 20);
+        long downUntil = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(outageSeconds);
+        while (System.nanoTime() < downUntil) {
+            a.route(unique("during", 0)); // requests keep coming while Redis is away
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L);
+        }
+        redis.restart();
+        long back = System.nanoTime();
+        awaitHit(b, unique("long", 1), learnedByA.get(0));
+        long sharedAfterMillis = (System.nanoTime() - back) / 1_000_000;
+        awaitAll(b, "long", learnedByA);
+        System.out.printf(
+                "Redis down %d s: routes shared again %d ms after it was back%n", outageSeconds, sharedAfterMillis);
+        Await.until(() -> !a.sync().outage().isDown() && !b.sync().outage().isDown(), () -> "both reconnected");
+        assertEquals(1, a.sync().outage().outages(), "one outage, however many retries");
+        assertEquals(1, b.sync().outage().outages());
+        assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
+    }
 }
