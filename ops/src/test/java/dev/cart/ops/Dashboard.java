@@ -60,29 +60,6 @@ final class Dashboard {
         return out;
     }
 
-    /** The queries of the first row's panels: the dashboard's main row. */
-    List<Query> mainRowQueries() {
-        List<Query> out = new ArrayList<>();
-        boolean inFirst = false;
-        for (JsonNode p : root.path("panels")) {
-            if (p.path("type").asText().equals("row")) {
-                if (inFirst) {
-                    break;
-                }
-                inFirst = true;
-                continue;
-            }
-            for (JsonNode t : p.path("targets")) {
-                out.add(new Query(
-                        p.path("title").asText(),
-                        t.path("refId").asText(),
-                        t.path("expr").asText(),
-                        t.path("legendFormat").asText()));
-            }
-        }
-        return out;
-    }
-
     List<Variable> variables() {
         List<Variable> out = new ArrayList<>();
         for (JsonNode v : root.path("templating").path("list")) {
