@@ -1,6 +1,7 @@
 package dev.cart.ops;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -11,6 +12,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -41,6 +43,11 @@ import org.junit.jupiter.api.Timeout;
  * <p>{@link #KNOWN_GAPS} names the queries allowed to return nothing because the counter they read
  * exists only from its first event and this replay cannot cause it; a gap that returns data fails the
  * test, so the list cannot outlive its reason.
+ *
+ * <p>The main row's panels are then drawn from the run's data ({@link DashboardPicture}) to
+ * target/live/dashboard.png, or to the file {@code -Dcart.ops.picture} names; {@code -Dcart.ops.steadySeconds}
+ * lengthens the replay's last, normal phase (5 s by default; docs/operations.md says how docs/dashboard.png
+ * was made).
  */
 class LiveQueriesTest {
 
@@ -82,8 +89,17 @@ class LiveQueriesTest {
     private record Check(String where, String source, String expr) {}
 
     @Test
-    @Timeout(value = 8, unit = TimeUnit.MINUTES)
-    void everyDashboardQueryAndRuleReturnsSeriesFromARunningPool() throws Exception {
+    @Timeout(value = 2, unit = TimeUnit.HOURS) // the limit is the one below, which follows cart.ops.steadySeconds
+    void everyDashboardQueryAndRuleReturnsSeriesFromARunningPool() {
+        Duration limit = Duration.ofMinutes(8).plusSeconds(steadySeconds());
+        assertTimeoutPreemptively(limit, this::run, "the live check's limit");
+    }
+
+    private static long steadySeconds() {
+        return Long.getLong("cart.ops.steadySeconds", 5);
+    }
+
+    private void run() throws Exception {
         Path dir = freshDirectory(Tools.opsDir().resolve("target/live"));
         List<SimulatedReplicaServer> sims = new ArrayList<>();
         List<AutoCloseable> closing = new ArrayList<>();
@@ -105,6 +121,7 @@ class LiveQueriesTest {
             LocalPrometheus prometheus = LocalPrometheus.start(dir, List.of(a.target(), b.target()));
             closing.add(prometheus);
             await(prometheus, "both proxies scraped", "count(up{job=\"cart\"} == 1) == 2");
+            double from = System.currentTimeMillis() / 1000.0;
             log("pool up in %d s", seconds(started));
 
             List<URI> proxies = List.of(uri(a), uri(b));
@@ -120,6 +137,13 @@ class LiveQueriesTest {
             log("queries checked at %d s", seconds(started));
             assertRulesHealthy(prometheus);
             assertResults(checks, found, prometheus);
+
+            double to = System.currentTimeMillis() / 1000.0;
+            Path picture = Path.of(System.getProperty(
+                    "cart.ops.picture", dir.resolve("dashboard.png").toString()));
+            DashboardPicture.draw(prometheus, variables, from, to, picture);
+            assertTrue(javax.imageio.ImageIO.read(picture.toFile()).getWidth() > 0, "a PNG at " + picture);
+            log("main row drawn to %s (%.0f s of data)", picture.toAbsolutePath(), to - from);
 
         } finally {
             for (int i = closing.size() - 1; i >= 0; i--) {
@@ -183,8 +207,7 @@ class LiveQueriesTest {
         await(prometheus, "health transitions back", "cart_health_transitions_total{to=\"healthy\"}");
         await(prometheus, "both reloads", "count(cart_reloads_total) == 2");
         replay.chat(proxyA, "m2", Replay.system(-2), "Which regions have GPUs?", false);
-        long steady = Long.getLong("cart.ops.steadySeconds", 5);
-        LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(steady)); // the traffic's last phase: normal load
+        LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(steadySeconds())); // the last phase: normal load
     }
 
     private static String proxyConfig(String name, List<SimulatedReplicaServer> sims, LocalRedis redis) {
