@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
@@ -15,7 +18,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * What promtool does not check: every alert says how bad it is; every alert's unit tests show it both firing and not firing; the recording rules
+ * What promtool does not check: every alert says how bad it is and links its runbook, which exists in
+ * docs/operations.md; every alert's unit tests show it both firing and not firing; the recording rules
  * follow the naming convention and keep the pool ({@code job}) apart.
  */
 class AlertRulesTest {
@@ -32,6 +36,26 @@ class AlertRulesTest {
             assertFalse(a.annotations().getOrDefault("summary", "").isBlank(), a.name() + ": summary");
             assertFalse(a.annotations().getOrDefault("description", "").isBlank(), a.name() + ": description");
         }
+    }
+
+    @Test
+    void everyAlertLinksItsRunbookAndEveryRunbookIsAnAlert() throws Exception {
+        String doc = Files.readString(Tools.repositoryRoot().resolve("docs/operations.md"), StandardCharsets.UTF_8);
+        Set<String> headings = new TreeSet<>();
+        Matcher m = Pattern.compile("(?m)^### (Cart[A-Za-z]+)$").matcher(doc);
+        while (m.find()) {
+            headings.add(m.group(1));
+        }
+        Set<String> names = new TreeSet<>();
+        for (RuleFiles.Alert a : RuleFiles.alerts()) {
+            names.add(a.name());
+            // GitHub's anchor of the heading "### CartSomething" is #cartsomething
+            assertEquals(
+                    RuleFiles.RUNBOOKS + "#" + a.name().toLowerCase(Locale.ROOT),
+                    a.annotations().get("runbook_url"),
+                    a.name() + ": runbook_url");
+        }
+        assertEquals(names, headings, "the alerts, and the runbook headings (### Name) of docs/operations.md");
     }
 
     @Test
