@@ -30,6 +30,11 @@ final class ChildProcess implements AutoCloseable {
         this.log = log;
     }
 
+    /** Ends {@code p} when this JVM ends, should the test not get to close it (a timeout, a crash). */
+    private static void killOnExit(Process p) {
+        Runtime.getRuntime().addShutdownHook(new Thread(p::destroyForcibly, "stop-" + p.pid()));
+    }
+
     static ChildProcess start(String name, Path dir, List<String> command) throws IOException {
         Path log = dir.resolve(name + ".log");
         Process p = new ProcessBuilder(command)
@@ -37,6 +42,7 @@ final class ChildProcess implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())
                 .start();
+        killOnExit(p);
         return new ChildProcess(name, p, log);
     }
 
@@ -49,7 +55,7 @@ final class ChildProcess implements AutoCloseable {
     }
 
     /** Polls {@code ready} until it holds; fails the test if the process ends first or after {@code seconds}. */
-    void awaitReady(String what, long seconds, BooleanSupplier ready) {
+    void awaitReady(String what, long seconds, BooleanSupplier ready) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (!ready.getAsBoolean()) {
             if (!process.isAlive()) {
@@ -58,7 +64,18 @@ final class ChildProcess implements AutoCloseable {
             if (System.nanoTime() > deadline) {
                 fail(name + ": not " + what + " within " + seconds + " s:\n" + output());
             }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // poll interval of a bounded wait
+            pollInterval(50);
+        }
+    }
+
+    /**
+     * Waits {@code millis} between two polls of a bounded wait; throws if the test was interrupted (its time
+     * limit), so that no wait outlives it.
+     */
+    static void pollInterval(long millis) throws InterruptedException {
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(millis));
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted while waiting");
         }
     }
 

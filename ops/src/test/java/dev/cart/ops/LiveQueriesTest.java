@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -196,7 +195,7 @@ class LiveQueriesTest {
             }
             replay.chat(proxyA, "m2", Replay.system(-2), "Which regions have GPUs?", false);
             replay.chat(proxyB, "m2", Replay.system(-2), "Which regions have GPUs?", false);
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200)); // paces the m2 requests
+            ChildProcess.pollInterval(200); // paces the m2 requests
         }
 
         sims.get(1).setFault(SimulatedReplicaServer.Fault.NONE);
@@ -207,7 +206,7 @@ class LiveQueriesTest {
         await(prometheus, "health transitions back", "cart_health_transitions_total{to=\"healthy\"}");
         await(prometheus, "both reloads", "count(cart_reloads_total) == 2");
         replay.chat(proxyA, "m2", Replay.system(-2), "Which regions have GPUs?", false);
-        LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(steadySeconds())); // the last phase: normal load
+        Thread.sleep(TimeUnit.SECONDS.toMillis(steadySeconds())); // the last phase: normal load, for as long as asked
     }
 
     private static String proxyConfig(String name, List<SimulatedReplicaServer> sims, LocalRedis redis) {
@@ -310,7 +309,7 @@ class LiveQueriesTest {
                 return found;
             }
             log("waiting for %s", waiting);
-            LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(1)); // a scrape and an evaluation later
+            ChildProcess.pollInterval(1000); // a scrape and an evaluation later
         }
     }
 
@@ -378,7 +377,7 @@ class LiveQueriesTest {
             if (System.nanoTime() > deadline) {
                 fail("not seen within " + WAIT_SECONDS + " s: " + what + " (" + expr + ")\n" + prometheus.output());
             }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(250)); // poll interval of a bounded wait
+            ChildProcess.pollInterval(250);
         }
     }
 

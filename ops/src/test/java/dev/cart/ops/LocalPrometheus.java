@@ -40,7 +40,7 @@ final class LocalPrometheus implements AutoCloseable {
     }
 
     /** Starts Prometheus in {@code dir} scraping {@code targets} (host:port) and waits until it is ready. */
-    static LocalPrometheus start(Path dir, List<String> targets) throws IOException {
+    static LocalPrometheus start(Path dir, List<String> targets) throws IOException, InterruptedException {
         Path binary = Tools.binary("prometheus", "prometheus");
         StringBuilder config = new StringBuilder()
                 .append("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n")

@@ -20,7 +20,7 @@ final class LocalRedis implements AutoCloseable {
         this.port = port;
     }
 
-    static LocalRedis start(Path dir) throws IOException {
+    static LocalRedis start(Path dir) throws IOException, InterruptedException {
         Path binary = Tools.binary("redis-server", "redis-server");
         int port = ChildProcess.freePort();
         ChildProcess p = ChildProcess.start(

@@ -41,7 +41,7 @@ final class ProxyProcess implements AutoCloseable {
     }
 
     /** Starts a proxy named {@code name} in {@code dir} with {@code yaml} as its configuration. */
-    static ProxyProcess start(String name, Path dir, String yaml) throws IOException {
+    static ProxyProcess start(String name, Path dir, String yaml) throws IOException, InterruptedException {
         Path config = dir.resolve(name + ".yaml");
         Files.writeString(config, yaml);
         String java = ProcessHandle.current().info().command().orElse("java");
