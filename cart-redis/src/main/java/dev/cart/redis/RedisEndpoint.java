@@ -9,6 +9,7 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What {@link RedisRouteSync} and {@link RedisLoadView} set up alike: the URI checked without quoting it,
@@ -75,7 +76,7 @@ final class RedisEndpoint {
     }
 
     /** {@code id} (or the default) with a random suffix: unique per start of the instance. */
-    static String origin(String id) {
+    static String origin(@Nullable String id) {
         return (id != null ? id : defaultInstanceId()) + "#"
                 + Integer.toHexString(ThreadLocalRandom.current().nextInt());
     }
