@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What {@link RedisRouteSync} and {@link RedisLoadView} set up alike: the URI checked without quoting it,
@@ -85,8 +86,9 @@ final class RedisEndpoint {
 
     /** What a log line may say of a failure: Redis's own error text, or the exception's class. */
     static String cause(RuntimeException e) {
-        return e instanceof io.lettuce.core.RedisCommandExecutionException
-                ? e.getMessage()
+        String message = e.getMessage();
+        return e instanceof io.lettuce.core.RedisCommandExecutionException && message != null
+                ? message
                 : e.getClass().getSimpleName();
     }
 
@@ -120,7 +122,7 @@ final class RedisEndpoint {
     }
 
     /** {@code id} (or the default) with a random suffix: unique per start of the instance. */
-    static String origin(String id) {
+    static String origin(@Nullable String id) {
         return (id != null ? id : defaultInstanceId()) + "#"
                 + Integer.toHexString(ThreadLocalRandom.current().nextInt());
     }

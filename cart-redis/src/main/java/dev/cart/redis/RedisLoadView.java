@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,7 +81,7 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     private final LongAdder received = new LongAdder();
     private final LongAdder malformed = new LongAdder();
     private boolean closed;
-    private volatile Thread thread;
+    private volatile @Nullable Thread thread;
 
     /** Sums per replica id of the other live instances' figures, and how many they are. */
     private record Snapshot(Map<String, long[]> load, int peers) {}
@@ -89,39 +90,61 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     private record Heard(Map<String, long[]> load, long atNanos) {}
 
     private RedisLoadView(Builder b) {
-        this.where = RedisEndpoint.where(b.uri);
+        String uri = Objects.requireNonNull(b.uri); // checked by build()
+        this.where = RedisEndpoint.where(uri);
         this.outage = new Outage(LOG, "load view", where, 1, System::nanoTime);
         this.channel = b.pool + ":load";
         this.origin = RedisEndpoint.origin(b.instanceId);
         this.intervalNanos = b.interval.toNanos();
         this.ttlNanos = b.ttl.toNanos();
-        this.replicas = b.replicas;
-        this.client = RedisEndpoint.client(b.uri, b.commandTimeout);
+        this.replicas = Objects.requireNonNull(b.replicas);
+        this.client = RedisEndpoint.client(uri, b.commandTimeout);
     }
 
+    /**
+     * Starts building a load view.
+     *
+     * @return a builder; {@link Builder#uri} and {@link Builder#replicas} are required
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** Starts the publisher thread (which also subscribes); returns at once whether or not Redis answers. */
+    /**
+     * Starts the publisher thread (which also subscribes); returns at once whether or not Redis answers.
+     *
+     * @return this view
+     * @throws IllegalStateException if it was started before
+     */
     public synchronized RedisLoadView start() {
         if (thread != null) {
             throw new IllegalStateException("already started");
         }
         running = true;
-        thread = new Thread(this::loop, "cart-redis-load");
-        thread.setDaemon(true);
-        thread.start();
+        Thread t = new Thread(this::loop, "cart-redis-load");
+        t.setDaemon(true);
+        thread = t;
+        t.start();
         return this;
     }
 
-    /** Requests the other live instances have in flight on the replica with this id (0 if none). */
+    /**
+     * Requests the other live instances have in flight on one replica. Lock-free; any thread.
+     *
+     * @param replicaId the replica's {@link dev.cart.core.spi.Replica#id() id}
+     * @return their sum over the instances heard from within the TTL, 0 if none
+     */
     public long remoteInFlight(String replicaId) {
         long[] v = snapshot.load().get(replicaId);
         return v == null ? 0 : v[0];
     }
 
-    /** Pending prefill units the other live instances have routed to the replica with this id. */
+    /**
+     * Pending prefill units the other live instances have routed to one replica. Lock-free; any thread.
+     *
+     * @param replicaId the replica's {@link dev.cart.core.spi.Replica#id() id}
+     * @return their sum over the instances heard from within the TTL, 0 if none
+     */
     public long remotePendingPrefill(String replicaId) {
         long[] v = snapshot.load().get(replicaId);
         return v == null ? 0 : v[1];
@@ -156,12 +179,20 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
         return remotePendingPrefill(replicaId);
     }
 
-    /** This instance's origin id (its instance id and a random suffix per start). */
+    /**
+     * This instance's origin id, which the others see its figures under.
+     *
+     * @return its instance id and a random suffix, new for each view
+     */
     public String originId() {
         return origin;
     }
 
-    /** Other instances heard from within the TTL. */
+    /**
+     * How many other instances this one hears.
+     *
+     * @return the instances heard from within the TTL, this one not counted
+     */
     public int peers() {
         return snapshot.peers();
     }
@@ -360,23 +391,36 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
 
     /** Builds a {@link RedisLoadView}; the URI and the replica set are required. */
     public static final class Builder {
-        private String uri;
+        private @Nullable String uri;
         private String pool = "cart:routes";
-        private String instanceId;
-        private ReplicaSet replicas;
+        private @Nullable String instanceId;
+        private @Nullable ReplicaSet replicas;
         private Duration interval = Duration.ofMillis(100);
         private Duration ttl = Duration.ofSeconds(1);
         private Duration commandTimeout = Duration.ofSeconds(2);
 
         private Builder() {}
 
-        /** The Redis URI (as {@link RedisRouteSync.Builder#uri}); never logged. */
+        /**
+         * The Redis to use, as {@link RedisRouteSync.Builder#uri}; never logged. Required.
+         *
+         * @param uri {@code redis://} or {@code rediss://} (TLS), the password in it if any
+         * @return this builder
+         * @throws IllegalArgumentException if it is not a Redis URI
+         */
         public Builder uri(String uri) {
             this.uri = RedisEndpoint.checked(uri);
             return this;
         }
 
-        /** The pool's name (same on every instance; the route stream's name does well): the channel is {@code <pool>:load}. */
+        /**
+         * The pool's name, the same on every instance (the route stream's name does well). Default
+         * {@code cart:routes}.
+         *
+         * @param pool the name; the pub/sub channel is {@code <pool>:load}
+         * @return this builder
+         * @throws IllegalArgumentException if it is empty or blank
+         */
         public Builder pool(String pool) {
             if (pool == null || pool.isBlank()) {
                 throw new IllegalArgumentException("the pool name must not be empty");
@@ -385,12 +429,23 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             return this;
         }
 
+        /**
+         * This instance's name in the others' figures and logs. Default {@code host:pid}.
+         *
+         * @param id the name (a random suffix is added per start)
+         * @return this builder
+         */
         public Builder instanceId(String id) {
             this.instanceId = Objects.requireNonNull(id);
             return this;
         }
 
-        /** Whose load this instance publishes: its replica set (read every {@value RedisLoadView#GAP_MILLIS} ms). */
+        /**
+         * Whose load this instance publishes. Required.
+         *
+         * @param replicas the router's replica set, read at most every {@value RedisLoadView#GAP_MILLIS} ms
+         * @return this builder
+         */
         public Builder replicas(ReplicaSet replicas) {
             this.replicas = Objects.requireNonNull(replicas);
             return this;
@@ -399,6 +454,10 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
         /**
          * How often the load is published when it has not changed (a heartbeat; default 100 ms). Every
          * change is published at once (at most every {@value RedisLoadView#GAP_MILLIS} ms).
+         *
+         * @param interval the heartbeat interval, positive
+         * @return this builder
+         * @throws IllegalArgumentException if it is zero or negative
          */
         public Builder interval(Duration interval) {
             if (interval.isNegative() || interval.isZero()) {
@@ -408,7 +467,13 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             return this;
         }
 
-        /** How long an instance's figures count after they arrived (default 1 s; at least twice the interval). */
+        /**
+         * How long an instance's figures count after they arrived (default 1 s).
+         *
+         * @param ttl positive, and at least twice the {@link #interval} (checked by {@link #build})
+         * @return this builder
+         * @throws IllegalArgumentException if it is zero or negative
+         */
         public Builder ttl(Duration ttl) {
             if (ttl.isNegative() || ttl.isZero()) {
                 throw new IllegalArgumentException("the load TTL must be positive");
@@ -417,6 +482,13 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             return this;
         }
 
+        /**
+         * Builds the view (it makes its Redis client but connects only at {@link RedisLoadView#start}).
+         *
+         * @return a view, not started
+         * @throws IllegalStateException if the URI or the replica set is missing, or the TTL is shorter than
+         *     twice the interval
+         */
         public RedisLoadView build() {
             if (uri == null || replicas == null) {
                 throw new IllegalStateException("a load view needs a URI and a replica set");

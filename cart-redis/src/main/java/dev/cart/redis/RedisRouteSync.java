@@ -26,6 +26,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -136,12 +137,12 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     private volatile boolean running;
     private volatile boolean started;
     private boolean closed;
-    private volatile Consumer<? super RouteEvent> applier;
-    private volatile Thread publisherThread;
-    private Thread tailerThread;
+    private volatile @Nullable Consumer<? super RouteEvent> applier;
+    private volatile @Nullable Thread publisherThread;
+    private @Nullable Thread tailerThread;
 
     private RedisRouteSync(Builder b) {
-        this.where = RedisEndpoint.where(b.uri);
+        this.where = RedisEndpoint.where(Objects.requireNonNull(b.uri)); // checked by build()
         this.outage = new Outage(LOG, "route sync", where, 2, System::nanoTime);
         this.stream = b.stream;
         this.origin = RedisEndpoint.origin(b.instanceId);
@@ -156,6 +157,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         this.client = RedisEndpoint.client(b.uri, b.commandTimeout);
     }
 
+    /**
+     * Starts building a route sync.
+     *
+     * @return a builder; {@link Builder#uri} is required
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -227,6 +233,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
      * Starts the publisher and the tailer; the tailer hands other instances' events to {@code applier}
      * (normally {@code router::applyRemote}) on its own thread. Returns at once, whether or not Redis is
      * reachable.
+     *
+     * @param applier called with each event of another instance, on the tailer thread; an exception it
+     *     throws is logged and the tailer goes on
+     * @return this sync
+     * @throws IllegalStateException if it was started before
      */
     public synchronized RedisRouteSync start(Consumer<? super RouteEvent> applier) {
         if (started) {
@@ -248,6 +259,11 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         return t;
     }
 
+    /**
+     * What this sync has done since it was built. Any thread.
+     *
+     * @return a snapshot of its counters, its lags and its connection state
+     */
     public RedisSyncStats stats() {
         return new RedisSyncStats(
                 published.sum(),
@@ -272,6 +288,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     /**
      * Lags of the other instances' events applied here while tailing in the last minute: from the time the
      * publishing router recorded the event to its apply here (see {@link SyncLag}).
+     *
+     * @return the lags of the last minute
      */
     public SyncLag.Snapshot lag() {
         return lag.snapshot();
@@ -282,12 +300,20 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
         return outage;
     }
 
-    /** The same lags since this sync was built (every event applied while tailing). */
+    /**
+     * The same lags as {@link #lag()}, since this sync was built.
+     *
+     * @return the lags of every event applied while tailing
+     */
     public SyncLag.Snapshot lagTotal() {
         return lag.total();
     }
 
-    /** Other instances (origins) whose entries this instance read in the last minute. */
+    /**
+     * How many other instances this one hears.
+     *
+     * @return the origins whose entries this instance read in the last minute
+     */
     public int peers() {
         long since = System.currentTimeMillis() - PEER_WINDOW_MILLIS;
         peersSeen.values().removeIf(t -> t < since);
@@ -296,14 +322,21 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
 
     /**
      * Where {@code uri} points, as logs may show it: {@code host:port}, and " (TLS)" for {@code rediss://};
-     * never the password or the user. Throws {@link IllegalArgumentException} (not quoting it) when it
-     * does not parse.
+     * never the password or the user.
+     *
+     * @param uri a Redis URI, as {@link Builder#uri} takes it
+     * @return {@code host:port}, with " (TLS)" for {@code rediss://}
+     * @throws IllegalArgumentException (not quoting the URI) when it does not parse
      */
     public static String describeUri(String uri) {
         return RedisEndpoint.describe(uri);
     }
 
-    /** The stream this instance writes and reads. */
+    /**
+     * The stream this instance writes and reads.
+     *
+     * @return its name, as {@link Builder#stream} set it
+     */
     public String stream() {
         return stream;
     }
@@ -327,8 +360,8 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             LockSupport.unpark(t);
         }
         try {
-            publisherThread.join(5_000);
-            tailerThread.join(5_000);
+            Objects.requireNonNull(publisherThread).join(5_000); // running: both were started
+            Objects.requireNonNull(tailerThread).join(5_000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -447,7 +480,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
 
     private void tailLoop() {
         StatefulRedisConnection<String, byte[]> conn = null;
-        String position = null; // last entry id handled; null until the first read
+        @Nullable String position = null; // last entry id handled; null until the first read
         boolean replayed = !replay;
         boolean check = false;
         long backoff = MIN_BACKOFF_NANOS;
@@ -503,7 +536,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     }
 
     /** Applies the retained window in pages, oldest first, after {@code from}; returns the last id read. */
-    private String replay(RedisCommands<String, byte[]> c, String from) {
+    private String replay(RedisCommands<String, byte[]> c, @Nullable String from) {
         String position = from;
         long entries = 0;
         while (running) {
@@ -530,7 +563,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
      * meanwhile (trimmed before they were read, or gone with the old stream) show as gaps in their
      * origins' batch numbers, counted by {@link #handle}.
      */
-    private String checkPosition(RedisCommands<String, byte[]> c, String position) {
+    private @Nullable String checkPosition(RedisCommands<String, byte[]> c, @Nullable String position) {
         if (position == null) {
             return null;
         }
@@ -610,7 +643,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             unresolved.add(batch.unresolved());
         }
         peersSeen.put(batch.origin(), System.currentTimeMillis());
-        Consumer<? super RouteEvent> a = applier;
+        Consumer<? super RouteEvent> a = Objects.requireNonNull(applier); // set by start(), before the tailer runs
         for (RouteEvent e : batch.events()) {
             try {
                 a.accept(e);
@@ -648,7 +681,7 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
     }
 
     /** The backoff's cap after a failure on {@code conn}: short while Lettuce reconnects an existing one. */
-    private static long cap(StatefulRedisConnection<?, ?> conn) {
+    private static long cap(@Nullable StatefulRedisConnection<?, ?> conn) {
         return conn != null && !conn.isOpen() ? REJECTED_BACKOFF_NANOS : MAX_BACKOFF_NANOS;
     }
 
@@ -672,9 +705,9 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
 
     /** Builds a {@link RedisRouteSync}. Only the URI is required. */
     public static final class Builder {
-        private String uri;
+        private @Nullable String uri;
         private String stream = "cart:routes";
-        private String instanceId; // host:pid unless given
+        private @Nullable String instanceId; // host:pid unless given
         private long maxLen = 100_000;
         private int batchEvents = 256;
         private Duration batchDelay = Duration.ofMillis(5);
@@ -688,14 +721,26 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
 
         /**
          * The Redis to use: {@code redis://[:password@]host[:port][/db]}, or {@code rediss://...} for TLS
-         * (Lettuce's {@link RedisURI} syntax). Never logged: logs name the host and port only.
+         * (Lettuce's {@link io.lettuce.core.RedisURI} syntax). Never logged: logs name the host and port only.
+         * Required.
+         *
+         * @param uri the URI, the password in it if any
+         * @return this builder
+         * @throws IllegalArgumentException (not quoting it) if it is not a Redis URI
          */
         public Builder uri(String uri) {
             this.uri = RedisEndpoint.checked(uri); // fails now on a malformed URI, not on the first connection
             return this;
         }
 
-        /** The stream of this pool; every instance routing the same pool uses the same name. */
+        /**
+         * The stream of this pool; every instance routing the same pool uses the same name. Default
+         * {@code cart:routes}.
+         *
+         * @param stream the stream's key in Redis
+         * @return this builder
+         * @throws IllegalArgumentException if it is empty or blank
+         */
         public Builder stream(String stream) {
             if (stream == null || stream.isBlank()) {
                 throw new IllegalArgumentException("cluster.stream must not be empty");
@@ -704,7 +749,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** This instance's id (default host:pid); a random suffix per start makes the origin id unique. */
+        /**
+         * This instance's id (default {@code host:pid}); a random suffix per start makes the origin id unique.
+         *
+         * @param id the id
+         * @return this builder
+         * @throws IllegalArgumentException if it is empty or blank
+         */
         public Builder instanceId(String id) {
             if (id == null || id.isBlank()) {
                 throw new IllegalArgumentException("cluster.instance_id must not be empty");
@@ -713,7 +764,14 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** The stream's approximate cap in entries ({@code MAXLEN ~}); each entry holds up to a batch. */
+        /**
+         * The stream's approximate cap in entries ({@code MAXLEN ~}); each entry holds up to a batch. Default
+         * 100,000.
+         *
+         * @param entries at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if it is below 1
+         */
         public Builder maxLen(long entries) {
             if (entries < 1) {
                 throw new IllegalArgumentException("cluster.max_len must be >= 1, was " + entries);
@@ -722,7 +780,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** Most events per stream entry (1 to 256; default 256). */
+        /**
+         * Most events per stream entry (default 256).
+         *
+         * @param events 1 to 256
+         * @return this builder
+         * @throws IllegalArgumentException if it is out of range
+         */
         public Builder batchEvents(int events) {
             if (events < 1 || events > 256) {
                 throw new IllegalArgumentException("cluster.batch_events must be in [1, 256], was " + events);
@@ -731,7 +795,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** How long a batch waits for more events after its first (0 to 5 ms; default 5 ms). */
+        /**
+         * How long a batch waits for more events after its first (default 5 ms).
+         *
+         * @param delay 0 to 5 ms
+         * @return this builder
+         * @throws IllegalArgumentException if it is out of range
+         */
         public Builder batchDelay(Duration delay) {
             if (delay.isNegative() || delay.compareTo(Duration.ofMillis(5)) > 0) {
                 throw new IllegalArgumentException("cluster.batch_delay_ms must be in [0, 5], was " + delay.toMillis());
@@ -740,7 +810,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** A learned route is written again only after this long (default 1 s; zero writes every one). */
+        /**
+         * A learned route is written again only after this long (default 1 s).
+         *
+         * @param interval zero or more; zero writes every one
+         * @return this builder
+         * @throws IllegalArgumentException if it is negative
+         */
         public Builder repeatInterval(Duration interval) {
             if (interval.isNegative()) {
                 throw new IllegalArgumentException("cluster.repeat_interval_ms must be >= 0");
@@ -749,7 +825,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** Events buffered while Redis is slow or away; beyond it the oldest are dropped (default 65,536). */
+        /**
+         * Events buffered while Redis is slow or away; beyond it the oldest are dropped (default 65,536).
+         *
+         * @param events at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if it is below 1
+         */
         public Builder bufferEvents(int events) {
             if (events < 1) {
                 throw new IllegalArgumentException("cluster.buffer_events must be >= 1, was " + events);
@@ -758,7 +840,13 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** Timeout of one Redis command and of a connection attempt (default 2 s). */
+        /**
+         * Timeout of one Redis command and of a connection attempt (default 2 s).
+         *
+         * @param timeout positive, and longer than the tailer's 250 ms blocking read (checked by {@link #build})
+         * @return this builder
+         * @throws IllegalArgumentException if it is zero or negative
+         */
         public Builder commandTimeout(Duration timeout) {
             if (timeout.isNegative() || timeout.isZero()) {
                 throw new IllegalArgumentException("cluster.timeout must be positive");
@@ -767,12 +855,24 @@ public final class RedisRouteSync implements RouteSync, AutoCloseable {
             return this;
         }
 
-        /** Whether a starting instance replays the retained stream window first (default true). */
+        /**
+         * Whether a starting instance replays the retained stream window first (default true).
+         *
+         * @param replay false to apply only what is written from the start on
+         * @return this builder
+         */
         public Builder replay(boolean replay) {
             this.replay = replay;
             return this;
         }
 
+        /**
+         * Builds the sync (it makes its Redis client but connects only at {@link RedisRouteSync#start}).
+         *
+         * @return a sync, not started
+         * @throws IllegalStateException if the URI is missing or the command timeout does not exceed the
+         *     blocking read
+         */
         public RedisRouteSync build() {
             if (uri == null) {
                 throw new IllegalStateException("a Redis route sync needs a URI");

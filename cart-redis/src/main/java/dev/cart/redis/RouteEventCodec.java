@@ -12,6 +12,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The wire format of one stream entry: a batch of {@link RouteEvent}s from one origin (version 2).
@@ -180,16 +182,16 @@ final class RouteEventCodec {
                 out.u8(kind | (tokens ? TOKENS_BIT : 0));
                 out.varlong(zigzag(e.timeMillis() - base));
                 if (e instanceof RouteEvent.Learned l) {
-                    out.varint(ids.get(l.replicaId()));
+                    out.varint(Objects.requireNonNull(ids.get(l.replicaId())));
                     out.varint(l.blockSize());
                     key(out, l.blocks());
                 } else if (e instanceof RouteEvent.Forgotten f) {
-                    out.varint(ids.get(f.replicaId()));
+                    out.varint(Objects.requireNonNull(ids.get(f.replicaId())));
                     out.varint(f.blockSize());
                     key(out, f.blocks());
                     out.varint(f.keepBlocks());
                 } else if (e instanceof RouteEvent.ReplicaRemoved r) {
-                    out.varint(ids.get(r.replicaId()));
+                    out.varint(Objects.requireNonNull(ids.get(r.replicaId())));
                 }
             }
             return out.bytes();
@@ -226,7 +228,7 @@ final class RouteEventCodec {
         }
     }
 
-    private static String replicaId(RouteEvent e) {
+    private static @Nullable String replicaId(RouteEvent e) {
         if (e instanceof RouteEvent.Learned l) {
             return l.replicaId();
         }
@@ -294,7 +296,7 @@ final class RouteEventCodec {
                 ids[i] = in.str();
             }
             int n = in.count(2);
-            OriginState st = origins.get(tag);
+            @Nullable OriginState st = origins.get(tag);
             String originName = !name.isEmpty() ? name : st != null ? st.name : "#" + Long.toHexString(tag);
             if (tag == ownTag) {
                 return new Decoded(Kind.OWN, originName, seq, List.of(), 0, 0, n);
@@ -303,13 +305,14 @@ final class RouteEventCodec {
                 return new Decoded(Kind.DUPLICATE, originName, seq, List.of(), 0, 0, n);
             }
             long lost = st != null ? seq - st.lastSeq - 1 : 0;
-            boolean fresh = st == null || st.epoch != epoch;
-            long keyBase = fresh ? firstKey : st.keyBase;
-            int held = fresh ? 0 : st.keys.size();
+            // the origin's state in this epoch: null when it starts one (or is new)
+            @Nullable OriginState current = st != null && st.epoch == epoch ? st : null;
+            long keyBase = current == null ? firstKey : current.keyBase;
+            int held = current == null ? 0 : current.keys.size();
             if (firstKey < keyBase + held) {
                 throw new Malformed("key number " + firstKey + " already read");
             }
-            List<long[]> prior = fresh ? List.of() : st.keys;
+            List<long[]> prior = current == null ? List.of() : current.keys;
             if (firstKey - keyBase - held > MAX_HOLES) { // far behind: keep nothing from before the gap
                 keyBase = firstKey;
                 held = 0;
@@ -333,7 +336,7 @@ final class RouteEventCodec {
                     case LEARNED -> {
                         String id = id(ids, in.varint());
                         int blockSize = blockSize(in.varint());
-                        long[] key = key(in, keyBase, prior, added);
+                        long @Nullable [] key = key(in, keyBase, prior, added);
                         if (key == null) {
                             unresolved++;
                         } else {
@@ -343,7 +346,7 @@ final class RouteEventCodec {
                     case FORGOTTEN -> {
                         String id = id(ids, in.varint());
                         int blockSize = blockSize(in.varint());
-                        long[] key = key(in, keyBase, prior, added);
+                        long @Nullable [] key = key(in, keyBase, prior, added);
                         int keep = in.varint();
                         if (key == null) {
                             unresolved++;
@@ -359,26 +362,26 @@ final class RouteEventCodec {
                 throw new Malformed(in.remaining() + " bytes after the last event");
             }
             // the entry parsed: only now does the origin's state change
-            if (fresh) {
-                st = new OriginState(epoch, firstKey, st != null ? st.name : originName);
-                origins.put(tag, st);
-            } else if (prior.isEmpty() && keyBase != st.keyBase) {
-                st.keys.clear();
-                st.blocks = 0;
-                st.keyBase = keyBase;
+            if (current == null) {
+                current = new OriginState(epoch, firstKey, st != null ? st.name : originName);
+                origins.put(tag, current);
+            } else if (prior.isEmpty() && keyBase != current.keyBase) {
+                current.keys.clear();
+                current.blocks = 0;
+                current.keyBase = keyBase;
             }
             if (!name.isEmpty()) {
-                st.name = name;
+                current.name = name;
             }
-            st.lastSeq = seq;
+            current.lastSeq = seq;
             for (long[] k : added) {
-                st.keys.add(k);
-                st.blocks += k == null ? 0 : k.length;
+                current.keys.add(k);
+                current.blocks += k == null ? 0 : k.length;
             }
-            if (st.blocks > 4L * EPOCH_BLOCKS) { // a writer with other limits: forget rather than grow
-                st.keyBase += st.keys.size();
-                st.keys.clear();
-                st.blocks = 0;
+            if (current.blocks > 4L * EPOCH_BLOCKS) { // a writer with other limits: forget rather than grow
+                current.keyBase += current.keys.size();
+                current.keys.clear();
+                current.blocks = 0;
             }
             return new Decoded(Kind.BATCH, originName, seq, events, unresolved, lost, n);
         }
@@ -419,13 +422,12 @@ final class RouteEventCodec {
      * {@code added} this entry's (after any holes). Returns null, still numbering it, when the key refers
      * to a key this reader does not have.
      */
-    private static long[] key(In in, long keyBase, List<long[]> prior, List<long[]> added) throws Malformed {
+    private static long @Nullable [] key(In in, long keyBase, List<long[]> prior, List<long[]> added) throws Malformed {
         int ref = in.varint();
         int shared = in.varint();
         int fresh = in.count(8);
         long number = keyBase + prior.size() + added.size();
-        long[] blocks;
-        boolean missing = false;
+        long @Nullable [] blocks;
         if (ref == 0) {
             if (shared != 0) {
                 throw new Malformed("shared blocks without a reference");
@@ -436,9 +438,9 @@ final class RouteEventCodec {
                 throw new Malformed("reference " + ref + " of " + number);
             }
             long at = number - ref - keyBase; // where the referred key is among those this reader holds
-            long[] prev = at < 0 ? null : at < prior.size() ? prior.get((int) at) : added.get((int) at - prior.size());
+            long @Nullable [] prev =
+                    at < 0 ? null : at < prior.size() ? prior.get((int) at) : added.get((int) at - prior.size());
             if (prev == null) {
-                missing = true;
                 blocks = null;
             } else {
                 if (shared > prev.length) {
@@ -449,7 +451,7 @@ final class RouteEventCodec {
         }
         for (int i = 0; i < fresh; i++) {
             long b = in.i64();
-            if (!missing) {
+            if (blocks != null) { // still read when the key is missing, to reach the next one
                 blocks[shared + i] = b;
             }
         }

@@ -31,11 +31,27 @@ public final class RouteStreamMeter {
     private long entries;
     private long events;
 
-    /** With {@link RedisRouteSync.Builder}'s defaults: stream {@code cart:routes}, cap 100,000, 256 events, 5 ms, 1 s. */
+    /**
+     * A meter with {@link RedisRouteSync.Builder}'s defaults: stream {@code cart:routes}, cap 100,000
+     * entries, 256 events per entry, 5 ms batch delay, 1 s repeat interval.
+     *
+     * @param originId the publishing instance's origin id, written in every entry
+     */
     public RouteStreamMeter(String originId) {
         this(originId, "cart:routes", 100_000, 256, Duration.ofMillis(5), Duration.ofSeconds(1));
     }
 
+    /**
+     * A meter with a sync's settings, as {@link RedisRouteSync.Builder} takes them.
+     *
+     * @param originId the publishing instance's origin id, written in every entry
+     * @param stream the stream's key (its length counts in every {@code XADD})
+     * @param maxLen the stream's approximate cap ({@link RedisRouteSync.Builder#maxLen}), written in every
+     *     {@code XADD}
+     * @param batchEvents most events per entry (1 to 256)
+     * @param batchDelay how long a batch waits for more events after its first
+     * @param repeatInterval how long before a learned route is written again (zero: every time)
+     */
     public RouteStreamMeter(
             String originId,
             String stream,
@@ -51,7 +67,13 @@ public final class RouteStreamMeter {
         this.repeats = new RepeatFilter(repeatInterval.toMillis());
     }
 
-    /** The instance published {@code event} at {@code nanos} (any monotonic clock, non-decreasing). */
+    /**
+     * Counts one event as the instance would publish it: batched with those before it, or left out as a
+     * repeat.
+     *
+     * @param event the route event
+     * @param nanos when it was published, on any monotonic clock; never less than the previous call's
+     */
     public void publish(RouteEvent event, long nanos) {
         if (!batch.isEmpty() && (nanos - batchStart > batchDelayNanos || batch.size() >= batchEvents)) {
             flush();
@@ -73,17 +95,29 @@ public final class RouteStreamMeter {
         batch.clear();
     }
 
-    /** Bytes of the {@code XADD} commands written so far. */
+    /**
+     * The bytes written so far.
+     *
+     * @return the bytes of the {@code XADD} commands of the entries flushed so far
+     */
     public long bytes() {
         return bytes;
     }
 
-    /** Stream entries (one {@code XADD} each) written so far. */
+    /**
+     * The stream entries written so far.
+     *
+     * @return the entries flushed so far (one {@code XADD} each)
+     */
     public long entries() {
         return entries;
     }
 
-    /** Events in those entries (repeats left out). */
+    /**
+     * The events in those entries.
+     *
+     * @return the events of the entries flushed so far, repeats left out
+     */
     public long events() {
         return events;
     }

@@ -88,7 +88,11 @@ public final class SyncLag {
         totalSum.addAndGet(0, m);
     }
 
-    /** The counts of the recent window (the last 50 to 60 seconds by default). */
+    /**
+     * The counts of the recent window. Any thread.
+     *
+     * @return the lags of the last 50 to 60 seconds (by default)
+     */
     public Snapshot snapshot() {
         long now = Math.floorDiv(clockMillis.getAsLong(), slotMillis);
         long[] c = new long[WIDTH];
@@ -106,7 +110,11 @@ public final class SyncLag {
         return new Snapshot(BOUNDS.clone(), c, sum);
     }
 
-    /** The counts since this was made. */
+    /**
+     * The counts since this was made. Any thread.
+     *
+     * @return every lag recorded
+     */
     public Snapshot total() {
         long[] c = new long[WIDTH];
         for (int b = 0; b < WIDTH; b++) {
@@ -125,7 +133,11 @@ public final class SyncLag {
      */
     public record Snapshot(long[] upperBoundsMillis, long[] counts, long sumMillis) {
 
-        /** Events counted. */
+        /**
+         * Events counted.
+         *
+         * @return the sum of {@link #counts()}
+         */
         public long count() {
             long n = 0;
             for (long c : counts) {
@@ -137,6 +149,9 @@ public final class SyncLag {
         /**
          * The upper bound of the bucket holding the {@code q} quantile (0 &lt; q &le; 1), in milliseconds;
          * -1 with nothing counted, {@link Long#MAX_VALUE} when it lies above the last bound.
+         *
+         * @param q the quantile, in (0, 1]
+         * @return the bucket's upper bound in milliseconds, -1 or {@link Long#MAX_VALUE}
          */
         public long quantileMillis(double q) {
             long n = count();
