@@ -25,9 +25,9 @@ RUN set -eu; \
       printf '<settings><mirrors><mirror><id>mirror</id><mirrorOf>*</mirrorOf><url>%s</url></mirror></mirrors></settings>\n' \
         "$MAVEN_MIRROR_URL" > /root/.m2/settings.xml; \
     fi; \
-    mvn -B -ntp -Dmaven.test.skip=true -pl examples/proxy -am package; \
+    mvn -B -ntp -Dmaven.test.skip=true -pl cart-proxy -am package; \
     mkdir -p /out; \
-    cp examples/proxy/target/cart-proxy.jar /out/cart-proxy.jar; \
+    cp cart-proxy/target/cart-proxy.jar /out/cart-proxy.jar; \
     cp docker-entrypoint.sh /out/docker-entrypoint.sh; \
     chmod 0755 /out/docker-entrypoint.sh
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Paired thread-CPU timing of one piece of the proxy's request path in two builds, in one JVM: each build's
-# jar (examples/proxy/target/cart-proxy.jar of that build) in a class loader of its own with a harness
+# jar (cart-proxy/target/cart-proxy.jar of that build) in a class loader of its own with a harness
 # compiled against it, rounds alternating (ABBA), thread CPU time and bytes allocated per call.
 #
 #   sh examples/bench/paired/run.sh headers  BEFORE.jar AFTER.jar [ROUNDS]

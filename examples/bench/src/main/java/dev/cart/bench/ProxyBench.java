@@ -74,7 +74,7 @@ public final class ProxyBench {
 
     static final class Options {
         String mode = "overhead";
-        String proxyJar = "examples/proxy/target/cart-proxy.jar";
+        String proxyJar = "cart-proxy/target/cart-proxy.jar";
         String proxyJava =
                 Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String proxyOpts = "";

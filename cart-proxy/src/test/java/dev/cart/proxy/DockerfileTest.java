@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 class DockerfileTest {
 
     private static final Path ROOT =
-            Path.of(System.getProperty("user.dir")).resolve("../..").normalize();
+            Path.of(System.getProperty("user.dir")).resolve("..").normalize();
 
     /** The Dockerfile's instructions, continuation lines joined, comments dropped. */
     private static List<String> instructions() throws Exception {
@@ -80,16 +80,16 @@ class DockerfileTest {
         List<String> build = ins.subList(froms.get(0), froms.get(1));
         List<String> run = ins.subList(froms.get(1), ins.size());
         String buildRun = build.stream().filter(i -> i.startsWith("RUN ")).reduce("", String::concat);
-        assertTrue(buildRun.contains("mvn -B -ntp -Dmaven.test.skip=true -pl examples/proxy -am package"), buildRun);
+        assertTrue(buildRun.contains("mvn -B -ntp -Dmaven.test.skip=true -pl cart-proxy -am package"), buildRun);
         // the jar the proxy module builds (its finalName) is the one copied out
-        String pom = Files.readString(ROOT.resolve("examples/proxy/pom.xml"));
+        String pom = Files.readString(ROOT.resolve("cart-proxy/pom.xml"));
         Matcher shaded = Pattern.compile("<outputFile>\\$\\{project.build.directory}/([^<]+)</outputFile>")
                 .matcher(pom);
         assertTrue(shaded.find(), "the shade plugin's output file");
-        assertTrue(buildRun.contains("cp examples/proxy/target/" + shaded.group(1) + " /out/cart-proxy.jar"), buildRun);
+        assertTrue(buildRun.contains("cp cart-proxy/target/" + shaded.group(1) + " /out/cart-proxy.jar"), buildRun);
         assertTrue(
                 Files.readString(ROOT.resolve("bin/cache-aware-router"))
-                        .contains("examples/proxy/target/" + shaded.group(1)),
+                        .contains("cart-proxy/target/" + shaded.group(1)),
                 "the launcher runs the same jar");
         assertTrue(buildRun.contains("cp docker-entrypoint.sh /out/docker-entrypoint.sh"), buildRun);
         assertTrue(Files.isExecutable(ROOT.resolve("docker-entrypoint.sh")));

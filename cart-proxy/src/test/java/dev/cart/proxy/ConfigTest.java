@@ -72,7 +72,7 @@ class ConfigTest {
     @Test
     void theExampleConfigIsValidAndStatesTheDefaults() throws Exception {
         Path example = Path.of(System.getProperty("user.dir"))
-                .resolve("../../config.example.yaml")
+                .resolve("../config.example.yaml")
                 .normalize();
         ProxyConfig c = ConfigLoader.load(List.of(example));
         ProxyConfig defaults = ConfigLoader.parse("workers:\n  - url: http://x:1\n");

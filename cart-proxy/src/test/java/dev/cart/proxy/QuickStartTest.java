@@ -27,7 +27,7 @@ class QuickStartTest {
     @Test
     void theReadmeCommandsAreTheOnesTheDemoPrints() throws Exception {
         Path readme = Path.of(System.getProperty("user.dir"))
-                .resolve("../../README.md")
+                .resolve("../README.md")
                 .normalize();
         String text = Files.readString(readme);
         String quickStart = text.substring(

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 class DocsLinksTest {
 
     private static final Path ROOT =
-            Path.of(System.getProperty("user.dir")).resolve("../..").normalize();
+            Path.of(System.getProperty("user.dir")).resolve("..").normalize();
     private static final Pattern HEADING = Pattern.compile("^#{1,6}\\s+(.*?)\\s*$");
     private static final Pattern LINK = Pattern.compile("\\]\\(([^)\\s]+)\\)");
 

@@ -40,9 +40,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Run (docs/end-to-end.md, "Several proxies"):
  *
  * <pre>{@code
- * mvn -B -ntp -q -pl examples/proxy -am test-compile dependency:build-classpath \
+ * mvn -B -ntp -q -pl cart-proxy -am test-compile dependency:build-classpath \
  *     -Dmdep.outputFile=/tmp/cart-cp.txt -Dmdep.includeScope=test
- * java -cp "examples/proxy/target/test-classes:examples/proxy/target/classes:$(cat /tmp/cart-cp.txt)" \
+ * java -cp "cart-proxy/target/test-classes:cart-proxy/target/classes:$(cat /tmp/cart-cp.txt)" \
  *     dev.cart.proxy.ClusterEndToEnd    # --proxies 4 --seed 1 --clients 64 --workload rag|multi-turn|both
  * }</pre>
  */
