@@ -1,5 +1,6 @@
 package dev.cart.proxy;
 
+import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.sim.SimulatedReplicaServer;
 import java.io.IOException;
 import java.io.PrintStream;

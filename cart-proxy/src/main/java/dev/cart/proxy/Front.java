@@ -1,7 +1,9 @@
 package dev.cart.proxy;
 
+import dev.cart.proxy.core.ProxyCore;
+
 /** A listening HTTP front ({@code server.engine}): accepts client connections and drives {@link ProxyCore}. */
-interface Front extends AutoCloseable {
+public interface Front extends AutoCloseable {
 
     /** The port it listens on. */
     int port();

@@ -1,5 +1,10 @@
 package dev.cart.proxy;
 
+import dev.cart.proxy.config.ConfigException;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.jdk.ServerLimits;
+import dev.cart.proxy.observe.BatchedConsoleAppender;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -151,7 +156,7 @@ public final class Main {
     }
 
     /** Runs the command; returns the exit status. Blocks while the proxy runs. */
-    static int run(String[] argv, PrintStream out, PrintStream err) {
+    public static int run(String[] argv, PrintStream out, PrintStream err) {
         Args args;
         try {
             args = parse(argv);

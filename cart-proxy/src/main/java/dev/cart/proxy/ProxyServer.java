@@ -1,6 +1,26 @@
 package dev.cart.proxy;
 
 import dev.cart.core.spi.RoutingListener;
+import dev.cart.proxy.config.ConfigException;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.core.ModelsCache;
+import dev.cart.proxy.core.ProxyCore;
+import dev.cart.proxy.http.AnswerBudget;
+import dev.cart.proxy.http.BodyBudget;
+import dev.cart.proxy.jdk.JdkFront;
+import dev.cart.proxy.jdk.ServerRuntime;
+import dev.cart.proxy.jdk.Sleeper;
+import dev.cart.proxy.jdk.UpstreamKeepAlive;
+import dev.cart.proxy.netty.NettyFront;
+import dev.cart.proxy.observe.DecisionWindow;
+import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.routing.Cluster;
+import dev.cart.proxy.routing.ProxyListener;
+import dev.cart.proxy.routing.Routing;
+import dev.cart.proxy.routing.RoutingKeys;
+import dev.cart.proxy.upstream.Forwarder;
+import dev.cart.proxy.upstream.HealthChecker;
+import dev.cart.proxy.upstream.ModelsUnion;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -39,7 +59,7 @@ import org.slf4j.LoggerFactory;
  * <p>Concurrency: the configuration and the routing state are read through volatile/atomic references
  * once per request; everything else is immutable or thread-safe.
  */
-final class ProxyServer implements AutoCloseable {
+public final class ProxyServer implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ProxyServer.class);
 
@@ -234,15 +254,15 @@ final class ProxyServer implements AutoCloseable {
         return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port());
     }
 
-    ProxyConfig config() {
+    public ProxyConfig config() {
         return running;
     }
 
-    Routing routing() {
+    public Routing routing() {
         return routing.get();
     }
 
-    Forwarder forwarder() {
+    public Forwarder forwarder() {
         return forwarder;
     }
 
@@ -254,15 +274,15 @@ final class ProxyServer implements AutoCloseable {
         return bodyBudget;
     }
 
-    RoutingKeys routingKeys() {
+    public RoutingKeys routingKeys() {
         return routingKeys;
     }
 
-    ModelsCache models() {
+    public ModelsCache models() {
         return models;
     }
 
-    ModelsUnion modelsUnion() {
+    public ModelsUnion modelsUnion() {
         return modelsUnion;
     }
 
@@ -271,15 +291,15 @@ final class ProxyServer implements AutoCloseable {
     }
 
     /** This proxy's cluster membership ({@link Cluster#OFF} without a {@code cluster} section). */
-    Cluster cluster() {
+    public Cluster cluster() {
         return cluster;
     }
 
-    ProxyMetrics metrics() {
+    public ProxyMetrics metrics() {
         return metrics;
     }
 
-    DecisionWindow window() {
+    public DecisionWindow window() {
         return window;
     }
 

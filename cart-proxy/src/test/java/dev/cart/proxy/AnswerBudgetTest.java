@@ -4,6 +4,7 @@ import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.proxy.config.ProxyConfig;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;

@@ -1,6 +1,7 @@
 package dev.cart.proxy;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.proxy.http.Responses;
 import dev.cart.redis.RedisServerProcess;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.Workload;

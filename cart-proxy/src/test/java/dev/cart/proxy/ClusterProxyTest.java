@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.http.Responses;
 import dev.cart.redis.RedisServerProcess;
 import io.lettuce.core.RedisClient;
 import java.net.URI;

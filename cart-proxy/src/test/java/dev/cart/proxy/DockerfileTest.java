@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.proxy.config.ProxyConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -3,6 +3,8 @@ package dev.cart.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.cart.core.LearnMode;
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.http.Responses;
 import dev.cart.sim.RunResult;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.Simulation;

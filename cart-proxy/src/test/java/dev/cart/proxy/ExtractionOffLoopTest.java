@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.extract.Tokenizer;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
 import java.io.InputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.CircuitBreaker;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.SimulatedReplicaServer.Fault;
 import java.io.IOException;

@@ -5,6 +5,8 @@ import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.netty.NettyFront;
 import java.io.InputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;

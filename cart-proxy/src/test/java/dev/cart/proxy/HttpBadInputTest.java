@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.proxy.config.ConfigException;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.http.Responses;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.net.http.HttpRequest;

@@ -5,6 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.proxy.config.ConfigException;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.core.ModelsCache;
+import dev.cart.proxy.http.Responses;
+import dev.cart.proxy.observe.ModelLabels;
+import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.upstream.ModelDiscovery;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;

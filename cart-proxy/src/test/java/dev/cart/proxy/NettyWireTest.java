@@ -3,6 +3,8 @@ package dev.cart.proxy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;

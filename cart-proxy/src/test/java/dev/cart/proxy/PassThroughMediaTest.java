@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.core.PassThroughMedia;
+import dev.cart.proxy.http.Answer;
+import dev.cart.proxy.http.Responses;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

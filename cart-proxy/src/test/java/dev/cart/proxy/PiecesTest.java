@@ -7,6 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.Headers;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.core.ModelsCache;
+import dev.cart.proxy.http.HeaderView;
+import dev.cart.proxy.http.HopByHop;
+import dev.cart.proxy.jdk.JdkFront;
+import dev.cart.proxy.jdk.ServerRuntime;
+import dev.cart.proxy.observe.DecisionLog;
+import dev.cart.proxy.upstream.Backoff;
+import dev.cart.proxy.upstream.Forwarder;
+import dev.cart.proxy.upstream.UpstreamTargets;
 import java.net.URI;
 import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;

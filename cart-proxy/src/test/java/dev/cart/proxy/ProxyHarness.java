@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -10,6 +10,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.cart.core.CircuitBreaker;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.http.Responses;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;

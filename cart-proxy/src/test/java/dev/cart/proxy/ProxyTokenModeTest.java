@@ -3,6 +3,8 @@ package dev.cart.proxy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.proxy.config.ConfigException;
+import dev.cart.proxy.config.ConfigLoader;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.http.Responses;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -26,9 +29,8 @@ class QuickStartTest {
 
     @Test
     void theReadmeCommandsAreTheOnesTheDemoPrints() throws Exception {
-        Path readme = Path.of(System.getProperty("user.dir"))
-                .resolve("../README.md")
-                .normalize();
+        Path readme =
+                Path.of(System.getProperty("user.dir")).resolve("../README.md").normalize();
         String text = Files.readString(readme);
         String quickStart = text.substring(
                 text.indexOf("## The two commands"), text.indexOf("## Running it in front of a real pool"));

@@ -3,6 +3,8 @@ package dev.cart.proxy;
 import com.sun.net.httpserver.Headers;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.cart.proxy.http.Responses;
+import dev.cart.proxy.upstream.ModelDiscovery;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;

@@ -11,6 +11,8 @@ import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.upstream.HealthChecker;
 import dev.cart.sim.SimulatedReplicaServer;
 import java.util.ArrayList;
 import java.util.List;

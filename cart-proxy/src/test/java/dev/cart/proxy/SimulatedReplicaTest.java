@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.ManagedReplicaSet;
+import dev.cart.proxy.config.ConfigLoader;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.http.Responses;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.SimulatedReplicaServer.Fault;
 import java.io.IOException;

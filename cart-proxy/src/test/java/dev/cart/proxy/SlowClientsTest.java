@@ -3,6 +3,7 @@ package dev.cart.proxy;
 import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.cart.proxy.config.ProxyConfig;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.net.Socket;

@@ -7,6 +7,7 @@ import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.RoutingPolicies;
+import dev.cart.proxy.config.ConfigLoader;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.net.http.HttpClient;

@@ -1,0 +1,72 @@
+package dev.cart.proxy.http;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.Headers;
+import dev.cart.proxy.jdk.JdkFront;
+import dev.cart.proxy.netty.NettyFront;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * An answer the proxy writes itself, whole (an error, {@code /health}, {@code /workers}, {@code /metrics}, a
+ * cached {@code /v1/models}), in a form neither front owns: status, end-to-end headers and body. Each front
+ * writes it with its own HTTP machinery ({@link JdkFront}, {@link NettyFront}); a {@code HEAD} request gets
+ * the head only. {@code closeConnection} asks the front to close the client connection afterwards (the
+ * request's framing could not be trusted). The headers use the JDK's case-insensitive {@link Headers} map
+ * as a plain multimap.
+ */
+public record Answer(int status, Headers headers, byte[] body, boolean closeConnection) {
+
+    public static Answer of(int status, String contentType, byte[] body) {
+        Headers h = new Headers();
+        if (contentType != null) {
+            h.set("Content-Type", contentType);
+        }
+        return new Answer(status, h, body, false);
+    }
+
+    /** A JSON body ending with a newline (so {@code curl} leaves the shell prompt on its own line). */
+    public static Answer json(int status, Object body) {
+        try {
+            byte[] bytes = (Responses.JSON.writeValueAsString(body) + "\n").getBytes(StandardCharsets.UTF_8);
+            return of(status, "application/json", bytes);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException("a JSON tree the proxy built does not serialise", e);
+        }
+    }
+
+    /**
+     * An OpenAI-style error: {@code {"error": {"message", "type", "code", "param"}}}. The type is
+     * {@code invalid_request_error} for 4xx and {@code server_error} (or {@code upstream_error} for 502/504)
+     * otherwise. Messages are written by the proxy and never contain request content.
+     */
+    public static Answer error(int status, String code, String message) {
+        return error(status, Responses.typeFor(status), code, null, message);
+    }
+
+    public static Answer error(int status, String type, String code, String param, String message) {
+        ObjectNode root = Responses.JSON.createObjectNode();
+        ObjectNode err = root.putObject("error");
+        err.put("message", message);
+        err.put("type", type);
+        err.put("code", code);
+        if (param == null) {
+            err.putNull("param");
+        } else {
+            err.put("param", param);
+        }
+        return json(status, root);
+    }
+
+    /** This answer with {@code name: value} set. */
+    public Answer with(String name, String value) {
+        Headers h = new Headers();
+        h.putAll(headers);
+        h.set(name, value);
+        return new Answer(status, h, body, closeConnection);
+    }
+
+    /** This answer, after which the client connection is closed. */
+    public Answer closing() {
+        return new Answer(status, headers, body, true).with("Connection", "close");
+    }
+}
