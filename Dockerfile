@@ -5,8 +5,8 @@
 #     -v "$PWD/config.yaml:/workspace/configs/config.yaml:ro" cache-aware-router:dev
 #
 # Two stages: the build stage compiles the proxy and the library modules it needs (test sources are
-# not compiled: -Dmaven.test.skip=true); the runtime stage is a Java 21 JRE (request handlers run on
-# virtual threads from Java 21) with the shaded jar and the entrypoint, run by an unprivileged user.
+# not compiled: -Dmaven.test.skip=true); the runtime stage is a Java 21 JRE with the shaded jar and the
+# entrypoint, run by an unprivileged user.
 # Both base images are build args, so a build that cannot reach Docker Hub can use its own registry;
 # MAVEN_MIRROR_URL points Maven at a mirror of Maven Central. The runtime stage installs nothing.
 # DockerfileTest checks the paths and stages below against the build.

@@ -3,7 +3,6 @@ package dev.cart.proxy;
 import dev.cart.proxy.config.ConfigException;
 import dev.cart.proxy.config.ConfigLoader;
 import dev.cart.proxy.config.ProxyConfig;
-import dev.cart.proxy.jdk.ServerLimits;
 import dev.cart.proxy.observe.BatchedConsoleAppender;
 import java.io.IOException;
 import java.io.InputStream;
@@ -210,7 +209,6 @@ public final class Main {
 
     private static int serve(Args args, ProxyConfig config, PrintStream err) {
         ProxyServer.warnAboutOpenFileLimit(config.server());
-        ServerLimits.apply(config); // before any HttpServer of this process exists (demo replicas too)
         Demo demo = null;
         ProxyServer server;
         // SIGHUP is handled from before the server listens: the JVM's default action would end the process,

@@ -7,10 +7,6 @@ import dev.cart.proxy.core.ModelsCache;
 import dev.cart.proxy.core.ProxyCore;
 import dev.cart.proxy.http.AnswerBudget;
 import dev.cart.proxy.http.BodyBudget;
-import dev.cart.proxy.jdk.JdkFront;
-import dev.cart.proxy.jdk.ServerRuntime;
-import dev.cart.proxy.jdk.Sleeper;
-import dev.cart.proxy.jdk.UpstreamKeepAlive;
 import dev.cart.proxy.netty.NettyFront;
 import dev.cart.proxy.observe.DecisionWindow;
 import dev.cart.proxy.observe.ProxyMetrics;
@@ -21,6 +17,7 @@ import dev.cart.proxy.routing.RoutingKeys;
 import dev.cart.proxy.upstream.Forwarder;
 import dev.cart.proxy.upstream.HealthChecker;
 import dev.cart.proxy.upstream.ModelsUnion;
+import dev.cart.proxy.upstream.UpstreamKeepAlive;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -35,17 +32,17 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The running proxy: its {@link Front} on {@code server.host:port} ({@code server.engine}: {@link NettyFront}
- * or {@link JdkFront}), the {@link ProxyCore} and {@link Forwarder} both fronts drive, one JDK
- * {@link HttpClient} for health checks (and the JDK front's requests: HTTP/1.1, so plain-http replicas never
- * see an h2c upgrade attempt; connect timeout from {@code proxy.connect_timeout_secs}; no redirects
- * followed), and the current {@link Routing}.
+ * The running proxy: its {@link Front} on {@code server.host:port} ({@link NettyFront}), the {@link ProxyCore}
+ * and {@link Forwarder} it drives, one JDK {@link HttpClient} for health checks and the {@code /v1/models} union
+ * (HTTP/1.1, so plain-http replicas never see an h2c upgrade attempt; connect timeout from
+ * {@code proxy.connect_timeout_secs}; no redirects followed), and the current {@link Routing}.
  *
  * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
  * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
@@ -66,7 +63,9 @@ public final class ProxyServer implements AutoCloseable {
     /** Injected collaborators; the defaults are the real ones. */
     static final class Options {
         Clock clock = Clock.systemUTC();
-        Sleeper sleeper = Sleeper.SYSTEM;
+        /** Hears each backoff the proxy decides before a retry (the wait itself is a timer on the event loop). */
+        Consumer<Duration> backoffs = d -> {};
+
         Supplier<RandomGenerator> random = ThreadLocalRandom::current;
         /** Where {@link #reload()} reads the configuration from; null means reload is unavailable. */
         Callable<ProxyConfig> configSource;
@@ -86,8 +85,8 @@ public final class ProxyServer implements AutoCloseable {
             return this;
         }
 
-        Options sleeper(Sleeper s) {
-            this.sleeper = Objects.requireNonNull(s);
+        Options backoffs(Consumer<Duration> b) {
+            this.backoffs = Objects.requireNonNull(b);
             return this;
         }
 
@@ -170,7 +169,7 @@ public final class ProxyServer implements AutoCloseable {
         this.metrics = new ProxyMetrics(routing::get, config.cache().blockChars(), window);
         this.listener = new ProxyListener(metrics, options.listener);
         UpstreamKeepAlive.apply();
-        // health checks (and, on the JDK front, proxied requests) go through the JDK client
+        // health checks and the /v1/models union go through the JDK client
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))
@@ -180,7 +179,7 @@ public final class ProxyServer implements AutoCloseable {
         this.modelsUnion =
                 new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));
         this.routingKeys = new RoutingKeys(config, options.tokenizer);
-        this.forwarder = new Forwarder(options.random, config, metrics, routingKeys, listener);
+        this.forwarder = new Forwarder(options.random, config, metrics, routingKeys, listener, options.backoffs);
         this.bodyBudget = new BodyBudget(config.server().bufferedBodyLimit(), metrics);
         this.answerBudget = new AnswerBudget(config.server().bufferedAnswerLimit());
         this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
@@ -190,11 +189,7 @@ public final class ProxyServer implements AutoCloseable {
         metrics.syncReplicas(first.replicas);
         this.core = new ProxyCore(this);
         try {
-            this.front = switch (config.server().engine()) {
-                case JDK -> JdkFront.listen(config, core, client, scheduler, options.sleeper, bodyBudget, answerBudget);
-                case NETTY ->
-                    NettyFront.listen(config, core, bodyBudget, answerBudget, options.sleeper, options.nativeTransport);
-            };
+            this.front = NettyFront.listen(config, core, bodyBudget, answerBudget, options.nativeTransport);
         } catch (IOException e) {
             first.close();
             cluster.close();
@@ -232,12 +227,12 @@ public final class ProxyServer implements AutoCloseable {
      * Logs a warning when the open-file limit is below what the configured limits can use: every client
      * connection ({@code server.max_connections}) and, for each proxied request in progress
      * ({@code server.max_concurrent_requests}), an upstream connection, plus {@link
-     * ServerRuntime#OTHER_FILES} for the JVM's own files. Silent at a limit that covers them.
+     * OpenFiles#OTHER_FILES} for the JVM's own files. Silent at a limit that covers them.
      */
     static void warnAboutOpenFileLimit(ProxyConfig.Server server) {
-        OptionalLong limit = ServerRuntime.openFileLimit();
+        OptionalLong limit = OpenFiles.limit();
         if (limit.isPresent()) {
-            ServerRuntime.openFileWarning(limit.getAsLong(), server).ifPresent(LOG::warn);
+            OpenFiles.warning(limit.getAsLong(), server).ifPresent(LOG::warn);
         }
     }
 

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -18,20 +17,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Replica answers that are not valid HTTP must reach the client as a clean 502, counted as failures. */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class BadUpstreamAnswerTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     /** A replica on a raw socket that answers every request with {@code answer}, then closes. */
     static final class RawReplica implements AutoCloseable {
@@ -115,7 +105,7 @@ class BadUpstreamAnswerTest {
         try (RawReplica a = new RawReplica("");
                 RawReplica b = new RawReplica("");
                 RawReplica c = new RawReplica("")) {
-            ProxyHarness h = new ProxyHarness(engine);
+            ProxyHarness h = new ProxyHarness();
             h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + a.url()
                             + "\n  - url: " + b.url() + "\n  - url: " + c.url() + "\nproxy:\n  max_retries: 2\n"),
@@ -151,7 +141,7 @@ class BadUpstreamAnswerTest {
                         + "\r\nConnection: close\r\n\r\n" + BODY;
         };
         try (RawReplica raw = new RawReplica(answer)) {
-            ProxyHarness h = new ProxyHarness(engine);
+            ProxyHarness h = new ProxyHarness();
             h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: " + raw.url()
                             + "\nproxy:\n  max_retries: 0\n"),

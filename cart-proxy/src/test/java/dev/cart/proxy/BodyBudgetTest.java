@@ -5,33 +5,24 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Responses;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * {@code server.max_buffered_body_bytes} bounds the request bodies buffered at once across connections: a
  * body that would take the total over it is refused with 503 {@code overloaded} in the OpenAI error shape,
  * and the bytes come back when the request holding them ends.
  */
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class BodyBudgetTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     @Test
     void bodiesBeyondTheTotalAreRefusedAndTheBudgetComesBack() throws Exception {
         String yaml = "server:\n  max_buffered_body_bytes: 100000\nproxy:\n  max_body_bytes: 80000\n";
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, yaml)) {
+        try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
             String padded = chat("pad " + "p".repeat(69_000), false);
             byte[] head = ("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                             + "Content-Length: " + padded.length() + "\r\n\r\n")

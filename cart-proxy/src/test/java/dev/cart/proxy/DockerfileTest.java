@@ -73,7 +73,7 @@ class DockerfileTest {
 
         Matcher runtime = Pattern.compile("eclipse-temurin:(\\d+)-jre").matcher(arg(ins, "RUNTIME_IMAGE"));
         assertTrue(runtime.matches(), "an official eclipse-temurin JRE: " + arg(ins, "RUNTIME_IMAGE"));
-        assertTrue(Integer.parseInt(runtime.group(1)) >= 21, "Java 21+ for virtual threads");
+        assertTrue(Integer.parseInt(runtime.group(1)) >= 21, "a Java 21+ runtime");
         Matcher builder =
                 Pattern.compile("maven:3\\.\\d+-eclipse-temurin-(\\d+)").matcher(arg(ins, "BUILDER_IMAGE"));
         assertTrue(builder.matches() && Integer.parseInt(builder.group(1)) >= 17, arg(ins, "BUILDER_IMAGE"));

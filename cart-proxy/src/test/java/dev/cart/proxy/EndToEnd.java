@@ -179,9 +179,7 @@ final class EndToEnd {
                 yaml.append("  - url: ").append(r.baseUri()).append('\n');
             }
             proxy = ProxyHarness.startOn(
-                    ProxyHarness.defaultEngine(),
-                    ConfigLoader.parse(yaml.toString()),
-                    new ProxyServer.Options().healthChecks(false));
+                    ConfigLoader.parse(yaml.toString()), new ProxyServer.Options().healthChecks(false));
             List<String> urls = new ArrayList<>();
             for (SimulatedReplicaServer r : sims) {
                 urls.add(r.baseUri().toString());

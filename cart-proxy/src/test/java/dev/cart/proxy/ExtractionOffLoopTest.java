@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.extract.Tokenizer;
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import java.io.InputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -46,7 +45,7 @@ class ExtractionOffLoopTest {
                 return "blocking";
             }
         };
-        ProxyHarness h = new ProxyHarness(ProxyConfig.Server.Engine.NETTY);
+        ProxyHarness h = new ProxyHarness();
         h.replicas.add(ScriptedReplica.start("r0"));
         h.startProxy(
                 ConfigLoader.parse(h.yaml("cache:\n  tokenizer: cl100k_base\n")),

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.CircuitBreaker;
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.sim.SimulatedReplicaServer;
 import dev.cart.sim.SimulatedReplicaServer.Fault;
 import java.io.IOException;
@@ -32,21 +31,12 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Replica faults on loopback, each ending with nothing lost: every in-flight count back to 0 and the tree's
  * counters equal to a recount (checked by {@link ProxyHarness#close()}).
  */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class FaultTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     @TempDir
     Path dir;
@@ -82,7 +72,7 @@ class FaultTest {
                     .append(i == 0 ? 0 : 50)
                     .append('\n');
         }
-        ProxyHarness h = new ProxyHarness(engine);
+        ProxyHarness h = new ProxyHarness();
         h.proxy = h.startProxy(ConfigLoader.parse(b.toString()), h.options());
         h.seenSets.add(h.proxy.routing().replicas);
         return h;
@@ -261,7 +251,7 @@ class FaultTest {
         String bc = "workers:\n  - url: " + b.url() + "\n  - url: " + c.url() + "\n";
         Files.writeString(workers, ab);
         List<Path> files = List.of(base, workers);
-        ProxyHarness h = new ProxyHarness(engine);
+        ProxyHarness h = new ProxyHarness();
         h.replicas.addAll(List.of(a, b, c));
         h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));
         h.seenSets.add(h.proxy.routing().replicas);

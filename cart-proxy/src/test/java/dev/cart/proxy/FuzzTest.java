@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Responses;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -23,9 +22,6 @@ import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A seeded fuzzer through the proxy: valid requests mutated at the JSON level (sent by a real HTTP client)
@@ -37,13 +33,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * checked by the harness on close). The seed is printed with every failure and can be set with
  * {@code -Dcart.fuzz.seed=N} to replay a run.
  */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class FuzzTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     private static final long SEED = Long.getLong("cart.fuzz.seed", 20251129L);
     private static final int JSON_CASES = 150;
@@ -209,7 +199,7 @@ class FuzzTest {
         int noAnswer = 0;
         int proxyErrors = 0;
         long t0 = System.nanoTime();
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, "proxy:\n  max_body_bytes: 65536\n")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_body_bytes: 65536\n")) {
             for (int i = 0; i < JSON_CASES; i++) {
                 int which = r.nextInt(VALID.length);
                 byte[] body = mutateJson(VALID[which].getBytes(StandardCharsets.UTF_8), r);

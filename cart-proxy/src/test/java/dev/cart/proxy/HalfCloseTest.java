@@ -5,14 +5,12 @@ import static dev.cart.proxy.ProxyHarness.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.netty.NettyFront;
 import java.io.InputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -23,7 +21,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * the client during an answer. (The JDK front cannot apply: its {@code HttpServer} reads nothing of a
  * connection while its exchange is handled, so it notices a client gone only when a write to it fails.)
  */
-@ParameterizedClass(name = "native transport: {0}")
 @ValueSource(booleans = {true, false})
 class HalfCloseTest {
 
@@ -31,7 +28,7 @@ class HalfCloseTest {
     boolean nativeTransport;
 
     private ProxyHarness start() throws Exception {
-        return ProxyHarness.start(ProxyConfig.Server.Engine.NETTY, nativeTransport, 1, "");
+        return ProxyHarness.start(nativeTransport, 1, "");
     }
 
     private static String post(String body) {

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.cart.proxy.config.ConfigException;
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Responses;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
@@ -21,22 +20,13 @@ import java.util.concurrent.CountDownLatch;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Bad input gets the right 4xx (JSON from the proxy's handler; the JDK server's own short answer for the
  * framing errors it refuses before the handler), never a 500 and never a hang; no bad request reaches a
  * replica; credentials and prompts never reach a log or an error.
  */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class HttpBadInputTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     private static final Pattern STATUS = Pattern.compile("^HTTP/1\\.1 (\\d{3}) ");
 
@@ -97,7 +87,7 @@ class HttpBadInputTest {
                         "/v1/messages",
                         "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":5}]}]}"),
                 new Case("/v1/messages", "{,}"));
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             for (Case c : cases) {
                 HttpResponse<String> r = h.post(c.path(), c.body());
                 assertEquals(400, r.statusCode(), c + " -> " + r.body());
@@ -111,7 +101,7 @@ class HttpBadInputTest {
 
     @Test
     void invalidUtf8IsA400() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             byte[] head = "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\""
                     .getBytes(StandardCharsets.UTF_8);
             byte[][] bad = {
@@ -147,7 +137,7 @@ class HttpBadInputTest {
     @Test
     void contentLengthThatLies() throws Exception {
         String body = chat("hello there", false);
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             // short: the body is cut at the declared length, which is not valid JSON
             String shortCl = h.rawExchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                     + "Content-Length: " + (body.length() - 5) + "\r\n\r\n" + body);
@@ -178,7 +168,7 @@ class HttpBadInputTest {
 
     @Test
     void brokenChunkedEncoding() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             String badSize = h.rawExchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                     + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
             assertEquals(400, status(badSize), badSize);
@@ -205,7 +195,7 @@ class HttpBadInputTest {
 
     @Test
     void targetsAndHostsNeverMakeTheProxyCallElsewhere() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "");
+        try (ProxyHarness h = ProxyHarness.start(1, "");
                 ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
             String other = "127.0.0.1:" + elsewhere.port();
             List<String> requests = List.of(
@@ -233,7 +223,7 @@ class HttpBadInputTest {
 
     @Test
     void routedPeerHeaderCannotBeForgedOrInjected() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  add_routed_peer_header: true\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  add_routed_peer_header: true\n")) {
             h.replica(0).extraResponseHeaders.add("x-routed-peer", "forged-by-replica");
             String r = h.rawExchange("GET /echo HTTP/1.1\r\nHost: x\r\nX-Routed-Peer: evil\r\n"
                     + "X-Foo: a\r\n b-folded: injected\r\nConnection: close\r\n\r\n");
@@ -252,7 +242,7 @@ class HttpBadInputTest {
     @Test
     void headLimitsAnswer414And431WithJson() throws Exception {
         String yaml = "server:\n  max_request_line_bytes: 1024\n  max_headers: 20\n";
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, yaml)) {
+        try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
             String longLine =
                     h.rawExchange("GET /" + "a".repeat(2000) + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             assertEquals(414, status(longLine), longLine);
@@ -270,7 +260,7 @@ class HttpBadInputTest {
 
     @Test
     void concurrencyLimitAnswers503WithRetryAfterAndKeepsHealthUp() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "server:\n  max_concurrent_requests: 1\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "server:\n  max_concurrent_requests: 1\n")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
             HttpResponse<InputStream> stream = h.http.send(
@@ -306,7 +296,7 @@ class HttpBadInputTest {
         String anthropicKey = "ak-secret-9876543210";
         String prompt = "my medical history is private";
         try (LogCapture all = new LogCapture(org.slf4j.Logger.ROOT_LOGGER_NAME);
-                ProxyHarness h = ProxyHarness.start(engine, 2, "proxy:\n  max_retries: 1\n")) {
+                ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_retries: 1\n")) {
             HttpRequest.Builder b = HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
                     .header("Authorization", "Bearer " + key)
                     .header("x-api-key", anthropicKey);

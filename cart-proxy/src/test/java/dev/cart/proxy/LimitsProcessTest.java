@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import dev.cart.proxy.config.ProxyConfig;
-import dev.cart.proxy.jdk.ServerLimits;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -27,24 +25,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The connection limits of {@code server.*} on each front: the JDK HTTP server's, set by {@link ServerLimits}
- * (the JDK reads them once per process), and the Netty front's own. Each test runs the real command
- * ({@link Main}) in a child JVM
- * on loopback, as an operator would. The JDK timer granularity properties are lowered for the child so
- * that the test does not wait for the default 10-second idle sweep.
+ * The connection limits of {@code server.*} on the Netty front. Each test runs the real command ({@link Main}) in
+ * a child JVM on loopback, as an operator would.
  */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class LimitsProcessTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     @TempDir
     Path dir;
@@ -88,8 +74,8 @@ class LimitsProcessTest {
         Path cfg = dir.resolve("cfg-" + System.nanoTime() + ".yaml");
         Files.writeString(
                 cfg,
-                "server:\n  host: 127.0.0.1\n  port: 0\n  engine: " + engine.label() + "\n" + serverYaml
-                        + "workers:\n  - url: " + replica.url() + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
+                "server:\n  host: 127.0.0.1\n  port: 0\n" + serverYaml + "workers:\n  - url: " + replica.url()
+                        + "\nhealth:\n  interval_secs: 3600\n" + moreYaml);
         String java = ProcessHandle.current().info().command().orElse("java");
         // env --default-signal=HUP: a build started under nohup ignores SIGHUP, and an ignored signal is
         // inherited by every child, where the JVM keeps it ignored and a reload could never be asked for
@@ -98,8 +84,6 @@ class LimitsProcessTest {
                 "--default-signal=HUP",
                 java,
                 "-Xmx128m",
-                "-Dsun.net.httpserver.clockTick=100",
-                "-Dsun.net.httpserver.timerMillis=100",
                 "-cp",
                 System.getProperty("java.class.path"),
                 Main.class.getName(),

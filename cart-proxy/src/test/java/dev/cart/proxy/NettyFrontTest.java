@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.netty.NettyFront;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
@@ -23,7 +22,7 @@ class NettyFrontTest {
 
     @Test
     void aClientThatLeavesBeforeTheAnswerFreesTheReplicasSlot() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(ProxyConfig.Server.Engine.NETTY, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             h.replica(0).hangBeforeHeaders = true; // the replica computes for as long as request_timeout_secs
             String body = chat("never mind", false);
             try (Socket s = h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -58,7 +57,7 @@ class NettyFrontTest {
         }
         answer.append("0\r\n\r\n");
         try (BadUpstreamAnswerTest.RawReplica raw = new BadUpstreamAnswerTest.RawReplica(answer.toString())) {
-            ProxyHarness h = new ProxyHarness(ProxyConfig.Server.Engine.NETTY);
+            ProxyHarness h = new ProxyHarness();
             h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + raw.url()
                             + "\nproxy:\n  max_retries: 0\n"),
@@ -101,7 +100,7 @@ class NettyFrontTest {
      */
     @Test
     void aBodyInManyPiecesReachesTheReplicaWholeOnTheFirstSendAndTheRetry() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(ProxyConfig.Server.Engine.NETTY, 2, "proxy:\n  max_retries: 1\n")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_retries: 1\n")) {
             StringBuilder text = new StringBuilder();
             for (int i = 0; text.length() < 48 * 1024; i++) {
                 text.append("word").append(i).append(' ');

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -29,7 +28,7 @@ class NettyWireTest {
 
     private static Seen exchange(String answer, String request) throws Exception {
         try (BadUpstreamAnswerTest.RawReplica raw = new BadUpstreamAnswerTest.RawReplica(answer)) {
-            ProxyHarness h = new ProxyHarness(ProxyConfig.Server.Engine.NETTY);
+            ProxyHarness h = new ProxyHarness();
             h.proxy = h.startProxy(
                     ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + raw.url()
                             + "\nproxy:\n  max_retries: 0\n  add_routed_peer_header: true\n"),

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.core.PassThroughMedia;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.Responses;
@@ -14,9 +13,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * {@code proxy.remote_media_url_policy} holds on the paths the proxy passes through, which a replica may
@@ -25,12 +21,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * {@code image_data}): refused with the configured status and an OpenAI-style error, nothing forwarded,
  * nothing left in flight (the harness checks). Before, every one of these reached the replica.
  */
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class PassThroughMediaTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     static final String CHAT_WITH_REMOTE_IMAGE = "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":["
             + "{\"type\":\"text\",\"text\":\"what is this\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
@@ -69,7 +60,7 @@ class PassThroughMediaTest {
 
     @Test
     void remoteMediaOnPassThroughPathsIsRefused() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  remote_media_url_policy: 451\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  remote_media_url_policy: 451\n")) {
             for (Case c : REMOTE) {
                 HttpResponse<String> r = h.post(c.path(), c.body());
                 assertEquals(451, r.statusCode(), c.path() + " " + r.body());
@@ -97,7 +88,7 @@ class PassThroughMediaTest {
 
     @Test
     void anUnreadableJsonBodyIsRefusedAndANonJsonBodyPasses() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  remote_media_url_policy: 403\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  remote_media_url_policy: 403\n")) {
             HttpResponse<String> bad = h.post("/invocations", "{\"messages\": [1, 2");
             assertEquals(400, bad.statusCode(), bad.body());
             assertEquals(
@@ -112,7 +103,7 @@ class PassThroughMediaTest {
 
     @Test
     void withThePolicyOffPassThroughBodiesAreForwardedAsTheyAre() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             HttpResponse<String> r = h.post("/invocations", CHAT_WITH_REMOTE_IMAGE);
             assertEquals(200, r.statusCode(), r.body());
             assertEquals(CHAT_WITH_REMOTE_IMAGE, h.replica(0).last().bodyText());

@@ -11,8 +11,6 @@ import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.core.ModelsCache;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
-import dev.cart.proxy.jdk.JdkFront;
-import dev.cart.proxy.jdk.ServerRuntime;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.upstream.Backoff;
 import dev.cart.proxy.upstream.Forwarder;
@@ -35,24 +33,6 @@ class PiecesTest {
 
     @TempDir
     Path dir;
-
-    /**
-     * The JDK client's timeouts, built as its {@code MultiExchange} and {@code ResponseTimerEvent} build them: its
-     * connect timer firing as the connection completes (a loaded machine) surfaces as a plain "request timed out"
-     * caused by the timer's ConnectException, and is a connect failure (retried), not a 504.
-     */
-    @Test
-    void theJdkClientsConnectTimerIsAConnectFailureNotARequestTimeout() {
-        java.net.http.HttpTimeoutException raced = new java.net.http.HttpTimeoutException("request timed out");
-        raced.initCause(new java.net.ConnectException("HTTP connect timed out"));
-        assertEquals(Forwarder.Failure.CONNECT, JdkFront.timeoutFailure(raced));
-        assertEquals(
-                Forwarder.Failure.CONNECT,
-                JdkFront.timeoutFailure(new java.net.http.HttpConnectTimeoutException("HTTP connect timed out")));
-        assertEquals(
-                Forwarder.Failure.TIMEOUT,
-                JdkFront.timeoutFailure(new java.net.http.HttpTimeoutException("request timed out")));
-    }
 
     @Test
     void hopByHopRequestHeadersAreDropped() {
@@ -267,19 +247,19 @@ class PiecesTest {
                 limits,
                 "Limit                     Soft Limit           Hard Limit           Units\n"
                         + "Max open files            1024                 524288               files\n");
-        assertEquals(OptionalLong.of(1024), ServerRuntime.openFileLimit(limits));
+        assertEquals(OptionalLong.of(1024), OpenFiles.limit(limits));
         Files.writeString(limits, "Max open files            unlimited            unlimited            files\n");
-        assertEquals(OptionalLong.of(Long.MAX_VALUE), ServerRuntime.openFileLimit(limits));
-        assertEquals(OptionalLong.empty(), ServerRuntime.openFileLimit(dir.resolve("absent")));
+        assertEquals(OptionalLong.of(Long.MAX_VALUE), OpenFiles.limit(limits));
+        assertEquals(OptionalLong.empty(), OpenFiles.limit(dir.resolve("absent")));
     }
 
     @Test
     void theOpenFileWarningComesOnlyBelowWhatTheLimitsCanUse() {
         ProxyConfig.Server defaults = ProxyConfig.Server.defaults();
-        assertEquals(10_000 + 1024 + 256, ServerRuntime.filesNeeded(defaults));
-        assertTrue(ServerRuntime.openFileWarning(20_000, defaults).isEmpty(), "a sane limit is silent");
-        assertTrue(ServerRuntime.openFileWarning(11_280, defaults).isEmpty());
-        String w = ServerRuntime.openFileWarning(1024, defaults).orElseThrow();
+        assertEquals(10_000 + 1024 + 256, OpenFiles.needed(defaults));
+        assertTrue(OpenFiles.warning(20_000, defaults).isEmpty(), "a sane limit is silent");
+        assertTrue(OpenFiles.warning(11_280, defaults).isEmpty());
+        String w = OpenFiles.warning(1024, defaults).orElseThrow();
         assertTrue(
                 w.startsWith("the open-file limit is 1024 (ulimit -n), below the 11280 that server.max_connections "
                         + "(10000) plus server.max_concurrent_requests (1024) upstream connections can use"),
@@ -288,18 +268,6 @@ class PiecesTest {
                 .maxConnections(500)
                 .maxConcurrentRequests(100)
                 .build();
-        assertTrue(ServerRuntime.openFileWarning(1024, small).isEmpty(), "1024 covers 500 + 100 + 256");
-    }
-
-    @Test
-    void requestExecutorUsesVirtualThreadsWhenTheRuntimeHasThem() throws Exception {
-        ServerRuntime.Executor e = ServerRuntime.requestExecutor(4, 16);
-        try {
-            boolean vt = Runtime.version().feature() >= 21;
-            assertEquals(vt, e.description().startsWith("virtual threads"), e.description());
-            assertEquals(Boolean.TRUE, e.service().submit(() -> true).get());
-        } finally {
-            e.service().shutdownNow();
-        }
+        assertTrue(OpenFiles.warning(1024, small).isEmpty(), "1024 covers 500 + 100 + 256");
     }
 }

@@ -23,8 +23,8 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /**
- * A proxy over fake replicas, all on loopback, with an injected clock and a sleeper that records the
- * backoff instead of sleeping. Health checks do not run on their own: tests call {@link #probe()}.
+ * A proxy over fake replicas, all on loopback, with an injected clock and a list of the backoffs the proxy
+ * decided ({@link #sleeps}). Health checks do not run on their own: tests call {@link #probe()}.
  * {@link #close()} checks that no in-flight count leaked on any replica set the proxy ever used.
  */
 final class ProxyHarness implements AutoCloseable {
@@ -38,46 +38,20 @@ final class ProxyHarness implements AutoCloseable {
             .connectTimeout(Duration.ofSeconds(5))
             .build();
     ProxyServer proxy;
-    /** The front the proxy runs on; the default comes from {@code -Dcart.test.engine}, else the config's default. */
-    final ProxyConfig.Server.Engine engine;
     /** False to run the Netty front on NIO even where epoll loads. */
     boolean nativeTransport = true;
-
-    ProxyHarness() {
-        this(defaultEngine());
-    }
-
-    ProxyHarness(ProxyConfig.Server.Engine engine) {
-        this.engine = engine;
-    }
-
-    /** The engine of tests that do not name one: {@code -Dcart.test.engine=jdk|netty}, else the config default. */
-    static ProxyConfig.Server.Engine defaultEngine() {
-        String e = System.getProperty("cart.test.engine");
-        return e == null || e.isBlank()
-                ? ProxyConfig.Server.defaults().engine()
-                : ProxyConfig.Server.Engine.valueOf(e.trim().toUpperCase(java.util.Locale.ROOT));
-    }
 
     /**
      * Starts {@code n} fake replicas and a proxy whose config is {@code yaml} plus a workers list of the
      * fakes (the yaml must not list workers); {@code {i}} in {@code workerExtra} is the fake's index.
      */
     static ProxyHarness start(int n, String yaml, String... perWorkerExtra) throws Exception {
-        return start(defaultEngine(), n, yaml, perWorkerExtra);
+        return start(true, n, yaml, perWorkerExtra);
     }
 
-    /** {@link #start(int, String, String...)} on the given front. */
-    static ProxyHarness start(ProxyConfig.Server.Engine engine, int n, String yaml, String... perWorkerExtra)
-            throws Exception {
-        return start(engine, true, n, yaml, perWorkerExtra);
-    }
-
-    /** {@link #start(int, String, String...)} on the given front, the Netty one on NIO unless {@code nativeTransport}. */
-    static ProxyHarness start(
-            ProxyConfig.Server.Engine engine, boolean nativeTransport, int n, String yaml, String... perWorkerExtra)
-            throws Exception {
-        ProxyHarness h = new ProxyHarness(engine);
+    /** {@link #start(int, String, String...)} with the Netty front on NIO unless {@code nativeTransport}. */
+    static ProxyHarness start(boolean nativeTransport, int n, String yaml, String... perWorkerExtra) throws Exception {
+        ProxyHarness h = new ProxyHarness();
         h.nativeTransport = nativeTransport;
         try {
             for (int i = 0; i < n; i++) {
@@ -92,38 +66,28 @@ final class ProxyHarness implements AutoCloseable {
         return h;
     }
 
-    /** Starts the proxy of this harness on its engine (also for configurations read again on reload). */
+    /** Starts the proxy of this harness (also for configurations read again on reload). */
     ProxyServer startProxy(ProxyConfig config, ProxyServer.Options options) throws IOException {
-        proxy = startOn(engine, config, options);
+        proxy = startOn(config, options);
         return proxy;
     }
 
-    /** Starts a proxy for {@code config} on {@code engine}; a reload source's configurations get it too. */
-    static ProxyServer startOn(ProxyConfig.Server.Engine engine, ProxyConfig config, ProxyServer.Options options)
-            throws IOException {
-        if (options.configSource != null) {
-            java.util.concurrent.Callable<ProxyConfig> source = options.configSource;
-            options.configSource(() -> onEngine(engine, source.call()));
-        }
-        return ProxyServer.start(onEngine(engine, config), options);
-    }
-
-    static ProxyConfig onEngine(ProxyConfig.Server.Engine engine, ProxyConfig config) {
-        return config.withServer(config.server().toBuilder().engine(engine).build());
+    /** Starts a proxy for {@code config}. */
+    static ProxyServer startOn(ProxyConfig config, ProxyServer.Options options) throws IOException {
+        return ProxyServer.start(config, options);
     }
 
     ProxyServer.Options options() {
         return new ProxyServer.Options()
                 .clock(clock)
-                .sleeper(sleeps::add)
+                .backoffs(sleeps::add)
                 .healthChecks(false)
                 .nativeTransport(nativeTransport);
     }
 
     String yaml(String base, String... perWorkerExtra) {
         String given = base == null ? "" : base;
-        String server = "server:\n  host: 127.0.0.1\n  port: 0\n"
-                + (given.contains("engine:") ? "" : "  engine: " + engine.label() + "\n");
+        String server = "server:\n  host: 127.0.0.1\n  port: 0\n";
         StringBuilder b;
         if (given.startsWith("server:\n") || given.contains("\nserver:\n")) {
             b = new StringBuilder(given.replace("server:\n", server));

@@ -11,7 +11,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.cart.core.CircuitBreaker;
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Responses;
 import java.io.BufferedReader;
 import java.io.InputStream;
@@ -24,18 +23,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** The proxy end to end: real HTTP on loopback between a client, the proxy and fake replicas. */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class ProxyIntegrationTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     private static JsonNode json(String s) throws Exception {
         return Responses.JSON.readTree(s);
@@ -54,7 +44,7 @@ class ProxyIntegrationTest {
 
     @Test
     void chatCompletionIsRoutedAndRelayedWithItsLength() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, "")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "")) {
             String body = chat("What is a radix tree?", false);
             HttpResponse<String> r = h.post("/v1/chat/completions", body);
             assertEquals(200, r.statusCode());
@@ -73,7 +63,7 @@ class ProxyIntegrationTest {
 
     @Test
     void completionsAndMessagesAreRouted() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             HttpResponse<String> c = h.post("/v1/completions", "{\"model\":\"fake\",\"prompt\":\"Once upon\"}");
             assertEquals(200, c.statusCode());
             assertTrue(c.body().contains("text_completion"));
@@ -89,7 +79,7 @@ class ProxyIntegrationTest {
 
     @Test
     void sameConversationFollowsItsCache() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 3, "")) {
+        try (ProxyHarness h = ProxyHarness.start(3, "")) {
             String prompt = "You are a helpful assistant. ".repeat(20);
             for (int i = 0; i < 5; i++) {
                 assertEquals(
@@ -104,7 +94,7 @@ class ProxyIntegrationTest {
 
     @Test
     void streamChunksReachTheClientWhileTheReplicaIsStillSending() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
             HttpResponse<InputStream> r = h.http.send(
@@ -133,13 +123,13 @@ class ProxyIntegrationTest {
 
     @Test
     void routedPeerHeaderOnlyWhenEnabled() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             assertTrue(h.post("/v1/chat/completions", chat("a", false))
                     .headers()
                     .firstValue("x-routed-peer")
                     .isEmpty());
         }
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  add_routed_peer_header: true\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  add_routed_peer_header: true\n")) {
             assertEquals(
                     h.replica(0).url(),
                     h.post("/v1/chat/completions", chat("a", false))
@@ -151,7 +141,7 @@ class ProxyIntegrationTest {
 
     @Test
     void hopByHopHeadersAreStrippedBothWays() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             ScriptedReplica r = h.replica(0);
             r.extraResponseHeaders.add("Keep-Alive", "timeout=5");
             r.extraResponseHeaders.add("Proxy-Authenticate", "Basic");
@@ -191,7 +181,7 @@ class ProxyIntegrationTest {
     @Test
     void decisionLogHasOneLinePerRequestAndNeverThePromptOrCredentials() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-                ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+                ProxyHarness h = ProxyHarness.start(1, "")) {
             String secretPrompt = "my-very-private-prompt-text";
             HttpResponse<String> r = h.http.send(
                     HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
@@ -222,7 +212,7 @@ class ProxyIntegrationTest {
     @Test
     void decisionLogCanBeTurnedOff() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-                ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  decision_log: false\n")) {
+                ProxyHarness h = ProxyHarness.start(1, "proxy:\n  decision_log: false\n")) {
             assertEquals(200, h.post("/v1/chat/completions", chat("x", false)).statusCode());
             assertTrue(log.lines().isEmpty(), log.lines().toString());
         }
@@ -230,7 +220,7 @@ class ProxyIntegrationTest {
 
     @Test
     void wrongMethodOnRoutedEndpointsIs405() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             for (String path : new String[] {"/v1/chat/completions", "/v1/completions", "/v1/messages"}) {
                 HttpResponse<String> r = h.get(path);
                 assertError(r, 405, "method_not_allowed");
@@ -243,7 +233,7 @@ class ProxyIntegrationTest {
 
     @Test
     void badBodiesGet400WithTheOpenAiErrorShape() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             assertError(h.post("/v1/chat/completions", "{not json"), 400, "invalid_json");
             assertError(h.post("/v1/chat/completions", ""), 400, "empty_body");
             assertEquals(400, h.post("/v1/chat/completions", "[1,2]").statusCode());
@@ -269,7 +259,7 @@ class ProxyIntegrationTest {
 
     @Test
     void bodyLargerThanTheLimitIs413() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  max_body_bytes: 1024\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  max_body_bytes: 1024\n")) {
             assertError(h.post("/v1/chat/completions", chat("x".repeat(2000), false)), 413, "request_too_large");
             // without a declared length (chunked upload)
             HttpResponse<String> r = h.http.send(
@@ -287,8 +277,7 @@ class ProxyIntegrationTest {
 
     @Test
     void healthFlipsWithProbesAndNoReplicaGives503WithRetryAfter() throws Exception {
-        try (ProxyHarness h =
-                ProxyHarness.start(engine, 2, "health:\n  failure_threshold: 2\n  success_threshold: 1\n")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "health:\n  failure_threshold: 2\n  success_threshold: 1\n")) {
             HttpResponse<String> ok = h.get("/health");
             assertEquals(200, ok.statusCode());
             assertEquals(2, json(ok.body()).get("healthy").asInt());
@@ -320,7 +309,7 @@ class ProxyIntegrationTest {
 
     @Test
     void workersEndpointShowsEachReplica() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, "", "max_load: 7", "load_penalty: 3")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "", "max_load: 7", "load_penalty: 3")) {
             HttpResponse<String> r = h.get("/workers");
             assertEquals(200, r.statusCode());
             JsonNode root = json(r.body());
@@ -340,7 +329,7 @@ class ProxyIntegrationTest {
 
     @Test
     void workersShowsInFlightDuringAStream() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
             HttpResponse<InputStream> r = h.http.send(
@@ -364,7 +353,7 @@ class ProxyIntegrationTest {
 
     @Test
     void modelsAreProxiedThenCachedForTenMinutes() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             HttpResponse<String> first = h.get("/v1/models");
             assertEquals(200, first.statusCode());
             assertTrue(first.body().contains("\"id\":\"fake\""));
@@ -382,7 +371,7 @@ class ProxyIntegrationTest {
 
     @Test
     void otherPathsPassThroughUnchanged() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "");
+        try (ProxyHarness h = ProxyHarness.start(1, "");
                 LogCapture log = new LogCapture("cart.decision")) {
             HttpResponse<String> r = h.http.send(
                     HttpRequest.newBuilder(h.uri("/v1/files/abc%20d?purpose=x&y=1"))
@@ -421,7 +410,7 @@ class ProxyIntegrationTest {
 
     @Test
     void absoluteFormTargetsAndOddHostsNeverReachAnotherHost() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "");
+        try (ProxyHarness h = ProxyHarness.start(1, "");
                 ScriptedReplica elsewhere = ScriptedReplica.start("elsewhere")) {
             String response = h.rawExchange("GET http://127.0.0.1:" + elsewhere.port() + "/secret?a=1 HTTP/1.1\r\n"
                     + "Host: 127.0.0.1:" + elsewhere.port() + "\r\nConnection: close\r\n\r\n");
@@ -441,7 +430,7 @@ class ProxyIntegrationTest {
     @Test
     void aRetryExcludesTheReplicaThatFailed() throws Exception {
         try (LogCapture log = new LogCapture("cart.decision");
-                ProxyHarness h = ProxyHarness.start(engine, 2, "", "load_penalty: 0", "load_penalty: 50")) {
+                ProxyHarness h = ProxyHarness.start(2, "", "load_penalty: 0", "load_penalty: 50")) {
             h.replica(0).forcedStatus = 503;
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("retry me", false));
             assertEquals(200, r.statusCode(), r.body());
@@ -461,7 +450,7 @@ class ProxyIntegrationTest {
 
     @Test
     void retriesBackOffExponentiallyAndTheLastAnswerIsRelayed() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 3, "proxy:\n  max_retries: 3\n  jitter_factor: 0\n")) {
+        try (ProxyHarness h = ProxyHarness.start(3, "proxy:\n  max_retries: 3\n  jitter_factor: 0\n")) {
             for (int i = 0; i < 3; i++) {
                 h.replica(i).forcedStatus = 503;
             }
@@ -485,7 +474,7 @@ class ProxyIntegrationTest {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             deadPort = s.getLocalPort();
         }
-        ProxyHarness h = new ProxyHarness(engine);
+        ProxyHarness h = new ProxyHarness();
         h.proxy = h.startProxy(
                 ConfigLoader.parse("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n" + "  - url: http://127.0.0.1:"
                         + deadPort + "\n"),
@@ -498,7 +487,7 @@ class ProxyIntegrationTest {
 
     @Test
     void theLastAttemptsAnswerIsRelayed() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  max_retries: 0\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  max_retries: 0\n")) {
             h.replica(0).forcedStatus = 503;
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("x", false));
             assertEquals(503, r.statusCode());
@@ -517,7 +506,7 @@ class ProxyIntegrationTest {
         String yaml = "server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n"
                 + "  - url: http://127.0.0.1:" + deadPort + "\n"
                 + "  - url: " + live.url() + "\n    load_penalty: 50\n";
-        ProxyHarness h = new ProxyHarness(engine);
+        ProxyHarness h = new ProxyHarness();
         h.replicas.add(live);
         h.proxy = h.startProxy(ConfigLoader.parse(yaml), h.options());
         try (h) {
@@ -531,7 +520,7 @@ class ProxyIntegrationTest {
     @Test
     void circuitOpensHalfOpensAndClosesThroughTheProxy() throws Exception {
         String yaml = "circuit_breaker:\n  failure_threshold: 2\n  success_threshold: 1\n  timeout_secs: 30\n";
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, yaml, "load_penalty: 0", "load_penalty: 50")) {
+        try (ProxyHarness h = ProxyHarness.start(2, yaml, "load_penalty: 0", "load_penalty: 50")) {
             h.replica(0).forcedStatus = 500; // not retryable: relayed, but counted as a failure
             assertEquals(500, h.post("/v1/chat/completions", chat("one", false)).statusCode());
             await("first request finished", () -> h.member(0).inFlight() == 0);
@@ -576,7 +565,7 @@ class ProxyIntegrationTest {
 
     @Test
     void aClientThatDisconnectsMidStreamCancelsUpstreamAndReleasesTheLease() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             ScriptedReplica r = h.replica(0);
             CountDownLatch gate = new CountDownLatch(1);
             r.gate = gate;
@@ -605,7 +594,7 @@ class ProxyIntegrationTest {
     void requestTimeoutBoundsTheWholeStream() throws Exception {
         // 3 s: the deadline must fall after the first chunk, which a loaded machine may take a second to deliver
         try (LogCapture log = new LogCapture("cart.decision");
-                ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 3\n")) {
+                ProxyHarness h = ProxyHarness.start(1, "proxy:\n  request_timeout_secs: 3\n")) {
             h.replica(0).hangAfterFirstChunk = true;
             HttpResponse<InputStream> r = h.http.send(
                     HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
@@ -633,7 +622,7 @@ class ProxyIntegrationTest {
 
     @Test
     void aReplicaThatNeverAnswersGives504() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 1\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  request_timeout_secs: 1\n")) {
             h.replica(0).hangBeforeHeaders = true;
             assertError(h.post("/v1/chat/completions", chat("hang", false)), 504, "upstream_timeout");
             assertTrue(h.sleeps.isEmpty(), "a timeout is not retried");
@@ -642,7 +631,7 @@ class ProxyIntegrationTest {
 
     @Test
     void errorsFromTheProxyNeverLeakInFlight() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, "proxy:\n  max_retries: 1\n")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "proxy:\n  max_retries: 1\n")) {
             h.replica(0).forcedStatus = 503;
             h.replica(1).forcedStatus = 503;
             for (int i = 0; i < 10; i++) {
@@ -660,13 +649,13 @@ class ProxyIntegrationTest {
         String body = "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
                 + "\"text\":\"what is this\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
                 + "\"https://example.com/cat.png\"}}]}]}";
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  remote_media_url_policy: 403\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  remote_media_url_policy: 403\n")) {
             HttpResponse<String> r = h.post("/v1/chat/completions", body);
             assertError(r, 403, "remote_media_rejected");
             assertTrue(json(r.body()).get("error").get("param").asText().contains("image_url"), r.body());
             assertEquals(0, h.replica(0).count());
         }
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             assertEquals(200, h.post("/v1/chat/completions", body).statusCode(), "allowed by default");
         }
     }
@@ -677,7 +666,7 @@ class ProxyIntegrationTest {
         r.healthy = false;
         String yaml = "server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n  - url: " + r.url() + "\n"
                 + "health:\n  interval_secs: 1\n  timeout_secs: 1\n  failure_threshold: 1\n  success_threshold: 1\n";
-        ProxyHarness h = new ProxyHarness(engine);
+        ProxyHarness h = new ProxyHarness();
         h.replicas.add(r);
         h.proxy = h.startProxy(ConfigLoader.parse(yaml), h.options().healthChecks(true));
         try (h) {

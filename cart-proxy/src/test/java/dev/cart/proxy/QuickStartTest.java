@@ -48,7 +48,6 @@ class QuickStartTest {
                 LogCapture log = new LogCapture("cart.decision")) {
             ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
             ProxyServer proxy = ProxyHarness.startOn(
-                    ProxyHarness.defaultEngine(),
                     config.withServer(ProxyConfig.Server.builder()
                             .host("127.0.0.1")
                             .port(0)

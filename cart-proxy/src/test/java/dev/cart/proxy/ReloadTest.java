@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.proxy.config.ConfigLoader;
-import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.routing.Routing;
 import java.io.InputStream;
 import java.net.http.HttpRequest;
@@ -21,17 +20,8 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class ReloadTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     @TempDir
     Path dir;
@@ -45,7 +35,7 @@ class ReloadTest {
     }
 
     private ProxyHarness start(Path base, Path workersFile, ScriptedReplica... all) throws Exception {
-        ProxyHarness h = new ProxyHarness(engine);
+        ProxyHarness h = new ProxyHarness();
         h.replicas.addAll(List.of(all));
         List<Path> files = List.of(base, workersFile);
         h.proxy = h.startProxy(ConfigLoader.load(files), h.options().configSource(() -> ConfigLoader.load(files)));

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cart.core.CircuitBreaker;
-import dev.cart.proxy.config.ProxyConfig;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -19,18 +18,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** One test per finding of the proxy review; each failed before its fix. */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class ReviewFindingsTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     private static final String MEDIA_BODY =
             "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
@@ -52,7 +42,7 @@ class ReviewFindingsTest {
                 "/v1/./chat/completions",
                 "/v1/x/../chat/completions",
                 "/v1/chat/completions/");
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  remote_media_url_policy: 403\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  remote_media_url_policy: 403\n")) {
             for (String target : spellings) {
                 String refused = h.rawExchange(post(target, MEDIA_BODY));
                 assertEquals(403, HttpBadInputTest.status(refused), target + " -> " + refused);
@@ -72,7 +62,7 @@ class ReviewFindingsTest {
     /** 2: a client that stops reading does not keep the replica's slot past the deadline. */
     @Test
     void aClientThatStopsReadingLosesTheReplicaSlotAtTheDeadline() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  request_timeout_secs: 3\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  request_timeout_secs: 3\n")) {
             ScriptedReplica r = h.replica(0);
             r.streamChunks = 2_000_000; // far more than the socket buffers between the proxy and the client hold
             String body = chat("a long story", true);
@@ -100,7 +90,7 @@ class ReviewFindingsTest {
     void idleConnectionsDeclaringHugeBodiesReserveNoHeap() throws Exception {
         int limit = 32 * 1024 * 1024;
         int connections = 8;
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "proxy:\n  max_body_bytes: " + limit + "\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "proxy:\n  max_body_bytes: " + limit + "\n")) {
             MemoryMXBean mem = ManagementFactory.getMemoryMXBean();
             System.gc();
             long before = mem.getHeapMemoryUsage().getUsed();
@@ -137,7 +127,7 @@ class ReviewFindingsTest {
     /** 4a: with no other replica to try, the replica's own retryable answer is relayed, headers and all. */
     @Test
     void aRetryableAnswerFromTheLastCandidateIsRelayed() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             h.replica(0).forcedStatus = 503;
             h.replica(0).extraResponseHeaders.add("Retry-After", "7");
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("busy?", false));
@@ -153,7 +143,7 @@ class ReviewFindingsTest {
     @Test
     void aBackoffNeverRunsPastTheDeadline() throws Exception {
         String yaml = "proxy:\n  request_timeout_secs: 1\n  initial_backoff_ms: 5000\n  jitter_factor: 0\n";
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, yaml)) {
+        try (ProxyHarness h = ProxyHarness.start(2, yaml)) {
             h.replica(0).forcedStatus = 503;
             h.replica(1).forcedStatus = 503;
             HttpResponse<String> r = h.post("/v1/chat/completions", chat("later", false));
@@ -170,7 +160,7 @@ class ReviewFindingsTest {
         // the deadline must fall after the first chunk has reached the client: 3 s, not 1, so that a loaded
         // machine has time to deliver it (with 1 s, a build on a loaded machine got a 504 before the stream started)
         String yaml = "proxy:\n  request_timeout_secs: 3\ncircuit_breaker:\n  failure_threshold: 1\n";
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, yaml)) {
+        try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
             h.replica(0).hangAfterFirstChunk = true;
             HttpResponse<InputStream> r = h.http.send(
                     HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
@@ -201,7 +191,7 @@ class ReviewFindingsTest {
      */
     @Test
     void modelsCacheIsKeyedByCredential() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             ScriptedReplica r = h.replica(0);
             HttpRequest.Builder withKey = HttpRequest.newBuilder(h.uri("/v1/models"))
                     .header("Authorization", "Bearer key-a")
@@ -239,7 +229,7 @@ class ReviewFindingsTest {
     /** 6b: a replica that encodes its /v1/models answer anyway is relayed as it is, with its encoding. */
     @Test
     void anEncodedModelsAnswerIsRelayedWithItsEncodingAndNotCached() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "")) {
             ScriptedReplica r = h.replica(0);
             r.extraResponseHeaders.add("Content-Encoding", "br");
             HttpResponse<String> a = h.get("/v1/models");
@@ -253,7 +243,7 @@ class ReviewFindingsTest {
     /** 7: the proxy's own endpoints answer while every request thread is busy with a stream. */
     @Test
     void ownEndpointsAnswerWhileEveryRequestThreadHoldsAStream() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 1, "server:\n  max_threads: 2\n")) {
+        try (ProxyHarness h = ProxyHarness.start(1, "server:\n  max_threads: 2\n")) {
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
             List<HttpResponse<InputStream>> streams = new ArrayList<>();

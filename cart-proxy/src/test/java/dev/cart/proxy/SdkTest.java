@@ -15,24 +15,14 @@ import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
-import dev.cart.proxy.config.ProxyConfig;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** The official OpenAI and Anthropic Java SDKs, pointed at the proxy, complete their calls. */
-// runs against both fronts (server.engine: netty and jdk)
-@ParameterizedClass(name = "{0} front")
-@EnumSource(ProxyConfig.Server.Engine.class)
 class SdkTest {
-
-    @Parameter
-    ProxyConfig.Server.Engine engine;
 
     @Test
     void openAiSdkChatCompletionsStreamingAndNot() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, "")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "")) {
             OpenAIClient client = OpenAIOkHttpClient.builder()
                     .baseUrl(h.proxy.baseUri() + "/v1")
                     .apiKey("sk-test")
@@ -65,7 +55,7 @@ class SdkTest {
 
     @Test
     void anthropicSdkMessagesStreamingAndNot() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(engine, 2, "")) {
+        try (ProxyHarness h = ProxyHarness.start(2, "")) {
             AnthropicClient client = AnthropicOkHttpClient.builder()
                     .baseUrl(h.proxy.baseUri().toString())
                     .apiKey("sk-ant-test")

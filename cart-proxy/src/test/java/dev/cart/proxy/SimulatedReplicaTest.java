@@ -65,9 +65,8 @@ class SimulatedReplicaTest {
                     .append('\n');
         }
         proxy = ProxyHarness.startOn(
-                ProxyHarness.defaultEngine(),
                 ConfigLoader.parse(b.toString()),
-                new ProxyServer.Options().sleeper(sleeps::add).healthChecks(false));
+                new ProxyServer.Options().backoffs(sleeps::add).healthChecks(false));
     }
 
     private HttpResponse<String> chat(boolean stream) throws Exception {
@@ -86,7 +85,6 @@ class SimulatedReplicaTest {
         assertEquals(4, demo.workers().size());
         ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
         proxy = ProxyHarness.startOn(
-                ProxyHarness.defaultEngine(),
                 config.withServer(ProxyConfig.Server.builder()
                         .host("127.0.0.1")
                         .port(0)

@@ -287,7 +287,15 @@ public final class ConfigLoader {
         for (ProxyConfig.Server.Engine e : ProxyConfig.Server.Engine.values()) {
             engines.put(e.label(), e);
         }
-        s.choice("engine", engines, b::engine);
+        JsonNode engine = s.get("engine");
+        if (engine != null && engine.isTextual() && engine.asText().equals("jdk")) {
+            s.problem(
+                    "engine",
+                    "the JDK front was removed, netty is the only engine (a host on the JDK's HttpServer: see the"
+                            + " examples/proxy sample)");
+        } else {
+            s.choice("engine", engines, b::engine);
+        }
         s.finish();
         return b.build();
     }

@@ -83,7 +83,7 @@ public record ProxyConfig(
 
     /**
      * Section {@code server}: where to listen, request threads, and the limits that protect the proxy from
-     * its clients (see docs/hardening.md for who enforces each: the JDK HTTP server or the handler).
+     * its clients (see docs/hardening.md for who enforces each: the front or the core).
      */
     public record Server(
             String host,
@@ -117,10 +117,9 @@ public record ProxyConfig(
         /** 0: a quarter of the JVM's maximum heap ({@link #bufferedAnswerLimit()}). */
         static final IntRange MAX_BUFFERED_ANSWER_BYTES = new IntRange("server.max_buffered_answer_bytes", 0, 1L << 50);
 
-        /** The HTTP front: Netty (the default, event loops) or the JDK's HttpServer and HttpClient. */
+        /** The HTTP front: Netty (event loops; the only one since the JDK front was removed). */
         public enum Engine {
-            NETTY("netty"),
-            JDK("jdk");
+            NETTY("netty");
 
             private final String label;
 

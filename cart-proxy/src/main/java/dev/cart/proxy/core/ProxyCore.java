@@ -14,7 +14,6 @@ import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.RequestHead;
 import dev.cart.proxy.http.Responses;
-import dev.cart.proxy.jdk.JdkFront;
 import dev.cart.proxy.netty.NettyFront;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.DecisionWindow;
@@ -26,7 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * What the proxy decides about a client request, for either front ({@link JdkFront}, {@link NettyFront}):
+ * What the proxy decides about a client request, apart from the HTTP front ({@link NettyFront}):
  * the front parses the head and hands it to {@link #plan}, which answers the proxy's own endpoints
  * ({@code /health}, {@code /workers}, {@code /metrics}, a cached {@code /v1/models}), refuses what the limits
  * refuse (414, 431, 405) and otherwise says what the body is for ({@link Proxied}). The front reads the body
@@ -82,18 +81,16 @@ public final class ProxyCore {
         final Endpoint endpoint;
         public final DecisionLog log;
         /** How many proxied requests the front can hold at once (see {@link #plan}). */
-        final int frontLimit;
-
         private boolean admitted;
+
         private boolean released;
 
-        Proxied(Kind kind, RequestHead head, String path, Endpoint endpoint, DecisionLog log, int frontLimit) {
+        Proxied(Kind kind, RequestHead head, String path, Endpoint endpoint, DecisionLog log) {
             this.kind = kind;
             this.head = head;
             this.path = path;
             this.endpoint = endpoint;
             this.log = log;
-            this.frontLimit = frontLimit;
         }
 
         @Override
@@ -108,12 +105,10 @@ public final class ProxyCore {
     }
 
     /**
-     * Decides what to do with a request whose head has arrived. {@code frontLimit} is how many proxied
-     * requests the front can hold at once ({@link Integer#MAX_VALUE} when it has no limit of its own), and
-     * {@code frontBusy} true when the front can take no proxied request now (JDK front, Java 17-20: it is
-     * refused at once); the slot itself is taken by {@link #prepare}.
+     * Decides what to do with a request whose head has arrived; a proxied request's slot is taken by
+     * {@link #prepare}.
      */
-    public Plan plan(RequestHead head, int frontLimit, boolean frontBusy) {
+    public Plan plan(RequestHead head) {
         String path = normalise(head.decodedPath());
         Answer limited = headLimits(head);
         if (limited != null) {
@@ -136,10 +131,6 @@ public final class ProxyCore {
         if (endpoint.isPresent() && !"POST".equals(method)) {
             return new Own(path, methodNotAllowed(method, "POST", path));
         }
-        if (frontBusy) {
-            server.metrics().rejected("threads");
-            return new Own(path, threadsBusy(frontLimit));
-        }
         ProxyConfig config = server.config();
         boolean logOn = config.proxy().decisionLog();
         if (endpoint.isPresent()) {
@@ -148,8 +139,7 @@ public final class ProxyCore {
                     head,
                     path,
                     endpoint.get(),
-                    new DecisionLog(logOn, endpoint.get().path(), "POST"),
-                    frontLimit);
+                    new DecisionLog(logOn, endpoint.get().path(), "POST"));
         }
         if (path.equals("/v1/models") && "GET".equals(method) && head.rawQuery() == null) {
             String key = ModelsCache.keyOf(head.headers().toHeaders());
@@ -158,43 +148,27 @@ public final class ProxyCore {
             if (cached != null) {
                 return new Own(path, new Answer(200, cached.headers(), cached.body(), false));
             }
-            return new Proxied(Kind.MODELS, head, path, null, new DecisionLog(logOn, path, "GET"), frontLimit);
+            return new Proxied(Kind.MODELS, head, path, null, new DecisionLog(logOn, path, "GET"));
         }
-        return new Proxied(
-                Kind.PASS_THROUGH, head, path, null, new DecisionLog(logOn, head.rawPathOrRoot(), method), frontLimit);
+        return new Proxied(Kind.PASS_THROUGH, head, path, null, new DecisionLog(logOn, head.rawPathOrRoot(), method));
     }
 
-    /**
-     * Takes a slot of {@code server.max_concurrent_requests} (and of the front's own limit) for {@code p}, or
-     * returns the 503 that refuses it.
-     */
+    /** Takes a slot of {@code server.max_concurrent_requests} for {@code p}, or returns the 503 that refuses it. */
     private Answer admit(Proxied p) {
         int limit = server.config().server().maxConcurrentRequests();
         int n = inProgress.incrementAndGet();
-        if (n <= limit && n <= p.frontLimit) {
+        if (n <= limit) {
             p.admitted = true;
             return null;
         }
         inProgress.decrementAndGet();
-        boolean threads = n <= limit;
-        server.metrics().rejected(threads ? "threads" : "concurrency");
+        server.metrics().rejected("concurrency");
         p.log.status(503);
         p.log.result("overloaded");
-        return threads
-                ? threadsBusy(p.frontLimit)
-                : Answer.error(
-                                503,
-                                "overloaded",
-                                "the proxy is handling server.max_concurrent_requests (" + limit
-                                        + ") requests; retry shortly")
-                        .with("Retry-After", "1");
-    }
-
-    private static Answer threadsBusy(int frontLimit) {
         return Answer.error(
                         503,
                         "overloaded",
-                        "every request thread (server.max_threads: " + frontLimit + ") is busy; retry shortly")
+                        "the proxy is handling server.max_concurrent_requests (" + limit + ") requests; retry shortly")
                 .with("Retry-After", "1");
     }
 
@@ -242,21 +216,6 @@ public final class ProxyCore {
      * keeps {@code body} (the front gives it up) and sends it as it is.
      */
     public Prepared prepare(Proxied p, byte[] body) {
-        return prepare(p, body, 0, body.length, true);
-    }
-
-    /**
-     * {@link #prepare(Proxied, byte[])} of the body {@code array[offset, offset + length)}. When {@code keep}
-     * is false the array is only lent for this call (a pooled buffer's backing array, see {@link NettyFront}):
-     * it is read here and never after, and the exchange's {@link Forwarder.Inbound#body()} is null, so the
-     * front sends the body from buffers of its own. When true, {@code array} is the body, whole
-     * ({@code offset} 0, {@code length} its length), and the exchange keeps it.
-     */
-    public Prepared prepare(Proxied p, byte[] array, int offset, int length, boolean keep) {
-        if (keep && (offset != 0 || length != array.length)) {
-            throw new IllegalArgumentException("a body the exchange keeps is a whole array");
-        }
-        byte[] kept = keep ? array : null;
         Answer overloaded = admit(p);
         if (overloaded != null) {
             return new Prepared(null, overloaded);
@@ -267,14 +226,14 @@ public final class ProxyCore {
             case ROUTED -> {
                 ExtractedRequest req;
                 try {
-                    req = server.routingKeys().extract(p.endpoint, array, offset, length);
+                    req = server.routingKeys().extract(p.endpoint, body, 0, body.length);
                 } catch (ExtractionException e) {
                     p.log.status(e.status());
                     p.log.result("bad_request");
                     return new Prepared(null, Answer.error(e.status(), e.type(), e.code(), e.param(), e.getMessage()));
                 }
                 p.log.request(req.model(), req.stream());
-                Forwarder.Inbound in = Forwarder.Inbound.routed(p.endpoint, head.rawQuery(), kept, length, req);
+                Forwarder.Inbound in = Forwarder.Inbound.routed(p.endpoint, head.rawQuery(), body, body.length, req);
                 RouteRequest first = RouteRequest.of(req.key())
                         .withTokenization(req.tokenization())
                         .withModel(req.model());
@@ -302,14 +261,14 @@ public final class ProxyCore {
             }
             default -> {
                 Answer refused = PassThroughMedia.check(
-                        array, offset, length, server.config().proxy().remoteMediaUrlPolicy());
+                        body, 0, body.length, server.config().proxy().remoteMediaUrlPolicy());
                 if (refused != null) {
                     p.log.status(refused.status());
                     p.log.result("bad_request");
                     return new Prepared(null, refused);
                 }
                 Forwarder.Inbound in = Forwarder.Inbound.passThrough(
-                        head.method(), head.rawPathOrRoot(), head.rawQuery(), kept, length);
+                        head.method(), head.rawPathOrRoot(), head.rawQuery(), body, body.length);
                 return new Prepared(
                         forwarder.start(in, RouteRequest.empty(), server.routing(), p.log, head.headers()), null);
             }

@@ -2,14 +2,13 @@ package dev.cart.proxy.http;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.Headers;
-import dev.cart.proxy.jdk.JdkFront;
 import dev.cart.proxy.netty.NettyFront;
 import java.nio.charset.StandardCharsets;
 
 /**
  * An answer the proxy writes itself, whole (an error, {@code /health}, {@code /workers}, {@code /metrics}, a
- * cached {@code /v1/models}), in a form neither front owns: status, end-to-end headers and body. Each front
- * writes it with its own HTTP machinery ({@link JdkFront}, {@link NettyFront}); a {@code HEAD} request gets
+ * cached {@code /v1/models}), in a form the front does not own: status, end-to-end headers and body. The front
+ * writes it with its own HTTP machinery ({@link NettyFront}); a {@code HEAD} request gets
  * the head only. {@code closeConnection} asks the front to close the client connection afterwards (the
  * request's framing could not be trusted). The headers use the JDK's case-insensitive {@link Headers} map
  * as a plain multimap.

@@ -11,7 +11,6 @@ import dev.cart.proxy.http.BodyBudget;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.http.RequestHead;
-import dev.cart.proxy.jdk.Sleeper;
 import dev.cart.proxy.upstream.Forwarder;
 import dev.cart.proxy.upstream.Relay;
 import io.netty.bootstrap.ServerBootstrap;
@@ -192,12 +191,7 @@ public final class NettyFront implements Front {
      * when {@code nativeTransport} and its library loads, NIO otherwise.
      */
     public static Front listen(
-            ProxyConfig config,
-            ProxyCore core,
-            BodyBudget budget,
-            AnswerBudget answers,
-            Sleeper sleeper,
-            boolean nativeTransport)
+            ProxyConfig config, ProxyCore core, BodyBudget budget, AnswerBudget answers, boolean nativeTransport)
             throws IOException {
         boolean epoll = nativeTransport && Epoll.isAvailable();
         IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
@@ -235,7 +229,7 @@ public final class NettyFront implements Front {
                             return;
                         }
                         ch.closeFuture().addListener(f -> connections.decrementAndGet());
-                        Connection c = new Connection(config, core, budget, answers, upstream, sleeper, extraction);
+                        Connection c = new Connection(config, core, budget, answers, upstream, extraction);
                         ch.pipeline()
                                 .addLast("clock", c.clock)
                                 .addLast("codec", new HttpServerCodec(decoding.clone()))
@@ -378,7 +372,6 @@ public final class NettyFront implements Front {
         private final ProxyCore core;
         private final BodyBudget budget;
         private final NettyUpstream upstream;
-        private final Sleeper sleeper;
         /** Watches the raw bytes: the first byte of a request starts its read deadline. */
         final ChannelHandler clock = new Clock();
 
@@ -463,9 +456,7 @@ public final class NettyFront implements Front {
                 BodyBudget budget,
                 AnswerBudget answers,
                 NettyUpstream upstream,
-                Sleeper sleeper,
                 Executor extraction) {
-            this.sleeper = sleeper;
             this.config = config;
             this.core = core;
             this.budget = budget;
@@ -663,7 +654,7 @@ public final class NettyFront implements Front {
                             + req.uri().length()
                             + req.protocolVersion().text().length()
                             + 2);
-            plan = core.plan(rh, Integer.MAX_VALUE, false);
+            plan = core.plan(rh);
             if (plan instanceof ProxyCore.Own own) {
                 phase = Phase.DISCARD;
                 // an answer before a body the client waits to send (Expect: 100-continue) ends the connection
@@ -981,14 +972,6 @@ public final class NettyFront implements Front {
             ctx.channel().config().setAutoRead(readsDuringAnswer());
             if (step instanceof Forwarder.Reply r) {
                 writeAnswer(r.answer(), false, true);
-            } else if (step instanceof Forwarder.Wait w && sleeper != Sleeper.SYSTEM) {
-                // an injected sleeper (tests record the backoff) decides the wait; the loop is not held long
-                try {
-                    sleeper.sleep(w.pause());
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-                drive(x.next(), x);
             } else if (step instanceof Forwarder.Wait w) {
                 backoff = ctx.executor()
                         .schedule(

@@ -1,6 +1,6 @@
 package dev.cart.proxy.netty;
 
-import dev.cart.proxy.jdk.UpstreamKeepAlive;
+import dev.cart.proxy.upstream.UpstreamKeepAlive;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;

@@ -12,7 +12,6 @@ import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.http.ModelNotFound;
-import dev.cart.proxy.jdk.JdkFront;
 import dev.cart.proxy.netty.NettyFront;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
@@ -21,15 +20,15 @@ import dev.cart.proxy.routing.Routing;
 import dev.cart.proxy.routing.RoutingKeys;
 import java.net.URI;
 import java.time.Duration;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the proxy decides about sending one client request upstream, with retries, written without any I/O
- * so that both fronts ({@link JdkFront} blocking on the JDK client, {@link NettyFront} on an event loop)
- * follow the same rules. A front starts an {@link Exchange} and drives it: it asks for the next
+ * What the proxy decides about sending one client request upstream, with retries, written without any I/O:
+ * the front ({@link NettyFront}, on an event loop) performs the steps, the rules are here. A front starts an {@link Exchange} and drives it: it asks for the next
  * {@link Step}, performs it (a {@link Send}: send the buffered request to the chosen replica; a
  * {@link Wait}: the backoff before the next attempt; a {@link Reply}: the proxy's own final answer) and
  * reports what happened ({@link Exchange#failed}, {@link Exchange#answered}). An answer that is relayed
@@ -64,9 +63,8 @@ public final class Forwarder {
     /**
      * What is forwarded: method, target path (for routed endpoints the canonical path) and raw query, body,
      * and the routed endpoint with its extraction (null for anything else). The body is {@code body}, its
-     * {@code bodyLength} bytes, when the front handed the core an array of the body's own (the JDK front);
-     * null when the front keeps the body's bytes in buffers of its own and sends them itself (the Netty
-     * front, which lends the core a pooled array only while it prepares the request).
+     * {@code bodyLength} bytes: the front's first send may write the same bytes from buffers of its own, a
+     * retry sends this array.
      */
     public record Inbound(
             String method,
@@ -152,6 +150,7 @@ public final class Forwarder {
     final RoutingKeys routingKeys;
     final ProxyListener listener;
     private final Supplier<RandomGenerator> random;
+    private final Consumer<Duration> backoffs;
     private final Backoff backoff;
     /** {@code proxy.retryable_statuses} by status code (100-599; an answer outside that range is invalid first). */
     private final boolean[] retryable = new boolean[600];
@@ -165,8 +164,10 @@ public final class Forwarder {
             ProxyConfig config,
             ProxyMetrics metrics,
             RoutingKeys routingKeys,
-            ProxyListener listener) {
+            ProxyListener listener,
+            Consumer<Duration> backoffs) {
         this.random = random;
+        this.backoffs = backoffs;
         this.config = config.proxy();
         this.learnAnswer = config.cache().learnAnswer();
         this.backoff = Backoff.of(config.proxy());
@@ -365,6 +366,7 @@ public final class Forwarder {
         private Wait retry(Send s, Duration pause) {
             metrics.retry(s.replica.id(), retryCause);
             request = request.excluding(s.replica).attempt(attempt + 1);
+            backoffs.accept(pause);
             return new Wait(pause);
         }
 

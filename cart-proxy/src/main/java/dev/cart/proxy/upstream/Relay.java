@@ -17,7 +17,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the proxy decides while a replica's answer is relayed to the client, for either front: the head the
+ * What the proxy decides while a replica's answer is relayed to the client, apart from the front: the head the
  * client gets (end-to-end headers, {@code x-routed-peer}), how the body is framed, what is observed as it
  * passes ({@link ResponseObserver}: the usage and the answer's text), and the lease's end. The front moves
  * the bytes and reports the events: {@link #firstByte}, {@link #body}, {@link #upstreamDone} (the replica's
@@ -38,7 +38,7 @@ public final class Relay implements Forwarder.Step {
     private static final Logger LOG = LoggerFactory.getLogger(Relay.class);
 
     /**
-     * Answer bytes a client connection buffers, on either front, before reading from the replica pauses
+     * Answer bytes a client connection buffers before reading from the replica pauses
      * until the client has read: an answer up to this size is read from the replica whole at the replica's
      * speed, so its slot is released when the answer is complete however slowly the client reads.
      */

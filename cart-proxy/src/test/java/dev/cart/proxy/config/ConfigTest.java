@@ -389,18 +389,22 @@ class ConfigTest {
     }
 
     @Test
-    void theEngineIsNettyOrJdk() throws Exception {
+    void theEngineIsNettyAndJdkSaysWhereItWent() throws Exception {
         assertEquals(
                 ProxyConfig.Server.Engine.NETTY,
                 ConfigLoader.parse("workers:\n  - url: http://a:1\n").server().engine());
         assertEquals(
-                ProxyConfig.Server.Engine.JDK,
-                ConfigLoader.parse("server:\n  engine: jdk\nworkers:\n  - url: http://a:1\n")
+                ProxyConfig.Server.Engine.NETTY,
+                ConfigLoader.parse("server:\n  engine: netty\nworkers:\n  - url: http://a:1\n")
                         .server()
                         .engine());
         assertProblem(
+                problems("server:\n  engine: jdk\nworkers:\n  - url: http://a:1\n"),
+                "server.engine: the JDK front was removed, netty is the only engine (a host on the JDK's HttpServer:"
+                        + " see the examples/proxy sample)");
+        assertProblem(
                 problems("server:\n  engine: netyy\nworkers:\n  - url: http://a:1\n"),
-                "server.engine: must be one of netty, jdk, was the string 'netyy' (did you mean 'netty'?)");
+                "server.engine: must be one of netty, was the string 'netyy' (did you mean 'netty'?)");
     }
 
     @Test

@@ -1,4 +1,4 @@
-package dev.cart.proxy.jdk;
+package dev.cart.proxy.upstream;
 
 /**
  * How long the JDK HTTP client keeps an idle connection to a replica for reuse. Inference servers close
