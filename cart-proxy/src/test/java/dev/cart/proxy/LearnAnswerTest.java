@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.cart.proxy.answer.ResponseObserver;
+import dev.cart.extract.answer.AnswerReader;
 import dev.cart.proxy.http.Responses;
 import java.net.http.HttpResponse;
 import java.util.Map;
@@ -161,7 +161,7 @@ class LearnAnswerTest {
                     200,
                     h.post("/v1/chat/completions", openAi(false, "call a tool")).statusCode());
             r.toolCalls = null;
-            r.reply = "x".repeat(ResponseObserver.MAX_REPLY_CHARS + 1);
+            r.reply = "x".repeat(AnswerReader.MAX_TEXT_CHARS + 1);
             assertEquals(
                     200,
                     h.post("/v1/chat/completions", openAi(true, "write a lot")).statusCode());

@@ -5,7 +5,7 @@ import dev.cart.core.Router;
 import dev.cart.core.spi.Replica;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.PromptExtractor;
-import dev.cart.proxy.answer.ResponseObserver;
+import dev.cart.extract.answer.AnswerReader;
 import java.util.List;
 
 /**
@@ -19,7 +19,7 @@ import java.util.List;
  * the reply, as an assistant message written the way clients send it back, from the key state the
  * extraction left (the body is neither read nor hashed again: only the reply is). The key is exactly the
  * start of what cart-extract will make of the next request, and {@link Router#record} is called with it.
- * The work is bounded by the reply (at most {@link ResponseObserver#MAX_REPLY_CHARS}) and runs after the
+ * The work is bounded by the reply (at most {@link AnswerReader#MAX_TEXT_CHARS}) and runs after the
  * response has reached the client, so it delays no byte of it. Nothing is learned when the request's last
  * message is already the assistant's (a prefill the reply continues: the client will merge them), or in
  * token mode when the request fell back to a character key or tokenizing the reply would have to wait.

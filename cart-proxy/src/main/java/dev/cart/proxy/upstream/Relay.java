@@ -5,7 +5,7 @@ import dev.cart.core.Lease;
 import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
-import dev.cart.proxy.answer.ResponseObserver;
+import dev.cart.extract.answer.AnswerReader;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.routing.AnswerLearning;
@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
 /**
  * What the proxy decides while a replica's answer is relayed to the client, apart from the front: the head the
  * client gets (end-to-end headers, {@code x-routed-peer}), how the body is framed, what is observed as it
- * passes ({@link ResponseObserver}: the usage and the answer's text), and the lease's end. The front moves
+ * passes ({@link AnswerReader}: the usage and the answer's text), and the lease's end. The front moves
  * the bytes and reports the events: {@link #firstByte}, {@link #body}, {@link #upstreamDone} (the replica's
  * answer is complete: the lease is closed then, before the client has read it, so a slow reader never holds
  * the replica's slot), {@link #delivered} (the client has it all: the answer is learned as the start of the
@@ -59,7 +59,7 @@ public final class Relay implements Forwarder.Step {
     private final Forwarder forwarder;
     private final Forwarder.Exchange exchange;
     private final Forwarder.Send send;
-    private final ResponseObserver observer;
+    private final AnswerReader observer;
     private volatile boolean timedOut;
     private volatile boolean bodyStarted;
     private boolean firstByteSeen;
@@ -82,7 +82,7 @@ public final class Relay implements Forwarder.Step {
         this.length = sse || chunked ? -1 : declared;
         this.observer = status / 100 != 2 || noBody
                 ? null
-                : ResponseObserver.create(
+                : AnswerReader.create(
                         exchange.in.endpoint(),
                         contentType,
                         upstream.first("content-encoding"),
@@ -251,9 +251,9 @@ public final class Relay implements Forwarder.Step {
             return;
         }
         String result;
-        List<? extends CharSequence> reply = observer.replyText();
+        List<? extends CharSequence> reply = observer.text();
         if (reply == null) {
-            result = observer.replyProblem();
+            result = observer.textProblem();
         } else if (feedback != null && feedback.stale()) {
             result = "stale_route";
         } else {

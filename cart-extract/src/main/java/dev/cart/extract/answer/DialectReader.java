@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
@@ -9,7 +9,7 @@ import java.io.IOException;
 
 /**
  * Reads one API dialect's answer objects (a whole JSON body, or one event of a stream) for
- * {@link ResponseObserver}: the usage the replica reports about its prompt cache, and the answer's text
+ * {@link AnswerReader}: the usage the replica reports about its prompt cache, and the answer's text
  * into an {@link AnswerText}. Each object arrives as a parser positioned after its opening brace; the
  * reader consumes it to the end. Not thread-safe: one instance per response.
  */
@@ -17,6 +17,9 @@ interface DialectReader {
 
     /** Reads one JSON object; the parser is just past its {@code START_OBJECT}. */
     void read(JsonParser p) throws IOException;
+
+    /** Reads one usage object (the value of a {@code usage} member); the parser is just past its {@code START_OBJECT}. */
+    void readUsage(JsonParser p) throws IOException;
 
     /** What the replica reported so far, {@link ServedUsage#UNKNOWN} for each field it did not. */
     ServedUsage usage();

@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import java.util.Arrays;
 import java.util.List;
@@ -52,7 +52,7 @@ final class AnswerText {
 
     /**
      * Whether text is still wanted: collected, and not yet unusable (the readers skip text values otherwise,
-     * and the observer parses only events that may carry usage).
+     * and the reader parses only events that may carry usage).
      */
     boolean collecting() {
         return collect && problem == null;

@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -11,7 +11,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /** The observer reads usage and answers from bytes however they are cut; the continuation splice. */
-class ResponseObserverTest {
+class AnswerReaderTest {
 
     private static final String OPENAI_STREAM = ""
             + "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},"
@@ -23,12 +23,12 @@ class ResponseObserverTest {
             + "\"prompt_tokens_details\":{\"cached_tokens\":1024}}}\n\n"
             + "data: [DONE]\n\n";
 
-    private static ResponseObserver feed(Endpoint e, String contentType, byte[] bytes, int... cuts) {
+    private static AnswerReader feed(Endpoint e, String contentType, byte[] bytes, int... cuts) {
         return feed(true, e, contentType, bytes, cuts);
     }
 
-    private static ResponseObserver feed(boolean learn, Endpoint e, String contentType, byte[] bytes, int... cuts) {
-        ResponseObserver o = ResponseObserver.create(e, contentType, null, learn);
+    private static AnswerReader feed(boolean learn, Endpoint e, String contentType, byte[] bytes, int... cuts) {
+        AnswerReader o = AnswerReader.create(e, contentType, null, learn);
         int from = 0;
         for (int cut : cuts) {
             o.accept(bytes, from, cut - from);
@@ -44,7 +44,7 @@ class ResponseObserverTest {
         byte[] bytes = OPENAI_STREAM.getBytes(StandardCharsets.UTF_8);
         String expected = "Hello, \"w\u00f6rld\"\n\u4e2d";
         for (int cut = 0; cut <= bytes.length; cut++) {
-            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, cut);
+            AnswerReader o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, cut);
             assertEquals(new ServedUsage(1200, 1024), o.usage(), "cut at " + cut);
             assertEquals(List.of(expected), o.reply(), "cut at " + cut);
         }
@@ -52,7 +52,7 @@ class ResponseObserverTest {
         for (int i = 0; i < 200; i++) {
             int a = rnd.nextInt(bytes.length + 1);
             int b = a + rnd.nextInt(bytes.length + 1 - a);
-            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream; charset=utf-8", bytes, a, b);
+            AnswerReader o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream; charset=utf-8", bytes, a, b);
             assertEquals(new ServedUsage(1200, 1024), o.usage());
             assertEquals(List.of(expected), o.reply());
         }
@@ -69,8 +69,8 @@ class ResponseObserverTest {
                 .getBytes(StandardCharsets.UTF_8);
         byte[] framed = new byte[body.length + 8];
         System.arraycopy(body, 0, framed, 4, body.length);
-        ResponseObserver whole =
-                ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", null, true, body.length);
+        AnswerReader whole =
+                AnswerReader.create(Endpoint.CHAT_COMPLETIONS, "application/json", null, true, body.length);
         whole.accept(framed, 4, body.length);
         assertEquals(300, whole.usage().promptTokens(), "read as it arrived, before the end");
         java.util.Arrays.fill(framed, (byte) 'x'); // the caller's array is not kept
@@ -79,8 +79,7 @@ class ResponseObserverTest {
         assertEquals(List.of("Hi there"), whole.reply());
         assertEquals(0, whole.parseFailures());
         for (long declared : new long[] {body.length, -1}) {
-            ResponseObserver cut =
-                    ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", null, true, declared);
+            AnswerReader cut = AnswerReader.create(Endpoint.CHAT_COMPLETIONS, "application/json", null, true, declared);
             cut.accept(body, 0, 10);
             cut.accept(body, 10, body.length - 10);
             assertEquals(ServedUsage.UNKNOWN, cut.usage().promptTokens(), "in pieces, read at the end");
@@ -104,57 +103,58 @@ class ResponseObserverTest {
                 + "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"text\":\"Two\",\"type\":\"text_delta\"}}\n\n"
                 + "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\n"
                 + "data: {\"type\":\"message_stop\"}\n\n";
-        ResponseObserver s = feed(Endpoint.MESSAGES, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
+        AnswerReader s = feed(Endpoint.MESSAGES, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
         assertEquals(new ServedUsage(1000, 850), s.usage());
         assertEquals(List.of("One", "Two"), s.reply());
 
         String whole = "{\"id\":\"m\",\"type\":\"message\",\"content\":[{\"type\":\"text\",\"text\":\"Only\"}],"
                 + "\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}";
-        ResponseObserver m = feed(Endpoint.MESSAGES, "application/json", whole.getBytes(StandardCharsets.UTF_8), 7);
+        AnswerReader m = feed(Endpoint.MESSAGES, "application/json", whole.getBytes(StandardCharsets.UTF_8), 7);
         assertEquals(new ServedUsage(10, ServedUsage.UNKNOWN), m.usage(), "no cache fields: cached is unknown");
         assertEquals(List.of("Only"), m.reply());
 
         String thinking =
                 "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\"}}\n\n";
-        ResponseObserver t = feed(Endpoint.MESSAGES, "text/event-stream", thinking.getBytes(StandardCharsets.UTF_8));
+        AnswerReader t = feed(Endpoint.MESSAGES, "text/event-stream", thinking.getBytes(StandardCharsets.UTF_8));
         assertNull(t.reply());
-        assertEquals("not_text", t.replyProblem());
+        assertEquals("not_text", t.textProblem());
     }
 
     @Test
     void whatCannotBeReadIsUnknownNotZero() {
-        ResponseObserver none = feed(
+        AnswerReader none = feed(
                 Endpoint.CHAT_COMPLETIONS,
                 "application/json",
                 "{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}".getBytes(StandardCharsets.UTF_8));
         assertEquals(ServedUsage.unknown(), none.usage());
         assertEquals(List.of("hi"), none.reply());
 
-        byte[] big = ("{\"pad\":\"" + "x".repeat(ResponseObserver.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":5,"
+        byte[] big = ("{\"pad\":\"" + "x".repeat(AnswerReader.MAX_JSON_BYTES) + "\",\"usage\":{\"prompt_tokens\":5,"
                         + "\"prompt_tokens_details\":{\"cached_tokens\":5}}}")
                 .getBytes(StandardCharsets.UTF_8);
-        ResponseObserver tooBig = feed(Endpoint.CHAT_COMPLETIONS, "application/json", big, 1000);
-        assertEquals(ServedUsage.unknown(), tooBig.usage());
+        AnswerReader tooBig = feed(Endpoint.CHAT_COMPLETIONS, "application/json", big, 1000);
+        assertEquals(new ServedUsage(5, 5), tooBig.usage(), "a body too long to keep: its usage read from its tail");
         assertNull(tooBig.reply());
+        assertEquals("too_long", tooBig.textProblem());
 
         String longLine = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""
-                + "y".repeat(ResponseObserver.MAX_LINE_BYTES)
+                + "y".repeat(AnswerReader.MAX_LINE_BYTES)
                 + "\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"prompt_tokens_details\":"
                 + "{\"cached_tokens\":3}}}\n\n";
-        ResponseObserver skipped = feed(
+        AnswerReader skipped = feed(
                 Endpoint.CHAT_COMPLETIONS, "text/event-stream", longLine.getBytes(StandardCharsets.UTF_8), 4096, 8192);
         assertEquals(new ServedUsage(9, 3), skipped.usage(), "the usage after a skipped line is still read");
-        assertEquals("too_long", skipped.replyProblem());
+        assertEquals("too_long", skipped.textProblem());
 
-        assertNull(ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "application/json", "gzip", true));
-        assertNull(ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "text/html", null, true));
-        assertNull(ResponseObserver.create(null, "application/json", null, true));
-        ResponseObserver several = feed(
+        assertNull(AnswerReader.create(Endpoint.CHAT_COMPLETIONS, "application/json", "gzip", true));
+        assertNull(AnswerReader.create(Endpoint.CHAT_COMPLETIONS, "text/html", null, true));
+        assertNull(AnswerReader.create(null, "application/json", null, true));
+        AnswerReader several = feed(
                 Endpoint.CHAT_COMPLETIONS,
                 "application/json",
                 "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"a\"}},{\"index\":1,\"message\":{\"content\":\"b\"}}]}"
                         .getBytes(StandardCharsets.UTF_8));
-        assertEquals("several_choices", several.replyProblem());
+        assertEquals("several_choices", several.textProblem());
     }
 
     @Test
@@ -164,14 +164,13 @@ class ResponseObserverTest {
                 + "data: {\"usage\": nope}\n\n"
                 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"prompt_tokens_details\":{\"cached_tokens\":5}}}\n\n"
                 + "data: [DONE]\n\n";
-        ResponseObserver o =
-                feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
+        AnswerReader o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
         assertEquals(2, o.parseFailures());
         assertEquals(new ServedUsage(10, 5), o.usage(), "the events that parse are still read");
-        ResponseObserver clean =
+        AnswerReader clean =
                 feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", OPENAI_STREAM.getBytes(StandardCharsets.UTF_8));
         assertEquals(0, clean.parseFailures(), "[DONE], comments and events are not failures");
-        ResponseObserver body = feed(
+        AnswerReader body = feed(
                 Endpoint.CHAT_COMPLETIONS,
                 "application/json",
                 "{\"usage\":{\"prompt_tokens\":3".getBytes(StandardCharsets.UTF_8));
@@ -203,7 +202,7 @@ class ResponseObserverTest {
                         + "data: {\"usage\":{\"prompt_tokens_details\":{\"audio_tokens\":0,\"cached_tokens\":64},"
                         + "\"prompt_tokens\":70},\"choices\":[{\"\\u0064elta\":{\"content\":\"lo\"}}],\"id\":\"c\"}\n\n";
         for (String stream : new String[] {usual, other}) {
-            ResponseObserver o =
+            AnswerReader o =
                     feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", stream.getBytes(StandardCharsets.UTF_8));
             assertEquals(new ServedUsage(70, 64), o.usage());
             assertEquals(List.of("Hello"), o.reply());
@@ -213,8 +212,7 @@ class ResponseObserverTest {
                 "{\"id\":\"c\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
                         + "\"message\":{\"role\":\"assistant\",\"content\":\"Hi\",\"refusal\":null},\"logprobs\":null,"
                         + "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}";
-        ResponseObserver m =
-                feed(Endpoint.CHAT_COMPLETIONS, "application/json", message.getBytes(StandardCharsets.UTF_8));
+        AnswerReader m = feed(Endpoint.CHAT_COMPLETIONS, "application/json", message.getBytes(StandardCharsets.UTF_8));
         assertEquals(new ServedUsage(5, ServedUsage.UNKNOWN), m.usage());
         assertEquals(List.of("Hi"), m.reply());
     }
@@ -227,13 +225,13 @@ class ResponseObserverTest {
     void withoutTheTextOnlyEventsThatMayCarryUsageAreRead() {
         byte[] bytes = OPENAI_STREAM.getBytes(StandardCharsets.UTF_8);
         for (int cut = 0; cut <= bytes.length; cut++) {
-            ResponseObserver o = feed(false, Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, cut);
+            AnswerReader o = feed(false, Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, cut);
             assertEquals(new ServedUsage(1200, 1024), o.usage(), "cut at " + cut);
-            assertEquals("not_collected", o.replyProblem());
+            assertEquals("not_collected", o.textProblem());
         }
         String escaped = "data: {\"choices\":[],\"\\u0075sage\":{\"prompt_tokens\":8}}\n\n"
                 + "data: {\"choices\":[],\"u\\u0073age\":{\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n";
-        ResponseObserver e =
+        AnswerReader e =
                 feed(false, Endpoint.CHAT_COMPLETIONS, "text/event-stream", escaped.getBytes(StandardCharsets.UTF_8));
         assertEquals(new ServedUsage(8, 4), e.usage());
 
@@ -242,10 +240,9 @@ class ResponseObserverTest {
         String tools = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\n"
                 + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"cut\n\n"
                 + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3}}\n\n";
-        ResponseObserver t =
-                feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", tools.getBytes(StandardCharsets.UTF_8));
+        AnswerReader t = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", tools.getBytes(StandardCharsets.UTF_8));
         assertEquals(new ServedUsage(3, ServedUsage.UNKNOWN), t.usage());
-        assertEquals("not_text", t.replyProblem());
+        assertEquals("not_text", t.textProblem());
         assertEquals(0, t.parseFailures());
 
         String anthropic =
@@ -253,7 +250,7 @@ class ResponseObserverTest {
                         + "\"cache_read_input_tokens\":90}}}\n\n"
                         + "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"
                         + "data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n";
-        ResponseObserver a =
+        AnswerReader a =
                 feed(false, Endpoint.MESSAGES, "text/event-stream", anthropic.getBytes(StandardCharsets.UTF_8));
         assertEquals(new ServedUsage(100, 90), a.usage());
     }
@@ -264,17 +261,17 @@ class ResponseObserverTest {
             "{\"usage\":1}", "{\"a\":{\"usage\":null}}", "{\"\\u0075sage\":1}", "{\"x\":\"\\u00e9\"}", "\"usage\""
         }) {
             byte[] b = yes.getBytes(StandardCharsets.UTF_8);
-            assertEquals(true, ResponseObserver.mayNameUsage(b, 0, b.length), yes);
+            assertEquals(true, AnswerReader.mayNameUsage(b, 0, b.length), yes);
         }
         for (String no :
                 new String[] {"{\"usages\":1}", "{\"x\":\"usage\\n\"}", "{\"usage", "usage\"", "{\"choices\":[]}", ""
                 }) {
             byte[] b = no.getBytes(StandardCharsets.UTF_8);
-            assertEquals(false, ResponseObserver.mayNameUsage(b, 0, b.length), no);
+            assertEquals(false, AnswerReader.mayNameUsage(b, 0, b.length), no);
         }
         byte[] framed = "\"usage\"".getBytes(StandardCharsets.UTF_8);
-        assertEquals(false, ResponseObserver.mayNameUsage(framed, 1, framed.length - 1), "only the bytes given");
-        assertEquals(false, ResponseObserver.mayNameUsage(framed, 0, framed.length - 1), "only the bytes given");
+        assertEquals(false, AnswerReader.mayNameUsage(framed, 1, framed.length - 1), "only the bytes given");
+        assertEquals(false, AnswerReader.mayNameUsage(framed, 0, framed.length - 1), "only the bytes given");
     }
 
     /**
@@ -329,11 +326,11 @@ class ResponseObserverTest {
             stream.append("data: [DONE]\n\n");
             byte[] bytes = stream.toString().getBytes(StandardCharsets.UTF_8);
             int a = rnd.nextInt(bytes.length + 1);
-            ResponseObserver o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, a);
+            AnswerReader o = feed(Endpoint.CHAT_COMPLETIONS, "text/event-stream", bytes, a);
             assertEquals(failures, o.parseFailures(), "run " + run);
             assertEquals(prompt, o.usage().promptTokens());
             if (text.length() == 0) {
-                assertEquals("empty", o.replyProblem());
+                assertEquals("empty", o.textProblem());
             } else {
                 assertEquals(List.of(text.toString()), o.reply());
             }

@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
@@ -162,6 +162,11 @@ final class AnthropicReader implements DialectReader {
             return;
         }
         answer.append((int) Math.min(Integer.MAX_VALUE, position), b.text() == null ? "" : b.text());
+    }
+
+    @Override
+    public void readUsage(JsonParser p) throws IOException {
+        usage(p);
     }
 
     private void usage(JsonParser p) throws IOException {

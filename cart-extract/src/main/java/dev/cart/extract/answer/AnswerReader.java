@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -11,15 +11,33 @@ import dev.cart.extract.Endpoint;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 
 /**
- * Reads what a routed response says about itself while its bytes pass to the client: the replica's
- * prompt-cache usage (for {@code Lease.succeeded(ServedUsage)}) and the text of the answer (for learning
- * the next turn's prefix). It never holds back, reorders or changes a byte: the forwarder writes each
- * chunk to the client first and then hands the same bytes here.
+ * Reads what a replica's answer says about itself while its bytes pass to the client: the prompt-cache usage the
+ * replica reports (for {@code Lease.succeeded(ServedUsage)}) and, when asked, the text of the answer (for learning
+ * the next turn's prefix). A host feeds it the answer's bytes as they pass ({@link #accept(byte[], int, int)} or
+ * {@link #accept(ByteBuffer)}), streamed ({@code text/event-stream}) or not (JSON), then calls {@link #finish} and
+ * reads {@link #usage()}, {@link #text()} and {@link #textProblem()}. It never holds back, reorders or changes a
+ * byte: the host writes each chunk to the client and hands the same bytes here.
+ *
+ * <pre>{@code
+ * AnswerReader reader = AnswerReader.create(Endpoint.CHAT_COMPLETIONS, contentType, contentEncoding, false);
+ * // for each chunk written to the client:  if (reader != null) reader.accept(bytes, 0, n);
+ * // at the end of the body:
+ * ServedUsage usage = reader == null ? ServedUsage.unknown() : reader.finish();
+ * lease.succeeded(usage);
+ * }</pre>
+ *
+ * <p>Shapes read: OpenAI ({@code /v1/chat/completions}, {@code /v1/completions}): prompt =
+ * {@code usage.prompt_tokens}, cached = {@code usage.prompt_tokens_details.cached_tokens}, the text of
+ * {@code choices[0]}; Anthropic ({@code /v1/messages}), whose {@code input_tokens} counts only uncached input:
+ * prompt = {@code input_tokens + cache_read_input_tokens + cache_creation_input_tokens}, cached =
+ * {@code cache_read_input_tokens}, the text blocks of the message. A figure not reported stays
+ * {@link ServedUsage#UNKNOWN}; a later report of a figure replaces an earlier one.
  *
  * <p>One class per job, wired here:
  * <ul>
@@ -29,7 +47,8 @@ import java.util.Locale;
  *   <li>JSON: a body whose declared length arrives in one piece (the common case: a small answer read in
  *       one read) is parsed in place, at once, with no copy. Otherwise a copy is kept here up to
  *       {@link #MAX_JSON_BYTES} (sized from the declared length when there is one) and parsed once at the
- *       end; a larger body is given up on (usage unknown, nothing learned) and its copy dropped at once.</li>
+ *       end; a larger body's copy is dropped at once and only its last {@link JsonTail#BYTES} bytes are kept, for the
+ *       usage at its end ({@link JsonTail}); its text is not read.</li>
  *   <li>Anything else, or a compressed body: not observed ({@link #create} returns null).</li>
  *   <li>Each parsed object goes to the endpoint's {@link DialectReader}: {@link OpenAiReader} or
  *       {@link AnthropicReader}, which read the usage and put the answer's text into an
@@ -40,7 +59,7 @@ import java.util.Locale;
  *       literally or with escapes, and letters can be escaped only as &#92;uXXXX, so an event without
  *       either cannot carry a {@code usage} member at any depth. Of an OpenAI stream's events only the last
  *       is parsed. An event that is not parsed is not checked either: a malformed one among them is not
- *       counted in {@link #parseFailures()} (it could have lost nothing the observer wants).</li>
+ *       counted in {@link #parseFailures()} (it could have lost nothing the reader wants).</li>
  * </ul>
  *
  * <p>One parser per streamed answer: a blocking Jackson parser (it tokenizes faster than Jackson's
@@ -50,9 +69,9 @@ import java.util.Locale;
  * would ignore it. An event that does not parse (the parser read past its end, or met a bad token) leaves the
  * parser in no known state: it is closed, the event counted, and the next event gets a new parser. So each
  * event reads as it would with a parser of its own, without making one per event (its contexts, buffers and
- * symbol table: about 850 bytes and a tenth of the observer's time). The parser is closed at {@link #finish}
+ * symbol table: about 850 bytes and a tenth of the reader's time). The parser is closed at {@link #finish}
  * (closing merges the names it met into the factory's symbol table; an answer not finished only skips that).
- * Its buffers come from this observer's own {@link BufferRecycler}, with a 1 KB read buffer (an event is a few
+ * Its buffers come from this reader's own {@link BufferRecycler}, with a 1 KB read buffer (an event is a few
  * hundred bytes; a longer one is read in pieces) rather than the factory's thread-local pool: nothing is
  * shared with another response, whichever thread reads this one. A JSON body is parsed once, by a parser
  * of its own from the factory's pool.
@@ -68,26 +87,31 @@ import java.util.Locale;
  * only those bytes, and must end on the last), is read by appending that string: it has the template's token stream
  * but for that string, so a whole parse would append the same text and do nothing else. Anything else (another id,
  * the role delta, a finish reason, usage, tool calls, a second choice, a string that ends early or does not parse)
- * is parsed whole, and may become the template. Jackson still reads every value the observer uses; only bytes equal
+ * is parsed whole, and may become the template. Jackson still reads every value the reader uses; only bytes equal
  * to those of an event it has read are not tokenized again.
  *
  * <p>Cost: a streamed chunk costs a scan for line ends plus, per event, either two byte comparisons and Jackson's
  * reading of the text (by the template) or the tokenizing of the event by Jackson (a few hundred bytes: about a
- * third of a microsecond). Not thread-safe: one instance per response, used by
- * one thread at a time (the relaying thread, or the HTTP client's threads one after the other).
+ * third of a microsecond).
+ *
+ * <p>Concurrency: not thread-safe: one instance per answer, fed by one thread at a time (the thread relaying the
+ * answer, or the HTTP client's threads one after the other, with a happens-before edge between them).
  */
-public final class ResponseObserver {
+public final class AnswerReader {
 
     /** Longest SSE line parsed; longer lines are skipped. */
     static final int MAX_LINE_BYTES = SseLines.MAX_LINE_BYTES;
     /** Largest JSON body parsed; a larger one is not observed. */
     static final int MAX_JSON_BYTES = 1024 * 1024;
-    /** Longest answer kept for learning. */
-    public static final int MAX_REPLY_CHARS = AnswerText.MAX_CHARS;
+    /** Longest answer text kept ({@link #text()}); a longer one is {@code too_long}. */
+    public static final int MAX_TEXT_CHARS = AnswerText.MAX_CHARS;
     /** Longest template (an event's bytes but its text) kept. */
     static final int MAX_TEMPLATE_BYTES = 4096;
 
     private static final Parsers JSON = new Parsers();
+
+    /** A thread's scratch array for reading direct buffers ({@link #accept(ByteBuffer)}). */
+    private static final ThreadLocal<byte[]> SLICE = ThreadLocal.withInitial(() -> new byte[8 * 1024]);
 
     private static final OutputStream DISCARD = OutputStream.nullOutputStream();
 
@@ -190,6 +214,8 @@ public final class ResponseObserver {
     private byte[] json;
     private int jsonLength;
     private boolean jsonAbandoned;
+    /** The tail of a JSON body too long to keep whole, for its usage; null otherwise. */
+    private JsonTail jsonTail;
     /** The JSON body's declared length, -1 when unknown. */
     private final long declaredLength;
     /** The JSON body was parsed in place as it arrived whole: later bytes (none, if it was framed right) are ignored. */
@@ -197,7 +223,7 @@ public final class ResponseObserver {
 
     private int parseFailures;
 
-    private ResponseObserver(Endpoint endpoint, boolean sse, boolean collectReply, long declaredLength) {
+    private AnswerReader(Endpoint endpoint, boolean sse, boolean collectReply, long declaredLength) {
         this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
         this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
@@ -221,19 +247,26 @@ public final class ResponseObserver {
     }
 
     /**
-     * An observer for a response to {@code endpoint}, or null when the response cannot be read (a content
-     * type that is neither JSON nor an event stream, or a content encoding other than identity).
+     * A reader for an answer to {@code endpoint}, or null when the answer cannot be read: no endpoint, a content
+     * type that is neither JSON nor an event stream, or a content encoding other than identity.
+     *
+     * @param endpoint the routed endpoint the request went to (its dialect), or null
+     * @param contentType the answer's {@code Content-Type}, or null (read as JSON)
+     * @param contentEncoding the answer's {@code Content-Encoding}, or null
+     * @param collectReply true to keep the answer's text ({@link #text()}); false reads usage only, which lets the
+     *     reader skip every event that cannot carry usage
      */
-    public static ResponseObserver create(
+    public static AnswerReader create(
             Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply) {
         return create(endpoint, contentType, contentEncoding, collectReply, -1);
     }
 
     /**
      * As {@link #create(Endpoint, String, String, boolean)}, for a body of {@code declaredLength} bytes (its
-     * {@code Content-Length}; -1 when unknown or chunked).
+     * {@code Content-Length}; -1 when unknown or chunked): a JSON body that then arrives in one piece is parsed
+     * where it lies, with no copy.
      */
-    public static ResponseObserver create(
+    public static AnswerReader create(
             Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply, long declaredLength) {
         if (endpoint == null) {
             return null;
@@ -245,18 +278,23 @@ public final class ResponseObserver {
         }
         String ct = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
         if (ct.startsWith("text/event-stream")) {
-            return new ResponseObserver(endpoint, true, collectReply, -1);
+            return new AnswerReader(endpoint, true, collectReply, -1);
         }
         if (ct.startsWith("application/json") || ct.isEmpty()) {
-            return new ResponseObserver(endpoint, false, collectReply, declaredLength);
+            return new AnswerReader(endpoint, false, collectReply, declaredLength);
         }
         return null;
     }
 
-    /** Bytes that were just relayed to the client, in order; nothing of {@code b} is kept after the call. */
+    /**
+     * The next {@code len} bytes of the answer, {@code b[off, off + len)}, in order; nothing of {@code b} is kept
+     * after the call.
+     */
     public void accept(byte[] b, int off, int len) {
         if (lines != null) {
             lines.accept(b, off, len);
+        } else if (jsonTail != null) {
+            jsonTail.add(b, off, len);
         } else if (!jsonAbandoned && !jsonParsed) {
             if (jsonLength == 0 && len == declaredLength && len <= MAX_JSON_BYTES) {
                 jsonParsed = true; // the whole body, in one piece: parsed where it lies
@@ -264,7 +302,12 @@ public final class ResponseObserver {
                 return;
             }
             if ((long) jsonLength + len > MAX_JSON_BYTES) {
-                jsonAbandoned = true;
+                jsonAbandoned = true; // only its tail is kept now, for the usage at its end
+                jsonTail = new JsonTail();
+                if (json != null) {
+                    jsonTail.add(json, 0, jsonLength);
+                }
+                jsonTail.add(b, off, len);
                 json = null;
                 answer.unavailable("too_long");
                 return;
@@ -282,15 +325,44 @@ public final class ResponseObserver {
         }
     }
 
-    /** The body ended normally: parses what is pending (a JSON body, a last SSE line without its newline). */
-    public void finish() {
+    /**
+     * The next bytes of the answer: {@code b}'s remaining bytes, from its position to its limit (its position is
+     * not moved, nothing of it is kept). A direct buffer is read in slices of a scratch array of the calling thread.
+     */
+    public void accept(ByteBuffer b) {
+        int n = b.remaining();
+        if (n == 0) {
+            return;
+        }
+        if (b.hasArray()) {
+            accept(b.array(), b.arrayOffset() + b.position(), n);
+            return;
+        }
+        byte[] slice = SLICE.get();
+        for (int from = 0; from < n; ) {
+            int k = Math.min(slice.length, n - from);
+            b.get(b.position() + from, slice, 0, k);
+            accept(slice, 0, k);
+            from += k;
+        }
+    }
+
+    /**
+     * The body ended normally: parses what is pending (a JSON body, a last SSE line without its newline) and
+     * returns {@link #usage()}.
+     */
+    public ServedUsage finish() {
         if (lines != null) {
             lines.finish();
             closeEvents();
+        } else if (jsonTail != null) {
+            jsonTail.finish(reader);
+            jsonTail = null;
         } else if (!jsonAbandoned && json != null) {
             parse(json, 0, jsonLength);
             json = null;
         }
+        return usage();
     }
 
     /** What the replica reported, {@link ServedUsage#UNKNOWN} for each field it did not. */
@@ -300,25 +372,26 @@ public final class ResponseObserver {
 
     /**
      * The answer's text blocks (one for OpenAI; one per text block for Anthropic), or null when it is not
-     * available as plain text (see {@link #replyProblem()}).
+     * available as plain text (see {@link #textProblem()}).
      */
     List<String> reply() {
         return answer.text();
     }
 
     /**
-     * {@link #reply()} as the observer holds it, without a copy (for answer learning, once the answer is
-     * complete: the text changes if more of the answer is read).
+     * The answer's text blocks (one for OpenAI; one per text block for Anthropic) as the reader holds them, without
+     * a copy, or null when the text is not available (see {@link #textProblem()}). Read once the answer is complete:
+     * the text changes if more of the answer is read.
      */
-    public List<? extends CharSequence> replyText() {
+    public List<? extends CharSequence> text() {
         return answer.held();
     }
 
     /**
-     * Why {@link #reply()} is null: {@code not_collected}, {@code too_long}, {@code not_text} (tool
-     * calls, non-text blocks), {@code several_choices}, {@code empty}; null when the reply is available.
+     * Why {@link #text()} is null: {@code not_collected}, {@code too_long}, {@code not_text} (tool calls, non-text
+     * blocks), {@code several_choices}, {@code empty}; null when the text is available.
      */
-    public String replyProblem() {
+    public String textProblem() {
         return answer.problem();
     }
 
@@ -331,8 +404,8 @@ public final class ResponseObserver {
         return parseFailures;
     }
 
-    /** This observer parses every event whole, as the reference the template is checked against; returns it. */
-    ResponseObserver withoutTemplate() {
+    /** This reader parses every event whole, as the reference the template is checked against; returns it. */
+    AnswerReader withoutTemplate() {
         templates = false;
         return this;
     }
@@ -508,7 +581,7 @@ public final class ResponseObserver {
             }
             reader.read(p);
         } catch (IOException | RuntimeException e) {
-            // not JSON the observer understands: the client got it unchanged; nothing to learn from it, but
+            // not JSON the reader understands: the client got it unchanged; nothing to learn from it, but
             // the usage or reply it may have carried is lost, so it is counted
             parseFailures++;
         }

@@ -1,7 +1,7 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
-import static dev.cart.proxy.answer.DialectReader.END;
-import static dev.cart.proxy.answer.DialectReader.nextField;
+import static dev.cart.extract.answer.DialectReader.END;
+import static dev.cart.extract.answer.DialectReader.nextField;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
@@ -78,6 +78,11 @@ final class OpenAiReader implements DialectReader {
     @Override
     public ServedUsage usage() {
         return new ServedUsage(promptTokens, cachedTokens);
+    }
+
+    @Override
+    public void readUsage(JsonParser p) throws IOException {
+        usage(p);
     }
 
     private void usage(JsonParser p) throws IOException {

@@ -1,4 +1,4 @@
-package dev.cart.proxy.answer;
+package dev.cart.extract.answer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
  * give exactly what parsing every event whole gives: the same text, usage, failures and reason the text is
  * unavailable, for random streams of mutated events.
  */
-class ResponseObserverTemplateTest {
+class AnswerReaderTemplateTest {
 
     private static final String[] PIECES = {
         "the",
@@ -158,7 +158,7 @@ class ResponseObserverTemplateTest {
         return out.toByteArray();
     }
 
-    private static void feed(ResponseObserver o, byte[] bytes, int cut) {
+    private static void feed(AnswerReader o, byte[] bytes, int cut) {
         o.accept(bytes, 0, cut);
         o.accept(bytes, cut, bytes.length - cut);
         o.finish();
@@ -185,14 +185,14 @@ class ResponseObserverTemplateTest {
             byte[] bytes = stream.toByteArray();
             int cut = rnd.nextInt(bytes.length + 1);
             Endpoint endpoint = anthropic ? Endpoint.MESSAGES : Endpoint.CHAT_COMPLETIONS;
-            ResponseObserver fast = ResponseObserver.create(endpoint, "text/event-stream", null, true);
-            ResponseObserver whole = ResponseObserver.create(endpoint, "text/event-stream", null, true)
+            AnswerReader fast = AnswerReader.create(endpoint, "text/event-stream", null, true);
+            AnswerReader whole = AnswerReader.create(endpoint, "text/event-stream", null, true)
                     .withoutTemplate();
             feed(fast, bytes, cut);
             feed(whole, bytes, cut);
             String where = "run " + run + ": " + new String(bytes, StandardCharsets.UTF_8);
             assertEquals(whole.reply(), fast.reply(), where);
-            assertEquals(whole.replyProblem(), fast.replyProblem(), where);
+            assertEquals(whole.textProblem(), fast.textProblem(), where);
             assertEquals(whole.usage(), fast.usage(), where);
             assertEquals(whole.parseFailures(), fast.parseFailures(), where);
             assertEquals(0, whole.templateReads());
@@ -224,7 +224,7 @@ class ResponseObserverTemplateTest {
                 + "\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":250,\"prompt_tokens_details\":"
                 + "{\"cached_tokens\":128}}}\n\ndata: [DONE]\n\n");
         byte[] bytes = s.toString().getBytes(StandardCharsets.UTF_8);
-        ResponseObserver o = ResponseObserver.create(Endpoint.CHAT_COMPLETIONS, "text/event-stream", null, true);
+        AnswerReader o = AnswerReader.create(Endpoint.CHAT_COMPLETIONS, "text/event-stream", null, true);
         o.accept(bytes, 0, bytes.length);
         o.finish();
         assertEquals(List.of(expected.toString()), o.reply());
@@ -235,16 +235,16 @@ class ResponseObserverTemplateTest {
         String stream = a + "One\"}}\n\n" + a + " two\"}}\n\n" + a + " three\"}}\n\n"
                 + "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\","
                 + "\"partial_json\":\"x\"}}\n\n";
-        ResponseObserver m = ResponseObserver.create(Endpoint.MESSAGES, "text/event-stream", null, true);
+        AnswerReader m = AnswerReader.create(Endpoint.MESSAGES, "text/event-stream", null, true);
         byte[] mb = stream.substring(0, stream.lastIndexOf("data:")).getBytes(StandardCharsets.UTF_8);
         m.accept(mb, 0, mb.length);
         m.finish();
         assertEquals(List.of("One two three"), m.reply());
         assertEquals(2, m.templateReads());
-        ResponseObserver t = ResponseObserver.create(Endpoint.MESSAGES, "text/event-stream", null, true);
+        AnswerReader t = AnswerReader.create(Endpoint.MESSAGES, "text/event-stream", null, true);
         byte[] tb = stream.getBytes(StandardCharsets.UTF_8);
         t.accept(tb, 0, tb.length);
         t.finish();
-        assertEquals("not_text", t.replyProblem(), "an event of another shape is parsed whole");
+        assertEquals("not_text", t.textProblem(), "an event of another shape is parsed whole");
     }
 }
