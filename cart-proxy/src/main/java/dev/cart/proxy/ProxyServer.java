@@ -39,7 +39,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The running proxy: its {@link Front} on {@code server.host:port} ({@link NettyFront}), the {@link ProxyCore}
+ * The running proxy: its front on {@code server.host:port} ({@link NettyFront}), the {@link ProxyCore}
  * and {@link Forwarder} it drives, one JDK {@link HttpClient} for health checks and the {@code /v1/models} union
  * (HTTP/1.1, so plain-http replicas never see an h2c upgrade attempt; connect timeout from
  * {@code proxy.connect_timeout_secs}; no redirects followed), and the current {@link Routing}.
@@ -144,7 +144,7 @@ public final class ProxyServer implements AutoCloseable {
     private final ProxyCore core;
     private final BodyBudget bodyBudget;
     private final AnswerBudget answerBudget;
-    private final Front front;
+    private final NettyFront front;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
     private final Cluster cluster;
     private final Object reloadLock = new Object();
@@ -187,7 +187,8 @@ public final class ProxyServer implements AutoCloseable {
         routing.set(first);
         cluster.bindTo(metrics.registry);
         metrics.syncReplicas(first.replicas);
-        this.core = new ProxyCore(this);
+        this.core = new ProxyCore(
+                this::config, routing::get, forwarder, routingKeys, models, modelsUnion, metrics, window, cluster);
         try {
             this.front = NettyFront.listen(config, core, bodyBudget, answerBudget, options.nativeTransport);
         } catch (IOException e) {

@@ -1,6 +1,7 @@
 package dev.cart.proxy.core;
 
-import com.sun.net.httpserver.Headers;
+import dev.cart.proxy.http.HeaderList;
+import dev.cart.proxy.http.HeaderView;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -42,9 +43,9 @@ public final class ModelsCache {
     /** Response headers a cached answer may vary on: the ones the key covers. */
     private static final Set<String> COVERED_VARY = Set.copyOf(KEY_HEADERS);
 
-    public record Entry(byte[] body, Headers headers, Instant fetched) {
+    public record Entry(byte[] body, HeaderList headers, Instant fetched) {
         public String contentType() {
-            String ct = headers.getFirst("Content-Type");
+            String ct = headers.first("Content-Type");
             return ct == null ? "application/json" : ct;
         }
     }
@@ -57,7 +58,7 @@ public final class ModelsCache {
     }
 
     /** The cache key for a request's headers: a hex SHA-256 digest of the headers in {@link #KEY_HEADERS}. */
-    public static String keyOf(Headers request) {
+    public static String keyOf(HeaderView request) {
         MessageDigest md;
         try {
             md = MessageDigest.getInstance("SHA-256");
@@ -67,12 +68,9 @@ public final class ModelsCache {
         for (String name : KEY_HEADERS) {
             md.update(name.getBytes(StandardCharsets.US_ASCII));
             md.update((byte) 0);
-            List<String> values = request.get(name); // Headers looks names up case-insensitively
-            if (values != null) {
-                for (String v : values) {
-                    md.update(v.getBytes(StandardCharsets.UTF_8));
-                    md.update((byte) 1);
-                }
+            for (String v : request.all(name)) { // names are looked up case-insensitively
+                md.update(v.getBytes(StandardCharsets.UTF_8));
+                md.update((byte) 1);
             }
             md.update((byte) 2);
         }
@@ -80,18 +78,15 @@ public final class ModelsCache {
     }
 
     /** True when an answer with these headers may be cached under a {@link #keyOf} key. */
-    public static boolean cacheable(Headers response) {
-        if (response.containsKey("Set-Cookie")) {
+    public static boolean cacheable(HeaderView response) {
+        if (response.has("Set-Cookie")) {
             return false;
         }
-        List<String> vary = response.get("Vary");
-        if (vary != null) {
-            for (String v : vary) {
-                for (String name : v.split(",")) {
-                    String n = name.trim().toLowerCase(Locale.ROOT);
-                    if (!n.isEmpty() && !COVERED_VARY.contains(n)) {
-                        return false;
-                    }
+        for (String v : response.all("Vary")) {
+            for (String name : v.split(",")) {
+                String n = name.trim().toLowerCase(Locale.ROOT);
+                if (!n.isEmpty() && !COVERED_VARY.contains(n)) {
+                    return false;
                 }
             }
         }
@@ -112,9 +107,8 @@ public final class ModelsCache {
     }
 
     /** Caches {@code body} with a copy of {@code headers} for {@code key}. */
-    public void put(String key, byte[] body, Headers headers) {
-        Headers copy = new Headers();
-        copy.putAll(headers);
+    public void put(String key, byte[] body, HeaderView headers) {
+        HeaderList copy = HeaderList.copyOf(headers);
         Instant now = clock.instant();
         if (entries.size() >= MAX_ENTRIES && !entries.containsKey(key)) {
             entries.values().removeIf(e -> isStale(e, now));

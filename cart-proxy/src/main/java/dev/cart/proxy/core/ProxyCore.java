@@ -2,30 +2,33 @@ package dev.cart.proxy.core;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.Headers;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteRequest;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
 import dev.cart.policy.PredictedTtftPolicy;
-import dev.cart.proxy.ProxyServer;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Answer;
+import dev.cart.proxy.http.HeaderList;
 import dev.cart.proxy.http.RequestHead;
 import dev.cart.proxy.http.Responses;
-import dev.cart.proxy.netty.NettyFront;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.DecisionWindow;
+import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.routing.Cluster;
 import dev.cart.proxy.routing.Routing;
+import dev.cart.proxy.routing.RoutingKeys;
 import dev.cart.proxy.upstream.Forwarder;
+import dev.cart.proxy.upstream.ModelsUnion;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 /**
- * What the proxy decides about a client request, apart from the HTTP front ({@link NettyFront}):
+ * What the proxy decides about a client request, apart from the HTTP front (the Netty front):
  * the front parses the head and hands it to {@link #plan}, which answers the proxy's own endpoints
  * ({@code /health}, {@code /workers}, {@code /metrics}, a cached {@code /v1/models}), refuses what the limits
  * refuse (414, 431, 405) and otherwise says what the body is for ({@link Proxied}). The front reads the body
@@ -48,13 +51,42 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class ProxyCore {
 
-    private final ProxyServer server;
+    /** The running configuration (a reload may replace its workers). */
+    private final Supplier<ProxyConfig> config;
+    /** The current routing state (a reload swaps it). */
+    private final Supplier<Routing> routing;
+
+    private final Forwarder forwarder;
+    private final RoutingKeys routingKeys;
+    private final ModelsCache models;
+    private final ModelsUnion modelsUnion;
+    private final ProxyMetrics metrics;
+    private final DecisionWindow window;
+    private final Cluster cluster;
     /** Requests holding a slot of {@code server.max_concurrent_requests}. */
     private final AtomicInteger inProgress = new AtomicInteger();
 
-    public ProxyCore(ProxyServer server) {
-        this.server = server;
-        server.metrics().inProgress(inProgress);
+    /** A core over the proxy's parts; the configuration and the routing state are read through once per request. */
+    public ProxyCore(
+            Supplier<ProxyConfig> config,
+            Supplier<Routing> routing,
+            Forwarder forwarder,
+            RoutingKeys routingKeys,
+            ModelsCache models,
+            ModelsUnion modelsUnion,
+            ProxyMetrics metrics,
+            DecisionWindow window,
+            Cluster cluster) {
+        this.config = config;
+        this.routing = routing;
+        this.forwarder = forwarder;
+        this.routingKeys = routingKeys;
+        this.models = models;
+        this.modelsUnion = modelsUnion;
+        this.metrics = metrics;
+        this.window = window;
+        this.cluster = cluster;
+        metrics.inProgress(inProgress);
     }
 
     /** What happens to a request once its head is read. */
@@ -131,8 +163,7 @@ public final class ProxyCore {
         if (endpoint.isPresent() && !"POST".equals(method)) {
             return new Own(path, methodNotAllowed(method, "POST", path));
         }
-        ProxyConfig config = server.config();
-        boolean logOn = config.proxy().decisionLog();
+        boolean logOn = config.get().proxy().decisionLog();
         if (endpoint.isPresent()) {
             return new Proxied(
                     Kind.ROUTED,
@@ -142,9 +173,9 @@ public final class ProxyCore {
                     new DecisionLog(logOn, endpoint.get().path(), "POST"));
         }
         if (path.equals("/v1/models") && "GET".equals(method) && head.rawQuery() == null) {
-            String key = ModelsCache.keyOf(head.headers().toHeaders());
-            ModelsCache.Entry cached = server.models().fresh(key);
-            server.metrics().modelsCache(cached != null);
+            String key = ModelsCache.keyOf(head.headers());
+            ModelsCache.Entry cached = models.fresh(key);
+            metrics.modelsCache(cached != null);
             if (cached != null) {
                 return new Own(path, new Answer(200, cached.headers(), cached.body(), false));
             }
@@ -155,14 +186,14 @@ public final class ProxyCore {
 
     /** Takes a slot of {@code server.max_concurrent_requests} for {@code p}, or returns the 503 that refuses it. */
     private Answer admit(Proxied p) {
-        int limit = server.config().server().maxConcurrentRequests();
+        int limit = config.get().server().maxConcurrentRequests();
         int n = inProgress.incrementAndGet();
         if (n <= limit) {
             p.admitted = true;
             return null;
         }
         inProgress.decrementAndGet();
-        server.metrics().rejected("concurrency");
+        metrics.rejected("concurrency");
         p.log.status(503);
         p.log.result("overloaded");
         return Answer.error(
@@ -174,7 +205,7 @@ public final class ProxyCore {
 
     /** The largest request body accepted ({@code proxy.max_body_bytes}). */
     public int maxBodyBytes() {
-        return server.config().proxy().maxBodyBytes();
+        return config.get().proxy().maxBodyBytes();
     }
 
     /** The 413 for a body over {@link #maxBodyBytes}. */
@@ -221,12 +252,11 @@ public final class ProxyCore {
             return new Prepared(null, overloaded);
         }
         RequestHead head = p.head;
-        Forwarder forwarder = server.forwarder();
         switch (p.kind) {
             case ROUTED -> {
                 ExtractedRequest req;
                 try {
-                    req = server.routingKeys().extract(p.endpoint, body, 0, body.length);
+                    req = routingKeys.extract(p.endpoint, body, 0, body.length);
                 } catch (ExtractionException e) {
                     p.log.status(e.status());
                     p.log.result("bad_request");
@@ -237,18 +267,18 @@ public final class ProxyCore {
                 RouteRequest first = RouteRequest.of(req.key())
                         .withTokenization(req.tokenization())
                         .withModel(req.model());
-                return new Prepared(forwarder.start(in, first, server.routing(), p.log, head.headers()), null);
+                return new Prepared(forwarder.start(in, first, routing.get(), p.log, head.headers()), null);
             }
             case MODELS -> {
-                Headers clientHeaders = head.headers().toHeaders();
+                HeaderList clientHeaders = HeaderList.copyOf(head.headers());
                 String key = ModelsCache.keyOf(clientHeaders);
-                CompletableFuture<Answer> union = server.modelsUnion()
-                        .fetch(server.routing().replicas, p.path, clientHeaders)
+                CompletableFuture<Answer> union = modelsUnion
+                        .fetch(routing.get().replicas, p.path, clientHeaders)
                         .thenApply(a -> {
                             p.log.status(a.status());
                             p.log.result(a.listed() > 0 ? "models_union" : "models_relayed");
                             if (a.cacheable()) {
-                                server.models().put(key, a.body(), a.headers());
+                                models.put(key, a.body(), a.headers());
                             }
                             return new Answer(a.status(), a.headers(), a.body(), false);
                         })
@@ -261,7 +291,7 @@ public final class ProxyCore {
             }
             default -> {
                 Answer refused = PassThroughMedia.check(
-                        body, 0, body.length, server.config().proxy().remoteMediaUrlPolicy());
+                        body, 0, body.length, config.get().proxy().remoteMediaUrlPolicy());
                 if (refused != null) {
                     p.log.status(refused.status());
                     p.log.result("bad_request");
@@ -270,7 +300,7 @@ public final class ProxyCore {
                 Forwarder.Inbound in = Forwarder.Inbound.passThrough(
                         head.method(), head.rawPathOrRoot(), head.rawQuery(), body, body.length);
                 return new Prepared(
-                        forwarder.start(in, RouteRequest.empty(), server.routing(), p.log, head.headers()), null);
+                        forwarder.start(in, RouteRequest.empty(), routing.get(), p.log, head.headers()), null);
             }
         }
     }
@@ -292,15 +322,15 @@ public final class ProxyCore {
             replica = p.log.replica();
             p.log.emit();
         }
-        server.metrics().request(plan == null ? null : plan.path(), status, replica, System.nanoTime() - startNanos);
+        metrics.request(plan == null ? null : plan.path(), status, replica, System.nanoTime() - startNanos);
     }
 
     /** Counts a request the front refused before it had a plan (a head it could not parse). */
     public void refusedHead(String cause, int status, long startNanos) {
         if (cause != null) {
-            server.metrics().rejected(cause);
+            metrics.rejected(cause);
         }
-        server.metrics().request(null, status, null, System.nanoTime() - startNanos);
+        metrics.request(null, status, null, System.nanoTime() - startNanos);
     }
 
     /**
@@ -374,9 +404,9 @@ public final class ProxyCore {
      * limit. Returns the answer when one is exceeded, else null.
      */
     private Answer headLimits(RequestHead head) {
-        ProxyConfig.Server limits = server.config().server();
+        ProxyConfig.Server limits = config.get().server();
         if (head.requestLineLength() > limits.maxRequestLineBytes()) {
-            server.metrics().rejected("request_line");
+            metrics.rejected("request_line");
             return uriTooLong(limits);
         }
         long[] countAndBytes = new long[2];
@@ -385,7 +415,7 @@ public final class ProxyCore {
             countAndBytes[1] += name.length() + 4L + (v == null ? 0 : v.length());
         });
         if (countAndBytes[0] > limits.maxHeaders() || countAndBytes[1] > limits.maxHeaderBytes()) {
-            server.metrics().rejected("headers");
+            metrics.rejected("headers");
             return headersTooLarge(limits);
         }
         return null;
@@ -422,7 +452,7 @@ public final class ProxyCore {
     }
 
     private Answer health() {
-        ManagedReplicaSet set = server.routing().replicas;
+        ManagedReplicaSet set = routing.get().replicas;
         int healthy = set.healthyCount();
         ObjectNode root = Responses.JSON.createObjectNode();
         root.put("status", healthy > 0 ? "ok" : "unavailable");
@@ -432,30 +462,30 @@ public final class ProxyCore {
     }
 
     private Answer metricsAnswer() {
-        byte[] body = server.metrics().scrape().getBytes(StandardCharsets.UTF_8);
+        byte[] body = metrics.scrape().getBytes(StandardCharsets.UTF_8);
         return Answer.of(200, "text/plain; version=0.0.4; charset=utf-8", body);
     }
 
     private Answer workers() {
-        Routing routing = server.routing();
-        DecisionWindow.Snapshot recent = server.window().snapshot();
+        Routing current = routing.get();
+        DecisionWindow.Snapshot recent = window.snapshot();
         ObjectNode root = Responses.JSON.createObjectNode();
-        root.put("policy", routing.router.policy().name());
-        root.put("healthy", routing.replicas.healthyCount());
-        root.put("tree_size", routing.router.treeStats().size());
+        root.put("policy", current.router.policy().name());
+        root.put("healthy", current.replicas.healthyCount());
+        root.put("tree_size", current.router.treeStats().size());
         ObjectNode window = root.putObject("recent");
         window.put("window", DecisionWindow.SIZE);
         window.put("decisions", recent.decisions());
         window.put("cache_hits", recent.hits());
         ArrayNode list = root.putArray("workers");
-        for (ManagedReplicaSet.Member m : routing.replicas.replicas()) {
+        for (ManagedReplicaSet.Member m : current.replicas.replicas()) {
             ObjectNode w = list.addObject();
             w.put("url", m.id());
             w.put("healthy", m.isHealthy());
             w.put("circuit", m.circuitState().label());
             w.put("in_flight", m.inFlight());
-            if (server.cluster().on()) {
-                w.put("remote_in_flight", server.cluster().remoteInFlight(m.id())); // the other instances'
+            if (cluster.on()) {
+                w.put("remote_in_flight", cluster.remoteInFlight(m.id())); // the other instances'
             }
             w.put("max_load", m.maxLoad());
             w.put("load_penalty", m.loadPenalty());
@@ -463,12 +493,12 @@ public final class ProxyCore {
             w.put("cache_hit_share", round3(recent.hitShare(m.id())));
             ArrayNode served = w.putArray("models");
             m.models().forEach(served::add);
-            if (routing.router.policy() instanceof PredictedTtftPolicy p) {
+            if (current.router.policy() instanceof PredictedTtftPolicy p) {
                 predictedTtft(w.putObject("predicted_ttft"), p.replicaStats(m.id()));
             }
         }
         ObjectNode byModel = root.putObject("models");
-        server.metrics().modelCounts().forEach((model, counts) -> {
+        metrics.modelCounts().forEach((model, counts) -> {
             ObjectNode c = byModel.putObject(model);
             c.put("decisions", counts[0]);
             c.put("cache_hits", counts[1]);

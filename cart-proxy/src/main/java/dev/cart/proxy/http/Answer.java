@@ -1,22 +1,20 @@
 package dev.cart.proxy.http;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.Headers;
-import dev.cart.proxy.netty.NettyFront;
 import java.nio.charset.StandardCharsets;
 
 /**
  * An answer the proxy writes itself, whole (an error, {@code /health}, {@code /workers}, {@code /metrics}, a
  * cached {@code /v1/models}), in a form the front does not own: status, end-to-end headers and body. The front
- * writes it with its own HTTP machinery ({@link NettyFront}); a {@code HEAD} request gets
+ * writes it with its own HTTP machinery (the Netty front); a {@code HEAD} request gets
  * the head only. {@code closeConnection} asks the front to close the client connection afterwards (the
- * request's framing could not be trusted). The headers use the JDK's case-insensitive {@link Headers} map
- * as a plain multimap.
+ * request's framing could not be trusted). The headers are the core's own {@link HeaderList}, not the type of
+ * any front's library; an answer is not changed once built ({@link #with} makes a new one).
  */
-public record Answer(int status, Headers headers, byte[] body, boolean closeConnection) {
+public record Answer(int status, HeaderList headers, byte[] body, boolean closeConnection) {
 
     public static Answer of(int status, String contentType, byte[] body) {
-        Headers h = new Headers();
+        HeaderList h = new HeaderList();
         if (contentType != null) {
             h.set("Content-Type", contentType);
         }
@@ -58,8 +56,7 @@ public record Answer(int status, Headers headers, byte[] body, boolean closeConn
 
     /** This answer with {@code name: value} set. */
     public Answer with(String name, String value) {
-        Headers h = new Headers();
-        h.putAll(headers);
+        HeaderList h = HeaderList.copyOf(headers);
         h.set(name, value);
         return new Answer(status, h, body, closeConnection);
     }

@@ -1,6 +1,5 @@
 package dev.cart.proxy.http;
 
-import com.sun.net.httpserver.Headers;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
@@ -8,8 +7,8 @@ import java.util.function.Consumer;
 
 /**
  * A message's headers as the core reads them, over the type the front's HTTP library keeps them in, with
- * no copy: the JDK server's {@link Headers} or the JDK client's answer headers ({@link #of}), or Netty's
- * headers ({@code NettyFront}). Names are
+ * no copy: Netty's headers ({@code NettyHeaders}), the JDK client's answer headers ({@link #of}), or the core's
+ * own {@link HeaderList}. Names are
  * matched in any case. The core reads a client request's headers and a replica answer's headers through
  * this view and hands the end-to-end ones to the front's own sink ({@link HopByHop}), so a header crosses
  * from one side to the other once, not through a map of another library's type on the way.
@@ -35,13 +34,6 @@ public interface HeaderView {
         return first(name) != null;
     }
 
-    /** A copy as the JDK's {@link Headers}, for the few paths that keep one (the {@code /v1/models} union). */
-    default Headers toHeaders() {
-        Headers out = new Headers();
-        forEach(out::add);
-        return out;
-    }
-
     /** The view of the JDK client's answer headers (its pseudo-headers are never asked for, nor passed on). */
     static HeaderView of(java.net.http.HttpHeaders h) {
         return new HeaderView() {
@@ -62,38 +54,6 @@ public interface HeaderView {
                         each.accept(e.getKey(), v);
                     }
                 }
-            }
-        };
-    }
-
-    /** The view of the JDK's {@link Headers}. */
-    static HeaderView of(Headers h) {
-        return new HeaderView() {
-            @Override
-            public String first(String name) {
-                return h.getFirst(name);
-            }
-
-            @Override
-            public List<String> all(String name) {
-                List<String> v = h.get(name);
-                return v == null ? List.of() : v;
-            }
-
-            @Override
-            public void forEach(BiConsumer<String, String> each) {
-                for (Map.Entry<String, List<String>> e : h.entrySet()) {
-                    for (String v : e.getValue()) {
-                        each.accept(e.getKey(), v);
-                    }
-                }
-            }
-
-            @Override
-            public Headers toHeaders() {
-                Headers out = new Headers();
-                out.putAll(h);
-                return out;
             }
         };
     }

@@ -1,11 +1,11 @@
 package dev.cart.proxy.netty;
 
-import com.sun.net.httpserver.Headers;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.core.ProxyCore;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.AnswerBudget;
 import dev.cart.proxy.http.BodyBudget;
+import dev.cart.proxy.http.HeaderList;
 import dev.cart.proxy.http.RequestHead;
 import dev.cart.proxy.upstream.Forwarder;
 import io.netty.buffer.ByteBuf;
@@ -34,8 +34,6 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -82,12 +80,8 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
      */
     static final int OFFLOAD_BYTES = 64 * 1024;
 
-    private static void copy(Headers from, HttpHeaders to) {
-        for (Map.Entry<String, List<String>> e : from.entrySet()) {
-            for (String v : e.getValue()) {
-                to.add(e.getKey(), v);
-            }
-        }
+    private static void copy(HeaderList from, HttpHeaders to) {
+        from.forEach(to::add);
     }
 
     /** Where a client connection is. */
@@ -121,6 +115,13 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
     private ProxyCore.Plan plan;
     boolean keepAlive;
     private boolean head;
+    /**
+     * The request's header map as the decoder made it: what the core reads through a {@link NettyHeaders} view, and
+     * what a send to a replica is made of (less what does not go upstream), so the front never asks the core for
+     * its own type back.
+     */
+    HttpHeaders requestHeaders;
+
     private boolean requestComplete;
     private boolean responseComplete;
     boolean closeAfter;
@@ -257,7 +258,7 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
                 uri.getRawPath(),
                 uri.getRawQuery(),
                 uri.getPath(),
-                NettyHeaders.view(req.headers()),
+                NettyHeaders.view(requestHeaders = req.headers()),
                 method.length()
                         + req.uri().length()
                         + req.protocolVersion().text().length()

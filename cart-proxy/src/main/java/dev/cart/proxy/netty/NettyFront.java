@@ -1,6 +1,5 @@
 package dev.cart.proxy.netty;
 
-import dev.cart.proxy.Front;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.core.ProxyCore;
 import dev.cart.proxy.http.AnswerBudget;
@@ -90,7 +89,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 // Netty's write, close and schedule calls return futures that a handler rightly ignores: failures arrive as
 // channel events (exceptionCaught, channelInactive) or through the listeners added where they matter
 @SuppressWarnings("FutureReturnValueIgnored")
-public final class NettyFront implements Front {
+public final class NettyFront implements AutoCloseable {
 
     /** How many pipelined messages a connection queues while an answer is produced (tests size their load by it). */
     public static final int PIPELINED_MESSAGES = ClientConnection.PIPELINED_MESSAGES;
@@ -124,7 +123,7 @@ public final class NettyFront implements Front {
      * Binds on {@code server.host:port}; the channel accepts at once, so {@link #start} has nothing to do. Epoll
      * when {@code nativeTransport} and its library loads, NIO otherwise.
      */
-    public static Front listen(
+    public static NettyFront listen(
             ProxyConfig config, ProxyCore core, BodyBudget budget, AnswerBudget answers, boolean nativeTransport)
             throws IOException {
         boolean epoll = nativeTransport && Epoll.isAvailable();
@@ -189,21 +188,22 @@ public final class NettyFront implements Front {
         }
     }
 
-    @Override
+    /** The port it listens on. */
     public int port() {
         return ((InetSocketAddress) serverChannel.localAddress()).getPort();
     }
 
-    @Override
+    /** Starts accepting connections (bound and accepting since {@link #listen}). */
     public void start() {
         // bound and accepting since listen
     }
 
-    @Override
+    /** What serves requests, for the startup log line. */
     public String description() {
         return "the Netty front (" + transport + ", " + threads + " event loop(s))";
     }
 
+    /** Stops accepting and cuts the connections off; in-flight exchanges end. */
     @Override
     public void close() {
         serverChannel.close().syncUninterruptibly();

@@ -141,13 +141,12 @@ final class UpstreamCall implements NettyUpstream.Listener {
         }
         int length = in.body().length;
         ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : conn.body.take(length);
-        // the client's own map (this front's sends carry its view, made in Connection.head), its names and
+        // the client's own map (ClientConnection.requestHeaders, whose view the core read), its names and
         // values validated by the decoder as it read them, less what does not go upstream: no copy.
         // Nothing reads the client's headers after a send, and a retry's send finds the same map, its own
         // Host and Content-Length among what is dropped again
-        NettyHeaders client = (NettyHeaders) s.headers;
-        HopByHop.forEachDroppedRequestName(client, conn.drop);
-        HttpHeaders h = conn.pruned(client.map);
+        HopByHop.forEachDroppedRequestName(s.headers, conn.drop);
+        HttpHeaders h = conn.pruned(conn.requestHeaders);
         // Host and Content-Length were dropped above, so adding them sets them; with a port, the Host
         // header is host:port, which the pool key already is
         h.add(HttpHeaderNames.HOST, s.target.getPort() < 0 ? host : poolKey);

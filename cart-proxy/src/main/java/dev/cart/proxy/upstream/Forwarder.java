@@ -12,7 +12,6 @@ import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.http.ModelNotFound;
-import dev.cart.proxy.netty.NettyFront;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
 import dev.cart.proxy.routing.ProxyListener;
@@ -28,7 +27,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What the proxy decides about sending one client request upstream, with retries, written without any I/O:
- * the front ({@link NettyFront}, on an event loop) performs the steps, the rules are here. A front starts an {@link Exchange} and drives it: it asks for the next
+ * the front (the Netty front, on an event loop) performs the steps, the rules are here. A front starts an {@link Exchange} and drives it: it asks for the next
  * {@link Step}, performs it (a {@link Send}: send the buffered request to the chosen replica; a
  * {@link Wait}: the backoff before the next attempt; a {@link Reply}: the proxy's own final answer) and
  * reports what happened ({@link Exchange#failed}, {@link Exchange#answered}). An answer that is relayed

@@ -3,10 +3,10 @@ package dev.cart.proxy.upstream;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.Headers;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.proxy.core.ModelsCache;
 import dev.cart.proxy.http.Answer;
+import dev.cart.proxy.http.HeaderList;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.http.Responses;
@@ -42,10 +42,11 @@ import java.util.concurrent.CompletableFuture;
 public final class ModelsUnion {
 
     /** One merged (or relayed) answer. */
-    public record Answer(int status, Headers headers, byte[] body, boolean cacheable, int replicasAsked, int listed) {}
+    public record Answer(
+            int status, HeaderList headers, byte[] body, boolean cacheable, int replicasAsked, int listed) {}
 
-    private static Headers json() {
-        Headers h = new Headers();
+    private static HeaderList json() {
+        HeaderList h = new HeaderList();
         h.set("Content-Type", "application/json");
         return h;
     }
@@ -63,7 +64,7 @@ public final class ModelsUnion {
      * Never blocks: the future completes on the HTTP client's threads once every replica answered, failed or
      * timed out (a replica without an answer counts as {@code null} in the merge).
      */
-    public CompletableFuture<Answer> fetch(ManagedReplicaSet set, String path, Headers clientHeaders) {
+    public CompletableFuture<Answer> fetch(ManagedReplicaSet set, String path, HeaderView clientHeaders) {
         List<ManagedReplicaSet.Member> asked = new ArrayList<>();
         for (ManagedReplicaSet.Member m : set.replicas()) {
             if (m.isHealthy()) {
@@ -87,12 +88,12 @@ public final class ModelsUnion {
                 });
     }
 
-    private CompletableFuture<HttpResponse<byte[]>> send(ManagedReplicaSet.Member m, String path, Headers headers) {
+    private CompletableFuture<HttpResponse<byte[]>> send(ManagedReplicaSet.Member m, String path, HeaderView headers) {
         HttpRequest request;
         try {
             HttpRequest.Builder b =
                     HttpRequest.newBuilder(URI.create(m.id() + path)).timeout(timeout);
-            HopByHop.copyTo(HeaderView.of(headers), b);
+            HopByHop.copyTo(headers, b);
             b.setHeader("Accept-Encoding", "identity");
             request = b.GET().build();
         } catch (IllegalArgumentException e) {
@@ -130,7 +131,7 @@ public final class ModelsUnion {
         }
         for (HttpResponse<byte[]> r : answers) {
             if (r != null && r.body() != null) {
-                Headers h = new Headers();
+                HeaderList h = new HeaderList();
                 HopByHop.forEachResponseHeader(HeaderView.of(r.headers()), null, h::add);
                 return new Answer(r.statusCode(), h, r.body(), false, answers.size(), 0);
             }
@@ -163,8 +164,6 @@ public final class ModelsUnion {
     }
 
     private static boolean cacheable(HttpResponse<byte[]> r) {
-        Headers h = new Headers();
-        r.headers().map().forEach(h::put);
-        return ModelsCache.cacheable(h);
+        return ModelsCache.cacheable(HeaderView.of(r.headers()));
     }
 }
