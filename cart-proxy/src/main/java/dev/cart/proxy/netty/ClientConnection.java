@@ -253,12 +253,13 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
             return;
         }
         String method = req.method().name();
+        requestHeaders = req.headers();
         RequestHead rh = new RequestHead(
                 method,
                 uri.getRawPath(),
                 uri.getRawQuery(),
                 uri.getPath(),
-                NettyHeaders.view(requestHeaders = req.headers()),
+                NettyHeaders.view(requestHeaders),
                 method.length()
                         + req.uri().length()
                         + req.protocolVersion().text().length()
