@@ -5,8 +5,8 @@
 #     -v "$PWD/config.yaml:/workspace/configs/config.yaml:ro" cache-aware-router:dev
 #
 # Two stages: the build stage compiles the proxy and the library modules it needs (test sources are
-# not compiled: -Dmaven.test.skip=true); the runtime stage is a Java 21 JRE (request handlers run on
-# virtual threads from Java 21) with the shaded jar and the entrypoint, run by an unprivileged user.
+# not compiled: -Dmaven.test.skip=true); the runtime stage is a Java 21 JRE with the shaded jar and the
+# entrypoint, run by an unprivileged user.
 # Both base images are build args, so a build that cannot reach Docker Hub can use its own registry;
 # MAVEN_MIRROR_URL points Maven at a mirror of Maven Central. The runtime stage installs nothing.
 # DockerfileTest checks the paths and stages below against the build.
@@ -25,9 +25,9 @@ RUN set -eu; \
       printf '<settings><mirrors><mirror><id>mirror</id><mirrorOf>*</mirrorOf><url>%s</url></mirror></mirrors></settings>\n' \
         "$MAVEN_MIRROR_URL" > /root/.m2/settings.xml; \
     fi; \
-    mvn -B -ntp -Dmaven.test.skip=true -pl examples/proxy -am package; \
+    mvn -B -ntp -Dmaven.test.skip=true -pl cart-proxy -am package; \
     mkdir -p /out; \
-    cp examples/proxy/target/cart-proxy.jar /out/cart-proxy.jar; \
+    cp cart-proxy/target/cart-proxy.jar /out/cart-proxy.jar; \
     cp docker-entrypoint.sh /out/docker-entrypoint.sh; \
     chmod 0755 /out/docker-entrypoint.sh
 

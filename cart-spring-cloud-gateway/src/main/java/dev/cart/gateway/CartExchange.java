@@ -8,6 +8,7 @@ import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
+import dev.cart.extract.answer.AnswerReader;
 import java.util.ArrayList;
 import java.util.List;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -49,7 +50,7 @@ final class CartExchange {
     private volatile boolean firstBytes;
     private volatile boolean bodyEnded;
     private volatile boolean bodyAbandoned;
-    private volatile UsageReader reader;
+    private volatile AnswerReader reader;
 
     CartExchange(String serviceId) {
         this.serviceId = serviceId;
@@ -127,8 +128,12 @@ final class CartExchange {
 
     /** The response's head is set and its body is about to be written. */
     void bodyStarts(HttpHeaders headers) {
-        reader = UsageReader.create(
-                endpoint, headers.getFirst(HttpHeaders.CONTENT_TYPE), headers.getFirst(HttpHeaders.CONTENT_ENCODING));
+        reader = AnswerReader.create(
+                endpoint,
+                headers.getFirst(HttpHeaders.CONTENT_TYPE),
+                headers.getFirst(HttpHeaders.CONTENT_ENCODING),
+                false,
+                headers.getContentLength());
     }
 
     /** Bytes of the answer on their way to the client. */
@@ -141,9 +146,18 @@ final class CartExchange {
             firstBytes = true;
             l.firstToken();
         }
-        UsageReader r = reader;
+        AnswerReader r = reader;
         if (r != null) {
-            r.accept(buffer);
+            feed(r, buffer);
+        }
+    }
+
+    /** Hands {@code buffer}'s readable bytes to {@code reader}, where they stand (the buffer is not moved). */
+    static void feed(AnswerReader reader, DataBuffer buffer) {
+        try (DataBuffer.ByteBufferIterator it = buffer.readableByteBuffers()) {
+            while (it.hasNext()) {
+                reader.accept(it.next());
+            }
         }
     }
 
@@ -162,7 +176,7 @@ final class CartExchange {
         if (status >= 500) {
             l.failed();
         } else {
-            UsageReader r = reader;
+            AnswerReader r = reader;
             l.succeeded(r == null ? ServedUsage.unknown() : r.finish());
         }
         l.close();

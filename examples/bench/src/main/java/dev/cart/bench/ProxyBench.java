@@ -47,7 +47,7 @@ import java.util.regex.Pattern;
  * phase prints its target's user and system time and that split in µs per request, and {@code results.md} has
  * them for every watched process.
  * {@code --targets} picks and orders the targets: {@code direct}, {@code cart} (the proxy's defaults),
- * {@code cart-jdk} (the JDK front), {@code cart-base} (another build of the proxy, {@code --base-jar}, or
+ * {@code cart-base} (another build of the proxy, {@code --base-jar}, or
  * the same one with {@code --base-yaml} appended to its configuration or {@code --base-opts} to its JVM
  * options, for before/after pairs in one run), {@code nginx}, and the pass-throughs with no routing {@code ref-netty}
  * ({@link RefNetty}), {@code ref-jdk} and {@code ref-socket} ({@link RefProxy}).
@@ -74,7 +74,7 @@ public final class ProxyBench {
 
     static final class Options {
         String mode = "overhead";
-        String proxyJar = "examples/proxy/target/cart-proxy.jar";
+        String proxyJar = "cart-proxy/target/cart-proxy.jar";
         String proxyJava =
                 Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String proxyOpts = "";
@@ -249,9 +249,6 @@ public final class ProxyBench {
             throws IOException {
         StringBuilder yaml = new StringBuilder();
         yaml.append("server:\n  host: \"127.0.0.1\"\n  port: ").append(port).append('\n');
-        if (name.equals("cart-jdk")) {
-            yaml.append("  engine: jdk\n"); // the JDK HttpServer + HttpClient front, beside the default (Netty)
-        }
         if (idle) {
             yaml.append("  max_connections: 30000\n  max_concurrent_requests: 30000\n");
         }
@@ -422,13 +419,6 @@ public final class ProxyBench {
             Process cart = startCart(o, replica.ports(), port, false);
             Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
             targets.put("cart", new Target("cart", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
-        }
-        if (o.targets.contains("cart-jdk")) {
-            int port = Children.freePort();
-            Process cart = startCart(o, replica.ports(), port, false, "cart-jdk", "");
-            Children.awaitOk("http://127.0.0.1:" + port + "/health", cart, Duration.ofSeconds(60));
-            targets.put(
-                    "cart-jdk", new Target("cart-jdk", List.of(new InetSocketAddress("127.0.0.1", port)), cart.pid()));
         }
         if (o.targets.contains("cart-base")) {
             if (o.baseJar == null && o.baseYaml.isBlank() && o.baseOpts.isBlank()) {

@@ -126,7 +126,7 @@ final class GatewayEndToEnd {
         String prefillAware = null; // the policy's default unless --prefill-aware
         int ragRequests = Workloads.RagSpec.defaults().requests();
         int users = Workloads.ChatSpec.defaults().users();
-        String proxyJar = "examples/proxy/target/cart-proxy.jar";
+        String proxyJar = "cart-proxy/target/cart-proxy.jar";
         String gatewayJar = "examples/gateway/target/cart-gateway-example.jar";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {

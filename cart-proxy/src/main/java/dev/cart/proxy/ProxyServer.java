@@ -1,0 +1,439 @@
+package dev.cart.proxy;
+
+import dev.cart.core.spi.RoutingListener;
+import dev.cart.proxy.config.ConfigException;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.core.ModelsCache;
+import dev.cart.proxy.core.ProxyCore;
+import dev.cart.proxy.http.AnswerBudget;
+import dev.cart.proxy.http.BodyBudget;
+import dev.cart.proxy.netty.NettyFront;
+import dev.cart.proxy.observe.DecisionWindow;
+import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.routing.Cluster;
+import dev.cart.proxy.routing.ProxyListener;
+import dev.cart.proxy.routing.Routing;
+import dev.cart.proxy.routing.RoutingKeys;
+import dev.cart.proxy.upstream.Forwarder;
+import dev.cart.proxy.upstream.HealthChecker;
+import dev.cart.proxy.upstream.ModelsUnion;
+import dev.cart.proxy.upstream.UpstreamKeepAlive;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.random.RandomGenerator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running proxy: its front on {@code server.host:port} ({@link NettyFront}), the {@link ProxyCore}
+ * and {@link Forwarder} it drives, one JDK {@link HttpClient} for health checks and the {@code /v1/models} union
+ * (HTTP/1.1, so plain-http replicas never see an h2c upgrade attempt; connect timeout from
+ * {@code proxy.connect_timeout_secs}; no redirects followed), and the current {@link Routing}.
+ *
+ * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
+ * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
+ * with the sections that differ, and the running configuration kept. An accepted reload builds a new
+ * replica set, router and health checker ({@link Routing#replacing}: workers that stay keep their
+ * member, so their slots, circuit and routes, and the tree is carried over), publishes them with one
+ * atomic store, forgets the removed replicas' routes and then closes the old ones: requests already in
+ * flight finish on their old lease. The {@code /v1/models} cache is emptied only when a worker is added.
+ * Reloads are serialised and ordered (see {@link #reload()}).
+ *
+ * <p>Concurrency: the configuration and the routing state are read through volatile/atomic references
+ * once per request; everything else is immutable or thread-safe.
+ */
+public final class ProxyServer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProxyServer.class);
+
+    /** Injected collaborators; the defaults are the real ones. */
+    static final class Options {
+        Clock clock = Clock.systemUTC();
+        /** Hears each backoff the proxy decides before a retry (the wait itself is a timer on the event loop). */
+        Consumer<Duration> backoffs = d -> {};
+
+        Supplier<RandomGenerator> random = ThreadLocalRandom::current;
+        /** Where {@link #reload()} reads the configuration from; null means reload is unavailable. */
+        Callable<ProxyConfig> configSource;
+        /** The files {@link #configSource} reads, as reload log lines name them (names only, never contents). */
+        String configNames = "the configuration source";
+
+        boolean healthChecks = true;
+        /** Hears every routing event after the metrics do; its exceptions never reach routing. */
+        RoutingListener listener = RoutingListener.NONE;
+        /** Token mode's tokenizer (an embedder's own); null: the one {@code cache.tokenizer} names. */
+        dev.cart.extract.Tokenizer tokenizer;
+        /** False to run the Netty front on NIO even where epoll's native library loads (tests cover both). */
+        boolean nativeTransport = true;
+
+        Options clock(Clock c) {
+            this.clock = Objects.requireNonNull(c);
+            return this;
+        }
+
+        Options backoffs(Consumer<Duration> b) {
+            this.backoffs = Objects.requireNonNull(b);
+            return this;
+        }
+
+        Options random(Supplier<RandomGenerator> r) {
+            this.random = Objects.requireNonNull(r);
+            return this;
+        }
+
+        Options configSource(Callable<ProxyConfig> source) {
+            this.configSource = source;
+            return this;
+        }
+
+        Options configNames(String names) {
+            this.configNames = Objects.requireNonNull(names);
+            return this;
+        }
+
+        Options tokenizer(dev.cart.extract.Tokenizer t) {
+            this.tokenizer = Objects.requireNonNull(t);
+            return this;
+        }
+
+        Options listener(RoutingListener l) {
+            this.listener = Objects.requireNonNull(l);
+            return this;
+        }
+
+        Options nativeTransport(boolean on) {
+            this.nativeTransport = on;
+            return this;
+        }
+
+        /** False to start no background probing (tests drive {@link HealthChecker#probeAll()} instead). */
+        Options healthChecks(boolean on) {
+            this.healthChecks = on;
+            return this;
+        }
+    }
+
+    /** What a reload did. */
+    record ReloadResult(boolean accepted, boolean changed, String message) {}
+
+    private final Options options;
+    private final ProxyConfig config;
+    private final HttpClient client;
+    private final ScheduledExecutorService scheduler;
+    private final DecisionWindow window = new DecisionWindow();
+    private final ProxyMetrics metrics;
+    private final ProxyListener listener;
+    private final ModelsCache models;
+    private final ModelsUnion modelsUnion;
+    private final RoutingKeys routingKeys;
+    private final Forwarder forwarder;
+    private final ProxyCore core;
+    private final BodyBudget bodyBudget;
+    private final AnswerBudget answerBudget;
+    private final NettyFront front;
+    private final AtomicReference<Routing> routing = new AtomicReference<>();
+    private final Cluster cluster;
+    private final Object reloadLock = new Object();
+    /** Numbers each reload's read, taken before the read starts. */
+    private final AtomicLong reads = new AtomicLong();
+    /** The number of the newest read a reload has acted on (applied, unchanged or rejected); under reloadLock. */
+    private long lastActedRead;
+
+    private volatile ProxyConfig running;
+
+    private ProxyServer(ProxyConfig config, Options options) throws IOException {
+        this.options = options;
+        this.config = config;
+        this.running = config;
+        ScheduledThreadPoolExecutor ses = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "cart-scheduler");
+            t.setDaemon(true);
+            return t;
+        });
+        ses.setRemoveOnCancelPolicy(true);
+        this.scheduler = ses;
+        this.metrics = new ProxyMetrics(routing::get, config.cache().blockChars(), window);
+        this.listener = new ProxyListener(metrics, options.listener);
+        UpstreamKeepAlive.apply();
+        // health checks and the /v1/models union go through the JDK client
+        this.client = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .build();
+        this.models = new ModelsCache(options.clock);
+        this.modelsUnion =
+                new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));
+        this.routingKeys = new RoutingKeys(config, options.tokenizer);
+        this.forwarder = new Forwarder(options.random, config, metrics, routingKeys, listener, options.backoffs);
+        this.bodyBudget = new BodyBudget(config.server().bufferedBodyLimit(), metrics);
+        this.answerBudget = new AnswerBudget(config.server().bufferedAnswerLimit());
+        this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
+        Routing first = Routing.build(config, options.clock, listener, client, scheduler, cluster);
+        routing.set(first);
+        cluster.bindTo(metrics.registry);
+        metrics.syncReplicas(first.replicas);
+        this.core = new ProxyCore(
+                this::config, routing::get, forwarder, routingKeys, models, modelsUnion, metrics, window, cluster);
+        try {
+            this.front = NettyFront.listen(config, core, bodyBudget, answerBudget, options.nativeTransport);
+        } catch (IOException e) {
+            first.close();
+            cluster.close();
+            metrics.close();
+            scheduler.shutdownNow();
+            throw new IOException(
+                    "cannot listen on " + config.server().host() + ":"
+                            + config.server().port() + ": " + e.getMessage(),
+                    e);
+        }
+    }
+
+    /** Builds and starts the proxy. */
+    static ProxyServer start(ProxyConfig config, Options options) throws IOException {
+        ProxyServer p = new ProxyServer(config, options);
+        p.front.start();
+        p.cluster.start(() -> p.routing.get().router);
+        if (p.cluster.on()) {
+            LOG.info("cluster: {}", p.cluster.describe());
+        }
+        if (options.healthChecks) {
+            p.routing.get().health.start();
+        }
+        LOG.info(
+                "CART listening on {}:{} with {} worker(s), policy {}, {}",
+                config.server().host(),
+                p.port(),
+                config.workers().size(),
+                config.cache().policy(),
+                p.front.description());
+        return p;
+    }
+
+    /**
+     * Logs a warning when the open-file limit is below what the configured limits can use: every client
+     * connection ({@code server.max_connections}) and, for each proxied request in progress
+     * ({@code server.max_concurrent_requests}), an upstream connection, plus {@link
+     * OpenFiles#OTHER_FILES} for the JVM's own files. Silent at a limit that covers them.
+     */
+    static void warnAboutOpenFileLimit(ProxyConfig.Server server) {
+        OptionalLong limit = OpenFiles.limit();
+        if (limit.isPresent()) {
+            OpenFiles.warning(limit.getAsLong(), server).ifPresent(LOG::warn);
+        }
+    }
+
+    int port() {
+        return front.port();
+    }
+
+    /** The base URI clients use, on loopback when bound to the wildcard address. */
+    URI baseUri() {
+        String host = config.server().host();
+        if (host.equals("0.0.0.0") || host.equals("::") || host.isEmpty()) {
+            host = "127.0.0.1";
+        }
+        return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port());
+    }
+
+    public ProxyConfig config() {
+        return running;
+    }
+
+    public Routing routing() {
+        return routing.get();
+    }
+
+    public Forwarder forwarder() {
+        return forwarder;
+    }
+
+    AnswerBudget answerBudget() {
+        return answerBudget;
+    }
+
+    BodyBudget bodyBudget() {
+        return bodyBudget;
+    }
+
+    public RoutingKeys routingKeys() {
+        return routingKeys;
+    }
+
+    public ModelsCache models() {
+        return models;
+    }
+
+    public ModelsUnion modelsUnion() {
+        return modelsUnion;
+    }
+
+    ProxyListener listener() {
+        return listener;
+    }
+
+    /** This proxy's cluster membership ({@link Cluster#OFF} without a {@code cluster} section). */
+    public Cluster cluster() {
+        return cluster;
+    }
+
+    public ProxyMetrics metrics() {
+        return metrics;
+    }
+
+    public DecisionWindow window() {
+        return window;
+    }
+
+    /**
+     * Re-reads the configuration from the configured source (SIGHUP does this). Each read is numbered
+     * before it starts, and a read is acted on only if no newer read has been acted on already: reloads
+     * that overlap (a burst of signals while the files are rewritten) end on the newest read, never on an
+     * older one that happened to reach the lock last. The files are read outside the lock, so a slow read
+     * does not hold up a newer one.
+     */
+    ReloadResult reload() {
+        if (options.configSource == null) {
+            return rejected("reload is not available: the proxy was started without configuration files");
+        }
+        long read = reads.incrementAndGet();
+        ProxyConfig fresh;
+        try {
+            fresh = options.configSource.call();
+        } catch (ConfigException e) {
+            return rejectedRead(read, e.getMessage());
+        } catch (Exception e) {
+            return rejectedRead(read, e.toString());
+        }
+        return apply(fresh, read);
+    }
+
+    /** Applies {@code fresh} if only its workers differ from the running configuration. */
+    ReloadResult reload(ProxyConfig fresh) {
+        return apply(fresh, reads.incrementAndGet());
+    }
+
+    private ReloadResult rejectedRead(long read, String problem) {
+        synchronized (reloadLock) {
+            if (read < lastActedRead) {
+                return superseded(read);
+            }
+            lastActedRead = read;
+            return rejected("reload #" + read + " of " + options.configNames
+                    + " rejected, keeping the running configuration ("
+                    + running.workers().size()
+                    + " worker(s)): " + problem);
+        }
+    }
+
+    private ReloadResult superseded(long read) {
+        metrics.reload("superseded");
+        String msg = "reload #" + read + " of " + options.configNames + " not applied: the newer read #" + lastActedRead
+                + " was acted on first";
+        LOG.info(msg);
+        return new ReloadResult(false, false, msg);
+    }
+
+    private ReloadResult apply(ProxyConfig fresh, long read) {
+        synchronized (reloadLock) {
+            if (read < lastActedRead) {
+                return superseded(read);
+            }
+            lastActedRead = read;
+            ProxyConfig current = running;
+            String what = "reload #" + read + " of " + options.configNames;
+            List<String> differing = current.sectionsDifferingFrom(fresh);
+            if (!differing.isEmpty()) {
+                return rejected(what + " rejected, keeping the running configuration ("
+                        + current.workers().size()
+                        + " worker(s)): only 'workers' may change on reload, but " + String.join(", ", differing)
+                        + " differ(s); restart to apply");
+            }
+            if (current.workers().equals(fresh.workers())) {
+                metrics.reload("unchanged");
+                LOG.info(
+                        "{}: configuration unchanged ({} worker(s)), nothing to do",
+                        what,
+                        current.workers().size());
+                return new ReloadResult(true, false, "unchanged");
+            }
+            Routing next;
+            try {
+                next = Routing.replacing(routing.get(), fresh, options.clock, listener, client, scheduler, cluster);
+            } catch (RuntimeException e) {
+                return rejected(what + " rejected, keeping the running configuration ("
+                        + current.workers().size() + " worker(s)): " + e.getMessage());
+            }
+            Routing old = routing.getAndSet(next);
+            running = fresh;
+            int dropped = next.forgetRemoved(old);
+            boolean added = !current.workers().stream()
+                    .map(ProxyConfig.Worker::url)
+                    .toList()
+                    .containsAll(fresh.workers().stream()
+                            .map(ProxyConfig.Worker::url)
+                            .toList());
+            if (added) {
+                models.clear(); // a new replica may serve other models
+            }
+            window.clear();
+            metrics.syncReplicas(next.replicas);
+            metrics.reload("applied");
+            if (options.healthChecks) {
+                next.health.start();
+            }
+            old.close();
+            String msg = what + " applied: workers " + current.workers().size() + " -> "
+                    + fresh.workers().size()
+                    + " "
+                    + fresh.workers().stream().map(ProxyConfig.Worker::url).toList()
+                    + "; routes kept for " + keptCount(old, next) + " worker(s), dropped for " + dropped
+                    + (added ? "; /v1/models cache emptied" : "; /v1/models cache kept");
+            LOG.info(msg);
+            return new ReloadResult(true, true, msg);
+        }
+    }
+
+    private static int keptCount(Routing old, Routing next) {
+        int n = 0;
+        for (var m : next.replicas.replicas()) {
+            if (old.replicas.replicas().contains(m)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private ReloadResult rejected(String message) {
+        metrics.reload("rejected");
+        LOG.warn(message);
+        return new ReloadResult(false, false, message);
+    }
+
+    /** Stops accepting, closes the routing state and the threads. In-flight exchanges are cut off. */
+    @Override
+    public void close() {
+        front.close();
+        Routing r = routing.get();
+        if (r != null) {
+            r.close();
+        }
+        cluster.close();
+        scheduler.shutdownNow();
+        metrics.close();
+    }
+}

@@ -1,0 +1,249 @@
+package dev.cart.proxy.observe;
+
+import dev.cart.core.RouteDecision;
+import dev.cart.policy.PredictedTtftPolicy;
+import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One structured line per proxied request on the logger {@code cart.decision}, in a stable
+ * {@code key=value} format (documented in docs/configuration.md):
+ *
+ * <pre>
+ * decision endpoint=/v1/chat/completions method=POST model=llama-3 stream=true reason=cache_hit
+ *   replica=http://node1:8000 matched=4096 key_len=5000 ratio=0.819 decision_us=3 status=200
+ *   prompt_tokens=1250 cached=1024 upstream_ms=812 retries=0 result=ok total_ms=815 predicted_ms=-
+ *   runner_up=- runner_up_ms=-
+ * </pre>
+ *
+ * Keys always appear in this order; a value that does not apply is {@code -}. Values never contain
+ * spaces. The line never carries prompt text, header values or credentials: the model name is the only
+ * request field logged, reduced to a safe character set.
+ *
+ * <p>Not thread-safe: one record per request, filled in by the thread handling it.
+ */
+public final class DecisionLog {
+
+    static final Logger LOG = LoggerFactory.getLogger("cart.decision");
+
+    /** Room for a whole line at once (a routed line is about 330 characters), so the builder never grows. */
+    private static final int LINE_CAPACITY = 512;
+
+    /** Each thread's builder, reused line after line: a line then allocates only its String. */
+    private static final ThreadLocal<StringBuilder> BUILDER =
+            ThreadLocal.withInitial(() -> new StringBuilder(LINE_CAPACITY));
+
+    private final boolean enabled;
+    private final String endpoint;
+    private final String method;
+    private final long startNanos = System.nanoTime();
+    private String model = "-";
+    private String stream = "-";
+    private RouteDecision decision;
+    private boolean passThrough;
+    private int status;
+    private long promptTokens = -1;
+    private long cachedTokens = -1;
+    private long upstreamNanos = -1;
+    private int retries;
+    private String result = "-";
+
+    public DecisionLog(boolean enabled, String endpoint, String method) {
+        this.enabled = enabled;
+        this.endpoint = safe(endpoint, 200);
+        this.method = safe(method, 16);
+    }
+
+    public void request(String modelName, boolean streamed) {
+        this.model = modelName == null ? "-" : safe(modelName, 100);
+        this.stream = Boolean.toString(streamed);
+    }
+
+    /** The last attempt's decision; {@code passThrough} for a request not routed by prompt. */
+    public void decision(RouteDecision d, boolean passThrough) {
+        this.decision = d;
+        this.passThrough = passThrough;
+    }
+
+    /** Id of the replica of the last attempt, or null when no replica was chosen. */
+    public String replica() {
+        return decision == null || decision.replica() == null
+                ? null
+                : decision.replica().id();
+    }
+
+    public void retries(int n) {
+        this.retries = n;
+    }
+
+    public void upstreamStarted() {
+        if (upstreamNanos < 0) {
+            upstreamNanos = System.nanoTime();
+        }
+    }
+
+    public void status(int s) {
+        this.status = s;
+    }
+
+    /** What the replica reported about its prompt cache (each figure -1 when it did not report it). */
+    public void usage(dev.cart.core.ServedUsage usage) {
+        this.promptTokens = usage.promptTokens();
+        this.cachedTokens = usage.cachedTokens();
+    }
+
+    public void result(String r) {
+        this.result = r;
+    }
+
+    public String line() {
+        StringBuilder b = BUILDER.get();
+        b.setLength(0);
+        b.append("decision endpoint=")
+                .append(endpoint)
+                .append(" method=")
+                .append(method)
+                .append(" model=")
+                .append(model)
+                .append(" stream=")
+                .append(stream);
+        if (decision != null) {
+            b.append(" reason=")
+                    .append(
+                            passThrough && decision.routed()
+                                    ? ProxyMetrics.PASS_THROUGH
+                                    : decision.reason().code())
+                    .append(" replica=")
+                    .append(
+                            decision.replica() == null
+                                    ? "-"
+                                    : decision.replica().id())
+                    .append(" matched=")
+                    .append(decision.matchedLength())
+                    .append(" key_len=")
+                    .append(decision.keyLength())
+                    .append(" ratio=");
+            ratio(b, decision.matchedRatio());
+            b.append(" decision_us=").append(decision.decisionNanos() / 1000);
+        } else {
+            b.append(" reason=- replica=- matched=- key_len=- ratio=- decision_us=-");
+        }
+        b.append(" status=");
+        if (status == 0) {
+            b.append('-');
+        } else {
+            b.append(status);
+        }
+        b.append(" prompt_tokens=");
+        orDash(b, promptTokens);
+        b.append(" cached=");
+        orDash(b, cachedTokens);
+        b.append(" upstream_ms=");
+        orDash(b, upstreamNanos < 0 ? -1 : (System.nanoTime() - upstreamNanos) / 1_000_000);
+        b.append(" retries=")
+                .append(retries)
+                .append(" result=")
+                .append(result)
+                .append(" total_ms=")
+                .append((System.nanoTime() - startNanos) / 1_000_000);
+        estimates(b);
+        String line = b.toString();
+        if (b.capacity() > 4 * LINE_CAPACITY) {
+            BUILDER.remove(); // a line made long (a long runner-up id) does not keep its size on the thread
+        }
+        return line;
+    }
+
+    /**
+     * {@code predicted_ttft}'s estimates for the last attempt: the winner's predicted TTFT and the
+     * runner-up's (its replica and prediction), {@code -} for another policy or without a runner-up.
+     */
+    private void estimates(StringBuilder b) {
+        PredictedTtftPolicy.Estimate e =
+                decision != null && decision.detail() instanceof PredictedTtftPolicy.Estimate x ? x : null;
+        PredictedTtftPolicy.ReplicaEstimate second = e == null ? null : e.runnerUp();
+        b.append(" predicted_ms=")
+                .append(e == null ? "-" : millis(e.chosen().predictedMillis()))
+                .append(" runner_up=")
+                .append(second == null ? "-" : safe(second.replica(), 200))
+                .append(" runner_up_ms=")
+                .append(second == null ? "-" : millis(second.predictedMillis()));
+    }
+
+    /** {@code v}, or {@code -} when negative (not reported). */
+    private static void orDash(StringBuilder b, long v) {
+        if (v < 0) {
+            b.append('-');
+        } else {
+            b.append(v);
+        }
+    }
+
+    /** {@code r} with three decimals, as {@code %.3f} writes it (without a Formatter: one line per request). */
+    static String ratio(double r) {
+        StringBuilder b = new StringBuilder(8);
+        ratio(b, r);
+        return b.toString();
+    }
+
+    /** Appends {@link #ratio(double)} to {@code b}. */
+    private static void ratio(StringBuilder b, double r) {
+        double scaled = r * 1000;
+        if (!(r >= 0 && r < 1e9) || Math.abs(scaled - Math.floor(scaled) - 0.5) < 1e-6) {
+            b.append(String.format(Locale.ROOT, "%.3f", r)); // a tie (or not a ratio) is rounded as Formatter does
+            return;
+        }
+        long m = Math.round(scaled);
+        long frac = m % 1000;
+        b.append(m / 1000).append(frac < 10 ? ".00" : frac < 100 ? ".0" : ".").append(frac);
+    }
+
+    private static String millis(double ms) {
+        return Double.isFinite(ms) ? String.format(Locale.ROOT, "%.1f", ms) : "-";
+    }
+
+    public void emit() {
+        if (enabled && LOG.isInfoEnabled()) {
+            LOG.info(line());
+        }
+    }
+
+    /**
+     * Keeps a value to letters, digits and {@code ._:/-+@%}, at most {@code max} characters: the value itself
+     * when it already is (no copy: endpoint, method and model are, on nearly every request).
+     */
+    public static String safe(String s, int max) {
+        if (s == null || s.isEmpty()) {
+            return "-";
+        }
+        int n = Math.min(s.length(), max);
+        int i = 0;
+        while (i < n && safe(s.charAt(i))) {
+            i++;
+        }
+        if (i == s.length()) {
+            return s;
+        }
+        StringBuilder b = new StringBuilder(n).append(s, 0, i);
+        for (; i < n; i++) {
+            char c = s.charAt(i);
+            b.append(safe(c) ? c : '?');
+        }
+        return b.toString();
+    }
+
+    private static boolean safe(char c) {
+        return (c >= 'a' && c <= 'z')
+                || (c >= 'A' && c <= 'Z')
+                || (c >= '0' && c <= '9')
+                || c == '.'
+                || c == '_'
+                || c == ':'
+                || c == '/'
+                || c == '-'
+                || c == '+'
+                || c == '@'
+                || c == '%';
+    }
+}

@@ -1,0 +1,164 @@
+package dev.cart.proxy.routing;
+
+import dev.cart.core.CacheFeedback;
+import dev.cart.core.CircuitBreaker;
+import dev.cart.core.EvictionReport;
+import dev.cart.core.ManagedReplicaSet;
+import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.Router;
+import dev.cart.core.ServedUsage;
+import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.RoutingListener;
+import dev.cart.proxy.observe.DecisionLog;
+import dev.cart.proxy.observe.ProxyMetrics;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Receives what the router and the replica set do: feeds {@link ProxyMetrics}, logs health and circuit
+ * transitions, then passes each event to an optional extra listener (for embedding and tests).
+ *
+ * <p>Failure isolation: the router wraps this listener so that an exception never reaches routing (core's
+ * guard); the metrics are fed first, so an extra listener that throws costs no metric. Replica-set events
+ * come without such a guard from core, so they are guarded here: a failure is logged once and dropped.
+ *
+ * <p>Cache feedback: the router reports its prediction against the replica's usage from inside
+ * {@code Lease.succeeded(usage)}, on the caller's thread. The relay needs that verdict for the same
+ * request (a stale route is not learned again), so {@link #succeeded} calls the lease and hands the verdict
+ * reported for that decision back: it is matched by the decision, not by the thread, so it holds on any
+ * front and never leaks from one request to another.
+ */
+public final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener {
+
+    private static final Logger LOG = LoggerFactory.getLogger("cart.replicas");
+
+    private final ProxyMetrics metrics;
+    private final RoutingListener extra;
+    private final AtomicBoolean failureLogged = new AtomicBoolean();
+    /** Decisions whose lease is being marked succeeded, each with the place for its verdict. */
+    private final Map<RouteDecision, CacheFeedback[]> awaitingFeedback = new ConcurrentHashMap<>();
+
+    public ProxyListener(ProxyMetrics metrics, RoutingListener extra) {
+        this.metrics = metrics;
+        this.extra = extra;
+    }
+
+    @Override
+    public void onDecision(RouteDecision decision) {
+        extra.onDecision(decision); // the metrics count it in chose, where the forwarder says what it was for
+    }
+
+    /**
+     * Chooses a replica for {@code request} and counts the decision. A pass-through request (any path but
+     * the routed endpoints) has an empty key and is decided by load; its decision is counted under the
+     * reason {@code pass_through} rather than {@code empty_text}, which stays the word for a routed request
+     * with no prompt text. The caller says which it is: the router's listener cannot tell.
+     */
+    public RouteDecision choose(Router router, RouteRequest request, boolean passThrough) {
+        RouteDecision d = router.choose(request);
+        metrics.decision(d, passThrough);
+        return d;
+    }
+
+    @Override
+    public void onLeaseCompleted(LeaseCompletion completion) {
+        metrics.leaseCompleted(completion);
+        extra.onLeaseCompleted(completion);
+    }
+
+    @Override
+    public void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
+        CacheFeedback[] slot = awaitingFeedback.get(decision);
+        if (slot != null) {
+            slot[0] = feedback;
+        }
+        metrics.cacheFeedback(decision, feedback);
+        extra.onCacheFeedback(decision, feedback);
+    }
+
+    /**
+     * Marks {@code decision}'s lease succeeded with {@code usage} and returns the router's verdict on that
+     * usage, or null when it gave none (usage unknown, or not compared).
+     */
+    public CacheFeedback succeeded(RouteDecision decision, ServedUsage usage) {
+        if (!usage.known()) {
+            decision.lease().succeeded(usage); // an unknown usage is compared with nothing: no verdict to wait for
+            return null;
+        }
+        CacheFeedback[] slot = new CacheFeedback[1];
+        awaitingFeedback.put(decision, slot);
+        try {
+            decision.lease().succeeded(usage);
+        } finally {
+            awaitingFeedback.remove(decision);
+        }
+        return slot[0];
+    }
+
+    @Override
+    public void onInsertSkipped() {
+        metrics.insertSkipped();
+        extra.onInsertSkipped();
+    }
+
+    @Override
+    public void onEviction(EvictionReport report) {
+        metrics.eviction(report);
+        extra.onEviction(report);
+    }
+
+    @Override
+    public void onReset() {
+        metrics.treeReset();
+        extra.onReset();
+    }
+
+    @Override
+    public void onCircuitTransition(
+            ManagedReplicaSet.Member replica, CircuitBreaker.State from, CircuitBreaker.State to) {
+        if (to == CircuitBreaker.State.OPEN) {
+            LOG.warn("circuit {} -> {} for {}", from.label(), to.label(), replica.id());
+        } else {
+            LOG.info("circuit {} -> {} for {}", from.label(), to.label(), replica.id());
+        }
+        guarded(() -> metrics.circuitTransition(replica.id(), from, to));
+    }
+
+    @Override
+    public void onHealthChange(ManagedReplicaSet.Member replica, boolean healthy) {
+        if (healthy) {
+            LOG.info("replica {} is healthy again", replica.id());
+        } else {
+            LOG.warn("replica {} is unhealthy (health checks failing)", replica.id());
+        }
+        guarded(() -> metrics.healthTransition(replica.id(), healthy));
+    }
+
+    @Override
+    public void onModelsChange(ManagedReplicaSet.Member replica, java.util.Set<String> models) {
+        LOG.info(
+                "replica {} serves {}",
+                replica.id(),
+                models.isEmpty()
+                        ? "any model"
+                        : models.size() + " model(s): "
+                                + models.stream()
+                                        .limit(20)
+                                        .map(m -> DecisionLog.safe(m, 100))
+                                        .toList());
+    }
+
+    private void guarded(Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            if (failureLogged.compareAndSet(false, true)) {
+                LOG.warn("recording a replica event failed; ignoring this and later failures", e);
+            }
+        }
+    }
+}

@@ -1,0 +1,450 @@
+package dev.cart.proxy.upstream;
+
+import dev.cart.core.Lease;
+import dev.cart.core.Reason;
+import dev.cart.core.RouteDecision;
+import dev.cart.core.RouteRequest;
+import dev.cart.core.spi.Replica;
+import dev.cart.extract.Endpoint;
+import dev.cart.extract.ExtractedRequest;
+import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.http.Answer;
+import dev.cart.proxy.http.HeaderView;
+import dev.cart.proxy.http.HopByHop;
+import dev.cart.proxy.http.ModelNotFound;
+import dev.cart.proxy.observe.DecisionLog;
+import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.routing.ProxyListener;
+import dev.cart.proxy.routing.Routing;
+import dev.cart.proxy.routing.RoutingKeys;
+import java.net.URI;
+import java.time.Duration;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.random.RandomGenerator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the proxy decides about sending one client request upstream, with retries, written without any I/O:
+ * the front (the Netty front, on an event loop) performs the steps, the rules are here. A front starts an {@link Exchange} and drives it: it asks for the next
+ * {@link Step}, performs it (a {@link Send}: send the buffered request to the chosen replica; a
+ * {@link Wait}: the backoff before the next attempt; a {@link Reply}: the proxy's own final answer) and
+ * reports what happened ({@link Exchange#failed}, {@link Exchange#answered}). An answer that is relayed
+ * becomes a {@link Relay}, which takes over the attempt's lease.
+ *
+ * <p>Attempts: each asks the router for a replica (excluding every replica that already failed this
+ * request). A connection error, a dropped request, an invalid answer, or a status in
+ * {@code proxy.retryable_statuses}, is retried only if retries remain, another replica could take the
+ * request now, and the backoff (exponential, with jitter) ends before {@code request_timeout_secs} does;
+ * otherwise the replica's own answer is relayed as it is (status, body, {@code Retry-After}), or, for a
+ * connection error, 502. A retried attempt's lease is closed as failed (5xx and connection errors) before
+ * the wait. Every routing outcome that the proxy answers itself is mapped to its error here, in
+ * {@link Exchange#notRouted} and {@link Exchange#failed}.
+ *
+ * <p>Stale connections: a kept-alive upstream connection the replica closed while it sat idle (uvicorn
+ * closes them after 5 s) fails a request without saying anything about the replica. Such a request may be
+ * sent again once per client request, on a fresh connection, and only if the front knows that the
+ * failed connection was a reused one and that the replica had not received the request
+ * ({@link Exchange#resendStale}); any other dropped request counts against the replica and the retry
+ * budget, so a request that makes replicas drop it is sent at most once per allowed attempt.
+ *
+ * <p>Concurrency: one Forwarder serves all requests; an Exchange is driven by one thread at a time (the
+ * front's), except that a {@link Relay}'s deadline may fire on another thread (see there).
+ */
+public final class Forwarder {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Forwarder.class);
+
+    /** Largest {@code /v1/models} body read from a replica for the pool's union ({@link ModelsUnion}). */
+    static final int MODELS_CACHE_LIMIT = 8 * 1024 * 1024;
+
+    /**
+     * What is forwarded: method, target path (for routed endpoints the canonical path) and raw query, body,
+     * and the routed endpoint with its extraction (null for anything else). The body is {@code body}, its
+     * {@code bodyLength} bytes: the front's first send may write the same bytes from buffers of its own, a
+     * retry sends this array.
+     */
+    public record Inbound(
+            String method,
+            String rawPath,
+            String rawQuery,
+            byte[] body,
+            int bodyLength,
+            Endpoint endpoint,
+            ExtractedRequest extracted) {
+
+        public static Inbound routed(
+                Endpoint endpoint, String rawQuery, byte[] body, int bodyLength, ExtractedRequest extracted) {
+            return new Inbound("POST", endpoint.path(), rawQuery, body, bodyLength, endpoint, extracted);
+        }
+
+        public static Inbound passThrough(String method, String rawPath, String rawQuery, byte[] body, int bodyLength) {
+            return new Inbound(method, rawPath, rawQuery, body, bodyLength, null, null);
+        }
+
+        public boolean hasBody() {
+            return bodyLength > 0 || hasBodyMethod(method);
+        }
+    }
+
+    /** What a front does next for an exchange. */
+    public sealed interface Step permits Send, Wait, Reply, Relay {}
+
+    /** The proxy's own final answer; the exchange is over. */
+    public record Reply(Answer answer) implements Step {
+        /** Records this answer in the decision log with {@code result}. */
+        Reply logged(DecisionLog log, String result) {
+            log.status(answer.status());
+            log.result(result);
+            return this;
+        }
+    }
+
+    /** Wait this long (the retry backoff), then ask for the next step. */
+    public record Wait(Duration pause) implements Step {}
+
+    /** Send the request to {@link #replica}: {@link #target} with {@link #headers} and the inbound body. */
+    public static final class Send implements Step {
+        final RouteDecision decision;
+        public final Replica replica;
+        public final Lease lease;
+        public final URI target;
+        /**
+         * The client's headers as received: the front sends the end-to-end ones (a copy by
+         * {@link HopByHop#forEachRequestHeader}, or the map itself less {@link HopByHop#forEachDroppedRequestName})
+         * and adds Host and framing.
+         */
+        public final HeaderView headers;
+        /** Nanoseconds left of {@code request_timeout_secs} when the send starts. */
+        public final long remainingNanos;
+
+        final long startedNanos = System.nanoTime();
+
+        Send(RouteDecision decision, URI target, HeaderView headers, long remainingNanos) {
+            this.decision = decision;
+            this.replica = decision.replica();
+            this.lease = decision.lease();
+            this.target = target;
+            this.headers = headers;
+            this.remainingNanos = remainingNanos;
+        }
+    }
+
+    /** How a send failed before an answer could be relayed. */
+    public enum Failure {
+        /** No connection could be made (refused, connect timeout). */
+        CONNECT,
+        /** The connection failed after it was made: the replica dropped or reset it. */
+        IO,
+        /** No answer head before {@code request_timeout_secs}. */
+        TIMEOUT,
+        /** The answer head is not valid HTTP. */
+        INVALID
+    }
+
+    final ProxyConfig.Proxy config;
+    final boolean learnAnswer;
+    final ProxyMetrics metrics;
+    final RoutingKeys routingKeys;
+    final ProxyListener listener;
+    private final Supplier<RandomGenerator> random;
+    private final Consumer<Duration> backoffs;
+    private final Backoff backoff;
+    /** {@code proxy.retryable_statuses} by status code (100-599; an answer outside that range is invalid first). */
+    private final boolean[] retryable = new boolean[600];
+    /** {@code proxy.request_timeout_secs} in nanoseconds. */
+    private final long requestTimeoutNanos;
+
+    private final UpstreamTargets targets = new UpstreamTargets();
+
+    public Forwarder(
+            Supplier<RandomGenerator> random,
+            ProxyConfig config,
+            ProxyMetrics metrics,
+            RoutingKeys routingKeys,
+            ProxyListener listener,
+            Consumer<Duration> backoffs) {
+        this.random = random;
+        this.backoffs = backoffs;
+        this.config = config.proxy();
+        this.learnAnswer = config.cache().learnAnswer();
+        this.backoff = Backoff.of(config.proxy());
+        for (int status : config.proxy().retryableStatuses()) {
+            if (status >= 0 && status < retryable.length) {
+                retryable[status] = true;
+            }
+        }
+        this.requestTimeoutNanos =
+                Duration.ofSeconds(config.proxy().requestTimeoutSecs()).toNanos();
+        this.metrics = metrics;
+        this.routingKeys = routingKeys;
+        this.listener = listener;
+    }
+
+    /** Starts an exchange for {@code in}, first routed with {@code first}. */
+    public Exchange start(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
+        return new Exchange(in, first, routing, log, clientHeaders);
+    }
+
+    /** One client request's attempts. Driven by one thread at a time. */
+    public final class Exchange {
+        public final Inbound in;
+        final Routing routing;
+        public final DecisionLog log;
+        private final HeaderView clientHeaders;
+        private final long deadline;
+        private final boolean passThrough;
+        private RouteRequest request;
+        private int attempt = -1;
+        private String lastFailure;
+        private String retryCause;
+        private boolean resent;
+
+        private Exchange(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
+            this.in = in;
+            this.routing = routing;
+            this.log = log;
+            this.request = first;
+            this.passThrough = in.endpoint() == null;
+            this.deadline = System.nanoTime() + requestTimeoutNanos;
+            this.clientHeaders = clientHeaders;
+        }
+
+        /** The nanoTime at which {@code request_timeout_secs} ends for this request. */
+        public long deadline() {
+            return deadline;
+        }
+
+        /** Chooses the replica of the next attempt: a {@link Send}, or the answer when there is none. */
+        public Step next() {
+            attempt++;
+            RouteDecision d = listener.choose(routing.router, request, passThrough);
+            log.decision(d, passThrough);
+            log.retries(attempt);
+            if (!d.routed()) {
+                return notRouted(d);
+            }
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                d.lease().close();
+                return reply(
+                        504,
+                        "timeout",
+                        "upstream_timeout",
+                        "proxy.request_timeout_secs passed before a replica answered");
+            }
+            URI uri;
+            try {
+                uri = targets.target(
+                        d.replica().id(),
+                        in.rawPath(),
+                        in.rawQuery(),
+                        routing.replicas.replicas().size());
+            } catch (BadTarget e) {
+                d.lease().close();
+                return reply(400, "bad_target", "invalid_request_target", e.getMessage());
+            }
+            log.upstreamStarted();
+            return new Send(d, uri, clientHeaders, remaining);
+        }
+
+        /** The router found no replica for this attempt: the answer to the client. */
+        private Reply notRouted(RouteDecision d) {
+            if (d.reason() == Reason.MODEL_NOT_SERVED) {
+                return new Reply(Answer.json(ModelNotFound.STATUS, ModelNotFound.body(in.endpoint(), d.model())))
+                        .logged(log, ModelNotFound.CODE);
+            }
+            if (attempt == 0) {
+                return new Reply(Answer.error(
+                                        503,
+                                        "no_replica_available",
+                                        "no replica can take the request now (all unhealthy, circuit-open or at max_load)")
+                                .with("Retry-After", "1"))
+                        .logged(log, "no_replica");
+            }
+            return reply(
+                    502,
+                    "upstream_failed",
+                    "upstream_failed",
+                    "the request failed on " + attempt + " replica(s) and no other replica is available; last error: "
+                            + lastFailure);
+        }
+
+        /**
+         * True if {@code s}, which failed with a stale-looking error, may be sent once more on a fresh
+         * connection (not counted against the replica, not a routing retry): only when the failed connection
+         * was a {@code reused} kept-alive one and the replica did not get the request ({@code unsent}), and
+         * only once per client request.
+         */
+        public boolean resendStale(Send s, boolean reused, boolean unsent) {
+            if (!reused || !unsent || resent || System.nanoTime() >= deadline) {
+                return false;
+            }
+            resent = true;
+            metrics.staleConnectionResent();
+            return true;
+        }
+
+        /** The send failed ({@code detail} names how, without request content): a retry or the answer. */
+        public Step failed(Send s, Failure kind, String detail) {
+            Lease lease = s.lease;
+            lease.failed();
+            if (kind == Failure.TIMEOUT) {
+                lease.close();
+                return reply(
+                        504,
+                        "timeout",
+                        "upstream_timeout",
+                        "the replica did not answer within proxy.request_timeout_secs");
+            }
+            lastFailure = s.replica.id() + ": " + detail;
+            if (kind == Failure.INVALID) {
+                LOG.warn("replica {} sent an invalid answer: {}", s.replica.id(), detail);
+            }
+            retryCause = switch (kind) {
+                case CONNECT -> "connect_error";
+                case INVALID -> "invalid_answer";
+                default -> "io_error";
+            };
+            Duration pause = retryPause(s.replica);
+            lease.close();
+            if (pause != null) {
+                return retry(s, pause);
+            }
+            return switch (kind) {
+                case CONNECT ->
+                    reply(
+                            502,
+                            "connect_failed",
+                            "upstream_unreachable",
+                            "could not connect to the replica: " + lastFailure);
+                case INVALID ->
+                    reply(
+                            502,
+                            "upstream_error",
+                            "upstream_invalid_answer",
+                            "the replica's answer was not valid HTTP: " + lastFailure);
+                default ->
+                    reply(
+                            502,
+                            "upstream_error",
+                            "upstream_connection_error",
+                            "the connection to the replica failed: " + lastFailure);
+            };
+        }
+
+        /**
+         * The replica answered with {@code status} and {@code headers} (as received, framing included): a
+         * {@link Relay} for the front to relay, a {@link Wait} before a retry, or a {@link Reply} for an answer
+         * that is not valid HTTP. On anything but a Relay the front discards the answer's body.
+         */
+        public Step answered(Send s, int status, HeaderView headers) {
+            String invalid = invalidAnswer(status, headers);
+            if (invalid != null) {
+                return failed(s, Failure.INVALID, invalid);
+            }
+            s.lease.status(status);
+            if (retryable[status]) {
+                Duration pause = retryPause(s.replica);
+                if (pause != null) {
+                    if (status >= 500) {
+                        s.lease.failed();
+                    } else {
+                        s.lease.succeeded();
+                    }
+                    s.lease.close();
+                    lastFailure = s.replica.id() + ": HTTP " + status;
+                    retryCause = "status";
+                    return retry(s, pause);
+                }
+            }
+            return new Relay(Forwarder.this, this, s, status, headers);
+        }
+
+        private Wait retry(Send s, Duration pause) {
+            metrics.retry(s.replica.id(), retryCause);
+            request = request.excluding(s.replica).attempt(attempt + 1);
+            backoffs.accept(pause);
+            return new Wait(pause);
+        }
+
+        /**
+         * The wait before retrying after the current attempt failed on {@code failed}, or null when there is
+         * to be no retry: none left, no other replica could take the request now, or the wait would end after
+         * the deadline.
+         */
+        private Duration retryPause(Replica failed) {
+            if (attempt >= config.maxRetries() || !anotherCandidate(failed)) {
+                return null;
+            }
+            Duration delay = backoff.delay(attempt + 1, random.get());
+            return delay.toNanos() < deadline - System.nanoTime() ? delay : null;
+        }
+
+        /** True if a replica other than {@code failed} and those already excluded could take the request now. */
+        private boolean anotherCandidate(Replica failed) {
+            for (Replica r : routing.router.replicas().replicas()) {
+                if (r != failed
+                        && !request.isExcluded(r)
+                        && (request.model() == null || r.serves(request.model()))
+                        && r.isAvailable()
+                        && r.inFlight() < r.maxLoad()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** The front cannot send {@code s} as asked ({@code message} says why): the 400 that ends the exchange. */
+        public Reply refused(Send s, String message) {
+            s.lease.close();
+            return reply(400, "bad_target", "invalid_request_target", message);
+        }
+
+        /** The client went away before an answer was relayed: ends the attempt in flight with no verdict. */
+        public void clientGone(Send s) {
+            if (s != null) {
+                s.lease.close();
+            }
+            log.result("client_closed");
+        }
+
+        private Reply reply(int status, String result, String code, String message) {
+            return new Reply(Answer.error(status, code, message)).logged(log, result);
+        }
+    }
+
+    /**
+     * Why an answer head is still not valid HTTP (RFC 9110, RFC 9112), or null: a status outside 100-599,
+     * or both Transfer-Encoding and Content-Length, which a front proxy or client could read differently
+     * from how the proxy did; relaying it would pass a response-splitting ambiguity on.
+     */
+    static String invalidAnswer(int status, HeaderView headers) {
+        if (status < 100 || status > 599) {
+            return "status " + status + " is outside 100-599";
+        }
+        if (headers.has("transfer-encoding") && headers.has("content-length")) {
+            return "both Transfer-Encoding and Content-Length";
+        }
+        return null;
+    }
+
+    static boolean hasBodyMethod(String method) {
+        return "POST".equalsIgnoreCase(method) || "PUT".equalsIgnoreCase(method) || "PATCH".equalsIgnoreCase(method);
+    }
+
+    /** A request target the proxy refuses to forward. */
+    public static final class BadTarget extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        BadTarget(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    public static String describe(Throwable e) {
+        String m = e.getMessage();
+        return e.getClass().getSimpleName() + (m == null || m.isEmpty() ? "" : " (" + m + ")");
+    }
+}
