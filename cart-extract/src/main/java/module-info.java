@@ -5,6 +5,7 @@
  */
 module dev.cart.extract {
     exports dev.cart.extract;
+    exports dev.cart.extract.answer;
 
     requires transitive dev.cart.core;
     requires com.fasterxml.jackson.core;
