@@ -1,0 +1,98 @@
+package dev.cart.flow;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A request's place in flow control: a future completed once with its {@link FlowResult}, possibly at once
+ * (admitted, or shed) or later, when a slot frees, its deadline passes or it is displaced. Completed only
+ * by flow control: {@link #complete} and {@link #obtrudeValue} throw.
+ *
+ * <p>{@link #cancel} (for a client that went away) takes a waiting request out of the queue at once; it
+ * then holds nothing and never gets a lease. A request being handed a slot at that moment has its lease
+ * closed, unused, as soon as the router answers. Cancelling an admitted request does nothing: its host
+ * owns the lease.
+ *
+ * <p>Dependent actions run on the thread that completes the ticket: the submitting thread, a thread
+ * closing a lease, or the scheduler's. A host on an event loop hands them over with
+ * {@code whenCompleteAsync(action, eventLoop)}.
+ */
+public final class FlowTicket extends CompletableFuture<FlowResult> {
+
+    private volatile ModelQueue queue;
+    private volatile Waiting waiting;
+
+    FlowTicket() {}
+
+    static FlowTicket completed(FlowResult result) {
+        FlowTicket t = new FlowTicket();
+        t.settle(result);
+        return t;
+    }
+
+    void queued(ModelQueue queue, Waiting waiting) {
+        this.waiting = waiting;
+        this.queue = queue;
+    }
+
+    /** Completes the ticket; false if it was already done (cancelled meanwhile). */
+    boolean settle(FlowResult result) {
+        return super.complete(result);
+    }
+
+    /**
+     * Takes the request out of the queue if it is still waiting, and completes the ticket with a
+     * {@link java.util.concurrent.CancellationException}.
+     *
+     * @return true if this call cancelled it (it was not completed before)
+     */
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        boolean cancelled = super.cancel(mayInterruptIfRunning);
+        if (cancelled) {
+            withdraw();
+        }
+        return cancelled;
+    }
+
+    /** Completing exceptionally from outside withdraws the request like {@link #cancel}. */
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        boolean done = super.completeExceptionally(ex);
+        if (done) {
+            withdraw();
+        }
+        return done;
+    }
+
+    /** Completes the ticket exceptionally from inside flow control (a router that threw). */
+    void fail(Throwable e) {
+        super.completeExceptionally(e);
+    }
+
+    private void withdraw() {
+        ModelQueue q = queue;
+        if (q != null) {
+            q.withdraw(waiting);
+        }
+    }
+
+    /**
+     * Not for hosts: flow control completes the ticket.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public boolean complete(FlowResult value) {
+        throw new UnsupportedOperationException("a flow ticket is completed by flow control only; cancel() it");
+    }
+
+    /**
+     * Not for hosts: flow control completes the ticket.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public void obtrudeValue(FlowResult value) {
+        throw new UnsupportedOperationException("a flow ticket is completed by flow control only");
+    }
+}
