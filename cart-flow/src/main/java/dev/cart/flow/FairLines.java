@@ -53,8 +53,16 @@ final class FairLines {
         }
     }
 
-    private static final Comparator<Line> BY_COUNTER =
-            Comparator.<Line>comparingDouble(l -> l.counter).thenComparing(l -> -l.seq, Comparator.naturalOrder());
+    /** By counter; among equal counters the line that started waiting last first. */
+    private static final class ByCounter implements Comparator<Line> {
+        @Override
+        public int compare(Line a, Line b) {
+            int c = Double.compare(a.counter, b.counter);
+            return c != 0 ? c : Long.compare(b.seq, a.seq);
+        }
+    }
+
+    private static final Comparator<Line> BY_COUNTER = new ByCounter();
 
     /** One priority band: its tenants' lines, those waiting ordered by counter. */
     private static final class Band {

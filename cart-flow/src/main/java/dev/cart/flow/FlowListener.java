@@ -3,9 +3,8 @@ package dev.cart.flow;
 /**
  * Hears what the admission queue does, for metrics and logs; the library needs no metrics library. All
  * methods have empty defaults. Calls come on whichever thread acted (a submitting thread, a thread closing
- * a lease, the scheduler's), sometimes while the queue's lock is held: implementations must be quick,
- * must not block and must not call back into the {@link FlowControl}. An exception is caught and logged
- * once. The tenant given is a bounded label: one of the top tenants by admitted work (at most
+ * a lease, the scheduler's), never under the queue's lock: implementations must be quick and must not
+ * block. An exception is caught and logged once. The tenant given is a bounded label: one of the top tenants by admitted work (at most
  * {@link FlowConfig#tenantLabels()} of them) or {@code other}.
  *
  * <p>Queue depths are read, not pushed: {@link FlowControl#depth(String, int)} for a gauge.

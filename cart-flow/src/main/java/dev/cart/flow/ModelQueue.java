@@ -21,7 +21,9 @@ import java.util.List;
  * a replica that did not hold its prefix makes it a holder; waiting requests look their holders up again
  * (a tree match) the next time they are offered a replica after such a spread. The picked request is
  * routed by {@code Router.choose} outside the lock; if the slot was taken meanwhile the request goes back
- * to the head of its line. A version number, bumped by every signal of room, tells a dispatcher whose
+ * to the head of its line. A dispatcher picks only while there are more free slots than requests being
+ * handed one (picked, not yet routed): two dispatchers never race for the last slot, so a request picked
+ * later cannot win it from one picked earlier. A version number, bumped by every signal of room, tells a dispatcher whose
  * attempt failed whether room appeared while it was routing (it tries again) or not (the next signal
  * will). A timer per queue looks again every {@code recheck_interval} while requests wait, for room nobody
  * signalled (a replica back to health, a circuit half open), and when an affinity window ends.
@@ -66,6 +68,10 @@ final class ModelQueue {
 
     @GuardedBy("this")
     private boolean closed;
+
+    /** When a look first found every replica of the model down; -1 while some is up. */
+    @GuardedBy("this")
+    private long downSince = -1;
 
     /** Requests handed to a replica that did not hold their prefix: each made a new holder. */
     @GuardedBy("this")
@@ -176,15 +182,30 @@ final class ModelQueue {
                 }
                 List<Replica> room = owner.room(model);
                 if (room.isEmpty()) {
-                    if (owner.fullSlots(model) == 0) {
-                        unavailable = lines.removeAll(); // nothing is full, nothing has room: all down
-                        for (Waiting u : unavailable) {
-                            u.state = Waiting.DONE;
+                    // nothing has room and nothing is full: all down. Judged on two looks a recheck apart (a
+                    // slot freed between the two reads of one look would pass for a replica down)
+                    if (owner.fullSlots(model) == 0 && owner.room(model).isEmpty()) {
+                        long now = owner.now();
+                        if (downSince < 0) {
+                            downSince = now;
+                        } else if (now - downSince >= config.recheckInterval().toNanos()) {
+                            unavailable = lines.removeAll();
+                            for (Waiting u : unavailable) {
+                                u.state = Waiting.DONE;
+                            }
                         }
+                    } else {
+                        downSince = -1;
                     }
                     w = null;
                     v = 0;
+                } else if (free(room) <= handing) {
+                    // every free slot is already being handed to a request picked earlier: another pick now
+                    // would race it for the slot, and a later request could win it
+                    downSince = -1;
+                    return;
                 } else {
+                    downSince = -1;
                     long now = owner.now();
                     long[] nextWindow = {Long.MAX_VALUE};
                     FairLines held = lines; // the lambda runs here, under this lock
@@ -302,6 +323,16 @@ final class ModelQueue {
         }
         nextWindow[0] = Math.min(nextWindow[0], w.affinityUntil);
         return false;
+    }
+
+    /** The free slots of {@code room}. */
+    private static int free(List<Replica> room) {
+        int n = 0;
+        for (int i = 0; i < room.size(); i++) {
+            Replica r = room.get(i);
+            n += Math.max(0, r.maxLoad() - r.inFlight());
+        }
+        return n;
     }
 
     private static boolean anyIn(Replica[] holders, List<Replica> room) {

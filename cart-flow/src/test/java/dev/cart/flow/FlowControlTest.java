@@ -283,6 +283,8 @@ class FlowControlTest {
                 r.decision().lease().failed();
                 r.decision().lease().close();
             }
+            assertFalse(t.isDone(), "one look is not enough: down on two looks a recheck apart");
+            p.time.advanceMillis(200);
             assertEquals(ShedReason.UNAVAILABLE, done(t).shedReason());
             assertEquals(503, done(t).status());
             assertEquals(0, p.inFlight());
