@@ -43,7 +43,8 @@ public final class FlowTicket extends CompletableFuture<FlowResult> {
      * Takes the request out of the queue if it is still waiting, and completes the ticket with a
      * {@link java.util.concurrent.CancellationException}.
      *
-     * @return true if this call cancelled it (it was not completed before)
+     * @return true if the ticket is cancelled now (by this call or an earlier one), false if it was
+     *     completed otherwise before
      */
     @Override
     public boolean cancel(boolean mayInterruptIfRunning) {

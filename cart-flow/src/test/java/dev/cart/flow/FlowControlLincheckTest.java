@@ -30,6 +30,7 @@ public class FlowControlLincheckTest {
     private final Pool pool = new Pool(1, 2, FlowConfig.enabledDefaults(), Pool.first());
     private final ConcurrentLinkedQueue<FlowTicket> tickets = new ConcurrentLinkedQueue<>();
     private final Set<RouteDecision> released = ConcurrentHashMap.newKeySet();
+    private final Set<FlowTicket> claimed = ConcurrentHashMap.newKeySet();
 
     public FlowControlLincheckTest() {
         // the model's queue exists before the scenario: one request admitted and done (its lease time learned)
@@ -64,11 +65,14 @@ public class FlowControlLincheckTest {
         return false;
     }
 
-    /** Cancels the oldest request still waiting; false if none waits. */
+    /**
+     * Cancels the oldest request still waiting that no other call is cancelling; false if there is none
+     * (a ticket's {@code cancel} answers true to every call once it is cancelled, so calls claim it first).
+     */
     @Operation
     public boolean cancel() {
         for (FlowTicket t : tickets) {
-            if (!t.isDone()) {
+            if (!t.isDone() && claimed.add(t)) {
                 return t.cancel(true);
             }
         }
