@@ -8,9 +8,9 @@ import java.util.concurrent.CompletableFuture;
  * by flow control: {@link #complete} and {@link #obtrudeValue} throw.
  *
  * <p>{@link #cancel} (for a client that went away) takes a waiting request out of the queue at once; it
- * then holds nothing and never gets a lease. A request being handed a slot at that moment has its lease
- * closed, unused, as soon as the router answers. Cancelling an admitted request does nothing: its host
- * owns the lease.
+ * then holds nothing and never gets a lease. A request being handed a slot at that moment cannot be
+ * cancelled: {@code cancel} answers false and the ticket completes admitted, so the host closes the lease
+ * (as for any ticket whose {@code cancel} answers false). Cancelling a completed ticket does nothing.
  *
  * <p>Dependent actions run on the thread that completes the ticket: the submitting thread, a thread
  * closing a lease, or the scheduler's. A host on an event loop hands them over with
@@ -43,19 +43,22 @@ public final class FlowTicket extends CompletableFuture<FlowResult> {
      * Takes the request out of the queue if it is still waiting, and completes the ticket with a
      * {@link java.util.concurrent.CancellationException}.
      *
-     * @return true if the ticket is cancelled now (by this call or an earlier one), false if it was
-     *     completed otherwise before
+     * @return true if the ticket is cancelled now (by this call or an earlier one); false if it was
+     *     completed otherwise, or is being handed a slot and will complete admitted
      */
     @Override
     public boolean cancel(boolean mayInterruptIfRunning) {
-        boolean cancelled = super.cancel(mayInterruptIfRunning);
-        if (cancelled) {
-            withdraw();
+        ModelQueue q = queue;
+        if (q != null && !q.withdraw(waiting)) {
+            return false; // being handed a slot: it completes admitted, and the host closes its lease
         }
-        return cancelled;
+        return super.cancel(mayInterruptIfRunning);
     }
 
-    /** Completing exceptionally from outside withdraws the request like {@link #cancel}. */
+    /**
+     * Completing exceptionally from outside withdraws the request like {@link #cancel}; a request being
+     * handed a slot then has its lease closed unused when the router answers.
+     */
     @Override
     public boolean completeExceptionally(Throwable ex) {
         boolean done = super.completeExceptionally(ex);

@@ -377,10 +377,16 @@ final class ModelQueue {
         owner.shed(this, w, ShedReason.EXPIRED, owner.now() - w.enqueuedAt, retry);
     }
 
-    /** The host cancelled {@code w}'s ticket: out of the line at once. */
-    void withdraw(Waiting w) {
+    /**
+     * The host cancels {@code w}'s ticket: out of the line at once. Returns false, changing nothing, when
+     * {@code w} is being handed a slot (it will complete admitted); true otherwise.
+     */
+    boolean withdraw(Waiting w) {
         boolean removed = false;
         synchronized (this) {
+            if (w.state == Waiting.HANDING && !w.ticket.isDone()) {
+                return false;
+            }
             w.withdrawn = true;
             if (w.state == Waiting.WAITING) {
                 lines.remove(w);
@@ -392,6 +398,7 @@ final class ModelQueue {
             cancelTimer(w);
             owner.cancelled(this, w);
         }
+        return true;
     }
 
     /** Sheds everything waiting ({@link ShedReason#CLOSED}); later submissions are shed too. */
