@@ -5,6 +5,7 @@ import dev.cart.core.internal.PrefixTree;
 import dev.cart.core.internal.RouterAccess;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Match;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingListener;
@@ -25,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
@@ -95,6 +97,9 @@ public final class Router implements AutoCloseable {
     private volatile boolean tracksPrefill;
 
     private volatile boolean closed;
+    /** Who hears that a lease gave its slot back ({@link #addSlotListener}); cart-flow's admission queue. */
+    private final SlotListeners slots = new SlotListeners();
+
     private volatile Scheduler.Task evictionTask;
     private volatile Scheduler.Task resetTask;
 
@@ -493,7 +498,12 @@ public final class Router implements AutoCloseable {
         } catch (RuntimeException e) {
             observationFailed(e);
         } finally {
-            listener.onLeaseCompleted(new LeaseCompletion(d, outcome, status, nanos, d.attempt()));
+            LeaseCompletion completion = new LeaseCompletion(d, outcome, status, nanos, d.attempt());
+            try {
+                listener.onLeaseCompleted(completion);
+            } finally {
+                slots.freed(completion); // flow control (cart-flow): the slot is free, see addSlotListener
+            }
         }
     }
 
@@ -617,6 +627,45 @@ public final class Router implements AutoCloseable {
         if (ownsScheduler) {
             scheduler.close();
         }
+    }
+
+    // ---- Hooks for flow control (cart-flow): additive, kept together here ----
+
+    /**
+     * Calls {@code listener} each time a lease of this router gives its slot back, with how the lease ended
+     * (its decision names the replica and the model), after the slot is free and after the
+     * {@link RoutingListener} heard of the close, on the thread that closed the lease. Unlike the routing
+     * listener, any number can be added after the router is built: an admission queue ({@code cart-flow})
+     * hands the freed slot to a waiting request from here. The listener must be quick, must not block and
+     * should not throw (an exception is caught and logged once). Adding is thread-safe and takes effect for
+     * leases closed afterwards; adding the same listener twice calls it twice.
+     *
+     * @param listener called once per closed lease of a routed decision
+     */
+    public void addSlotListener(Consumer<? super LeaseCompletion> listener) {
+        slots.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    /** Stops calling {@code listener} (one registration of it); does nothing if it was not added. */
+    public void removeSlotListener(Consumer<? super LeaseCompletion> listener) {
+        slots.remove(listener);
+    }
+
+    /**
+     * The tree's match for {@code key}: which replicas hold how much of it (longest first), as a policy
+     * would see it, without routing anything. {@link Match#none} when the policy ignores the tree or the
+     * key is of another format than the tree's ({@link Builder#keyFormat}). For an admission queue that
+     * keeps a waiting request for the replica holding its prefix. Lock-free, no I/O; costs one tree match.
+     *
+     * @param key the prompt key
+     * @return the match, naming this router's pool's replicas
+     */
+    public Match prefixHolders(PromptKey key) {
+        Objects.requireNonNull(key, "key");
+        if (!policy.usesPrefixTree() || key.blockCount() == 0 || !fits(key)) {
+            return Match.none(key.length());
+        }
+        return tree.match(key);
     }
 
     /** Builds a {@link Router}. Only the replica set and the policy are required. */

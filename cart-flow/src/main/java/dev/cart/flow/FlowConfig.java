@@ -1,0 +1,196 @@
+package dev.cart.flow;
+
+import java.time.Duration;
+
+/**
+ * The admission queue's settings, immutable and checked when built; every bad value is reported with
+ * its name and allowed range. The config keys a host maps them from are in brackets.
+ *
+ * @param enabled           whether requests that find no capacity wait ({@code flow.enabled}, default
+ *                          false: the specification's immediate 503)
+ * @param maxDepth          requests waiting per model at most ({@code flow.max_depth}, 1 to 1,000,000,
+ *                          default 1,024)
+ * @param maxWait           the longest a request waits, and its deadline when it gives none
+ *                          ({@code flow.max_wait_ms}, 1 ms to 10 min, default 2 s)
+ * @param bands             priority bands; band 0 is served first ({@code flow.bands}, 1 to 8, default 3)
+ * @param defaultBand       the band of a request that names none or an unknown one
+ *                          ({@code flow.default_band}, 0 to {@code bands - 1}, default 1)
+ * @param affinityWait      how much longer than needed a waiting request waits for a replica holding its
+ *                          prefix while another replica has room ({@code flow.affinity_wait_ms}, 0 to
+ *                          {@code maxWait}, default 50 ms; 0 turns affinity in the queue off)
+ * @param hotSpotDepth      when more requests than this wait for the same holders, the next one takes
+ *                          another replica at once, spreading the prefix ({@code flow.hot_spot_depth},
+ *                          1 to 1,000,000, default 4)
+ * @param hotSpotMaxHolders spreading stops once a prefix has this many holders; further requests wait
+ *                          for one of them, within {@code affinityWait} ({@code flow.hot_spot_max_holders},
+ *                          1 to 1,024, default 3)
+ * @param tenantLabels      tenants named in metric labels at most (the top by admitted work); the others
+ *                          are {@code other} ({@code flow.tenant_labels}, 0 to 100, default 10)
+ * @param recheckInterval   while requests wait, how often the queue looks again for room it was not told
+ *                          of (a replica back to health, a circuit half open) ({@code flow.recheck_interval_ms},
+ *                          1 ms to 10 s, default 100 ms)
+ */
+public record FlowConfig(
+        boolean enabled,
+        int maxDepth,
+        Duration maxWait,
+        int bands,
+        int defaultBand,
+        Duration affinityWait,
+        int hotSpotDepth,
+        int hotSpotMaxHolders,
+        int tenantLabels,
+        Duration recheckInterval) {
+
+    private static final FlowConfig DEFAULTS = new FlowConfig(
+            false, 1024, Duration.ofSeconds(2), 3, 1, Duration.ofMillis(50), 4, 3, 10, Duration.ofMillis(100));
+
+    /**
+     * Checks every value.
+     *
+     * @throws IllegalArgumentException naming the first value out of range and the range
+     */
+    public FlowConfig {
+        range("flow.max_depth", maxDepth, 1, 1_000_000);
+        millis("flow.max_wait_ms", maxWait, 1, 600_000);
+        range("flow.bands", bands, 1, 8);
+        range("flow.default_band", defaultBand, 0, bands - 1);
+        millis("flow.affinity_wait_ms", affinityWait, 0, maxWait.toMillis());
+        range("flow.hot_spot_depth", hotSpotDepth, 1, 1_000_000);
+        range("flow.hot_spot_max_holders", hotSpotMaxHolders, 1, 1024);
+        range("flow.tenant_labels", tenantLabels, 0, 100);
+        millis("flow.recheck_interval_ms", recheckInterval, 1, 10_000);
+    }
+
+    /** The defaults: off, and the values listed on the record when turned on. */
+    public static FlowConfig defaults() {
+        return DEFAULTS;
+    }
+
+    /** The defaults, turned on. */
+    public static FlowConfig enabledDefaults() {
+        return DEFAULTS.withEnabled(true);
+    }
+
+    /** A copy with {@code enabled} changed. */
+    public FlowConfig withEnabled(boolean enabled) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    /** A copy with {@code maxDepth} changed. */
+    public FlowConfig withMaxDepth(int maxDepth) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    /** A copy with {@code maxWait} changed (an {@code affinityWait} above it is lowered to it). */
+    public FlowConfig withMaxWait(Duration maxWait) {
+        Duration affinity = affinityWait.compareTo(maxWait) > 0 ? maxWait : affinityWait;
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinity,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    /** A copy with {@code bands} and {@code defaultBand} changed. */
+    public FlowConfig withBands(int bands, int defaultBand) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    /** A copy with the affinity and hot-spot settings changed. */
+    public FlowConfig withAffinity(Duration affinityWait, int hotSpotDepth, int hotSpotMaxHolders) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    /** A copy with {@code tenantLabels} changed. */
+    public FlowConfig withTenantLabels(int tenantLabels) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    /** A copy with {@code recheckInterval} changed. */
+    public FlowConfig withRecheckInterval(Duration recheckInterval) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval);
+    }
+
+    private static void range(String name, long value, long min, long max) {
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], was " + value);
+        }
+    }
+
+    private static void millis(String name, Duration value, long min, long max) {
+        if (value == null) {
+            throw new IllegalArgumentException(name + " must be given");
+        }
+        long ms = value.toMillis();
+        if (value.isNegative() || ms < min || ms > max || (min > 0 && value.toNanos() < 1_000_000L)) {
+            throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "] ms, was " + value);
+        }
+    }
+}
