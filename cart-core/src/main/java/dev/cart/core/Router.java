@@ -9,6 +9,7 @@ import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.core.spi.Scheduler;
 import dev.cart.core.sync.RemoteApply;
 import dev.cart.core.sync.RemoteApplyStats;
@@ -732,9 +733,25 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
-        /** The policy registered under {@code name}, with default settings. */
+        /**
+         * The policy registered under {@code name} ({@link RoutingPolicyProvider}), with its default
+         * settings.
+         *
+         * @throws IllegalArgumentException if no policy has that name (the message lists those that do)
+         */
         public Builder policy(String name) {
-            return policy(RoutingPolicies.create(name, Map.of()));
+            return policy(name, Map.of());
+        }
+
+        /**
+         * The policy registered under {@code name} ({@link RoutingPolicyProvider#named}), made from
+         * {@code settings}: keys as in the proxy's {@code cache} section ({@code threshold},
+         * {@code guard}, ...), values as parsed from YAML or given by code; a key left out keeps its default.
+         *
+         * @throws IllegalArgumentException if no policy has that name, or naming every bad setting
+         */
+        public Builder policy(String name, Map<String, ?> settings) {
+            return policy(RoutingPolicyProvider.named(name).create(settings));
         }
 
         /**

@@ -7,8 +7,9 @@ import java.util.Map;
 /**
  * The policies shipped with CART, each with its default settings, for code that builds a router
  * directly; to change the cache-aware policy's settings, start from {@link CacheAwarePolicy#builder()}
- * instead (a builder starts at the same defaults). The same policies are
- * available by name through {@link dev.cart.core.RoutingPolicies#create}: {@code cache_aware},
+ * instead (a builder starts at the same defaults). No lookup by name happens here: the same policies are
+ * available by name through {@link dev.cart.core.spi.RoutingPolicyProvider#named} (and
+ * {@code Router.Builder.policy(name, settings)}): {@code cache_aware},
  * {@code round_robin}, {@code random}, {@code least_loaded}, {@code power_of_two},
  * {@code consistent_hash}, {@code predicted_ttft}.
  */

@@ -10,7 +10,7 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -19,7 +19,7 @@ class PluggingTest {
 
     @Test
     void aThirdPartyPolicyOnTheClassPathIsSelectableByName() {
-        assertTrue(RoutingPolicies.available().containsKey("first_candidate"));
+        assertTrue(RoutingPolicyProvider.available().containsKey("first_candidate"));
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
         try (Router router = Router.builder()
                 .replicas(set)
@@ -32,6 +32,20 @@ class PluggingTest {
                 d.lease().close();
             }
         }
+    }
+
+    @Test
+    void anUnknownNameSuggestsTheCloseOneAndListsTheOthers() {
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> Router.builder().policy("cache_awre"));
+        assertTrue(
+                e.getMessage()
+                        .startsWith("unknown routing policy 'cache_awre' (did you mean 'cache_aware'?); available: "),
+                e.getMessage());
+        for (String name : RoutingPolicyProvider.available().keySet()) {
+            assertTrue(e.getMessage().contains(name), e.getMessage());
+        }
+        assertEquals("round_robin", RoutingPolicyProvider.named("round_robin").name());
     }
 
     @Test
@@ -77,7 +91,7 @@ class PluggingTest {
         assertMessage("hash_load_factor must be 0 (unbounded) or in [1, 1000]", Map.of("hash_load_factor", 0.5));
         IllegalArgumentException e = assertThrows(
                 IllegalArgumentException.class,
-                () -> RoutingPolicies.create("consistent_hash", Map.of("hash_load_factor", 0.5)));
+                () -> RoutingPolicyProvider.named("consistent_hash").create(Map.of("hash_load_factor", 0.5)));
         assertTrue(e.getMessage().startsWith("hash_load_factor must be 0 (unbounded) or in [1, 1000]"), e.getMessage());
     }
 
@@ -94,8 +108,9 @@ class PluggingTest {
     }
 
     private static void assertMessage(String expected, Map<String, ?> settings) {
-        IllegalArgumentException e =
-                assertThrows(IllegalArgumentException.class, () -> RoutingPolicies.create("cache_aware", settings));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> RoutingPolicyProvider.named("cache_aware").create(settings));
         assertTrue(e.getMessage().startsWith(expected), e.getMessage());
     }
 

@@ -3,9 +3,9 @@ package dev.cart.gateway;
 import dev.cart.core.LearnMode;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.PromptExtractor;
 import dev.cart.extract.Tokenizers;
@@ -101,7 +101,7 @@ public final class CartGatewayRouting implements AutoCloseable {
     private ServiceRouting build(String serviceId) {
         CartProperties p = properties;
         InstanceReplicas replicas = new InstanceReplicas(p.getMaxLoad(), p.getLoadPenalty());
-        RoutingPolicy policy = RoutingPolicies.create(p.getPolicy(), policySettings);
+        RoutingPolicy policy = RoutingPolicyProvider.named(p.getPolicy()).create(policySettings);
         CartMetrics metrics = registry == null ? null : new CartMetrics(registry, serviceId);
         Router router = Router.builder()
                 .replicas(replicas)
@@ -230,7 +230,7 @@ public final class CartGatewayRouting implements AutoCloseable {
             return;
         }
         try {
-            RoutingPolicies.create(policy, Map.of());
+            RoutingPolicyProvider.named(policy).create(Map.of());
         } catch (RuntimeException e) {
             problems.add("cart.policy: " + e.getMessage());
             return;
@@ -238,14 +238,14 @@ public final class CartGatewayRouting implements AutoCloseable {
         int before = problems.size();
         for (Map.Entry<String, Object> e : settings.entrySet()) {
             try {
-                RoutingPolicies.create(policy, Map.of(e.getKey(), e.getValue()));
+                RoutingPolicyProvider.named(policy).create(Map.of(e.getKey(), e.getValue()));
             } catch (RuntimeException ex) {
                 problems.add(policyProblem(e.getKey(), ex));
             }
         }
         if (problems.size() == before && settings.size() > 1) {
             try {
-                RoutingPolicies.create(policy, settings);
+                RoutingPolicyProvider.named(policy).create(settings);
             } catch (RuntimeException ex) {
                 problems.add(policyProblem(null, ex));
             }

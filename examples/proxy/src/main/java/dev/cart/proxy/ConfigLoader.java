@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.cart.core.LearnMode;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -540,9 +540,9 @@ final class ConfigLoader {
     private static void checkPolicy(Section c, String policy, Map<String, Object> settings) {
         String checker = policy;
         try {
-            RoutingPolicies.create(policy, Map.of());
+            RoutingPolicyProvider.named(policy).create(Map.of());
         } catch (IllegalArgumentException e) {
-            Set<String> available = RoutingPolicies.available().keySet();
+            Set<String> available = RoutingPolicyProvider.available().keySet();
             c.problem(
                     "policy",
                     available.contains(policy)
@@ -565,7 +565,7 @@ final class ConfigLoader {
             // an unknown policy: each key is checked by the shipped policy that reads it
             String by = checker.equals(policy) || CACHE_AWARE_KEYS.contains(e.getKey()) ? checker : "predicted_ttft";
             try {
-                RoutingPolicies.create(by, Map.of(e.getKey(), e.getValue()));
+                RoutingPolicyProvider.named(by).create(Map.of(e.getKey(), e.getValue()));
             } catch (RuntimeException ex) {
                 c.problem(e.getKey(), policyProblem(ex));
                 failed++;
@@ -573,7 +573,7 @@ final class ConfigLoader {
         }
         if (failed == 0 && settings.size() > 1 && checker.equals(policy)) {
             try {
-                RoutingPolicies.create(policy, settings);
+                RoutingPolicyProvider.named(policy).create(settings);
             } catch (RuntimeException ex) {
                 c.sectionProblem(policyProblem(ex));
             }

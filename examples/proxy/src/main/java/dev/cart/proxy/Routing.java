@@ -3,7 +3,6 @@ package dev.cart.proxy;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import java.net.http.HttpClient;
 import java.time.Clock;
 import java.time.Duration;
@@ -96,7 +95,7 @@ final class Routing implements AutoCloseable {
         ProxyConfig.Cache cache = config.cache();
         Router.Builder rb = Router.builder()
                 .replicas(set)
-                .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
+                .policy(cache.policy(), cache.policySettings())
                 .maxTreeSize(cache.maxTreeSize())
                 .routeTtl(Duration.ofSeconds(cache.routeTtlSecs()))
                 .keyFormat(

@@ -6,7 +6,7 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.net.http.HttpClient;
@@ -98,7 +98,7 @@ public final class Soak {
         long t0 = System.nanoTime();
         try (Router router = Router.builder()
                 .replicas(set)
-                .policy(RoutingPolicies.create("cache_aware", Map.of()))
+                .policy(RoutingPolicyProvider.named("cache_aware").create(Map.of()))
                 .maxTreeSize(maxBlocks)
                 .evictionInterval(Duration.ZERO)
                 .build()) {
