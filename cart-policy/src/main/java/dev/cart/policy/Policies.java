@@ -1,8 +1,8 @@
 package dev.cart.policy;
 
+import dev.cart.core.spi.PolicySettings;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.core.spi.RoutingPolicyProvider;
-import java.util.Map;
 
 /**
  * The policies shipped with CART, each with its default settings, for code that builds a router
@@ -57,16 +57,13 @@ public final class Policies {
      * @param loadFactor {@code c}: 0, or in [1, 1000]
      */
     public static RoutingPolicy consistentHash(double loadFactor) {
-        return consistentHash(loadFactor, "loadFactor");
-    }
-
-    private static RoutingPolicy consistentHash(double loadFactor, String name) {
-        return new Baselines.ConsistentHash(Checks.loadFactor(name, loadFactor));
+        return new Baselines.ConsistentHash(CacheAwarePolicy.HASH_LOAD_FACTOR.check("loadFactor", loadFactor));
     }
 
     /**
      * Provides {@code cache_aware}; its settings keys are the snake_case names of
-     * {@link CacheAwarePolicy.Builder}'s methods ({@code threshold}, {@code match_abs_threshold}, ...).
+     * {@link CacheAwarePolicy.Builder}'s methods ({@code threshold}, {@code match_abs_threshold}, ...), as
+     * {@link #settings()} describes them.
      */
     public static final class CacheAwareProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
@@ -78,7 +75,12 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public PolicySettings settings() {
+            return CacheAwarePolicy.SETTINGS;
+        }
+
+        @Override
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return CacheAwarePolicy.fromSettings(settings);
         }
     }
@@ -98,7 +100,12 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public PolicySettings settings() {
+            return PredictedTtftPolicy.SETTINGS;
+        }
+
+        @Override
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return PredictedTtftPolicy.fromSettings(settings);
         }
     }
@@ -114,7 +121,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return roundRobin();
         }
     }
@@ -130,7 +137,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return random();
         }
     }
@@ -146,7 +153,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return leastLoaded();
         }
     }
@@ -162,7 +169,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return powerOfTwo();
         }
     }
@@ -177,13 +184,17 @@ public final class Policies {
             return "consistent_hash";
         }
 
+        private static final PolicySettings SETTINGS =
+                PolicySettings.of("consistent_hash", CacheAwarePolicy.HASH_LOAD_FACTOR);
+
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
-            return consistentHash(
-                    new SettingsMap(settings)
-                            .decimal("hash_load_factor")
-                            .orElse(CacheAwarePolicy.DEFAULT_HASH_LOAD_FACTOR),
-                    "hash_load_factor");
+        public PolicySettings settings() {
+            return SETTINGS;
+        }
+
+        @Override
+        public RoutingPolicy create(PolicySettings.Values settings) {
+            return consistentHash(settings.get(CacheAwarePolicy.HASH_LOAD_FACTOR));
         }
     }
 }

@@ -394,17 +394,18 @@ class PredictedTtftPolicyTest {
                     IllegalArgumentException.class,
                     () -> RoutingPolicyProvider.named("predicted_ttft").create(Map.of("bounded_load_factor", bad)));
             assertTrue(
-                    e.getMessage().startsWith("bounded_load_factor must be 0 (unbounded) or in [1, 1000]"),
+                    e.getMessage()
+                            .startsWith("predicted_ttft: bounded_load_factor must be 0 (unbounded) or in [1, 1000]"),
                     e.getMessage());
         }
         e = assertThrows(
                 IllegalArgumentException.class,
                 () -> RoutingPolicyProvider.named("predicted_ttft").create(Map.of("bounded_load_slack", 0)));
-        assertTrue(e.getMessage().startsWith("bounded_load_slack must be in [1, "), e.getMessage());
+        assertTrue(e.getMessage().startsWith("predicted_ttft: bounded_load_slack must be in [1, "), e.getMessage());
         e = assertThrows(
                 IllegalArgumentException.class,
                 () -> RoutingPolicyProvider.named("predicted_ttft").create(Map.of("learning_rate", 0)));
-        assertTrue(e.getMessage().startsWith("learning_rate must be in"), e.getMessage());
+        assertTrue(e.getMessage().startsWith("predicted_ttft: learning_rate must be in"), e.getMessage());
         e = assertThrows(
                 IllegalArgumentException.class,
                 () -> PredictedTtftPolicy.builder().priorPrefillMillisPerKiloUnit(-1));

@@ -27,14 +27,41 @@ public interface RoutingPolicyProvider {
     String name();
 
     /**
-     * Creates a policy from settings as a configuration gives them: keys as in the proxy's {@code cache}
-     * section, values as parsed from YAML (numbers, strings, booleans) or given by code.
+     * The settings the policy takes by name, each with its type, default, allowed values and a line of
+     * doc: what a configuration is checked against ({@link PolicySettings#problems}) before
+     * {@link #create(PolicySettings.Values)} is called. None by default.
      *
-     * @param settings the settings by key; never null (empty for the defaults)
-     * @return a new policy
-     * @throws IllegalArgumentException naming the bad setting and its allowed range
+     * @return the description of the settings (the same on every call)
      */
-    RoutingPolicy create(Map<String, ?> settings);
+    default PolicySettings settings() {
+        return PolicySettings.of(name());
+    }
+
+    /**
+     * Creates a policy from settings already checked against {@link #settings()}: every value typed, in
+     * range, and the default where the configuration gave none. A rule that relates settings to each
+     * other is checked here.
+     *
+     * @param settings the checked settings
+     * @return a new policy
+     * @throws IllegalArgumentException if the settings break a rule that relates them to each other
+     */
+    RoutingPolicy create(PolicySettings.Values settings);
+
+    /**
+     * Creates a policy from settings as a configuration gives them (keys as in the proxy's {@code cache}
+     * section, values as parsed from YAML or given by code): checks them against {@link #settings()},
+     * then calls {@link #create(PolicySettings.Values)}.
+     *
+     * @param settings the settings by key; empty for the defaults
+     * @return a new policy
+     * @throws IllegalArgumentException carrying every problem at once, one per line, each starting with the
+     *     policy's name ({@code cache_aware: unknown setting 'treshold' (did you mean 'threshold'?)},
+     *     {@code cache_aware: threshold must be in [0, 1], was 1.5})
+     */
+    default RoutingPolicy create(Map<String, ?> settings) {
+        return create(settings().values(settings));
+    }
 
     /**
      * Every provider visible to this interface's class loader, by name (sorted). Scans the class path
