@@ -156,6 +156,9 @@ public final class Router implements AutoCloseable {
      * replica of the pool serves the request's model, {@link Reason#NO_REPLICA} otherwise. The candidates
      * are the replicas serving the request's model (all, for a request without one) that are available,
      * below their cap and not excluded; the policy sees only them.
+     *
+     * @throws IllegalStateException if the policy chose a replica that is not a candidate (breaking
+     *     {@link RoutingPolicy}'s contract); no slot is taken then
      */
     public RouteDecision choose(RouteRequest request) {
         long t0 = System.nanoTime();
@@ -188,8 +191,11 @@ public final class Router implements AutoCloseable {
             Choice choice = policy.choose(ctx);
             Replica view = choice.replica();
             if (!ctx.isCandidate(view)) {
-                throw new IllegalStateException(
-                        "policy " + policy.name() + " chose " + view.id() + ", which was not among the candidates");
+                throw new IllegalStateException("policy " + policy.name() + " chose " + view.id()
+                        + ", which is not a candidate for this request (excluded on a retry, at its cap, unavailable"
+                        + " or not serving the model): a policy must return one of RoutingContext.candidates()."
+                        + " Match.holders() names every replica holding the prefix, candidate or not; "
+                        + "RoutingContext.candidateHolders() keeps only the candidates");
             }
             Replica chosen = CombinedLoadReplica.unwrap(view);
             Replica.Admission admission = chosen.tryAcquire();
