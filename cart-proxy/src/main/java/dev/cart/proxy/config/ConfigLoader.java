@@ -9,7 +9,8 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.cart.core.LearnMode;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.PolicySettings;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -32,10 +33,6 @@ import java.util.TreeSet;
 import java.util.function.Consumer;
 import java.util.function.DoubleConsumer;
 import java.util.function.LongConsumer;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Collectors;
-import java.util.stream.Stream;
 
 /**
  * Reads layered YAML configuration files into a {@link ProxyConfig}.
@@ -55,43 +52,16 @@ import java.util.stream.Stream;
  */
 public final class ConfigLoader {
 
-    /** The settings of {@code cache_aware} under {@code cache}. */
-    static final Set<String> CACHE_AWARE_KEYS = Set.copyOf(List.of(
-            "threshold",
-            "match_abs_threshold",
-            "balance_abs_threshold",
-            "balance_rel_threshold",
-            "guard",
-            "median_factor",
-            "bounded_load_factor",
-            "miss_placement",
-            "hash_load_factor",
-            "prefill_aware"));
-
     /**
-     * The settings of {@code predicted_ttft} under {@code cache}; {@code bounded_load_factor} is shared with
-     * {@code cache_aware} (for both, a bound relative to the pool's mean load).
+     * Keys of {@code cache} handed to the routing policy as its settings when the file sets them: every
+     * setting an available policy describes ({@link RoutingPolicyProvider#settings()}).
      */
-    static final Set<String> PREDICTED_TTFT_KEYS = Set.copyOf(List.of(
-            "prior_prefill_ms_per_1k_units",
-            "prior_decode_ms_per_request",
-            "prior_base_ms",
-            "learning_rate",
-            "bounded_load_factor",
-            "bounded_load_slack"));
-
-    /** Keys of {@code cache} handed to the routing policy as its settings when the file sets them. */
-    static final Set<String> CACHE_POLICY_KEYS =
-            Collections.unmodifiableSortedSet(Stream.concat(CACHE_AWARE_KEYS.stream(), PREDICTED_TTFT_KEYS.stream())
-                    .collect(Collectors.toCollection(TreeSet::new)));
-
-    /** The shipped policies whose settings are known here: a key of one set with the other is a problem. */
-    private static final Map<String, Set<String>> POLICY_KEYS =
-            Map.of("cache_aware", CACHE_AWARE_KEYS, "predicted_ttft", PREDICTED_TTFT_KEYS);
+    static final Set<String> CACHE_POLICY_KEYS = policyKeys();
 
     /**
-     * The policy that checks the settings when the configured policy name is unknown ({@code predicted_ttft}
-     * checks its own keys), so a misspelled policy hides none of the other problems.
+     * The policy that checks the settings first when the configured policy name is unknown (a key it does not
+     * take is checked by the first other policy that does), so a misspelled policy hides none of the other
+     * problems.
      */
     private static final String FALLBACK_POLICY = ProxyConfig.Cache.DEFAULT_POLICY;
 
@@ -531,89 +501,81 @@ public final class ConfigLoader {
         return b.build();
     }
 
+    private static Set<String> policyKeys() {
+        Set<String> keys = new TreeSet<>();
+        for (RoutingPolicyProvider p : RoutingPolicyProvider.available().values()) {
+            for (PolicySettings.Setting<?> setting : p.settings().list()) {
+                keys.add(setting.name());
+            }
+        }
+        return Collections.unmodifiableSet(keys);
+    }
+
     /**
-     * Asks the policy to accept each setting on its own (so that every bad one is reported, not only the
-     * first), then all of them together (for rules that relate settings to each other). An unknown policy
-     * name is reported, and the settings are still checked, by the {@code cache_aware} policy (which reads
-     * all of them), so that the name's problem hides none of the others.
+     * Checks the settings against the policy's description ({@link PolicySettings#problems}: every bad one
+     * is reported, with its range), then makes the policy with all of them (for rules that relate settings to
+     * each other). A key another policy takes is named as such. An unknown policy name is reported, and the
+     * settings are still checked, each by the first policy that takes it ({@code cache_aware} first), so that
+     * the name's problem hides none of the others.
      */
     private static void checkPolicy(Section c, String policy, Map<String, Object> settings) {
-        String checker = policy;
+        Map<String, RoutingPolicyProvider> available = RoutingPolicyProvider.available();
+        RoutingPolicyProvider provider;
         try {
-            RoutingPolicies.create(policy, Map.of());
+            provider = RoutingPolicyProvider.named(policy);
         } catch (IllegalArgumentException e) {
-            Set<String> available = RoutingPolicies.available().keySet();
-            c.problem(
-                    "policy",
-                    available.contains(policy)
-                            ? e.getMessage()
-                            : "unknown routing policy '" + policy + "'" + suggestion(policy, available)
-                                    + "; available: " + String.join(", ", available));
-            checker = FALLBACK_POLICY;
-        } catch (RuntimeException e) {
-            c.problem("policy", "policy '" + policy + "' failed to start: " + e);
+            c.problem("policy", e.getMessage());
+            for (Map.Entry<String, Object> setting : settings.entrySet()) {
+                List<RoutingPolicyProvider> readers = readersOf(setting.getKey(), available);
+                RoutingPolicyProvider reader = available.get(FALLBACK_POLICY);
+                if (!readers.contains(reader)) {
+                    reader = readers.isEmpty() ? null : readers.get(0);
+                }
+                if (reader != null) {
+                    report(c, reader.settings().problems(Map.of(setting.getKey(), setting.getValue())));
+                }
+            }
             return;
         }
-        int failed = 0;
-        Set<String> own = POLICY_KEYS.get(policy);
-        for (Map.Entry<String, Object> e : settings.entrySet()) {
-            if (own != null && !own.contains(e.getKey())) {
-                c.problem(e.getKey(), "not a setting of policy '" + policy + "'" + readers(e.getKey()));
-                failed++;
-                continue;
-            }
-            // an unknown policy: each key is checked by the shipped policy that reads it
-            String by = checker.equals(policy) || CACHE_AWARE_KEYS.contains(e.getKey()) ? checker : "predicted_ttft";
-            try {
-                RoutingPolicies.create(by, Map.of(e.getKey(), e.getValue()));
-            } catch (RuntimeException ex) {
-                c.problem(e.getKey(), policyProblem(ex));
-                failed++;
+        List<PolicySettings.Problem> problems = provider.settings().problems(settings);
+        for (PolicySettings.Problem p : problems) {
+            if (provider.settings().setting(p.key()) == null) {
+                List<String> by = new ArrayList<>();
+                readersOf(p.key(), available).forEach(r -> by.add(r.name()));
+                c.problem(
+                        p.key(),
+                        "not a setting of policy '" + policy + "'"
+                                + (by.isEmpty() ? "" : " (a setting of " + String.join(" and ", by) + ")"));
+            } else {
+                report(c, List.of(p));
             }
         }
-        if (failed == 0 && settings.size() > 1 && checker.equals(policy)) {
+        if (problems.isEmpty()) {
             try {
-                RoutingPolicies.create(policy, settings);
-            } catch (RuntimeException ex) {
-                c.sectionProblem(policyProblem(ex));
+                provider.create(settings);
+            } catch (IllegalArgumentException e) {
+                c.sectionProblem(e.getMessage());
+            } catch (RuntimeException e) {
+                c.problem("policy", "policy '" + policy + "' failed to start: " + e);
             }
         }
     }
 
-    /** " (a setting of cache_aware)" for a key some shipped policy reads. */
-    private static String readers(String key) {
-        List<String> by = new ArrayList<>();
-        for (String p : List.of("cache_aware", "predicted_ttft")) {
-            if (POLICY_KEYS.get(p).contains(key)) {
+    private static void report(Section c, List<PolicySettings.Problem> problems) {
+        for (PolicySettings.Problem p : problems) {
+            c.problem(p.key(), p.problem());
+        }
+    }
+
+    /** The available policies that take the setting {@code key}, by name. */
+    private static List<RoutingPolicyProvider> readersOf(String key, Map<String, RoutingPolicyProvider> available) {
+        List<RoutingPolicyProvider> by = new ArrayList<>();
+        for (RoutingPolicyProvider p : available.values()) {
+            if (p.settings().setting(key) != null) {
                 by.add(p);
             }
         }
-        return by.isEmpty() ? "" : " (a setting of " + String.join(" and ", by) + ")";
-    }
-
-    private static final Pattern LEADING_SETTING =
-            Pattern.compile("^[A-Za-z0-9_.\\[\\]]+:? (must .*)$", Pattern.DOTALL);
-    private static final Pattern UNBOUNDED_RANGE = Pattern.compile(
-            "in \\[(-?[0-9.]+), (?:1\\.7976931348623157E308|2147483647|9223372036854775807|Infinity)\\]");
-    private static final Pattern ONE_OF = Pattern.compile("one of ([a-z0-9_]+(?:, [a-z0-9_]+)*), was '([^']*)'");
-
-    /**
-     * A policy's own message about one setting, in the loader's form: the policy's name for the setting
-     * (which the loader puts in front as its YAML key) dropped, an unbounded range written {@code >= min},
-     * and a suggestion for a misspelled choice.
-     */
-    static String policyProblem(RuntimeException ex) {
-        String msg = ex.getMessage() == null ? ex.toString() : ex.getMessage();
-        Matcher lead = LEADING_SETTING.matcher(msg);
-        if (lead.matches()) {
-            msg = lead.group(1);
-        }
-        msg = UNBOUNDED_RANGE.matcher(msg).replaceAll(">= $1");
-        Matcher oneOf = ONE_OF.matcher(msg);
-        if (oneOf.find()) {
-            msg = msg + suggestion(oneOf.group(2), List.of(oneOf.group(1).split(", ")));
-        }
-        return msg;
+        return by;
     }
 
     static String unknown(String key, Set<String> known, String what) {

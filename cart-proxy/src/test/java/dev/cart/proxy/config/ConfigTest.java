@@ -258,10 +258,10 @@ class ConfigTest {
                 c.cache().policySettings());
         assertEquals(
                 0.0,
-                ((dev.cart.policy.PredictedTtftPolicy) dev.cart.core.RoutingPolicies.create(
-                                "predicted_ttft",
-                                ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
-                                                + "  bounded_load_factor: 0\n")
+                ((dev.cart.policy.PredictedTtftPolicy) dev.cart.core.spi.RoutingPolicyProvider.named("predicted_ttft")
+                                .create(ConfigLoader.parse(
+                                                "workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
+                                                        + "  bounded_load_factor: 0\n")
                                         .cache()
                                         .policySettings()))
                         .config()
