@@ -109,7 +109,7 @@ final class ProxyHarness implements AutoCloseable {
     }
 
     static ProxyConfig onEngine(ProxyConfig.Server.Engine engine, ProxyConfig config) {
-        return config.withServer(config.server().toBuilder().engine(engine).build());
+        return config.withServer(config.server().withEngine(engine));
     }
 
     ProxyServer.Options options() {

@@ -49,10 +49,7 @@ class QuickStartTest {
             ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
             ProxyServer proxy = ProxyHarness.startOn(
                     ProxyHarness.defaultEngine(),
-                    config.withServer(ProxyConfig.Server.builder()
-                            .host("127.0.0.1")
-                            .port(0)
-                            .build()),
+                    config.withServer(config.server().withHost("127.0.0.1").withPort(0)),
                     new ProxyServer.Options().healthChecks(false));
             try {
                 for (String question : Demo.QUICK_START_QUESTIONS) {

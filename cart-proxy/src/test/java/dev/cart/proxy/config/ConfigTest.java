@@ -329,25 +329,35 @@ class ConfigTest {
     }
 
     @Test
-    void theLoaderAndTheRecordsReportOneRange() {
+    void theLoaderAndTheRecordsReportOneRange() throws Exception {
         // the same bounds, written once: the loader's problem and the constructor's exception agree
         List<String> p = problems("workers:\n  - url: http://a:1\n    max_load: 0\nserver:\n  port: 70000\n");
         assertProblem(p, "server.port: must be in [0, 65535], was 70000");
         assertProblem(p, "workers[0].max_load: must be >= 1, was 0");
-        IllegalArgumentException w =
-                assertThrows(IllegalArgumentException.class, () -> new ProxyConfig.Worker("http://a:1", 0, 0));
-        assertEquals("workers[].max_load: must be >= 1, was 0", w.getMessage());
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\n");
+        IllegalArgumentException w = assertThrows(
+                IllegalArgumentException.class,
+                () -> c.withWorkers(List.of(new ProxyConfig.Worker("http://a:1", 0, 0))));
+        assertEquals("workers[0].max_load: must be >= 1, was 0", w.getMessage());
     }
 
     @Test
-    void recordsValidateWhenBuiltInCode() {
+    void recordsValidateWhenBuiltInCode() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\n");
         IllegalArgumentException e = assertThrows(
-                IllegalArgumentException.class,
-                () -> ProxyConfig.Server.builder().host("h").port(70000).build());
+                IllegalArgumentException.class, () -> c.withServer(c.server().withPort(70000)));
         assertEquals("server.port: must be in [0, 65535], was 70000", e.getMessage());
-        assertThrows(
+        e = assertThrows(
                 IllegalArgumentException.class,
-                () -> ProxyConfig.Health.builder().endpoint("x").build());
+                () -> new ProxyConfig(
+                        c.server(),
+                        c.workers(),
+                        c.cache(),
+                        new ProxyConfig.Health("x", 10, 5, 3, 2),
+                        c.circuitBreaker(),
+                        c.proxy(),
+                        c.cluster()));
+        assertEquals("health.endpoint: must be a path starting with '/', was 'x'", e.getMessage());
     }
 
     @Test
