@@ -282,6 +282,13 @@ final class ConfigValidator {
     /** What is wrong with a worker URL, or null when it is a usable {@code http://} or {@code https://} one. */
     static String urlProblem(String url) {
         String s = url.trim();
+        if (!s.contains("://")) {
+            // java.net.URI would read "10.0.0.5:8000" as a scheme and say "Illegal character in scheme name"
+            boolean schemeLike = s.matches("[A-Za-z][A-Za-z0-9+.-]*:/.*");
+            return "must start with http:// or https://"
+                    + (schemeLike ? "" : " (such as 'http://" + s.replaceFirst("^/+", "") + "')") + ", was '" + url
+                    + "'";
+        }
         URI u;
         try {
             u = new URI(s);

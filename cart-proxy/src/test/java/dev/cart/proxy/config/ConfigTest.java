@@ -386,6 +386,28 @@ class ConfigTest {
     }
 
     @Test
+    void aWorkerUrlWithoutASchemeSaysItNeedsHttp() throws Exception {
+        Path a = file("a.yaml", """
+                workers:
+                  - url: 10.0.0.5:8000
+                  - url: node_1:8000
+                  - url: localhost:8000/v1
+                  - url: "http:/node2:8000"
+                """);
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(a)));
+        assertEquals(
+                List.of(
+                        a + ": workers[0].url: must start with http:// or https:// (such as 'http://10.0.0.5:8000'),"
+                                + " was '10.0.0.5:8000'",
+                        a + ": workers[1].url: must start with http:// or https:// (such as 'http://node_1:8000'),"
+                                + " was 'node_1:8000'",
+                        a + ": workers[2].url: must start with http:// or https:// (such as"
+                                + " 'http://localhost:8000/v1'), was 'localhost:8000/v1'",
+                        a + ": workers[3].url: must start with http:// or https://, was 'http:/node2:8000'"),
+                e.problems());
+    }
+
+    @Test
     void anUnknownPolicyHidesNoOtherProblemOfTheSection() {
         List<String> p = problems("workers:\n  - url: http://a:1\ncache:\n  policy: cache_awre\n  threshold: 2\n"
                 + "  treshold: 0.3\n  guard: medain\n");
