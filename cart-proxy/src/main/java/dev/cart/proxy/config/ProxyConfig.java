@@ -84,8 +84,13 @@ public record ProxyConfig(
     }
 
     /**
-     * Section {@code server}: where to listen, request threads, and the limits that protect the proxy from
-     * its clients (see docs/hardening.md for who enforces each).
+     * Section {@code server}: where to listen, request threads, the limits that protect the proxy from its
+     * clients (see docs/hardening.md for who enforces each), and how long a stop waits for requests in
+     * flight.
+     *
+     * @param drainTimeoutMs on SIGTERM, once the proxy stops accepting and answers {@code /health} with 503:
+     *                       how long requests and streams in flight may take to finish before the rest are
+     *                       closed, in milliseconds (0: closed at once)
      */
     public record Server(
             @NotBlank String host,
@@ -100,7 +105,8 @@ public record ProxyConfig(
             @Bounds(min = 1, max = 3_600) int idleTimeoutSecs,
             Engine engine,
             @Bounds(min = 0, max = 1L << 50) long maxBufferedBodyBytes,
-            @Bounds(min = 0, max = 1L << 50) long maxBufferedAnswerBytes) {
+            @Bounds(min = 0, max = 1L << 50) long maxBufferedAnswerBytes,
+            @Bounds(min = 0, max = 600_000) int drainTimeoutMs) {
         public static final int DEFAULT_PORT = 6700;
 
         /** The range of {@code server.port} (and of {@code --port}). */

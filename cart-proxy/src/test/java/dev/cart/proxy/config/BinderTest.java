@@ -32,6 +32,7 @@ class BinderTest {
               engine: jdk
               max_buffered_body_bytes: 1000000
               max_buffered_answer_bytes: 2000000
+              drain_timeout_ms: 0
             workers:
               - url: http://node1:8050/
                 max_load: 4

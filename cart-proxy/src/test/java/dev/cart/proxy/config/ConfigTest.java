@@ -70,6 +70,37 @@ class ConfigTest {
     }
 
     @Test
+    void theDrainTimeoutIsReadAndBounded() throws Exception {
+        assertEquals(
+                30_000,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\n").server().drainTimeoutMs());
+        assertEquals(
+                0,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 0\n")
+                        .server()
+                        .drainTimeoutMs());
+        assertEquals(
+                600_000,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 600000\n")
+                        .server()
+                        .drainTimeoutMs());
+        assertEquals(
+                List.of("server.drain_timeout_ms: must be in [0, 600000], was 600001"),
+                problems("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 600001\n"));
+        assertEquals(
+                List.of("server.drain_timeout_ms: must be an integer in [0, 600000], was the string '30s'"),
+                problems("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 30s\n"));
+        assertEquals(
+                List.of("server.drain_timeout_ms: must be in [0, 600000], was -1"),
+                problems("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: -1\n"));
+        assertEquals(
+                List.of("server"),
+                ConfigLoader.parse("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 0\n")
+                        .sectionsDifferingFrom(ConfigLoader.parse("workers:\n  - url: http://a:1\n")),
+                "like the rest of server, not changeable by a reload");
+    }
+
+    @Test
     void theExampleConfigIsValidAndStatesTheDefaults() throws Exception {
         Path example = Path.of(System.getProperty("user.dir"))
                 .resolve("../config.example.yaml")
