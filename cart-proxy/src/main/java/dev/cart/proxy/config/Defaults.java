@@ -16,10 +16,6 @@ final class Defaults {
     /** The defaults in the files' shape; {@code workers} holds the defaults of one entry. */
     private static final ObjectNode TREE = read();
 
-    /** The defaults bound, with no worker. */
-    private static final ProxyConfig CONFIG =
-            ConfigLoader.bind(ProxyConfig.class, ConfigLoader.effective(JsonNodeFactory.instance.objectNode()));
-
     private Defaults() {}
 
     /** A copy of the defaults in the files' shape. */
@@ -32,8 +28,14 @@ final class Defaults {
         return (ObjectNode) TREE.get("workers").get(0).deepCopy();
     }
 
+    /** The defaults bound, with no worker (bound on first use: loading a file does not need them). */
     static ProxyConfig config() {
-        return CONFIG;
+        return Bound.CONFIG;
+    }
+
+    private static final class Bound {
+        static final ProxyConfig CONFIG =
+                ConfigLoader.bind(ProxyConfig.class, ConfigLoader.effective(JsonNodeFactory.instance.objectNode()));
     }
 
     private static ObjectNode read() {
