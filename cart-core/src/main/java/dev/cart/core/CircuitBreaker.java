@@ -2,29 +2,70 @@ package dev.cart.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.cart.core.internal.Checks;
+import dev.cart.core.spi.Replica;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Objects;
 
 /**
- * One replica's circuit breaker: CLOSED counts consecutive failures and opens at the threshold; OPEN
+ * One replica's circuit breaker, the one {@link ManagedReplicaSet} gives each member, for a host that
+ * writes its own {@link Replica} too: CLOSED counts consecutive failures and opens at the threshold; OPEN
  * refuses traffic until the timeout passes; HALF_OPEN admits at most {@code halfOpenMaxRequests} trial
  * requests at once, closes after {@code successThreshold} successful trials and reopens on a failed one.
+ *
+ * <p>A host's replica uses it like this: {@link Replica#isAvailable()} asks {@link #wouldAdmit()};
+ * {@link Replica#tryAcquire()} asks {@link #tryAcquire()} for a {@link Permit} (null: refuse the request),
+ * gives the permit back with {@link Permit#cancel()} if the replica cannot take the request after all (it
+ * is full), and otherwise keeps it in the admission, whose {@link Replica.Admission#release} reports the
+ * outcome with {@link Permit#record}:
+ *
+ * <pre>{@code
+ * public Admission tryAcquire() {
+ *     CircuitBreaker.Permit permit = breaker.tryAcquire();
+ *     if (permit == null) {
+ *         return null;                       // open, or no half-open trial slot free
+ *     }
+ *     if (!inFlight.tryIncrementBelow(maxLoad)) {
+ *         permit.cancel();                   // the request goes elsewhere: says nothing about the replica
+ *         return null;
+ *     }
+ *     return outcome -> {
+ *         inFlight.decrement();
+ *         permit.record(outcome);
+ *     };
+ * }
+ * }</pre>
  *
  * <p>Every transition starts a new generation. A request is admitted under the current generation and
  * reports its outcome with it; outcomes of an older generation (a request admitted before the circuit
  * opened, finishing while it is half-open) are ignored, so only trials decide a half-open circuit and
  * old requests do not take trial slots.
  *
- * <p>Concurrency: every transition and counter update happens under the object's monitor. State,
- * generation, the open time and the failure count are also read without it on the hot path (an admission
- * of a closed circuit, the outcome of an ordinary success), so they are volatile rather than
- * {@code @GuardedBy}; the half-open counters are only touched under the monitor. The clock is injected.
+ * <p>Concurrency: thread-safe; nothing blocks but the breaker's own short critical sections. Every
+ * transition and counter update happens under the object's monitor. State, generation, the open time and
+ * the failure count are also read without it on the hot path (an admission of a closed circuit, the
+ * outcome of an ordinary success), so they are volatile rather than {@code @GuardedBy}; the half-open
+ * counters are only touched under the monitor. The clock is injected ({@link Builder#clock}).
  */
 public final class CircuitBreaker {
 
-    interface Listener {
+    /**
+     * Hears a breaker's transitions (for logs and metrics). Called on the thread whose call made the
+     * transition (a {@link #state()} read that found the open timeout over, or an outcome), while the
+     * breaker's lock is held: it must be quick and must not block; it may read the breaker.
+     */
+    @FunctionalInterface
+    public interface Listener {
+        /**
+         * The circuit moved from {@code from} to {@code to} (never equal).
+         *
+         * @param from the state before
+         * @param to   the state now
+         */
         void onTransition(State from, State to);
     }
+
+    private static final Listener NONE = (from, to) -> {};
 
     private final Config config;
     private final Clock clock;
@@ -33,6 +74,8 @@ public final class CircuitBreaker {
     private volatile long generation;
     private volatile long openedAtMillis;
     private volatile int consecutiveFailures;
+    /** The permit of the current generation, shared by every request admitted under it. */
+    private volatile Permit permit = new Permit(0);
 
     @GuardedBy("this")
     private int halfOpenSuccesses;
@@ -40,14 +83,60 @@ public final class CircuitBreaker {
     @GuardedBy("this")
     private int trials;
 
-    CircuitBreaker(Config config, Clock clock, Listener listener) {
+    private CircuitBreaker(Config config, Clock clock, Listener listener) {
         this.config = config;
         this.clock = clock;
         this.listener = listener;
     }
 
-    /** The state now, moving OPEN to HALF_OPEN once the timeout has passed. */
-    State state() {
+    /**
+     * A builder: {@link Config#defaults()}, the system clock, no listener.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The settings it was built with. */
+    public Config config() {
+        return config;
+    }
+
+    /**
+     * Admits one request, or refuses it: a permit when the circuit is closed, or half-open with a trial
+     * slot free (the permit then holds the slot until it is recorded or cancelled); null when it is open or
+     * every trial slot is taken. Cheap when closed: a few volatile reads, no lock, no allocation.
+     *
+     * @return the permit, to be {@linkplain Permit#record recorded} or {@linkplain Permit#cancel cancelled}
+     *     exactly once; null if the request must go elsewhere
+     */
+    public Permit tryAcquire() {
+        long g = admit();
+        if (g < 0) {
+            return null;
+        }
+        Permit p = permit;
+        return p.generation == g ? p : new Permit(g); // a transition raced the admission: one allocation
+    }
+
+    /**
+     * True if {@link #tryAcquire()} would admit a request now: closed, or half-open with a trial slot free.
+     * A hint (for {@link Replica#isAvailable()}); {@code tryAcquire} decides.
+     */
+    public boolean wouldAdmit() {
+        return switch (state()) {
+            case CLOSED -> true;
+            case OPEN -> false;
+            case HALF_OPEN -> trialsAvailable();
+        };
+    }
+
+    /**
+     * The state now. Reading it moves an open circuit whose timeout has passed to half-open (the listener
+     * hears that transition then).
+     */
+    public State state() {
         State s = state;
         if (s == State.OPEN
                 && clock.millis() - openedAtMillis >= config.openTimeout().toMillis()) {
@@ -63,25 +152,12 @@ public final class CircuitBreaker {
         return s;
     }
 
-    long generation() {
-        return generation;
-    }
-
-    /** True if {@link #admit()} would admit a request now. */
-    boolean admits() {
-        return switch (state()) {
-            case CLOSED -> true;
-            case OPEN -> false;
-            case HALF_OPEN -> trialsAvailable();
-        };
-    }
-
     private synchronized boolean trialsAvailable() {
         return state != State.HALF_OPEN || trials < config.halfOpenMaxRequests();
     }
 
     /** Admits one request: its generation, or -1 if refused (open, or no trial slot free). */
-    long admit() {
+    private long admit() {
         State s = state();
         if (s == State.CLOSED) {
             long g = generation;
@@ -106,14 +182,14 @@ public final class CircuitBreaker {
     }
 
     /** Gives back an admission that did not become a request (the replica was full). */
-    synchronized void unadmit(long g) {
+    private synchronized void unadmit(long g) {
         if (g == generation && state == State.HALF_OPEN && trials > 0) {
             trials--;
         }
     }
 
     /** Records the outcome of a request admitted under generation {@code g}. */
-    void record(long g, Outcome outcome) {
+    private void record(long g, Outcome outcome) {
         if (g != generation) {
             return; // evidence from before the last transition
         }
@@ -158,12 +234,79 @@ public final class CircuitBreaker {
         if (to == State.OPEN) {
             openedAtMillis = clock.millis();
         }
+        permit = new Permit(generation);
         state = to;
         listener.onTransition(from, to);
     }
 
     /**
-     * Settings of the per-replica circuit breaker of a {@link ManagedReplicaSet}.
+     * One admission's hold on the breaker: the generation it was admitted under, and (half-open) its trial
+     * slot. Every request admitted under the same generation may share one permit: a permit carries no
+     * per-request state, so each of {@link #record} and {@link #cancel} stands for one admission and must be
+     * called once per admission, never both. Thread-safe.
+     */
+    public final class Permit {
+        private final long generation;
+
+        private Permit(long generation) {
+            this.generation = generation;
+        }
+
+        /**
+         * Reports how the admitted request ended. {@link Outcome#FAILURE} counts towards opening a closed
+         * circuit and reopens a half-open one; {@link Outcome#SUCCESS} resets the failure count, or counts
+         * towards closing a half-open circuit; {@link Outcome#CANCELLED} says nothing about the replica (it
+         * only frees a trial slot). Ignored when the circuit has moved on since the admission.
+         *
+         * @param outcome how the request ended
+         */
+        public void record(Outcome outcome) {
+            CircuitBreaker.this.record(generation, Objects.requireNonNull(outcome, "outcome"));
+        }
+
+        /**
+         * Gives the admission back unused: the request never reached the replica (it was full, or the host
+         * sent it elsewhere). Frees its half-open trial slot; otherwise nothing.
+         */
+        public void cancel() {
+            unadmit(generation);
+        }
+    }
+
+    /** Builds a {@link CircuitBreaker}; every setting has a default. Not thread-safe. */
+    public static final class Builder {
+        private Config config = Config.defaults();
+        private Clock clock = Clock.systemUTC();
+        private Listener listener = NONE;
+
+        private Builder() {}
+
+        /** Thresholds and timeout ({@link Config#defaults()} by default). */
+        public Builder config(Config config) {
+            this.config = Objects.requireNonNull(config, "config");
+            return this;
+        }
+
+        /** The clock of the open timeout (the system clock by default; a test injects its own). */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /** Hears every transition (none by default). */
+        public Builder listener(Listener listener) {
+            this.listener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /** The breaker, closed. */
+        public CircuitBreaker build() {
+            return new CircuitBreaker(config, clock, listener);
+        }
+    }
+
+    /**
+     * Settings of a circuit breaker (each member's of a {@link ManagedReplicaSet}, or a host's own).
      *
      * @param failureThreshold    consecutive failures that open the circuit ({@code failure_threshold})
      * @param successThreshold    successes in half-open that close it again ({@code success_threshold})

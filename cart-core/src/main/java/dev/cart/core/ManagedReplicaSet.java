@@ -183,8 +183,8 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private final AtomicLong pendingPrefill = new AtomicLong();
         /** Written under this member's monitor with the probe counts; volatile: admission reads it lock-free. */
         private volatile boolean healthy = true;
-        /** The current generation's admission, reused; a racing replacement only costs an allocation. */
-        private volatile Ticket ticket = new Ticket(0);
+        /** The admission of the breaker's current permit, reused; a racing replacement only costs an allocation. */
+        private volatile Ticket ticket;
         /**
          * Immutable; empty means any model. Volatile, not guarded: routing reads it without a lock; a
          * replacement is written under this member's monitor only so that each writer knows what it replaced.
@@ -205,8 +205,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
             this.models = frozen(spec.models());
             this.health = health;
             this.listener = listener;
-            this.breaker =
-                    new CircuitBreaker(circuit, clock, (from, to) -> listener.onCircuitTransition(this, from, to));
+            this.breaker = CircuitBreaker.builder()
+                    .config(circuit)
+                    .clock(clock)
+                    .listener((from, to) -> listener.onCircuitTransition(this, from, to))
+                    .build();
         }
 
         @Override
@@ -286,7 +289,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         @Override
         public boolean isAvailable() {
-            return healthy && inFlight.get() < maxLoad && breaker.admits();
+            return healthy && inFlight.get() < maxLoad && breaker.wouldAdmit();
         }
 
         /**
@@ -298,53 +301,53 @@ public final class ManagedReplicaSet implements ReplicaSet {
             if (!healthy) {
                 return null;
             }
-            long g = breaker.admit();
-            if (g < 0) {
+            CircuitBreaker.Permit permit = breaker.tryAcquire();
+            if (permit == null) {
                 return null;
             }
             for (; ; ) {
                 int n = inFlight.get();
                 if (n >= maxLoad) {
-                    breaker.unadmit(g);
+                    permit.cancel();
                     return null;
                 }
                 if (inFlight.compareAndSet(n, n + 1)) {
-                    return ticket(g);
+                    return ticket(permit);
                 }
             }
         }
 
-        /** The admission of generation {@code g}: one object shared by every request admitted under it. */
-        private Ticket ticket(long g) {
+        /** The admission of {@code permit}: one object shared by every request admitted under one permit. */
+        private Ticket ticket(CircuitBreaker.Permit permit) {
             Ticket t = ticket;
-            if (t.generation != g) {
-                t = new Ticket(g);
+            if (t == null || t.permit != permit) {
+                t = new Ticket(permit);
                 ticket = t;
             }
             return t;
         }
 
-        /** Ends a request admitted under generation {@code g}. */
-        private void release(Outcome outcome, long g) {
+        /** Ends a request admitted under {@code permit}. */
+        private void release(Outcome outcome, CircuitBreaker.Permit permit) {
             int left = inFlight.decrementAndGet();
             if (left < 0) {
                 inFlight.incrementAndGet();
                 throw new IllegalStateException("release without acquire on replica " + id);
             }
-            breaker.record(g, outcome);
+            permit.record(outcome);
         }
 
-        /** Admissions of one circuit generation. */
+        /** Admissions under one circuit breaker permit (one generation of the circuit). */
         private final class Ticket implements Admission {
-            private final long generation;
+            private final CircuitBreaker.Permit permit;
 
-            Ticket(long generation) {
-                this.generation = generation;
+            Ticket(CircuitBreaker.Permit permit) {
+                this.permit = permit;
             }
 
             @Override
             public void release(Outcome outcome) {
-                Member.this.release(Objects.requireNonNull(outcome, "outcome"), generation);
+                Member.this.release(Objects.requireNonNull(outcome, "outcome"), permit);
             }
         }
 

@@ -10,6 +10,7 @@ import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.core.spi.Scheduler;
 import dev.cart.core.sync.RemoteApply;
 import dev.cart.core.sync.RemoteApplyStats;
@@ -160,6 +161,9 @@ public final class Router implements AutoCloseable {
      * replica of the pool serves the request's model, {@link Reason#NO_REPLICA} otherwise. The candidates
      * are the replicas serving the request's model (all, for a request without one) that are available,
      * below their cap and not excluded; the policy sees only them.
+     *
+     * @throws IllegalStateException if the policy chose a replica that is not a candidate (breaking
+     *     {@link RoutingPolicy}'s contract); no slot is taken then
      */
     public RouteDecision choose(RouteRequest request) {
         long t0 = System.nanoTime();
@@ -192,8 +196,11 @@ public final class Router implements AutoCloseable {
             Choice choice = policy.choose(ctx);
             Replica view = choice.replica();
             if (!ctx.isCandidate(view)) {
-                throw new IllegalStateException(
-                        "policy " + policy.name() + " chose " + view.id() + ", which was not among the candidates");
+                throw new IllegalStateException("policy " + policy.name() + " chose " + view.id()
+                        + ", which is not a candidate for this request (excluded on a retry, at its cap, unavailable"
+                        + " or not serving the model): a policy must return one of RoutingContext.candidates()."
+                        + " Match.holders() names every replica holding the prefix, candidate or not; "
+                        + "RoutingContext.candidateHolders() keeps only the candidates");
             }
             Replica chosen = CombinedLoadReplica.unwrap(view);
             Replica.Admission admission = chosen.tryAcquire();
@@ -781,9 +788,25 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
-        /** The policy registered under {@code name}, with default settings. */
+        /**
+         * The policy registered under {@code name} ({@link RoutingPolicyProvider}), with its default
+         * settings.
+         *
+         * @throws IllegalArgumentException if no policy has that name (the message lists those that do)
+         */
         public Builder policy(String name) {
-            return policy(RoutingPolicies.create(name, Map.of()));
+            return policy(name, Map.of());
+        }
+
+        /**
+         * The policy registered under {@code name} ({@link RoutingPolicyProvider#named}), made from
+         * {@code settings}: keys as in the proxy's {@code cache} section ({@code threshold},
+         * {@code guard}, ...), values as parsed from YAML or given by code; a key left out keeps its default.
+         *
+         * @throws IllegalArgumentException if no policy has that name, or naming every bad setting
+         */
+        public Builder policy(String name, Map<String, ?> settings) {
+            return policy(RoutingPolicyProvider.named(name).create(settings));
         }
 
         /**

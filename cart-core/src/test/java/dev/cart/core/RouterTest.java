@@ -250,8 +250,8 @@ class RouterTest {
         e = assertThrows(
                 IllegalArgumentException.class, () -> Router.builder().evictionInterval(Duration.ofSeconds(-1)));
         assertTrue(e.getMessage().contains("evictionInterval"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> RoutingPolicies.create("nope", java.util.Map.of()));
-        assertTrue(e.getMessage().contains("nope"));
+        e = assertThrows(IllegalArgumentException.class, () -> Router.builder().policy("nope"));
+        assertTrue(e.getMessage().startsWith("unknown routing policy 'nope'"), e.getMessage());
         assertNotSame(null, e.getMessage());
     }
 

@@ -1,8 +1,6 @@
 package dev.cart.testing;
 
-import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.cart.core.CircuitBreaker;
-import dev.cart.core.Outcome;
 import dev.cart.core.ReplicaSpec;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
@@ -11,17 +9,18 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A replica set as a host with its own discovery and circuit breakers would write it, against the public
- * SPI alone (it lives outside {@code dev.cart.core}): in-flight counts, pending prefill, a health flag the
- * host sets, and a circuit breaker of its own whose admissions carry the breaker's generation, so that a
- * request admitted before a transition cannot decide the state after it.
+ * A replica set as a host with its own discovery would write it, against the public API alone (it lives
+ * outside {@code dev.cart.core}): in-flight counts, pending prefill, a health flag the host sets, and
+ * CART's {@link CircuitBreaker} per replica, used as its documentation shows: a permit per admission,
+ * cancelled when the replica is full, recorded with the outcome when the lease releases it. Each node
+ * keeps the transitions its breaker reported, as a host would log them.
  *
- * <p>Concurrency: each node's admission and release run under the node's monitor; the counts are atomics
- * so that reads take no lock.
+ * <p>Concurrency: lock-free; the counts are atomics and the breaker is thread-safe.
  */
 public final class HostReplicaSet implements ReplicaSet {
 
@@ -40,42 +39,21 @@ public final class HostReplicaSet implements ReplicaSet {
 
     /** One replica of the host's pool. */
     public static final class Node implements Replica {
-        private enum State {
-            CLOSED,
-            OPEN,
-            HALF_OPEN
-        }
-
         private final ReplicaSpec spec;
-        private final CircuitBreaker.Config config;
-        private final Clock clock;
+        private final CircuitBreaker breaker;
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicLong pending = new AtomicLong();
+        private final List<String> transitions = new CopyOnWriteArrayList<>();
         private volatile boolean healthy = true;
         private volatile Set<String> models; // immutable, empty = any model; replaced whole, read lock-free
 
-        @GuardedBy("this")
-        private State state = State.CLOSED;
-
-        @GuardedBy("this")
-        private long generation;
-
-        @GuardedBy("this")
-        private long openedAt;
-
-        @GuardedBy("this")
-        private int failures;
-
-        @GuardedBy("this")
-        private int successes;
-
-        @GuardedBy("this")
-        private int trials;
-
         Node(ReplicaSpec spec, CircuitBreaker.Config config, Clock clock) {
             this.spec = spec;
-            this.config = config;
-            this.clock = clock;
+            this.breaker = CircuitBreaker.builder()
+                    .config(config)
+                    .clock(clock)
+                    .listener((from, to) -> transitions.add(from.label() + "->" + to.label()))
+                    .build();
             this.models = Set.copyOf(spec.models());
         }
 
@@ -86,6 +64,16 @@ public final class HostReplicaSet implements ReplicaSet {
         /** Replaces the models this replica serves, as the host's discovery would (empty: any model). */
         public void models(Collection<String> names) {
             models = Set.copyOf(names);
+        }
+
+        /** The state of this replica's circuit now. */
+        public CircuitBreaker.State circuitState() {
+            return breaker.state();
+        }
+
+        /** The transitions its breaker reported, in order ({@code closed->open}, ...). */
+        public List<String> transitions() {
+            return List.copyOf(transitions);
         }
 
         @Override
@@ -125,64 +113,31 @@ public final class HostReplicaSet implements ReplicaSet {
         }
 
         @Override
-        public synchronized boolean isAvailable() {
-            return healthy && inFlight.get() < spec.maxLoad() && admits();
+        public boolean isAvailable() {
+            return healthy && inFlight.get() < spec.maxLoad() && breaker.wouldAdmit();
         }
 
         @Override
-        public synchronized Admission tryAcquire() {
-            if (!healthy || inFlight.get() >= spec.maxLoad() || !admits()) {
+        public Admission tryAcquire() {
+            if (!healthy) {
                 return null;
             }
-            if (state == State.HALF_OPEN) {
-                trials++;
+            CircuitBreaker.Permit permit = breaker.tryAcquire();
+            if (permit == null) {
+                return null;
             }
-            inFlight.incrementAndGet();
-            long g = generation;
-            return outcome -> release(g, outcome);
-        }
-
-        @GuardedBy("this")
-        private boolean admits() {
-            if (state == State.OPEN
-                    && clock.millis() - openedAt >= config.openTimeout().toMillis()) {
-                to(State.HALF_OPEN);
-            }
-            return state == State.CLOSED || (state == State.HALF_OPEN && trials < config.halfOpenMaxRequests());
-        }
-
-        private synchronized void release(long g, Outcome outcome) {
-            inFlight.decrementAndGet();
-            if (g != generation || outcome == Outcome.CANCELLED) {
-                if (g == generation && state == State.HALF_OPEN) {
-                    trials--;
+            int n;
+            do {
+                n = inFlight.get();
+                if (n >= spec.maxLoad()) {
+                    permit.cancel();
+                    return null;
                 }
-                return; // an outcome from before the last transition says nothing about now
-            }
-            if (state == State.HALF_OPEN) {
-                trials--;
-                if (outcome == Outcome.FAILURE) {
-                    to(State.OPEN);
-                } else if (++successes >= config.successThreshold()) {
-                    to(State.CLOSED);
-                }
-            } else if (outcome == Outcome.FAILURE) {
-                if (++failures >= config.failureThreshold()) {
-                    to(State.OPEN);
-                }
-            } else {
-                failures = 0;
-            }
-        }
-
-        @GuardedBy("this")
-        private void to(State s) {
-            state = s;
-            generation++;
-            failures = 0;
-            successes = 0;
-            trials = 0;
-            openedAt = clock.millis();
+            } while (!inFlight.compareAndSet(n, n + 1));
+            return outcome -> {
+                inFlight.decrementAndGet();
+                permit.record(outcome);
+            };
         }
 
         @Override

@@ -9,7 +9,7 @@ import java.util.Objects;
  * went. A request made by {@link PromptExtractor#extract} also carries what
  * {@link PromptExtractor#continuationKey} needs to extend its key with the assistant's reply without
  * reading the body again (the key builder's state: block hashes so far and the unfinished last block).
- * Immutable and thread-safe.
+ * Outside this package only {@link PromptExtractor#extract} makes one. Immutable and thread-safe.
  */
 public final class ExtractedRequest {
 
@@ -20,6 +20,11 @@ public final class ExtractedRequest {
     /** Null when the request was not made by an extractor, or its key cannot be continued. */
     private final KeyState state;
 
+    /** A request whose key was made in character mode, not by an extractor: its key cannot be continued. */
+    ExtractedRequest(PromptKey key, String model, boolean stream) {
+        this(key, model, stream, Tokenization.CHARACTER_MODE, null);
+    }
+
     /**
      * @param key          the routing key (empty when the body has no prompt text). In token mode its
      *                     {@link PromptKey#unit() unit} is {@code TOKENS}, except when the request fell back
@@ -28,16 +33,8 @@ public final class ExtractedRequest {
      * @param model        the {@code model} field, or null when absent
      * @param stream       whether the client asked for a streamed ({@code text/event-stream}) response
      * @param tokenization how token mode went ({@link Tokenization#CHARACTER_MODE} when it is off)
+     * @param state        what {@link PromptExtractor#continuationKey} continues, or null when it cannot
      */
-    public ExtractedRequest(PromptKey key, String model, boolean stream, Tokenization tokenization) {
-        this(key, model, stream, tokenization, null);
-    }
-
-    /** A request whose key was made in character mode. */
-    public ExtractedRequest(PromptKey key, String model, boolean stream) {
-        this(key, model, stream, Tokenization.CHARACTER_MODE, null);
-    }
-
     ExtractedRequest(PromptKey key, String model, boolean stream, Tokenization tokenization, KeyState state) {
         this.key = Objects.requireNonNull(key, "key");
         this.model = model;

@@ -149,7 +149,7 @@ final class Extraction {
             // Reading a byte array does no I/O; anything else Jackson reports is a malformed body.
             requireUtf8();
             throw Errors.invalidJson("");
-        } catch (ExtractionException | RuntimeException e) {
+        } catch (RuntimeException e) { // an ExtractionException among them
             requireUtf8();
             throw e;
         } finally {

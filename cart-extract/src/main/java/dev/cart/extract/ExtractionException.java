@@ -3,8 +3,12 @@ package dev.cart.extract;
 /**
  * A request body CART cannot route, with everything an HTTP layer needs for an OpenAI-style error:
  * {@code {"error": {"message", "type", "code", "param"}}}. The message never contains prompt text.
+ *
+ * <p>Unchecked: a body is the client's input, and the caller that turns the exception into an answer is
+ * usually far from the call that parsed the body. {@link PromptExtractor#extract} still declares it, so
+ * a caller sees where it comes from; catch it where the HTTP answer is written.
  */
-public final class ExtractionException extends Exception {
+public final class ExtractionException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
@@ -30,6 +34,7 @@ public final class ExtractionException extends Exception {
         this.param = param;
     }
 
+    /** The HTTP status to answer with: 400 for a malformed body, or the configured status of a media policy. */
     public int status() {
         return status;
     }
@@ -39,6 +44,7 @@ public final class ExtractionException extends Exception {
         return type;
     }
 
+    /** The machine-readable code, e.g. {@code invalid_json} (the README's table lists them all). */
     public String code() {
         return code;
     }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /** Every class of malformed body gives an ExtractionException with status 400, a code and a path. */
@@ -42,6 +43,19 @@ class BadInputTest {
         out.writeBytes(mid);
         out.writeBytes(b.getBytes(StandardCharsets.UTF_8));
         return out.toByteArray();
+    }
+
+    /**
+     * The exception is unchecked: extraction fits where no checked exception may pass (a
+     * {@link Function}, a stream, a reactive operator), and the error arrives whole at the caller.
+     */
+    @Test
+    void anExtractionErrorPassesThroughCodeThatDeclaresNoException() {
+        Function<byte[], ExtractedRequest> read = body -> extractor.extract(Endpoint.CHAT_COMPLETIONS, body);
+        ExtractionException ex = assertThrows(
+                ExtractionException.class, () -> read.apply("{\"messages\":[]}".getBytes(StandardCharsets.UTF_8)));
+        assertEquals("invalid_value", ex.code());
+        assertEquals(400, ex.status());
     }
 
     @Test

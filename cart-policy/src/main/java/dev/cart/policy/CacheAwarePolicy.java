@@ -5,13 +5,14 @@ import dev.cart.core.Reason;
 import dev.cart.core.spi.Candidates;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.PolicySettings;
+import dev.cart.core.spi.PolicySettings.Setting;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The specification's cache-aware rule: route to a replica that holds a good enough prefix of the
@@ -115,7 +116,64 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             double hashLoadFactor,
             boolean prefillAware) {}
 
-    static final double DEFAULT_HASH_LOAD_FACTOR = 1.25;
+    // The settings by name, with their defaults and ranges: what a configuration is checked against and what
+    // the builder's methods check code's values against (one source for both).
+    static final Setting<Double> THRESHOLD = PolicySettings.number(
+            "threshold", 0.3, 0, 1, "matched fraction of the key at or above which a match is a hit");
+    static final Setting<Integer> MATCH_ABS_THRESHOLD = PolicySettings.integer(
+            "match_abs_threshold",
+            8192,
+            1,
+            Integer.MAX_VALUE,
+            "matched length (units) at or above which a match is a hit whatever the fraction");
+    static final Setting<Integer> BALANCE_ABS_THRESHOLD = PolicySettings.integer(
+            "balance_abs_threshold",
+            8,
+            0,
+            Integer.MAX_VALUE,
+            "abs_rel guard: a holder is overloaded above the least loaded candidate's load by more than this"
+                    + " (and by the factor)");
+    static final Setting<Double> BALANCE_REL_THRESHOLD = PolicySettings.number(
+            "balance_rel_threshold",
+            1.5,
+            1,
+            Double.MAX_VALUE,
+            "abs_rel guard: a holder is overloaded above this times the least loaded candidate's load (and by the"
+                    + " margin)");
+    static final Setting<Guard> GUARD =
+            PolicySettings.choice("guard", Guard.ABS_REL, "when a holder counts as too busy to follow");
+    static final Setting<Double> MEDIAN_FACTOR = PolicySettings.number(
+            "median_factor", 2.0, 1, 1000, "median guard: overloaded above this times the other candidates' median");
+    static final Setting<Double> BOUNDED_LOAD_FACTOR = PolicySettings.number(
+            "bounded_load_factor",
+            1.25,
+            1,
+            1000,
+            "bounded_load guard: overloaded when taking the request would exceed this times the mean load");
+    static final Setting<MissPlacement> MISS_PLACEMENT = PolicySettings.choice(
+            "miss_placement", MissPlacement.LEAST_LOADED, "where a request without a good match goes");
+    static final Setting<Double> HASH_LOAD_FACTOR = PolicySettings.number(
+                    "hash_load_factor", 1.25, 1, 1000, "load bound of consistent-hash miss placement")
+            .orZero("unbounded");
+    static final Setting<Boolean> PREFILL_AWARE = PolicySettings.bool(
+            "prefill_aware",
+            true,
+            "rank by pending prefill before load, and pass over a holder with more prefill queued than the key"
+                    + " when a replica is idle");
+
+    /** Every setting of {@code cache_aware}, in the order of the documentation. */
+    static final PolicySettings SETTINGS = PolicySettings.of(
+            "cache_aware",
+            THRESHOLD,
+            MATCH_ABS_THRESHOLD,
+            BALANCE_ABS_THRESHOLD,
+            BALANCE_REL_THRESHOLD,
+            GUARD,
+            MEDIAN_FACTOR,
+            BOUNDED_LOAD_FACTOR,
+            MISS_PLACEMENT,
+            HASH_LOAD_FACTOR,
+            PREFILL_AWARE);
 
     private final double threshold;
     private final int matchAbsThreshold;
@@ -155,30 +213,23 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     /** A builder at the defaults (the policy {@link Policies#cacheAware()} returns). */
     public static Builder builder() {
-        return new Builder(false);
+        return new Builder();
     }
 
-    /**
-     * A policy from a settings map, keys as {@link Policies.CacheAwareProvider} reads them:
-     * {@code threshold}, {@code match_abs_threshold}, {@code balance_abs_threshold},
-     * {@code balance_rel_threshold}, {@code guard}, {@code median_factor}, {@code bounded_load_factor},
-     * {@code miss_placement}, {@code hash_load_factor}, {@code prefill_aware}. A missing key keeps its
-     * default; other keys are ignored. Errors name the key.
-     */
-    static CacheAwarePolicy fromSettings(Map<String, ?> settings) {
-        SettingsMap s = new SettingsMap(settings);
-        Builder b = new Builder(true);
-        s.decimal("threshold").ifPresent(b::threshold);
-        s.integer("match_abs_threshold").ifPresent(b::matchAbsThreshold);
-        s.integer("balance_abs_threshold").ifPresent(b::balanceAbsThreshold);
-        s.decimal("balance_rel_threshold").ifPresent(b::balanceRelThreshold);
-        s.choice("guard", Guard.class).ifPresent(b::guard);
-        s.decimal("median_factor").ifPresent(b::medianFactor);
-        s.decimal("bounded_load_factor").ifPresent(b::boundedLoadFactor);
-        s.choice("miss_placement", MissPlacement.class).ifPresent(b::missPlacement);
-        s.decimal("hash_load_factor").ifPresent(b::hashLoadFactor);
-        s.bool("prefill_aware").ifPresent(b::prefillAware);
-        return b.build();
+    /** A policy from settings checked against {@link #SETTINGS} (what {@link Policies.CacheAwareProvider} makes). */
+    static CacheAwarePolicy fromSettings(PolicySettings.Values v) {
+        return builder()
+                .threshold(v.get(THRESHOLD))
+                .matchAbsThreshold(v.get(MATCH_ABS_THRESHOLD))
+                .balanceAbsThreshold(v.get(BALANCE_ABS_THRESHOLD))
+                .balanceRelThreshold(v.get(BALANCE_REL_THRESHOLD))
+                .guard(v.get(GUARD))
+                .medianFactor(v.get(MEDIAN_FACTOR))
+                .boundedLoadFactor(v.get(BOUNDED_LOAD_FACTOR))
+                .missPlacement(v.get(MISS_PLACEMENT))
+                .hashLoadFactor(v.get(HASH_LOAD_FACTOR))
+                .prefillAware(v.get(PREFILL_AWARE))
+                .build();
     }
 
     /** Every setting of this policy. */
@@ -354,25 +405,23 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     /**
      * Builds a {@link CacheAwarePolicy}. Every setting starts at its default (the specification's), given
-     * with each method; each method checks its setting's range once, and the error names the setting.
+     * with each method; each method checks its setting's range once, against the same range a configuration
+     * is checked against, and the error names the method ({@code threshold must be in [0, 1], was 1.5}).
+     * Not thread-safe; the policy it builds is.
      */
     public static final class Builder {
-        private double threshold = 0.3;
-        private int matchAbsThreshold = 8192;
-        private int balanceAbsThreshold = 8;
-        private double balanceRelThreshold = 1.5;
-        private Guard guard = Guard.ABS_REL;
-        private double medianFactor = 2.0;
-        private double boundedLoadFactor = 1.25;
-        private MissPlacement missPlacement = MissPlacement.LEAST_LOADED;
-        private double hashLoadFactor = DEFAULT_HASH_LOAD_FACTOR;
-        private boolean prefillAware = true;
-        /** Names the settings in errors: by settings key when filled from a settings map, else by method. */
-        private final Checks checks;
+        private double threshold = THRESHOLD.defaultValue();
+        private int matchAbsThreshold = MATCH_ABS_THRESHOLD.defaultValue();
+        private int balanceAbsThreshold = BALANCE_ABS_THRESHOLD.defaultValue();
+        private double balanceRelThreshold = BALANCE_REL_THRESHOLD.defaultValue();
+        private Guard guard = GUARD.defaultValue();
+        private double medianFactor = MEDIAN_FACTOR.defaultValue();
+        private double boundedLoadFactor = BOUNDED_LOAD_FACTOR.defaultValue();
+        private MissPlacement missPlacement = MISS_PLACEMENT.defaultValue();
+        private double hashLoadFactor = HASH_LOAD_FACTOR.defaultValue();
+        private boolean prefillAware = PREFILL_AWARE.defaultValue();
 
-        private Builder(boolean byKey) {
-            this.checks = byKey ? Checks.BY_KEY : Checks.BY_METHOD;
-        }
+        private Builder() {}
 
         /**
          * Whether holders, misses and diversions are ranked by pending prefill before load, and a holder
@@ -386,13 +435,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** Matched fraction of the key, in [0, 1], at or above which a match is a hit (default 0.3). */
         public Builder threshold(double v) {
-            threshold = checks.inRange("threshold", "threshold", v, 0.0, 1.0);
+            threshold = THRESHOLD.check("threshold", v);
             return this;
         }
 
         /** Matched length (units), at least 1, at or above which a match is a hit whatever the fraction (default 8192). */
         public Builder matchAbsThreshold(int v) {
-            matchAbsThreshold = checks.inRange("matchAbsThreshold", "match_abs_threshold", v, 1, Integer.MAX_VALUE);
+            matchAbsThreshold = MATCH_ABS_THRESHOLD.check("matchAbsThreshold", v);
             return this;
         }
 
@@ -401,15 +450,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
          * loaded candidate's by more than this (and by the relative factor); at least 0, default 8.
          */
         public Builder balanceAbsThreshold(int v) {
-            balanceAbsThreshold =
-                    checks.inRange("balanceAbsThreshold", "balance_abs_threshold", v, 0, Integer.MAX_VALUE);
+            balanceAbsThreshold = BALANCE_ABS_THRESHOLD.check("balanceAbsThreshold", v);
             return this;
         }
 
         /** The {@code abs_rel} guard's relative factor, at least 1 (default 1.5). */
         public Builder balanceRelThreshold(double v) {
-            balanceRelThreshold =
-                    checks.inRange("balanceRelThreshold", "balance_rel_threshold", v, 1.0, Double.MAX_VALUE);
+            balanceRelThreshold = BALANCE_REL_THRESHOLD.check("balanceRelThreshold", v);
             return this;
         }
 
@@ -421,13 +468,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** {@code k} of the median guard, in [1, 1000] (default 2). */
         public Builder medianFactor(double v) {
-            medianFactor = checks.inRange("medianFactor", "median_factor", v, 1.0, 1000.0);
+            medianFactor = MEDIAN_FACTOR.check("medianFactor", v);
             return this;
         }
 
         /** {@code c} of the bounded-load guard, in [1, 1000] (default 1.25). */
         public Builder boundedLoadFactor(double v) {
-            boundedLoadFactor = checks.inRange("boundedLoadFactor", "bounded_load_factor", v, 1.0, 1000.0);
+            boundedLoadFactor = BOUNDED_LOAD_FACTOR.check("boundedLoadFactor", v);
             return this;
         }
 
@@ -439,7 +486,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
         /** Load bound {@code c} for consistent-hash miss placement: 0 for none, else in [1, 1000] (default 1.25). */
         public Builder hashLoadFactor(double v) {
-            hashLoadFactor = checks.loadFactor("hashLoadFactor", "hash_load_factor", v);
+            hashLoadFactor = HASH_LOAD_FACTOR.check("hashLoadFactor", v);
             return this;
         }
 

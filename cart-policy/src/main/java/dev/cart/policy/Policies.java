@@ -1,14 +1,15 @@
 package dev.cart.policy;
 
+import dev.cart.core.spi.PolicySettings;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.core.spi.RoutingPolicyProvider;
-import java.util.Map;
 
 /**
  * The policies shipped with CART, each with its default settings, for code that builds a router
  * directly; to change the cache-aware policy's settings, start from {@link CacheAwarePolicy#builder()}
- * instead (a builder starts at the same defaults). The same policies are
- * available by name through {@link dev.cart.core.RoutingPolicies#create}: {@code cache_aware},
+ * instead (a builder starts at the same defaults). No lookup by name happens here: the same policies are
+ * available by name through {@link dev.cart.core.spi.RoutingPolicyProvider#named} (and
+ * {@code Router.Builder.policy(name, settings)}): {@code cache_aware},
  * {@code round_robin}, {@code random}, {@code least_loaded}, {@code power_of_two},
  * {@code consistent_hash}, {@code predicted_ttft}.
  */
@@ -56,16 +57,13 @@ public final class Policies {
      * @param loadFactor {@code c}: 0, or in [1, 1000]
      */
     public static RoutingPolicy consistentHash(double loadFactor) {
-        return consistentHash(loadFactor, "loadFactor");
-    }
-
-    private static RoutingPolicy consistentHash(double loadFactor, String name) {
-        return new Baselines.ConsistentHash(Checks.loadFactor(name, loadFactor));
+        return new Baselines.ConsistentHash(CacheAwarePolicy.HASH_LOAD_FACTOR.check("loadFactor", loadFactor));
     }
 
     /**
      * Provides {@code cache_aware}; its settings keys are the snake_case names of
-     * {@link CacheAwarePolicy.Builder}'s methods ({@code threshold}, {@code match_abs_threshold}, ...).
+     * {@link CacheAwarePolicy.Builder}'s methods ({@code threshold}, {@code match_abs_threshold}, ...), as
+     * {@link #settings()} describes them.
      */
     public static final class CacheAwareProvider implements RoutingPolicyProvider {
         /** Made by {@link java.util.ServiceLoader}. */
@@ -77,7 +75,12 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public PolicySettings settings() {
+            return CacheAwarePolicy.SETTINGS;
+        }
+
+        @Override
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return CacheAwarePolicy.fromSettings(settings);
         }
     }
@@ -97,7 +100,12 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public PolicySettings settings() {
+            return PredictedTtftPolicy.SETTINGS;
+        }
+
+        @Override
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return PredictedTtftPolicy.fromSettings(settings);
         }
     }
@@ -113,7 +121,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return roundRobin();
         }
     }
@@ -129,7 +137,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return random();
         }
     }
@@ -145,7 +153,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return leastLoaded();
         }
     }
@@ -161,7 +169,7 @@ public final class Policies {
         }
 
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
+        public RoutingPolicy create(PolicySettings.Values settings) {
             return powerOfTwo();
         }
     }
@@ -176,13 +184,17 @@ public final class Policies {
             return "consistent_hash";
         }
 
+        private static final PolicySettings SETTINGS =
+                PolicySettings.of("consistent_hash", CacheAwarePolicy.HASH_LOAD_FACTOR);
+
         @Override
-        public RoutingPolicy create(Map<String, ?> settings) {
-            return consistentHash(
-                    new SettingsMap(settings)
-                            .decimal("hash_load_factor")
-                            .orElse(CacheAwarePolicy.DEFAULT_HASH_LOAD_FACTOR),
-                    "hash_load_factor");
+        public PolicySettings settings() {
+            return SETTINGS;
+        }
+
+        @Override
+        public RoutingPolicy create(PolicySettings.Values settings) {
+            return consistentHash(settings.get(CacheAwarePolicy.HASH_LOAD_FACTOR));
         }
     }
 }

@@ -6,6 +6,8 @@ import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
+import dev.cart.core.spi.PolicySettings;
+import dev.cart.core.spi.PolicySettings.Setting;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
@@ -101,6 +103,40 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
     static final double DEFAULT_BOUNDED_LOAD_FACTOR = 2.0;
     /** Default {@code bounded_load_slack}. */
     static final int DEFAULT_BOUNDED_LOAD_SLACK = 8;
+
+    // The settings by name, with their defaults and ranges: what a configuration is checked against and what
+    // the builder's methods check code's values against (one source for both).
+    static final Setting<Double> PRIOR_PREFILL = PolicySettings.number(
+            "prior_prefill_ms_per_1k_units", 50.0, 1e-6, 1e6, "the prior's prefill time per 1,000 prompt units, ms");
+    static final Setting<Double> PRIOR_DECODE = PolicySettings.number(
+            "prior_decode_ms_per_request", 0.5, 0, 1e6, "the prior's time per request in flight, ms");
+    static final Setting<Double> PRIOR_BASE =
+            PolicySettings.number("prior_base_ms", 15.0, 0, 1e6, "the prior's fixed time, ms");
+    static final Setting<Double> LEARNING_RATE = PolicySettings.number(
+            "learning_rate", 0.05, 1e-6, 1.0, "weight of each first token in its replica's speed factor");
+    static final Setting<Double> BOUNDED_LOAD_FACTOR = PolicySettings.number(
+                    "bounded_load_factor",
+                    DEFAULT_BOUNDED_LOAD_FACTOR,
+                    1,
+                    1000,
+                    "a candidate is passed over when taking the request would put it above this times the mean load")
+            .orZero("unbounded");
+    static final Setting<Integer> BOUNDED_LOAD_SLACK = PolicySettings.integer(
+            "bounded_load_slack",
+            DEFAULT_BOUNDED_LOAD_SLACK,
+            1,
+            1_000_000,
+            "in-flight requests below which the load bound never passes a replica over");
+
+    /** Every setting of {@code predicted_ttft}, in the order of the documentation. */
+    static final PolicySettings SETTINGS = PolicySettings.of(
+            "predicted_ttft",
+            PRIOR_PREFILL,
+            PRIOR_DECODE,
+            PRIOR_BASE,
+            LEARNING_RATE,
+            BOUNDED_LOAD_FACTOR,
+            BOUNDED_LOAD_SLACK);
 
     /**
      * A replica's learned model: milliseconds per 1,000 units of prefill, per request in flight, and fixed.
@@ -228,24 +264,19 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
 
     /** A builder at the defaults. */
     public static Builder builder() {
-        return new Builder(false);
+        return new Builder();
     }
 
-    /**
-     * A policy from a settings map: {@code prior_prefill_ms_per_1k_units}, {@code prior_decode_ms_per_request},
-     * {@code prior_base_ms}, {@code learning_rate}, {@code bounded_load_factor}, {@code bounded_load_slack}. A
-     * missing key keeps its default; errors name the key.
-     */
-    static PredictedTtftPolicy fromSettings(Map<String, ?> settings) {
-        SettingsMap s = new SettingsMap(settings);
-        Builder b = new Builder(true);
-        s.decimal("prior_prefill_ms_per_1k_units").ifPresent(b::priorPrefillMillisPerKiloUnit);
-        s.decimal("prior_decode_ms_per_request").ifPresent(b::priorDecodeMillisPerRequest);
-        s.decimal("prior_base_ms").ifPresent(b::priorBaseMillis);
-        s.decimal("learning_rate").ifPresent(b::learningRate);
-        s.decimal("bounded_load_factor").ifPresent(b::boundedLoadFactor);
-        s.integer("bounded_load_slack").ifPresent(b::boundedLoadSlack);
-        return b.build();
+    /** A policy from settings checked against {@link #SETTINGS} (what {@link Policies.PredictedTtftProvider} makes). */
+    static PredictedTtftPolicy fromSettings(PolicySettings.Values v) {
+        return builder()
+                .priorPrefillMillisPerKiloUnit(v.get(PRIOR_PREFILL))
+                .priorDecodeMillisPerRequest(v.get(PRIOR_DECODE))
+                .priorBaseMillis(v.get(PRIOR_BASE))
+                .learningRate(v.get(LEARNING_RATE))
+                .boundedLoadFactor(v.get(BOUNDED_LOAD_FACTOR))
+                .boundedLoadSlack(v.get(BOUNDED_LOAD_SLACK))
+                .build();
     }
 
     /** Every setting of this policy. */
@@ -496,40 +527,39 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
                 observations);
     }
 
-    /** Builds a {@link PredictedTtftPolicy}; every setting starts at its default and is range-checked. */
+    /**
+     * Builds a {@link PredictedTtftPolicy}; every setting starts at its default and is range-checked against
+     * the same range a configuration is checked against (the error names the method). Not thread-safe; the
+     * policy it builds is.
+     */
     public static final class Builder {
-        /** Names the settings in errors: by settings key when filled from a settings map, else by method. */
-        private final Checks checks;
+        private double prefill = PRIOR_PREFILL.defaultValue();
+        private double decode = PRIOR_DECODE.defaultValue();
+        private double base = PRIOR_BASE.defaultValue();
+        private double rate = LEARNING_RATE.defaultValue();
+        private double loadFactor = BOUNDED_LOAD_FACTOR.defaultValue();
+        private int loadSlack = BOUNDED_LOAD_SLACK.defaultValue();
 
-        private double prefill = 50.0;
-        private double decode = 0.5;
-        private double base = 15.0;
-        private double rate = 0.05;
-        private double loadFactor = DEFAULT_BOUNDED_LOAD_FACTOR;
-        private int loadSlack = DEFAULT_BOUNDED_LOAD_SLACK;
-
-        private Builder(boolean byKey) {
-            this.checks = byKey ? Checks.BY_KEY : Checks.BY_METHOD;
-        }
+        private Builder() {}
 
         /**
          * The prior's prefill time per 1,000 prompt units, in (0, 1e6] ms (default 50: about 20,000 tokens/s;
          * with character keys the model learns about a quarter of it).
          */
         public Builder priorPrefillMillisPerKiloUnit(double v) {
-            prefill = checks.inRange("priorPrefillMillisPerKiloUnit", "prior_prefill_ms_per_1k_units", v, 1e-6, 1e6);
+            prefill = PRIOR_PREFILL.check("priorPrefillMillisPerKiloUnit", v);
             return this;
         }
 
         /** The prior's time per request in flight, in [0, 1e6] ms (default 0.5). */
         public Builder priorDecodeMillisPerRequest(double v) {
-            decode = checks.inRange("priorDecodeMillisPerRequest", "prior_decode_ms_per_request", v, 0, 1e6);
+            decode = PRIOR_DECODE.check("priorDecodeMillisPerRequest", v);
             return this;
         }
 
         /** The prior's fixed time, in [0, 1e6] ms (default 15: about one engine step). */
         public Builder priorBaseMillis(double v) {
-            base = checks.inRange("priorBaseMillis", "prior_base_ms", v, 0, 1e6);
+            base = PRIOR_BASE.check("priorBaseMillis", v);
             return this;
         }
 
@@ -539,7 +569,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
          * running mean.
          */
         public Builder learningRate(double v) {
-            rate = checks.inRange("learningRate", "learning_rate", v, 1e-6, 1.0);
+            rate = LEARNING_RATE.check("learningRate", v);
             return this;
         }
 
@@ -550,7 +580,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
          * {@link #boundedLoadSlack}.
          */
         public Builder boundedLoadFactor(double v) {
-            loadFactor = checks.loadFactor("boundedLoadFactor", "bounded_load_factor", v);
+            loadFactor = BOUNDED_LOAD_FACTOR.check("boundedLoadFactor", v);
             return this;
         }
 
@@ -559,7 +589,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
          * {@value PredictedTtftPolicy#DEFAULT_BOUNDED_LOAD_SLACK}): in a lightly loaded pool the cached replica wins.
          */
         public Builder boundedLoadSlack(int v) {
-            loadSlack = checks.inRange("boundedLoadSlack", "bounded_load_slack", v, 1, 1_000_000);
+            loadSlack = BOUNDED_LOAD_SLACK.check("boundedLoadSlack", v);
             return this;
         }
 

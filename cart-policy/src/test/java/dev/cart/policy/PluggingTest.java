@@ -10,8 +10,10 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.PolicySettings;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -19,7 +21,7 @@ class PluggingTest {
 
     @Test
     void aThirdPartyPolicyOnTheClassPathIsSelectableByName() {
-        assertTrue(RoutingPolicies.available().containsKey("first_candidate"));
+        assertTrue(RoutingPolicyProvider.available().containsKey("first_candidate"));
         ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
         try (Router router = Router.builder()
                 .replicas(set)
@@ -35,8 +37,22 @@ class PluggingTest {
     }
 
     @Test
+    void anUnknownNameSuggestsTheCloseOneAndListsTheOthers() {
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> Router.builder().policy("cache_awre"));
+        assertTrue(
+                e.getMessage()
+                        .startsWith("unknown routing policy 'cache_awre' (did you mean 'cache_aware'?); available: "),
+                e.getMessage());
+        for (String name : RoutingPolicyProvider.available().keySet()) {
+            assertTrue(e.getMessage().contains(name), e.getMessage());
+        }
+        assertEquals("round_robin", RoutingPolicyProvider.named("round_robin").name());
+    }
+
+    @Test
     void settingsAreReadWithTheirNamesAndRanges() {
-        CacheAwarePolicy p = CacheAwarePolicy.fromSettings(Map.of(
+        CacheAwarePolicy p = cacheAware(Map.of(
                 "threshold",
                 0.5,
                 "match_abs_threshold",
@@ -48,9 +64,7 @@ class PluggingTest {
                 "guard",
                 "bounded-load",
                 "miss_placement",
-                "consistent_hash",
-                "max_tree_size",
-                10));
+                "consistent_hash"));
         assertEquals(
                 CacheAwarePolicy.builder()
                         .threshold(0.5)
@@ -62,40 +76,118 @@ class PluggingTest {
                         .build()
                         .config(),
                 p.config());
-        assertFalse(CacheAwarePolicy.fromSettings(Map.of("prefill_aware", false))
-                .config()
-                .prefillAware());
-        assertFalse(CacheAwarePolicy.fromSettings(Map.of("prefill_aware", "false"))
-                .config()
-                .prefillAware());
+        assertFalse(cacheAware(Map.of("prefill_aware", false)).config().prefillAware());
+        assertFalse(cacheAware(Map.of("prefill_aware", "FALSE")).config().prefillAware());
 
-        assertMessage("threshold must be in [0, 1], was 1.5", Map.of("threshold", 1.5));
-        assertMessage("prefill_aware must be true or false, was 'sometimes'", Map.of("prefill_aware", "sometimes"));
-        assertMessage("balance_rel_threshold must be in [1, ", Map.of("balance_rel_threshold", 0.5));
-        assertMessage("guard must be one of abs_rel, median, bounded_load, was 'loose'", Map.of("guard", "loose"));
-        assertMessage("match_abs_threshold must be an integer, was 'lots'", Map.of("match_abs_threshold", "lots"));
-        assertMessage("hash_load_factor must be 0 (unbounded) or in [1, 1000]", Map.of("hash_load_factor", 0.5));
+        assertMessage("cache_aware: threshold must be in [0, 1], was 1.5", Map.of("threshold", 1.5));
+        assertMessage(
+                "cache_aware: prefill_aware must be true or false, was 'sometimes'",
+                Map.of("prefill_aware", "sometimes"));
+        assertMessage("cache_aware: balance_rel_threshold must be >= 1, was 0.5", Map.of("balance_rel_threshold", 0.5));
+        assertMessage(
+                "cache_aware: guard must be one of abs_rel, median, bounded_load, was 'loose'",
+                Map.of("guard", "loose"));
+        assertMessage(
+                "cache_aware: match_abs_threshold must be an integer, was 'lots'",
+                Map.of("match_abs_threshold", "lots"));
+        assertMessage(
+                "cache_aware: hash_load_factor must be 0 (unbounded) or in [1, 1000]", Map.of("hash_load_factor", 0.5));
         IllegalArgumentException e = assertThrows(
                 IllegalArgumentException.class,
-                () -> RoutingPolicies.create("consistent_hash", Map.of("hash_load_factor", 0.5)));
-        assertTrue(e.getMessage().startsWith("hash_load_factor must be 0 (unbounded) or in [1, 1000]"), e.getMessage());
+                () -> RoutingPolicyProvider.named("consistent_hash").create(Map.of("hash_load_factor", 0.5)));
+        assertTrue(
+                e.getMessage().startsWith("consistent_hash: hash_load_factor must be 0 (unbounded) or in [1, 1000]"),
+                e.getMessage());
+    }
+
+    @Test
+    void aMisspelledSettingIsRejectedNotIgnored() {
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> RoutingPolicyProvider.named("cache_aware").create(Map.of("treshold", 0.5)));
+        assertEquals("cache_aware: unknown setting 'treshold' (did you mean 'threshold'?)", e.getMessage());
+        e = assertThrows(
+                IllegalArgumentException.class, () -> Router.builder().policy("round_robin", Map.of("threshold", 0.5)));
+        assertEquals("round_robin: unknown setting 'threshold' (round_robin takes no settings)", e.getMessage());
+        e = assertThrows(
+                IllegalArgumentException.class,
+                () -> Router.builder()
+                        .policy(
+                                "predicted_ttft",
+                                new java.util.TreeMap<>(Map.of("guard", "median", "learning_rate", 2))));
+        assertEquals(
+                List.of(
+                        "predicted_ttft: unknown setting 'guard'; settings of predicted_ttft: prior_prefill_ms_per_1k_units,"
+                                + " prior_decode_ms_per_request, prior_base_ms, learning_rate, bounded_load_factor,"
+                                + " bounded_load_slack",
+                        "predicted_ttft: learning_rate must be in [0.000001, 1], was 2"),
+                List.of(e.getMessage().split("\n")),
+                "every problem at once");
+    }
+
+    /**
+     * What each shipped provider describes is what its policy accepts: every number setting's bounds (and 0
+     * where allowed) make a policy, and the defaults make the policy {@link Policies} builds.
+     */
+    @Test
+    void eachShippedPolicyAcceptsWhatItsDescriptionAllows() {
+        for (String name : List.of(
+                "cache_aware",
+                "predicted_ttft",
+                "round_robin",
+                "random",
+                "least_loaded",
+                "power_of_two",
+                "consistent_hash")) {
+            RoutingPolicyProvider provider = RoutingPolicyProvider.named(name);
+            PolicySettings settings = provider.settings();
+            assertEquals(name, settings.policy());
+            assertEquals(name, provider.create(Map.of()).name());
+            for (PolicySettings.Setting<?> s : settings.list()) {
+                assertFalse(s.doc().isBlank(), s.name());
+                assertEquals(List.of(), settings.problems(Map.of(s.name(), s.defaultValue())), s.toString());
+                if (s.type() == PolicySettings.Type.NUMBER || s.type() == PolicySettings.Type.INTEGER) {
+                    String allowed = s.allowed().replace("0 (unbounded) or ", "");
+                    List<String> bounds = allowed.startsWith(">= ")
+                            ? List.of(allowed.substring(3))
+                            : List.of(allowed.substring(4, allowed.length() - 1).split(", "));
+                    for (String bound : bounds) {
+                        Object v = s.type() == PolicySettings.Type.INTEGER ? (Object) Integer.valueOf(bound) : bound;
+                        assertEquals(name, provider.create(Map.of(s.name(), v)).name(), s + " at " + bound);
+                    }
+                    if (s.allowed().startsWith("0 (")) {
+                        assertEquals(name, provider.create(Map.of(s.name(), 0)).name(), s + " at 0");
+                    }
+                }
+            }
+        }
+        assertEquals(
+                Policies.predictedTtft().config(),
+                ((PredictedTtftPolicy)
+                                RoutingPolicyProvider.named("predicted_ttft").create(Map.of()))
+                        .config());
     }
 
     @Test
     void builderErrorsNameTheBuilderMethod() {
         IllegalArgumentException e = assertThrows(
                 IllegalArgumentException.class, () -> CacheAwarePolicy.builder().balanceRelThreshold(0.5));
-        assertTrue(e.getMessage().startsWith("balanceRelThreshold must be in [1, "), e.getMessage());
+        assertTrue(e.getMessage().startsWith("balanceRelThreshold must be >= 1, was 0.5"), e.getMessage());
         e = assertThrows(
                 IllegalArgumentException.class, () -> CacheAwarePolicy.builder().matchAbsThreshold(0));
-        assertTrue(e.getMessage().startsWith("matchAbsThreshold must be in [1, "), e.getMessage());
+        assertTrue(e.getMessage().startsWith("matchAbsThreshold must be >= 1, was 0"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> Policies.consistentHash(0.5));
         assertTrue(e.getMessage().startsWith("loadFactor must be 0 (unbounded) or in [1, 1000]"), e.getMessage());
     }
 
+    private static CacheAwarePolicy cacheAware(Map<String, ?> settings) {
+        return (CacheAwarePolicy) RoutingPolicyProvider.named("cache_aware").create(settings);
+    }
+
     private static void assertMessage(String expected, Map<String, ?> settings) {
-        IllegalArgumentException e =
-                assertThrows(IllegalArgumentException.class, () -> RoutingPolicies.create("cache_aware", settings));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> RoutingPolicyProvider.named("cache_aware").create(settings));
         assertTrue(e.getMessage().startsWith(expected), e.getMessage());
     }
 
@@ -114,8 +206,6 @@ class PluggingTest {
                         1.25,
                         true),
                 Policies.cacheAware().config());
-        assertEquals(
-                Policies.cacheAware().config(),
-                CacheAwarePolicy.fromSettings(Map.of()).config());
+        assertEquals(Policies.cacheAware().config(), cacheAware(Map.of()).config());
     }
 }

@@ -15,11 +15,11 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.TreeProbe;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -232,7 +232,7 @@ class PolicyPropertiesTest {
         Map<Integer, String> out = new HashMap<>();
         try (Router router = Router.builder()
                 .replicas(kind.of(ids.toArray(String[]::new)))
-                .policy(RoutingPolicies.create("consistent_hash", Map.of("hash_load_factor", factor)))
+                .policy(RoutingPolicyProvider.named("consistent_hash").create(Map.of("hash_load_factor", factor)))
                 .evictionInterval(Duration.ZERO)
                 .build()) {
             for (int k = 0; k < 500; k++) {
@@ -254,7 +254,7 @@ class PolicyPropertiesTest {
                 "power_of_two",
                 "consistent_hash",
                 "predicted_ttft")) {
-            RoutingPolicy p = RoutingPolicies.create(name, Map.of());
+            RoutingPolicy p = RoutingPolicyProvider.named(name).create(Map.of());
             assertEquals(name, p.name());
         }
     }

@@ -13,12 +13,12 @@ import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.spi.Choice;
 import dev.cart.core.spi.Match;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingContext;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.List;
@@ -366,9 +366,8 @@ class PredictedTtftPolicyTest {
 
     @Test
     void settingsByNameAreCheckedAndNamed() {
-        PredictedTtftPolicy p = (PredictedTtftPolicy) RoutingPolicies.create(
-                "predicted_ttft",
-                Map.of(
+        PredictedTtftPolicy p = (PredictedTtftPolicy) RoutingPolicyProvider.named("predicted_ttft")
+                .create(Map.of(
                         "prior_prefill_ms_per_1k_units",
                         12.5,
                         "prior_decode_ms_per_request",
@@ -384,7 +383,8 @@ class PredictedTtftPolicyTest {
         assertEquals(new PredictedTtftPolicy.Config(12.5, 0.25, 5, 0.2, 2, 4), p.config());
         assertEquals(
                 0,
-                ((PredictedTtftPolicy) RoutingPolicies.create("predicted_ttft", Map.of("bounded_load_factor", 0)))
+                ((PredictedTtftPolicy)
+                                RoutingPolicyProvider.named("predicted_ttft").create(Map.of("bounded_load_factor", 0)))
                         .config()
                         .boundedLoadFactor(),
                 "0: no bound but max_load");
@@ -392,19 +392,20 @@ class PredictedTtftPolicyTest {
         for (Object bad : List.of(0.5, -1, 1001)) {
             e = assertThrows(
                     IllegalArgumentException.class,
-                    () -> RoutingPolicies.create("predicted_ttft", Map.of("bounded_load_factor", bad)));
+                    () -> RoutingPolicyProvider.named("predicted_ttft").create(Map.of("bounded_load_factor", bad)));
             assertTrue(
-                    e.getMessage().startsWith("bounded_load_factor must be 0 (unbounded) or in [1, 1000]"),
+                    e.getMessage()
+                            .startsWith("predicted_ttft: bounded_load_factor must be 0 (unbounded) or in [1, 1000]"),
                     e.getMessage());
         }
         e = assertThrows(
                 IllegalArgumentException.class,
-                () -> RoutingPolicies.create("predicted_ttft", Map.of("bounded_load_slack", 0)));
-        assertTrue(e.getMessage().startsWith("bounded_load_slack must be in [1, "), e.getMessage());
+                () -> RoutingPolicyProvider.named("predicted_ttft").create(Map.of("bounded_load_slack", 0)));
+        assertTrue(e.getMessage().startsWith("predicted_ttft: bounded_load_slack must be in [1, "), e.getMessage());
         e = assertThrows(
                 IllegalArgumentException.class,
-                () -> RoutingPolicies.create("predicted_ttft", Map.of("learning_rate", 0)));
-        assertTrue(e.getMessage().startsWith("learning_rate must be in"), e.getMessage());
+                () -> RoutingPolicyProvider.named("predicted_ttft").create(Map.of("learning_rate", 0)));
+        assertTrue(e.getMessage().startsWith("predicted_ttft: learning_rate must be in"), e.getMessage());
         e = assertThrows(
                 IllegalArgumentException.class,
                 () -> PredictedTtftPolicy.builder().priorPrefillMillisPerKiloUnit(-1));

@@ -77,14 +77,14 @@ public final class Main {
             if (port == null && host == null) {
                 return config;
             }
-            ProxyConfig.Server.Builder b = config.server().toBuilder();
+            ProxyConfig.Server s = config.server();
             if (port != null) {
-                b.port(port);
+                s = s.withPort(port);
             }
             if (host != null) {
-                b.host(host);
+                s = s.withHost(host);
             }
-            return config.withServer(b.build());
+            return config.withServer(s);
         }
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cart.proxy.config.ConfigLoader;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.core.ModelsCache;
 import dev.cart.proxy.http.HeaderList;
@@ -254,7 +255,7 @@ class PiecesTest {
     }
 
     @Test
-    void theOpenFileWarningComesOnlyBelowWhatTheLimitsCanUse() {
+    void theOpenFileWarningComesOnlyBelowWhatTheLimitsCanUse() throws Exception {
         ProxyConfig.Server defaults = ProxyConfig.Server.defaults();
         assertEquals(10_000 + 1024 + 256, OpenFiles.needed(defaults));
         assertTrue(OpenFiles.warning(20_000, defaults).isEmpty(), "a sane limit is silent");
@@ -264,10 +265,9 @@ class PiecesTest {
                 w.startsWith("the open-file limit is 1024 (ulimit -n), below the 11280 that server.max_connections "
                         + "(10000) plus server.max_concurrent_requests (1024) upstream connections can use"),
                 w);
-        ProxyConfig.Server small = ProxyConfig.Server.builder()
-                .maxConnections(500)
-                .maxConcurrentRequests(100)
-                .build();
+        ProxyConfig.Server small = ConfigLoader.parse("workers: [{url: \"http://a:1\"}]\n"
+                        + "server: {max_connections: 500, max_concurrent_requests: 100}\n")
+                .server();
         assertTrue(OpenFiles.warning(1024, small).isEmpty(), "1024 covers 500 + 100 + 256");
     }
 }

@@ -48,10 +48,7 @@ class QuickStartTest {
                 LogCapture log = new LogCapture("cart.decision")) {
             ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
             ProxyServer proxy = ProxyHarness.startOn(
-                    config.withServer(ProxyConfig.Server.builder()
-                            .host("127.0.0.1")
-                            .port(0)
-                            .build()),
+                    config.withServer(config.server().withHost("127.0.0.1").withPort(0)),
                     new ProxyServer.Options().healthChecks(false));
             try {
                 for (String question : Demo.QUICK_START_QUESTIONS) {

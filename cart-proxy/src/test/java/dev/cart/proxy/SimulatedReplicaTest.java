@@ -85,11 +85,7 @@ class SimulatedReplicaTest {
         assertEquals(4, demo.workers().size());
         ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
         proxy = ProxyHarness.startOn(
-                config.withServer(ProxyConfig.Server.builder()
-                        .host("127.0.0.1")
-                        .port(0)
-                        .maxThreads(16)
-                        .build()),
+                config.withServer(config.server().withHost("127.0.0.1").withPort(0)),
                 new ProxyServer.Options());
         HttpResponse<String> r = chat(true);
         assertEquals(200, r.statusCode());

@@ -6,7 +6,7 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.proxy.config.ConfigLoader;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -99,7 +99,7 @@ public final class Soak {
         long t0 = System.nanoTime();
         try (Router router = Router.builder()
                 .replicas(set)
-                .policy(RoutingPolicies.create("cache_aware", Map.of()))
+                .policy(RoutingPolicyProvider.named("cache_aware").create(Map.of()))
                 .maxTreeSize(maxBlocks)
                 .evictionInterval(Duration.ZERO)
                 .build()) {

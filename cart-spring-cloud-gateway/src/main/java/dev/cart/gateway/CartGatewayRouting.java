@@ -3,9 +3,10 @@ package dev.cart.gateway;
 import dev.cart.core.LearnMode;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
+import dev.cart.core.spi.PolicySettings;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.PromptExtractor;
 import dev.cart.extract.Tokenizers;
@@ -101,7 +102,7 @@ public final class CartGatewayRouting implements AutoCloseable {
     private ServiceRouting build(String serviceId) {
         CartProperties p = properties;
         InstanceReplicas replicas = new InstanceReplicas(p.getMaxLoad(), p.getLoadPenalty());
-        RoutingPolicy policy = RoutingPolicies.create(p.getPolicy(), policySettings);
+        RoutingPolicy policy = RoutingPolicyProvider.named(p.getPolicy()).create(policySettings);
         CartMetrics metrics = registry == null ? null : new CartMetrics(registry, serviceId);
         Router router = Router.builder()
                 .replicas(replicas)
@@ -223,48 +224,33 @@ public final class CartGatewayRouting implements AutoCloseable {
         return null;
     }
 
-    /** The policy judges its own settings: each on its own (so every bad one is named), then together. */
+    /**
+     * The policy's description judges the settings (every bad one named, with its range), then the policy is
+     * made with all of them (for rules that relate them).
+     */
     private static void checkPolicy(String policy, Map<String, Object> settings, List<String> problems) {
         if (policy == null || policy.isBlank()) {
             problems.add("cart.policy: must name a routing policy");
             return;
         }
+        RoutingPolicyProvider provider;
         try {
-            RoutingPolicies.create(policy, Map.of());
-        } catch (RuntimeException e) {
+            provider = RoutingPolicyProvider.named(policy);
+        } catch (IllegalArgumentException e) {
             problems.add("cart.policy: " + e.getMessage());
             return;
         }
-        int before = problems.size();
-        for (Map.Entry<String, Object> e : settings.entrySet()) {
+        List<PolicySettings.Problem> found = provider.settings().problems(settings);
+        for (PolicySettings.Problem p : found) {
+            // the policy names keys as the proxy does (match_abs_threshold); this says cart.match-abs-threshold
+            problems.add("cart." + p.key().replace('_', '-') + ": " + p.problem());
+        }
+        if (found.isEmpty()) {
             try {
-                RoutingPolicies.create(policy, Map.of(e.getKey(), e.getValue()));
-            } catch (RuntimeException ex) {
-                problems.add(policyProblem(e.getKey(), ex));
+                provider.create(settings);
+            } catch (RuntimeException e) {
+                problems.add("cart.policy: " + e.getMessage());
             }
         }
-        if (problems.size() == before && settings.size() > 1) {
-            try {
-                RoutingPolicies.create(policy, settings);
-            } catch (RuntimeException ex) {
-                problems.add(policyProblem(null, ex));
-            }
-        }
-    }
-
-    /**
-     * The policy names keys as the proxy does ({@code cache.match_abs_threshold}); this says
-     * {@code cart.match-abs-threshold}.
-     */
-    private static String policyProblem(String key, RuntimeException ex) {
-        String msg = ex.getMessage() == null ? ex.toString() : ex.getMessage();
-        String name = key == null ? null : "cart." + key.replace('_', '-');
-        if (msg.startsWith("cache.")) {
-            int sp = msg.indexOf(' ');
-            String k = sp < 0 ? msg : msg.substring(0, sp);
-            String rest = sp < 0 ? "" : msg.substring(sp);
-            return "cart." + k.substring("cache.".length()).replace('_', '-') + ":" + rest;
-        }
-        return (name == null ? "cart" : name) + ": " + msg;
     }
 }

@@ -7,10 +7,15 @@ import java.util.List;
  * What the prefix tree knows about one {@link PromptKey}: how much of the key the tree knows, and which
  * replicas hold how much of it.
  *
- * @param matchedLength longest matched prefix in units (a multiple of the key's block size)
+ * <p>The tree knows nothing of the request being routed: its holders may include replicas that are not
+ * candidates for it (excluded on a retry, at their cap, down, not serving the model), and
+ * {@link #matchedLength()} may be held only by such a replica. A policy must choose a candidate
+ * ({@link RoutingPolicy}); {@link RoutingContext#candidateHolders()} gives the holders that are.
+ *
+ * @param matchedLength longest matched prefix in units (a multiple of the key's block size), whoever holds it
  * @param keyLength     length of the whole key in units
- * @param holders       every replica that holds some matched prefix, each with the length it holds,
- *                      longest first (so {@code holders.get(0)} holds {@code matchedLength})
+ * @param holders       every replica that holds some matched prefix, candidate or not, each with the length
+ *                      it holds, longest first (so {@code holders.get(0)} holds {@code matchedLength})
  */
 public record Match(int matchedLength, int keyLength, List<Holding> holders) {
 

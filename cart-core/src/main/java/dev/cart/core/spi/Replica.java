@@ -11,7 +11,8 @@ import dev.cart.core.Router;
  * One replica of the pool as the router sees it: its identity, its load, whether it can take a request
  * now, and the admission that holds a request's place on it. Part of the {@link ReplicaSet} SPI;
  * {@link ManagedReplicaSet} is one implementation, and a host with its own service discovery and circuit
- * breakers writes its own: the router asks nothing of a replica that is not on this interface.
+ * breakers writes its own: the router asks nothing of a replica that is not on this interface. A host's
+ * replica may use CART's {@link dev.cart.core.CircuitBreaker} (its documentation shows how).
  *
  * <p>The router uses a replica like this, once per routed request:
  * <ol>

@@ -2,6 +2,8 @@ package dev.cart.core.spi;
 
 import dev.cart.core.PromptKey;
 import dev.cart.core.RouteRequest;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.random.RandomGenerator;
 
@@ -25,12 +27,42 @@ public interface RoutingContext {
 
     /**
      * Replicas that may take the request: serving its model (if it names one), available, below their
-     * cap and not excluded. Never empty when a policy is called. Read-only for policies.
+     * cap and not excluded. Never empty when a policy is called. Read-only for policies. A policy's choice
+     * must be one of them.
      */
     List<Replica> candidates();
 
-    /** The tree's match for the request's key (computed once, on first call). */
+    /**
+     * The tree's match for the request's key (computed once, on first call). Its holders may include
+     * replicas that are not {@linkplain #candidates() candidates}: see {@link #candidateHolders()}.
+     */
     Match match();
+
+    /**
+     * The holders of {@link #match()} that are {@linkplain #candidates() candidates}, longest first: the
+     * replicas that hold part of the key and may take this request. Empty when none does (a miss for this
+     * request, even if a replica that cannot take it holds the prefix). {@code candidateHolders().get(0)},
+     * when there is one, is a correct cache-following choice on a first attempt and on a retry alike.
+     *
+     * <p>The default filters {@code match().holders()} with {@link #isCandidate} (a new list only when some
+     * holder is not a candidate); like {@link #match()}, call it once per decision.
+     */
+    default List<Match.Holding> candidateHolders() {
+        List<Match.Holding> all = match().holders();
+        for (int i = 0; i < all.size(); i++) {
+            if (!isCandidate(all.get(i).replica())) {
+                List<Match.Holding> some = new ArrayList<>(all.size() - 1);
+                some.addAll(all.subList(0, i));
+                for (int j = i + 1; j < all.size(); j++) {
+                    if (isCandidate(all.get(j).replica())) {
+                        some.add(all.get(j));
+                    }
+                }
+                return Collections.unmodifiableList(some);
+            }
+        }
+        return all;
+    }
 
     /** Randomness for tie-breaking; injected so tests are deterministic. */
     RandomGenerator random();

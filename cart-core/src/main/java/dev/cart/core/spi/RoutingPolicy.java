@@ -8,6 +8,15 @@ import dev.cart.core.RouteDecision;
  * removed replicas that are unhealthy, circuit-open, at their {@code max_load} or excluded, so any
  * candidate is acceptable; a policy only decides which is best.
  *
+ * <p><b>Contract: choose a candidate.</b> {@link #choose} must return one of
+ * {@link RoutingContext#candidates()} (compared by identity). The tree's match does not know about
+ * candidates: {@link Match#holders()} names every replica that holds part of the key, including those
+ * that may not take this request (the replica a retry excludes because it just failed, one at its cap,
+ * one that is down or does not serve the model). A policy that returns the top holder as it is works on
+ * a first attempt and fails on a retry: the router then throws {@link IllegalStateException}. Read the
+ * holders through {@link RoutingContext#candidateHolders()}, which keeps only candidates, or test each
+ * with {@link RoutingContext#isCandidate}.
+ *
  * <p>Implementations are called concurrently from many threads and must be thread-safe. They must not
  * block or do I/O: {@code choose} is on the path of every request.
  *
@@ -16,7 +25,11 @@ import dev.cart.core.RouteDecision;
  */
 public interface RoutingPolicy {
 
-    /** Picks one of {@code context.candidates()}, which is never empty. */
+    /**
+     * Picks one of {@code context.candidates()}, which is never empty.
+     *
+     * @return a choice whose replica is one of the candidates (by identity), never a holder that is not one
+     */
     Choice choose(RoutingContext context);
 
     /**

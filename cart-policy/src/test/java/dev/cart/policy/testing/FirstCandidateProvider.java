@@ -2,10 +2,10 @@ package dev.cart.policy.testing;
 
 import dev.cart.core.Reason;
 import dev.cart.core.spi.Choice;
+import dev.cart.core.spi.PolicySettings;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.core.spi.RoutingPolicyProvider;
-import java.util.Map;
 
 /**
  * A third-party policy, as another jar would ship it: registered in this test tree's
@@ -19,7 +19,7 @@ public final class FirstCandidateProvider implements RoutingPolicyProvider {
     }
 
     @Override
-    public RoutingPolicy create(Map<String, ?> settings) {
+    public RoutingPolicy create(PolicySettings.Values settings) {
         return new RoutingPolicy() {
             @Override
             public Choice choose(RoutingContext ctx) {

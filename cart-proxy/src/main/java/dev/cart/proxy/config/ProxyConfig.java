@@ -4,24 +4,31 @@ import dev.cart.core.CircuitBreaker;
 import dev.cart.core.LearnMode;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.proxy.config.Constraints.Bounds;
+import dev.cart.proxy.config.Constraints.HttpStatus;
+import dev.cart.proxy.config.Constraints.NotBlank;
+import dev.cart.proxy.config.Constraints.Nullable;
+import dev.cart.proxy.config.Constraints.OneOf;
+import dev.cart.proxy.config.Constraints.PolicyKeys;
+import dev.cart.proxy.config.Constraints.RealBounds;
 import dev.cart.proxy.upstream.ModelDiscovery;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
-import java.util.Set;
 
 /**
- * The proxy's whole configuration, immutable. Built by {@link ConfigLoader} from layered YAML files,
- * which checks every key and reports all problems at once; each section is built through its
- * {@code Builder} (named setters starting from the defaults, so two settings of the same type cannot be
- * swapped by position). Every numeric range is declared once, as an {@link IntRange} or
- * {@link RealRange} constant of its record: the loader reports a value outside it as a problem, and the
- * record's constructor throws on it, so a configuration built in code is just as safe. Key names and
- * defaults are those of {@code config.example.yaml} and {@code docs/configuration.md}.
+ * The proxy's whole configuration, immutable: one record per section of the YAML files, one component
+ * per key (its name in {@code snake_case}). {@link ConfigLoader} binds the layered files into these
+ * records with Jackson, over the defaults in {@code defaults.yaml}; what a key allows beyond its Java type
+ * is declared on its component ({@link Constraints}: a range, not blank, an HTTP status, ...), and
+ * {@link ConfigValidator} checks it, for the files (every problem at once, {@code file: key: problem})
+ * and for a configuration built in code: this record's constructor refuses one that breaks a constraint,
+ * with the same message. Key names and defaults are those of {@code config.example.yaml} and
+ * {@code docs/configuration.md}.
  */
 public record ProxyConfig(
         Server server,
@@ -32,19 +39,14 @@ public record ProxyConfig(
         Proxy proxy,
         ClusterConfig cluster) {
 
-    /** A configuration without the {@code cluster} section (one instance alone). */
-    ProxyConfig(Server server, List<Worker> workers, Cache cache, Health health, Circuit circuitBreaker, Proxy proxy) {
-        this(server, workers, cache, health, circuitBreaker, proxy, ClusterConfig.OFF);
-    }
-
+    /**
+     * Checks every section against its constraints.
+     *
+     * @throws IllegalArgumentException naming each problem as {@code key: problem}
+     */
     public ProxyConfig {
-        Objects.requireNonNull(cluster, "cluster");
-        Objects.requireNonNull(server, "server");
-        Objects.requireNonNull(cache, "cache");
-        Objects.requireNonNull(health, "health");
-        Objects.requireNonNull(circuitBreaker, "circuit_breaker");
-        Objects.requireNonNull(proxy, "proxy");
         workers = List.copyOf(workers);
+        ConfigValidator.requireValid(server, workers, cache, health, circuitBreaker, proxy, cluster);
     }
 
     /** The same configuration with another worker list (used by demo mode). */
@@ -82,42 +84,35 @@ public record ProxyConfig(
     }
 
     /**
-     * Section {@code server}: where to listen, request threads, and the limits that protect the proxy from
-     * its clients (see docs/hardening.md for who enforces each: the front or the core).
+     * Section {@code server}: where to listen, request threads, the limits that protect the proxy from its
+     * clients (see docs/hardening.md for who enforces each), and how long a stop waits for requests in
+     * flight.
+     *
+     * @param drainTimeoutMs on SIGTERM, once the proxy stops accepting and answers {@code /health} with 503:
+     *                       how long requests and streams in flight may take to finish before the rest are
+     *                       closed, in milliseconds (0: closed at once)
      */
     public record Server(
-            String host,
-            int port,
-            int maxThreads,
-            int maxConnections,
-            int maxConcurrentRequests,
-            int maxHeaderBytes,
-            int maxHeaders,
-            int maxRequestLineBytes,
-            int requestReadTimeoutSecs,
-            int idleTimeoutSecs,
+            @NotBlank String host,
+            @Bounds(min = 0, max = 65535) int port,
+            @Bounds(min = 1, max = 100_000) int maxThreads,
+            @Bounds(min = 1, max = 1_000_000) int maxConnections,
+            @Bounds(min = 1, max = 1_000_000) int maxConcurrentRequests,
+            @Bounds(min = 1024, max = 16 * 1024 * 1024) int maxHeaderBytes,
+            @Bounds(min = 1, max = 10_000) int maxHeaders,
+            @Bounds(min = 256, max = 16 * 1024 * 1024) int maxRequestLineBytes,
+            @Bounds(min = 1, max = 3_600) int requestReadTimeoutSecs,
+            @Bounds(min = 1, max = 3_600) int idleTimeoutSecs,
             Engine engine,
-            long maxBufferedBodyBytes,
-            long maxBufferedAnswerBytes) {
-        static final String DEFAULT_HOST = "0.0.0.0";
+            @Bounds(min = 0, max = 1L << 50) long maxBufferedBodyBytes,
+            @Bounds(min = 0, max = 1L << 50) long maxBufferedAnswerBytes,
+            @Bounds(min = 0, max = 600_000) int drainTimeoutMs) {
         public static final int DEFAULT_PORT = 6700;
 
-        public static final IntRange PORT = new IntRange("server.port", 0, 65535);
-        static final IntRange MAX_THREADS = new IntRange("server.max_threads", 1, 100_000);
-        static final IntRange MAX_CONNECTIONS = new IntRange("server.max_connections", 1, 1_000_000);
-        static final IntRange MAX_CONCURRENT_REQUESTS = new IntRange("server.max_concurrent_requests", 1, 1_000_000);
-        static final IntRange MAX_HEADER_BYTES = new IntRange("server.max_header_bytes", 1024, 16 * 1024 * 1024);
-        static final IntRange MAX_HEADERS = new IntRange("server.max_headers", 1, 10_000);
-        static final IntRange MAX_REQUEST_LINE_BYTES =
-                new IntRange("server.max_request_line_bytes", 256, 16 * 1024 * 1024);
-        static final IntRange REQUEST_READ_TIMEOUT_SECS = new IntRange("server.request_read_timeout_secs", 1, 3_600);
-        static final IntRange IDLE_TIMEOUT_SECS = new IntRange("server.idle_timeout_secs", 1, 3_600);
-        /** 0: a quarter of the JVM's maximum heap ({@link #bufferedBodyLimit()}). */
-        static final IntRange MAX_BUFFERED_BODY_BYTES = new IntRange("server.max_buffered_body_bytes", 0, 1L << 50);
-        /** 0: a quarter of the JVM's maximum heap ({@link #bufferedAnswerLimit()}). */
-        static final IntRange MAX_BUFFERED_ANSWER_BYTES = new IntRange("server.max_buffered_answer_bytes", 0, 1L << 50);
+        /** The range of {@code server.port} (and of {@code --port}). */
+        public static final IntRange PORT = Schema.range(Server.class, "port");
 
-        /** The HTTP front: Netty (event loops; the only one since the JDK front was removed). */
+        /** The HTTP front: Netty's event loops, the only one (the JDK front was removed). */
         public enum Engine {
             NETTY("netty");
 
@@ -130,6 +125,26 @@ public record ProxyConfig(
             public String label() {
                 return label;
             }
+        }
+
+        /** The section's defaults. */
+        public static Server defaults() {
+            return Defaults.config().server();
+        }
+
+        /** This section listening on {@code newHost} ({@code --host}). */
+        public Server withHost(String newHost) {
+            return ConfigLoader.with(this, "host", newHost);
+        }
+
+        /** This section listening on {@code newPort} ({@code --port}; 0 takes any free port). */
+        public Server withPort(int newPort) {
+            return ConfigLoader.with(this, "port", newPort);
+        }
+
+        /** This section on another HTTP front. */
+        public Server withEngine(Engine newEngine) {
+            return ConfigLoader.with(this, "engine", newEngine);
         }
 
         /** The total of request bodies buffered at once: the setting, or a quarter of the maximum heap for 0. */
@@ -148,174 +163,31 @@ public record ProxyConfig(
                     ? maxBufferedAnswerBytes
                     : Runtime.getRuntime().maxMemory() / 4;
         }
-
-        public Server {
-            Objects.requireNonNull(host, "server.host");
-            PORT.check(port);
-            MAX_THREADS.check(maxThreads);
-            MAX_CONNECTIONS.check(maxConnections);
-            MAX_CONCURRENT_REQUESTS.check(maxConcurrentRequests);
-            MAX_HEADER_BYTES.check(maxHeaderBytes);
-            MAX_HEADERS.check(maxHeaders);
-            MAX_REQUEST_LINE_BYTES.check(maxRequestLineBytes);
-            REQUEST_READ_TIMEOUT_SECS.check(requestReadTimeoutSecs);
-            IDLE_TIMEOUT_SECS.check(idleTimeoutSecs);
-            Objects.requireNonNull(engine, "server.engine");
-            MAX_BUFFERED_BODY_BYTES.check(maxBufferedBodyBytes);
-            MAX_BUFFERED_ANSWER_BYTES.check(maxBufferedAnswerBytes);
-        }
-
-        public static Server defaults() {
-            return builder().build();
-        }
-
-        public static Builder builder() {
-            return new Builder();
-        }
-
-        /** This section with its other settings kept. */
-        public Builder toBuilder() {
-            return builder()
-                    .host(host)
-                    .port(port)
-                    .maxThreads(maxThreads)
-                    .maxConnections(maxConnections)
-                    .maxConcurrentRequests(maxConcurrentRequests)
-                    .maxHeaderBytes(maxHeaderBytes)
-                    .maxHeaders(maxHeaders)
-                    .maxRequestLineBytes(maxRequestLineBytes)
-                    .requestReadTimeoutSecs(requestReadTimeoutSecs)
-                    .idleTimeoutSecs(idleTimeoutSecs)
-                    .engine(engine)
-                    .maxBufferedBodyBytes(maxBufferedBodyBytes)
-                    .maxBufferedAnswerBytes(maxBufferedAnswerBytes);
-        }
-
-        /** Named settings, starting from the defaults. */
-        public static final class Builder {
-            private String host = DEFAULT_HOST;
-            private int port = DEFAULT_PORT;
-            private int maxThreads = 512;
-            private int maxConnections = 10_000;
-            private int maxConcurrentRequests = 1024;
-            private int maxHeaderBytes = 64 * 1024;
-            private int maxHeaders = 100;
-            private int maxRequestLineBytes = 8 * 1024;
-            private int requestReadTimeoutSecs = 60;
-            private int idleTimeoutSecs = 30;
-            private Engine engine = Engine.NETTY;
-            private long maxBufferedBodyBytes = 0;
-            private long maxBufferedAnswerBytes = 0;
-
-            public Builder engine(Engine v) {
-                engine = v;
-                return this;
-            }
-
-            Builder maxBufferedBodyBytes(long v) {
-                maxBufferedBodyBytes = v;
-                return this;
-            }
-
-            Builder maxBufferedAnswerBytes(long v) {
-                maxBufferedAnswerBytes = v;
-                return this;
-            }
-
-            public Builder host(String v) {
-                host = v;
-                return this;
-            }
-
-            public Builder port(int v) {
-                port = v;
-                return this;
-            }
-
-            public Builder maxThreads(int v) {
-                maxThreads = v;
-                return this;
-            }
-
-            public Builder maxConnections(int v) {
-                maxConnections = v;
-                return this;
-            }
-
-            public Builder maxConcurrentRequests(int v) {
-                maxConcurrentRequests = v;
-                return this;
-            }
-
-            Builder maxHeaderBytes(int v) {
-                maxHeaderBytes = v;
-                return this;
-            }
-
-            Builder maxHeaders(int v) {
-                maxHeaders = v;
-                return this;
-            }
-
-            Builder maxRequestLineBytes(int v) {
-                maxRequestLineBytes = v;
-                return this;
-            }
-
-            Builder requestReadTimeoutSecs(int v) {
-                requestReadTimeoutSecs = v;
-                return this;
-            }
-
-            Builder idleTimeoutSecs(int v) {
-                idleTimeoutSecs = v;
-                return this;
-            }
-
-            public Server build() {
-                return new Server(
-                        host,
-                        port,
-                        maxThreads,
-                        maxConnections,
-                        maxConcurrentRequests,
-                        maxHeaderBytes,
-                        maxHeaders,
-                        maxRequestLineBytes,
-                        requestReadTimeoutSecs,
-                        idleTimeoutSecs,
-                        engine,
-                        maxBufferedBodyBytes,
-                        maxBufferedAnswerBytes);
-            }
-        }
     }
 
-    /** One entry of {@code workers}: a replica's base URL (no trailing slash) and its load knobs. */
     /**
-     * One entry of {@code workers}.
+     * One entry of {@code workers}: a replica's base URL and its load knobs.
      *
+     * @param url    {@code http://} or {@code https://}, without a trailing slash (one given is dropped)
      * @param models the models the worker serves as configured ({@code workers[].models}; {@code ["*"]}:
      *               any model); empty when the key is absent, and then the health checks learn them from
      *               the replica's {@code GET /v1/models} ({@link ModelDiscovery})
      */
-    public record Worker(String url, int maxLoad, int loadPenalty, List<String> models) {
-        static final int DEFAULT_MAX_LOAD = ReplicaSpec.DEFAULT_MAX_LOAD;
-        static final int DEFAULT_LOAD_PENALTY = 0;
+    public record Worker(
+            String url,
+            @Bounds(min = 1, max = Integer.MAX_VALUE) int maxLoad,
+            @Bounds(min = 0, max = Integer.MAX_VALUE) int loadPenalty,
+            @Nullable List<String> models) {
         /** Largest {@code workers[].models} list. */
         public static final int MAX_MODELS = 1024;
 
-        static final IntRange MAX_LOAD = new IntRange("workers[].max_load", 1, Integer.MAX_VALUE);
-        static final IntRange LOAD_PENALTY = new IntRange("workers[].load_penalty", 0, Integer.MAX_VALUE);
-        static final String MODELS = "models";
         /** {@code models: ["*"]}: the worker serves any model, and its models are not discovered. */
         static final String ANY_MODEL = "*";
 
+        /** Drops a trailing slash of the URL; a null or absent {@code models} is empty (discovered). */
         public Worker {
-            Objects.requireNonNull(url, "url");
-            MAX_LOAD.check(maxLoad);
-            LOAD_PENALTY.check(loadPenalty);
-            models = List.copyOf(models);
+            url = url == null ? null : stripSlashes(url.trim());
+            models = models == null ? List.of() : List.copyOf(new LinkedHashSet<>(models));
         }
 
         /** A worker whose models are discovered. */
@@ -323,8 +195,17 @@ public record ProxyConfig(
             this(url, maxLoad, loadPenalty, List.of());
         }
 
+        /** A worker with the default {@code max_load} and {@code load_penalty}, its models discovered. */
         public static Worker of(String url) {
-            return new Worker(url, DEFAULT_MAX_LOAD, DEFAULT_LOAD_PENALTY);
+            return ConfigLoader.worker(url);
+        }
+
+        static String stripSlashes(String url) {
+            String s = url;
+            while (s.endsWith("/")) {
+                s = s.substring(0, s.length() - 1);
+            }
+            return s;
         }
 
         /** True when {@code workers[].models} is set: configured models win over discovery. */
@@ -348,137 +229,52 @@ public record ProxyConfig(
     }
 
     /**
-     * Section {@code cache}: the policy by name, the settings handed to it (only those the file sets; the
-     * policy applies its own defaults), the tree and maintenance settings the proxy applies itself, and
-     * how the router learns: when routes are recorded ({@code learn}), whether the replicas' reported
-     * cache hits correct the tree ({@code feedback}), and whether a finished chat answer is recorded as
-     * the start of the next turn ({@code learn_answer}).
+     * Section {@code cache}: the policy by name, the settings handed to it (only those the files set; the
+     * policy applies its own defaults), the tree and maintenance settings the proxy applies itself, how
+     * the router learns (when routes are recorded, {@code learn}; whether the replicas' reported cache hits
+     * correct the tree, {@code feedback}; whether a finished chat answer is recorded as the start of the
+     * next turn, {@code learn_answer}), and token mode ({@link #tokens()}).
+     *
+     * @param tokenizer {@code cl100k_base} or {@code o200k_base}, or null ({@code none}) for character keys
      */
     public record Cache(
             String policy,
-            Map<String, Object> policySettings,
-            long maxTreeSize,
-            int blockChars,
-            long evictionIntervalSecs,
-            int dailyCleanupHourUtc,
-            long routeTtlSecs,
+            @PolicyKeys Map<String, Object> policySettings,
+            @Bounds(min = 1, max = Long.MAX_VALUE) long maxTreeSize,
+            @Bounds(min = 1, max = 65536) int blockChars,
+            @Bounds(min = 0, max = Integer.MAX_VALUE) long evictionIntervalSecs,
+            @Bounds(min = -1, max = 23) int dailyCleanupHourUtc,
+            @Bounds(min = 0, max = Integer.MAX_VALUE) long routeTtlSecs,
             LearnMode learn,
             boolean feedback,
             boolean learnAnswer,
-            Tokens tokens) {
-        static final String DEFAULT_POLICY = "cache_aware";
 
-        static final IntRange MAX_TREE_SIZE = new IntRange("cache.max_tree_size", 1, Long.MAX_VALUE);
-        static final IntRange BLOCK_CHARS = new IntRange("cache.block_chars", 1, 65536);
-        static final IntRange EVICTION_INTERVAL_SECS =
-                new IntRange("cache.eviction_interval_secs", 0, Integer.MAX_VALUE);
-        static final IntRange DAILY_CLEANUP_HOUR_UTC = new IntRange("cache.daily_cleanup_hour_utc", -1, 23);
-        static final IntRange ROUTE_TTL_SECS = new IntRange("cache.route_ttl_secs", 0, Integer.MAX_VALUE);
+            @Nullable @OneOf({"cl100k_base", "o200k_base", NO_TOKENIZER})
+            String tokenizer,
 
+            @Bounds(min = 1, max = 65536) int blockTokens,
+            @Bounds(min = 0, max = 10_000_000) int tokenCacheEntries,
+            @Bounds(min = 1, max = 64 * 1024 * 1024) int tokenCacheMaxChars,
+            @Bounds(min = 0, max = 100_000) int maxConcurrentTokenizations) {
+        static final String NO_TOKENIZER = "none";
+
+        /** Keeps the settings in the order given; {@code tokenizer: none} is null. */
         public Cache {
-            Objects.requireNonNull(policy, "cache.policy");
-            Objects.requireNonNull(learn, "cache.learn");
-            Objects.requireNonNull(tokens, "cache tokens");
-            policySettings = Collections.unmodifiableMap(new LinkedHashMap<>(policySettings));
-            MAX_TREE_SIZE.check(maxTreeSize);
-            BLOCK_CHARS.check(blockChars);
-            EVICTION_INTERVAL_SECS.check(evictionIntervalSecs);
-            DAILY_CLEANUP_HOUR_UTC.check(dailyCleanupHourUtc);
-            ROUTE_TTL_SECS.check(routeTtlSecs);
+            policySettings = policySettings == null
+                    ? Map.of()
+                    : Collections.unmodifiableMap(new LinkedHashMap<>(policySettings));
+            tokenizer = NO_TOKENIZER.equals(tokenizer) ? null : tokenizer;
         }
 
+        /** The section's defaults. */
         public static Cache defaults() {
-            return builder().build();
+            return Defaults.config().cache();
         }
 
-        public static Builder builder() {
-            return new Builder();
-        }
-
-        /** Named settings, starting from the defaults. */
-        public static final class Builder {
-            private String policy = DEFAULT_POLICY;
-            private final Map<String, Object> policySettings = new LinkedHashMap<>();
-            private long maxTreeSize = 1_000_000;
-            private int blockChars = 64;
-            private long evictionIntervalSecs = 60;
-            private int dailyCleanupHourUtc = -1;
-            private long routeTtlSecs = 0;
-            private LearnMode learn = LearnMode.ON_ROUTE;
-            private boolean feedback = true;
-            private boolean learnAnswer = true;
-            private Tokens tokens = Tokens.defaults();
-
-            Builder policy(String v) {
-                policy = v;
-                return this;
-            }
-
-            /** A setting handed to the policy as it is (the policy checks it). */
-            Builder policySetting(String key, Object value) {
-                policySettings.put(key, value);
-                return this;
-            }
-
-            Builder maxTreeSize(long v) {
-                maxTreeSize = v;
-                return this;
-            }
-
-            Builder blockChars(int v) {
-                blockChars = v;
-                return this;
-            }
-
-            Builder evictionIntervalSecs(long v) {
-                evictionIntervalSecs = v;
-                return this;
-            }
-
-            Builder dailyCleanupHourUtc(int v) {
-                dailyCleanupHourUtc = v;
-                return this;
-            }
-
-            Builder routeTtlSecs(long v) {
-                routeTtlSecs = v;
-                return this;
-            }
-
-            Builder learn(LearnMode v) {
-                learn = v;
-                return this;
-            }
-
-            Builder feedback(boolean v) {
-                feedback = v;
-                return this;
-            }
-
-            Builder learnAnswer(boolean v) {
-                learnAnswer = v;
-                return this;
-            }
-
-            Builder tokens(Tokens v) {
-                tokens = v;
-                return this;
-            }
-
-            public Cache build() {
-                return new Cache(
-                        policy,
-                        policySettings,
-                        maxTreeSize,
-                        blockChars,
-                        evictionIntervalSecs,
-                        dailyCleanupHourUtc,
-                        routeTtlSecs,
-                        learn,
-                        feedback,
-                        learnAnswer,
-                        tokens);
-            }
+        /** Token mode's settings ({@code tokenizer} and the keys that go with it). */
+        public Tokens tokens() {
+            return new Tokens(
+                    tokenizer, blockTokens, tokenCacheEntries, tokenCacheMaxChars, maxConcurrentTokenizations);
         }
     }
 
@@ -494,364 +290,84 @@ public record ProxyConfig(
      *                          ({@code cache.max_concurrent_tokenizations}; 0 = one per processor)
      */
     public record Tokens(String tokenizer, int blockTokens, int cacheEntries, int cacheMaxChars, int maxConcurrent) {
-        static final Set<String> TOKENIZERS = Set.of("cl100k_base", "o200k_base");
-        static final IntRange BLOCK_TOKENS = new IntRange("cache.block_tokens", 1, 65536);
-        static final IntRange CACHE_ENTRIES = new IntRange("cache.token_cache_entries", 0, 10_000_000);
-        static final IntRange CACHE_MAX_CHARS = new IntRange("cache.token_cache_max_chars", 1, 64 * 1024 * 1024);
-        static final IntRange MAX_CONCURRENT = new IntRange("cache.max_concurrent_tokenizations", 0, 100_000);
-
-        public Tokens {
-            if (tokenizer != null && !TOKENIZERS.contains(tokenizer)) {
-                throw new IllegalArgumentException(
-                        "cache.tokenizer: must be one of cl100k_base, o200k_base, was '" + tokenizer + "'");
-            }
-            BLOCK_TOKENS.check(blockTokens);
-            CACHE_ENTRIES.check(cacheEntries);
-            CACHE_MAX_CHARS.check(cacheMaxChars);
-            MAX_CONCURRENT.check(maxConcurrent);
-        }
-
-        public static Tokens defaults() {
-            return builder().build();
-        }
-
-        public static Builder builder() {
-            return new Builder();
-        }
-
         public boolean on() {
             return tokenizer != null;
         }
-
-        /** Named settings, starting from the defaults (character mode). */
-        public static final class Builder {
-            private String tokenizer;
-            private int blockTokens = 16;
-            private int cacheEntries = 1000;
-            private int cacheMaxChars = 65_536;
-            private int maxConcurrent = 0;
-
-            /** {@code cl100k_base}, {@code o200k_base}, or null for character keys. */
-            Builder tokenizer(String v) {
-                tokenizer = v;
-                return this;
-            }
-
-            Builder blockTokens(int v) {
-                blockTokens = v;
-                return this;
-            }
-
-            Builder cacheEntries(int v) {
-                cacheEntries = v;
-                return this;
-            }
-
-            Builder cacheMaxChars(int v) {
-                cacheMaxChars = v;
-                return this;
-            }
-
-            Builder maxConcurrent(int v) {
-                maxConcurrent = v;
-                return this;
-            }
-
-            public Tokens build() {
-                return new Tokens(tokenizer, blockTokens, cacheEntries, cacheMaxChars, maxConcurrent);
-            }
-        }
     }
 
-    /** Section {@code health}. */
+    /** Section {@code health}: the probes of every replica. */
     public record Health(
-            String endpoint, int intervalSecs, int timeoutSecs, int failureThreshold, int successThreshold) {
-        static final IntRange INTERVAL_SECS = new IntRange("health.interval_secs", 1, 86_400);
-        static final IntRange TIMEOUT_SECS = new IntRange("health.timeout_secs", 1, 3_600);
-        static final IntRange FAILURE_THRESHOLD = new IntRange("health.failure_threshold", 1, 1_000);
-        static final IntRange SUCCESS_THRESHOLD = new IntRange("health.success_threshold", 1, 1_000);
+            String endpoint,
+            @Bounds(min = 1, max = 86_400) int intervalSecs,
+            @Bounds(min = 1, max = 3_600) int timeoutSecs,
+            @Bounds(min = 1, max = 1_000) int failureThreshold,
+            @Bounds(min = 1, max = 1_000) int successThreshold) {
 
-        public Health {
-            Objects.requireNonNull(endpoint, "health.endpoint");
-            if (!endpoint.startsWith("/")) {
-                throw new IllegalArgumentException("health.endpoint: must start with '/', was " + endpoint);
-            }
-            INTERVAL_SECS.check(intervalSecs);
-            TIMEOUT_SECS.check(timeoutSecs);
-            FAILURE_THRESHOLD.check(failureThreshold);
-            SUCCESS_THRESHOLD.check(successThreshold);
-        }
-
+        /** The section's defaults. */
         public static Health defaults() {
-            return builder().build();
-        }
-
-        public static Builder builder() {
-            return new Builder();
+            return Defaults.config().health();
         }
 
         public ManagedReplicaSet.HealthConfig thresholds() {
             return new ManagedReplicaSet.HealthConfig(failureThreshold, successThreshold);
         }
-
-        /** Named settings, starting from the defaults. */
-        public static final class Builder {
-            private String endpoint = "/health";
-            private int intervalSecs = 10;
-            private int timeoutSecs = 5;
-            private int failureThreshold =
-                    ManagedReplicaSet.HealthConfig.defaults().failureThreshold();
-            private int successThreshold =
-                    ManagedReplicaSet.HealthConfig.defaults().successThreshold();
-
-            Builder endpoint(String v) {
-                endpoint = v;
-                return this;
-            }
-
-            Builder intervalSecs(int v) {
-                intervalSecs = v;
-                return this;
-            }
-
-            Builder timeoutSecs(int v) {
-                timeoutSecs = v;
-                return this;
-            }
-
-            Builder failureThreshold(int v) {
-                failureThreshold = v;
-                return this;
-            }
-
-            Builder successThreshold(int v) {
-                successThreshold = v;
-                return this;
-            }
-
-            public Health build() {
-                return new Health(endpoint, intervalSecs, timeoutSecs, failureThreshold, successThreshold);
-            }
-        }
     }
 
-    /** Section {@code circuit_breaker}. */
-    public record Circuit(int failureThreshold, int successThreshold, int timeoutSecs, int halfOpenMaxRequests) {
-        static final IntRange FAILURE_THRESHOLD = new IntRange("circuit_breaker.failure_threshold", 1, 1_000_000);
-        static final IntRange SUCCESS_THRESHOLD = new IntRange("circuit_breaker.success_threshold", 1, 1_000_000);
-        static final IntRange TIMEOUT_SECS = new IntRange("circuit_breaker.timeout_secs", 1, 86_400);
-        static final IntRange HALF_OPEN_MAX_REQUESTS =
-                new IntRange("circuit_breaker.half_open_max_requests", 1, 1_000_000);
+    /** Section {@code circuit_breaker}: one circuit per replica. */
+    public record Circuit(
+            @Bounds(min = 1, max = 1_000_000) int failureThreshold,
+            @Bounds(min = 1, max = 1_000_000) int successThreshold,
+            @Bounds(min = 1, max = 86_400) int timeoutSecs,
+            @Bounds(min = 1, max = 1_000_000) int halfOpenMaxRequests) {
 
-        public Circuit {
-            FAILURE_THRESHOLD.check(failureThreshold);
-            SUCCESS_THRESHOLD.check(successThreshold);
-            TIMEOUT_SECS.check(timeoutSecs);
-            HALF_OPEN_MAX_REQUESTS.check(halfOpenMaxRequests);
-        }
-
+        /** The section's defaults. */
         public static Circuit defaults() {
-            return builder().build();
-        }
-
-        public static Builder builder() {
-            return new Builder();
+            return Defaults.config().circuitBreaker();
         }
 
         public CircuitBreaker.Config toCore() {
             return new CircuitBreaker.Config(
                     failureThreshold, successThreshold, Duration.ofSeconds(timeoutSecs), halfOpenMaxRequests);
         }
-
-        /** Named settings, starting from the defaults (those of the core's circuit breaker). */
-        public static final class Builder {
-            private int failureThreshold = CircuitBreaker.Config.defaults().failureThreshold();
-            private int successThreshold = CircuitBreaker.Config.defaults().successThreshold();
-            private int timeoutSecs =
-                    (int) CircuitBreaker.Config.defaults().openTimeout().toSeconds();
-            private int halfOpenMaxRequests = CircuitBreaker.Config.defaults().halfOpenMaxRequests();
-
-            Builder failureThreshold(int v) {
-                failureThreshold = v;
-                return this;
-            }
-
-            Builder successThreshold(int v) {
-                successThreshold = v;
-                return this;
-            }
-
-            Builder timeoutSecs(int v) {
-                timeoutSecs = v;
-                return this;
-            }
-
-            Builder halfOpenMaxRequests(int v) {
-                halfOpenMaxRequests = v;
-                return this;
-            }
-
-            public Circuit build() {
-                return new Circuit(failureThreshold, successThreshold, timeoutSecs, halfOpenMaxRequests);
-            }
-        }
     }
 
-    /** Section {@code proxy}: forwarding, retries, timeouts, limits and logging. */
+    /**
+     * Section {@code proxy}: forwarding, retries, timeouts, limits and logging.
+     *
+     * @param remoteMediaUrlPolicy a status in [400, 599] to refuse requests with remote media URLs, or
+     *                             null to allow them
+     */
     public record Proxy(
-            int maxRetries,
-            long initialBackoffMs,
-            double backoffMultiplier,
-            double jitterFactor,
-            List<Integer> retryableStatuses,
-            int connectTimeoutSecs,
-            int requestTimeoutSecs,
+            @Bounds(min = 0, max = 10) int maxRetries,
+            @Bounds(min = 0, max = 60_000) long initialBackoffMs,
+            @RealBounds(min = 1.0, max = 10.0) double backoffMultiplier,
+            @RealBounds(min = 0.0, max = 1.0) double jitterFactor,
+            @HttpStatus List<Integer> retryableStatuses,
+            @Bounds(min = 1, max = 3_600) int connectTimeoutSecs,
+            @Bounds(min = 1, max = 86_400) int requestTimeoutSecs,
             boolean addRoutedPeerHeader,
-            Integer remoteMediaUrlPolicy,
-            int maxBodyBytes,
+            @Nullable @HttpStatus Integer remoteMediaUrlPolicy,
+            @Bounds(min = 1, max = Integer.MAX_VALUE - 16) int maxBodyBytes,
             boolean decisionLog) {
-        static final int MAX_BODY_LIMIT = Integer.MAX_VALUE - 16;
-
-        static final IntRange MAX_RETRIES = new IntRange("proxy.max_retries", 0, 10);
-        static final IntRange INITIAL_BACKOFF_MS = new IntRange("proxy.initial_backoff_ms", 0, 60_000);
-        static final RealRange BACKOFF_MULTIPLIER = new RealRange("proxy.backoff_multiplier", 1.0, 10.0);
-        static final RealRange JITTER_FACTOR = new RealRange("proxy.jitter_factor", 0.0, 1.0);
-        /** An HTTP error status: the elements of {@code retryable_statuses}, and {@code remote_media_url_policy}. */
-        static final IntRange ERROR_STATUS = new IntRange("proxy.retryable_statuses[]", 400, 599);
-
-        static final IntRange REMOTE_MEDIA_URL_POLICY = new IntRange("proxy.remote_media_url_policy", 400, 599);
-        static final IntRange CONNECT_TIMEOUT_SECS = new IntRange("proxy.connect_timeout_secs", 1, 3_600);
-        static final IntRange REQUEST_TIMEOUT_SECS = new IntRange("proxy.request_timeout_secs", 1, 86_400);
-        static final IntRange MAX_BODY_BYTES = new IntRange("proxy.max_body_bytes", 1, MAX_BODY_LIMIT);
 
         public Proxy {
-            MAX_RETRIES.check(maxRetries);
-            INITIAL_BACKOFF_MS.check(initialBackoffMs);
-            BACKOFF_MULTIPLIER.check(backoffMultiplier);
-            JITTER_FACTOR.check(jitterFactor);
             retryableStatuses = List.copyOf(retryableStatuses);
-            for (int s : retryableStatuses) {
-                ERROR_STATUS.check(s);
-            }
-            CONNECT_TIMEOUT_SECS.check(connectTimeoutSecs);
-            REQUEST_TIMEOUT_SECS.check(requestTimeoutSecs);
-            if (remoteMediaUrlPolicy != null) {
-                REMOTE_MEDIA_URL_POLICY.check(remoteMediaUrlPolicy);
-            }
-            MAX_BODY_BYTES.check(maxBodyBytes);
         }
 
+        /** The section's defaults. */
         public static Proxy defaults() {
-            return builder().build();
-        }
-
-        public static Builder builder() {
-            return new Builder();
-        }
-
-        /** Named settings, starting from the defaults. */
-        public static final class Builder {
-            private int maxRetries = 2;
-            private long initialBackoffMs = 100;
-            private double backoffMultiplier = 2.0;
-            private double jitterFactor = 0.2;
-            private List<Integer> retryableStatuses = List.of(502, 503, 504);
-            private int connectTimeoutSecs = 2;
-            private int requestTimeoutSecs = 600;
-            private boolean addRoutedPeerHeader = false;
-            private Integer remoteMediaUrlPolicy = null;
-            private int maxBodyBytes = 32 * 1024 * 1024;
-            private boolean decisionLog = true;
-
-            Builder maxRetries(int v) {
-                maxRetries = v;
-                return this;
-            }
-
-            Builder initialBackoffMs(long v) {
-                initialBackoffMs = v;
-                return this;
-            }
-
-            Builder backoffMultiplier(double v) {
-                backoffMultiplier = v;
-                return this;
-            }
-
-            Builder jitterFactor(double v) {
-                jitterFactor = v;
-                return this;
-            }
-
-            Builder retryableStatuses(List<Integer> v) {
-                retryableStatuses = v;
-                return this;
-            }
-
-            Builder connectTimeoutSecs(int v) {
-                connectTimeoutSecs = v;
-                return this;
-            }
-
-            Builder requestTimeoutSecs(int v) {
-                requestTimeoutSecs = v;
-                return this;
-            }
-
-            Builder addRoutedPeerHeader(boolean v) {
-                addRoutedPeerHeader = v;
-                return this;
-            }
-
-            /** A status in [400, 599] to refuse requests with remote media URLs, or null to allow them. */
-            Builder remoteMediaUrlPolicy(Integer v) {
-                remoteMediaUrlPolicy = v;
-                return this;
-            }
-
-            Builder maxBodyBytes(int v) {
-                maxBodyBytes = v;
-                return this;
-            }
-
-            Builder decisionLog(boolean v) {
-                decisionLog = v;
-                return this;
-            }
-
-            public Proxy build() {
-                return new Proxy(
-                        maxRetries,
-                        initialBackoffMs,
-                        backoffMultiplier,
-                        jitterFactor,
-                        retryableStatuses,
-                        connectTimeoutSecs,
-                        requestTimeoutSecs,
-                        addRoutedPeerHeader,
-                        remoteMediaUrlPolicy,
-                        maxBodyBytes,
-                        decisionLog);
-            }
+            return Defaults.config().proxy();
         }
     }
 
-    /** The allowed range of an integer key; the one place its bounds are written. */
+    /**
+     * The allowed range of an integer key, as its component declares it ({@link Constraints.Bounds}).
+     *
+     * @param key the key's path, e.g. {@code server.port} or {@code workers[].max_load}
+     */
     public record IntRange(String key, long min, long max) {
-        /** Throws, naming the key and the range, when {@code value} is outside. */
-        void check(long value) {
-            if (!contains(value)) {
-                throw new IllegalArgumentException(key + ": must be " + this + ", was " + value);
-            }
-        }
-
         public boolean contains(long value) {
             return value >= min && value <= max;
-        }
-
-        /** The key's name within its section ({@code port} for {@code server.port}). */
-        String name() {
-            return key.substring(key.lastIndexOf('.') + 1);
         }
 
         /** {@code in [0, 65535]}, or {@code >= 1} when the top is only the type's limit. */
@@ -864,20 +380,10 @@ public record ProxyConfig(
         }
     }
 
-    /** The allowed range of a real-valued key; the one place its bounds are written. */
+    /** The allowed range of a real-valued key ({@link Constraints.RealBounds}). */
     record RealRange(String key, double min, double max) {
-        void check(double value) {
-            if (!contains(value)) {
-                throw new IllegalArgumentException(key + ": must be " + this + ", was " + format(value));
-            }
-        }
-
-        public boolean contains(double value) {
+        boolean contains(double value) {
             return value >= min && value <= max;
-        }
-
-        String name() {
-            return key.substring(key.lastIndexOf('.') + 1);
         }
 
         @Override

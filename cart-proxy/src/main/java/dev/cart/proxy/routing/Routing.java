@@ -3,7 +3,6 @@ package dev.cart.proxy.routing;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.upstream.HealthChecker;
 import java.net.http.HttpClient;
@@ -98,7 +97,7 @@ public final class Routing implements AutoCloseable {
         ProxyConfig.Cache cache = config.cache();
         Router.Builder rb = Router.builder()
                 .replicas(set)
-                .policy(RoutingPolicies.create(cache.policy(), cache.policySettings()))
+                .policy(cache.policy(), cache.policySettings())
                 .maxTreeSize(cache.maxTreeSize())
                 .routeTtl(Duration.ofSeconds(cache.routeTtlSecs()))
                 .keyFormat(

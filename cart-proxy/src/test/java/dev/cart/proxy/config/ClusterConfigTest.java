@@ -66,7 +66,7 @@ class ClusterConfigTest {
     void offByDefault() throws Exception {
         ClusterConfig c = ConfigLoader.parse(WORKERS).cluster();
         assertFalse(c.on());
-        assertEquals(ClusterConfig.OFF, c);
+        assertEquals(ClusterConfig.off(), c);
         assertEquals("cart:routes", c.stream());
         assertNull(c.instanceId());
         assertEquals(100_000, c.maxLen());

@@ -70,6 +70,37 @@ class ConfigTest {
     }
 
     @Test
+    void theDrainTimeoutIsReadAndBounded() throws Exception {
+        assertEquals(
+                30_000,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\n").server().drainTimeoutMs());
+        assertEquals(
+                0,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 0\n")
+                        .server()
+                        .drainTimeoutMs());
+        assertEquals(
+                600_000,
+                ConfigLoader.parse("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 600000\n")
+                        .server()
+                        .drainTimeoutMs());
+        assertEquals(
+                List.of("server.drain_timeout_ms: must be in [0, 600000], was 600001"),
+                problems("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 600001\n"));
+        assertEquals(
+                List.of("server.drain_timeout_ms: must be an integer in [0, 600000], was the string '30s'"),
+                problems("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 30s\n"));
+        assertEquals(
+                List.of("server.drain_timeout_ms: must be in [0, 600000], was -1"),
+                problems("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: -1\n"));
+        assertEquals(
+                List.of("server"),
+                ConfigLoader.parse("workers:\n  - url: http://a:1\nserver:\n  drain_timeout_ms: 0\n")
+                        .sectionsDifferingFrom(ConfigLoader.parse("workers:\n  - url: http://a:1\n")),
+                "like the rest of server, not changeable by a reload");
+    }
+
+    @Test
     void theExampleConfigIsValidAndStatesTheDefaults() throws Exception {
         Path example = Path.of(System.getProperty("user.dir"))
                 .resolve("../config.example.yaml")
@@ -258,10 +289,10 @@ class ConfigTest {
                 c.cache().policySettings());
         assertEquals(
                 0.0,
-                ((dev.cart.policy.PredictedTtftPolicy) dev.cart.core.RoutingPolicies.create(
-                                "predicted_ttft",
-                                ConfigLoader.parse("workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
-                                                + "  bounded_load_factor: 0\n")
+                ((dev.cart.policy.PredictedTtftPolicy) dev.cart.core.spi.RoutingPolicyProvider.named("predicted_ttft")
+                                .create(ConfigLoader.parse(
+                                                "workers:\n  - url: http://a:1\ncache:\n  policy: predicted_ttft\n"
+                                                        + "  bounded_load_factor: 0\n")
                                         .cache()
                                         .policySettings()))
                         .config()
@@ -329,25 +360,35 @@ class ConfigTest {
     }
 
     @Test
-    void theLoaderAndTheRecordsReportOneRange() {
+    void theLoaderAndTheRecordsReportOneRange() throws Exception {
         // the same bounds, written once: the loader's problem and the constructor's exception agree
         List<String> p = problems("workers:\n  - url: http://a:1\n    max_load: 0\nserver:\n  port: 70000\n");
         assertProblem(p, "server.port: must be in [0, 65535], was 70000");
         assertProblem(p, "workers[0].max_load: must be >= 1, was 0");
-        IllegalArgumentException w =
-                assertThrows(IllegalArgumentException.class, () -> new ProxyConfig.Worker("http://a:1", 0, 0));
-        assertEquals("workers[].max_load: must be >= 1, was 0", w.getMessage());
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\n");
+        IllegalArgumentException w = assertThrows(
+                IllegalArgumentException.class,
+                () -> c.withWorkers(List.of(new ProxyConfig.Worker("http://a:1", 0, 0))));
+        assertEquals("workers[0].max_load: must be >= 1, was 0", w.getMessage());
     }
 
     @Test
-    void recordsValidateWhenBuiltInCode() {
+    void recordsValidateWhenBuiltInCode() throws Exception {
+        ProxyConfig c = ConfigLoader.parse("workers:\n  - url: http://a:1\n");
         IllegalArgumentException e = assertThrows(
-                IllegalArgumentException.class,
-                () -> ProxyConfig.Server.builder().host("h").port(70000).build());
+                IllegalArgumentException.class, () -> c.withServer(c.server().withPort(70000)));
         assertEquals("server.port: must be in [0, 65535], was 70000", e.getMessage());
-        assertThrows(
+        e = assertThrows(
                 IllegalArgumentException.class,
-                () -> ProxyConfig.Health.builder().endpoint("x").build());
+                () -> new ProxyConfig(
+                        c.server(),
+                        c.workers(),
+                        c.cache(),
+                        new ProxyConfig.Health("x", 10, 5, 3, 2),
+                        c.circuitBreaker(),
+                        c.proxy(),
+                        c.cluster()));
+        assertEquals("health.endpoint: must be a path starting with '/', was 'x'", e.getMessage());
     }
 
     @Test
@@ -373,6 +414,28 @@ class ConfigTest {
         assertTrue(p.get(0).contains("http://a:99999"), p.toString());
         assertProblem(p, "workers[1].url: the port must be in [1, 65535], was 0");
         assertEquals(2, p.size(), p.toString());
+    }
+
+    @Test
+    void aWorkerUrlWithoutASchemeSaysItNeedsHttp() throws Exception {
+        Path a = file("a.yaml", """
+                workers:
+                  - url: 10.0.0.5:8000
+                  - url: node_1:8000
+                  - url: localhost:8000/v1
+                  - url: "http:/node2:8000"
+                """);
+        ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.load(List.of(a)));
+        assertEquals(
+                List.of(
+                        a + ": workers[0].url: must start with http:// or https:// (such as 'http://10.0.0.5:8000'),"
+                                + " was '10.0.0.5:8000'",
+                        a + ": workers[1].url: must start with http:// or https:// (such as 'http://node_1:8000'),"
+                                + " was 'node_1:8000'",
+                        a + ": workers[2].url: must start with http:// or https:// (such as"
+                                + " 'http://localhost:8000/v1'), was 'localhost:8000/v1'",
+                        a + ": workers[3].url: must start with http:// or https://, was 'http:/node2:8000'"),
+                e.problems());
     }
 
     @Test

@@ -6,7 +6,6 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.Scheduler;
 import dev.cart.flow.FlowConfig;
@@ -195,7 +194,7 @@ final class FlowSimulation {
         SplittableRandom rnd = new SplittableRandom(setup.seed());
         router = Router.builder()
                 .replicas(set)
-                .policy(RoutingPolicies.create(setup.policy(), Map.of()))
+                .policy(setup.policy(), Map.of())
                 .random(() -> rnd)
                 .clock(clock)
                 .ticker(clock::nanos)

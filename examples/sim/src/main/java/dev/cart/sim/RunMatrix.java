@@ -1,7 +1,7 @@
 package dev.cart.sim;
 
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -207,7 +207,7 @@ final class RunMatrix {
 
     /** The policy a variant names, from the registered providers. */
     static Supplier<RoutingPolicy> registered(Variant v) {
-        return () -> RoutingPolicies.create(v.policy(), v.settings());
+        return () -> RoutingPolicyProvider.named(v.policy()).create(v.settings());
     }
 
     /** A simulation of the report's cluster routing with {@code v}. */

@@ -10,11 +10,11 @@ import dev.cart.core.ReplicaSpec;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.RoutingPolicies;
 import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.policy.PredictedTtftPolicy;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -695,8 +695,8 @@ public final class Simulation {
         /** The policy registered as {@code name}, created fresh for each run with {@code settings}. */
         public Builder policy(String name, Map<String, ?> settings) {
             Map<String, ?> copy = Map.copyOf(settings);
-            RoutingPolicies.create(name, copy); // fail now on a bad name or setting
-            return policy(name, () -> RoutingPolicies.create(name, copy));
+            RoutingPolicyProvider.named(name).create(copy); // fail now on a bad name or setting
+            return policy(name, () -> RoutingPolicyProvider.named(name).create(copy));
         }
 
         /** A policy made by {@code factory} for each run, reported as {@code label}. */
