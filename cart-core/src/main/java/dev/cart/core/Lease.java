@@ -1,7 +1,6 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.LeaseCompletion;
-import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -75,7 +74,7 @@ public final class Lease implements AutoCloseable {
      * Records that the replica has computed the prompt: its first token arrived (for a host, the first
      * bytes of the answer's body: the first chunk of a stream, or a whole unstreamed answer). The
      * request's {@linkplain RouteDecision#prefillEstimate() prefill estimate} leaves the replica's
-     * {@link Replica#pendingPrefill()}, so policies see the prefill work still queued there, and a
+     * {@linkplain Router#pendingPrefill pending prefill}, so policies see the prefill work still queued there, and a
      * diverted request's route, held back until the replica holds the prefix, is recorded (see
      * {@link Router.Builder#deferDivertedRoutes}). The router counts pending prefill only once its host
      * has reported a first token. Idempotent and thread-safe; a lease closed without it does the same

@@ -17,6 +17,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,6 +69,9 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     private final long intervalNanos;
     private final long ttlNanos;
     private final ReplicaSet replicas;
+    /** This instance's pending prefill per replica, as its router counts it ({@link #localPendingPrefill}). */
+    private volatile ToLongFunction<Replica> localPending = r -> 0;
+
     private final Map<String, Heard> heard = new HashMap<>(); // guarded by itself
     private volatile Snapshot snapshot = new Snapshot(Map.of(), 0);
     private volatile boolean running;
@@ -154,6 +158,15 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
         return remotePendingPrefill(replicaId);
     }
 
+    /**
+     * {@link RemoteLoad}: where this instance's pending prefill is read for publishing (the router built with
+     * this view hands it over; until then it publishes 0).
+     */
+    @Override
+    public void localPendingPrefill(ToLongFunction<Replica> source) {
+        localPending = Objects.requireNonNull(source);
+    }
+
     /** This instance's origin id (its instance id and a random suffix per start). */
     public String originId() {
         return origin;
@@ -203,11 +216,12 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             if (now.length != 2 * rs.size()) {
                 now = new long[2 * rs.size()];
             }
+            ToLongFunction<Replica> pending = localPending;
             for (int i = 0; i < rs.size(); i++) {
                 Replica r = rs.get(i);
                 ids.add(r.id());
                 now[2 * i] = r.inFlight();
-                now[2 * i + 1] = r.pendingPrefill();
+                now[2 * i + 1] = pending.applyAsLong(r);
             }
             boolean changed = last == null || !Arrays.equals(last, now);
             boolean sent = false;
