@@ -27,7 +27,7 @@ public class HeaderPath implements java.util.function.LongSupplier {
   }
   static final ProxyMetrics M = new ProxyMetrics(() -> null, 64, new DecisionWindow());
   static final LeaseCompletion[] C = {new LeaseCompletion(D[0], Outcome.SUCCESS, 200, 1_000_000, 0), new LeaseCompletion(D[1], Outcome.SUCCESS, 200, 1_000_000, 0)};
-  static final CacheFeedback F = new CacheFeedback(192, 192, 250, false, false);
+  static final CacheFeedback F = new CacheFeedback(192, 192, 250, CacheFeedback.Verdict.OK);
   int which;
   public long getAsLong() {
     RouteDecision d = D[which];

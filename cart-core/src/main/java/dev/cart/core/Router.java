@@ -469,10 +469,10 @@ public final class Router implements AutoCloseable {
      * again and is kept; what is dropped is the replica's claim on every other prefix that continued
      * through the lost part, which went with it (the tree's {@code forgetBranches}).
      */
-    void feedback(RouteDecision d, ServedUsage usage) {
+    CacheFeedback feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
         if (keyLength == 0) {
-            return;
+            return CacheFeedback.notCompared();
         }
         double tokensPerUnit = (double) usage.promptTokens() / keyLength;
         long predicted = Math.round(d.matchedLength() * tokensPerUnit);
@@ -487,8 +487,15 @@ public final class Router implements AutoCloseable {
                     d.aheadInPrefill(), d.inPrefill(), d.key(), deliveredUnits, d.matchedLength(), 2 * blockSize);
         }
         boolean stale = shortfall && d.matchedLength() - keep > tolerance;
-        boolean inconclusive = shortfall && !stale;
-        if (stale && feedback && policy.usesPrefixTree()) {
+        CacheFeedback.Verdict verdict;
+        if (!feedback) {
+            verdict = CacheFeedback.Verdict.FEEDBACK_OFF;
+        } else if (!shortfall) {
+            verdict = CacheFeedback.Verdict.OK;
+        } else {
+            verdict = stale ? CacheFeedback.Verdict.STALE : CacheFeedback.Verdict.INCONCLUSIVE;
+        }
+        if (verdict == CacheFeedback.Verdict.STALE && policy.usesPrefixTree()) {
             tree.forgetBranches(d.key(), d.replica(), keep);
             if (publishes && fits(d.key())) {
                 publish(new RouteEvent.Forgotten(
@@ -501,10 +508,9 @@ public final class Router implements AutoCloseable {
                         Math.max(0, keep / keyBlockSize)));
             }
         }
-        listener.onCacheFeedback(
-                d,
-                new CacheFeedback(
-                        predicted, delivered, usage.promptTokens(), stale && feedback, inconclusive && feedback));
+        CacheFeedback f = new CacheFeedback(predicted, delivered, usage.promptTokens(), verdict);
+        listener.onCacheFeedback(d, f);
+        return f;
     }
 
     void closed(RouteDecision d, Outcome outcome, int status, boolean firstToken) {

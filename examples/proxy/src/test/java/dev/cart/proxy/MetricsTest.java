@@ -446,9 +446,11 @@ class MetricsTest {
             m.leaseCompleted(new LeaseCompletion(b, dev.cart.core.Outcome.CANCELLED, 0, 5_000_000, 0));
             m.firstByte(ida, 2_000_000);
             m.firstByte(ida, 2_000_000);
-            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 40, 250, true, false));
-            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, false, false));
-            m.cacheFeedback(b, new dev.cart.core.CacheFeedback(100, 10, 250, false, true));
+            m.cacheFeedback(
+                    a, new dev.cart.core.CacheFeedback(100, 40, 250, dev.cart.core.CacheFeedback.Verdict.STALE));
+            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, dev.cart.core.CacheFeedback.Verdict.OK));
+            m.cacheFeedback(
+                    b, new dev.cart.core.CacheFeedback(100, 10, 250, dev.cart.core.CacheFeedback.Verdict.INCONCLUSIVE));
             m.answerLearned("learned");
             m.answerLearned("learned");
             m.answerLearned("not_chat");
