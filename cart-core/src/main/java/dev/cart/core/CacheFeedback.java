@@ -14,7 +14,8 @@ import java.util.Objects;
  * held the missing part when the request was sent: it lost it, and the router dropped the replica's claims
  * beyond what was delivered. It is {@link Verdict#INCONCLUSIVE} when requests still in prefill on that
  * replica were computing the missing part then (a replica serves a prefix from its cache only once its
- * prefill is over): nothing is dropped then.
+ * prefill is over), and {@link Verdict#CACHE_UNREPORTED} when the replica has never reported a cached
+ * token (prefix caching off, or a server that always says 0): nothing is dropped for either.
  *
  * @param predictedTokens prompt tokens the router believed the replica had cached (its matched prefix,
  *                        scaled from key units to the replica's token count; 0 for a miss, which predicted
@@ -78,6 +79,15 @@ public record CacheFeedback(long predictedTokens, long deliveredTokens, long pro
          */
         INCONCLUSIVE,
         /**
+         * Short of the prediction with nothing delivered, from a replica that has never reported a cached
+         * token: a replica with prefix caching off, or a server that always reports 0. Its reports cannot
+         * tell an eviction from a cache it does not report, so they drop nothing (dropping would move the
+         * routes of prompts that hit nothing anyway). The router calls a replica so at its third such report
+         * (the first two are {@link #STALE}: a replica that has just started may really have lost what it was
+         * predicted to hold), and trusts its reports again once it reports a cached token.
+         */
+        CACHE_UNREPORTED,
+        /**
          * The figures were compared, but the router's feedback is off ({@link Router.Builder#feedback}): it
          * judged nothing and dropped nothing. The host may compare the figures itself.
          */
@@ -94,7 +104,8 @@ public record CacheFeedback(long predictedTokens, long deliveredTokens, long pro
         /**
          * The lower-case name, as in logs and metric labels.
          *
-         * @return {@code ok}, {@code stale}, {@code inconclusive}, {@code feedback_off} or {@code not_compared}
+         * @return {@code ok}, {@code stale}, {@code inconclusive}, {@code cache_unreported},
+         *     {@code feedback_off} or {@code not_compared}
          */
         public String label() {
             return name().toLowerCase(Locale.ROOT);

@@ -5,13 +5,15 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * What the router keeps per replica, so that a {@link Replica} only answers what its host knows: the
- * prefill still pending there ({@link Router#pendingPrefill}), and the requests still in prefill there
- * (for usage feedback, {@link InPrefill}).
+ * prefill still pending there ({@link Router#pendingPrefill}), the requests still in prefill there (for
+ * usage feedback, {@link InPrefill}), and whether the replica has ever reported a cached token
+ * ({@link CacheFeedback.Verdict#CACHE_UNREPORTED}).
  *
  * <p>How: one {@link Account} per replica in a concurrent map (keyed by the replica itself: identity,
  * unless a host's replica defines {@code equals}), made on a replica's first admission. A
@@ -36,6 +38,33 @@ final class ReplicaLedger {
         final AtomicLong pendingPrefill = new AtomicLong();
         /** The requests in prefill there, for feedback ({@link InPrefill}); empty when feedback is off. */
         final AtomicReference<InPrefill.Entry[]> inPrefill = new AtomicReference<>(InPrefill.NONE);
+        /**
+         * Whether the replica reports its cache: -1 once it has reported a cached token; before that, how many
+         * of its reports fell short of a prediction with nothing delivered ({@link #noCacheReport()}).
+         */
+        private final AtomicInteger cacheReports = new AtomicInteger();
+
+        /** The replica reported a cached token: its shortfalls are evidence from now on. */
+        void cacheReported() {
+            if (cacheReports.get() != -1) {
+                cacheReports.set(-1);
+            }
+        }
+
+        /**
+         * The replica reported nothing cached where the router could not explain the shortfall.
+         *
+         * @return how many such reports it has made without ever reporting a cached token (this one
+         *     included); -1 if it has reported one
+         */
+        int noCacheReport() {
+            while (true) {
+                int n = cacheReports.get();
+                if (n < 0 || cacheReports.compareAndSet(n, n + 1)) {
+                    return n < 0 ? n : n + 1;
+                }
+            }
+        }
 
         /** True when no request counts here any more. */
         boolean idle() {

@@ -65,6 +65,13 @@ public final class Router implements AutoCloseable {
 
     private static final Duration DEFAULT_EVICTION_INTERVAL = Duration.ofSeconds(60);
 
+    /**
+     * The report, of a replica that has never reported a cached token, that shows it does not report them:
+     * its third shortfall with nothing delivered that requests in prefill do not explain
+     * ({@link CacheFeedback.Verdict#CACHE_UNREPORTED}).
+     */
+    static final int CACHE_UNREPORTED_AFTER = 3;
+
     private final ReplicaSet replicas;
     private final RoutingPolicy policy;
     private final PrefixTree tree;
@@ -451,6 +458,12 @@ public final class Router implements AutoCloseable {
         return deferDiverted && reason == Reason.HIT_OVERLOADED;
     }
 
+    /** The account of {@code d}'s replica: the decision's own, or looked up when it counted nowhere. */
+    private ReplicaLedger.Account account(RouteDecision d) {
+        ReplicaLedger.Account a = d.account();
+        return a != null ? a : ledger.account(d.replica(), replicas.replicas());
+    }
+
     void learnOnSuccess(RouteDecision d) {
         if (learnMode == LearnMode.ON_SUCCESS) {
             record(d.key(), d.replica());
@@ -468,6 +481,13 @@ public final class Router implements AutoCloseable {
      * stands, the replica has by now computed this whole prompt again, so the request's own route is true
      * again and is kept; what is dropped is the replica's claim on every other prefix that continued
      * through the lost part, which went with it (the tree's {@code forgetBranches}).
+     *
+     * <p>A replica with prefix caching off, or a server that always reports no cached token, would make
+     * every predicted hit look stale and move the routes of prompts that hit nothing anyway. So a report of
+     * nothing cached counts as evidence only from a replica that has reported a cached token at some point:
+     * one that never has is given the benefit of the doubt for {@link #CACHE_UNREPORTED_AFTER} - 1 such
+     * reports (a replica just started may really have lost its cache), and from the next on its shortfalls
+     * are {@link CacheFeedback.Verdict#CACHE_UNREPORTED} and drop nothing, until it reports a cached token.
      */
     CacheFeedback feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
@@ -492,8 +512,15 @@ public final class Router implements AutoCloseable {
             verdict = CacheFeedback.Verdict.FEEDBACK_OFF;
         } else if (!shortfall) {
             verdict = CacheFeedback.Verdict.OK;
+        } else if (!stale) {
+            verdict = CacheFeedback.Verdict.INCONCLUSIVE;
+        } else if (delivered == 0 && account(d).noCacheReport() >= CACHE_UNREPORTED_AFTER) {
+            verdict = CacheFeedback.Verdict.CACHE_UNREPORTED;
         } else {
-            verdict = stale ? CacheFeedback.Verdict.STALE : CacheFeedback.Verdict.INCONCLUSIVE;
+            verdict = CacheFeedback.Verdict.STALE;
+        }
+        if (feedback && delivered > 0) {
+            account(d).cacheReported();
         }
         if (verdict == CacheFeedback.Verdict.STALE && policy.usesPrefixTree()) {
             tree.forgetBranches(d.key(), d.replica(), keep);

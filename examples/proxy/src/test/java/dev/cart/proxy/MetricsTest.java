@@ -451,6 +451,9 @@ class MetricsTest {
             m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, dev.cart.core.CacheFeedback.Verdict.OK));
             m.cacheFeedback(
                     b, new dev.cart.core.CacheFeedback(100, 10, 250, dev.cart.core.CacheFeedback.Verdict.INCONCLUSIVE));
+            m.cacheFeedback(
+                    b,
+                    new dev.cart.core.CacheFeedback(100, 0, 250, dev.cart.core.CacheFeedback.Verdict.CACHE_UNREPORTED));
             m.answerLearned("learned");
             m.answerLearned("learned");
             m.answerLearned("not_chat");
@@ -492,6 +495,7 @@ class MetricsTest {
             assertEquals(1, p.value("cart_cache_feedback_total", "replica", ida, "verdict", "stale"));
             assertEquals(1, p.value("cart_cache_feedback_total", "replica", ida, "verdict", "ok"));
             assertEquals(1, p.value("cart_cache_feedback_total", "replica", idb, "verdict", "inconclusive"));
+            assertEquals(1, p.value("cart_cache_feedback_total", "replica", idb, "verdict", "cache_unreported"));
             assertEquals(2, p.value("cart_learned_answers_total", "result", "learned"));
             assertEquals(1, p.value("cart_learned_answers_total", "result", "not_chat"));
         }
