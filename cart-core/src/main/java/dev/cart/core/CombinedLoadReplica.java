@@ -6,7 +6,8 @@ import dev.cart.core.sync.RemoteLoad;
 /**
  * A candidate as a policy sees it when other instances share the pool ({@link RemoteLoad}): this
  * instance's live counts plus the others' figures as they were when the decision began. Everything else
- * is the replica's own. Made per decision by the router and never handed out of it: the router unwraps
+ * is the replica's own; its pending prefill is read through the context
+ * ({@link RouterContext#pendingPrefill}), this router's count plus {@link #remotePendingPrefill()}. Made per decision by the router and never handed out of it: the router unwraps
  * the policy's choice before taking a slot, and the decision names the replica itself.
  */
 final class CombinedLoadReplica implements Replica {
@@ -56,14 +57,9 @@ final class CombinedLoadReplica implements Replica {
         return local.tryAcquire();
     }
 
-    @Override
-    public long pendingPrefill() {
-        return local.pendingPrefill() + remotePending;
-    }
-
-    @Override
-    public void addPendingPrefill(long units) {
-        local.addPendingPrefill(units);
+    /** The other instances' pending prefill on the replica when the decision began. */
+    long remotePendingPrefill() {
+        return remotePending;
     }
 
     @Override

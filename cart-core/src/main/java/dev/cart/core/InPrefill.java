@@ -1,13 +1,9 @@
 package dev.cart.core;
 
-import dev.cart.core.spi.Replica;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
-import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Supplier;
 
 /**
  * The requests routed to each replica whose prefill is not over yet (no first token), kept so that usage
@@ -19,7 +15,8 @@ import java.util.function.Supplier;
  * uncached, although the replica lost nothing. Such a report is no evidence of eviction: acting on it
  * would drop the replica's claim on the very prefixes it is computing.
  *
- * <p>How: per replica, an immutable array of entries replaced by compare-and-set (copy on write). A request
+ * <p>How: per replica (its {@link ReplicaLedger.Account}), an immutable array of entries replaced by
+ * compare-and-set (copy on write). A request
  * adds its entry when it is admitted, before its route is recorded; the add copies the entries still in
  * prefill and appends the new one. Its prefill over (first token, or the lease's close), the entry is only
  * marked, and the replica's next add leaves it out. The array a request's add made, the requests in
@@ -28,13 +25,15 @@ import java.util.function.Supplier;
  * first token when that later request was sent, is in the later request's array. The array is read only
  * where a report falls short of the prediction ({@link #explained}).
  *
- * <p>Concurrency: lock free. An add costs a map lookup, one array of the replica's requests in prefill
+ * <p>Concurrency: lock free. An add costs one array of the replica's requests in prefill
  * (bounded by its admission cap) and a compare-and-set; the end of a prefill one volatile write. Entries
  * hold keys, not decisions or arrays, so a kept array holds nothing else alive.
  */
 final class InPrefill {
 
-    private static final Entry[] NONE = new Entry[0];
+    /** No request in prefill. */
+    static final Entry[] NONE = new Entry[0];
+
     private static final VarHandle DONE;
 
     static {
@@ -45,13 +44,7 @@ final class InPrefill {
         }
     }
 
-    private final ConcurrentHashMap<Replica, AtomicReference<Entry[]>> byReplica = new ConcurrentHashMap<>();
-    private final Supplier<? extends List<? extends Replica>> pool;
-
-    /** @param pool the replicas routed over now (to drop the queues of replicas that left it) */
-    InPrefill(Supplier<? extends List<? extends Replica>> pool) {
-        this.pool = pool;
-    }
+    private InPrefill() {}
 
     /** One request in prefill: its key and the prefix the tree predicted its replica held. */
     static final class Entry {
@@ -65,16 +58,6 @@ final class InPrefill {
             this.matched = matched;
             this.queue = queue;
         }
-    }
-
-    /** The replica's queue, made on first use. */
-    AtomicReference<Entry[]> queue(Replica replica) {
-        AtomicReference<Entry[]> q = byReplica.get(replica);
-        if (q == null) {
-            q = byReplica.computeIfAbsent(replica, r -> new AtomicReference<>(NONE));
-            prune();
-        }
-        return q;
     }
 
     /**
@@ -185,33 +168,13 @@ final class InPrefill {
         return explained;
     }
 
-    /**
-     * Drops the empty queues of replicas no longer in the pool once the map holds well more queues than the
-     * pool has replicas (a host whose discovery replaces replica objects would otherwise grow it).
-     */
-    private void prune() {
-        List<? extends Replica> now = pool.get();
-        if (byReplica.size() <= 2 * now.size() + 16) {
-            return;
-        }
-        byReplica.entrySet().removeIf(en -> allDone(en.getValue().get()) && !containsSame(now, en.getKey()));
-    }
-
-    private static boolean allDone(Entry[] entries) {
+    /** True when every entry's prefill is over. */
+    static boolean allDone(Entry[] entries) {
         for (Entry e : entries) {
             if (!e.done) {
                 return false;
             }
         }
         return true;
-    }
-
-    private static boolean containsSame(List<? extends Replica> list, Replica r) {
-        for (int i = 0; i < list.size(); i++) {
-            if (list.get(i) == r) {
-                return true;
-            }
-        }
-        return false;
     }
 }

@@ -1,10 +1,10 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.LeaseCompletion;
-import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.Objects;
 
 /**
  * Owns one in-flight slot on the chosen replica. Exactly one {@link #close()} releases it: later calls,
@@ -15,7 +15,8 @@ import java.lang.invoke.VarHandle;
  *
  * <p>{@link #succeeded(ServedUsage)} also hands the router what the replica reported about its prefix
  * cache: with {@code learn: on_success} the route is recorded then, and a predicted hit the replica did not
- * deliver corrects the tree.
+ * deliver corrects the tree. It returns what the router concluded ({@link CacheFeedback}), so a host that
+ * logs or counts it needs no listener.
  *
  * <pre>{@code
  * RouteDecision d = router.choose(request);
@@ -49,6 +50,8 @@ public final class Lease implements AutoCloseable {
     private volatile Outcome outcome = Outcome.CANCELLED;
     private volatile int status;
     private volatile boolean prefilledReported;
+    /** What the comparison of this lease's usage gave, once made (null before). */
+    private volatile CacheFeedback feedback;
 
     Lease(RouteDecision decision, Router router) {
         this.decision = decision;
@@ -75,7 +78,7 @@ public final class Lease implements AutoCloseable {
      * Records that the replica has computed the prompt: its first token arrived (for a host, the first
      * bytes of the answer's body: the first chunk of a stream, or a whole unstreamed answer). The
      * request's {@linkplain RouteDecision#prefillEstimate() prefill estimate} leaves the replica's
-     * {@link Replica#pendingPrefill()}, so policies see the prefill work still queued there, and a
+     * {@linkplain Router#pendingPrefill pending prefill}, so policies see the prefill work still queued there, and a
      * diverted request's route, held back until the replica holds the prefix, is recorded (see
      * {@link Router.Builder#deferDivertedRoutes}). The router counts pending prefill only once its host
      * has reported a first token. Idempotent and thread-safe; a lease closed without it does the same
@@ -98,22 +101,38 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
-     * Records that the replica served the request and what it reported about its prefix cache. May be
-     * called twice: when the answer starts (usage unknown yet) and when its usage arrives (at the end of
-     * a stream). The first call learns the route (with {@code learn: on_success}); the first call with a
-     * {@linkplain ServedUsage#known() known} usage is compared with the prediction.
+     * Records that the replica served the request and what it reported about its prefix cache, and returns
+     * what the router concluded from it. May be called twice: when the answer starts (usage unknown yet)
+     * and when its usage arrives (at the end of a stream). The first call learns the route (with
+     * {@code learn: on_success}); the first call with a {@linkplain ServedUsage#known() known} usage is
+     * compared with the prediction, and the listener hears the result.
+     *
+     * @param usage what the replica reported; {@link ServedUsage#unknown()} when it reported nothing
+     * @return never null: the comparison's {@link CacheFeedback} (a later call returns the same one); or
+     *     {@link CacheFeedback#notCompared()} when nothing was compared: the usage is unknown, the key was
+     *     empty, the decision had no replica, the lease is closed, or another thread's call is comparing
+     *     this lease's usage right now. With the router's feedback off, the figures are compared and the
+     *     verdict is {@link CacheFeedback.Verdict#FEEDBACK_OFF}
      */
-    public void succeeded(ServedUsage usage) {
+    public CacheFeedback succeeded(ServedUsage usage) {
+        Objects.requireNonNull(usage, "usage");
         outcome = Outcome.SUCCESS;
         if ((state & CLOSED) != 0) {
-            return;
+            return CacheFeedback.notCompared();
         }
         if (set(LEARNED)) {
             router.learnOnSuccess(decision);
         }
-        if (usage.known() && set(FED_BACK)) {
-            router.feedback(decision, usage);
+        if (!usage.known()) {
+            return CacheFeedback.notCompared();
         }
+        if (set(FED_BACK)) {
+            CacheFeedback f = router.feedback(decision, usage);
+            feedback = f;
+            return f;
+        }
+        CacheFeedback f = feedback;
+        return f != null ? f : CacheFeedback.notCompared();
     }
 
     /** Records that the replica failed the request (counts towards opening its circuit). */

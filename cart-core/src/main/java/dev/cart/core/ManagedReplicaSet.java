@@ -14,7 +14,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The default {@link ReplicaSet}: a fixed list of replicas, each with an in-flight count capped at its
@@ -112,8 +111,8 @@ public final class ManagedReplicaSet implements ReplicaSet {
         }
 
         /**
-         * Adds a member of another set itself, not a copy: its in-flight count, pending prefill, health
-         * and circuit carry over, and a lease taken from the other set is released on it as usual. For a
+         * Adds a member of another set itself, not a copy: its in-flight count, health and circuit carry
+         * over (and the router's figures for it, with {@link Router.Builder#routesOf}), and a lease taken from the other set is released on it as usual. For a
          * set that replaces another with some of the same replicas (a reload); the member keeps the
          * clock, health and circuit settings and the listener it was built with.
          */
@@ -180,7 +179,6 @@ public final class ManagedReplicaSet implements ReplicaSet {
         private final Listener listener;
         private final CircuitBreaker breaker;
         private final AtomicInteger inFlight = new AtomicInteger();
-        private final AtomicLong pendingPrefill = new AtomicLong();
         /** Written under this member's monitor with the probe counts; volatile: admission reads it lock-free. */
         private volatile boolean healthy = true;
         /** The admission of the breaker's current permit, reused; a racing replacement only costs an allocation. */
@@ -225,16 +223,6 @@ public final class ManagedReplicaSet implements ReplicaSet {
         @Override
         public int maxLoad() {
             return maxLoad;
-        }
-
-        @Override
-        public long pendingPrefill() {
-            return pendingPrefill.get();
-        }
-
-        @Override
-        public void addPendingPrefill(long units) {
-            pendingPrefill.addAndGet(units);
         }
 
         @Override

@@ -17,6 +17,7 @@ public final class RouteDecision {
     private final int keyLength;
     private final int prefillEstimate;
     private final int pendingCounted;
+    private final ReplicaLedger.Account account;
     private final long decisionNanos;
     private final PromptKey key;
     private final Replica.Admission admission;
@@ -37,6 +38,7 @@ public final class RouteDecision {
             int matchedLength,
             int prefillEstimate,
             int pendingCounted,
+            ReplicaLedger.Account account,
             Object detail,
             RouteRequest request,
             long decisionNanos,
@@ -53,6 +55,7 @@ public final class RouteDecision {
         this.keyLength = key.length();
         this.prefillEstimate = prefillEstimate;
         this.pendingCounted = pendingCounted;
+        this.account = account;
         this.key = key;
         this.decisionNanos = decisionNanos;
         this.attempt = request.attempt();
@@ -139,9 +142,14 @@ public final class RouteDecision {
         return prefillEstimate;
     }
 
-    /** What this request added to its replica's {@link Replica#pendingPrefill()} (0 while not tracked). */
+    /** What this request added to its replica's {@linkplain Router#pendingPrefill pending prefill} (0 while not tracked). */
     int pendingCounted() {
         return pendingCounted;
+    }
+
+    /** The router's account of the chosen replica, where the request counts; null when it counts nowhere. */
+    ReplicaLedger.Account account() {
+        return account;
     }
 
     /**

@@ -8,6 +8,7 @@ import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.Match;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
+import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.spi.RoutingPolicy;
 import dev.cart.core.spi.RoutingPolicyProvider;
@@ -66,6 +67,13 @@ public final class Router implements AutoCloseable {
 
     private static final Duration DEFAULT_EVICTION_INTERVAL = Duration.ofSeconds(60);
 
+    /**
+     * The report, of a replica that has never reported a cached token, that shows it does not report them:
+     * its third shortfall with nothing delivered that requests in prefill do not explain
+     * ({@link CacheFeedback.Verdict#CACHE_UNREPORTED}).
+     */
+    static final int CACHE_UNREPORTED_AFTER = 3;
+
     private final ReplicaSet replicas;
     private final RoutingPolicy policy;
     private final PrefixTree tree;
@@ -88,8 +96,10 @@ public final class Router implements AutoCloseable {
     private final long repeatMillis;
 
     private final RemoteLoad remoteLoad;
-    /** The requests in prefill per replica, for usage feedback; null when feedback cannot act. */
-    private final InPrefill inPrefill;
+    /** What the router keeps per replica: pending prefill, requests in prefill (shared by {@code routesOf}). */
+    private final ReplicaLedger ledger;
+    /** Whether requests in prefill are kept per replica, for usage feedback (only where it can act). */
+    private final boolean tracksInPrefill;
 
     private volatile boolean syncFailureLogged;
     private volatile boolean observationFailureLogged;
@@ -124,7 +134,9 @@ public final class Router implements AutoCloseable {
         this.publishes = b.sync != RouteSync.NONE;
         this.remoteLoad = b.remoteLoad;
         this.repeatMillis = sync.repeatInterval().toMillis();
-        this.inPrefill = feedback && policy.usesPrefixTree() ? new InPrefill(replicas::replicas) : null;
+        this.ledger = b.ledger != null ? b.ledger : new ReplicaLedger();
+        this.tracksInPrefill = feedback && policy.usesPrefixTree();
+        remoteLoad.localPendingPrefill(ledger::pendingPrefill);
         this.remote = new RemoteRoutes(
                 tree, replicas, keyUnit, keyBlockSize, sync.originId(), policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
@@ -188,10 +200,10 @@ public final class Router implements AutoCloseable {
             }
         }
         if (!served) {
-            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, false, null, null, request, t0);
+            return decided(null, null, Reason.MODEL_NOT_SERVED, 0, 0, 0, null, null, false, null, null, request, t0);
         }
         PromptKey key = request.key();
-        RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get());
+        RouterContext ctx = new RouterContext(request, candidates, fits(key) ? tree : null, random.get(), ledger);
         while (!candidates.isEmpty()) {
             Choice choice = policy.choose(ctx);
             Replica view = choice.replica();
@@ -205,11 +217,11 @@ public final class Router implements AutoCloseable {
             Replica chosen = CombinedLoadReplica.unwrap(view);
             Replica.Admission admission = chosen.tryAcquire();
             if (admission != null) {
-                return admitted(chosen, admission, choice, ctx, request, t0);
+                return admitted(chosen, admission, choice, ctx, request, all, t0);
             }
             ctx.drop(view); // filled up since the policy looked; ask again without it
         }
-        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, false, null, null, request, t0);
+        return decided(null, null, Reason.NO_REPLICA, 0, 0, 0, null, null, false, null, null, request, t0);
     }
 
     /**
@@ -223,19 +235,26 @@ public final class Router implements AutoCloseable {
             Choice choice,
             RouterContext ctx,
             RouteRequest request,
+            List<? extends Replica> pool,
             long t0) {
         PromptKey key = request.key();
         int counted = 0;
+        ReplicaLedger.Account account = null;
         InPrefill.Entry entry = null;
         try {
             int matched = choice.matchedLength();
             if (matched == 0 && policy.usesPrefixTree() && key.blockCount() > 0 && fits(key)) {
                 matched = ctx.treeMatch().matchedLength(chosen); // what the chosen replica holds on a miss
             }
+            boolean inPrefill = tracksInPrefill && key.blockCount() > 0 && fits(key);
+            boolean countPrefill = tracksPrefill; // read once: a first token reported meanwhile may set it
+            if (inPrefill || countPrefill) {
+                account = ledger.account(chosen, pool);
+            }
             // in prefill before the route is recorded: a request that matches the route has the entry in its array
             InPrefill.Entry[] ahead = null;
-            if (inPrefill != null && key.blockCount() > 0 && fits(key)) {
-                entry = new InPrefill.Entry(key, matched, inPrefill.queue(chosen));
+            if (inPrefill) {
+                entry = new InPrefill.Entry(key, matched, account.inPrefill);
                 ahead = InPrefill.add(entry);
             }
             // whether the hit followed a route only other instances reported: read before this request's own
@@ -250,8 +269,8 @@ public final class Router implements AutoCloseable {
                 elsewhere = probe > 0 && tree.learnedElsewhere(key.blocks(), probe, chosen);
             }
             int prefill = Math.max(0, key.length() - matched);
-            if (tracksPrefill) {
-                chosen.addPendingPrefill(prefill);
+            if (countPrefill) {
+                account.pendingPrefill.addAndGet(prefill);
                 counted = prefill;
             }
             remoteLoad.localLoadChanged();
@@ -262,6 +281,7 @@ public final class Router implements AutoCloseable {
                     matched,
                     prefill,
                     counted,
+                    account,
                     choice.detail(),
                     elsewhere,
                     entry,
@@ -273,7 +293,7 @@ public final class Router implements AutoCloseable {
                 InPrefill.done(entry);
             }
             if (counted != 0) {
-                chosen.addPendingPrefill(-counted);
+                account.pendingPrefill.addAndGet(-counted);
             }
             admission.release(Outcome.CANCELLED);
             throw e;
@@ -296,7 +316,7 @@ public final class Router implements AutoCloseable {
             InPrefill.done(d.inPrefill());
         }
         if (d.pendingCounted() != 0) {
-            d.replica().addPendingPrefill(-d.pendingCounted());
+            d.account().pendingPrefill.addAndGet(-d.pendingCounted());
             remoteLoad.localLoadChanged();
         }
         if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
@@ -325,6 +345,7 @@ public final class Router implements AutoCloseable {
             int matched,
             int prefill,
             int counted,
+            ReplicaLedger.Account account,
             Object detail,
             boolean learnedElsewhere,
             InPrefill.Entry inPrefillEntry,
@@ -338,6 +359,7 @@ public final class Router implements AutoCloseable {
                 matched,
                 prefill,
                 counted,
+                account,
                 detail,
                 request,
                 System.nanoTime() - t0,
@@ -441,6 +463,12 @@ public final class Router implements AutoCloseable {
         return deferDiverted && reason == Reason.HIT_OVERLOADED;
     }
 
+    /** The account of {@code d}'s replica: the decision's own, or looked up when it counted nowhere. */
+    private ReplicaLedger.Account account(RouteDecision d) {
+        ReplicaLedger.Account a = d.account();
+        return a != null ? a : ledger.account(d.replica(), replicas.replicas());
+    }
+
     void learnOnSuccess(RouteDecision d) {
         if (learnMode == LearnMode.ON_SUCCESS) {
             record(d.key(), d.replica());
@@ -458,11 +486,18 @@ public final class Router implements AutoCloseable {
      * stands, the replica has by now computed this whole prompt again, so the request's own route is true
      * again and is kept; what is dropped is the replica's claim on every other prefix that continued
      * through the lost part, which went with it (the tree's {@code forgetBranches}).
+     *
+     * <p>A replica with prefix caching off, or a server that always reports no cached token, would make
+     * every predicted hit look stale and move the routes of prompts that hit nothing anyway. So a report of
+     * nothing cached counts as evidence only from a replica that has reported a cached token at some point:
+     * one that never has is given the benefit of the doubt for {@link #CACHE_UNREPORTED_AFTER} - 1 such
+     * reports (a replica just started may really have lost its cache), and from the next on its shortfalls
+     * are {@link CacheFeedback.Verdict#CACHE_UNREPORTED} and drop nothing, until it reports a cached token.
      */
-    void feedback(RouteDecision d, ServedUsage usage) {
+    CacheFeedback feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
         if (keyLength == 0) {
-            return;
+            return CacheFeedback.notCompared();
         }
         double tokensPerUnit = (double) usage.promptTokens() / keyLength;
         long predicted = Math.round(d.matchedLength() * tokensPerUnit);
@@ -477,8 +512,22 @@ public final class Router implements AutoCloseable {
                     d.aheadInPrefill(), d.inPrefill(), d.key(), deliveredUnits, d.matchedLength(), 2 * blockSize);
         }
         boolean stale = shortfall && d.matchedLength() - keep > tolerance;
-        boolean inconclusive = shortfall && !stale;
-        if (stale && feedback && policy.usesPrefixTree()) {
+        CacheFeedback.Verdict verdict;
+        if (!feedback) {
+            verdict = CacheFeedback.Verdict.FEEDBACK_OFF;
+        } else if (!shortfall) {
+            verdict = CacheFeedback.Verdict.OK;
+        } else if (!stale) {
+            verdict = CacheFeedback.Verdict.INCONCLUSIVE;
+        } else if (delivered == 0 && account(d).noCacheReport() >= CACHE_UNREPORTED_AFTER) {
+            verdict = CacheFeedback.Verdict.CACHE_UNREPORTED;
+        } else {
+            verdict = CacheFeedback.Verdict.STALE;
+        }
+        if (feedback && delivered > 0) {
+            account(d).cacheReported();
+        }
+        if (verdict == CacheFeedback.Verdict.STALE && policy.usesPrefixTree()) {
             tree.forgetBranches(d.key(), d.replica(), keep);
             if (publishes && fits(d.key())) {
                 publish(new RouteEvent.Forgotten(
@@ -491,10 +540,9 @@ public final class Router implements AutoCloseable {
                         Math.max(0, keep / keyBlockSize)));
             }
         }
-        listener.onCacheFeedback(
-                d,
-                new CacheFeedback(
-                        predicted, delivered, usage.promptTokens(), stale && feedback, inconclusive && feedback));
+        CacheFeedback f = new CacheFeedback(predicted, delivered, usage.promptTokens(), verdict);
+        listener.onCacheFeedback(d, f);
+        return f;
     }
 
     void closed(RouteDecision d, Outcome outcome, int status, boolean firstToken) {
@@ -517,6 +565,29 @@ public final class Router implements AutoCloseable {
     /** The other instances' load this router adds to its own ({@link Builder#remoteLoad}). */
     public RemoteLoad remoteLoad() {
         return remoteLoad;
+    }
+
+    /**
+     * Prompt units (characters, or tokens in token mode) this router has routed to {@code replica} whose
+     * prefill is not over yet: for each request there that has not had its first token
+     * ({@link Lease#firstToken()}) and whose lease is open, its key length minus the prefix the tree
+     * predicted the replica held when it was routed. The prefill work queued there, which the in-flight
+     * count does not show (a 2,000-token cold prompt and a 50-token cached one count the same there).
+     * Counted once the host reports first tokens ({@link Builder#firstTokenReports}); 0 before, and for a
+     * replica this router never routed to. Other instances' requests are not included (a policy sees them
+     * added, {@link RoutingContext#pendingPrefill}). A router built with {@link Builder#routesOf} shares the
+     * figures of the router it replaces. Thread-safe and lock-free: one map lookup, cheap enough for a gauge.
+     *
+     * @param replica a replica of the pool (or one that left it while requests were still in prefill there)
+     * @return the units pending, at least 0
+     */
+    public long pendingPrefill(Replica replica) {
+        return ledger.pendingPrefill(CombinedLoadReplica.unwrap(Objects.requireNonNull(replica, "replica")));
+    }
+
+    /** The per-replica figures, for this package's tests. */
+    ReplicaLedger ledger() {
+        return ledger;
     }
 
     /** The replica set routed over. */
@@ -547,8 +618,12 @@ public final class Router implements AutoCloseable {
         return tree;
     }
 
-    /** Runs one eviction pass now and reports it to the listener. */
+    /**
+     * Runs one eviction pass now and reports it to the listener. The pass also drops the router's figures of
+     * replicas that have left the pool and have nothing pending.
+     */
     public EvictionReport evictNow() {
+        ledger.prune(replicas.replicas());
         EvictionReport report = tree.evict();
         listener.onEviction(report);
         if (report.removed() > 0) {
@@ -696,6 +771,7 @@ public final class Router implements AutoCloseable {
         private boolean firstTokenReports;
         private RouteSync sync = RouteSync.NONE;
         private RemoteLoad remoteLoad = RemoteLoad.NONE;
+        private ReplicaLedger ledger;
 
         private Builder() {}
 
@@ -737,7 +813,7 @@ public final class Router implements AutoCloseable {
         /**
          * Declares that the host calls {@link Lease#firstToken()} when a request's first token (the first
          * bytes of its answer) arrives, so routed requests count in their replica's
-         * {@link Replica#pendingPrefill()} from the first request on. Without it (the default) they count
+         * {@linkplain Router#pendingPrefill pending prefill} from the first request on. Without it (the default) they count
          * from the first such report on: a host that never reports would otherwise leave every request
          * counted as pending prefill until it ends.
          */
@@ -833,11 +909,15 @@ public final class Router implements AutoCloseable {
          * router that replaces {@code previous} with another replica set (a reload). The tree matches
          * replicas by identity, so only routes of replica objects that are in the new set too can be
          * chosen; drop the others with {@link #forgetReplica}. The tree keeps {@code previous}'s size
-         * cap and route TTL ({@link #maxTreeSize} and {@link #routeTtl} are ignored). Close
-         * {@code previous} (which stops its maintenance) and let this router's run on the tree.
+         * cap and route TTL ({@link #maxTreeSize} and {@link #routeTtl} are ignored). The router also
+         * shares {@code previous}'s per-replica figures ({@link Router#pendingPrefill}, the requests in
+         * prefill that usage feedback weighs), so the requests {@code previous} routed still count on a
+         * replica both routers use until their leases close. Close {@code previous} (which stops its
+         * maintenance) and let this router's run on the tree.
          */
         public Builder routesOf(Router previous) {
             this.tree = previous.tree;
+            this.ledger = previous.ledger;
             return this;
         }
 

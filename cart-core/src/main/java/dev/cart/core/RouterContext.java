@@ -14,7 +14,8 @@ import java.util.random.RandomGenerator;
  *
  * <p>With a {@link RemoteLoad}, the candidates are {@link CombinedLoadReplica} views, and the match the
  * policy sees names those views in place of the tree's replicas (so a policy compares holders with
- * candidates by identity as usual); {@link #treeMatch()} keeps the tree's own answer for the router.
+ * candidates by identity as usual); {@link #treeMatch()} keeps the tree's own answer for the router. A
+ * view's pending prefill is this router's count plus the others' ({@link #pendingPrefill}).
  */
 final class RouterContext implements RoutingContext {
 
@@ -23,12 +24,22 @@ final class RouterContext implements RoutingContext {
     private final PrefixTree tree;
     private final RandomGenerator random;
     private final boolean combined;
+    private final ReplicaLedger ledger;
     private Match treeMatch;
     private Match match;
 
-    /** @param tree the tree to match against, or null when the key cannot match it (another unit) */
-    RouterContext(RouteRequest request, List<Replica> candidates, PrefixTree tree, RandomGenerator random) {
+    /**
+     * @param tree   the tree to match against, or null when the key cannot match it (another unit)
+     * @param ledger the router's per-replica figures, read for {@link #pendingPrefill}
+     */
+    RouterContext(
+            RouteRequest request,
+            List<Replica> candidates,
+            PrefixTree tree,
+            RandomGenerator random,
+            ReplicaLedger ledger) {
         this.request = request;
+        this.ledger = ledger;
         this.candidates = candidates;
         this.tree = tree;
         this.random = random;
@@ -87,6 +98,15 @@ final class RouterContext implements RoutingContext {
     @Override
     public RandomGenerator random() {
         return random;
+    }
+
+    /** This router's count for the replica, plus the other instances' for a combined view. */
+    @Override
+    public long pendingPrefill(Replica replica) {
+        if (replica instanceof CombinedLoadReplica c) {
+            return ledger.pendingPrefill(c.local) + c.remotePendingPrefill();
+        }
+        return ledger.pendingPrefill(replica);
     }
 
     /** Candidates are updated by the router when an acquisition races and fails. */

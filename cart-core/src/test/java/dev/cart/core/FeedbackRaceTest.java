@@ -273,7 +273,7 @@ class FeedbackRaceTest {
             }
             for (Replica r : set.replicas()) {
                 assertEquals(0, r.inFlight(), r.id());
-                assertEquals(0, r.pendingPrefill(), r.id());
+                assertEquals(0, router.pendingPrefill(r), r.id());
             }
         }
     }

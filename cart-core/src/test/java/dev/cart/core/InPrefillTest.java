@@ -1,7 +1,6 @@
 package dev.cart.core;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import java.util.ArrayList;
@@ -40,24 +39,5 @@ class InPrefillTest {
             assertArrayEquals(live.toArray(new InPrefill.Entry[0]), got, "round " + round);
             assertSame(got, queue.get());
         }
-    }
-
-    @Test
-    void aReplicaKeepsOneQueueAndAPrunedOneIsForgotten() {
-        ManagedReplicaSet.Builder b = ManagedReplicaSet.builder();
-        for (int i = 0; i < 24; i++) {
-            b.add(ReplicaSpec.of("http://r" + i));
-        }
-        List<ManagedReplicaSet.Member> all = b.build().replicas();
-        List<ManagedReplicaSet.Member> pool = List.of(all.get(0));
-        InPrefill p = new InPrefill(() -> pool);
-        AtomicReference<InPrefill.Entry[]> mine = p.queue(all.get(0));
-        AtomicReference<InPrefill.Entry[]> left = p.queue(all.get(1)); // a replica that left the pool
-        assertSame(left, p.queue(all.get(1)));
-        for (int i = 2; i < all.size(); i++) { // more queues than the pool explains: the idle ones outside go
-            assertNotSame(mine, p.queue(all.get(i)));
-        }
-        assertSame(mine, p.queue(all.get(0)));
-        assertNotSame(left, p.queue(all.get(1)));
     }
 }

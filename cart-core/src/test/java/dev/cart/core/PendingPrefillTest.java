@@ -41,8 +41,8 @@ class PendingPrefillTest {
                 .build();
     }
 
-    private static long pending(ReplicaSet set) {
-        return ReplicaSets.totalPending(set);
+    private static long pending(Router router) {
+        return ReplicaSets.totalPending(router);
     }
 
     @ParameterizedTest
@@ -53,26 +53,24 @@ class PendingPrefillTest {
             PromptKey first = PromptKey.ofText(SYSTEM + "question one", 64);
             RouteDecision miss = router.choose(RouteRequest.of(first));
             assertEquals(first.length(), miss.prefillEstimate(), "a miss computes the whole key");
-            assertEquals(first.length(), miss.replica().pendingPrefill());
+            assertEquals(first.length(), router.pendingPrefill(miss.replica()));
 
             PromptKey second = PromptKey.ofText(SYSTEM + "question two, a little longer", 64);
             RouteDecision hit = router.choose(RouteRequest.of(second));
             assertEquals(Reason.CACHE_HIT, hit.reason());
             assertSame(miss.replica(), hit.replica());
             assertEquals(second.length() - hit.matchedLength(), hit.prefillEstimate(), "a hit computes the rest");
-            assertEquals(
-                    miss.prefillEstimate() + hit.prefillEstimate(),
-                    hit.replica().pendingPrefill());
+            assertEquals(miss.prefillEstimate() + hit.prefillEstimate(), router.pendingPrefill(hit.replica()));
 
             miss.lease().firstToken();
             miss.lease().firstToken();
-            assertEquals(hit.prefillEstimate(), hit.replica().pendingPrefill(), "taken back once");
+            assertEquals(hit.prefillEstimate(), router.pendingPrefill(hit.replica()), "taken back once");
             miss.lease().close();
-            assertEquals(hit.prefillEstimate(), hit.replica().pendingPrefill(), "not again at the close");
+            assertEquals(hit.prefillEstimate(), router.pendingPrefill(hit.replica()), "not again at the close");
             hit.lease().close();
-            assertEquals(0, pending(set), "a lease closed without a first token takes its estimate back");
+            assertEquals(0, pending(router), "a lease closed without a first token takes its estimate back");
             hit.lease().firstToken();
-            assertEquals(0, pending(set));
+            assertEquals(0, pending(router));
         }
     }
 
@@ -84,16 +82,16 @@ class PendingPrefillTest {
             PromptKey key = PromptKey.ofText(SYSTEM + "q", 64);
             RouteDecision before = router.choose(RouteRequest.of(key));
             assertEquals(key.length(), before.prefillEstimate(), "the estimate is known either way");
-            assertEquals(0, pending(set), "a host that never reports would leave it counted until the end");
+            assertEquals(0, pending(router), "a host that never reports would leave it counted until the end");
             RouteDecision other = router.choose(RouteRequest.of(key));
             other.lease().firstToken(); // the host reports first tokens: counting starts
-            assertEquals(0, pending(set), "what was not counted is not taken back");
+            assertEquals(0, pending(router), "what was not counted is not taken back");
             RouteDecision after = router.choose(RouteRequest.of(PromptKey.ofText(SYSTEM + "another", 64)));
-            assertEquals(after.prefillEstimate(), pending(set));
+            assertEquals(after.prefillEstimate(), pending(router));
             before.lease().close();
             other.lease().close();
             after.lease().close();
-            assertEquals(0, pending(set));
+            assertEquals(0, pending(router));
         }
     }
 
@@ -108,9 +106,9 @@ class PendingPrefillTest {
             assertEquals(0, none.prefillEstimate());
             none.lease().firstToken();
             none.lease().close();
-            assertEquals(held.prefillEstimate(), pending(set));
+            assertEquals(held.prefillEstimate(), pending(router));
             held.lease().close();
-            assertEquals(0, pending(set));
+            assertEquals(0, pending(router));
         }
     }
 
@@ -160,11 +158,11 @@ class PendingPrefillTest {
                                 }
                             }
                             for (Replica r : set.replicas()) {
-                                assertEquals(expected.getOrDefault(r, 0L), r.pendingPrefill(), r.id());
+                                assertEquals(expected.getOrDefault(r, 0L), router.pendingPrefill(r), r.id());
                             }
                         }
                         open.forEach(d -> d.lease().close());
-                        assertEquals(0, pending(set));
+                        assertEquals(0, pending(router));
                         assertEquals(0, ReplicaSets.totalInFlight(set));
                     }
                 });

@@ -111,10 +111,10 @@ class PolicyObservationTest {
                 d.lease().succeeded();
                 d.lease().close();
             }
+            assertEquals(0L, r.pendingPrefill(set.replicas().get(0)));
         }
         assertEquals(6, p.seen.size());
         assertEquals(3, done.size(), "the listener heard every close");
         assertEquals(0, ReplicaSets.totalInFlight(set), "every slot released");
-        assertEquals(0L, set.replicas().get(0).pendingPrefill());
     }
 }

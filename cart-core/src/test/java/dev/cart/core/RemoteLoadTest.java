@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -55,7 +56,8 @@ class RemoteLoadTest {
         public Choice choose(RoutingContext ctx) {
             seen.clear();
             for (Replica r : ctx.candidates()) {
-                seen.add(r.id() + " inFlight=" + r.inFlight() + " load=" + r.load() + " pending=" + r.pendingPrefill());
+                seen.add(r.id() + " inFlight=" + r.inFlight() + " load=" + r.load() + " pending="
+                        + ctx.pendingPrefill(r));
             }
             return choice.apply(ctx);
         }
@@ -133,9 +135,9 @@ class RemoteLoadTest {
             assertEquals(key.blockCount() * 64, d.matchedLength());
             assertTrue(policy.seen.contains("r1 inFlight=7 load=7 pending=900"), policy.seen::toString);
             // the request's own prefill estimate is counted on the replica, not on the view
-            assertEquals(d.prefillEstimate(), r1.pendingPrefill());
+            assertEquals(d.prefillEstimate(), router.pendingPrefill(r1));
             d.lease().close();
-            assertEquals(0, r1.pendingPrefill());
+            assertEquals(0, router.pendingPrefill(r1));
             assertEquals(0, pool.totalInFlight());
         }
     }
@@ -145,10 +147,18 @@ class RemoteLoadTest {
         ManagedReplicaSet pool = pool();
         List<String> told = new ArrayList<>();
         Shared shared = new Shared() {
+            /** What the router hands the view: this instance's pending prefill per replica. */
+            private ToLongFunction<Replica> local;
+
+            @Override
+            public void localPendingPrefill(ToLongFunction<Replica> source) {
+                local = source;
+            }
+
             @Override
             public void localLoadChanged() {
                 Replica r = pool.replicas().get(0);
-                told.add("inFlight=" + r.inFlight() + " pending=" + r.pendingPrefill());
+                told.add("inFlight=" + r.inFlight() + " pending=" + local.applyAsLong(r));
             }
         };
         Seeing policy = new Seeing(ctx -> Choice.of(ctx.candidates().get(0), Reason.POLICY));

@@ -11,6 +11,7 @@ import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import dev.cart.core.spi.RoutingContext;
 import dev.cart.core.spi.RoutingPolicy;
+import dev.cart.core.sync.RemoteLoad;
 import dev.cart.testing.ReplicaSets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -152,32 +153,43 @@ class ReplicaSpiTest {
     @ParameterizedTest
     @EnumSource(ReplicaSets.class)
     void nothingLeaksWhenRoutingFailsAfterTheAdmission(ReplicaSets kind) {
-        ReplicaSet inner = kind.of("a");
-        Replica a = inner.replicas().get(0);
+        ReplicaSet set = kind.of("a");
+        Replica a = set.replicas().get(0);
         AtomicInteger calls = new AtomicInteger();
-        Replica throwing = new RouterTest.ForwardingReplica(a) {
-            @Override
-            public void addPendingPrefill(long units) {
-                if (calls.incrementAndGet() == 1) {
-                    throw new IllegalStateException("the host's counter failed");
-                }
-                super.addPendingPrefill(units);
-            }
-        };
+        RemoteLoad throwing = new RemoteLoad() { // the last thing the router calls before handing out a decision
+                    @Override
+                    public long inFlight(String replicaId) {
+                        return 0;
+                    }
+
+                    @Override
+                    public long pendingPrefill(String replicaId) {
+                        return 0;
+                    }
+
+                    @Override
+                    public void localLoadChanged() {
+                        if (calls.incrementAndGet() == 1) {
+                            throw new IllegalStateException("the host's view failed");
+                        }
+                    }
+                };
         try (Router router = Router.builder()
-                .replicas(() -> List.of(throwing))
+                .replicas(set)
                 .policy(TestPolicies.followTheTree())
+                .remoteLoad(throwing)
                 .evictionInterval(Duration.ZERO)
                 .firstTokenReports(true)
                 .build()) {
             assertThrows(IllegalStateException.class, () -> router.choose(RouteRequest.of(KEY)));
             assertEquals(0, a.inFlight(), "the admission was released");
+            assertEquals(0, router.pendingPrefill(a), "the prefill estimate was taken back");
             RouteDecision d = router.choose(RouteRequest.of(KEY));
-            assertSame(throwing, d.replica());
-            assertEquals(d.prefillEstimate(), a.pendingPrefill());
+            assertSame(a, d.replica());
+            assertEquals(d.prefillEstimate(), router.pendingPrefill(a));
             d.lease().close();
             assertEquals(0, a.inFlight());
-            assertEquals(0, a.pendingPrefill());
+            assertEquals(0, router.pendingPrefill(a));
         }
     }
 

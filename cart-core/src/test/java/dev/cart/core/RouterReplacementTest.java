@@ -69,6 +69,33 @@ class RouterReplacementTest {
         }
     }
 
+    /**
+     * The prefill a replaced router counted on a kept member still counts for the router that replaces it
+     * (as when the count lived on the member), until the old request's first token takes it back.
+     */
+    @Test
+    void aKeptMembersPendingPrefillCarriesOverToTheRouterThatReplacesTheOld() {
+        ManagedReplicaSet first = ManagedReplicaSet.builder().add("a").build();
+        ManagedReplicaSet.Member a = first.member("a").orElseThrow();
+        Router old = router(first).firstTokenReports(true).build();
+        RouteDecision computing = old.choose(RouteRequest.of(key("A")));
+        assertEquals(key("A").length(), old.pendingPrefill(a));
+        try (Router next = router(ManagedReplicaSet.builder().keep(a).build())
+                .routesOf(old)
+                .firstTokenReports(true)
+                .build()) {
+            old.close();
+            assertEquals(key("A").length(), next.pendingPrefill(a), "the old router's request still counts");
+            RouteDecision d = next.choose(RouteRequest.of(key("B")));
+            assertEquals(key("A").length() + d.prefillEstimate(), next.pendingPrefill(a));
+            computing.lease().firstToken();
+            assertEquals(d.prefillEstimate(), next.pendingPrefill(a));
+            d.lease().close();
+            computing.lease().close();
+            assertEquals(0, next.pendingPrefill(a));
+        }
+    }
+
     @Test
     void aMemberKeptTwiceOrBesideASpecOfTheSameIdIsRefused() {
         ManagedReplicaSet first = ManagedReplicaSet.builder().add("a").build();

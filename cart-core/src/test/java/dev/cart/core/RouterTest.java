@@ -292,15 +292,5 @@ class RouterTest {
         public Admission tryAcquire() {
             return d.tryAcquire();
         }
-
-        @Override
-        public long pendingPrefill() {
-            return d.pendingPrefill();
-        }
-
-        @Override
-        public void addPendingPrefill(long units) {
-            d.addPendingPrefill(units);
-        }
     }
 }

@@ -11,11 +11,10 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A replica set as a host with its own discovery would write it, against the public API alone (it lives
- * outside {@code dev.cart.core}): in-flight counts, pending prefill, a health flag the host sets, and
+ * outside {@code dev.cart.core}): in-flight counts, a health flag the host sets, the models it serves, and
  * CART's {@link CircuitBreaker} per replica, used as its documentation shows: a permit per admission,
  * cancelled when the replica is full, recorded with the outcome when the lease releases it. Each node
  * keeps the transitions its breaker reported, as a host would log them.
@@ -42,7 +41,6 @@ public final class HostReplicaSet implements ReplicaSet {
         private final ReplicaSpec spec;
         private final CircuitBreaker breaker;
         private final AtomicInteger inFlight = new AtomicInteger();
-        private final AtomicLong pending = new AtomicLong();
         private final List<String> transitions = new CopyOnWriteArrayList<>();
         private volatile boolean healthy = true;
         private volatile Set<String> models; // immutable, empty = any model; replaced whole, read lock-free
@@ -100,16 +98,6 @@ public final class HostReplicaSet implements ReplicaSet {
         @Override
         public int loadPenalty() {
             return spec.loadPenalty();
-        }
-
-        @Override
-        public long pendingPrefill() {
-            return pending.get();
-        }
-
-        @Override
-        public void addPendingPrefill(long units) {
-            pending.addAndGet(units);
         }
 
         @Override

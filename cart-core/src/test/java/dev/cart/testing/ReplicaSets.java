@@ -3,6 +3,7 @@ package dev.cart.testing;
 import dev.cart.core.CircuitBreaker;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.ReplicaSpec;
+import dev.cart.core.Router;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.ReplicaSet;
 import java.time.Clock;
@@ -78,8 +79,10 @@ public enum ReplicaSets {
         return set.replicas().stream().mapToInt(Replica::inFlight).sum();
     }
 
-    /** The sum of the members' pending prefill. */
-    public static long totalPending(ReplicaSet set) {
-        return set.replicas().stream().mapToLong(Replica::pendingPrefill).sum();
+    /** The sum of the pending prefill {@code router} counts on its pool's members. */
+    public static long totalPending(Router router) {
+        return router.replicas().replicas().stream()
+                .mapToLong(router::pendingPrefill)
+                .sum();
     }
 }

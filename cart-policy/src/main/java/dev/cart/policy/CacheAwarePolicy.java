@@ -36,7 +36,7 @@ import java.util.List;
  *
  * <p><b>Prefill-aware ranking</b> ({@code prefill_aware}, on by default). The in-flight count says how
  * many requests a replica has, not how long a new one will wait for its first token there: that is the
- * prompt work queued ahead of it ({@link Replica#pendingPrefill()}: uncached units of the requests
+ * prompt work queued ahead of it ({@link RoutingContext#pendingPrefill}: uncached units of the requests
  * routed there that have not had their first token) plus its own uncached part. A 2,000-token cold
  * prompt and a 50-token cached one count the same in flight; in the prefill queue they differ 40-fold.
  * So, with the guard unchanged (it still balances the in-flight load, which the decode batch and the
@@ -274,7 +274,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 if (overloaded(r.load(), leastLoad, sorted, total, candidates.size())) {
                     continue;
                 }
-                if (prefillAware && r.pendingPrefill() >= key.length()) {
+                if (prefillAware && ctx.pendingPrefill(r) >= key.length()) {
                     if (idle < 0) {
                         idle = anyIdle(candidates) ? 1 : 0;
                     }
@@ -284,10 +284,9 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 }
                 eligible.add(r);
             }
-            Replica best = Candidates.least(
-                    eligible,
-                    prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD,
-                    ctx.random());
+            Replica best = prefillAware
+                    ? Candidates.leastByPendingPrefill(eligible, ctx)
+                    : Candidates.least(eligible, Candidates.BY_LOAD, ctx.random());
             if (best != null) {
                 return new Choice(best, Reason.CACHE_HIT, tier);
             }
@@ -312,12 +311,12 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         List<Replica> candidates = ctx.candidates();
         long minPending = Long.MAX_VALUE;
         for (int k = 0; k < candidates.size(); k++) {
-            minPending = Math.min(minPending, candidates.get(k).pendingPrefill());
+            minPending = Math.min(minPending, ctx.pendingPrefill(candidates.get(k)));
         }
-        if (least.pendingPrefill() == minPending) {
+        if (ctx.pendingPrefill(least) == minPending) {
             return least; // the least loaded of all is also among the least pending: no second draw
         }
-        return Candidates.least(candidates, Candidates.BY_PENDING_PREFILL_THEN_LOAD, ctx.random());
+        return Candidates.leastByPendingPrefill(candidates, ctx);
     }
 
     /**

@@ -308,7 +308,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
             Replica r = candidates.get(i);
             int matched = match.matchedLength(r);
             longestCandidate = Math.max(longestCandidate, matched);
-            estimates[i] = estimate(r, key.length(), matched, median);
+            estimates[i] = estimate(r, ctx.pendingPrefill(r), key.length(), matched, median);
             total += estimates[i].load();
         }
         Replica best = null;
@@ -357,8 +357,8 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         return new Choice(best, reason, e.chosen().matchedLength(), e);
     }
 
-    private ReplicaEstimate estimate(Replica r, int keyLength, int matched, Speeds median) {
-        long units = Math.max(0, r.pendingPrefill()) + Math.max(0, keyLength - matched);
+    private ReplicaEstimate estimate(Replica r, long pending, int keyLength, int matched, Speeds median) {
+        long units = Math.max(0, pending) + Math.max(0, keyLength - matched);
         long load = Math.max(0, r.load());
         ReplicaModel m = models.get(r.id());
         Speeds s = m == null ? median : m.speeds;

@@ -40,6 +40,11 @@ class PredictedTtftPolicyTest {
         public RouteRequest request() {
             return RouteRequest.of(key);
         }
+
+        @Override
+        public long pendingPrefill(Replica replica) {
+            return ((PrefillAwarePropertiesTest.Fake) replica).pendingPrefill();
+        }
     }
 
     static PrefillAwarePropertiesTest.Fake fake(String id, int inFlight, long pending) {

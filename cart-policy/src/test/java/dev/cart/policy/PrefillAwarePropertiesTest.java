@@ -86,13 +86,8 @@ class PrefillAwarePropertiesTest {
             return outcome -> {};
         }
 
-        @Override
-        public void addPendingPrefill(long units) {
-            throw new UnsupportedOperationException("only policies read this replica");
-        }
-
-        @Override
-        public long pendingPrefill() {
+        /** What the router would count pending there ({@link Context#pendingPrefill}). */
+        long pendingPrefill() {
             return pending;
         }
 
@@ -128,7 +123,12 @@ class PrefillAwarePropertiesTest {
 
     /** A context as the router would make it: these candidates, these holders, longest first. */
     record Context(RouteRequest request, List<Replica> candidates, Match match, RandomGenerator random)
-            implements RoutingContext {}
+            implements RoutingContext {
+        @Override
+        public long pendingPrefill(Replica replica) {
+            return ((Fake) replica).pendingPrefill();
+        }
+    }
 
     private static Match match(List<Match.Holding> holders) {
         List<Match.Holding> sorted = new ArrayList<>(holders);
@@ -146,9 +146,9 @@ class PrefillAwarePropertiesTest {
     }
 
     /** The least (pending, load) over {@code rs}, as a pair. */
-    private static long[] least(List<? extends Replica> rs, boolean byPending) {
+    private static long[] least(List<Fake> rs, boolean byPending) {
         long[] best = {Long.MAX_VALUE, Long.MAX_VALUE};
-        for (Replica r : rs) {
+        for (Fake r : rs) {
             long p = byPending ? r.pendingPrefill() : 0;
             if (p < best[0] || (p == best[0] && r.load() < best[1])) {
                 best[0] = p;
@@ -173,7 +173,7 @@ class PrefillAwarePropertiesTest {
         CacheAwarePolicy p = policy(guard, prefillAware);
         List<Replica> candidates = new ArrayList<>(pool);
         Choice c = p.choose(new Context(RouteRequest.of(KEY), candidates, match(holders), new SplittableRandom(seed)));
-        Replica chosen = c.replica();
+        Fake chosen = (Fake) c.replica();
         assertTrue(pool.contains(chosen), "chose a candidate");
         long leastLoad = pool.stream().mapToLong(Replica::load).min().orElseThrow();
         boolean anyIdle = pool.stream().anyMatch(r -> r.inFlight() == 0);
@@ -212,8 +212,10 @@ class PrefillAwarePropertiesTest {
             // context's random after the least-loaded draw
             SplittableRandom same = new SplittableRandom(seed);
             Candidates.least(candidates, Candidates.BY_LOAD, same);
-            Replica expected = Candidates.least(
-                    eligibleTier, prefillAware ? Candidates.BY_PENDING_PREFILL_THEN_LOAD : Candidates.BY_LOAD, same);
+            Replica expected = prefillAware
+                    ? Candidates.leastByPendingPrefill(
+                            eligibleTier, new Context(RouteRequest.of(KEY), candidates, match(holders), same))
+                    : Candidates.least(eligibleTier, Candidates.BY_LOAD, same);
             assertSame(expected, chosen, "the tie drawn as Candidates.least draws it: " + pool);
         } else {
             assertEquals(anyHitHolder ? Reason.HIT_OVERLOADED : Reason.MISS, c.reason(), pool.toString());
@@ -321,8 +323,8 @@ class PrefillAwarePropertiesTest {
             }
             assertEquals(1, a.inFlight());
             assertEquals(3, b.inFlight());
-            assertTrue(a.pendingPrefill() > 0);
-            assertEquals(0, b.pendingPrefill());
+            assertTrue(router.pendingPrefill(a) > 0);
+            assertEquals(0, router.pendingPrefill(b));
             RouteDecision cold =
                     router.choose(RouteRequest.of(PromptKey.ofText("another cold prompt ".repeat(100), 64)));
             assertEquals(Reason.MISS, cold.reason());
@@ -330,7 +332,7 @@ class PrefillAwarePropertiesTest {
             open.add(cold);
             open.forEach(d -> d.lease().close());
             assertEquals(0, ReplicaSets.totalInFlight(set));
-            assertEquals(0, a.pendingPrefill() + b.pendingPrefill());
+            assertEquals(0, router.pendingPrefill(a) + router.pendingPrefill(b));
         }
     }
 

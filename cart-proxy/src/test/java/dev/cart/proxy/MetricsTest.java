@@ -450,9 +450,14 @@ class MetricsTest {
             m.leaseCompleted(new LeaseCompletion(b, dev.cart.core.Outcome.CANCELLED, 0, 5_000_000, 0));
             m.firstByte(ida, 2_000_000);
             m.firstByte(ida, 2_000_000);
-            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 40, 250, true, false));
-            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, false, false));
-            m.cacheFeedback(b, new dev.cart.core.CacheFeedback(100, 10, 250, false, true));
+            m.cacheFeedback(
+                    a, new dev.cart.core.CacheFeedback(100, 40, 250, dev.cart.core.CacheFeedback.Verdict.STALE));
+            m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, dev.cart.core.CacheFeedback.Verdict.OK));
+            m.cacheFeedback(
+                    b, new dev.cart.core.CacheFeedback(100, 10, 250, dev.cart.core.CacheFeedback.Verdict.INCONCLUSIVE));
+            m.cacheFeedback(
+                    b,
+                    new dev.cart.core.CacheFeedback(100, 0, 250, dev.cart.core.CacheFeedback.Verdict.CACHE_UNREPORTED));
             m.answerLearned("learned");
             m.answerLearned("learned");
             m.answerLearned("not_chat");
@@ -494,6 +499,7 @@ class MetricsTest {
             assertEquals(1, p.value("cart_cache_feedback_total", "replica", ida, "verdict", "stale"));
             assertEquals(1, p.value("cart_cache_feedback_total", "replica", ida, "verdict", "ok"));
             assertEquals(1, p.value("cart_cache_feedback_total", "replica", idb, "verdict", "inconclusive"));
+            assertEquals(1, p.value("cart_cache_feedback_total", "replica", idb, "verdict", "cache_unreported"));
             assertEquals(2, p.value("cart_learned_answers_total", "result", "learned"));
             assertEquals(1, p.value("cart_learned_answers_total", "result", "not_chat"));
         }

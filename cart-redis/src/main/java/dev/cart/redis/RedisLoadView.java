@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ToLongFunction;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -71,6 +72,9 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     private final long intervalNanos;
     private final long ttlNanos;
     private final ReplicaSet replicas;
+    /** This instance's pending prefill per replica, as its router counts it ({@link #localPendingPrefill}). */
+    private volatile ToLongFunction<Replica> localPending = r -> 0;
+
     private final Map<String, Heard> heard = new HashMap<>(); // guarded by itself
     private volatile Snapshot snapshot = new Snapshot(Map.of(), 0);
     private volatile boolean running;
@@ -180,6 +184,17 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
     }
 
     /**
+     * {@link RemoteLoad}: where this instance's pending prefill is read for publishing (the router built with
+     * this view hands it over; until then it publishes 0).
+     *
+     * @param source the router's figure for one replica
+     */
+    @Override
+    public void localPendingPrefill(ToLongFunction<Replica> source) {
+        localPending = Objects.requireNonNull(source);
+    }
+
+    /**
      * This instance's origin id, which the others see its figures under.
      *
      * @return its instance id and a random suffix, new for each view
@@ -233,11 +248,12 @@ public final class RedisLoadView implements RemoteLoad, AutoCloseable {
             if (now.length != 2 * rs.size()) {
                 now = new long[2 * rs.size()];
             }
+            ToLongFunction<Replica> pending = localPending;
             for (int i = 0; i < rs.size(); i++) {
                 Replica r = rs.get(i);
                 ids.add(r.id());
                 now[2 * i] = r.inFlight();
-                now[2 * i + 1] = r.pendingPrefill();
+                now[2 * i + 1] = pending.applyAsLong(r);
             }
             boolean changed = last == null || !Arrays.equals(last, now);
             boolean sent = false;

@@ -50,6 +50,10 @@ class SharedLoadTest {
     }
 
     private Node node(String uri, String id) {
+        return node(uri, id, false);
+    }
+
+    private Node node(String uri, String id, boolean firstTokenReports) {
         ManagedReplicaSet.Builder b = ManagedReplicaSet.builder();
         IDS.forEach(b::add);
         ManagedReplicaSet pool = b.build();
@@ -68,6 +72,7 @@ class SharedLoadTest {
                 .sync(sync)
                 .remoteLoad(load)
                 .evictionInterval(Duration.ZERO)
+                .firstTokenReports(firstTokenReports)
                 .build();
         sync.start(router::applyRemote);
         load.start();
@@ -135,6 +140,44 @@ class SharedLoadTest {
                 Set.of(warm, diverted.replica().id()).contains(back.replica().id()),
                 back.replica().id());
         held.forEach(h -> h.release(Outcome.SUCCESS));
+        assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
+    }
+
+    /**
+     * The prefill one instance has queued on a replica (its router's own count, published by its view) adds
+     * to the other's: a cold prompt on b avoids the replica where a's long prompt is still being computed,
+     * although both replicas have as many requests in flight.
+     */
+    @Test
+    void theOtherInstancesPendingPrefillAddsToThisOnes() throws Exception {
+        RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort());
+        open.add(redis);
+        Node a = node(redis.uri(), "a", true);
+        Node b = node(redis.uri(), "b", true);
+        String busy = IDS.get(0);
+        String free = IDS.get(1);
+        RouteDecision computing = a.router()
+                .choose(RouteRequest.of(cold(100))
+                        .excluding(List.of(a.replica(free), a.replica(IDS.get(2)), a.replica(IDS.get(3)))));
+        assertEquals(busy, computing.replica().id());
+        long queued = a.router().pendingPrefill(a.replica(busy));
+        assertEquals(cold(100).length(), queued, "a counts the prompt it routed until its first token");
+        Replica.Admission decoding = assertHeld(a.replica(free).tryAcquire()); // one request there too, no prefill
+        Await.until(
+                () -> b.load().remotePendingPrefill(busy) == queued && b.load().remoteInFlight(free) == 1,
+                () -> "b sees a's pending prefill: " + b.load().remotePendingPrefill(busy));
+        for (int i = 0; i < 10; i++) {
+            RouteDecision d = b.router()
+                    .choose(RouteRequest.of(cold(i)).excluding(List.of(b.replica(IDS.get(2)), b.replica(IDS.get(3)))));
+            assertEquals(free, d.replica().id(), "in flight 1 and 1, but a whole prompt of prefill queued on " + busy);
+            d.lease().firstToken();
+            d.lease().close();
+        }
+        computing.lease().firstToken();
+        assertEquals(0, a.router().pendingPrefill(a.replica(busy)));
+        Await.until(() -> b.load().remotePendingPrefill(busy) == 0, () -> "a's prefill done, published");
+        computing.lease().close();
+        decoding.release(Outcome.SUCCESS);
         assertEquals(0, a.pool().totalInFlight() + b.pool().totalInFlight());
     }
 

@@ -45,11 +45,12 @@ final class CartMetrics implements RoutingListener {
     private static final Reason[] REASONS = Reason.values();
     private static final Outcome[] OUTCOMES = Outcome.values();
     /** The {@code verdict} tag of {@code cart_cache_feedback_total}, by index. */
-    private static final String[] VERDICTS = {"ok", "stale", "inconclusive"};
+    private static final String[] VERDICTS = {"ok", "stale", "inconclusive", "cache_unreported"};
 
     private static final int OK = 0;
     private static final int STALE = 1;
     private static final int INCONCLUSIVE = 2;
+    private static final int CACHE_UNREPORTED = 3;
 
     private final MeterRegistry registry;
     private final String service;
@@ -123,7 +124,13 @@ final class CartMetrics implements RoutingListener {
         m.predicted().increment(Math.max(0, f.predictedTokens()));
         m.delivered().increment(Math.max(0, f.deliveredTokens()));
         m.prompt().increment(Math.max(0, f.promptTokens()));
-        m.verdict(f.stale() ? STALE : f.inconclusive() ? INCONCLUSIVE : OK).increment();
+        m.verdict(
+                        f.stale()
+                                ? STALE
+                                : f.inconclusive()
+                                        ? INCONCLUSIVE
+                                        : f.verdict() == CacheFeedback.Verdict.CACHE_UNREPORTED ? CACHE_UNREPORTED : OK)
+                .increment();
         if (DEBUG_LOG.isDebugEnabled()) {
             PromptKey k = d.key();
             int n = k.blockCount();

@@ -21,7 +21,7 @@ import org.springframework.cloud.client.ServiceInstance;
  *
  * <p>How: each replica is the single member of its own {@link ManagedReplicaSet}, so it keeps everything the
  * router gives managed replicas (an in-flight count capped at {@code max_load}, a circuit breaker fed by request
- * outcomes with admission generations, pending-prefill accounting), while membership follows discovery, which a
+ * outcomes with admission generations), while membership follows discovery, which a
  * fixed {@code ManagedReplicaSet} cannot. A replica's cap and penalty come from the instance's metadata
  * ({@code cart.max-load}, {@code cart.load-penalty}) or the {@code cart.*} defaults; when they change, the
  * replica is replaced (leases taken on the old one still release on it).

@@ -10,10 +10,6 @@ public final class Candidates {
     /** By {@link Replica#load()}: in-flight plus penalty. */
     public static final Comparator<Replica> BY_LOAD = Comparator.comparingLong(Replica::load);
 
-    /** By {@link Replica#pendingPrefill()}, then by {@link Replica#load()}. */
-    public static final Comparator<Replica> BY_PENDING_PREFILL_THEN_LOAD =
-            Comparator.comparingLong(Replica::pendingPrefill).thenComparingLong(Replica::load);
-
     private Candidates() {}
 
     /**
@@ -32,6 +28,39 @@ public final class Candidates {
                 best = r;
                 ties = 1;
             } else if (c == 0 && random.nextInt(++ties) == 0) {
+                best = r;
+            }
+        }
+        return best;
+    }
+
+    /**
+     * The least of {@code replicas} by {@linkplain RoutingContext#pendingPrefill pending prefill}, then by
+     * {@link Replica#load()}; among equals, one chosen uniformly at random from {@code ctx.random()} (drawn
+     * only on ties, as {@link #least}). Reads each replica's pending prefill once; allocates nothing. Null
+     * for an empty list.
+     *
+     * @param replicas the replicas to choose among (candidates of {@code ctx})
+     * @param ctx      the decision's context, whose pending prefill and randomness are used
+     */
+    public static Replica leastByPendingPrefill(List<? extends Replica> replicas, RoutingContext ctx) {
+        Replica best = null;
+        long bestPending = 0;
+        long bestLoad = 0;
+        int ties = 0;
+        for (int i = 0; i < replicas.size(); i++) {
+            Replica r = replicas.get(i);
+            long pending = ctx.pendingPrefill(r);
+            long load = r.load();
+            int c = best == null
+                    ? -1
+                    : pending != bestPending ? Long.compare(pending, bestPending) : Long.compare(load, bestLoad);
+            if (c < 0) {
+                best = r;
+                bestPending = pending;
+                bestLoad = load;
+                ties = 1;
+            } else if (c == 0 && ctx.random().nextInt(++ties) == 0) {
                 best = r;
             }
         }

@@ -84,14 +84,26 @@ public final class PolicySettings {
     /**
      * A whole number, such as a length or a count: an integral {@link Number}, or a string that parses as one.
      *
-     * @param max the greatest value allowed ({@link Integer#MAX_VALUE} for no bound)
-     * @see #number
+     * @param name         the key, lower-case words joined by {@code _}
+     * @param defaultValue the value when the key is absent; in [min, max]
+     * @param min          the least value allowed
+     * @param max          the greatest value allowed ({@link Integer#MAX_VALUE} for no bound)
+     * @param doc          one line saying what it does
+     * @return the setting
+     * @throws IllegalArgumentException if the default is outside [min, max]
      */
     public static Setting<Integer> integer(String name, int defaultValue, int min, int max, String doc) {
         return new Setting<>(name, Type.INTEGER, defaultValue, min, max, null, null, doc);
     }
 
-    /** A switch: a {@link Boolean}, or the string {@code true} or {@code false} (any case). */
+    /**
+     * A switch: a {@link Boolean}, or the string {@code true} or {@code false} (any case).
+     *
+     * @param name         the key, lower-case words joined by {@code _}
+     * @param defaultValue the value when the key is absent
+     * @param doc          one line saying what it does
+     * @return the setting
+     */
     public static Setting<Boolean> bool(String name, boolean defaultValue, String doc) {
         return new Setting<>(name, Type.BOOLEAN, defaultValue, 0, 0, null, null, doc);
     }
@@ -100,7 +112,11 @@ public final class PolicySettings {
      * One of an enum's constants, written in configuration as the constant's name in lower case
      * ({@code bounded_load} for {@code BOUNDED_LOAD}; {@code bounded-load} and any case are accepted too).
      *
-     * @param defaultValue the default constant, whose class gives the choices
+     * @param name         the key, lower-case words joined by {@code _}
+     * @param defaultValue the default constant, whose enum gives the choices
+     * @param doc          one line saying what it does
+     * @param <E>          the enum
+     * @return the setting
      */
     public static <E extends Enum<E>> Setting<E> choice(String name, E defaultValue, String doc) {
         List<String> choices = new ArrayList<>();
@@ -325,6 +341,7 @@ public final class PolicySettings {
          * @param value       the value
          * @return {@code value}
          * @throws IllegalArgumentException {@code <nameInError> must be <allowed>, was <value>}
+         * @throws NullPointerException if {@code value} is null
          */
         public T check(String nameInError, T value) {
             if (!allows(Objects.requireNonNull(value, nameInError))) {
@@ -531,6 +548,9 @@ public final class PolicySettings {
         /**
          * The value of {@code setting}: as configured, or its default.
          *
+         * @param setting one of the settings these values were checked against (matched by name and type)
+         * @param <T>     the setting's value type
+         * @return the value, never null
          * @throws IllegalArgumentException if {@code setting} is not one of these settings
          */
         public <T> T get(Setting<T> setting) {

@@ -9,7 +9,9 @@ import dev.cart.core.Router;
 
 /**
  * One replica of the pool as the router sees it: its identity, its load, whether it can take a request
- * now, and the admission that holds a request's place on it. Part of the {@link ReplicaSet} SPI;
+ * now, and the admission that holds a request's place on it: what only its host can answer. What the
+ * router learns from its own routing (the prefill pending on each replica, {@link Router#pendingPrefill})
+ * it keeps itself. Part of the {@link ReplicaSet} SPI;
  * {@link ManagedReplicaSet} is one implementation, and a host with its own service discovery and circuit
  * breakers writes its own: the router asks nothing of a replica that is not on this interface. A host's
  * replica may use CART's {@link dev.cart.core.CircuitBreaker} (its documentation shows how).
@@ -17,8 +19,6 @@ import dev.cart.core.Router;
  * <p>The router uses a replica like this, once per routed request:
  * <ol>
  *   <li>{@link #tryAcquire()} admits the request (or refuses it) and returns an {@link Admission};</li>
- *   <li>{@link #addPendingPrefill(long)} adds the request's prefill estimate, and later takes it back
- *       (a negative amount) when its first token arrives or its lease closes, exactly once;</li>
  *   <li>{@link Admission#release(Outcome)} ends the request with its outcome when its {@link Lease}
  *       closes, exactly once per admission.</li>
  * </ol>
@@ -55,25 +55,6 @@ public interface Replica {
      * @return the admission, to be released exactly once; null if the request must go elsewhere
      */
     Admission tryAcquire();
-
-    /**
-     * Prompt units (characters, or tokens in token mode) routed here whose prefill has not finished yet:
-     * for each request in flight that has not had its first token, its key length minus the prefix the
-     * tree predicted this replica holds when it was routed. A policy may read it as the prefill work
-     * queued ahead of a new request, which the in-flight count does not show (a 2,000-token cold prompt
-     * and a 50-token cached one count the same there).
-     *
-     * <p>The router keeps the count through {@link #addPendingPrefill(long)} once its host reports first
-     * tokens ({@link Lease#firstToken()}; from the start with {@link Router.Builder#firstTokenReports}).
-     */
-    long pendingPrefill();
-
-    /**
-     * Adds {@code units} to {@link #pendingPrefill()}, or takes them back when negative. Called by the
-     * router only: each request adds its estimate when routed and takes the same amount back once, at its
-     * first token or, failing that, when its lease closes. An atomic add is enough.
-     */
-    void addPendingPrefill(long units);
 
     /**
      * True if this replica serves {@code model} (a model name as requests give it, an adapter's name

@@ -67,6 +67,23 @@ public interface RoutingContext {
     /** Randomness for tie-breaking; injected so tests are deterministic. */
     RandomGenerator random();
 
+    /**
+     * Prompt units (characters, or tokens in token mode) routed to {@code replica} whose prefill is not
+     * over yet: the prefill work queued ahead of a new request there, which the in-flight count does not
+     * show (a 2,000-token cold prompt and a 50-token cached one count the same there). The router keeps it
+     * per replica ({@link dev.cart.core.Router#pendingPrefill}) once its host reports first tokens, and
+     * adds the other instances' when they share the pool ({@link dev.cart.core.sync.RemoteLoad}).
+     *
+     * <p>Cheap (a map lookup) but not free: a policy that compares many replicas by it reads each once
+     * ({@link Candidates#leastByPendingPrefill}). The default is 0 (a test context that does not model it).
+     *
+     * @param replica a candidate or a holder of this decision
+     * @return the units pending there, at least 0
+     */
+    default long pendingPrefill(Replica replica) {
+        return 0;
+    }
+
     /** True if {@code replica} is one of the candidates (compared by identity). */
     default boolean isCandidate(Replica replica) {
         List<Replica> c = candidates();

@@ -5,6 +5,7 @@ import dev.cart.core.EvictionReport;
 import dev.cart.core.Lease;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.Router;
+import dev.cart.core.ServedUsage;
 
 /**
  * Receives what the router does, for metrics and logs; core needs no metrics library. All methods have
@@ -33,7 +34,10 @@ public interface RoutingListener {
 
     /**
      * The replica reported its prompt and cached token counts for a routed request: the router's
-     * prediction against the delivery (the figure that says whether cache affinity is working).
+     * prediction against the delivery (the figure that says whether cache affinity is working), and what
+     * the router concluded ({@link CacheFeedback#verdict()}; the value {@link Lease#succeeded(ServedUsage)}
+     * returns). Called once per lease whose known usage was compared, on the thread that reported it;
+     * never with {@link CacheFeedback.Verdict#NOT_COMPARED}.
      */
     default void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {}
 

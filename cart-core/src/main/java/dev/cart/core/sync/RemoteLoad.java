@@ -2,13 +2,15 @@ package dev.cart.core.sync;
 
 import dev.cart.core.Router;
 import dev.cart.core.spi.Replica;
+import dev.cart.core.spi.RoutingContext;
+import java.util.function.ToLongFunction;
 
 /**
  * The load the other router instances in front of the same pool have put on its replicas, as a shared
  * view such as the {@code cart-redis} module's {@code RedisLoadView} keeps it. Given to
  * {@link Router.Builder#remoteLoad}, it makes the router show every policy each candidate's load as this
  * instance's exact count plus the others' ({@link Replica#inFlight()}, {@link Replica#load()} and
- * {@link Replica#pendingPrefill()}), so the cache-aware guard and the prefill-aware ranking weigh the
+ * {@link RoutingContext#pendingPrefill}), so the cache-aware guard and the prefill-aware ranking weigh the
  * whole pool's traffic without any policy knowing about other instances. The admission cap
  * ({@link Replica#maxLoad()}) stays this instance's own: it is enforced atomically on the local count.
  *
@@ -34,8 +36,20 @@ public interface RemoteLoad {
     /** Requests the other live instances have in flight on the replica with this {@link Replica#id()}. */
     long inFlight(String replicaId);
 
-    /** Pending prefill units ({@link Replica#pendingPrefill()}) the other live instances have routed there. */
+    /** Pending prefill units ({@link Router#pendingPrefill}) the other live instances have routed there. */
     long pendingPrefill(String replicaId);
+
+    /**
+     * Where this instance's own pending prefill per replica is read, for a view that publishes this
+     * instance's load to the others (its in-flight count is the replica's own, {@link Replica#inFlight()}):
+     * {@code source} is {@link Router#pendingPrefill}, thread-safe and lock-free. Called by each router
+     * built with this view, as it is built; a router that replaces another ({@link Router.Builder#routesOf})
+     * shares its figures, so the latest call gives the same counts. Must return at once. Does nothing by
+     * default.
+     *
+     * @param source this instance's pending prefill on a replica of the pool
+     */
+    default void localPendingPrefill(ToLongFunction<Replica> source) {}
 
     /**
      * This instance's own load has just changed: the router took a slot, gave one back or took a request's

@@ -102,6 +102,7 @@ public final class ProxyMetrics implements AutoCloseable {
     private static final String FEEDBACK_STALE = "stale";
     private static final String FEEDBACK_INCONCLUSIVE = "inconclusive";
     private static final String FEEDBACK_OK = "ok";
+    private static final String FEEDBACK_CACHE_UNREPORTED = CacheFeedback.Verdict.CACHE_UNREPORTED.label();
     private static final double[] RATIO_BUCKETS = {0.001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
 
     public final PrometheusMeterRegistry registry;
@@ -315,8 +316,8 @@ public final class ProxyMetrics implements AutoCloseable {
         /** cart.upstream.requests by outcome ordinal x status index. */
         final AtomicReferenceArray<Counter> upstream =
                 new AtomicReferenceArray<>(OUTCOME_LABELS.length * STATUS_LABELS.length);
-        /** predicted, delivered and prompt tokens, then the verdicts stale, inconclusive and ok. */
-        final AtomicReferenceArray<Counter> feedback = new AtomicReferenceArray<>(6);
+        /** predicted, delivered and prompt tokens, then the verdicts stale, inconclusive, ok, cache_unreported. */
+        final AtomicReferenceArray<Counter> feedback = new AtomicReferenceArray<>(7);
 
         /** This replica's entries of the decision window (a miss, a hit): made once, recorded per decision. */
         final DecisionWindow.Entry windowMiss;
@@ -413,7 +414,10 @@ public final class ProxyMetrics implements AutoCloseable {
             return t;
         }
 
-        /** 0, 1, 2: predicted, delivered, prompt tokens; 3, 4, 5: the verdicts stale, inconclusive, ok. */
+        /**
+         * 0, 1, 2: predicted, delivered, prompt tokens; 3, 4, 5, 6: the verdicts stale, inconclusive, ok,
+         * cache_unreported.
+         */
         Counter feedback(int which) {
             Counter c = feedback.get(which);
             if (c == null) {
@@ -444,7 +448,11 @@ public final class ProxyMetrics implements AutoCloseable {
                                 "replica",
                                 id,
                                 "verdict",
-                                which == 3 ? FEEDBACK_STALE : which == 4 ? FEEDBACK_INCONCLUSIVE : FEEDBACK_OK);
+                                which == 3
+                                        ? FEEDBACK_STALE
+                                        : which == 4
+                                                ? FEEDBACK_INCONCLUSIVE
+                                                : which == 6 ? FEEDBACK_CACHE_UNREPORTED : FEEDBACK_OK);
                 };
                 feedback.set(which, c);
             }
@@ -770,7 +778,8 @@ public final class ProxyMetrics implements AutoCloseable {
         m.feedback(0).increment(Math.max(0, f.predictedTokens()));
         m.feedback(1).increment(Math.max(0, f.deliveredTokens()));
         m.feedback(2).increment(Math.max(0, f.promptTokens()));
-        m.feedback(f.stale() ? 3 : f.inconclusive() ? 4 : 5).increment();
+        m.feedback(f.stale() ? 3 : f.inconclusive() ? 4 : f.verdict() == CacheFeedback.Verdict.CACHE_UNREPORTED ? 6 : 5)
+                .increment();
     }
 
     /** A finished chat answer was (or was not) learned as the start of the next turn. */

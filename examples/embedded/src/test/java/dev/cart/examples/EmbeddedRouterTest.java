@@ -41,8 +41,8 @@ class EmbeddedRouterTest {
             assertEquals(0, pool.totalInFlight());
             assertEquals(
                     0,
-                    pool.replicas().get(0).pendingPrefill()
-                            + pool.replicas().get(1).pendingPrefill());
+                    router.pendingPrefill(pool.replicas().get(0))
+                            + router.pendingPrefill(pool.replicas().get(1)));
         }
     }
 }

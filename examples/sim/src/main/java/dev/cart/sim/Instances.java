@@ -394,7 +394,7 @@ final class Instances {
             for (int k = 0; k < replicas; k++) {
                 if (!dead) {
                     f[i][k] = ms.get(k).inFlight();
-                    p[i][k] = ms.get(k).pendingPrefill();
+                    p[i][k] = routers[i].pendingPrefill(ms.get(k));
                 } else if (!expired) { // a dead instance's last write counts until its TTL
                     f[i][k] = (last != null ? last.inFlight() : inFlight)[i][k];
                     p[i][k] = (last != null ? last.pending() : pending)[i][k];
@@ -436,17 +436,21 @@ final class Instances {
         return n;
     }
 
+    /** The prefill every instance's router counts pending on replica {@code k} (its own member of each set). */
+    long pendingPrefill(int k) {
+        long n = 0;
+        for (int i = 0; i < routers.length; i++) {
+            n += routers[i].pendingPrefill(sets[i].replicas().get(k));
+        }
+        return n;
+    }
+
     int totalInFlight() {
         int n = 0;
         for (ManagedReplicaSet s : sets) {
             n += s.totalInFlight();
         }
         return n;
-    }
-
-    /** Every instance's members (for the end-of-run checks). */
-    List<ManagedReplicaSet> sets() {
-        return List.of(sets);
     }
 
     void close() {

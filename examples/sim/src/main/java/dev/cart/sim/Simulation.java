@@ -94,9 +94,10 @@ public final class Simulation {
 
     /**
      * One replica as the probe sees it: the router's in-flight count, the engine's waiting and running
-     * requests and its pending prefill (prompt tokens not yet computed by requests that have no first token).
+     * requests and its pending prefill (prompt tokens not yet computed by requests that have no first token),
+     * and the pending prefill the routers count there ({@code Router.pendingPrefill}, in key units).
      */
-    record ReplicaState(int inFlight, int waiting, int running, long pendingPrefill) {
+    record ReplicaState(int inFlight, int waiting, int running, long pendingPrefill, long routerPendingPrefill) {
         @Override
         public String toString() {
             return inFlight + "/" + waiting + "/" + running + "/" + pendingPrefill;
@@ -281,12 +282,10 @@ public final class Simulation {
             if (instances.totalInFlight() != 0) {
                 throw new IllegalStateException("leases left open after the run: " + instances.totalInFlight());
             }
-            for (ManagedReplicaSet s : instances.sets()) {
-                for (ManagedReplicaSet.Member m : s.replicas()) {
-                    if (m.pendingPrefill() != 0) {
-                        throw new IllegalStateException(
-                                "pending prefill left after the run on " + m.id() + ": " + m.pendingPrefill());
-                    }
+            for (int k = 0; k < replicas; k++) {
+                if (instances.pendingPrefill(k) != 0) {
+                    throw new IllegalStateException("pending prefill left after the run on "
+                            + members.get(k).id() + ": " + instances.pendingPrefill(k));
                 }
             }
             long[] busy = new long[replicas];
@@ -378,7 +377,8 @@ public final class Simulation {
                             members.get(k).inFlight(),
                             engines[k].waitingCount(),
                             engines[k].runningCount(),
-                            engines[k].pendingPrefillTokens());
+                            engines[k].pendingPrefillTokens(),
+                            instances.pendingPrefill(k));
                 }
                 probe.dispatched(t, i, d, rep, st);
             }

@@ -130,7 +130,8 @@ class SimulationTest {
                     dev.cart.core.RouteDecision d,
                     int replica,
                     Simulation.ReplicaState[] state) {
-                assertTrue(d.replica().pendingPrefill() >= d.prefillEstimate(), "the request itself is counted");
+                assertTrue(
+                        state[replica].routerPendingPrefill() >= d.prefillEstimate(), "the request itself is counted");
                 seen[0]++;
                 if (state[replica].pendingPrefill() > 0) {
                     seen[1]++;
