@@ -85,8 +85,7 @@ class SimulatedReplicaTest {
         assertEquals(4, demo.workers().size());
         ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
         proxy = ProxyHarness.startOn(
-                config.withServer(config.server().withHost("127.0.0.1").withPort(0)),
-                new ProxyServer.Options());
+                config.withServer(config.server().withHost("127.0.0.1").withPort(0)), new ProxyServer.Options());
         HttpResponse<String> r = chat(true);
         assertEquals(200, r.statusCode());
         assertTrue(r.headers().firstValue("content-type").orElse("").startsWith("text/event-stream"));

@@ -7,13 +7,10 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
-import dev.cart.core.ServedUsage;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,12 +22,6 @@ import org.slf4j.LoggerFactory;
  * <p>Failure isolation: the router wraps this listener so that an exception never reaches routing (core's
  * guard); the metrics are fed first, so an extra listener that throws costs no metric. Replica-set events
  * come without such a guard from core, so they are guarded here: a failure is logged once and dropped.
- *
- * <p>Cache feedback: the router reports its prediction against the replica's usage from inside
- * {@code Lease.succeeded(usage)}, on the caller's thread. The relay needs that verdict for the same
- * request (a stale route is not learned again), so {@link #succeeded} calls the lease and hands the verdict
- * reported for that decision back: it is matched by the decision, not by the thread, so it holds on any
- * front and never leaks from one request to another.
  */
 public final class ProxyListener implements RoutingListener, ManagedReplicaSet.Listener {
 
@@ -39,8 +30,6 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
     private final ProxyMetrics metrics;
     private final RoutingListener extra;
     private final AtomicBoolean failureLogged = new AtomicBoolean();
-    /** Decisions whose lease is being marked succeeded, each with the place for its verdict. */
-    private final Map<RouteDecision, CacheFeedback[]> awaitingFeedback = new ConcurrentHashMap<>();
 
     public ProxyListener(ProxyMetrics metrics, RoutingListener extra) {
         this.metrics = metrics;
@@ -72,31 +61,8 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
 
     @Override
     public void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {
-        CacheFeedback[] slot = awaitingFeedback.get(decision);
-        if (slot != null) {
-            slot[0] = feedback;
-        }
         metrics.cacheFeedback(decision, feedback);
         extra.onCacheFeedback(decision, feedback);
-    }
-
-    /**
-     * Marks {@code decision}'s lease succeeded with {@code usage} and returns the router's verdict on that
-     * usage, or null when it gave none (usage unknown, or not compared).
-     */
-    public CacheFeedback succeeded(RouteDecision decision, ServedUsage usage) {
-        if (!usage.known()) {
-            decision.lease().succeeded(usage); // an unknown usage is compared with nothing: no verdict to wait for
-            return null;
-        }
-        CacheFeedback[] slot = new CacheFeedback[1];
-        awaitingFeedback.put(decision, slot);
-        try {
-            decision.lease().succeeded(usage);
-        } finally {
-            awaitingFeedback.remove(decision);
-        }
-        return slot[0];
     }
 
     @Override

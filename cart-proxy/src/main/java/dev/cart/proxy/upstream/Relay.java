@@ -189,7 +189,7 @@ public final class Relay implements Forwarder.Step {
         if (status >= 500) {
             lease.failed();
         } else {
-            feedback = forwarder.listener.succeeded(send.decision, usage);
+            feedback = lease.succeeded(usage); // the router's verdict: a stale route is not learned again
         }
         lease.close();
         exchange.log.result("ok");

@@ -2,14 +2,12 @@ package com.example.host;
 
 import dev.cart.core.spi.Replica;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /** One backend as the host's service discovery knows it: its URL, a cap, an in-flight count. */
 final class HostReplica implements Replica {
     private final String url;
     private final int maxLoad;
     private final AtomicInteger inFlight = new AtomicInteger();
-    private final AtomicLong pendingPrefill = new AtomicLong();
     private volatile boolean healthy = true;
 
     HostReplica(String url, int maxLoad) {
@@ -53,16 +51,6 @@ final class HostReplica implements Replica {
                 return outcome -> inFlight.decrementAndGet(); // a host's circuit breaker would read the outcome
             }
         }
-    }
-
-    @Override
-    public long pendingPrefill() {
-        return pendingPrefill.get();
-    }
-
-    @Override
-    public void addPendingPrefill(long units) {
-        pendingPrefill.addAndGet(units);
     }
 
     void healthy(boolean healthy) {
