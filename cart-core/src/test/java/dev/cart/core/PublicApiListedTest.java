@@ -38,7 +38,15 @@ class PublicApiListedTest {
     private static final Pattern ANY_TYPE_DECLARATION = Pattern.compile("\\b(?:class|interface|record|enum)\\s+(\\w+)");
 
     @ParameterizedTest
-    @ValueSource(strings = {"cart-core", "cart-policy", "cart-extract", "cart-redis", "cart-spring-cloud-gateway"})
+    @ValueSource(
+            strings = {
+                "cart-core",
+                "cart-policy",
+                "cart-extract",
+                "cart-redis",
+                "cart-kvevents",
+                "cart-spring-cloud-gateway"
+            })
     void everyPublicTypeIsListedAndEveryListedTypeExists(String module) throws IOException {
         Path dir = Path.of("..").resolve(module);
         Path readme = dir.resolve("README.md");
