@@ -52,7 +52,7 @@ public final class KvFeed {
 
     private final KvIndex index;
     private final StreamState s;
-    private final Replayer replayer;
+    private Replayer replayer;
     private final java.util.function.LongSupplier ticker;
     private final KvEventsListener listener;
     private final ArrayDeque<Held> held = new ArrayDeque<>();
@@ -81,6 +81,11 @@ public final class KvFeed {
         this.ticker = ticker;
         this.listener = l;
         this.clock = index.clock();
+    }
+
+    /** Sets the replayer before {@link #start} (a transport whose replay socket is made on the feed's thread). */
+    void replayVia(Replayer r) {
+        this.replayer = r;
     }
 
     /** The stream this feed follows. */
