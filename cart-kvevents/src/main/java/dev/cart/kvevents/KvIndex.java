@@ -98,7 +98,7 @@ public final class KvIndex {
 
     /**
      * A builder with the defaults: 16-token blocks, 4,194,304 blocks per stream, silence after 5 s, a 5 s hold
-     * after lost events, a 2 s overlay floor, approximate after 3 tokenization failures in a row.
+     * after lost events, a 500 ms overlay floor, approximate after 3 tokenization failures in a row.
      */
     public static Builder builder() {
         return new Builder();
@@ -562,7 +562,7 @@ public final class KvIndex {
         private int maxBlocksPerStream = 1 << 22;
         private Duration silence = Duration.ofSeconds(5);
         private Duration gapHold = Duration.ofSeconds(5);
-        private Duration overlayTtl = Duration.ofSeconds(2);
+        private Duration overlayTtl = Duration.ofMillis(500);
         private int tokenizeFailureLimit = 3;
         private LongSupplier ticker = System::nanoTime;
         private java.time.Clock clock = java.time.Clock.systemUTC();
@@ -610,7 +610,9 @@ public final class KvIndex {
 
         /**
          * The overlay's floor: a routed request's blocks count for its replica until its lease ends and then
-         * for at least this long, or twice the p99 event lag if longer (default 2 s; zero allowed).
+         * for at least this long, or twice the p99 event lag if longer (default 500 ms; zero allowed). The
+         * engine reports a prompt's blocks when its prefill ends, long before the lease does, so the time after
+         * the lease only has to cover the event lag; the floor guards against a lag measured low by clock skew.
          */
         public Builder overlayTtl(Duration d) {
             Checks.notNegative("overlayTtl", d);
