@@ -61,6 +61,8 @@ public final class KvFeed {
 
     /** Whether the replay running fills a gap (a late start then loses events) or rebuilds history. */
     private boolean replayForGap;
+    /** Where the last replay began: a held batch below it was not covered by it, so it means a restart. */
+    private long replayFrom;
 
     private long replayExpect;
     private int replayCount;
@@ -131,8 +133,9 @@ public final class KvFeed {
                 lost("gap without replay");
                 accept(seq, payload, true);
             }
-        } else if (!fromBuffer) {
-            // the engine counts from 0 again: it restarted, and its cache with it
+        } else if (!fromBuffer || seq < replayFrom) {
+            // the engine counts from 0 again: it restarted, and its cache with it (a held batch below where the
+            // replay began cannot be one the replay covered: live batches held came after the one that asked)
             s.resets++;
             index.reset(s);
             s.incomplete = false;
@@ -140,12 +143,12 @@ public final class KvFeed {
             listener.onReset(id(), rank(), "restart");
             if (replayer != null) {
                 startReplay(0, "restart");
-                hold(seq, payload, false);
+                hold(seq, payload, fromBuffer);
             } else {
                 onLive(seq, payload, false);
             }
         }
-        // a held batch the replay already covered is skipped
+        // else: a held batch the replay already covered is skipped
     }
 
     /** A replayed batch (an answer to a {@link Replayer#request}). */
@@ -241,6 +244,7 @@ public final class KvFeed {
     private void startReplay(long from, String reason) {
         s.phase = StreamState.Phase.REPLAYING;
         replayForGap = reason.equals("gap");
+        replayFrom = from;
         replayExpect = from;
         replayCount = 0;
         replayDeadline = ticker.getAsLong() + REPLAY_TIMEOUT_NANOS;

@@ -64,7 +64,6 @@ public final class KvIndex {
     private volatile ReplicaEntry[] ordered = new ReplicaEntry[0];
 
     private final StreamState[] slots = new StreamState[MAX_STREAMS];
-    private final byte[] scratch;
     private final long[] pair = new long[2];
 
     /** One replica: its streams, its ordinal in lookups, its tokenization record. */
@@ -92,7 +91,6 @@ public final class KvIndex {
         this.ticker = b.ticker;
         this.clock = b.clock;
         this.listener = new SafeKvListener(b.listener);
-        this.scratch = new byte[4 * blockSize];
         this.overlay = new Overlay(ticker);
     }
 
@@ -127,10 +125,9 @@ public final class KvIndex {
         int bs = blockSize;
         int n = tokens.length == 0 ? 0 : (tokens.length - 1) / bs;
         long[] k = new long[n];
-        byte[] s = new byte[4 * bs];
         long parent = BlockKeys.root(model, salt);
         for (int i = 0; i < n; i++) {
-            parent = BlockKeys.block(tokens, i * bs, bs, parent, s);
+            parent = BlockKeys.block(tokens, i * bs, bs, parent);
             k[i] = parent;
         }
         ReplicaEntry[] reps = ordered;
@@ -493,7 +490,7 @@ public final class KvIndex {
         }
         for (int j = 0; j < n; j++) {
             long seed = e.extra == null ? parent : BlockKeys.withExtra(parent, e.extra[j]);
-            long key = BlockKeys.block(e.tokens, j * blockSize, blockSize, seed, scratch);
+            long key = BlockKeys.block(e.tokens, j * blockSize, blockSize, seed);
             long h = e.hashes[j];
             long old = s.map.get(h);
             long tiers = e.tier;

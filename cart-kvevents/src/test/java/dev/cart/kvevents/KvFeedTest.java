@@ -30,10 +30,13 @@ class KvFeedTest {
 
     private KvFeed feed;
 
+    /** Whether a replay asked for is answered at once (when the feed was connected so). */
+    private boolean answerNext = true;
+
     private KvFeed connect(boolean answerAtOnce) {
         feed = index.feed(KvStream.of("a", "tcp://unused:1", "tcp://unused:2", "m"), from -> {
             requests.add(from);
-            if (answerAtOnce) {
+            if (answerAtOnce && answerNext) {
                 answer(from);
             }
         });
@@ -135,6 +138,35 @@ class KvFeedTest {
         assertEquals(16, held(PROMPT));
         assertEquals(List.of(0L, 0L), requests);
         assertEquals(1, index.status("a").streams().get(0).resets());
+        assertEquals(ReplicaMode.PRECISE, mode());
+    }
+
+    @Test
+    void aRestartWhileAGapIsReplayedIsNotTakenForTheReplaysOverlap() {
+        connect(true);
+        deliver(publish(TestBatches.positional().stored(new long[] {1}, null, B0)));
+        publish(TestBatches.positional().stored(new long[] {2}, 1L, B1)); // lost on the wire
+        long s2 = publish(TestBatches.positional().stored(new long[] {3}, 2L, B2));
+        List<byte[]> old = new ArrayList<>(published);
+        requests.clear();
+        KvFeed f = feed;
+        // the gap asks for a replay; before it is answered the engine restarts and sends its new batch 0
+        published.clear();
+        published.addAll(old);
+        answerNext = false;
+        f.live(s2, old.get((int) s2));
+        published.clear();
+        long r0 = publish(TestBatches.positional().stored(new long[] {90}, null, B1));
+        f.live(r0, published.get(0));
+        // the old engine's replay comes back (it was asked before the restart), then ends
+        f.replayed(1, old.get(1));
+        f.replayed(2, old.get(2));
+        answerNext = true;
+        f.replayEnded();
+        // held batch 0 lies below where the gap's replay began: a restart, not an overlap
+        assertEquals(1, index.status("a").streams().get(0).resets());
+        assertEquals(0, held(PROMPT)); // the old chain is gone
+        assertEquals(16, held(concat(B1, new int[] {1})));
         assertEquals(ReplicaMode.PRECISE, mode());
     }
 
