@@ -1,7 +1,6 @@
 package dev.cart.kvevents;
 
 import dev.cart.core.RouteDecision;
-import dev.cart.core.internal.Checks;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.RoutingListener;
 import java.time.Duration;
@@ -553,6 +552,18 @@ public final class KvIndex {
         }
     }
 
+    private static void atLeast(String name, long value, long min) {
+        if (value < min) {
+            throw new IllegalArgumentException(name + " must be at least " + min + ", was " + value);
+        }
+    }
+
+    private static void notNegative(String name, Duration d) {
+        if (d.isNegative()) {
+            throw new IllegalArgumentException(name + " must not be negative, was " + d);
+        }
+    }
+
     /** Builds a {@link KvIndex}. */
     public static final class Builder {
         private int blockSize = 16;
@@ -569,7 +580,7 @@ public final class KvIndex {
 
         /** The engines' block size in tokens, at least 1 (default 16, vLLM's); events of another are skipped. */
         public Builder blockSize(int tokens) {
-            Checks.atLeast("blockSize", tokens, 1);
+            atLeast("blockSize", tokens, 1);
             this.blockSize = tokens;
             return this;
         }
@@ -579,7 +590,7 @@ public final class KvIndex {
          * 64 million tokens); above it the stream's oldest blocks are evicted and counted.
          */
         public Builder maxBlocksPerStream(int blocks) {
-            Checks.atLeast("maxBlocksPerStream", blocks, 1);
+            atLeast("maxBlocksPerStream", blocks, 1);
             this.maxBlocksPerStream = blocks;
             return this;
         }
@@ -589,7 +600,9 @@ public final class KvIndex {
          * events before the replica drops to approximate (default 5 s; positive).
          */
         public Builder silence(Duration d) {
-            Checks.positive("silence", d);
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException("silence must be positive, was " + d);
+            }
             this.silence = d;
             return this;
         }
@@ -600,7 +613,7 @@ public final class KvIndex {
          * allowed).
          */
         public Builder gapHold(Duration d) {
-            Checks.notNegative("gapHold", d);
+            notNegative("gapHold", d);
             this.gapHold = d;
             return this;
         }
@@ -612,14 +625,14 @@ public final class KvIndex {
          * the lease only has to cover the event lag; the floor guards against a lag measured low by clock skew.
          */
         public Builder overlayTtl(Duration d) {
-            Checks.notNegative("overlayTtl", d);
+            notNegative("overlayTtl", d);
             this.overlayTtl = d;
             return this;
         }
 
         /** Tokenization failures in a row on one replica that make it approximate, at least 1 (default 3). */
         public Builder tokenizeFailureLimit(int n) {
-            Checks.atLeast("tokenizeFailureLimit", n, 1);
+            atLeast("tokenizeFailureLimit", n, 1);
             this.tokenizeFailureLimit = n;
             return this;
         }
