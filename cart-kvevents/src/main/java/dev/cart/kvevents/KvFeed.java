@@ -45,7 +45,6 @@ public final class KvFeed {
     }
 
     static final int BUFFER_LIMIT = 20_000;
-    static final long REPLAY_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(3);
     static final long ORPHAN_REPLAY_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(60);
 
     private record Held(long seq, byte[] payload) {}
@@ -158,7 +157,7 @@ public final class KvFeed {
         }
         long now = ticker.getAsLong();
         s.noteEvent(now);
-        replayDeadline = now + REPLAY_TIMEOUT_NANOS;
+        replayDeadline = now + index.replayTimeoutNanos();
         if (seq != replayExpect) {
             if (seq < replayExpect) {
                 return; // a repeat
@@ -247,7 +246,7 @@ public final class KvFeed {
         replayFrom = from;
         replayExpect = from;
         replayCount = 0;
-        replayDeadline = ticker.getAsLong() + REPLAY_TIMEOUT_NANOS;
+        replayDeadline = ticker.getAsLong() + index.replayTimeoutNanos();
         s.replays++;
         listener.onReplayRequested(id(), rank(), from, reason);
         pendingReplay = from;

@@ -46,6 +46,7 @@ public final class KvIndex {
     private final int maxBlocksPerStream;
     private final long silenceNanos;
     private final long gapHoldNanos;
+    private final long replayTimeoutNanos;
     private final long overlayFloorNanos;
     private final int tokenizeFailureLimit;
     private final LongSupplier ticker;
@@ -85,6 +86,7 @@ public final class KvIndex {
         this.maxBlocksPerStream = b.maxBlocksPerStream;
         this.silenceNanos = b.silence.toNanos();
         this.gapHoldNanos = b.gapHold.toNanos();
+        this.replayTimeoutNanos = b.replayTimeout.toNanos();
         this.overlayFloorNanos = b.overlayTtl.toNanos();
         this.tokenizeFailureLimit = b.tokenizeFailureLimit;
         this.ticker = b.ticker;
@@ -405,6 +407,10 @@ public final class KvIndex {
         return gapHoldNanos;
     }
 
+    long replayTimeoutNanos() {
+        return replayTimeoutNanos;
+    }
+
     /** What applying one batch did. */
     static final class Applied {
         int stored;
@@ -570,6 +576,7 @@ public final class KvIndex {
         private int maxBlocksPerStream = 1 << 22;
         private Duration silence = Duration.ofSeconds(5);
         private Duration gapHold = Duration.ofSeconds(5);
+        private Duration replayTimeout = Duration.ofSeconds(3);
         private Duration overlayTtl = Duration.ofMillis(500);
         private int tokenizeFailureLimit = 3;
         private LongSupplier ticker = System::nanoTime;
@@ -615,6 +622,18 @@ public final class KvIndex {
         public Builder gapHold(Duration d) {
             notNegative("gapHold", d);
             this.gapHold = d;
+            return this;
+        }
+
+        /**
+         * How long a replay may go without an answer before it is given up (default 3 s; positive): a replay
+         * given up for a gap counts as events lost; for a connect or a restart, as an unknown history.
+         */
+        public Builder replayTimeout(Duration d) {
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException("replayTimeout must be positive, was " + d);
+            }
+            this.replayTimeout = d;
             return this;
         }
 

@@ -191,7 +191,7 @@ class KvFeedTest {
         connect(false);
         assertEquals(ReplicaMode.CATCHING_UP, mode());
         deliver(publish(TestBatches.positional().stored(new long[] {1}, null, B0)));
-        now.addAndGet(KvFeed.REPLAY_TIMEOUT_NANOS + 1);
+        now.addAndGet(TimeUnit.SECONDS.toNanos(3) + 1);
         feed.tick();
         assertEquals(ReplicaMode.PRECISE, mode()); // the held batch 0 started the stream
         assertEquals(16, held(PROMPT));

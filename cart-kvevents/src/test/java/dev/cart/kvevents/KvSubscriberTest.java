@@ -35,7 +35,9 @@ class KvSubscriberTest {
     @Test
     void historyGapsAndRestartsOverRealSockets() throws Exception {
         for (boolean topicInReplay : new boolean[] {false, true}) {
-            KvIndex index = KvIndex.builder().build();
+            // a generous replay limit: a loaded machine may take seconds to answer the first replay
+            KvIndex index =
+                    KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
             try (TestPublisher pub = new TestPublisher()) {
                 pub.topicInReplay = topicInReplay;
                 pub.publish(TestBatches.positional()

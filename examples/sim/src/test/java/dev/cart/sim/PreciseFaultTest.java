@@ -128,7 +128,8 @@ class PreciseFaultTest {
         try (SimulatedReplicaServer r = replica(kv)) {
             String first = chat("sim", system(1), "what is one?", null);
             send(r, first); // before the subscriber: its blocks arrive by replay
-            KvIndex index = KvIndex.builder().build();
+            KvIndex index =
+                    KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
             try (KvSubscriber sub = follow(index, r)) {
                 await(
                         "history replayed",
@@ -146,7 +147,8 @@ class PreciseFaultTest {
     @Test
     void aGapOnTheWireIsReplayed() throws Exception {
         try (SimulatedReplicaServer r = replica(KvEventOptions.defaults())) {
-            KvIndex index = KvIndex.builder().build();
+            KvIndex index =
+                    KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
             try (KvSubscriber sub = follow(index, r)) {
                 await("connected", () -> index.mode(r.baseUri().toString()) == ReplicaMode.PRECISE);
                 r.kvDropNext(2);
@@ -171,7 +173,8 @@ class PreciseFaultTest {
     @Test
     void aRestartDropsTheReplicasBlocks() throws Exception {
         try (SimulatedReplicaServer r = replica(KvEventOptions.defaults())) {
-            KvIndex index = KvIndex.builder().build();
+            KvIndex index =
+                    KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
             try (KvSubscriber sub = follow(index, r)) {
                 String a = chat("sim", system(5), "a?", null);
                 send(r, a);
@@ -194,7 +197,8 @@ class PreciseFaultTest {
                 bodies[i] = chat("sim", system(10 + i), "q" + i, null);
                 send(r, bodies[i]);
             }
-            KvIndex index = KvIndex.builder().build();
+            KvIndex index =
+                    KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
             try (KvSubscriber sub = follow(index, r)) {
                 await(
                         "replayed what the buffer held",
@@ -209,7 +213,10 @@ class PreciseFaultTest {
     @Test
     void aSilentPublisherWhileRequestsAreRoutedMakesTheReplicaApproximate() throws Exception {
         try (SimulatedReplicaServer r = replica(KvEventOptions.defaults())) {
-            KvIndex index = KvIndex.builder().silence(Duration.ofMillis(300)).build();
+            KvIndex index = KvIndex.builder()
+                    .replayTimeout(Duration.ofSeconds(20))
+                    .silence(Duration.ofMillis(300))
+                    .build();
             dev.cart.core.ManagedReplicaSet set = dev.cart.core.ManagedReplicaSet.builder()
                     .add(r.baseUri().toString())
                     .build();
@@ -245,7 +252,8 @@ class PreciseFaultTest {
                 .cacheTokens(16 * 200)
                 .adapters(List.of("sql"))
                 .kvEvents(KvEventOptions.defaults().mapEncoding(true)))) {
-            KvIndex index = KvIndex.builder().build();
+            KvIndex index =
+                    KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
             try (KvSubscriber sub = follow(index, r)) {
                 String salted = chat("sql", system(30), "x?", "tenant-a");
                 send(r, salted);
@@ -265,6 +273,7 @@ class PreciseFaultTest {
     @Test
     void aFloodIsBoundedByTheHighWaterMarkAndTheMemoryCap() throws Exception {
         KvIndex index = KvIndex.builder()
+                .replayTimeout(Duration.ofSeconds(20))
                 .maxBlocksPerStream(1_000)
                 .gapHold(Duration.ZERO)
                 .build();
