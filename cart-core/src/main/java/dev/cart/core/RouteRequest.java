@@ -1,5 +1,6 @@
 package dev.cart.core;
 
+import dev.cart.core.spi.ConfirmedPrefix;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.Replica;
 import java.util.Collection;
@@ -21,12 +22,25 @@ public final class RouteRequest {
     private final int attempt;
     private final Tokenization tokenization;
     private final String model;
+    /** What the engines report holding of this prompt (precise mode); null when the host has no such view. */
+    private final ConfirmedPrefix confirmed;
 
     private RouteRequest(PromptKey key, List<Replica> excluded, int attempt) {
         this(key, excluded, attempt, Tokenization.CHARACTER_MODE, null);
     }
 
     private RouteRequest(PromptKey key, List<Replica> excluded, int attempt, Tokenization tokenization, String model) {
+        this(key, excluded, attempt, tokenization, model, null);
+    }
+
+    private RouteRequest(
+            PromptKey key,
+            List<Replica> excluded,
+            int attempt,
+            Tokenization tokenization,
+            String model,
+            ConfirmedPrefix confirmed) {
+        this.confirmed = confirmed;
         this.tokenization = Objects.requireNonNull(tokenization, "tokenization");
         this.key = Objects.requireNonNull(key, "key");
         this.excluded = excluded;
@@ -49,7 +63,7 @@ public final class RouteRequest {
         Objects.requireNonNull(replica, "replica");
         Replica[] all = excluded.toArray(new Replica[excluded.size() + 1]);
         all[excluded.size()] = replica;
-        return new RouteRequest(key, List.of(all), attempt, tokenization, model);
+        return new RouteRequest(key, List.of(all), attempt, tokenization, model, confirmed);
     }
 
     /** The same request, also excluding every replica in {@code replicas}. */
@@ -69,12 +83,12 @@ public final class RouteRequest {
         if (n < 0) {
             throw new IllegalArgumentException("attempt must be >= 0, was " + n);
         }
-        return new RouteRequest(key, excluded, n, tokenization, model);
+        return new RouteRequest(key, excluded, n, tokenization, model, confirmed);
     }
 
     /** The same request, carrying how its key was tokenized (reported with the decision). */
     public RouteRequest withTokenization(Tokenization t) {
-        return new RouteRequest(key, excluded, attempt, t, model);
+        return new RouteRequest(key, excluded, attempt, t, model, confirmed);
     }
 
     /**
@@ -82,7 +96,22 @@ public final class RouteRequest {
      * serving it are candidates. Null or empty means no model, as cart-extract treats them alike.
      */
     public RouteRequest withModel(String model) {
-        return new RouteRequest(key, excluded, attempt, tokenization, model == null || model.isEmpty() ? null : model);
+        return new RouteRequest(
+                key, excluded, attempt, tokenization, model == null || model.isEmpty() ? null : model, confirmed);
+    }
+
+    /**
+     * The same request, carrying what the replicas' engines report holding of its prompt (precise mode):
+     * for the replicas {@code confirmed} covers, the router's match takes its lengths instead of the prefix
+     * tree's guesses. Null removes it. Retries made from this request ({@link #excluding}) keep it.
+     */
+    public RouteRequest withConfirmed(ConfirmedPrefix confirmed) {
+        return new RouteRequest(key, excluded, attempt, tokenization, model, confirmed);
+    }
+
+    /** What the engines report holding of this prompt, or null when the host attached nothing. */
+    public ConfirmedPrefix confirmed() {
+        return confirmed;
     }
 
     /** The model the request asks for, or null when it names none (any replica may take it). */

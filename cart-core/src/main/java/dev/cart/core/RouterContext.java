@@ -66,11 +66,15 @@ final class RouterContext implements RoutingContext {
         return m;
     }
 
-    /** The tree's match, naming the pool's own replicas. */
+    /**
+     * The tree's match, naming the pool's own replicas, with what the engines confirm in place of the
+     * tree's guess for the replicas the request's {@link RouteRequest#confirmed() confirmed view} covers.
+     */
     Match treeMatch() {
         Match m = treeMatch;
         if (m == null) {
             m = tree == null ? Match.none(request.key().length()) : tree.match(request.key());
+            m = ConfirmedMatch.merge(m, request.confirmed(), candidates); // precise mode, where the host has it
             treeMatch = m;
         }
         return m;

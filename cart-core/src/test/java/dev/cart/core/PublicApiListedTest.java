@@ -45,6 +45,7 @@ class PublicApiListedTest {
                 "cart-extract",
                 "cart-redis",
                 "cart-flow",
+                "cart-kvevents",
                 "cart-spring-cloud-gateway"
             })
     void everyPublicTypeIsListedAndEveryListedTypeExists(String module) throws IOException {

@@ -38,6 +38,8 @@ final class BlockCache {
     private int evictable;
     private int privateBlocks;
     private long evictions;
+    /** Hears each eviction (the replica's KV events); none by default. */
+    private java.util.function.LongConsumer onEvict = h -> {};
 
     BlockCache(int capacityBlocks) {
         if (capacityBlocks < 1) {
@@ -50,6 +52,24 @@ final class BlockCache {
 
     int capacity() {
         return capacity;
+    }
+
+    /** Tells {@code listener} the hash of every block evicted from now on. */
+    void onEvict(java.util.function.LongConsumer listener) {
+        this.onEvict = listener;
+    }
+
+    /**
+     * Drops every cached block no running request uses, as a restarted engine starts with an empty cache
+     * (no eviction is reported: the process that held them is gone).
+     */
+    void dropEvictable() {
+        while (lru.next != lru) {
+            Block victim = lru.next;
+            unlink(victim);
+            evictable--;
+            blocks.remove(victim.hash);
+        }
     }
 
     /** Blocks in use or cached: hashed blocks (pinned or evictable) plus private blocks. */
@@ -154,6 +174,7 @@ final class BlockCache {
             evictable--;
             blocks.remove(victim.hash);
             evictions++;
+            onEvict.accept(victim.hash);
         }
         privateBlocks += n;
         return true;
@@ -171,8 +192,10 @@ final class BlockCache {
      * Registers one just-computed full block, held so far as a private block of the caller. If
      * the hash is new, the private block becomes the cached block (one reference). If another request
      * registered it first, the caller takes a reference on that one and its own copy is freed.
+     *
+     * @return true if the block is new to the cache (an engine reports it stored), false if it was there
      */
-    void register(long hash) {
+    boolean register(long hash) {
         if (privateBlocks < 1) {
             throw new IllegalStateException("registering a block without a private block to convert");
         }
@@ -180,11 +203,12 @@ final class BlockCache {
         Block b = blocks.get(hash);
         if (b != null) {
             ref(b);
-            return;
+            return false;
         }
         b = new Block(hash);
         b.refs = 1;
         blocks.put(hash, b);
+        return true;
     }
 
     /**

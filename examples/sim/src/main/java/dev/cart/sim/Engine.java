@@ -44,6 +44,20 @@ final class Engine {
     private int peakRunning;
     private int peakWaiting;
     private double slowdown = 1.0;
+    /** Hears blocks stored (and, through the cache, evicted) and each step's end; null: nobody listens. */
+    private BlockEvents events;
+
+    /** What a replica publishing KV-cache events hears from its engine (on the engine's thread). */
+    interface BlockEvents {
+        /** Block {@code index} of {@code r.blocks} was computed and is new to the cache. */
+        void stored(EngineRequest r, int index);
+
+        /** A cached block was evicted. */
+        void removed(long hash);
+
+        /** A step ended at {@code nanos}: what it stored and evicted is one batch. */
+        void stepDone(long nanos);
+    }
 
     Engine(EngineConfig config) {
         this.config = config;
@@ -67,6 +81,29 @@ final class Engine {
 
     BlockCache cache() {
         return cache;
+    }
+
+    /** Reports the engine's block events to {@code listener} from now on. */
+    void events(BlockEvents listener) {
+        this.events = listener;
+        cache.onEvict(listener::removed);
+    }
+
+    /**
+     * A process restart with its requests kept (their clients retry at once): every running request loses
+     * its progress and goes back to the head of the queue, and the cache starts empty.
+     */
+    void restart() {
+        if (planned) {
+            throw new IllegalStateException("restart between steps");
+        }
+        for (int i = running.size() - 1; i >= 0; i--) {
+            EngineRequest r = running.remove(i);
+            releaseBlocks(r);
+            r.computed = 0;
+            waiting.addFirst(r);
+        }
+        cache.dropEvictable();
     }
 
     /**
@@ -257,7 +294,9 @@ final class Engine {
             r.scheduled = 0;
             int full = Math.min(r.blocks.length, r.computed / bt);
             while (r.hashedHeld < full) {
-                cache.register(r.blocks[r.hashedHeld]);
+                if (cache.register(r.blocks[r.hashedHeld]) && events != null) {
+                    events.stored(r, r.hashedHeld);
+                }
                 r.hashedHeld++;
                 r.privateHeld--;
             }
@@ -273,6 +312,9 @@ final class Engine {
             }
         }
         batch.clear();
+        if (events != null) {
+            events.stepDone(end);
+        }
     }
 
     private void finish(EngineRequest r, long end) {

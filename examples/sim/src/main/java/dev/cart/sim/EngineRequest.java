@@ -24,6 +24,14 @@ final class EngineRequest {
     static final Sink NO_SINK = new Sink() {};
 
     final long[] blocks;
+    /**
+     * The token ids of the sequence {@link #blocks} hash (for the replica's KV events), or null when the
+     * replica publishes none; with them, the adapter and the {@code cache_salt} the chain was seeded with.
+     */
+    int[] tokens;
+
+    String lora;
+    String salt;
     final int promptTokens;
     final int maxTokens;
     final Sink sink;

@@ -66,6 +66,12 @@ final class PreparedWorkload {
     final PromptKey[] answerKeys;
 
     final long[][] blocks;
+    /**
+     * On the tokenizing replica, each request's sequence as the replica computes it (the prompt's token ids,
+     * then its answer's when the replica caches generated tokens): what its KV events carry and what precise
+     * mode looks up (the first {@link #promptTokens} ids); null on the other replica model.
+     */
+    final int[][] engineTokens;
     /** Per request, the model it names (null: the default); the router sends it only where it is served. */
     final String[] models;
 
@@ -87,6 +93,7 @@ final class PreparedWorkload {
         keys = new PromptKey[n];
         answerKeys = new PromptKey[n];
         blocks = new long[n][];
+        engineTokens = options.tokenizer() ? new int[n][] : null;
         models = new String[n];
         promptTokens = new int[n];
         maxTokens = new int[n];
@@ -129,6 +136,7 @@ final class PreparedWorkload {
                     System.arraycopy(out, 0, seq, prompt.length, out.length);
                 }
                 b = hashes(PromptKey.ofTokens(seq, new int[0], bt, PromptKey.DEFAULT_ANCHOR_LIMIT));
+                engineTokens[i] = seq;
             }
             if (r.model() != null) {
                 b = salted(b, r.model()); // a replica's cache keeps each model's blocks apart
@@ -173,6 +181,7 @@ final class PreparedWorkload {
         this.keys = p.keys;
         this.answerKeys = p.answerKeys;
         this.blocks = p.blocks;
+        this.engineTokens = p.engineTokens;
         this.models = p.models;
         this.promptTokens = p.promptTokens;
         this.maxTokens = p.maxTokens;

@@ -27,6 +27,8 @@ final class RealTimeEngine implements AutoCloseable {
     private final Thread thread;
     private volatile boolean closed;
     private long lastEnd;
+    /** Actions to run on the engine thread between two steps (a restart); guarded by the lock. */
+    private final java.util.ArrayDeque<Runnable> betweenSteps = new java.util.ArrayDeque<>();
 
     RealTimeEngine(EngineConfig config, double speedup, String name) {
         if (!(speedup > 0)) {
@@ -71,6 +73,20 @@ final class RealTimeEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code action} on the engine thread, under the lock, between two steps (at once if idle): the
+     * engine is not in the middle of a step when it runs.
+     */
+    void betweenSteps(java.util.function.Consumer<Engine> action) {
+        lock.lock();
+        try {
+            betweenSteps.add(() -> action.accept(engine));
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Real nanoseconds for a model duration. */
     long realNanos(long modelNanos) {
         return (long) (modelNanos / speedup);
@@ -80,6 +96,9 @@ final class RealTimeEngine implements AutoCloseable {
         lock.lock();
         try {
             while (!closed) {
+                for (Runnable r; (r = betweenSteps.poll()) != null; ) {
+                    r.run();
+                }
                 if (!engine.hasWork()) {
                     work.awaitUninterruptibly();
                     continue;

@@ -55,6 +55,7 @@ final class ReplicaHandler implements HttpHandler {
             case "/health" -> health(ex, method);
             case "/v1/models" -> models(ex, method);
             case "/v1/load_lora_adapter", "/v1/unload_lora_adapter" -> adapter(ex, method, path);
+            case "/tokenize" -> tokenize(ex, method);
             default -> {
                 Optional<Endpoint> ep = Endpoint.forPath(path);
                 if (ep.isPresent()) {
@@ -158,6 +159,43 @@ final class ReplicaHandler implements HttpHandler {
         }
     }
 
+    /**
+     * vLLM's {@code POST /tokenize}: the token ids of {@code messages} (the chat template applied, its markers
+     * special tokens) or of {@code prompt}, as the replica computes them: {@code {"count", "max_model_len",
+     * "tokens", "token_strs"}}.
+     */
+    private void tokenize(HttpExchange ex, String method) throws IOException {
+        byte[] body = ex.getRequestBody().readAllBytes();
+        if (!method.equals("POST")) {
+            sendError(ex, null, 405, "method_not_allowed", "use POST /tokenize");
+            return;
+        }
+        int[] tokens;
+        try {
+            JsonNode root = JSON.readTree(body);
+            if (root == null || !root.isObject()) {
+                throw new BadRequest("invalid_type", "request body must be a JSON object");
+            }
+            List<Message> messages = root.has("messages") ? messages(root.get("messages"), "messages") : null;
+            String prompt = messages == null ? completionPrompt(root.get("prompt")) : null;
+            tokens = server.tokens(messages, prompt);
+        } catch (BadRequest e) {
+            sendError(ex, null, 400, e.code, e.getMessage());
+            return;
+        } catch (IOException e) {
+            sendError(ex, null, 400, "invalid_json", "request body is not valid JSON");
+            return;
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("count", tokens.length).put("max_model_len", config.effectiveMaxModelLen());
+        var arr = out.putArray("tokens");
+        for (int t : tokens) {
+            arr.add(t);
+        }
+        out.putNull("token_strs");
+        sendJson(ex, 200, out);
+    }
+
     private void hang() throws IOException {
         server.awaitClose();
         throw new IOException("replica closed while a request was hanging");
@@ -174,7 +212,10 @@ final class ReplicaHandler implements HttpHandler {
             int maxTokens,
             boolean explicitMax,
             boolean stream,
-            boolean includeUsage) {}
+            boolean includeUsage,
+            List<Message> messages,
+            String completionPrompt,
+            String salt) {}
 
     /** A request body the replica refuses, with its OpenAI error code. */
     private static final class BadRequest extends Exception {
@@ -222,16 +263,27 @@ final class ReplicaHandler implements HttpHandler {
             sendError(ex, ep, 404, "model_not_found", "The model `" + p.model() + "` does not exist.");
             return;
         }
-        PromptKey key = PromptKey.ofText(p.prompt(), config.blockChars());
-        long[] blocks = new long[key.blockCount()];
-        for (int i = 0; i < blocks.length; i++) {
-            blocks[i] = key.blockHash(i);
-        }
-        if (!p.model().equals(options.model())) {
-            blocks = PreparedWorkload.salted(blocks, p.model()); // an adapter's KV blocks are its own
-        }
         Call call = new Call(fault == Fault.SLOW ? options.slowFactor() : 1.0);
-        EngineRequest r = new EngineRequest(blocks, config.tokensOf(p.prompt().length()), p.maxTokens(), call);
+        EngineRequest r;
+        ReplicaKvEvents kv = server.kv();
+        if (kv != null) { // precise mode: real tokens, the replica's own hashes, published as events
+            int[] tokens = kv.tokens(p.messages(), p.completionPrompt());
+            String lora = p.model().equals(options.model()) ? null : p.model();
+            r = new EngineRequest(kv.blocks(tokens, lora, p.salt()), tokens.length, p.maxTokens(), call);
+            r.tokens = tokens;
+            r.lora = lora;
+            r.salt = p.salt();
+        } else {
+            PromptKey key = PromptKey.ofText(p.prompt(), config.blockChars());
+            long[] blocks = new long[key.blockCount()];
+            for (int i = 0; i < blocks.length; i++) {
+                blocks[i] = key.blockHash(i);
+            }
+            if (!p.model().equals(options.model())) {
+                blocks = PreparedWorkload.salted(blocks, p.model()); // an adapter's KV blocks are its own
+            }
+            r = new EngineRequest(blocks, config.tokensOf(p.prompt().length()), p.maxTokens(), call);
+        }
         call.request = r;
         server.engine().submit(r);
         if (r.rejected) {
@@ -281,20 +333,24 @@ final class ReplicaHandler implements HttpHandler {
             maxTokens = mt.asInt();
             explicit = true;
         }
-        String prompt = switch (ep) {
-            case COMPLETIONS -> ChatTemplate.renderCompletion(completionPrompt(root.get("prompt")));
-            case CHAT_COMPLETIONS -> ChatTemplate.render(messages(root.get("messages"), "messages"));
+        List<Message> chat = null;
+        String completion = null;
+        switch (ep) {
+            case COMPLETIONS -> completion = completionPrompt(root.get("prompt"));
+            case CHAT_COMPLETIONS -> chat = messages(root.get("messages"), "messages");
             case MESSAGES -> {
-                List<Message> all = new ArrayList<>();
+                chat = new ArrayList<>();
                 JsonNode system = root.get("system");
                 if (system != null && !system.isNull()) {
-                    all.add(Message.system(content(system, "system")));
+                    chat.add(Message.system(content(system, "system")));
                 }
-                all.addAll(messages(root.get("messages"), "messages"));
-                yield ChatTemplate.render(all);
+                chat.addAll(messages(root.get("messages"), "messages"));
             }
-        };
-        return new Parsed(ep, model, prompt, maxTokens, explicit, stream, includeUsage);
+        }
+        String prompt = chat != null ? ChatTemplate.render(chat) : ChatTemplate.renderCompletion(completion);
+        String salt =
+                root.path("cache_salt").isTextual() ? root.get("cache_salt").asText() : null;
+        return new Parsed(ep, model, prompt, maxTokens, explicit, stream, includeUsage, chat, completion, salt);
     }
 
     private static String completionPrompt(JsonNode prompt) throws BadRequest {

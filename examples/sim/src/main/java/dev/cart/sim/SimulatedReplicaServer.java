@@ -64,6 +64,8 @@ public final class SimulatedReplicaServer implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private volatile Fault fault;
     private volatile boolean closed;
+    /** The KV-event side (precise mode), or null when the replica publishes none. */
+    private final ReplicaKvEvents kv;
     /** LoRA adapters loaded now, in load order; each served under its own name. */
     private final Set<String> adapters = Collections.synchronizedSet(new LinkedHashSet<>());
 
@@ -76,6 +78,15 @@ public final class SimulatedReplicaServer implements AutoCloseable {
                 .withMaxNumSeqs(o.maxNumSeqs)
                 .withMaxBatchedTokens(o.maxBatchedTokens);
         this.engine = new RealTimeEngine(config, o.speedup, "sim-" + o.name);
+        try {
+            this.kv = o.kvEvents == null ? null : new ReplicaKvEvents(o.host, o.kvEvents, config.blockTokens());
+        } catch (RuntimeException e) {
+            engine.close();
+            throw e;
+        }
+        if (kv != null) {
+            engine.betweenSteps(e -> e.events(kv.recorder()));
+        }
         AtomicInteger threads = new AtomicInteger();
         ThreadFactory tf = r -> {
             Thread t = new Thread(r, "sim-" + o.name + "-http-" + threads.incrementAndGet());
@@ -88,6 +99,9 @@ public final class SimulatedReplicaServer implements AutoCloseable {
             server = HttpServer.create(new InetSocketAddress(o.host, o.port), 128);
         } catch (IOException e) {
             engine.close();
+            if (kv != null) {
+                kv.close();
+            }
             executor.shutdownNow();
             throw e;
         }
@@ -170,6 +184,74 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         return requests.get();
     }
 
+    /** The KV-event PUB endpoint ({@code tcp://host:port}), or null when the replica publishes none. */
+    public String kvEndpoint() {
+        return kv == null ? null : kv.publisher().endpoint();
+    }
+
+    /** The KV-event replay endpoint, or null when the replica publishes none. */
+    public String kvReplayEndpoint() {
+        return kv == null ? null : kv.publisher().replayEndpoint();
+    }
+
+    /** Fault: the next {@code n} event batches are numbered and kept for replay, but never sent. */
+    public void kvDropNext(int n) {
+        requireKv().publisher().dropNext(n);
+    }
+
+    /** Fault: the publisher sends nothing while on (its engine goes on caching); off, it sends what it held. */
+    public void kvSilent(boolean on) {
+        requireKv().publisher().silent(on);
+    }
+
+    /** Fault: evicted blocks are reported stored in the CPU tier, then removed from the GPU (an offload). */
+    public void kvOffload(boolean on) {
+        requireKv().recorder().offload = on;
+    }
+
+    /** KV-event batches sent so far. */
+    public long kvPublished() {
+        return requireKv().publisher().published();
+    }
+
+    /**
+     * Fault: the engine restarts, between two of its steps: its cache is empty again, its running requests
+     * start over (as their clients' retries would), its block hashes get a new seed and its event sequence
+     * starts again at 0 with an empty replay buffer. No event says so, as with vLLM.
+     */
+    public void restartEngine() {
+        ReplicaKvEvents k = kv;
+        engine.betweenSteps(e -> {
+            e.restart();
+            if (k != null) {
+                k.restarted();
+            }
+        });
+    }
+
+    private ReplicaKvEvents requireKv() {
+        if (kv == null) {
+            throw new IllegalStateException("this replica publishes no KV events (Options.kvEvents)");
+        }
+        return kv;
+    }
+
+    ReplicaKvEvents kv() {
+        return kv;
+    }
+
+    private final ModelTokenizer tokenizer = new ModelTokenizer();
+
+    /** The token ids the simulated model computes for a chat's messages or a completion's prompt. */
+    int[] tokens(java.util.List<Message> messages, String completionPrompt) {
+        if (kv != null) {
+            return kv.tokens(messages, completionPrompt);
+        }
+        synchronized (tokenizer) {
+            return messages != null ? tokenizer.chat(messages) : tokenizer.completion(completionPrompt);
+        }
+    }
+
     /** Stops the server: hanging and in-flight requests lose their connection. Idempotent. */
     @Override
     public void close() {
@@ -179,6 +261,9 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         closed = true;
         closing.countDown();
         engine.close();
+        if (kv != null) {
+            kv.close();
+        }
         http.stop(0);
         executor.shutdownNow();
         try {
@@ -246,6 +331,7 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         private double slowFactor = 10;
         private List<String> adapters = List.of();
         private boolean strictModels;
+        private KvEventOptions kvEvents;
 
         private Options() {}
 
@@ -272,7 +358,18 @@ public final class SimulatedReplicaServer implements AutoCloseable {
             o.slowFactor = slowFactor;
             o.adapters = adapters;
             o.strictModels = strictModels;
+            o.kvEvents = kvEvents == null ? null : kvEvents.copy();
             return o;
+        }
+
+        /**
+         * Precise mode: the replica counts real tokens (the simulated model's tokenizer and chat template),
+         * hashes its blocks with its own chained SHA-256 and publishes KV-cache events as vLLM does
+         * ({@link KvEventOptions}); null (the default) publishes none.
+         */
+        public Options kvEvents(KvEventOptions options) {
+            this.kvEvents = options == null ? null : options.copy();
+            return this;
         }
 
         /** LoRA adapters loaded at start (more are loaded and unloaded at run time; none by default). */

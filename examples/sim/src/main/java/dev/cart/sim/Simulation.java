@@ -79,6 +79,8 @@ public final class Simulation {
     private final int slowReplica;
     private final double slowFactor;
     private final Instances.ScaleOut scaleOut;
+    private final boolean precise;
+    private final int restartReplica;
 
     /**
      * Watches a run from inside, for diagnostics: every routing decision with the state of every replica
@@ -126,6 +128,8 @@ public final class Simulation {
         this.slowReplica = b.slowReplica;
         this.slowFactor = b.slowFactor;
         this.scaleOut = b.scaleOut;
+        this.precise = b.precise;
+        this.restartReplica = b.restartReplica;
     }
 
     public static Builder builder() {
@@ -195,6 +199,10 @@ public final class Simulation {
         final int[] peak;
         final Map<Reason, Integer> reasons = new EnumMap<>(Reason.class);
         final FeedbackCounter feedbackCounter = new FeedbackCounter();
+        /** Precise mode's engines, feeds and index; null in the approximate mode. */
+        final PreciseCluster preciseCluster;
+
+        boolean restartPending;
         int completed;
         int dispatched;
         int noReplica;
@@ -219,6 +227,10 @@ public final class Simulation {
             }
             set = sets[0];
             members = set.replicas();
+            preciseCluster = precise ? new PreciseCluster(w, replicas, clock) : null;
+            RoutingListener listener = preciseCluster == null
+                    ? feedbackCounter
+                    : new BothListeners(feedbackCounter, preciseCluster.leaseListener());
             instances = new Instances(scaleOut, clock, sets, seed, (k, rb) -> {
                 SplittableRandom rnd = new SplittableRandom(k == 0 ? seed : seed + 7_919L * k);
                 return rb.replicas(sets[k])
@@ -232,12 +244,15 @@ public final class Simulation {
                         .deferDivertedRoutes(deferDiverted)
                         .firstTokenReports(signalFirstToken)
                         .keyFormat(w.keyUnit(), RequestKeys.blockSize(w.keyUnit()))
-                        .listener(feedbackCounter)
+                        .listener(listener)
                         .build();
             });
             engines = new Engine[replicas];
             for (int i = 0; i < replicas; i++) {
                 engines[i] = new Engine(engine);
+                if (preciseCluster != null) {
+                    preciseCluster.attach(i, engines[i]);
+                }
                 if (slowdowns != null) {
                     engines[i].slowdown(slowdowns[i]);
                 }
@@ -355,11 +370,26 @@ public final class Simulation {
         void dispatch(int i, long t) {
             firstArrival = Math.min(firstArrival, t);
             sent[i] = t;
-            if (slowReplica >= 0 && ++dispatched == n / 2) {
+            ++dispatched;
+            if (slowReplica >= 0 && dispatched == n / 2) {
                 engines[slowReplica].slowdown(slowFactor); // another tenant arrives on its GPU
             }
-            RouteDecision d =
-                    instances.choose(t, RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]));
+            if (restartReplica >= 0 && dispatched == n / 2) {
+                restartPending = true; // the engine restarts between two of its steps
+                if (!stepping[restartReplica]) {
+                    restartEngine();
+                }
+            }
+            RouteRequest request = RouteRequest.of(routed(w.keys[i])).withModel(w.models[i]);
+            dev.cart.kvevents.PreciseMatch pm = null;
+            if (preciseCluster != null) {
+                pm = preciseCluster.lookup(i);
+                request = request.withConfirmed(pm.view(request.key()));
+            }
+            RouteDecision d = instances.choose(t, request);
+            if (pm != null) {
+                preciseCluster.routed(d, pm);
+            }
             reasons.merge(d.reason(), 1, Integer::sum);
             if (!d.routed()) {
                 noReplica++;
@@ -384,6 +414,9 @@ public final class Simulation {
             }
             EngineRequest er = new EngineRequest(
                     w.blocks[i], w.promptTokens[i], w.maxTokens[i], new Completion(i, d.lease(), d.replica()));
+            if (preciseCluster != null) {
+                preciseCluster.describe(i, er);
+            }
             if (engines[rep].submit(er, t) && !stepping[rep]) {
                 startStep(rep, t);
             }
@@ -408,8 +441,19 @@ public final class Simulation {
             push(t + d, STEP_END, rep);
         }
 
+        void restartEngine() {
+            restartPending = false;
+            engines[restartReplica].restart();
+            if (preciseCluster != null) {
+                preciseCluster.restarted(restartReplica);
+            }
+        }
+
         void stepEnded(int rep, long t) {
             engines[rep].completeStep(t);
+            if (restartPending && rep == restartReplica) {
+                restartEngine();
+            }
             if (engines[rep].hasWork()) {
                 startStep(rep, t);
             } else {
@@ -535,8 +579,31 @@ public final class Simulation {
         private int slowReplica = -1;
         private double slowFactor = 1.0;
         private Instances.ScaleOut scaleOut = Instances.ScaleOut.SINGLE;
+        private boolean precise;
+        private int restartReplica = -1;
 
         private Builder() {}
+
+        /**
+         * Precise mode (default off): the replicas' engines report their KV-cache events in vLLM's format to
+         * a {@code cart-kvevents} index, and every request carries the index's match of its engine tokens
+         * ({@code RouteRequest.withConfirmed}), as a proxy in precise mode does. Needs the tokenizing replica
+         * ({@link #replicaTokenizer}).
+         */
+        public Builder precise(boolean enabled) {
+            this.precise = enabled;
+            return this;
+        }
+
+        /**
+         * Restarts replica {@code index}'s engine once half the requests were sent (between two of its steps):
+         * its cache is empty again and its running requests start over; in precise mode its events say so by
+         * their sequence starting again. None by default.
+         */
+        public Builder restartMidRun(int index) {
+            this.restartReplica = index;
+            return this;
+        }
 
         /**
          * The models each replica serves, by index (default: every replica serves any model); a replica
@@ -737,6 +804,9 @@ public final class Simulation {
             }
             if (slowReplica >= replicas) {
                 throw new IllegalStateException("no replica " + slowReplica + " to slow down");
+            }
+            if (restartReplica >= replicas) {
+                throw new IllegalStateException("no replica " + restartReplica + " to restart");
             }
             return new Simulation(this);
         }

@@ -1,0 +1,102 @@
+package dev.cart.kvevents;
+
+import dev.cart.core.PromptKey;
+import dev.cart.core.spi.ConfirmedPrefix;
+import dev.cart.core.spi.Replica;
+
+/**
+ * What {@link KvIndex#lookup} found for one request: per replica, the prefix of the request's engine tokens
+ * its engine confirms holding, the prefix it holds counting the blocks requests just routed there are about
+ * to create (the overlay), and its mode at the time of the lookup. Immutable; safe to share.
+ *
+ * <p>{@link #view(PromptKey)} turns it into the router's {@link ConfirmedPrefix} for the request's key:
+ * replicas in {@link ReplicaMode#PRECISE} mode are covered, with their held prefix converted to the key's
+ * units; the others are left to the tree.
+ */
+public final class PreciseMatch {
+
+    private final KvIndex index;
+    private final int promptTokens;
+    private final int blockSize;
+    private final long[] keys;
+    private final int[] confirmed;
+    private final int[] held;
+    private final ReplicaMode[] modes;
+    private final KvIndex.ReplicaEntry[] replicas;
+
+    PreciseMatch(
+            KvIndex index,
+            int promptTokens,
+            int blockSize,
+            long[] keys,
+            int[] confirmed,
+            int[] held,
+            ReplicaMode[] modes,
+            KvIndex.ReplicaEntry[] replicas) {
+        this.index = index;
+        this.promptTokens = promptTokens;
+        this.blockSize = blockSize;
+        this.keys = keys;
+        this.confirmed = confirmed;
+        this.held = held;
+        this.modes = modes;
+        this.replicas = replicas;
+    }
+
+    /** The request's prompt length in engine tokens. */
+    public int promptTokens() {
+        return promptTokens;
+    }
+
+    long[] blockKeys() {
+        return keys;
+    }
+
+    private int ord(String replica) {
+        KvIndex.ReplicaEntry e = index.entry(replica);
+        return e == null || e.ord >= replicas.length || replicas[e.ord] != e ? -1 : e.ord;
+    }
+
+    /** The prompt tokens {@code replica}'s engine confirms holding (whole blocks); 0 for an unknown replica. */
+    public int confirmedTokens(String replica) {
+        int o = ord(replica);
+        return o < 0 ? 0 : confirmed[o] * blockSize;
+    }
+
+    /** {@link #confirmedTokens} raised by the blocks requests just routed there will create. */
+    public int heldTokens(String replica) {
+        int o = ord(replica);
+        return o < 0 ? 0 : held[o] * blockSize;
+    }
+
+    /** {@code replica}'s mode when the lookup ran ({@link ReplicaMode#APPROXIMATE} for an unknown replica). */
+    public ReplicaMode mode(String replica) {
+        int o = ord(replica);
+        return o < 0 ? ReplicaMode.APPROXIMATE : modes[o];
+    }
+
+    /**
+     * The router's view of this match for the request's {@code key}: the replicas in precise mode, each with
+     * its held prefix as a share of the prompt applied to the key's length, rounded down to whole key
+     * blocks (the key's units need not be the engine's tokens).
+     */
+    public ConfirmedPrefix view(PromptKey key) {
+        int keyLength = key.length();
+        int keyBlock = key.blockSize();
+        return new ConfirmedPrefix() {
+            @Override
+            public boolean covers(Replica replica) {
+                return mode(replica.id()) == ReplicaMode.PRECISE;
+            }
+
+            @Override
+            public int matchedLength(Replica replica) {
+                if (promptTokens == 0) {
+                    return 0;
+                }
+                long units = (long) heldTokens(replica.id()) * keyLength / promptTokens;
+                return (int) Math.min(keyLength, units / keyBlock * keyBlock);
+            }
+        };
+    }
+}
