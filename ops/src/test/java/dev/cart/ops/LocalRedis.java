@@ -21,8 +21,12 @@ final class LocalRedis implements AutoCloseable {
     }
 
     static LocalRedis start(Path dir) throws IOException, InterruptedException {
+        return start(dir, ChildProcess.freePort());
+    }
+
+    /** Starts one on {@code port} (a restart after a kill: the clients reconnect to the same address). */
+    static LocalRedis start(Path dir, int port) throws IOException, InterruptedException {
         Path binary = Tools.binary("redis-server", "redis-server");
-        int port = ChildProcess.freePort();
         ChildProcess p = ChildProcess.start(
                 "redis",
                 dir,
@@ -58,6 +62,12 @@ final class LocalRedis implements AutoCloseable {
         } catch (IOException e) {
             return false;
         }
+    }
+
+    /** Ends it at once, as a crash would (SIGKILL): no goodbye to its clients. */
+    void kill() throws IOException, InterruptedException {
+        process.signal("KILL");
+        process.process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     @Override
