@@ -42,7 +42,9 @@ public class FlowControlLincheckTest {
     @Operation
     public String submit() {
         FlowTicket t = pool.flow.submit(RouteRequest.empty(), FlowRequest.ofBand(1));
-        tickets.add(t);
+        synchronized (tickets) {
+            tickets.add(t);
+        }
         if (!t.isDone()) {
             return "queued";
         }
@@ -50,19 +52,30 @@ public class FlowControlLincheckTest {
         return r.admitted() ? "admitted" : "shed " + r.shedReason();
     }
 
-    /** Closes the lease of the oldest admitted request not released yet; false if there is none. */
+    /**
+     * Closes the lease of the oldest admitted request not released yet; false if there is none. The search
+     * and the claim are one step under the tickets' lock (the queue's own iterator is weakly consistent: a
+     * search that missed a ticket added meanwhile would answer false where no sequential order can).
+     */
     @Operation
     public boolean release() {
-        for (FlowTicket t : tickets) {
-            if (t.isDone() && !t.isCancelled()) {
-                FlowResult r = t.join();
-                if (r.admitted() && released.add(r.decision())) { // claimed by this call alone
-                    r.decision().lease().close();
-                    return true;
+        RouteDecision claim = null;
+        synchronized (tickets) {
+            for (FlowTicket t : tickets) {
+                if (t.isDone() && !t.isCancelled()) {
+                    FlowResult r = t.join();
+                    if (r.admitted() && released.add(r.decision())) { // claimed by this call alone
+                        claim = r.decision();
+                        break;
+                    }
                 }
             }
         }
-        return false;
+        if (claim == null) {
+            return false;
+        }
+        claim.lease().close(); // outside the lock: the slot is handed to a waiting request on this thread
+        return true;
     }
 
     /**
@@ -71,12 +84,16 @@ public class FlowControlLincheckTest {
      */
     @Operation
     public boolean cancel() {
-        for (FlowTicket t : tickets) {
-            if (!t.isDone() && claimed.add(t)) {
-                return t.cancel(true);
+        FlowTicket claim = null;
+        synchronized (tickets) {
+            for (FlowTicket t : tickets) {
+                if (!t.isDone() && claimed.add(t)) {
+                    claim = t;
+                    break;
+                }
             }
         }
-        return false;
+        return claim != null && claim.cancel(true);
     }
 
     @Validate
@@ -109,8 +126,8 @@ public class FlowControlLincheckTest {
     @Test
     void stress() {
         new StressOptions()
-                .iterations(10)
-                .invocationsPerIteration(200)
+                .iterations(8)
+                .invocationsPerIteration(100)
                 .threads(2)
                 .actorsPerThread(4)
                 .check(FlowControlLincheckTest.class);
