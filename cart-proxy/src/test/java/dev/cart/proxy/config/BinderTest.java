@@ -29,7 +29,7 @@ class BinderTest {
               max_request_line_bytes: 1024
               request_read_timeout_secs: 7
               idle_timeout_secs: 8
-              engine: jdk
+              engine: netty
               max_buffered_body_bytes: 1000000
               max_buffered_answer_bytes: 2000000
               drain_timeout_ms: 0
@@ -102,7 +102,9 @@ class BinderTest {
         differing(c.circuitBreaker(), d.circuitBreaker(), "circuit_breaker", differing);
         differing(c.proxy(), d.proxy(), "proxy", differing);
         differing(c.cluster(), d.cluster(), "cluster", differing);
-        assertEquals(Schema.keyPaths(), differing, "every key set above is bound to its own component");
+        Set<String> settable = new TreeSet<>(Schema.keyPaths());
+        settable.remove("server.engine"); // one choice left (netty): it cannot differ from its default
+        assertEquals(settable, differing, "every key set above is bound to its own component");
         assertEquals(Map.of("learning_rate", 0.1), c.cache().policySettings());
         assertEquals(
                 new ProxyConfig.Worker("http://node1:8050", 4, 3, List.of("small", "large")),
