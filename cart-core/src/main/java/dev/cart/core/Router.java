@@ -178,7 +178,7 @@ public final class Router implements AutoCloseable {
      *     {@link RoutingPolicy}'s contract); no slot is taken then
      */
     public RouteDecision choose(RouteRequest request) {
-        long t0 = System.nanoTime();
+        long t0 = ticker.getAsLong();
         List<? extends Replica> all = replicas.replicas();
         List<Replica> candidates = new ArrayList<>(all.size());
         String model = request.model();
@@ -352,6 +352,7 @@ public final class Router implements AutoCloseable {
             InPrefill.Entry[] aheadInPrefill,
             RouteRequest request,
             long t0) {
+        long now = ticker.getAsLong(); // one reading: the decision's end and the request's start
         RouteDecision d = new RouteDecision(
                 r,
                 admission,
@@ -362,8 +363,8 @@ public final class Router implements AutoCloseable {
                 account,
                 detail,
                 request,
-                System.nanoTime() - t0,
-                r == null ? 0 : ticker.getAsLong(),
+                now - t0,
+                r == null ? 0 : now,
                 learnedElsewhere,
                 inPrefillEntry,
                 aheadInPrefill,
@@ -946,9 +947,10 @@ public final class Router implements AutoCloseable {
         }
 
         /**
-         * Source of monotonic nanoseconds for lease durations ({@link LeaseCompletion#durationNanos()}) and
-         * the policy's lease observations ({@link RoutingPolicy#onFirstToken}); {@link System#nanoTime()} by
-         * default. A simulation or a test injects its own.
+         * Source of monotonic nanoseconds for decision times ({@link RouteDecision#decisionNanos()}), lease
+         * durations ({@link LeaseCompletion#durationNanos()}) and the policy's lease observations
+         * ({@link RoutingPolicy#onFirstToken}); {@link System#nanoTime()} by default. A simulation or a test
+         * injects its own (a virtual clock then gives virtual decision times).
          */
         public Builder ticker(LongSupplier ticker) {
             this.ticker = Objects.requireNonNull(ticker);

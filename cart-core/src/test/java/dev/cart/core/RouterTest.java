@@ -51,8 +51,32 @@ class RouterTest {
             assertSame(first.replica(), second.replica());
             assertEquals(Reason.CACHE_HIT, second.reason());
             assertEquals(KEY.blockCount() * 64, second.matchedLength());
-            assertTrue(second.decisionNanos() > 0);
             second.lease().close();
+        }
+    }
+
+    @Test
+    void aDecisionTakesItsTimeFromTheRoutersTicker() {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000_000);
+        RoutingPolicy follow = TestPolicies.followTheTree();
+        RoutingPolicy slow = new RoutingPolicy() {
+            @Override
+            public Choice choose(RoutingContext ctx) {
+                now.addAndGet(7_000); // the policy's work takes 7 µs on this clock
+                return follow.choose(ctx);
+            }
+
+            @Override
+            public String name() {
+                return "slow";
+            }
+        };
+        ManagedReplicaSet set = ManagedReplicaSet.builder().add("a").add("b").build();
+        try (Router router = router(set).policy(slow).ticker(now::get).build()) {
+            RouteDecision d = router.choose(RouteRequest.of(KEY));
+            assertEquals(7_000, d.decisionNanos(), "from the ticker's reading before the decision to after it");
+            assertEquals(1_007_000, d.startNanos(), "the request starts when its decision ends");
+            d.lease().close();
         }
     }
 

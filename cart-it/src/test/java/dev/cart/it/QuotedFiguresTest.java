@@ -56,8 +56,8 @@ class QuotedFiguresTest {
             Pattern.compile("<!-- figures: (\\S+) -->(.*?)<!-- /figures -->", Pattern.DOTALL);
     private static final String NUM = "\\d[\\d,]*(?:\\.\\d+)?";
     /** A range ({@code 0.99-1.06}, {@code 1.02–1.06}) or a decimal, followed by a unit of measure. */
-    static final Pattern FIGURE = Pattern.compile("(?<![\\w.])(" + NUM + "\\s?[–-]\\s?" + NUM + "|\\d[\\d,]*\\.\\d+)"
-            + "\\s?(×|µs|ns|ms)(?!\\w)");
+    static final Pattern FIGURE = Pattern.compile(
+            "(?<![\\w.])(" + NUM + "\\s?[–-]\\s?" + NUM + "|\\d[\\d,]*\\.\\d+)" + "\\s?(×|µs|ns|ms)(?!\\w)");
     /**
      * Inside a span, every decimal and range is checked against the source, with or without a unit, and every
      * whole number followed by a unit of measure ({@code 246 ms}, {@code 3×}).

@@ -261,12 +261,12 @@ class HttpBadInputTest {
     @Test
     void aHeadOverMaxHeaderBytesAnswers431AndOneUnderItPasses() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "server:\n  max_header_bytes: 2048\n")) {
-            String under = h.rawExchange("GET /x HTTP/1.1\r\nHost: x\r\nX-Pad: " + "p".repeat(1500)
-                    + "\r\nConnection: close\r\n\r\n");
+            String under = h.rawExchange(
+                    "GET /x HTTP/1.1\r\nHost: x\r\nX-Pad: " + "p".repeat(1500) + "\r\nConnection: close\r\n\r\n");
             assertEquals(200, status(under), "a 1.5 KB header under the 2 KB limit reaches the replica: " + under);
             assertEquals(1, h.replica(0).count());
-            String over = h.rawExchange("GET /x HTTP/1.1\r\nHost: x\r\nX-Pad: " + "p".repeat(3000)
-                    + "\r\nConnection: close\r\n\r\n");
+            String over = h.rawExchange(
+                    "GET /x HTTP/1.1\r\nHost: x\r\nX-Pad: " + "p".repeat(3000) + "\r\nConnection: close\r\n\r\n");
             assertEquals(431, status(over), over);
             assertEquals(
                     "request_header_fields_too_large",

@@ -166,15 +166,16 @@ class ClusterProcessesTest {
             int client = c;
             Thread t = new Thread(
                     () -> {
-                        int rounds = sessions.stream().mapToInt(List::size).max().orElse(0);
+                        int rounds =
+                                sessions.stream().mapToInt(List::size).max().orElse(0);
                         for (int round = 0; round < rounds; round++) {
                             for (int s = client; s < sessions.size(); s += CLIENTS) {
                                 List<WorkloadRequest> turns = sessions.get(s);
                                 if (round >= turns.size()) {
                                     continue;
                                 }
-                                URI proxy = proxies.get(
-                                        new SplittableRandom(s * 1_000L + round).nextInt(proxies.size()));
+                                URI proxy =
+                                        proxies.get(new SplittableRandom(s * 1_000L + round).nextInt(proxies.size()));
                                 JsonNode usage = send(proxy, turns.get(round));
                                 if (usage == null) {
                                     failed.incrementAndGet();
