@@ -142,10 +142,12 @@ public final class FlowControl implements AutoCloseable {
             if (state != FULL) {
                 // room somewhere (or nothing serves the model, or nothing is up): the router answers
                 RouteDecision d = router.choose(request);
-                if (d.routed() || state != ROOM || d.reason() == Reason.MODEL_NOT_SERVED) {
+                if (d.routed()
+                        || d.reason() == Reason.MODEL_NOT_SERVED
+                        || (state == NONE && capacity(request) == NONE)) {
                     return FlowTicket.completed(admittedAtOnce(d, band, flow));
                 }
-                // the room was taken meanwhile: wait
+                // the room was taken meanwhile, or a replica that looked down was filling up: wait
             }
             if (q == null) {
                 q = queues.computeIfAbsent(key, m -> new ModelQueue(m.isEmpty() ? null : m, this));
@@ -286,6 +288,8 @@ public final class FlowControl implements AutoCloseable {
                 full = true;
             } else if (r.isAvailable()) {
                 return ROOM;
+            } else if (r.inFlight() >= r.maxLoad()) {
+                full = true; // its last slot was taken between the two readings: full, not down
             }
         }
         return full ? FULL : NONE;
