@@ -98,7 +98,8 @@ final class Serve {
                 return 200;
             }
             lease.succeeded(reader.finish()); // the usage the replica reported
-            PromptKey next = extractor.continuationKey(req, reader.text());
+            List<? extends CharSequence> reply = reader.text(); // null: no plain text (reader.textProblem())
+            PromptKey next = reply == null ? null : extractor.continuationKey(req, reply);
             if (next != null) {
                 router.record(next, d.replica()); // the conversation's next turn starts with this answer
             }
