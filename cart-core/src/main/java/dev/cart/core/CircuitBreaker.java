@@ -293,7 +293,7 @@ public final class CircuitBreaker {
         /**
          * Thresholds and timeout ({@link Config#defaults()} by default).
          *
-         * @param config the value
+         * @param config the thresholds and timeout
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -305,7 +305,7 @@ public final class CircuitBreaker {
         /**
          * The clock of the open timeout (the system clock by default; a test injects its own).
          *
-         * @param clock the value
+         * @param clock the wall clock
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -317,7 +317,7 @@ public final class CircuitBreaker {
         /**
          * Hears every transition (none by default).
          *
-         * @param listener the value
+         * @param listener the listener; called on routing threads, must be quick
          * @return this builder
          * @throws NullPointerException if the value is null
          */

@@ -137,7 +137,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /**
          * Adds one replica.
          *
-         * @param spec the value
+         * @param spec the replica's id, cap, penalty and models
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -152,7 +152,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * set that replaces another with some of the same replicas (a reload); the member keeps the
          * clock, health and circuit settings and the listener it was built with.
          *
-         * @param member the value
+         * @param member a member of the set being replaced
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -164,7 +164,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /**
          * Adds one replica with the default cap and no penalty ({@link ReplicaSpec#of}).
          *
-         * @param id the value
+         * @param id the replica's id, normally its base URL
          * @return this builder
          */
         public Builder add(String id) {
@@ -174,7 +174,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /**
          * The clock of the circuit breakers' open timeouts (the system clock by default).
          *
-         * @param clock the value
+         * @param clock the wall clock
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -186,7 +186,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /**
          * How probe results flip health ({@link HealthConfig#defaults()} by default).
          *
-         * @param health the value
+         * @param health the probe thresholds
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -198,7 +198,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /**
          * The circuit breakers' settings ({@link CircuitBreaker.Config#defaults()} by default).
          *
-         * @param circuit the value
+         * @param circuit the circuit breakers' settings
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -210,7 +210,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /**
          * Hears circuit and health transitions (none by default).
          *
-         * @param listener the value
+         * @param listener the listener; called on routing threads, must be quick
          * @return this builder
          * @throws NullPointerException if the value is null
          */

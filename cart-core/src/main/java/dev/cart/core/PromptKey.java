@@ -488,7 +488,7 @@ public final class PromptKey {
         /**
          * Appends the characters of {@code s} (a {@code String}'s or {@code StringBuilder}'s copied out a block at a time).
          *
-         * @param s the value
+         * @param s the characters; read, not kept
          * @return this builder
          */
         public Builder append(CharSequence s) {
@@ -519,7 +519,7 @@ public final class PromptKey {
         /**
          * Appends one character.
          *
-         * @param c the value
+         * @param c one UTF-16 character
          * @return this builder
          */
         public Builder append(char c) {
@@ -536,9 +536,9 @@ public final class PromptKey {
         /**
          * Appends {@code len} characters of {@code src} from {@code off}.
          *
-         * @param src the value
-         * @param off the value
-         * @param len the value
+         * @param src holds the units; read, not kept
+         * @param off the first unit in {@code src}
+         * @param len the number of units, 0 or more
          * @return this builder
          */
         public Builder append(char[] src, int off, int len) {
@@ -739,9 +739,9 @@ public final class PromptKey {
         /**
          * Appends {@code len} token ids of {@code src} from {@code off} (token keys only).
          *
-         * @param src the value
-         * @param off the value
-         * @param len the value
+         * @param src holds the units; read, not kept
+         * @param off the first unit in {@code src}
+         * @param len the number of units, 0 or more
          * @return this builder
          */
         public Builder append(int[] src, int off, int len) {

@@ -833,7 +833,7 @@ public final class Router implements AutoCloseable {
          * ranking weigh the whole pool's traffic. The admission cap stays per instance. {@link
          * RemoteLoad#NONE} (the default) counts this instance alone.
          *
-         * @param remoteLoad the value
+         * @param remoteLoad the other instances' load, or {@link RemoteLoad#NONE}
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -848,7 +848,7 @@ public final class Router implements AutoCloseable {
          * sync's {@link RouteSync#originId()}. The transport hands the others' events to
          * {@link Router#applyRemote}. {@link RouteSync#NONE} (the default) shares nothing.
          *
-         * @param sync the value
+         * @param sync the transport, or {@link RouteSync#NONE}
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -882,7 +882,7 @@ public final class Router implements AutoCloseable {
          * from the first such report on: a host that never reports would otherwise leave every request
          * counted as pending prefill until it ends.
          *
-         * @param enabled the value
+         * @param enabled true if the host reports first tokens
          * @return this builder
          */
         public Builder firstTokenReports(boolean enabled) {
@@ -898,7 +898,7 @@ public final class Router implements AutoCloseable {
          * while it is still computing the prefix, and as the least-loaded holder it draws the next requests,
          * which all wait for that computation instead of going to the replica that already holds it.
          *
-         * @param enabled the value
+         * @param enabled true to record a diverted route at its first token
          * @return this builder
          */
         public Builder deferDivertedRoutes(boolean enabled) {
@@ -909,7 +909,7 @@ public final class Router implements AutoCloseable {
         /**
          * When routed prefixes are recorded ({@code cache.learn}); {@link LearnMode#ON_ROUTE} by default.
          *
-         * @param mode the value
+         * @param mode when routes are recorded
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -924,7 +924,7 @@ public final class Router implements AutoCloseable {
          * the part it had lost. The request's own route is kept (the replica has just computed the prompt
          * again). The comparison is reported to the listener either way.
          *
-         * @param enabled the value
+         * @param enabled true to act on stale predictions
          * @return this builder
          */
         public Builder feedback(boolean enabled) {
@@ -935,7 +935,7 @@ public final class Router implements AutoCloseable {
         /**
          * The pool to route over: a {@link ManagedReplicaSet}, or the host's own {@link ReplicaSet}.
          *
-         * @param replicas the value
+         * @param replicas the pool; called once per decision
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -947,7 +947,7 @@ public final class Router implements AutoCloseable {
         /**
          * The policy that chooses among the usable replicas.
          *
-         * @param policy the value
+         * @param policy the policy; called from many threads at once
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -961,7 +961,7 @@ public final class Router implements AutoCloseable {
          * settings.
          *
          * @throws IllegalArgumentException if no policy has that name (the message lists those that do)
-         * @param name the value
+         * @param name a registered policy's name, e.g. {@code cache_aware}
          * @return this builder
          */
         public Builder policy(String name) {
@@ -974,8 +974,8 @@ public final class Router implements AutoCloseable {
          * {@code guard}, ...), values as parsed from YAML or given by code; a key left out keeps its default.
          *
          * @throws IllegalArgumentException if no policy has that name, or naming every bad setting
-         * @param name the value
-         * @param settings the value
+         * @param name a registered policy's name, e.g. {@code cache_aware}
+         * @param settings the settings by key; empty for the defaults
          * @return this builder
          */
         public Builder policy(String name, Map<String, ?> settings) {
@@ -987,7 +987,7 @@ public final class Router implements AutoCloseable {
          * stored as an 8-byte hash); an eviction pass drops least recently used routes above it. Default
          * 1,000,000 blocks: about 64 million characters of distinct prompt text in 64-character blocks.
          *
-         * @param blocks the value
+         * @param blocks the cap in blocks, at least 1
          * @return this builder
          */
         public Builder maxTreeSize(long blocks) {
@@ -999,7 +999,7 @@ public final class Router implements AutoCloseable {
          * How long a route unused is kept: the next eviction pass drops routes idle longer than this. Zero
          * (the default) keeps routes until the size cap or the daily reset drops them.
          *
-         * @param ttl the value
+         * @param ttl the idle time after which a route is dropped; zero to keep routes
          * @return this builder
          */
         public Builder routeTtl(Duration ttl) {
@@ -1018,7 +1018,7 @@ public final class Router implements AutoCloseable {
          * replica both routers use until their leases close. Close {@code previous} (which stops its
          * maintenance) and let this router's run on the tree.
          *
-         * @param previous the value
+         * @param previous the router whose tree and per-replica figures to share
          * @return this builder
          */
         public Builder routesOf(Router previous) {
@@ -1036,7 +1036,7 @@ public final class Router implements AutoCloseable {
         /**
          * Hears every decision, lease completion and tree event (for metrics and logs); none by default.
          *
-         * @param listener the value
+         * @param listener the listener; called on routing threads, must be quick
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -1048,7 +1048,7 @@ public final class Router implements AutoCloseable {
         /**
          * Source of randomness per decision; by default {@link ThreadLocalRandom}.
          *
-         * @param random the value
+         * @param random a source per decision; called on routing threads
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -1060,7 +1060,7 @@ public final class Router implements AutoCloseable {
         /**
          * Clock for the daily reset (and for the default tree's timestamps).
          *
-         * @param clock the value
+         * @param clock the wall clock
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -1074,7 +1074,7 @@ public final class Router implements AutoCloseable {
          * the policy's lease observations ({@link RoutingPolicy#onFirstToken}); {@link System#nanoTime()} by
          * default. A simulation or a test injects its own.
          *
-         * @param ticker the value
+         * @param ticker monotonic nanoseconds
          * @return this builder
          * @throws NullPointerException if the value is null
          */

@@ -215,7 +215,7 @@ public final class ExtractOptions {
         /**
          * Characters per key block, in [1, 65536]; default 64. Must match the prefix tree's block size.
          *
-         * @param blockChars the value
+         * @param blockChars characters per block, in [1, 65536]
          * @return this builder
          */
         public Builder blockChars(int blockChars) {
@@ -226,7 +226,7 @@ public final class ExtractOptions {
         /**
          * Anchor limit in characters, at least 1; default 1024.
          *
-         * @param anchorLimit the value
+         * @param anchorLimit characters, at least 1
          * @return this builder
          */
         public Builder anchorLimit(int anchorLimit) {
@@ -238,10 +238,10 @@ public final class ExtractOptions {
          * The HTTP status, in [400, 599], that rejects a request whose media points at a URL the replica
          * would have to fetch; null (the default) allows such requests.
          *
-         * @param statusOrNull the value
+         * @param statusOrNull a 4xx status, or null to allow remote media
          * @return this builder
          */
-        public Builder remoteMediaUrlPolicy(Integer statusOrNull) {
+        public Builder remoteMediaUrlPolicy(@Nullable Integer statusOrNull) {
             this.remoteMediaUrlPolicy = statusOrNull;
             return this;
         }
@@ -249,7 +249,7 @@ public final class ExtractOptions {
         /**
          * Deepest accepted JSON nesting, in [1, 1000]; default 64.
          *
-         * @param maxNestingDepth the value
+         * @param maxNestingDepth the depth, at least 1
          * @return this builder
          */
         public Builder maxNestingDepth(int maxNestingDepth) {
@@ -260,7 +260,7 @@ public final class ExtractOptions {
         /**
          * Longest accepted JSON string, at least 1; default 50,000,000.
          *
-         * @param maxStringLength the value
+         * @param maxStringLength the length, at least 1
          * @return this builder
          */
         public Builder maxStringLength(int maxStringLength) {
@@ -273,10 +273,10 @@ public final class ExtractOptions {
          * {@link Tokenizers#jtokkit(String) Tokenizers.jtokkit("cl100k_base")}); null (the default) keeps
          * character mode. See the module README, "Token mode".
          *
-         * @param tokenizerOrNull the value
+         * @param tokenizerOrNull the tokenizer, or null for character mode
          * @return this builder
          */
-        public Builder tokenizer(Tokenizer tokenizerOrNull) {
+        public Builder tokenizer(@Nullable Tokenizer tokenizerOrNull) {
             this.tokenizer = tokenizerOrNull;
             return this;
         }
@@ -284,7 +284,7 @@ public final class ExtractOptions {
         /**
          * Token ids per key block in token mode, in [1, 65536]; default 16 (vLLM's block). Must match the tree's.
          *
-         * @param blockTokens the value
+         * @param blockTokens token ids per block, in [1, 65536]
          * @return this builder
          */
         public Builder blockTokens(int blockTokens) {
@@ -295,7 +295,7 @@ public final class ExtractOptions {
         /**
          * Anchor limit in tokens for token mode, at least 1; default {@code anchorLimit / 4} (256 by default).
          *
-         * @param anchorTokens the value
+         * @param anchorTokens tokens, at least 1
          * @return this builder
          */
         public Builder anchorTokens(int anchorTokens) {
@@ -306,7 +306,7 @@ public final class ExtractOptions {
         /**
          * Most segments the token cache holds, at least 0 (no cache); default 1,000.
          *
-         * @param entries the value
+         * @param entries the entry cap, 0 or more
          * @return this builder
          */
         public Builder tokenCacheEntries(int entries) {
@@ -317,7 +317,7 @@ public final class ExtractOptions {
         /**
          * Longest segment, in characters, the token cache holds, at least 0; default 65,536.
          *
-         * @param maxChars the value
+         * @param maxChars characters, 0 or more
          * @return this builder
          */
         public Builder tokenCacheMaxChars(int maxChars) {
@@ -329,7 +329,7 @@ public final class ExtractOptions {
          * Most tokenizations of uncached segments running at once, at least 1; default the number of
          * processors. A request that finds none free does not wait: its key is made in characters.
          *
-         * @param max the value
+         * @param max the limit, at least 1
          * @return this builder
          */
         public Builder maxConcurrentTokenizations(int max) {

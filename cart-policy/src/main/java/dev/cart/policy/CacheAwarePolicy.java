@@ -439,7 +439,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
          * with more prefill queued than the whole key is passed over for an idle replica (default true;
          * false compares by load alone, as the specification words it).
          *
-         * @param v the value
+         * @param v true to rank by pending prefill first
          * @return this builder
          */
         public Builder prefillAware(boolean v) {
@@ -499,7 +499,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         /**
          * When a holder counts as overloaded (default {@link Guard#ABS_REL}).
          *
-         * @param v the value
+         * @param v the guard
          * @return this builder
          * @throws NullPointerException if the value is null
          */
@@ -535,7 +535,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         /**
          * Where a request without a good match goes (default {@link MissPlacement#LEAST_LOADED}).
          *
-         * @param v the value
+         * @param v the placement
          * @return this builder
          * @throws NullPointerException if the value is null
          */
