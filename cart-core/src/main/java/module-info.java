@@ -14,7 +14,8 @@ module dev.cart.core {
 
     requires org.slf4j;
     requires static com.google.errorprone.annotations;
-    requires static org.jspecify;
+    // the nullness annotations of the API (@Nullable in signatures): read by hosts that compile against it
+    requires static transitive org.jspecify;
 
     uses dev.cart.core.spi.RoutingPolicyProvider;
 }

@@ -10,5 +10,6 @@ module dev.cart.extract {
     requires transitive dev.cart.core;
     requires com.fasterxml.jackson.core;
     requires static jtokkit;
-    requires static org.jspecify;
+    // the nullness annotations of the API (@Nullable in signatures): read by hosts that compile against it
+    requires static transitive org.jspecify;
 }

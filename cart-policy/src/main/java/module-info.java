@@ -7,7 +7,8 @@ module dev.cart.policy {
     exports dev.cart.policy;
 
     requires transitive dev.cart.core;
-    requires static org.jspecify;
+    // the nullness annotations of the API (@Nullable in signatures): read by hosts that compile against it
+    requires static transitive org.jspecify;
 
     provides dev.cart.core.spi.RoutingPolicyProvider with
             dev.cart.policy.Policies.CacheAwareProvider,

@@ -30,7 +30,15 @@ public record CacheFeedback(long predictedTokens, long deliveredTokens, long pro
     private static final CacheFeedback NOT_COMPARED =
             new CacheFeedback(ServedUsage.UNKNOWN, ServedUsage.UNKNOWN, ServedUsage.UNKNOWN, Verdict.NOT_COMPARED);
 
-    /** Checks that the verdict is given. */
+    /**
+     * Checks that the verdict is given.
+     *
+     * @param predictedTokens prompt tokens the router believed the replica had cached, or {@link ServedUsage#UNKNOWN}
+     * @param deliveredTokens prompt tokens the replica reported as served from its cache, or {@link ServedUsage#UNKNOWN}
+     * @param promptTokens    the replica's prompt token count, or {@link ServedUsage#UNKNOWN}
+     * @param verdict         what the router concluded from the report
+     * @throws NullPointerException if {@code verdict} is null
+     */
     public CacheFeedback {
         Objects.requireNonNull(verdict, "verdict");
     }
@@ -45,17 +53,29 @@ public record CacheFeedback(long predictedTokens, long deliveredTokens, long pro
         return NOT_COMPARED;
     }
 
-    /** True if the prediction was stale and the router dropped the replica's claims ({@link Verdict#STALE}). */
+    /**
+     * True if the prediction was stale and the router dropped the replica's claims ({@link Verdict#STALE}).
+     *
+     * @return true for {@link Verdict#STALE}
+     */
     public boolean stale() {
         return verdict == Verdict.STALE;
     }
 
-    /** True if requests in prefill explained the shortfall ({@link Verdict#INCONCLUSIVE}). */
+    /**
+     * True if requests in prefill explained the shortfall ({@link Verdict#INCONCLUSIVE}).
+     *
+     * @return true for {@link Verdict#INCONCLUSIVE}
+     */
     public boolean inconclusive() {
         return verdict == Verdict.INCONCLUSIVE;
     }
 
-    /** True if the report was compared with the prediction (every verdict but {@link Verdict#NOT_COMPARED}). */
+    /**
+     * True if the report was compared with the prediction (every verdict but {@link Verdict#NOT_COMPARED}).
+     *
+     * @return false only for {@link Verdict#NOT_COMPARED}
+     */
     public boolean compared() {
         return verdict != Verdict.NOT_COMPARED;
     }

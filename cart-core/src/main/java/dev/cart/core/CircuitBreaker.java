@@ -6,6 +6,7 @@ import dev.cart.core.spi.Replica;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One replica's circuit breaker, the one {@link ManagedReplicaSet} gives each member, for a host that
@@ -98,7 +99,11 @@ public final class CircuitBreaker {
         return new Builder();
     }
 
-    /** The settings it was built with. */
+    /**
+     * The settings it was built with.
+     *
+     * @return the configuration
+     */
     public Config config() {
         return config;
     }
@@ -111,7 +116,7 @@ public final class CircuitBreaker {
      * @return the permit, to be {@linkplain Permit#record recorded} or {@linkplain Permit#cancel cancelled}
      *     exactly once; null if the request must go elsewhere
      */
-    public Permit tryAcquire() {
+    public @Nullable Permit tryAcquire() {
         long g = admit();
         if (g < 0) {
             return null;
@@ -123,6 +128,8 @@ public final class CircuitBreaker {
     /**
      * True if {@link #tryAcquire()} would admit a request now: closed, or half-open with a trial slot free.
      * A hint (for {@link Replica#isAvailable()}); {@code tryAcquire} decides.
+     *
+     * @return true if {@link #tryAcquire()} would most likely return a permit now
      */
     public boolean wouldAdmit() {
         return switch (state()) {
@@ -135,6 +142,8 @@ public final class CircuitBreaker {
     /**
      * The state now. Reading it moves an open circuit whose timeout has passed to half-open (the listener
      * hears that transition then).
+     *
+     * @return the state now
      */
     public State state() {
         State s = state;
@@ -281,25 +290,47 @@ public final class CircuitBreaker {
 
         private Builder() {}
 
-        /** Thresholds and timeout ({@link Config#defaults()} by default). */
+        /**
+         * Thresholds and timeout ({@link Config#defaults()} by default).
+         *
+         * @param config the thresholds and timeout
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder config(Config config) {
             this.config = Objects.requireNonNull(config, "config");
             return this;
         }
 
-        /** The clock of the open timeout (the system clock by default; a test injects its own). */
+        /**
+         * The clock of the open timeout (the system clock by default; a test injects its own).
+         *
+         * @param clock the wall clock
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock, "clock");
             return this;
         }
 
-        /** Hears every transition (none by default). */
+        /**
+         * Hears every transition (none by default).
+         *
+         * @param listener the listener; called on routing threads, must be quick
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder listener(Listener listener) {
             this.listener = Objects.requireNonNull(listener, "listener");
             return this;
         }
 
-        /** The breaker, closed. */
+        /**
+         * The breaker, closed.
+         *
+         * @return a new breaker in the closed state
+         */
         public CircuitBreaker build() {
             return new CircuitBreaker(config, clock, listener);
         }
@@ -317,7 +348,15 @@ public final class CircuitBreaker {
 
         private static final Config DEFAULTS = new Config(5, 2, Duration.ofSeconds(30), 2);
 
-        /** Checks that the thresholds and the trial count are at least 1 and the timeout positive. */
+        /**
+         * Checks that the thresholds and the trial count are at least 1 and the timeout positive.
+         *
+         * @param failureThreshold    consecutive failures that open the circuit, at least 1
+         * @param successThreshold    successes in half-open that close it again, at least 1
+         * @param openTimeout         how long it stays open before half-opening, positive
+         * @param halfOpenMaxRequests requests admitted at once while half-open, at least 1
+         * @throws IllegalArgumentException if an argument is out of range
+         */
         public Config {
             Checks.atLeast("CircuitBreaker.Config.failureThreshold", failureThreshold, 1);
             Checks.atLeast("CircuitBreaker.Config.successThreshold", successThreshold, 1);
@@ -345,7 +384,11 @@ public final class CircuitBreaker {
         /** Trial traffic only (a bounded number of requests at once) until enough successes close it. */
         HALF_OPEN;
 
-        /** Lower-case name as used in logs, metrics and the /workers endpoint. */
+        /**
+         * Lower-case name as used in logs, metrics and the /workers endpoint.
+         *
+         * @return {@code closed}, {@code open} or {@code half_open}
+         */
         public String label() {
             return name().toLowerCase(java.util.Locale.ROOT);
         }

@@ -2,6 +2,7 @@ package dev.cart.core;
 
 import dev.cart.core.spi.Replica;
 import dev.cart.core.sync.RemoteLoad;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A candidate as a policy sees it when other instances share the pool ({@link RemoteLoad}): this
@@ -53,7 +54,7 @@ final class CombinedLoadReplica implements Replica {
     }
 
     @Override
-    public Admission tryAcquire() {
+    public @Nullable Admission tryAcquire() {
         return local.tryAcquire();
     }
 

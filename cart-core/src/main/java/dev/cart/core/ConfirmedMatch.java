@@ -5,6 +5,7 @@ import dev.cart.core.spi.Match;
 import dev.cart.core.spi.Replica;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Puts what the engines confirm ({@link ConfirmedPrefix}, precise mode) into the tree's {@link Match}: for a
@@ -23,7 +24,7 @@ final class ConfirmedMatch {
      *
      * @param candidates the decision's candidates (load views are unwrapped to the pool's replicas)
      */
-    static Match merge(Match tree, ConfirmedPrefix view, List<Replica> candidates) {
+    static Match merge(Match tree, @Nullable ConfirmedPrefix view, List<Replica> candidates) {
         if (view == null) {
             return tree;
         }

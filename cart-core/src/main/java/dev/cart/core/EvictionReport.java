@@ -17,7 +17,11 @@ public record EvictionReport(
 
     static final EvictionReport NOTHING = new EvictionReport(0, 0, 0, 0, 0, 0);
 
-    /** Entries dropped for either reason. */
+    /**
+     * Entries dropped for either reason.
+     *
+     * @return {@code expired + evicted}
+     */
     public long removed() {
         return expired + evicted;
     }

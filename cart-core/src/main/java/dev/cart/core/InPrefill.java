@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The requests routed to each replica whose prefill is not over yet (no first token), kept so that usage
@@ -61,6 +62,15 @@ final class InPrefill {
     }
 
     /**
+     * A replica's queue as it is now. Never null: a queue starts as {@link #NONE} and is only ever set to an
+     * array.
+     */
+    @SuppressWarnings("NullAway") // AtomicReference.get() is modelled as nullable; these are never set to null
+    static Entry[] current(AtomicReference<Entry[]> queue) {
+        return queue.get();
+    }
+
+    /**
      * Adds {@code e} to its replica's queue, leaving out the entries whose prefill is over.
      *
      * @return the queue with {@code e} last: the requests in prefill on that replica when {@code e} joined
@@ -69,7 +79,7 @@ final class InPrefill {
     static Entry[] add(Entry e) {
         AtomicReference<Entry[]> q = e.queue;
         while (true) {
-            Entry[] cur = q.get();
+            Entry[] cur = current(q);
             // the done flags read once (a mask for up to 64 entries): an entry marked done meanwhile is either
             // copied or not, never left as a hole in an array sized by an earlier count
             Entry[] next;
@@ -134,7 +144,8 @@ final class InPrefill {
      * @param matched   the prefix predicted for {@code key}: nothing beyond it needs explaining
      * @return a length in units, at least {@code delivered} and at most {@code max(delivered, matched)}
      */
-    static int explained(Entry[] ahead, Entry self, PromptKey key, int delivered, int matched, int slack) {
+    static int explained(
+            Entry @Nullable [] ahead, @Nullable Entry self, PromptKey key, int delivered, int matched, int slack) {
         int explained = delivered;
         if (ahead == null || ahead.length <= 1) {
             return explained;

@@ -1,10 +1,12 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Owns one in-flight slot on the chosen replica. Exactly one {@link #close()} releases it: later calls,
@@ -51,7 +53,7 @@ public final class Lease implements AutoCloseable {
     private volatile int status;
     private volatile boolean prefilledReported;
     /** What the comparison of this lease's usage gave, once made (null before). */
-    private volatile CacheFeedback feedback;
+    private volatile @Nullable CacheFeedback feedback;
 
     Lease(RouteDecision decision, Router router) {
         this.decision = decision;
@@ -144,22 +146,36 @@ public final class Lease implements AutoCloseable {
      * Records the status the replica answered with (for an HTTP host, the response status), reported to
      * listeners with the close. Informational only: the circuit breaker goes by {@link #succeeded()} and
      * {@link #failed()}. The last value recorded before the close counts.
+     *
+     * @param status the replica's status, such as an HTTP status code
      */
     public void status(int status) {
         this.status = status;
     }
 
-    /** The status recorded so far; 0 when none was. */
+    /**
+     * The status recorded so far; 0 when none was.
+     *
+     * @return the status, or 0
+     */
     public int status() {
         return status;
     }
 
-    /** The outcome recorded so far. */
+    /**
+     * The outcome recorded so far.
+     *
+     * @return {@link Outcome#CANCELLED} until {@link #succeeded()} or {@link #failed()} says otherwise
+     */
     public Outcome outcome() {
         return outcome;
     }
 
-    /** True once {@link #close()} has been called. */
+    /**
+     * True once {@link #close()} has been called.
+     *
+     * @return true once closed
+     */
     public boolean isClosed() {
         return (state & CLOSED) != 0;
     }
@@ -179,7 +195,10 @@ public final class Lease implements AutoCloseable {
             try {
                 prefillDone(false);
             } finally {
-                decision.admission().release(o);
+                Replica.Admission admission = decision.admission();
+                if (admission != null) { // null only for a decision without a replica, closed from the start
+                    admission.release(o);
+                }
             }
         } finally {
             router.closed(decision, o, status, prefilledReported);

@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The default {@link ReplicaSet}: a fixed list of replicas, each with an in-flight count capped at its
@@ -32,13 +33,29 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
     /** Receives health and circuit transitions (for logs and metrics). Must not block. */
     public interface Listener {
-        /** A replica's circuit moved from {@code from} to {@code to}. */
+        /**
+         * A replica's circuit moved from {@code from} to {@code to}.
+         *
+         * @param replica the member whose circuit moved
+         * @param from    the state it left
+         * @param to      the state it entered
+         */
         default void onCircuitTransition(Member replica, CircuitBreaker.State from, CircuitBreaker.State to) {}
 
-        /** Probes flipped a replica's health state. */
+        /**
+         * Probes flipped a replica's health state.
+         *
+         * @param replica the member whose health flipped
+         * @param healthy its new health
+         */
         default void onHealthChange(Member replica, boolean healthy) {}
 
-        /** A replica's models were replaced by a different set ({@link Member#models(Collection)}). */
+        /**
+         * A replica's models were replaced by a different set ({@link Member#models(Collection)}).
+         *
+         * @param replica the member
+         * @param models  its new models (immutable; empty means any model)
+         */
         default void onModelsChange(Member replica, Set<String> models) {}
     }
 
@@ -62,7 +79,12 @@ public final class ManagedReplicaSet implements ReplicaSet {
         return members;
     }
 
-    /** The member with this id, if any. */
+    /**
+     * The member with this id, if any.
+     *
+     * @param id a member's {@link Member#id()}
+     * @return the member, or empty if none has that id
+     */
     public Optional<Member> member(String id) {
         for (Member m : members) {
             if (m.id.equals(id)) {
@@ -72,7 +94,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
         return Optional.empty();
     }
 
-    /** Number of members that are healthy (regardless of circuit state). */
+    /**
+     * Number of members that are healthy (regardless of circuit state).
+     *
+     * @return the count, in [0, the number of members]
+     */
     public int healthyCount() {
         int n = 0;
         for (Member m : members) {
@@ -83,7 +109,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
         return n;
     }
 
-    /** Sum of in-flight counts over all members. */
+    /**
+     * Sum of in-flight counts over all members.
+     *
+     * @return the sum, read member by member (not an atomic snapshot)
+     */
     public int totalInFlight() {
         int n = 0;
         for (Member m : members) {
@@ -104,7 +134,13 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         private Builder() {}
 
-        /** Adds one replica. */
+        /**
+         * Adds one replica.
+         *
+         * @param spec the replica's id, cap, penalty and models
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder add(ReplicaSpec spec) {
             entries.add(Objects.requireNonNull(spec));
             return this;
@@ -115,42 +151,79 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * over (and the router's figures for it, with {@link Router.Builder#routesOf}), and a lease taken from the other set is released on it as usual. For a
          * set that replaces another with some of the same replicas (a reload); the member keeps the
          * clock, health and circuit settings and the listener it was built with.
+         *
+         * @param member a member of the set being replaced
+         * @return this builder
+         * @throws NullPointerException if the value is null
          */
         public Builder keep(Member member) {
             entries.add(Objects.requireNonNull(member));
             return this;
         }
 
-        /** Adds one replica with the default cap and no penalty ({@link ReplicaSpec#of}). */
+        /**
+         * Adds one replica with the default cap and no penalty ({@link ReplicaSpec#of}).
+         *
+         * @param id the replica's id, normally its base URL
+         * @return this builder
+         */
         public Builder add(String id) {
             return add(ReplicaSpec.of(id));
         }
 
-        /** The clock of the circuit breakers' open timeouts (the system clock by default). */
+        /**
+         * The clock of the circuit breakers' open timeouts (the system clock by default).
+         *
+         * @param clock the wall clock
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock);
             return this;
         }
 
-        /** How probe results flip health ({@link HealthConfig#defaults()} by default). */
+        /**
+         * How probe results flip health ({@link HealthConfig#defaults()} by default).
+         *
+         * @param health the probe thresholds
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder health(HealthConfig health) {
             this.health = Objects.requireNonNull(health);
             return this;
         }
 
-        /** The circuit breakers' settings ({@link CircuitBreaker.Config#defaults()} by default). */
+        /**
+         * The circuit breakers' settings ({@link CircuitBreaker.Config#defaults()} by default).
+         *
+         * @param circuit the circuit breakers' settings
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder circuitBreaker(CircuitBreaker.Config circuit) {
             this.circuit = Objects.requireNonNull(circuit);
             return this;
         }
 
-        /** Hears circuit and health transitions (none by default). */
+        /**
+         * Hears circuit and health transitions (none by default).
+         *
+         * @param listener the listener; called on routing threads, must be quick
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder listener(Listener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
         }
 
-        /** @throws IllegalArgumentException if there is no replica or two share an id */
+        /**
+         * @throws IllegalArgumentException if there is no replica or two share an id
+         *
+         * @return a new replica set with the members added, in that order
+         */
         public ManagedReplicaSet build() {
             if (entries.isEmpty()) {
                 throw new IllegalArgumentException("a ManagedReplicaSet needs at least one replica");
@@ -182,7 +255,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /** Written under this member's monitor with the probe counts; volatile: admission reads it lock-free. */
         private volatile boolean healthy = true;
         /** The admission of the breaker's current permit, reused; a racing replacement only costs an allocation. */
-        private volatile Ticket ticket;
+        private volatile @Nullable Ticket ticket;
         /**
          * Immutable; empty means any model. Volatile, not guarded: routing reads it without a lock; a
          * replacement is written under this member's monitor only so that each writer knows what it replaced.
@@ -237,7 +310,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
             return m.isEmpty() || m.contains(model);
         }
 
-        /** The models the replica serves now, in the order given; empty means any model. */
+        /**
+         * The models the replica serves now, in the order given; empty means any model.
+         *
+         * @return an immutable set, empty for any model
+         */
         public Set<String> models() {
             return models;
         }
@@ -248,6 +325,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * decision sees the new set whole. Thread-safe; the listener hears a change, not a repeat.
          *
          * @throws IllegalArgumentException if a name is null or blank (the models are then unchanged)
+         * @param models the model names, none blank; empty for any model
          */
         public void models(Collection<String> models) {
             Set<String> next = frozen(ReplicaSpec.modelNames(id, models));
@@ -265,12 +343,20 @@ public final class ManagedReplicaSet implements ReplicaSet {
             return names.isEmpty() ? Set.of() : Collections.unmodifiableSet(new LinkedHashSet<>(names));
         }
 
-        /** Whether probes say the replica is up (regardless of its circuit). */
+        /**
+         * Whether probes say the replica is up (regardless of its circuit).
+         *
+         * @return true if the last probes say it is up (true before any probe)
+         */
         public boolean isHealthy() {
             return healthy;
         }
 
-        /** The state of this replica's circuit breaker now. */
+        /**
+         * The state of this replica's circuit breaker now.
+         *
+         * @return the current state
+         */
         public CircuitBreaker.State circuitState() {
             return breaker.state();
         }
@@ -285,7 +371,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * transition cannot sway the state after it, and in half-open only trials decide.
          */
         @Override
-        public Admission tryAcquire() {
+        public @Nullable Admission tryAcquire() {
             if (!healthy) {
                 return null;
             }
@@ -339,7 +425,11 @@ public final class ManagedReplicaSet implements ReplicaSet {
             }
         }
 
-        /** Records one health probe result; thresholds decide when the health state flips. */
+        /**
+         * Records one health probe result; thresholds decide when the health state flips.
+         *
+         * @param ok true if the probe succeeded
+         */
         public void recordProbe(boolean ok) {
             boolean changed;
             boolean now;
@@ -384,7 +474,13 @@ public final class ManagedReplicaSet implements ReplicaSet {
 
         private static final HealthConfig DEFAULTS = new HealthConfig(3, 2);
 
-        /** Checks that both thresholds are at least 1. */
+        /**
+         * Checks that both thresholds are at least 1.
+         *
+         * @param failureThreshold consecutive failed probes that mark a healthy replica unhealthy, at least 1
+         * @param successThreshold consecutive good probes that mark an unhealthy replica healthy, at least 1
+         * @throws IllegalArgumentException if a threshold is below 1
+         */
         public HealthConfig {
             Checks.atLeast("ManagedReplicaSet.HealthConfig.failureThreshold", failureThreshold, 1);
             Checks.atLeast("ManagedReplicaSet.HealthConfig.successThreshold", successThreshold, 1);

@@ -6,6 +6,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The routing key of one request: its prompt, cut into fixed-size blocks, each block identified by a
@@ -29,7 +30,9 @@ public final class PromptKey {
 
     /** What one unit of a key's length is. */
     public enum Unit {
+        /** UTF-16 characters of the prompt's canonical text (character mode). */
         CHARS,
+        /** Token ids of the model's tokenizer (token mode). */
         TOKENS
     }
 
@@ -43,6 +46,8 @@ public final class PromptKey {
     private static final long SEED = 0x9E3779B97F4A7C15L;
     private static final int[] NO_BOUNDARIES = new int[0];
     private static final long[] NO_BLOCKS = new long[0];
+    private static final byte[] NO_BYTES = new byte[0];
+    private static final int[] NO_TOKENS = new int[0];
 
     static {
         KeyAccess.install(new KeyAccess.Secrets() {
@@ -97,27 +102,58 @@ public final class PromptKey {
         this.anchorHash = anchorHash;
     }
 
-    /** The empty key (a request with no prompt text). */
+    /**
+     * The empty key (a request with no prompt text).
+     *
+     * @return the empty character key (shared; keys are immutable)
+     */
     public static PromptKey empty() {
         return EMPTY_CHARS;
     }
 
-    /** A key for text, hashed in blocks of {@code blockChars} characters. */
+    /**
+     * A key for text, hashed in blocks of {@code blockChars} characters.
+     *
+     * @param text       the prompt's text; read, not kept
+     * @param blockChars characters per block, in [1, 65536]
+     * @return the key, with no message boundaries
+     * @throws IllegalArgumentException if {@code blockChars} is out of range
+     */
     public static PromptKey ofText(CharSequence text, int blockChars) {
         return textBuilder(blockChars).append(text).build();
     }
 
-    /** Starts a text key with blocks of {@code blockChars} characters. */
+    /**
+     * Starts a text key with blocks of {@code blockChars} characters.
+     *
+     * @param blockChars characters per block, in [1, 65536]
+     * @return a new builder with the default anchor limit
+     * @throws IllegalArgumentException if {@code blockChars} is out of range
+     */
     public static Builder textBuilder(int blockChars) {
         return new Builder(Unit.CHARS, blockChars, DEFAULT_ANCHOR_LIMIT);
     }
 
-    /** Starts a text key with blocks of {@code blockChars} characters and the given anchor limit. */
+    /**
+     * Starts a text key with blocks of {@code blockChars} characters and the given anchor limit.
+     *
+     * @param blockChars  characters per block, in [1, 65536]
+     * @param anchorLimit characters the {@linkplain #anchorHash() anchor} covers at most, at least 1
+     * @return a new builder
+     * @throws IllegalArgumentException if an argument is out of range
+     */
     public static Builder textBuilder(int blockChars, int anchorLimit) {
         return new Builder(Unit.CHARS, blockChars, anchorLimit);
     }
 
-    /** Starts a token key with blocks of {@code blockTokens} token ids and the given anchor limit (tokens). */
+    /**
+     * Starts a token key with blocks of {@code blockTokens} token ids and the given anchor limit (tokens).
+     *
+     * @param blockTokens token ids per block, in [1, 65536]
+     * @param anchorLimit tokens the {@linkplain #anchorHash() anchor} covers at most, at least 1
+     * @return a new builder
+     * @throws IllegalArgumentException if an argument is out of range
+     */
     public static Builder tokenBuilder(int blockTokens, int anchorLimit) {
         return new Builder(Unit.TOKENS, blockTokens, anchorLimit);
     }
@@ -126,6 +162,12 @@ public final class PromptKey {
      * A key over token ids, hashed in blocks of {@code blockTokens} tokens.
      *
      * @param boundaries the end offset (exclusive, in tokens) of each message, ascending
+     * @param tokens      the prompt's token ids; read, not kept
+     * @param blockTokens token ids per block, in [1, 65536]
+     * @param anchorLimit tokens the anchor covers at most, at least 1
+     * @return the key
+     * @throws IllegalArgumentException if an argument is out of range, or the boundaries are not ascending within
+     *     the key
      */
     public static PromptKey ofTokens(int[] tokens, int[] boundaries, int blockTokens, int anchorLimit) {
         Builder b = new Builder(Unit.TOKENS, blockTokens, anchorLimit);
@@ -140,26 +182,47 @@ public final class PromptKey {
         return b.append(tokens, next, tokens.length - next).build();
     }
 
+    /**
+     * What the key's lengths count.
+     *
+     * @return {@link Unit#CHARS} or {@link Unit#TOKENS}
+     */
     public Unit unit() {
         return unit;
     }
 
-    /** Units per block. */
+    /**
+     * Units per block.
+     *
+     * @return the block size, in [1, 65536]
+     */
     public int blockSize() {
         return blockSize;
     }
 
-    /** Length of the whole key in units (characters or tokens), including a trailing partial block. */
+    /**
+     * Length of the whole key in units (characters or tokens), including a trailing partial block.
+     *
+     * @return the length, 0 or more
+     */
     public int length() {
         return length;
     }
 
-    /** Number of full blocks: the part of the key that can match. */
+    /**
+     * Number of full blocks: the part of the key that can match.
+     *
+     * @return {@code length() / blockSize()}
+     */
     public int blockCount() {
         return blocks.length;
     }
 
-    /** True when the key has no text at all. */
+    /**
+     * True when the key has no text at all.
+     *
+     * @return true if {@link #length()} is 0
+     */
     public boolean isEmpty() {
         return length == 0;
     }
@@ -167,22 +230,40 @@ public final class PromptKey {
     /**
      * The chained hash of block {@code i}: it identifies the whole prefix of {@code (i + 1) * blockSize}
      * units, not only that block.
+     *
+     * @param i a block's index, in [0, {@link #blockCount()})
+     * @return the block's chained hash
+     * @throws ArrayIndexOutOfBoundsException if {@code i} is out of range
      */
     public long blockHash(int i) {
         return blocks[i];
     }
 
-    /** End offsets (in units, exclusive, ascending) of the messages that make up the key. */
+    /**
+     * End offsets (in units, exclusive, ascending) of the messages that make up the key.
+     *
+     * @return a new array (a copy)
+     */
     public int[] boundaries() {
         return boundaries.clone();
     }
 
-    /** Number of message boundaries. */
+    /**
+     * Number of message boundaries.
+     *
+     * @return the count, 0 or more
+     */
     public int boundaryCount() {
         return boundaries.length;
     }
 
-    /** The end offset of boundary {@code i}. */
+    /**
+     * The end offset of boundary {@code i}.
+     *
+     * @param i a boundary's index, in [0, {@link #boundaryCount()})
+     * @return its end offset in units
+     * @throws ArrayIndexOutOfBoundsException if {@code i} is out of range
+     */
     public int boundary(int i) {
         return boundaries[i];
     }
@@ -191,6 +272,8 @@ public final class PromptKey {
      * A hash of the key's stable start: the prefix up to the first message boundary, or up to the
      * anchor limit when that comes first (or when the key has no boundary). Requests that share this
      * prefix share the anchor, so a hash placement of an unlearned prefix sends them to one replica.
+     *
+     * @return the anchor's hash
      */
     public long anchorHash() {
         return anchorHash;
@@ -200,6 +283,10 @@ public final class PromptKey {
      * The key of this key's first {@code units} units: the same blocks up to there (only full blocks), the
      * boundaries within it, the same anchor. For a router that should see only the start of a prompt
      * (say, up to its first message boundary).
+     *
+     * @param units the prefix's length in units, 0 or more
+     * @return the prefix; this key when {@code units} is at least its length
+     * @throws IllegalArgumentException if {@code units} is negative
      */
     public PromptKey prefix(int units) {
         if (units < 0) {
@@ -290,13 +377,14 @@ public final class PromptKey {
         private final Unit unit;
         private final int blockSize;
         private final int anchorLimit;
-        /** The current block's units as CESU-8 (text keys): at most three bytes a unit. */
+        /** The current block's units as CESU-8 (text keys): at most three bytes a unit; empty for token keys. */
         private final byte[] buf;
         /** Bytes of {@link #buf} in use. */
         private int bfill;
-        /** Scratch for copying out of Strings. */
-        private char[] scratch;
+        /** Scratch for copying out of Strings; made on first use. */
+        private char @Nullable [] scratch;
 
+        /** The current block's token ids (token keys); empty for text keys. */
         private final int[] tokens;
         /** Units in the current block. */
         private int fill;
@@ -328,8 +416,8 @@ public final class PromptKey {
             this.unit = unit;
             this.blockSize = blockSize;
             this.anchorLimit = anchorLimit;
-            this.buf = unit == Unit.CHARS ? new byte[blockSize * 3] : null;
-            this.tokens = unit == Unit.TOKENS ? new int[blockSize] : null;
+            this.buf = unit == Unit.CHARS ? new byte[blockSize * 3] : NO_BYTES;
+            this.tokens = unit == Unit.TOKENS ? new int[blockSize] : NO_TOKENS;
             this.blocks = NO_BLOCKS;
             this.bounds = new int[4];
         }
@@ -338,9 +426,9 @@ public final class PromptKey {
             this.unit = o.unit;
             this.blockSize = o.blockSize;
             this.anchorLimit = o.anchorLimit;
-            this.buf = o.buf == null ? null : o.buf.clone();
+            this.buf = o.buf.length == 0 ? NO_BYTES : o.buf.clone();
             this.bfill = o.bfill;
-            this.tokens = o.tokens == null ? null : o.tokens.clone();
+            this.tokens = o.tokens.length == 0 ? NO_TOKENS : o.tokens.clone();
             this.fill = o.fill;
             this.length = o.length;
             this.chain = o.chain;
@@ -358,6 +446,8 @@ public final class PromptKey {
          * keys that extend a key already built (a conversation followed by its reply) without hashing the
          * shared part again. The block hashes so far are shared, and copied by the first of the two to add
          * a block.
+         *
+         * @return this builder
          */
         public Builder copy() {
             return new Builder(this);
@@ -367,6 +457,10 @@ public final class PromptKey {
          * Makes room for the blocks of {@code units} more units, for a caller that knows how long the key
          * will be: the block hashes are then held in one array of the key's size, which {@link #build()}
          * hands to the key as it is, and which never grows. The key is the same with or without it.
+         *
+         * @param units the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
          */
         public Builder reserve(int units) {
             if (units < 0) {
@@ -391,12 +485,19 @@ public final class PromptKey {
             }
         }
 
-        /** Appends the characters of {@code s} (a {@code String}'s or {@code StringBuilder}'s copied out a block at a time). */
+        /**
+         * Appends the characters of {@code s} (a {@code String}'s or {@code StringBuilder}'s copied out a block at a time).
+         *
+         * @param s the characters; read, not kept
+         * @return this builder
+         */
         public Builder append(CharSequence s) {
             requireUnit(Unit.CHARS);
             int n = s.length();
+            char[] scratch = this.scratch;
             if (scratch == null) {
                 scratch = new char[blockSize];
+                this.scratch = scratch;
             }
             for (int pos = 0; pos < n; ) {
                 int take = room(n - pos);
@@ -415,7 +516,12 @@ public final class PromptKey {
             return this;
         }
 
-        /** Appends one character. */
+        /**
+         * Appends one character.
+         *
+         * @param c one UTF-16 character
+         * @return this builder
+         */
         public Builder append(char c) {
             requireUnit(Unit.CHARS);
             if (c < 0x80) {
@@ -427,7 +533,14 @@ public final class PromptKey {
             return this;
         }
 
-        /** Appends {@code len} characters of {@code src} from {@code off}. */
+        /**
+         * Appends {@code len} characters of {@code src} from {@code off}.
+         *
+         * @param src holds the units; read, not kept
+         * @param off the first unit in {@code src}
+         * @param len the number of units, 0 or more
+         * @return this builder
+         */
         public Builder append(char[] src, int off, int len) {
             requireUnit(Unit.CHARS);
             Objects.checkFromIndexSize(off, len, src.length);
@@ -623,7 +736,14 @@ public final class PromptKey {
             advance(1);
         }
 
-        /** Appends {@code len} token ids of {@code src} from {@code off} (token keys only). */
+        /**
+         * Appends {@code len} token ids of {@code src} from {@code off} (token keys only).
+         *
+         * @param src holds the units; read, not kept
+         * @param off the first unit in {@code src}
+         * @param len the number of units, 0 or more
+         * @return this builder
+         */
         public Builder append(int[] src, int off, int len) {
             requireUnit(Unit.TOKENS);
             for (int pos = 0; pos < len; ) {
@@ -671,7 +791,11 @@ public final class PromptKey {
             return hashBytes(buf, 0, bfill, seed);
         }
 
-        /** Marks the end of a message at the current length. Repeated marks at one offset count once. */
+        /**
+         * Marks the end of a message at the current length. Repeated marks at one offset count once.
+         *
+         * @return this builder
+         */
         public Builder boundary() {
             if (length == 0 || (boundCount > 0 && bounds[boundCount - 1] == length)) {
                 return this;
@@ -686,7 +810,11 @@ public final class PromptKey {
             return this;
         }
 
-        /** Current length in units. */
+        /**
+         * Current length in units.
+         *
+         * @return the units appended so far
+         */
         public int length() {
             return length;
         }
@@ -706,6 +834,8 @@ public final class PromptKey {
          * The key of everything appended so far; the builder stays usable (appending continues the text).
          * The block hashes are copied unless they fill the builder's array (see {@link #reserve}), which the
          * key then shares: the builder adds blocks only past them, so into a larger array.
+         *
+         * @return the key; the builder may go on
          */
         public PromptKey build() {
             long a = anchorSet ? anchor : fill == 0 ? chain : blockHash(chain) ^ fill;

@@ -31,7 +31,11 @@ public enum Reason {
     // Made once: every decision's log line and metric label asks for it.
     private final String code = name().toLowerCase(Locale.ROOT);
 
-    /** Lower-case code used in logs and metrics, e.g. {@code cache_hit}. */
+    /**
+     * Lower-case code used in logs and metrics, e.g. {@code cache_hit}.
+     *
+     * @return the code, the constant's name in lower case
+     */
     public String code() {
         return code;
     }

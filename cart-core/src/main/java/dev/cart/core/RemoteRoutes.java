@@ -7,10 +7,9 @@ import dev.cart.core.spi.RoutingListener;
 import dev.cart.core.sync.RemoteApply;
 import dev.cart.core.sync.RemoteApplyStats;
 import dev.cart.core.sync.RouteEvent;
-import java.util.EnumMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Applies other instances' {@link RouteEvent}s to this router's tree: resolves replica ids to this
@@ -29,7 +28,8 @@ final class RemoteRoutes {
     private final String ownOrigin;
     private final boolean learning;
     private final RoutingListener listener;
-    private final Map<RemoteApply, LongAdder> counts = new EnumMap<>(RemoteApply.class);
+    /** By {@link RemoteApply#ordinal()}. */
+    private final LongAdder[] counts = new LongAdder[RemoteApply.values().length];
 
     RemoteRoutes(
             PrefixTree tree,
@@ -47,13 +47,13 @@ final class RemoteRoutes {
         this.learning = learning;
         this.listener = listener;
         for (RemoteApply a : RemoteApply.values()) {
-            counts.put(a, new LongAdder());
+            counts[a.ordinal()] = new LongAdder();
         }
     }
 
     RemoteApply apply(RouteEvent event) {
         RemoteApply result = applyOnce(event);
-        counts.get(result).increment();
+        counts[result.ordinal()].increment();
         return result;
     }
 
@@ -105,7 +105,7 @@ final class RemoteRoutes {
     }
 
     /** This instance's replica with that id, or null. A scan of the pool: pools are small. */
-    private Replica resolve(String id) {
+    private @Nullable Replica resolve(String id) {
         List<? extends Replica> all = replicas.replicas();
         for (int i = 0; i < all.size(); i++) {
             Replica r = all.get(i);
@@ -118,11 +118,11 @@ final class RemoteRoutes {
 
     RemoteApplyStats stats() {
         return new RemoteApplyStats(
-                counts.get(RemoteApply.APPLIED).sum(),
-                counts.get(RemoteApply.SKIPPED).sum(),
-                counts.get(RemoteApply.OWN_EVENT).sum(),
-                counts.get(RemoteApply.UNKNOWN_REPLICA).sum(),
-                counts.get(RemoteApply.OTHER_KEY_FORMAT).sum(),
-                counts.get(RemoteApply.NOT_LEARNING).sum());
+                counts[RemoteApply.APPLIED.ordinal()].sum(),
+                counts[RemoteApply.SKIPPED.ordinal()].sum(),
+                counts[RemoteApply.OWN_EVENT.ordinal()].sum(),
+                counts[RemoteApply.UNKNOWN_REPLICA.ordinal()].sum(),
+                counts[RemoteApply.OTHER_KEY_FORMAT.ordinal()].sum(),
+                counts[RemoteApply.NOT_LEARNING.ordinal()].sum());
     }
 }

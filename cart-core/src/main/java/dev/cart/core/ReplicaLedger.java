@@ -68,7 +68,7 @@ final class ReplicaLedger {
 
         /** True when no request counts here any more. */
         boolean idle() {
-            return pendingPrefill.get() == 0 && InPrefill.allDone(inPrefill.get());
+            return pendingPrefill.get() == 0 && InPrefill.allDone(InPrefill.current(inPrefill));
         }
     }
 

@@ -23,6 +23,13 @@ public record ReplicaSpec(String id, int maxLoad, int loadPenalty, List<String> 
     /**
      * Checks that the id is not blank, the cap at least 1, the penalty not negative and no model name
      * blank; repeated model names count once.
+     *
+     * @param id          stable identifier, normally the base URL; not blank
+     * @param maxLoad     admission cap on in-flight requests, at least 1
+     * @param loadPenalty constant added to the load when comparing replicas, 0 or more
+     * @param models      the models it serves at start; empty for any model
+     * @throws IllegalArgumentException if an argument is out of range
+     * @throws NullPointerException if {@code id} or {@code models} is null
      */
     public ReplicaSpec {
         Objects.requireNonNull(id, "id");
@@ -34,7 +41,14 @@ public record ReplicaSpec(String id, int maxLoad, int loadPenalty, List<String> 
         models = List.copyOf(modelNames(id, models));
     }
 
-    /** A replica that serves any model. */
+    /**
+     * A replica that serves any model.
+     *
+     * @param id          stable identifier, normally the base URL; not blank
+     * @param maxLoad     admission cap on in-flight requests, at least 1
+     * @param loadPenalty constant added to the load when comparing replicas, 0 or more
+     * @throws IllegalArgumentException if an argument is out of range
+     */
     public ReplicaSpec(String id, int maxLoad, int loadPenalty) {
         this(id, maxLoad, loadPenalty, List.of());
     }
@@ -49,7 +63,13 @@ public record ReplicaSpec(String id, int maxLoad, int loadPenalty, List<String> 
         return new ReplicaSpec(id, DEFAULT_MAX_LOAD, 0);
     }
 
-    /** The same replica, serving exactly {@code models} (empty: any model). */
+    /**
+     * The same replica, serving exactly {@code models} (empty: any model).
+     *
+     * @param models the model names, none blank; empty for any model
+     * @return a new spec; this one is unchanged
+     * @throws IllegalArgumentException if a name is blank
+     */
     public ReplicaSpec withModels(List<String> models) {
         return new ReplicaSpec(id, maxLoad, loadPenalty, models);
     }

@@ -1,6 +1,7 @@
 package dev.cart.core;
 
 import dev.cart.core.spi.Replica;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The router's answer for one request: the replica (or none), why, how much of the prompt matched,
@@ -8,44 +9,46 @@ import dev.cart.core.spi.Replica;
  *
  * <p>When {@link #routed()} is true the caller owns the lease and must close it on every path,
  * normally with try-with-resources.
+ *
+ * <p>Immutable apart from its lease; safe to read from any thread.
  */
 public final class RouteDecision {
 
-    private final Replica replica;
+    private final @Nullable Replica replica;
     private final Reason reason;
     private final int matchedLength;
     private final int keyLength;
     private final int prefillEstimate;
     private final int pendingCounted;
-    private final ReplicaLedger.Account account;
+    private final ReplicaLedger.@Nullable Account account;
     private final long decisionNanos;
     private final PromptKey key;
-    private final Replica.Admission admission;
+    private final Replica.@Nullable Admission admission;
     private final int attempt;
     private final Tokenization tokenization;
-    private final String model;
-    private final Object detail;
+    private final @Nullable String model;
+    private final @Nullable Object detail;
     private final long startNanos;
     private final Lease lease;
     private final boolean learnedElsewhere;
-    private final InPrefill.Entry inPrefill;
-    private final InPrefill.Entry[] aheadInPrefill;
+    private final InPrefill.@Nullable Entry inPrefill;
+    private final InPrefill.Entry @Nullable [] aheadInPrefill;
 
     RouteDecision(
-            Replica replica,
-            Replica.Admission admission,
+            @Nullable Replica replica,
+            Replica.@Nullable Admission admission,
             Reason reason,
             int matchedLength,
             int prefillEstimate,
             int pendingCounted,
-            ReplicaLedger.Account account,
-            Object detail,
+            ReplicaLedger.@Nullable Account account,
+            @Nullable Object detail,
             RouteRequest request,
             long decisionNanos,
             long startNanos,
             boolean learnedElsewhere,
-            InPrefill.Entry inPrefill,
-            InPrefill.Entry[] aheadInPrefill,
+            InPrefill.@Nullable Entry inPrefill,
+            InPrefill.Entry @Nullable [] aheadInPrefill,
             Router router) {
         PromptKey key = request.key();
         this.replica = replica;
@@ -73,42 +76,60 @@ public final class RouteDecision {
      * True for a {@link Reason#CACHE_HIT} that followed a route only other router instances had reported
      * ({@link Router.Builder#sync}): this instance had never sent that prefix to that replica itself. The
      * share of such hits is what sharing routes between instances gains. False without a sync.
+     *
+     * @return true for a hit on a route learned from another instance only
      */
     public boolean learnedElsewhere() {
         return learnedElsewhere;
     }
 
     /** This request's entry among its replica's requests in prefill, or null when not tracked. */
-    InPrefill.Entry inPrefill() {
+    InPrefill.@Nullable Entry inPrefill() {
         return inPrefill;
     }
 
     /** The requests in prefill on the replica when this one was routed, itself last (null when not tracked). */
-    InPrefill.Entry[] aheadInPrefill() {
+    InPrefill.Entry @Nullable [] aheadInPrefill() {
         return aheadInPrefill;
     }
 
     /** The replica's admission of this request (null without a replica); released by the lease. */
-    Replica.Admission admission() {
+    Replica.@Nullable Admission admission() {
         return admission;
     }
 
-    /** How the request's key was made (token mode figures), as the host reported it. */
+    /**
+     * How the request's key was made (token mode figures), as the host reported it.
+     *
+     * @return the request's {@link RouteRequest#tokenization()}
+     */
     public Tokenization tokenization() {
         return tokenization;
     }
 
-    /** The model the request asked for ({@link RouteRequest#model()}), or null when it named none. */
-    public String model() {
+    /**
+     * The model the request asked for ({@link RouteRequest#model()}), or null when it named none.
+     *
+     * @return the model's name, or null
+     */
+    public @Nullable String model() {
         return model;
     }
 
-    /** The key the decision was made for. */
+    /**
+     * The key the decision was made for.
+     *
+     * @return the request's key
+     */
     public PromptKey key() {
         return key;
     }
 
-    /** True when a replica was chosen (and its in-flight slot taken). */
+    /**
+     * True when a replica was chosen (and its in-flight slot taken).
+     *
+     * @return true if {@link #replica()} is not null
+     */
     public boolean routed() {
         return replica != null;
     }
@@ -116,12 +137,18 @@ public final class RouteDecision {
     /**
      * The chosen replica, or null for a {@link Reason#NO_REPLICA} or {@link Reason#MODEL_NOT_SERVED}
      * decision.
+     *
+     * @return the replica, or null when {@link #routed()} is false
      */
-    public Replica replica() {
+    public @Nullable Replica replica() {
         return replica;
     }
 
-    /** Why the decision went this way. */
+    /**
+     * Why the decision went this way.
+     *
+     * @return the reason code
+     */
     public Reason reason() {
         return reason;
     }
@@ -129,6 +156,8 @@ public final class RouteDecision {
     /**
      * Prefix length (units) the tree believed the chosen replica holds: the matched prefix on a hit, and
      * on a miss whatever shorter prefix the chosen replica holds (often 0).
+     *
+     * @return the matched units, 0 or more, at most {@link #keyLength()}
      */
     public int matchedLength() {
         return matchedLength;
@@ -137,6 +166,8 @@ public final class RouteDecision {
     /**
      * Units of the prompt the router expects the replica to compute: key length minus
      * {@link #matchedLength()}. 0 for a decision without a replica.
+     *
+     * @return the units to compute, 0 or more
      */
     public int prefillEstimate() {
         return prefillEstimate;
@@ -148,15 +179,17 @@ public final class RouteDecision {
     }
 
     /** The router's account of the chosen replica, where the request counts; null when it counts nowhere. */
-    ReplicaLedger.Account account() {
+    ReplicaLedger.@Nullable Account account() {
         return account;
     }
 
     /**
      * What the policy added about its decision ({@link dev.cart.core.spi.Choice#detail()}), or null: for
      * logs through its {@code toString()}, which never contains prompt text.
+     *
+     * @return the policy's detail, or null
      */
-    public Object detail() {
+    public @Nullable Object detail() {
         return detail;
     }
 
@@ -165,27 +198,47 @@ public final class RouteDecision {
         return startNanos;
     }
 
-    /** Length of the request's key in units. */
+    /**
+     * Length of the request's key in units.
+     *
+     * @return the key's units, 0 or more
+     */
     public int keyLength() {
         return keyLength;
     }
 
-    /** {@link #matchedLength()} over {@link #keyLength()}, 0 for an empty key. */
+    /**
+     * {@link #matchedLength()} over {@link #keyLength()}, 0 for an empty key.
+     *
+     * @return the matched fraction, in [0, 1]
+     */
     public double matchedRatio() {
         return keyLength == 0 ? 0.0 : (double) matchedLength / keyLength;
     }
 
-    /** Time spent in {@link Router#choose}, in nanoseconds. */
+    /**
+     * Time spent in {@link Router#choose}, in nanoseconds.
+     *
+     * @return the decision's duration in nanoseconds
+     */
     public long decisionNanos() {
         return decisionNanos;
     }
 
-    /** The request's {@link RouteRequest#attempt()}: 0 for a first attempt, n for the n-th retry. */
+    /**
+     * The request's {@link RouteRequest#attempt()}: 0 for a first attempt, n for the n-th retry.
+     *
+     * @return the attempt's number, 0 or more
+     */
     public int attempt() {
         return attempt;
     }
 
-    /** The in-flight guard; a no-op lease for a decision without a replica. */
+    /**
+     * The in-flight guard; a no-op lease for a decision without a replica.
+     *
+     * @return the lease (the same object on every call)
+     */
     public Lease lease() {
         return lease;
     }

@@ -32,6 +32,7 @@ import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,7 +81,7 @@ public final class Router implements AutoCloseable {
     private final RoutingListener listener;
     private final Supplier<RandomGenerator> random;
     private final Clock clock;
-    private final Scheduler scheduler;
+    private final @Nullable Scheduler scheduler;
     private final boolean ownsScheduler;
     private final Duration evictionInterval;
     private final int dailyResetHourUtc;
@@ -111,13 +112,14 @@ public final class Router implements AutoCloseable {
     /** Who hears that a lease gave its slot back ({@link #addSlotListener}); cart-flow's admission queue. */
     private final SlotListeners slots = new SlotListeners();
 
-    private volatile Scheduler.Task evictionTask;
-    private volatile Scheduler.Task resetTask;
+    private volatile Scheduler.@Nullable Task evictionTask;
+    private volatile Scheduler.@Nullable Task resetTask;
 
-    private Router(Builder b) {
-        this.replicas = b.replicas;
-        this.policy = b.policy;
-        this.tree = b.tree != null ? b.tree : b.treeSettings.clock(b.clock).build();
+    private Router(Builder b, ReplicaSet replicas, RoutingPolicy policy) {
+        this.replicas = replicas;
+        this.policy = policy;
+        PrefixTree given = b.tree;
+        this.tree = given != null ? given : b.treeSettings.clock(b.clock).build();
         this.listener = new SafeListener(b.listener);
         this.random = b.random;
         this.clock = b.clock;
@@ -134,14 +136,16 @@ public final class Router implements AutoCloseable {
         this.publishes = b.sync != RouteSync.NONE;
         this.remoteLoad = b.remoteLoad;
         this.repeatMillis = sync.repeatInterval().toMillis();
-        this.ledger = b.ledger != null ? b.ledger : new ReplicaLedger();
+        ReplicaLedger shared = b.ledger;
+        this.ledger = shared != null ? shared : new ReplicaLedger();
         this.tracksInPrefill = feedback && policy.usesPrefixTree();
         remoteLoad.localPendingPrefill(ledger::pendingPrefill);
         this.remote = new RemoteRoutes(
                 tree, replicas, keyUnit, keyBlockSize, sync.originId(), policy.usesPrefixTree(), listener);
         boolean needsScheduler = !evictionInterval.isZero() || dailyResetHourUtc >= 0;
-        if (b.scheduler != null) {
-            this.scheduler = b.scheduler;
+        Scheduler injected = b.scheduler;
+        if (injected != null) {
+            this.scheduler = injected;
             this.ownsScheduler = false;
         } else if (needsScheduler) {
             this.scheduler = Scheduler.daemon("cart-maintenance");
@@ -176,6 +180,8 @@ public final class Router implements AutoCloseable {
      *
      * @throws IllegalStateException if the policy chose a replica that is not a candidate (breaking
      *     {@link RoutingPolicy}'s contract); no slot is taken then
+     * @param request the request: its key, model, exclusions
+     * @return the decision; when {@link RouteDecision#routed()}, the caller owns its lease and must close it
      */
     public RouteDecision choose(RouteRequest request) {
         long t0 = ticker.getAsLong();
@@ -253,7 +259,7 @@ public final class Router implements AutoCloseable {
             }
             // in prefill before the route is recorded: a request that matches the route has the entry in its array
             InPrefill.Entry[] ahead = null;
-            if (inPrefill) {
+            if (inPrefill && account != null) {
                 entry = new InPrefill.Entry(key, matched, account.inPrefill);
                 ahead = InPrefill.add(entry);
             }
@@ -269,7 +275,7 @@ public final class Router implements AutoCloseable {
                 elsewhere = probe > 0 && tree.learnedElsewhere(key.blocks(), probe, chosen);
             }
             int prefill = Math.max(0, key.length() - matched);
-            if (countPrefill) {
+            if (countPrefill && account != null) {
                 account.pendingPrefill.addAndGet(prefill);
                 counted = prefill;
             }
@@ -292,7 +298,7 @@ public final class Router implements AutoCloseable {
             if (entry != null) {
                 InPrefill.done(entry);
             }
-            if (counted != 0) {
+            if (counted != 0 && account != null) {
                 account.pendingPrefill.addAndGet(-counted);
             }
             admission.release(Outcome.CANCELLED);
@@ -312,15 +318,21 @@ public final class Router implements AutoCloseable {
         if (reported && !tracksPrefill) {
             tracksPrefill = true;
         }
-        if (d.inPrefill() != null) {
-            InPrefill.done(d.inPrefill());
+        InPrefill.Entry entry = d.inPrefill();
+        if (entry != null) {
+            InPrefill.done(entry);
         }
-        if (d.pendingCounted() != 0) {
-            d.account().pendingPrefill.addAndGet(-d.pendingCounted());
+        ReplicaLedger.Account account = d.account();
+        if (d.pendingCounted() != 0 && account != null) {
+            account.pendingPrefill.addAndGet(-d.pendingCounted());
             remoteLoad.localLoadChanged();
         }
-        if (learnMode == LearnMode.ON_ROUTE && deferred(d.reason()) && (reported || outcome != Outcome.FAILURE)) {
-            record(d.key(), d.replica());
+        Replica replica = d.replica();
+        if (replica != null
+                && learnMode == LearnMode.ON_ROUTE
+                && deferred(d.reason())
+                && (reported || outcome != Outcome.FAILURE)) {
+            record(d.key(), replica);
         }
         if (reported) {
             try {
@@ -339,17 +351,17 @@ public final class Router implements AutoCloseable {
     }
 
     private RouteDecision decided(
-            Replica r,
-            Replica.Admission admission,
+            @Nullable Replica r,
+            Replica.@Nullable Admission admission,
             Reason reason,
             int matched,
             int prefill,
             int counted,
-            ReplicaLedger.Account account,
-            Object detail,
+            ReplicaLedger.@Nullable Account account,
+            @Nullable Object detail,
             boolean learnedElsewhere,
-            InPrefill.Entry inPrefillEntry,
-            InPrefill.Entry[] aheadInPrefill,
+            InPrefill.@Nullable Entry inPrefillEntry,
+            InPrefill.Entry @Nullable [] aheadInPrefill,
             RouteRequest request,
             long t0) {
         long now = ticker.getAsLong(); // one reading: the decision's end and the request's start
@@ -378,6 +390,9 @@ public final class Router implements AutoCloseable {
      * this itself when a request is routed or served (see {@link LearnMode}); a host calls it to teach the
      * tree a prefix it knows the replica holds, such as a conversation followed by the reply the replica
      * just generated, which the next turn will start with.
+     *
+     * @param key     the prefix the replica holds; a key of another format than the router's is ignored
+     * @param replica a member of the pool (compared by identity)
      */
     public void record(PromptKey key, Replica replica) {
         record(key, replica, 0);
@@ -416,12 +431,17 @@ public final class Router implements AutoCloseable {
      * wait; call it from the transport's thread. Events applied here are not published again.
      *
      * @return what became of the event
+     * @param event an event another instance published
      */
     public RemoteApply applyRemote(RouteEvent event) {
         return remote.apply(Objects.requireNonNull(event, "event"));
     }
 
-    /** Counts of the events given to {@link #applyRemote}, by outcome. */
+    /**
+     * Counts of the events given to {@link #applyRemote}, by outcome.
+     *
+     * @return the counts since the router was built
+     */
     public RemoteApplyStats remoteApplyStats() {
         return remote.stats();
     }
@@ -430,6 +450,8 @@ public final class Router implements AutoCloseable {
      * Forgets every route to {@code replica}, here and (with a {@link RouteSync}) on the other instances:
      * for a replica leaving the pool while the tree is kept for the others (a host's service discovery
      * removed it, or a reload with {@link Builder#routesOf(Router)}). A maintenance pass.
+     *
+     * @param replica the replica whose routes to drop (compared by identity)
      */
     public void forgetReplica(Replica replica) {
         Objects.requireNonNull(replica, "replica");
@@ -465,14 +487,15 @@ public final class Router implements AutoCloseable {
     }
 
     /** The account of {@code d}'s replica: the decision's own, or looked up when it counted nowhere. */
-    private ReplicaLedger.Account account(RouteDecision d) {
+    private ReplicaLedger.Account account(RouteDecision d, Replica replica) {
         ReplicaLedger.Account a = d.account();
-        return a != null ? a : ledger.account(d.replica(), replicas.replicas());
+        return a != null ? a : ledger.account(replica, replicas.replicas());
     }
 
     void learnOnSuccess(RouteDecision d) {
-        if (learnMode == LearnMode.ON_SUCCESS) {
-            record(d.key(), d.replica());
+        Replica replica = d.replica();
+        if (learnMode == LearnMode.ON_SUCCESS && replica != null) {
+            record(d.key(), replica);
         }
     }
 
@@ -497,7 +520,8 @@ public final class Router implements AutoCloseable {
      */
     CacheFeedback feedback(RouteDecision d, ServedUsage usage) {
         int keyLength = d.keyLength();
-        if (keyLength == 0) {
+        Replica replica = d.replica();
+        if (keyLength == 0 || replica == null) {
             return CacheFeedback.notCompared();
         }
         double tokensPerUnit = (double) usage.promptTokens() / keyLength;
@@ -520,21 +544,21 @@ public final class Router implements AutoCloseable {
             verdict = CacheFeedback.Verdict.OK;
         } else if (!stale) {
             verdict = CacheFeedback.Verdict.INCONCLUSIVE;
-        } else if (delivered == 0 && account(d).noCacheReport() >= CACHE_UNREPORTED_AFTER) {
+        } else if (delivered == 0 && account(d, replica).noCacheReport() >= CACHE_UNREPORTED_AFTER) {
             verdict = CacheFeedback.Verdict.CACHE_UNREPORTED;
         } else {
             verdict = CacheFeedback.Verdict.STALE;
         }
         if (feedback && delivered > 0) {
-            account(d).cacheReported();
+            account(d, replica).cacheReported();
         }
         if (verdict == CacheFeedback.Verdict.STALE && policy.usesPrefixTree()) {
-            tree.forgetBranches(d.key(), d.replica(), keep);
+            tree.forgetBranches(d.key(), replica, keep);
             if (publishes && fits(d.key())) {
                 publish(new RouteEvent.Forgotten(
                         sync.originId(),
                         clock.millis(),
-                        d.replica().id(),
+                        replica.id(),
                         keyUnit,
                         keyBlockSize,
                         d.key().blocks(),
@@ -563,7 +587,11 @@ public final class Router implements AutoCloseable {
         }
     }
 
-    /** The other instances' load this router adds to its own ({@link Builder#remoteLoad}). */
+    /**
+     * The other instances' load this router adds to its own ({@link Builder#remoteLoad}).
+     *
+     * @return the view given to the builder; {@link RemoteLoad#NONE} by default
+     */
     public RemoteLoad remoteLoad() {
         return remoteLoad;
     }
@@ -591,12 +619,20 @@ public final class Router implements AutoCloseable {
         return ledger;
     }
 
-    /** The replica set routed over. */
+    /**
+     * The replica set routed over.
+     *
+     * @return the replica set given to the builder
+     */
     public ReplicaSet replicas() {
         return replicas;
     }
 
-    /** The policy routing decisions go by. */
+    /**
+     * The policy routing decisions go by.
+     *
+     * @return the policy given to the builder
+     */
     public RoutingPolicy policy() {
         return policy;
     }
@@ -604,12 +640,18 @@ public final class Router implements AutoCloseable {
     /**
      * The prefix tree's size figures now: a few counter reads, cheap enough for a metrics gauge (each
      * figure exact; together they may be a moment apart).
+     *
+     * @return the tree's current size and counts
      */
     public TreeStats treeStats() {
         return tree.stats();
     }
 
-    /** The tree's size cap in blocks ({@link Builder#maxTreeSize}). */
+    /**
+     * The tree's size cap in blocks ({@link Builder#maxTreeSize}).
+     *
+     * @return the cap, in blocks
+     */
     public long maxTreeSize() {
         return tree.maxSize();
     }
@@ -622,6 +664,8 @@ public final class Router implements AutoCloseable {
     /**
      * Runs one eviction pass now and reports it to the listener. The pass also drops the router's figures of
      * replicas that have left the pool and have nothing pending.
+     *
+     * @return what the pass dropped, and the size before and after
      */
     public EvictionReport evictNow() {
         ledger.prune(replicas.replicas());
@@ -652,10 +696,11 @@ public final class Router implements AutoCloseable {
     }
 
     private void scheduleEviction() {
-        if (closed) {
+        Scheduler s = scheduler;
+        if (closed || s == null) {
             return;
         }
-        evictionTask = scheduler.schedule(
+        evictionTask = s.schedule(
                 () -> {
                     try {
                         evictNow();
@@ -669,10 +714,11 @@ public final class Router implements AutoCloseable {
     }
 
     private void scheduleReset() {
-        if (closed) {
+        Scheduler s = scheduler;
+        if (closed || s == null) {
             return;
         }
-        resetTask = scheduler.schedule(
+        resetTask = s.schedule(
                 () -> {
                     try {
                         resetTree();
@@ -707,8 +753,9 @@ public final class Router implements AutoCloseable {
         if (r != null) {
             r.cancel();
         }
-        if (ownsScheduler) {
-            scheduler.close();
+        Scheduler s = scheduler;
+        if (ownsScheduler && s != null) {
+            s.close();
         }
     }
 
@@ -729,7 +776,11 @@ public final class Router implements AutoCloseable {
         slots.add(Objects.requireNonNull(listener, "listener"));
     }
 
-    /** Stops calling {@code listener} (one registration of it); does nothing if it was not added. */
+    /**
+     * Stops calling {@code listener} (one registration of it); does nothing if it was not added.
+     *
+     * @param listener a listener given to {@link #addSlotListener}
+     */
     public void removeSlotListener(Consumer<? super LeaseCompletion> listener) {
         slots.remove(listener);
     }
@@ -753,15 +804,15 @@ public final class Router implements AutoCloseable {
 
     /** Builds a {@link Router}. Only the replica set and the policy are required. */
     public static final class Builder {
-        private ReplicaSet replicas;
-        private RoutingPolicy policy;
-        private PrefixTree tree;
+        private @Nullable ReplicaSet replicas;
+        private @Nullable RoutingPolicy policy;
+        private @Nullable PrefixTree tree;
         private final PrefixTree.Builder treeSettings = PrefixTree.builder();
         private RoutingListener listener = RoutingListener.NONE;
         private Supplier<RandomGenerator> random = ThreadLocalRandom::current;
         private Clock clock = Clock.systemUTC();
         private LongSupplier ticker = System::nanoTime;
-        private Scheduler scheduler;
+        private @Nullable Scheduler scheduler;
         private Duration evictionInterval = DEFAULT_EVICTION_INTERVAL;
         private int dailyResetHourUtc = -1;
         private LearnMode learnMode = LearnMode.ON_ROUTE;
@@ -772,7 +823,7 @@ public final class Router implements AutoCloseable {
         private boolean firstTokenReports;
         private RouteSync sync = RouteSync.NONE;
         private RemoteLoad remoteLoad = RemoteLoad.NONE;
-        private ReplicaLedger ledger;
+        private @Nullable ReplicaLedger ledger;
 
         private Builder() {}
 
@@ -782,6 +833,10 @@ public final class Router implements AutoCloseable {
          * prefill as this instance's own exact figures plus the others', so the guard and the prefill-aware
          * ranking weigh the whole pool's traffic. The admission cap stays per instance. {@link
          * RemoteLoad#NONE} (the default) counts this instance alone.
+         *
+         * @param remoteLoad the other instances' load, or {@link RemoteLoad#NONE}
+         * @return this builder
+         * @throws NullPointerException if the value is null
          */
         public Builder remoteLoad(RemoteLoad remoteLoad) {
             this.remoteLoad = Objects.requireNonNull(remoteLoad);
@@ -793,6 +848,10 @@ public final class Router implements AutoCloseable {
          * {@code cart-redis} module's Redis Stream), and identifies this instance's own events by the
          * sync's {@link RouteSync#originId()}. The transport hands the others' events to
          * {@link Router#applyRemote}. {@link RouteSync#NONE} (the default) shares nothing.
+         *
+         * @param sync the transport, or {@link RouteSync#NONE}
+         * @return this builder
+         * @throws NullPointerException if the value is null
          */
         public Builder sync(RouteSync sync) {
             this.sync = Objects.requireNonNull(sync);
@@ -803,6 +862,12 @@ public final class Router implements AutoCloseable {
          * The format of the keys this router's tree holds: characters in 64-character blocks by default,
          * or token ids in blocks of {@code blockSize} tokens. Keys of another format are routed as misses
          * and never learned (a token-mode extractor falls back to a character key when saturated).
+         *
+         * @param unit the value, in the range above
+         * @param blockSize the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         * @throws NullPointerException if the value is null
          */
         public Builder keyFormat(PromptKey.Unit unit, int blockSize) {
             this.keyUnit = Objects.requireNonNull(unit);
@@ -817,6 +882,9 @@ public final class Router implements AutoCloseable {
          * {@linkplain Router#pendingPrefill pending prefill} from the first request on. Without it (the default) they count
          * from the first such report on: a host that never reports would otherwise leave every request
          * counted as pending prefill until it ends.
+         *
+         * @param enabled true if the host reports first tokens
+         * @return this builder
          */
         public Builder firstTokenReports(boolean enabled) {
             this.firstTokenReports = enabled;
@@ -830,13 +898,22 @@ public final class Router implements AutoCloseable {
          * off is the specification's behaviour). Recorded at once, the diverted-to replica becomes a holder
          * while it is still computing the prefix, and as the least-loaded holder it draws the next requests,
          * which all wait for that computation instead of going to the replica that already holds it.
+         *
+         * @param enabled true to record a diverted route at its first token
+         * @return this builder
          */
         public Builder deferDivertedRoutes(boolean enabled) {
             this.deferDiverted = enabled;
             return this;
         }
 
-        /** When routed prefixes are recorded ({@code cache.learn}); {@link LearnMode#ON_ROUTE} by default. */
+        /**
+         * When routed prefixes are recorded ({@code cache.learn}); {@link LearnMode#ON_ROUTE} by default.
+         *
+         * @param mode when routes are recorded
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder learn(LearnMode mode) {
             this.learnMode = Objects.requireNonNull(mode);
             return this;
@@ -847,19 +924,34 @@ public final class Router implements AutoCloseable {
          * claims ({@code cache.feedback}, on by default): every other prefix it was believed to hold through
          * the part it had lost. The request's own route is kept (the replica has just computed the prompt
          * again). The comparison is reported to the listener either way.
+         *
+         * @param enabled true to act on stale predictions
+         * @return this builder
          */
         public Builder feedback(boolean enabled) {
             this.feedback = enabled;
             return this;
         }
 
-        /** The pool to route over: a {@link ManagedReplicaSet}, or the host's own {@link ReplicaSet}. */
+        /**
+         * The pool to route over: a {@link ManagedReplicaSet}, or the host's own {@link ReplicaSet}.
+         *
+         * @param replicas the pool; called once per decision
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder replicas(ReplicaSet replicas) {
             this.replicas = Objects.requireNonNull(replicas);
             return this;
         }
 
-        /** The policy that chooses among the usable replicas. */
+        /**
+         * The policy that chooses among the usable replicas.
+         *
+         * @param policy the policy; called from many threads at once
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder policy(RoutingPolicy policy) {
             this.policy = Objects.requireNonNull(policy);
             return this;
@@ -870,6 +962,8 @@ public final class Router implements AutoCloseable {
          * settings.
          *
          * @throws IllegalArgumentException if no policy has that name (the message lists those that do)
+         * @param name a registered policy's name, e.g. {@code cache_aware}
+         * @return this builder
          */
         public Builder policy(String name) {
             return policy(name, Map.of());
@@ -881,6 +975,9 @@ public final class Router implements AutoCloseable {
          * {@code guard}, ...), values as parsed from YAML or given by code; a key left out keeps its default.
          *
          * @throws IllegalArgumentException if no policy has that name, or naming every bad setting
+         * @param name a registered policy's name, e.g. {@code cache_aware}
+         * @param settings the settings by key; empty for the defaults
+         * @return this builder
          */
         public Builder policy(String name, Map<String, ?> settings) {
             return policy(RoutingPolicyProvider.named(name).create(settings));
@@ -890,6 +987,9 @@ public final class Router implements AutoCloseable {
          * The prefix tree's size cap, in blocks of the {@linkplain #keyFormat key format} (one block is
          * stored as an 8-byte hash); an eviction pass drops least recently used routes above it. Default
          * 1,000,000 blocks: about 64 million characters of distinct prompt text in 64-character blocks.
+         *
+         * @param blocks the cap in blocks, at least 1
+         * @return this builder
          */
         public Builder maxTreeSize(long blocks) {
             treeSettings.maxSize(blocks);
@@ -899,6 +999,9 @@ public final class Router implements AutoCloseable {
         /**
          * How long a route unused is kept: the next eviction pass drops routes idle longer than this. Zero
          * (the default) keeps routes until the size cap or the daily reset drops them.
+         *
+         * @param ttl the idle time after which a route is dropped; zero to keep routes
+         * @return this builder
          */
         public Builder routeTtl(Duration ttl) {
             treeSettings.ttl(ttl);
@@ -915,6 +1018,9 @@ public final class Router implements AutoCloseable {
          * prefill that usage feedback weighs), so the requests {@code previous} routed still count on a
          * replica both routers use until their leases close. Close {@code previous} (which stops its
          * maintenance) and let this router's run on the tree.
+         *
+         * @param previous the router whose tree and per-replica figures to share
+         * @return this builder
          */
         public Builder routesOf(Router previous) {
             this.tree = previous.tree;
@@ -928,19 +1034,37 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
-        /** Hears every decision, lease completion and tree event (for metrics and logs); none by default. */
+        /**
+         * Hears every decision, lease completion and tree event (for metrics and logs); none by default.
+         *
+         * @param listener the listener; called on routing threads, must be quick
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder listener(RoutingListener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
         }
 
-        /** Source of randomness per decision; by default {@link ThreadLocalRandom}. */
+        /**
+         * Source of randomness per decision; by default {@link ThreadLocalRandom}.
+         *
+         * @param random a source per decision; called on routing threads
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder random(Supplier<RandomGenerator> random) {
             this.random = Objects.requireNonNull(random);
             return this;
         }
 
-        /** Clock for the daily reset (and for the default tree's timestamps). */
+        /**
+         * Clock for the daily reset (and for the default tree's timestamps).
+         *
+         * @param clock the wall clock
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock);
             return this;
@@ -951,6 +1075,10 @@ public final class Router implements AutoCloseable {
          * durations ({@link LeaseCompletion#durationNanos()}) and the policy's lease observations
          * ({@link RoutingPolicy#onFirstToken}); {@link System#nanoTime()} by default. A simulation or a test
          * injects its own (a virtual clock then gives virtual decision times).
+         *
+         * @param ticker monotonic nanoseconds
+         * @return this builder
+         * @throws NullPointerException if the value is null
          */
         public Builder ticker(LongSupplier ticker) {
             this.ticker = Objects.requireNonNull(ticker);
@@ -963,14 +1091,26 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
-        /** Time between eviction passes ({@code cache.eviction_interval_secs}); zero disables them. */
+        /**
+         * Time between eviction passes ({@code cache.eviction_interval_secs}); zero disables them.
+         *
+         * @param interval the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder evictionInterval(Duration interval) {
             Checks.notNegative("evictionInterval", interval);
             this.evictionInterval = interval;
             return this;
         }
 
-        /** Hour (UTC) of the daily tree reset ({@code cache.daily_cleanup_hour_utc}); -1 disables it. */
+        /**
+         * Hour (UTC) of the daily tree reset ({@code cache.daily_cleanup_hour_utc}); -1 disables it.
+         *
+         * @param hour the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder dailyResetHourUtc(int hour) {
             if (hour < -1 || hour > 23) {
                 throw new IllegalArgumentException("dailyResetHourUtc must be -1 (off) or in [0, 23], was " + hour);
@@ -979,15 +1119,21 @@ public final class Router implements AutoCloseable {
             return this;
         }
 
-        /** @throws IllegalStateException if the replica set or the policy is missing */
+        /**
+         * @throws IllegalStateException if the replica set or the policy is missing
+         *
+         * @return a new router, its maintenance scheduled
+         */
         public Router build() {
-            if (replicas == null) {
+            ReplicaSet r = replicas;
+            RoutingPolicy p = policy;
+            if (r == null) {
                 throw new IllegalStateException("a router needs a replica set");
             }
-            if (policy == null) {
+            if (p == null) {
                 throw new IllegalStateException("a router needs a routing policy");
             }
-            return new Router(this);
+            return new Router(this, r, p);
         }
     }
 }

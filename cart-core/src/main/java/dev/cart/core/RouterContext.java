@@ -8,6 +8,7 @@ import dev.cart.core.sync.RemoteLoad;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.random.RandomGenerator;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The router's {@link RoutingContext} for one decision: the tree is matched on first use. Not shared.
@@ -21,12 +22,12 @@ final class RouterContext implements RoutingContext {
 
     private final RouteRequest request;
     private final List<Replica> candidates;
-    private final PrefixTree tree;
+    private final @Nullable PrefixTree tree;
     private final RandomGenerator random;
     private final boolean combined;
     private final ReplicaLedger ledger;
-    private Match treeMatch;
-    private Match match;
+    private @Nullable Match treeMatch;
+    private @Nullable Match match;
 
     /**
      * @param tree   the tree to match against, or null when the key cannot match it (another unit)
@@ -35,7 +36,7 @@ final class RouterContext implements RoutingContext {
     RouterContext(
             RouteRequest request,
             List<Replica> candidates,
-            PrefixTree tree,
+            @Nullable PrefixTree tree,
             RandomGenerator random,
             ReplicaLedger ledger) {
         this.request = request;

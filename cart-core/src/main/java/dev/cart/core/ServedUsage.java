@@ -16,12 +16,20 @@ public record ServedUsage(long promptTokens, long cachedTokens) {
 
     private static final ServedUsage NONE = new ServedUsage(UNKNOWN, UNKNOWN);
 
-    /** Nothing reported. */
+    /**
+     * Nothing reported.
+     *
+     * @return the usage with both figures {@link #UNKNOWN}
+     */
     public static ServedUsage unknown() {
         return NONE;
     }
 
-    /** True when both figures were reported and make sense together. */
+    /**
+     * True when both figures were reported and make sense together.
+     *
+     * @return true if the usage can be compared with a prediction
+     */
     public boolean known() {
         return promptTokens > 0 && cachedTokens >= 0 && cachedTokens <= promptTokens;
     }

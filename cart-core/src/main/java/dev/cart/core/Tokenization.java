@@ -34,17 +34,33 @@ public record Tokenization(Status status, int segments, int cacheHits, long toke
     /** The figures of every request in character mode. */
     public static final Tokenization CHARACTER_MODE = new Tokenization(Status.CHARACTER_MODE, 0, 0, 0);
 
-    /** Checks that the status is given. */
+    /**
+     * Checks that the status is given.
+     *
+     * @param status         whether the key is in tokens, and if not, why
+     * @param segments       how many key segments there were, 0 or more
+     * @param cacheHits      how many of them the token cache supplied, at most {@code segments}
+     * @param tokenizerNanos time spent in the tokenizer for this request, 0 or more
+     * @throws NullPointerException if {@code status} is null
+     */
     public Tokenization {
         Objects.requireNonNull(status, "status");
     }
 
-    /** True when token mode is on but this request's key is in characters ({@link Status#SATURATED} or {@link Status#FAILED}). */
+    /**
+     * True when token mode is on but this request's key is in characters ({@link Status#SATURATED} or {@link Status#FAILED}).
+     *
+     * @return true for a key that fell back to characters
+     */
     public boolean fellBack() {
         return status == Status.SATURATED || status == Status.FAILED;
     }
 
-    /** Segments that went through the tokenizer: {@code segments - cacheHits} when tokenized, else 0. */
+    /**
+     * Segments that went through the tokenizer: {@code segments - cacheHits} when tokenized, else 0.
+     *
+     * @return the segments tokenized, 0 or more
+     */
     public int tokenizedSegments() {
         return status == Status.TOKENIZED ? segments - cacheHits : 0;
     }

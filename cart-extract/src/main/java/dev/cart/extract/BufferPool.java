@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.util.RecyclerPool;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The extractor's pool of Jackson buffers: one {@link BufferRecycler} per platform thread, a shared
@@ -32,12 +33,12 @@ final class BufferPool implements RecyclerPool<BufferRecycler> {
     private static final long serialVersionUID = 1L;
 
     /** {@code Thread.isVirtual()}, or null on a Java without virtual threads. */
-    private static final MethodHandle IS_VIRTUAL = isVirtualHandle();
+    private static final @Nullable MethodHandle IS_VIRTUAL = isVirtualHandle();
 
     private final RecyclerPool<BufferRecycler> perThread = JsonRecyclerPools.threadLocalPool();
     private final RecyclerPool<BufferRecycler> shared = JsonRecyclerPools.newConcurrentDequePool();
 
-    private static MethodHandle isVirtualHandle() {
+    private static @Nullable MethodHandle isVirtualHandle() {
         try {
             return MethodHandles.publicLookup()
                     .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));

@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Canonical JSON of values that enter a key whole (tools, tool calls, tool inputs, parts and blocks of
@@ -46,7 +47,10 @@ final class CanonicalJson {
 
     private final JsonCursor in;
     private final MediaRefs media;
-    private SourceReader sources;
+    private @Nullable SourceReader sources;
+
+    private static final String[] NO_NAMES = new String[0];
+    private static final int[] NO_STARTS = new int[0];
 
     CanonicalJson(JsonCursor in, MediaRefs media) {
         this.in = in;
@@ -63,12 +67,12 @@ final class CanonicalJson {
      * the member {@code skip}. {@code mediaKey} names a member that is a media reference (a URL string or
      * an object whose {@code url} is one).
      */
-    void fields(Utf8Builder sb, Set<Option> options, String skip, String mediaKey)
+    void fields(Utf8Builder sb, Set<Option> options, @Nullable String skip, @Nullable String mediaKey)
             throws IOException, ExtractionException {
         int open = sb.length();
         sb.ascii('{');
-        String[] names = null;
-        int[] starts = null;
+        String[] names = NO_NAMES;
+        int[] starts = NO_STARTS;
         int n = 0;
         boolean sorted = true;
         boolean digest = options.contains(Option.DIGEST_LONG);
@@ -83,12 +87,9 @@ final class CanonicalJson {
                 in.skip();
                 continue;
             }
-            if (names == null) {
-                names = new String[8];
-                starts = new int[8];
-            } else if (n == names.length) {
-                names = Arrays.copyOf(names, n * 2);
-                starts = Arrays.copyOf(starts, n * 2);
+            if (n == names.length) {
+                names = Arrays.copyOf(names, Math.max(8, n * 2));
+                starts = Arrays.copyOf(starts, Math.max(8, n * 2));
             }
             if (n > 0) {
                 sorted &= names[n - 1].compareTo(name) < 0;
@@ -103,7 +104,11 @@ final class CanonicalJson {
             } else if (v == JsonToken.START_OBJECT && name.equals(mediaKey)) {
                 fields(sb, digest ? DIGEST_URL_MEDIA : URL_MEDIA, null, null);
             } else if (v == JsonToken.START_OBJECT && sourceIsMedia && name.equals("source")) {
-                sb.quoted(sources.read());
+                SourceReader reader = sources;
+                if (reader == null) {
+                    throw new IllegalStateException("sources read as media with no source reader set");
+                }
+                sb.quoted(reader.read());
             } else {
                 value(sb, inner);
             }
@@ -183,6 +188,7 @@ final class CanonicalJson {
     }
 
     /** Canonical JSON of an optional value that must have the given start token (or be null). */
+    @Nullable
     Utf8Builder optional(JsonToken v, JsonToken expected, String what) throws IOException, ExtractionException {
         if (v == JsonToken.VALUE_NULL) {
             return null;

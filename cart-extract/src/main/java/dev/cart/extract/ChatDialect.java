@@ -10,6 +10,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
 import java.util.EnumSet;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code POST /v1/chat/completions}: tools (and legacy functions) as canonical JSON, then each message as
@@ -79,13 +80,13 @@ final class ChatDialect extends Dialect {
         out.boundary();
     }
 
-    private void attr(String name, String value) {
+    private void attr(String name, @Nullable String value) {
         if (value != null) {
             out.add(ATTR).add(name).add(FIELD).add(value);
         }
     }
 
-    private void attr(String name, Utf8Builder value) {
+    private void attr(String name, @Nullable Utf8Builder value) {
         if (value != null) {
             out.add(ATTR).add(name).add(FIELD).add(value);
         }

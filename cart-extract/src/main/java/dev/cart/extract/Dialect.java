@@ -3,6 +3,7 @@ package dev.cart.extract;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the three API dialects ({@link ChatDialect}, {@link CompletionsDialect}, {@link MessagesDialect})
@@ -160,7 +161,7 @@ abstract class Dialect {
      * The required string member {@code field} of the current object: a media reference of {@code kind},
      * or the string as it is when {@code kind} is null; the other members are skipped.
      */
-    final String requiredString(String field, MediaRefs.Kind kind) throws IOException, ExtractionException {
+    final String requiredString(String field, MediaRefs.@Nullable Kind kind) throws IOException, ExtractionException {
         String ref = null;
         while (in.next() == JsonToken.FIELD_NAME) {
             String f = in.name();
@@ -179,7 +180,7 @@ abstract class Dialect {
     }
 
     /** A part or block of a type this class does not know: its tag, then its other fields as canonical JSON. */
-    final void genericPart(String type, Set<CanonicalJson.Option> options, String mediaKey)
+    final void genericPart(String type, Set<CanonicalJson.Option> options, @Nullable String mediaKey)
             throws IOException, ExtractionException {
         Utf8Builder sb = new Utf8Builder(64);
         canon.fields(sb, options, "type", mediaKey);

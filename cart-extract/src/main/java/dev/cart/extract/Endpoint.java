@@ -23,12 +23,21 @@ public enum Endpoint {
         this.path = path;
     }
 
-    /** The request path, e.g. {@code /v1/chat/completions}. */
+    /**
+     * The request path, e.g. {@code /v1/chat/completions}.
+     *
+     * @return the path
+     */
     public String path() {
         return path;
     }
 
-    /** The endpoint served at {@code path} (exact match, no query string), if any. */
+    /**
+     * The endpoint served at {@code path} (exact match, no query string), if any.
+     *
+     * @param path a request path, e.g. {@code /v1/messages}
+     * @return the endpoint, or empty for any other path
+     */
     public static Optional<Endpoint> forPath(String path) {
         for (int i = 0; i < FOUND.size(); i++) {
             Optional<Endpoint> e = FOUND.get(i);

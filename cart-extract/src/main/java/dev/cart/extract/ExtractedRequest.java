@@ -3,6 +3,7 @@ package dev.cart.extract;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Tokenization;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What CART takes from a request body: the routing key, the model, the stream flag, and how token mode
@@ -14,14 +15,14 @@ import java.util.Objects;
 public final class ExtractedRequest {
 
     private final PromptKey key;
-    private final String model;
+    private final @Nullable String model;
     private final boolean stream;
     private final Tokenization tokenization;
     /** Null when the request was not made by an extractor, or its key cannot be continued. */
-    private final KeyState state;
+    private final @Nullable KeyState state;
 
     /** A request whose key was made in character mode, not by an extractor: its key cannot be continued. */
-    ExtractedRequest(PromptKey key, String model, boolean stream) {
+    ExtractedRequest(PromptKey key, @Nullable String model, boolean stream) {
         this(key, model, stream, Tokenization.CHARACTER_MODE, null);
     }
 
@@ -35,7 +36,12 @@ public final class ExtractedRequest {
      * @param tokenization how token mode went ({@link Tokenization#CHARACTER_MODE} when it is off)
      * @param state        what {@link PromptExtractor#continuationKey} continues, or null when it cannot
      */
-    ExtractedRequest(PromptKey key, String model, boolean stream, Tokenization tokenization, KeyState state) {
+    ExtractedRequest(
+            PromptKey key,
+            @Nullable String model,
+            boolean stream,
+            Tokenization tokenization,
+            @Nullable KeyState state) {
         this.key = Objects.requireNonNull(key, "key");
         this.model = model;
         this.stream = stream;
@@ -43,32 +49,49 @@ public final class ExtractedRequest {
         this.state = state;
     }
 
-    /** The routing key. */
+    /**
+     * The routing key.
+     *
+     * @return the key; empty when the body holds no prompt text
+     */
     public PromptKey key() {
         return key;
     }
 
-    /** The {@code model} field, or null when absent. */
-    public String model() {
+    /**
+     * The {@code model} field, or null when absent.
+     *
+     * @return the model's name, or null
+     */
+    public @Nullable String model() {
         return model;
     }
 
-    /** Whether the client asked for a streamed response. */
+    /**
+     * Whether the client asked for a streamed response.
+     *
+     * @return true if the body's {@code stream} is true
+     */
     public boolean stream() {
         return stream;
     }
 
-    /** How token mode went for this request ({@link Tokenization#CHARACTER_MODE} when it is off). */
+    /**
+     * How token mode went for this request ({@link Tokenization#CHARACTER_MODE} when it is off).
+     *
+     * @return how the key was made
+     */
     public Tokenization tokenization() {
         return tokenization;
     }
 
+    @Nullable
     KeyState state() {
         return state;
     }
 
     @Override
-    public boolean equals(Object o) {
+    public boolean equals(@Nullable Object o) {
         return o instanceof ExtractedRequest r
                 && r.key.equals(key)
                 && Objects.equals(r.model, model)

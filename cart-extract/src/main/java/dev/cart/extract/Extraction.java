@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request body turned into a {@link PromptKey}: a single forward pass of Jackson's streaming
@@ -65,14 +66,15 @@ final class Extraction {
     private final JsonCursor in;
     private final Dialect dialect;
 
-    private String model;
+    private @Nullable String model;
     /** vLLM's {@code cache_salt}: a replica keeps the caches of different salts apart. */
-    private String cacheSalt;
+    private @Nullable String cacheSalt;
     /** SGLang's {@code lora_path}: the adapter(s) of the request, a cache of their own. */
-    private String loraPath;
+    private @Nullable String loraPath;
 
     private boolean stream;
     /** The role of the last message read (top-level messages only); written by the dialects. */
+    @Nullable
     String lastRole;
 
     /** The extractor's tool lists seen recently. */
@@ -82,10 +84,10 @@ final class Extraction {
     private final ModelMarkers markers;
 
     /** The sections before the messages, null until first used (most bodies have no tools or system). */
-    private Segment tools;
+    private @Nullable Segment tools;
 
-    private Segment functions;
-    private Segment system;
+    private @Nullable Segment functions;
+    private @Nullable Segment system;
     final Segment main;
 
     /** Over the whole of {@code body}. */
@@ -180,19 +182,20 @@ final class Extraction {
     }
 
     /** The result in token mode, or in character mode when {@code tokens} is null. */
-    ExtractedRequest result(TokenMode tokens) {
+    ExtractedRequest result(@Nullable TokenMode tokens) {
         if (tokens == null) {
             return result();
         }
         TokenMode.Chunks chunks = new TokenMode.Chunks();
         assemble(chunks);
         TokenMode.Keyed k = tokens.key(chunks);
+        PromptKey.Builder continued = k.builder();
         return new ExtractedRequest(
                 k.key(),
                 model,
                 stream,
                 k.tokenization(),
-                k.builder() == null ? null : new KeyState(endpoint, k.builder(), lastRole));
+                continued == null ? null : new KeyState(endpoint, continued, lastRole));
     }
 
     /** The key's characters, with {@link #BOUNDARY_MARK} at each message boundary (for tests). */
@@ -260,7 +263,7 @@ final class Extraction {
      * {@code lora_path}: a string, null, or (SGLang, for a batch) a list of strings and nulls, which enters
      * the marker as its items joined by {@link #SEP}.
      */
-    private String adapters(JsonToken v) throws IOException, ExtractionException {
+    private @Nullable String adapters(JsonToken v) throws IOException, ExtractionException {
         if (v != JsonToken.START_ARRAY) {
             return in.optString(v);
         }
@@ -275,33 +278,39 @@ final class Extraction {
 
     /** The {@code tools} section, made on first use. */
     Segment tools() {
-        if (tools == null) {
-            tools = new Segment(256);
+        Segment s = tools;
+        if (s == null) {
+            s = new Segment(256);
+            tools = s;
         }
-        return tools;
+        return s;
     }
 
     /** The {@code functions} section (chat's older tool list), made on first use. */
     Segment functions() {
-        if (functions == null) {
-            functions = new Segment(16);
+        Segment s = functions;
+        if (s == null) {
+            s = new Segment(16);
+            functions = s;
         }
-        return functions;
+        return s;
     }
 
     /** The system prompt's section (messages), made on first use. */
     Segment system() {
-        if (system == null) {
-            system = new Segment(256);
+        Segment s = system;
+        if (s == null) {
+            s = new Segment(256);
+            system = s;
         }
-        return system;
+        return s;
     }
 
-    private static int length(Segment s) {
+    private static int length(@Nullable Segment s) {
         return s == null ? 0 : s.length();
     }
 
-    private static boolean isEmpty(Segment s) {
+    private static boolean isEmpty(@Nullable Segment s) {
         return s == null || s.isEmpty();
     }
 
@@ -328,8 +337,9 @@ final class Extraction {
             }
             key.boundary();
         }
-        if (!isEmpty(system)) {
-            system.appendTo(key);
+        Segment sys = system;
+        if (sys != null && !sys.isEmpty()) {
+            sys.appendTo(key);
             key.boundary();
         }
         main.appendTo(key);
@@ -389,7 +399,7 @@ final class Extraction {
     }
 
     /** {@code NUL "model:" <16 hex digits of the name's digest> NUL}: fixed length, so it fits block 0. */
-    static String modelMarker(String model) {
+    static String modelMarker(@Nullable String model) {
         return modelMarker(model, null, null);
     }
 
@@ -401,7 +411,7 @@ final class Extraction {
      * length ":" value} per present field), so no model name, salt or adapter can be spelled to give
      * another request's marker. The same fixed length.
      */
-    static String modelMarker(String model, String cacheSalt, String loraPath) {
+    static String modelMarker(@Nullable String model, @Nullable String cacheSalt, @Nullable String loraPath) {
         String m = model == null ? "" : model;
         boolean salted = (cacheSalt != null && !cacheSalt.isEmpty()) || (loraPath != null && !loraPath.isEmpty());
         StringBuilder in = new StringBuilder();
@@ -419,7 +429,7 @@ final class Extraction {
                 + MODEL;
     }
 
-    private static void separate(StringBuilder in, String name, String value) {
+    private static void separate(StringBuilder in, String name, @Nullable String value) {
         if (value != null && !value.isEmpty()) {
             in.append(MODEL)
                     .append(name)

@@ -1,5 +1,7 @@
 package dev.cart.extract;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A request body CART cannot route, with everything an HTTP layer needs for an OpenAI-style error:
  * {@code {"error": {"message", "type", "code", "param"}}}. The message never contains prompt text.
@@ -12,10 +14,22 @@ public final class ExtractionException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
+    /**
+     * The HTTP status to answer with.
+     */
     private final int status;
+    /**
+     * The OpenAI error type.
+     */
     private final String type;
+    /**
+     * The machine-readable code.
+     */
     private final String code;
-    private final String param;
+    /**
+     * The JSON path of the offending part, or null.
+     */
+    private final @Nullable String param;
 
     /**
      * @param status  HTTP status to answer with (400 for malformed input; the configured status for a
@@ -26,7 +40,7 @@ public final class ExtractionException extends RuntimeException {
      *                or null
      * @param message human-readable explanation naming the field, never its value
      */
-    public ExtractionException(int status, String code, String param, String message) {
+    public ExtractionException(int status, String code, @Nullable String param, String message) {
         super(message, null, false, false);
         this.status = status;
         this.type = status >= 500 ? "server_error" : "invalid_request_error";
@@ -34,23 +48,39 @@ public final class ExtractionException extends RuntimeException {
         this.param = param;
     }
 
-    /** The HTTP status to answer with: 400 for a malformed body, or the configured status of a media policy. */
+    /**
+     * The HTTP status to answer with: 400 for a malformed body, or the configured status of a media policy.
+     *
+     * @return a 4xx status (400 for a malformed body)
+     */
     public int status() {
         return status;
     }
 
-    /** OpenAI error type: {@code invalid_request_error} for 4xx. */
+    /**
+     * OpenAI error type: {@code invalid_request_error} for 4xx.
+     *
+     * @return {@code invalid_request_error} for a 4xx, {@code server_error} for a 5xx
+     */
     public String type() {
         return type;
     }
 
-    /** The machine-readable code, e.g. {@code invalid_json} (the README's table lists them all). */
+    /**
+     * The machine-readable code, e.g. {@code invalid_json} (the README's table lists them all).
+     *
+     * @return the code, lower-case words joined by {@code _}
+     */
     public String code() {
         return code;
     }
 
-    /** JSON path of the offending part, or null. */
-    public String param() {
+    /**
+     * JSON path of the offending part, or null.
+     *
+     * @return the path, or null when the error is about the body as a whole
+     */
+    public @Nullable String param() {
         return param;
     }
 }

@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The reader every dialect walks a body with: Jackson's streaming parser over the body bytes, plus what
@@ -49,6 +50,7 @@ final class JsonCursor {
     /** Bytes typed() may still re-read: eight times the body (eight levels of nesting), plus 64 KiB. */
     private long rereadBudget;
     /** The parser being read: the main one, or a sub-parser re-reading one object (see typed()). */
+    @SuppressWarnings("NullAway.Init") // set by start(), which Extraction calls before any read
     private JsonParser p;
     /** Offset in {@link #body} of {@link #p}'s first byte. */
     private int baseOffset;
@@ -221,6 +223,7 @@ final class JsonCursor {
         return Utf8.isValid(body, at, end);
     }
 
+    @Nullable
     String optString(JsonToken v) throws IOException, ExtractionException {
         if (v == JsonToken.VALUE_NULL) {
             return null;
@@ -410,6 +413,7 @@ final class JsonCursor {
     }
 
     /** {@link #path()}, or null when it is empty or cannot be made (the parser failed mid-token). */
+    @Nullable
     String safePath() {
         try {
             String path = path();

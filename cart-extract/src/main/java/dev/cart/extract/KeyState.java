@@ -1,6 +1,7 @@
 package dev.cart.extract;
 
 import dev.cart.core.PromptKey;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The state a routed request's key was left in, kept with its {@link ExtractedRequest} so that the key
@@ -13,4 +14,7 @@ import dev.cart.core.PromptKey;
  * @param builder  the key's builder after the last character (a token builder in token mode)
  * @param lastRole the {@code role} of the last message, or null
  */
-record KeyState(Endpoint endpoint, PromptKey.Builder builder, String lastRole) {}
+record KeyState(
+        Endpoint endpoint,
+        PromptKey.Builder builder,
+        @Nullable String lastRole) {}

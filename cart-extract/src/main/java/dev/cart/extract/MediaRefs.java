@@ -82,10 +82,11 @@ final class MediaRefs {
         }
         // With the policy set, a URL position may hold only inline data: anything else (any scheme, a
         // bare path, a string the replica might resolve some other way) is refused.
-        if (opts.remoteMediaUrlPolicy() != null && (scheme || kind == Kind.URL)) {
+        Integer rejectWith = opts.remoteMediaUrlPolicy();
+        if (rejectWith != null && (scheme || kind == Kind.URL)) {
             String path = in.path();
             throw new ExtractionException(
-                    opts.remoteMediaUrlPolicy(),
+                    rejectWith,
                     "remote_media_rejected",
                     path,
                     path + " refers to remote media by URL, which this server does not allow;"

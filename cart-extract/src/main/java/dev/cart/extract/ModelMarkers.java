@@ -2,6 +2,7 @@ package dev.cart.extract;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The model markers made recently, by model, {@code cache_salt} and {@code lora_path}: every request names
@@ -20,12 +21,12 @@ final class ModelMarkers {
     static final int SLOTS = 16;
 
     private static final class Entry {
-        final String model;
-        final String cacheSalt;
-        final String loraPath;
+        final @Nullable String model;
+        final @Nullable String cacheSalt;
+        final @Nullable String loraPath;
         final byte[] marker;
 
-        Entry(String model, String cacheSalt, String loraPath, byte[] marker) {
+        Entry(@Nullable String model, @Nullable String cacheSalt, @Nullable String loraPath, byte[] marker) {
             this.model = model;
             this.cacheSalt = cacheSalt;
             this.loraPath = loraPath;
@@ -39,7 +40,7 @@ final class ModelMarkers {
      * The marker of these parts as ASCII bytes, the same as {@link Extraction#modelMarker(String, String,
      * String)}'s characters. The array is shared: callers must not modify it.
      */
-    byte[] marker(String model, String cacheSalt, String loraPath) {
+    byte[] marker(@Nullable String model, @Nullable String cacheSalt, @Nullable String loraPath) {
         int slot = (Objects.hashCode(model) * 31 + Objects.hashCode(cacheSalt)) * 31 + Objects.hashCode(loraPath);
         slot = (slot ^ (slot >>> 16)) & (SLOTS - 1);
         Entry e = slots[slot];

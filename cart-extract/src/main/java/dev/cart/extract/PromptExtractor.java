@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.StreamReadFeature;
 import dev.cart.core.PromptKey;
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Turns the body of an OpenAI or Anthropic request into the {@link PromptKey} CART routes by.
@@ -47,11 +48,17 @@ public final class PromptExtractor {
     /** Model markers made recently (a deployment serves a handful of models). */
     private final ModelMarkers markers = new ModelMarkers();
     /** Null in character mode. */
-    private final TokenMode tokens;
+    private final @Nullable TokenMode tokens;
 
+    /**
+     * An extractor with {@code options}; make one per process (or per configuration) and share it.
+     *
+     * @param options how keys are made and what bodies are accepted
+     * @throws NullPointerException if {@code options} is null
+     */
     public PromptExtractor(ExtractOptions options) {
         this.options = Objects.requireNonNull(options, "options");
-        this.tokens = options.tokenizer() == null ? null : new TokenMode(options);
+        this.tokens = options.tokenizer() == null ? null : new TokenMode(options); // null: character mode
         this.factory = new BodyParser.Factory(new JsonFactoryBuilder()
                 .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
                 .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
@@ -62,6 +69,11 @@ public final class PromptExtractor {
                 .recyclerPool(new BufferPool()));
     }
 
+    /**
+     * The options it was made with.
+     *
+     * @return the options
+     */
     public ExtractOptions options() {
         return options;
     }
@@ -69,8 +81,10 @@ public final class PromptExtractor {
     /**
      * The token cache, whose {@link TokenCache#stats()} are cumulative hits, misses, evictions and size;
      * null in character mode.
+     *
+     * @return the token cache, or null
      */
-    public TokenCache tokenCache() {
+    public @Nullable TokenCache tokenCache() {
         return tokens == null ? null : tokens.cache();
     }
 
@@ -100,6 +114,12 @@ public final class PromptExtractor {
      * its own). The bytes must not change until this returns; nothing of the array is kept after it.
      *
      * @throws IndexOutOfBoundsException when the range is not within the array
+     * @param endpoint which API the body is for
+     * @param array    holds the body, UTF-8 JSON; not modified, not retained
+     * @param offset   the body's first byte in {@code array}
+     * @param length   the body's length in bytes
+     * @return the key, as {@link #extract(Endpoint, byte[])} returns it
+     * @throws ExtractionException as {@link #extract(Endpoint, byte[])}
      */
     public ExtractedRequest extract(Endpoint endpoint, byte[] array, int offset, int length)
             throws ExtractionException {
@@ -130,7 +150,7 @@ public final class PromptExtractor {
      *         request whose token-mode key fell back to characters, or (token mode) when tokenizing the
      *         reply would have to wait for a permit or failed
      */
-    public PromptKey continuationKey(ExtractedRequest routed, List<? extends CharSequence> reply) {
+    public @Nullable PromptKey continuationKey(ExtractedRequest routed, List<? extends CharSequence> reply) {
         Objects.requireNonNull(routed, "routed");
         Objects.requireNonNull(reply, "reply");
         KeyState state = routed.state();

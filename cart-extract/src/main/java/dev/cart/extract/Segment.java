@@ -60,7 +60,7 @@ final class Segment extends Writer {
     private int markLastLen;
     private int markLastUnits;
     private boolean markOpen;
-    private byte[] markChunk;
+    private byte[] markChunk = NO_BYTES;
     private int markFill;
     private int markUnits;
     private int markBounds;
@@ -200,7 +200,7 @@ final class Segment extends Writer {
         fill = markFill;
         units = markUnits;
         boundCount = markBounds;
-        markChunk = null;
+        markChunk = NO_BYTES; // not kept past its reset
     }
 
     Segment add(char c) {

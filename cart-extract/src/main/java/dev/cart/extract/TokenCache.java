@@ -3,6 +3,7 @@ package dev.cart.extract;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The token ids of recently seen key segments, by their exact text: a least-recently-used map of at most
@@ -28,7 +29,11 @@ public final class TokenCache {
 
     /** Cumulative figures since the cache was made. */
     public record Stats(long hits, long misses, long tooLong, long evictions, int size, int maxEntries) {
-        /** {@code hits / (hits + misses)}, or 0 before the first lookup. */
+        /**
+         * {@code hits / (hits + misses)}, or 0 before the first lookup.
+         *
+         * @return the hit rate, in [0, 1]
+         */
         public double hitRate() {
             long n = hits + misses;
             return n == 0 ? 0 : (double) hits / n;
@@ -65,7 +70,7 @@ public final class TokenCache {
     }
 
     /** The cached ids of {@code text} (shared: never modify), or null; counts a hit or a miss. */
-    int[] get(String text) {
+    int @Nullable [] get(String text) {
         if (text.length() > maxChars) {
             tooLong.increment();
             return null;
@@ -100,6 +105,8 @@ public final class TokenCache {
     /**
      * The figures now: one consistent snapshot, except that misses that never reach the map (texts over the
      * cap, or a cache of no entries) are counted without the lock.
+     *
+     * @return the counts now
      */
     public Stats stats() {
         long over = tooLong.sum();
@@ -109,12 +116,20 @@ public final class TokenCache {
         }
     }
 
-    /** Most entries held. */
+    /**
+     * Most entries held.
+     *
+     * @return the entry cap, 0 or more
+     */
     public int maxEntries() {
         return maxEntries;
     }
 
-    /** Longest text, in characters, that is cached. */
+    /**
+     * Longest text, in characters, that is cached.
+     *
+     * @return the length cap in characters
+     */
     public int maxChars() {
         return maxChars;
     }

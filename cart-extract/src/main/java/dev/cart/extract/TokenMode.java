@@ -4,6 +4,7 @@ import dev.cart.core.PromptKey;
 import dev.cart.core.Tokenization;
 import java.util.Arrays;
 import java.util.concurrent.Semaphore;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Makes keys in token mode: the key's text is tokenized one segment at a time (model marker and tools,
@@ -40,8 +41,13 @@ final class TokenMode {
     private final int blockChars;
     private final int anchorChars;
 
+    /** @throws IllegalArgumentException if {@code opts} sets no tokenizer (character mode) */
     TokenMode(ExtractOptions opts) {
-        this.tokenizer = opts.tokenizer();
+        Tokenizer t = opts.tokenizer();
+        if (t == null) {
+            throw new IllegalArgumentException("token mode needs a tokenizer");
+        }
+        this.tokenizer = t;
         this.cache = new TokenCache(opts.tokenCacheEntries(), opts.tokenCacheMaxChars());
         this.permits = new Semaphore(opts.maxConcurrentTokenizations());
         this.blockTokens = opts.blockTokens();
@@ -55,7 +61,7 @@ final class TokenMode {
     }
 
     /** A key, how it was made, and (for a token key) its builder, to continue it. */
-    record Keyed(PromptKey key, Tokenization tokenization, PromptKey.Builder builder) {
+    record Keyed(PromptKey key, Tokenization tokenization, PromptKey.@Nullable Builder builder) {
 
         Keyed(PromptKey key, Tokenization tokenization) {
             this(key, tokenization, null);
@@ -128,7 +134,7 @@ final class TokenMode {
      * The ids of one more segment, {@code text}, from the cache or the tokenizer; null when no permit is
      * free or the tokenizer fails (the caller then makes no key rather than wait or mix units).
      */
-    int[] segmentIds(String text) {
+    int @Nullable [] segmentIds(String text) {
         int[] ids = cache.get(text);
         if (ids != null) {
             return ids;

@@ -12,9 +12,18 @@ package dev.cart.extract;
  */
 public interface Tokenizer {
 
-    /** The token ids of {@code text}; never null. The caller does not modify the array. */
+    /**
+     * The token ids of {@code text}; never null. The caller does not modify the array.
+     *
+     * @param text the text of one key segment
+     * @return its token ids
+     */
     int[] encode(String text);
 
-    /** A short name for logs and metrics, e.g. {@code cl100k_base}. */
+    /**
+     * A short name for logs and metrics, e.g. {@code cl100k_base}.
+     *
+     * @return the name
+     */
     String name();
 }

@@ -43,6 +43,8 @@ public final class Tokenizers {
      *
      * @throws IllegalArgumentException for any other name
      * @throws IllegalStateException    when jtokkit is not on the classpath
+     * @param encoding a jtokkit encoding's name, e.g. {@code cl100k_base}
+     * @return a thread-safe tokenizer
      */
     public static Tokenizer jtokkit(String encoding) {
         Objects.requireNonNull(encoding, "encoding");

@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The key text of tool lists seen recently, by their exact bytes: an agent sends the same {@code tools}
@@ -74,6 +75,7 @@ final class ToolsCache {
      * The key text of the list whose {@code [} is {@code body[start]} in a body that ends at {@code body[end]}
      * (exclusive), or null when it is not cached.
      */
+    @Nullable
     Hit find(byte[] body, int start, int end, String label, Object options) {
         if (end - start < PROBE_BYTES) {
             return null;

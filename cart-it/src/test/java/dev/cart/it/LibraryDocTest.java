@@ -4,20 +4,24 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/library.md shows the consumer projects' code as the build compiles and runs it: every code block
- * follows a {@code <!-- source: path -->} line naming a file of the repository, and its lines appear in that
- * file as they are, in one run (a whole file or an excerpt). The consumers' {@code @project.version@} reads
- * as the release version (the project's without -SNAPSHOT). Shell blocks ({@code sh}) need no source.
+ * docs/library.md and the README's library section show the consumer projects' code as the build compiles and
+ * runs it: a code block that follows a {@code <!-- source: path -->} line names a file of the repository, and
+ * its lines appear in that file as they are, in one run (a whole file or an excerpt). The consumers'
+ * {@code @project.version@} reads as the release version (the project's without -SNAPSHOT). In docs/library.md
+ * every block but a shell block ({@code sh}) names its source; in README.md every Java and XML block does (its
+ * shell and YAML blocks are the proxy's, checked elsewhere).
  */
 class LibraryDocTest {
 
@@ -27,16 +31,59 @@ class LibraryDocTest {
     private static final Pattern SOURCE = Pattern.compile("<!-- source: (\\S+) -->");
 
     @Test
-    void everyCodeBlockIsCopiedFromTheFileItNames() throws IOException {
+    void everyCodeBlockOfTheLibraryGuideIsCopiedFromTheFileItNames() throws IOException {
         List<Block> blocks = blocks(Files.readAllLines(ROOT.resolve("docs/library.md")));
         assertTrue(blocks.size() >= 8, "docs/library.md shows the consumer's code (" + blocks.size() + " blocks)");
+        assertEquals(List.of(), problems(blocks, lang -> !lang.equals("sh")), "docs/library.md's code blocks");
+    }
+
+    @Test
+    void theReadmesLibraryCodeIsCopiedFromTheFilesItNames() throws IOException {
+        List<Block> blocks = blocks(Files.readAllLines(ROOT.resolve("README.md")));
+        long java = blocks.stream()
+                .filter(b -> b.lang().equals("java") && b.source() != null)
+                .count();
+        assertTrue(java >= 1, "README.md shows the consumer's Java code (" + java + " blocks)");
+        assertEquals(
+                List.of(),
+                problems(blocks, lang -> lang.equals("java") || lang.equals("xml")),
+                "README.md's code blocks");
+    }
+
+    /** The check itself: a block that differs from its source, or lacks one where one is needed, is named. */
+    @Test
+    void namesABlockThatDiffersFromItsSource() {
+        String src = "cart-it/src/it/class-path/src/main/java/com/example/host/Serve.java";
+        List<Block> blocks = blocks(List.of(
+                "<!-- source: " + src + " -->",
+                "```java",
+                "    private Serve() {}",
+                "```",
+                "<!-- source: " + src + " -->",
+                "```java",
+                "    private Serve() {} // changed",
+                "```",
+                "```java",
+                "int x;",
+                "```",
+                "```sh",
+                "ls",
+                "```"));
+        assertEquals(
+                List.of(
+                        "line 6: the block differs from " + src,
+                        "line 9: a ```java block without <!-- source: path -->"),
+                problems(blocks, lang -> !lang.equals("sh")));
+    }
+
+    /** What is wrong with {@code blocks}; a block whose language {@code needsSource} must name its source. */
+    static List<String> problems(List<Block> blocks, Predicate<String> needsSource) {
         List<String> problems = new ArrayList<>();
         for (Block b : blocks) {
-            if (b.lang().equals("sh")) {
-                continue;
-            }
             if (b.source() == null) {
-                problems.add("line " + b.line() + ": a ```" + b.lang() + " block without <!-- source: path -->");
+                if (needsSource.test(b.lang())) {
+                    problems.add("line " + b.line() + ": a ```" + b.lang() + " block without <!-- source: path -->");
+                }
                 continue;
             }
             Path file = ROOT.resolve(b.source());
@@ -44,15 +91,20 @@ class LibraryDocTest {
                 problems.add("line " + b.line() + ": " + b.source() + " does not exist");
                 continue;
             }
-            List<String> lines = Files.readString(file)
-                    .replace("@project.version@", RELEASE)
-                    .lines()
-                    .toList();
+            List<String> lines;
+            try {
+                lines = Files.readString(file)
+                        .replace("@project.version@", RELEASE)
+                        .lines()
+                        .toList();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
             if (Collections.indexOfSubList(lines, b.lines()) < 0) {
                 problems.add("line " + b.line() + ": the block differs from " + b.source());
             }
         }
-        assertEquals(List.of(), problems, "docs/library.md's code blocks");
+        return problems;
     }
 
     /** One fenced code block: its language, the source named on the line before it, its lines. */

@@ -211,7 +211,11 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 prefillAware);
     }
 
-    /** A builder at the defaults (the policy {@link Policies#cacheAware()} returns). */
+    /**
+     * A builder at the defaults (the policy {@link Policies#cacheAware()} returns).
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -232,7 +236,11 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 .build();
     }
 
-    /** Every setting of this policy. */
+    /**
+     * Every setting of this policy.
+     *
+     * @return the settings it was built with
+     */
     public Config config() {
         return config;
     }
@@ -241,6 +249,9 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public String name() {
         return "cache_aware";
     }
+
+    /** The loads the median guard sorts; none for the other guards. */
+    private static final long[] NO_LOADS = new long[0];
 
     @Override
     public Choice choose(RoutingContext ctx) {
@@ -255,7 +266,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         List<Match.Holding> holders = ctx.match().holders(); // longest first
         boolean hit = false;
         long leastLoad = least.load();
-        long[] sorted = guard == Guard.MEDIAN ? sortedLoads(candidates) : null;
+        long[] sorted = guard == Guard.MEDIAN ? sortedLoads(candidates) : NO_LOADS;
         long total = guard == Guard.BOUNDED_LOAD ? totalLoad(candidates) : 0;
         int idle = -1; // whether some candidate has nothing in flight: unknown until needed
         int i = 0;
@@ -316,7 +327,8 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         if (ctx.pendingPrefill(least) == minPending) {
             return least; // the least loaded of all is also among the least pending: no second draw
         }
-        return Candidates.leastByPendingPrefill(candidates, ctx);
+        Replica leastPending = Candidates.leastByPendingPrefill(candidates, ctx);
+        return leastPending != null ? leastPending : least; // never null: there is a candidate
     }
 
     /**
@@ -426,19 +438,34 @@ public final class CacheAwarePolicy implements RoutingPolicy {
          * Whether holders, misses and diversions are ranked by pending prefill before load, and a holder
          * with more prefill queued than the whole key is passed over for an idle replica (default true;
          * false compares by load alone, as the specification words it).
+         *
+         * @param v true to rank by pending prefill first
+         * @return this builder
          */
         public Builder prefillAware(boolean v) {
             prefillAware = v;
             return this;
         }
 
-        /** Matched fraction of the key, in [0, 1], at or above which a match is a hit (default 0.3). */
+        /**
+         * Matched fraction of the key, in [0, 1], at or above which a match is a hit (default 0.3).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder threshold(double v) {
             threshold = THRESHOLD.check("threshold", v);
             return this;
         }
 
-        /** Matched length (units), at least 1, at or above which a match is a hit whatever the fraction (default 8192). */
+        /**
+         * Matched length (units), at least 1, at or above which a match is a hit whatever the fraction (default 8192).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder matchAbsThreshold(int v) {
             matchAbsThreshold = MATCH_ABS_THRESHOLD.check("matchAbsThreshold", v);
             return this;
@@ -447,49 +474,93 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         /**
          * The {@code abs_rel} guard's absolute margin: a holder is overloaded when its load exceeds the least
          * loaded candidate's by more than this (and by the relative factor); at least 0, default 8.
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
          */
         public Builder balanceAbsThreshold(int v) {
             balanceAbsThreshold = BALANCE_ABS_THRESHOLD.check("balanceAbsThreshold", v);
             return this;
         }
 
-        /** The {@code abs_rel} guard's relative factor, at least 1 (default 1.5). */
+        /**
+         * The {@code abs_rel} guard's relative factor, at least 1 (default 1.5).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder balanceRelThreshold(double v) {
             balanceRelThreshold = BALANCE_REL_THRESHOLD.check("balanceRelThreshold", v);
             return this;
         }
 
-        /** When a holder counts as overloaded (default {@link Guard#ABS_REL}). */
+        /**
+         * When a holder counts as overloaded (default {@link Guard#ABS_REL}).
+         *
+         * @param v the guard
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder guard(Guard v) {
             guard = java.util.Objects.requireNonNull(v);
             return this;
         }
 
-        /** {@code k} of the median guard, in [1, 1000] (default 2). */
+        /**
+         * {@code k} of the median guard, in [1, 1000] (default 2).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder medianFactor(double v) {
             medianFactor = MEDIAN_FACTOR.check("medianFactor", v);
             return this;
         }
 
-        /** {@code c} of the bounded-load guard, in [1, 1000] (default 1.25). */
+        /**
+         * {@code c} of the bounded-load guard, in [1, 1000] (default 1.25).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder boundedLoadFactor(double v) {
             boundedLoadFactor = BOUNDED_LOAD_FACTOR.check("boundedLoadFactor", v);
             return this;
         }
 
-        /** Where a request without a good match goes (default {@link MissPlacement#LEAST_LOADED}). */
+        /**
+         * Where a request without a good match goes (default {@link MissPlacement#LEAST_LOADED}).
+         *
+         * @param v the placement
+         * @return this builder
+         * @throws NullPointerException if the value is null
+         */
         public Builder missPlacement(MissPlacement v) {
             missPlacement = java.util.Objects.requireNonNull(v);
             return this;
         }
 
-        /** Load bound {@code c} for consistent-hash miss placement: 0 for none, else in [1, 1000] (default 1.25). */
+        /**
+         * Load bound {@code c} for consistent-hash miss placement: 0 for none, else in [1, 1000] (default 1.25).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder hashLoadFactor(double v) {
             hashLoadFactor = HASH_LOAD_FACTOR.check("hashLoadFactor", v);
             return this;
         }
 
-        /** The policy. */
+        /**
+         * The policy.
+         *
+         * @return a new policy with this builder's settings
+         */
         public CacheAwarePolicy build() {
             return new CacheAwarePolicy(this);
         }

@@ -17,7 +17,11 @@ public final class Policies {
 
     private Policies() {}
 
-    /** The specification's cache-aware policy with its defaults ({@code CacheAwarePolicy.builder().build()}). */
+    /**
+     * The specification's cache-aware policy with its defaults ({@code CacheAwarePolicy.builder().build()}).
+     *
+     * @return a new policy; thread-safe, as every policy here
+     */
     public static CacheAwarePolicy cacheAware() {
         return CacheAwarePolicy.builder().build();
     }
@@ -25,27 +29,45 @@ public final class Policies {
     /**
      * The replica with the smallest predicted time to first token, from speeds learned online
      * ({@code PredictedTtftPolicy.builder().build()}).
+     *
+     * @return a new policy, which has learned nothing yet
      */
     public static PredictedTtftPolicy predictedTtft() {
         return PredictedTtftPolicy.builder().build();
     }
 
-    /** Each usable replica in turn. */
+    /**
+     * Each usable replica in turn.
+     *
+     * @return a new policy with its own turn counter
+     */
     public static RoutingPolicy roundRobin() {
         return new Baselines.RoundRobin();
     }
 
-    /** A usable replica uniformly at random. */
+    /**
+     * A usable replica uniformly at random.
+     *
+     * @return a stateless policy
+     */
     public static RoutingPolicy random() {
         return new Baselines.Random();
     }
 
-    /** The least-loaded usable replica, ties at random. */
+    /**
+     * The least-loaded usable replica, ties at random.
+     *
+     * @return a stateless policy
+     */
     public static RoutingPolicy leastLoaded() {
         return new Baselines.LeastLoaded();
     }
 
-    /** The less loaded of two usable replicas drawn at random. */
+    /**
+     * The less loaded of two usable replicas drawn at random.
+     *
+     * @return a stateless policy
+     */
     public static RoutingPolicy powerOfTwo() {
         return new Baselines.PowerOfTwo();
     }
@@ -55,6 +77,8 @@ public final class Policies {
      * over when taking the request would put it above {@code c} times the mean load.
      *
      * @param loadFactor {@code c}: 0, or in [1, 1000]
+     * @return a stateless policy (it ignores the prefix tree)
+     * @throws IllegalArgumentException if {@code loadFactor} is neither 0 nor in [1, 1000]
      */
     public static RoutingPolicy consistentHash(double loadFactor) {
         return new Baselines.ConsistentHash(CacheAwarePolicy.HASH_LOAD_FACTOR.check("loadFactor", loadFactor));

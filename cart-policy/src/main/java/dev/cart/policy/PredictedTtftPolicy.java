@@ -19,6 +19,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Routes each request to the replica expected to give it its first token soonest.
@@ -199,7 +200,7 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
      * @param candidates how many candidates were compared
      * @param passedOver how many of them were passed over at their load bound ({@code bounded_load_factor})
      */
-    public record Estimate(ReplicaEstimate chosen, ReplicaEstimate runnerUp, int candidates, int passedOver) {
+    public record Estimate(ReplicaEstimate chosen, @Nullable ReplicaEstimate runnerUp, int candidates, int passedOver) {
         /** Never contains prompt text. */
         @Override
         public String toString() {
@@ -262,7 +263,11 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         this.poolMedian = prior;
     }
 
-    /** A builder at the defaults. */
+    /**
+     * A builder at the defaults.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -279,7 +284,11 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
                 .build();
     }
 
-    /** Every setting of this policy. */
+    /**
+     * Every setting of this policy.
+     *
+     * @return the settings it was built with
+     */
     public Config config() {
         return config;
     }
@@ -339,6 +348,9 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
             } else if (second == null || e.predictedMillis() < second.predictedMillis()) {
                 second = e;
             }
+        }
+        if (best == null || bestEstimate == null) { // the least loaded candidate is always within the bound
+            throw new IllegalStateException("predicted_ttft: no candidate within the load bound");
         }
         return choice(key, longestCandidate, best, new Estimate(bestEstimate, second, n, passedOver));
     }
@@ -424,7 +436,11 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         return s[(s.length - 1) / 2];
     }
 
-    /** What the policy has learned about every replica it has observed, by id. */
+    /**
+     * What the policy has learned about every replica it has observed, by id.
+     *
+     * @return a new list, sorted by id; a snapshot taken without stopping routing
+     */
     public List<ReplicaStats> replicaStats() {
         List<ReplicaStats> out = new ArrayList<>();
         for (Map.Entry<String, ReplicaModel> en : new java.util.TreeMap<>(models).entrySet()) {
@@ -433,8 +449,13 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         return out;
     }
 
-    /** What the policy has learned about replica {@code id}, or null when it has not observed it. */
-    public ReplicaStats replicaStats(String id) {
+    /**
+     * What the policy has learned about replica {@code id}, or null when it has not observed it.
+     *
+     * @param id a replica's {@link dev.cart.core.spi.Replica#id()}
+     * @return its figures, or null when the policy has not observed it
+     */
+    public @Nullable ReplicaStats replicaStats(String id) {
         ReplicaModel m = models.get(id);
         return m == null ? null : m.stats(id);
     }
@@ -442,6 +463,8 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
     /**
      * The median relative estimate error, |predicted - measured| / measured, over the recent first tokens
      * of every warmed-up replica together; NaN when there are none.
+     *
+     * @return the median relative error, 0 or more, or NaN
      */
     public double estimateErrorP50() {
         List<double[]> windows = new ArrayList<>();
@@ -545,19 +568,35 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         /**
          * The prior's prefill time per 1,000 prompt units, in (0, 1e6] ms (default 50: about 20,000 tokens/s;
          * with character keys the model learns about a quarter of it).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
          */
         public Builder priorPrefillMillisPerKiloUnit(double v) {
             prefill = PRIOR_PREFILL.check("priorPrefillMillisPerKiloUnit", v);
             return this;
         }
 
-        /** The prior's time per request in flight, in [0, 1e6] ms (default 0.5). */
+        /**
+         * The prior's time per request in flight, in [0, 1e6] ms (default 0.5).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder priorDecodeMillisPerRequest(double v) {
             decode = PRIOR_DECODE.check("priorDecodeMillisPerRequest", v);
             return this;
         }
 
-        /** The prior's fixed time, in [0, 1e6] ms (default 15: about one engine step). */
+        /**
+         * The prior's fixed time, in [0, 1e6] ms (default 15: about one engine step).
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
+         */
         public Builder priorBaseMillis(double v) {
             base = PRIOR_BASE.check("priorBaseMillis", v);
             return this;
@@ -567,6 +606,10 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
          * Weight of each first token in its replica's speed factor, in (0, 1] (default 0.05: about the last 20
          * observations count). The first {@value #WARM_UP} observations of a replica weigh more, as a
          * running mean.
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
          */
         public Builder learningRate(double v) {
             rate = LEARNING_RATE.check("learningRate", v);
@@ -578,6 +621,10 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
          * {@value PredictedTtftPolicy#DEFAULT_BOUNDED_LOAD_FACTOR}). A replica is passed over when taking the
          * request would put it above {@code c} times the candidates' mean load, rounded up, and above
          * {@link #boundedLoadSlack}.
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
          */
         public Builder boundedLoadFactor(double v) {
             loadFactor = BOUNDED_LOAD_FACTOR.check("boundedLoadFactor", v);
@@ -587,13 +634,21 @@ public final class PredictedTtftPolicy implements RoutingPolicy {
         /**
          * In-flight requests, at least 1, below which the load bound never passes a replica over (default
          * {@value PredictedTtftPolicy#DEFAULT_BOUNDED_LOAD_SLACK}): in a lightly loaded pool the cached replica wins.
+         *
+         * @param v the value, in the range above
+         * @return this builder
+         * @throws IllegalArgumentException if the value is out of that range
          */
         public Builder boundedLoadSlack(int v) {
             loadSlack = BOUNDED_LOAD_SLACK.check("boundedLoadSlack", v);
             return this;
         }
 
-        /** The policy. */
+        /**
+         * The policy.
+         *
+         * @return a new policy with this builder's settings, which has learned nothing yet
+         */
         public PredictedTtftPolicy build() {
             return new PredictedTtftPolicy(this);
         }

@@ -52,7 +52,13 @@ final class Rendezvous {
                 bestScore = score;
             }
         }
-        return best != null ? best : fallback;
+        if (best != null) {
+            return best;
+        }
+        if (fallback == null) {
+            throw new IllegalArgumentException("no candidates");
+        }
+        return fallback;
     }
 
     /**

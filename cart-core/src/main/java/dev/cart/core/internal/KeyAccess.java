@@ -1,6 +1,7 @@
 package dev.cart.core.internal;
 
 import dev.cart.core.PromptKey;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reaches into {@link PromptKey} from the library's own modules without making those parts public API:
@@ -75,7 +76,7 @@ public final class KeyAccess {
         long hashBytes(byte[] b, int off, int n, long seed);
     }
 
-    private static Secrets secrets;
+    private static @Nullable Secrets secrets;
 
     private KeyAccess() {}
 
@@ -102,6 +103,9 @@ public final class KeyAccess {
         if (s == null) {
             PromptKey.empty(); // initialises PromptKey, which installs it
             s = secrets;
+            if (s == null) {
+                throw new IllegalStateException("PromptKey did not install its access");
+            }
         }
         return s;
     }

@@ -28,6 +28,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A concurrent radix tree over the block hashes of {@link PromptKey}s that remembers which replicas were
@@ -291,12 +292,18 @@ public final class PrefixTree {
      * list of their own, more in one array of the right size, copied once by {@link List#of}.
      */
     private static Match result(
-            PromptKey key, int depth, Node[] seen, long[] masks, Replica[][] overflow, Replica[] names, int last) {
+            PromptKey key,
+            int depth,
+            Node[] seen,
+            long[] masks,
+            Replica @Nullable [][] overflow,
+            Replica[] names,
+            int last) {
         long all = 0;
         int extra = 0;
         for (int d = 0; d < depth; d++) {
             all |= masks[d];
-            if (masks[d] < 0) {
+            if (masks[d] < 0 && overflow != null) { // a negative mask is one with an overflow array
                 extra += overflow[d].length;
             }
         }
@@ -316,7 +323,7 @@ public final class PrefixTree {
                 found[count++] = new Match.Holding(names[Long.numberOfTrailingZeros(bits)], reach);
             }
             taken |= mask;
-            if (mask < 0) {
+            if (mask < 0 && overflow != null) {
                 next:
                 for (Replica r : overflow[d]) {
                     for (int k = 0; k < count; k++) {
@@ -433,8 +440,8 @@ public final class PrefixTree {
             long now,
             boolean remote,
             int reach,
-            Node at,
-            Node split,
+            @Nullable Node at,
+            @Nullable Node split,
             int splitLen,
             long seen) {
         // Made before the mutex: the label of the leaf the key most likely needs, from where the lock-free
@@ -578,7 +585,7 @@ public final class PrefixTree {
      * Stamps the use at {@code now} on {@code replica}'s entry at {@code node} (none if null); returns the
      * entry's own time before, or {@link Long#MIN_VALUE} if there was none (a race with a writer).
      */
-    private static long stamp(Node node, long bit, Replica replica, long now, boolean remote) {
+    private static long stamp(@Nullable Node node, long bit, Replica replica, long now, boolean remote) {
         if (node == null) {
             return Long.MIN_VALUE;
         }
@@ -606,7 +613,7 @@ public final class PrefixTree {
      * that gain the replica are odd from before the first change to after the last.
      */
     @GuardedBy("writers")
-    private void write(long[] b, Replica replica, long now, boolean remote, int from, long[] label) {
+    private void write(long[] b, Replica replica, long now, boolean remote, int from, long @Nullable [] label) {
         int number = numberFor(replica);
         long bit = bitOf(number);
         int n = b.length;
@@ -656,7 +663,10 @@ public final class PrefixTree {
                     entries.incrementAndGet();
                 } else if (!remote && maybeRemote(path[d], bit)) {
                     // a mark the lock-free walk did not see yet (the time is the deepest node's)
-                    holderOf(path[d], bit, replica).makeLocal();
+                    Holder h = holderOf(path[d], bit, replica); // found: the writers' mutex is held
+                    if (h != null) {
+                        h.makeLocal();
+                    }
                 }
             }
         } finally {
@@ -680,12 +690,12 @@ public final class PrefixTree {
     @GuardedBy("writers")
     private void grow(
             Node node,
-            Node split,
+            @Nullable Node split,
             int splitLen,
             int i,
             long[] b,
             int from,
-            long[] label,
+            long @Nullable [] label,
             Replica replica,
             int number,
             long now,
@@ -707,7 +717,7 @@ public final class PrefixTree {
             long[] b,
             int at,
             int from,
-            long[] prepared,
+            long @Nullable [] prepared,
             Replica replica,
             int number,
             long now,
@@ -940,7 +950,7 @@ public final class PrefixTree {
      * is loaded. Without the writer mutex the mask and the holders may be of different snapshots for a
      * moment; then it searches the holders themselves.
      */
-    private static Holder holderOf(Node node, long bit, Replica replica) {
+    private static @Nullable Holder holderOf(Node node, long bit, Replica replica) {
         long mask = node.mask;
         Object held = node.held;
         if (held instanceof Holder one) {
@@ -957,7 +967,7 @@ public final class PrefixTree {
     }
 
     /** The holder of {@code replica} at {@code node}, or null. */
-    private static Holder holder(Node node, Replica replica) {
+    private static @Nullable Holder holder(Node node, Replica replica) {
         Object held = node.held;
         if (held instanceof Holder one) {
             return one.replica == replica ? one : null;
@@ -965,7 +975,7 @@ public final class PrefixTree {
         return holder((Holder[]) held, replica);
     }
 
-    private static Holder holder(Holder[] hs, Replica replica) {
+    private static @Nullable Holder holder(Holder[] hs, Replica replica) {
         for (Holder h : hs) {
             if (h.replica == replica) {
                 return h;
@@ -1402,7 +1412,7 @@ public final class PrefixTree {
     }
 
     /** The live child of {@code node} whose label starts with {@code first}, or null. */
-    private static Node find(Node node, long first) {
+    private static @Nullable Node find(Node node, long first) {
         if ((long) FIRST0.getAcquire(node) == first) {
             Node c = (Node) CHILD0.getAcquire(node);
             if (c != null && c.first == first) {
@@ -1436,13 +1446,13 @@ public final class PrefixTree {
     }
 
     /** The live child in {@code table} whose label starts with {@code first}, or null. */
-    private static Node find(Node[] table, long first) {
+    private static @Nullable Node find(Node[] table, long first) {
         int len = table.length;
         return len == 0 ? null : probe(table, len - 1, first);
     }
 
     /** The live child in {@code table} (of {@code mask + 1} slots) whose label starts with {@code first}, or null. */
-    private static Node probe(Node[] table, int mask, long first) {
+    private static @Nullable Node probe(Node[] table, int mask, long first) {
         for (int i = spread(first, mask); ; i = (i + 1) & mask) {
             Node c = (Node) SLOT.getAcquire(table, i);
             if (c == null) {
@@ -1707,7 +1717,7 @@ public final class PrefixTree {
                 if (t.holderCount() > 0) {
                     Map<Replica, Route> m = out.computeIfAbsent(List.copyOf(p), x -> new HashMap<>());
                     for (Holder h : t.holders()) {
-                        m.put(h.replica, new Route(times.get(h), t.depth, h.remote));
+                        m.put(h.replica, new Route(times.getOrDefault(h, h.lastAccess), t.depth, h.remote));
                     }
                 }
             }
@@ -1810,7 +1820,7 @@ public final class PrefixTree {
          * copy); null for an edge of one or two blocks, which {@link #first} and {@link #second} hold: an
          * array less per such node.
          */
-        final long[] blocks;
+        final long @Nullable [] blocks;
         /** Blocks from the root to the end of this node's edge; fixed for the node's life. */
         final int depth;
         /** {@code label.length} and {@code label[1]} (0 if none), so a short edge is compared without its array. */
@@ -1828,7 +1838,11 @@ public final class PrefixTree {
         long first0;
 
         long first1;
+
+        @Nullable
         Node child0;
+
+        @Nullable
         Node child1;
         /** The node's children past its two slots; empty when it has none. */
         volatile Node[] children = NO_CHILDREN;
@@ -1867,8 +1881,10 @@ public final class PrefixTree {
          * The node above; null for a root and once the node left the tree (removed, merged away, or
          * replaced by a copy): no flag of its own (a node is 120 bytes with compressed references).
          */
+        @Nullable
         Node parent;
         /** The copy that replaced this node when its edge was split or merged, or null. */
+        @Nullable
         Node replacedBy;
 
         /** The holders as an array (a new one of one for a single holder): for the maintenance paths. */
@@ -1960,6 +1976,7 @@ public final class PrefixTree {
 
         final boolean remote;
         /** The same replica's entry at the parent, if any. */
+        @Nullable
         Entry up;
 
         Entry(Node node, Holder holder) {

@@ -1,6 +1,7 @@
 package dev.cart.core.internal;
 
 import dev.cart.core.Router;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Lets the library's own benchmarks build a {@link Router} over a tree they filled beforehand, without
@@ -21,7 +22,7 @@ public final class RouterAccess {
         Router.Builder tree(Router.Builder builder, PrefixTree tree);
     }
 
-    private static Secrets secrets;
+    private static @Nullable Secrets secrets;
 
     private RouterAccess() {}
 
@@ -54,6 +55,9 @@ public final class RouterAccess {
             Router.builder(); // initialises Router, which installs it
             synchronized (RouterAccess.class) {
                 s = secrets;
+            }
+            if (s == null) {
+                throw new IllegalStateException("Router did not install its access");
             }
         }
         return s.tree(builder, tree);

@@ -3,8 +3,9 @@ package dev.cart.core.spi;
 import java.util.Comparator;
 import java.util.List;
 import java.util.random.RandomGenerator;
+import org.jspecify.annotations.Nullable;
 
-/** The one "least by some order, ties at random" choice policies make. */
+/** The one "least by some order, ties at random" choice policies make. Stateless: safe from any thread. */
 public final class Candidates {
 
     /** By {@link Replica#load()}: in-flight plus penalty. */
@@ -15,9 +16,14 @@ public final class Candidates {
     /**
      * The least of {@code replicas} in {@code order}; among equals, one chosen uniformly at random
      * (reservoir sampling: each of {@code k} tied replicas is kept with probability {@code 1/k}, and the
-     * random source is drawn only on ties). Null for an empty list.
+     * random source is drawn only on ties).
+     *
+     * @param replicas the replicas to choose among
+     * @param order    the order; the least replica in it wins
+     * @param random   the source drawn from on ties
+     * @return the least replica, or null if {@code replicas} is empty
      */
-    public static Replica least(
+    public static @Nullable Replica least(
             List<? extends Replica> replicas, Comparator<? super Replica> order, RandomGenerator random) {
         Replica best = null;
         int ties = 0;
@@ -42,8 +48,9 @@ public final class Candidates {
      *
      * @param replicas the replicas to choose among (candidates of {@code ctx})
      * @param ctx      the decision's context, whose pending prefill and randomness are used
+     * @return the least replica, or null if {@code replicas} is empty
      */
-    public static Replica leastByPendingPrefill(List<? extends Replica> replicas, RoutingContext ctx) {
+    public static @Nullable Replica leastByPendingPrefill(List<? extends Replica> replicas, RoutingContext ctx) {
         Replica best = null;
         long bestPending = 0;
         long bestLoad = 0;

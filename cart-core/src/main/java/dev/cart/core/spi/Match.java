@@ -27,7 +27,13 @@ public record Match(int matchedLength, int keyLength, List<Holding> holders) {
      */
     public record Holding(Replica replica, int matchedLength) {}
 
-    /** Copies {@code holders}. */
+    /**
+     * Copies {@code holders}.
+     *
+     * @param matchedLength longest matched prefix in units, whoever holds it
+     * @param keyLength     length of the whole key in units
+     * @param holders       every replica that holds some matched prefix, longest first
+     */
     public Match {
         holders = List.copyOf(holders);
     }
@@ -42,12 +48,21 @@ public record Match(int matchedLength, int keyLength, List<Holding> holders) {
         return new Match(0, keyLength, List.of());
     }
 
-    /** Matched fraction of the key, in [0, 1]; 0 for an empty key. */
+    /**
+     * Matched fraction of the key, in [0, 1]; 0 for an empty key.
+     *
+     * @return {@code matchedLength / keyLength}, in [0, 1]
+     */
     public double ratio() {
         return keyLength == 0 ? 0.0 : (double) matchedLength / keyLength;
     }
 
-    /** The prefix length {@code replica} holds, 0 if none. */
+    /**
+     * The prefix length {@code replica} holds, 0 if none.
+     *
+     * @param replica a replica (compared by identity)
+     * @return the units of the key it holds; 0 if it holds none
+     */
     public int matchedLength(Replica replica) {
         for (Holding h : holders) {
             if (h.replica() == replica) {

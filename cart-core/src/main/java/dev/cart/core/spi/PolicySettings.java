@@ -11,6 +11,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The settings a routing policy takes by name, as its {@link RoutingPolicyProvider} describes them
@@ -126,18 +127,31 @@ public final class PolicySettings {
         return new Setting<>(name, Type.CHOICE, defaultValue, 0, 0, List.copyOf(choices), null, doc);
     }
 
-    /** The name of the policy these settings belong to. */
+    /**
+     * The name of the policy these settings belong to.
+     *
+     * @return the policy's name, as given to {@link #of}
+     */
     public String policy() {
         return policy;
     }
 
-    /** Every setting, in the order given. */
+    /**
+     * Every setting, in the order given.
+     *
+     * @return an unmodifiable list of the settings
+     */
     public List<Setting<?>> list() {
         return settings;
     }
 
-    /** The setting with this key, or null. */
-    public Setting<?> setting(String name) {
+    /**
+     * The setting with this key, or null.
+     *
+     * @param name a key, e.g. {@code threshold}
+     * @return the setting, or null if there is none by that name
+     */
+    public @Nullable Setting<?> setting(String name) {
         return byName.get(name);
     }
 
@@ -242,7 +256,7 @@ public final class PolicySettings {
         private final double max;
         private final List<String> choices;
         /** What 0 means when 0 is allowed below the range ({@link #orZero}), else null. */
-        private final String zero;
+        private final @Nullable String zero;
 
         private final String doc;
 
@@ -252,8 +266,8 @@ public final class PolicySettings {
                 T defaultValue,
                 double min,
                 double max,
-                List<String> choices,
-                String zero,
+                @Nullable List<String> choices,
+                @Nullable String zero,
                 String doc) {
             if (name == null || name.isBlank()) {
                 throw new IllegalArgumentException("a setting needs a name");
@@ -290,27 +304,47 @@ public final class PolicySettings {
             return new Setting<>(name, type, defaultValue, min, max, choices, Objects.requireNonNull(meaning), doc);
         }
 
-        /** The key, e.g. {@code threshold}. */
+        /**
+         * The key, e.g. {@code threshold}.
+         *
+         * @return the key, lower-case words joined by {@code _}
+         */
         public String name() {
             return name;
         }
 
-        /** The kind of value it takes. */
+        /**
+         * The kind of value it takes.
+         *
+         * @return the type
+         */
         public Type type() {
             return type;
         }
 
-        /** The value when the key is absent. */
+        /**
+         * The value when the key is absent.
+         *
+         * @return the default, never null
+         */
         public T defaultValue() {
             return defaultValue;
         }
 
-        /** For a {@link Type#CHOICE}, the names allowed, in the enum's order; otherwise empty. */
+        /**
+         * For a {@link Type#CHOICE}, the names allowed, in the enum's order; otherwise empty.
+         *
+         * @return an unmodifiable list, empty unless the type is {@link Type#CHOICE}
+         */
         public List<String> choices() {
             return choices;
         }
 
-        /** One line saying what the setting does. */
+        /**
+         * One line saying what the setting does.
+         *
+         * @return the line of documentation
+         */
         public String doc() {
             return doc;
         }
@@ -318,6 +352,8 @@ public final class PolicySettings {
         /**
          * What the setting allows, in words: {@code in [0, 1]}, {@code >= 1}, {@code 0 (unbounded) or in
          * [1, 1000]}, {@code true or false}, {@code one of abs_rel, median, bounded_load}.
+         *
+         * @return the allowed values in words
          */
         public String allowed() {
             String range;
@@ -364,6 +400,7 @@ public final class PolicySettings {
         }
 
         /** The problem with a configured value, or null when it is fine. */
+        @Nullable
         Problem problem(Object raw) {
             Object v = parse(raw);
             if (v == null) {
@@ -390,6 +427,9 @@ public final class PolicySettings {
         @SuppressWarnings("unchecked")
         T convert(Object raw) {
             Object v = parse(raw);
+            if (v == null) {
+                throw new IllegalStateException(name + ": converting a value its check refused");
+            }
             switch (type) {
                 case INTEGER:
                     return (T) Integer.valueOf(((Long) v).intValue());
@@ -410,7 +450,7 @@ public final class PolicySettings {
          * Boolean, or a normalised choice name (which may still not be one of the choices); null when it
          * cannot be read as the type at all.
          */
-        private Object parse(Object raw) {
+        private @Nullable Object parse(Object raw) {
             switch (type) {
                 case NUMBER:
                     if (raw instanceof Number n) {
@@ -510,12 +550,20 @@ public final class PolicySettings {
             this.sentence = sentence;
         }
 
-        /** The key as given. */
+        /**
+         * The key as given.
+         *
+         * @return the key
+         */
         public String key() {
             return key;
         }
 
-        /** What is wrong, without the key: {@code must be in [0, 1], was 1.5}, {@code unknown setting (...)}. */
+        /**
+         * What is wrong, without the key: {@code must be in [0, 1], was 1.5}, {@code unknown setting (...)}.
+         *
+         * @return the problem in words
+         */
         public String problem() {
             return problem;
         }
@@ -561,10 +609,18 @@ public final class PolicySettings {
             }
             @SuppressWarnings("unchecked")
             T v = (T) values.get(setting.name);
+            if (v == null) { // every setting of the owner has a value, its default at least
+                throw new IllegalStateException(owner.policy + ": no value for '" + setting.name + "'");
+            }
             return v;
         }
 
-        /** True if the map set {@code setting} (to a value other than null). */
+        /**
+         * True if the map set {@code setting} (to a value other than null).
+         *
+         * @param setting one of the settings these values were checked against
+         * @return true if the configuration gave it a value; false if it has its default
+         */
         public boolean isSet(Setting<?> setting) {
             return given.contains(setting.name);
         }

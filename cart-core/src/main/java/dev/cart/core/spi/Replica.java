@@ -6,6 +6,7 @@ import dev.cart.core.Outcome;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One replica of the pool as the router sees it: its identity, its load, whether it can take a request
@@ -29,21 +30,39 @@ import dev.cart.core.Router;
  */
 public interface Replica {
 
-    /** A stable, short identifier (for example the base URL). Appears in logs and metric labels. */
+    /**
+     * A stable, short identifier (for example the base URL). Appears in logs and metric labels.
+     *
+     * @return the identifier, never empty, the same on every call
+     */
     String id();
 
-    /** Requests admitted here and not yet released. */
+    /**
+     * Requests admitted here and not yet released.
+     *
+     * @return the in-flight count, zero or more
+     */
     int inFlight();
 
-    /** Admission cap: at this many in-flight requests the replica is skipped. */
+    /**
+     * Admission cap: at this many in-flight requests the replica is skipped.
+     *
+     * @return the cap, at least 1
+     */
     int maxLoad();
 
-    /** A constant added to the in-flight count when loads are compared; biases traffic away. */
+    /**
+     * A constant added to the in-flight count when loads are compared; biases traffic away.
+     *
+     * @return the penalty, zero or more
+     */
     int loadPenalty();
 
     /**
-     * True when the replica would admit a request now: healthy, below its cap, and its circuit breaker (if
-     * it has one) would let a request through. A hint for filtering; {@link #tryAcquire()} decides.
+     * Whether the replica would admit a request now: healthy, below its cap, and its circuit breaker (if it
+     * has one) would let a request through. A hint for filtering; {@link #tryAcquire()} decides.
+     *
+     * @return true if a request would be admitted now
      */
     boolean isAvailable();
 
@@ -54,6 +73,7 @@ public interface Replica {
      *
      * @return the admission, to be released exactly once; null if the request must go elsewhere
      */
+    @Nullable
     Admission tryAcquire();
 
     /**
@@ -65,12 +85,19 @@ public interface Replica {
      *
      * <p>The default serves every model: a host whose replicas all serve the same models has nothing to
      * write.
+     *
+     * @param model the requested model's name, never empty
+     * @return true if this replica can answer a request for {@code model}
      */
     default boolean serves(String model) {
         return true;
     }
 
-    /** The load used for comparisons: in-flight plus the penalty. */
+    /**
+     * The load used for comparisons: in-flight plus the penalty.
+     *
+     * @return {@link #inFlight()} plus {@link #loadPenalty()}
+     */
     default long load() {
         return (long) inFlight() + loadPenalty();
     }
@@ -85,6 +112,8 @@ public interface Replica {
         /**
          * Ends the request: takes it out of the in-flight count and reports how it ended to whatever judges
          * the replica (its circuit breaker). {@link Outcome#CANCELLED} says nothing about the replica.
+         *
+         * @param outcome how the request ended
          */
         void release(Outcome outcome);
     }

@@ -17,10 +17,18 @@ import java.util.random.RandomGenerator;
  */
 public interface RoutingContext {
 
-    /** The request being routed. */
+    /**
+     * The request being routed.
+     *
+     * @return the request as the host gave it to {@link dev.cart.core.Router#choose}
+     */
     RouteRequest request();
 
-    /** The request's prompt key. */
+    /**
+     * The request's prompt key.
+     *
+     * @return {@code request().key()}
+     */
     default PromptKey key() {
         return request().key();
     }
@@ -29,12 +37,16 @@ public interface RoutingContext {
      * Replicas that may take the request: serving its model (if it names one), available, below their
      * cap and not excluded. Never empty when a policy is called. Read-only for policies. A policy's choice
      * must be one of them.
+     *
+     * @return the candidates, at least one, in the replica set's order
      */
     List<Replica> candidates();
 
     /**
      * The tree's match for the request's key (computed once, on first call). Its holders may include
      * replicas that are not {@linkplain #candidates() candidates}: see {@link #candidateHolders()}.
+     *
+     * @return the match; one without holders when no replica holds any of the key
      */
     Match match();
 
@@ -46,6 +58,8 @@ public interface RoutingContext {
      *
      * <p>The default filters {@code match().holders()} with {@link #isCandidate} (a new list only when some
      * holder is not a candidate); like {@link #match()}, call it once per decision.
+     *
+     * @return the candidate holders, longest match first; unmodifiable, possibly empty
      */
     default List<Match.Holding> candidateHolders() {
         List<Match.Holding> all = match().holders();
@@ -64,7 +78,11 @@ public interface RoutingContext {
         return all;
     }
 
-    /** Randomness for tie-breaking; injected so tests are deterministic. */
+    /**
+     * Randomness for tie-breaking; injected so tests are deterministic.
+     *
+     * @return the decision's random source (not shared with another thread)
+     */
     RandomGenerator random();
 
     /**
@@ -84,7 +102,12 @@ public interface RoutingContext {
         return 0;
     }
 
-    /** True if {@code replica} is one of the candidates (compared by identity). */
+    /**
+     * Whether {@code replica} is one of the candidates (compared by identity).
+     *
+     * @param replica a replica
+     * @return true if the policy may choose it
+     */
     default boolean isCandidate(Replica replica) {
         List<Replica> c = candidates();
         for (int i = 0; i < c.size(); i++) {
@@ -98,8 +121,16 @@ public interface RoutingContext {
     /**
      * The candidate with the lowest {@link Replica#load()}; among equals, one chosen uniformly at random
      * (never the first, which would pile every miss on one replica at low concurrency).
+     *
+     * @return the least loaded candidate
+     * @throws IllegalStateException if there are no candidates (a context that breaks {@link #candidates()}'s
+     *     contract)
      */
     default Replica leastLoaded() {
-        return Candidates.least(candidates(), Candidates.BY_LOAD, random());
+        Replica least = Candidates.least(candidates(), Candidates.BY_LOAD, random());
+        if (least == null) {
+            throw new IllegalStateException("a routing context without candidates");
+        }
+        return least;
     }
 }

@@ -22,13 +22,19 @@ public interface RoutingListener {
     /** No-op listener. */
     RoutingListener NONE = new RoutingListener() {};
 
-    /** Every decision, including no-replica ones. */
+    /**
+     * Every decision, including no-replica ones.
+     *
+     * @param decision the decision, as {@link dev.cart.core.Router#choose} returns it
+     */
     default void onDecision(RouteDecision decision) {}
 
     /**
      * A lease was closed, with everything known about how it ended: outcome, the replica's status (if
      * recorded with {@link Lease#status(int)}), duration and the number of earlier attempts. Called once
      * per lease, on the thread that closed it.
+     *
+     * @param completion how the lease ended
      */
     default void onLeaseCompleted(LeaseCompletion completion) {}
 
@@ -38,13 +44,20 @@ public interface RoutingListener {
      * the router concluded ({@link CacheFeedback#verdict()}; the value {@link Lease#succeeded(ServedUsage)}
      * returns). Called once per lease whose known usage was compared, on the thread that reported it;
      * never with {@link CacheFeedback.Verdict#NOT_COMPARED}.
+     *
+     * @param decision the routed request's decision
+     * @param feedback the prediction, the delivery and the verdict
      */
     default void onCacheFeedback(RouteDecision decision, CacheFeedback feedback) {}
 
     /** A prefix could not be recorded because a maintenance pass held the tree. */
     default void onInsertSkipped() {}
 
-    /** A maintenance pass finished. */
+    /**
+     * A maintenance pass finished.
+     *
+     * @param report what the pass dropped, and the tree's size before and after
+     */
     default void onEviction(EvictionReport report) {}
 
     /** The tree was reset (the daily cleanup). */

@@ -29,12 +29,15 @@ public interface RoutingPolicy {
      * Picks one of {@code context.candidates()}, which is never empty.
      *
      * @return a choice whose replica is one of the candidates (by identity), never a holder that is not one
+     * @param context the decision's request, candidates and match; not to be kept after the call
      */
     Choice choose(RoutingContext context);
 
     /**
      * Whether the router should record the routed prefix in the tree after this policy's decisions.
      * Policies that never look at the tree can say no and save the insert.
+     *
+     * @return true (the default) to have routed prefixes recorded
      */
     default boolean usesPrefixTree() {
         return true;
@@ -45,6 +48,9 @@ public interface RoutingPolicy {
      * (measured by the router's {@linkplain dev.cart.core.Router.Builder#ticker ticker}). Called once per
      * reported first token ({@link dev.cart.core.Lease#firstToken()}), on the host's thread; a policy that
      * learns from it must be quick and thread-safe. No-op by default.
+     *
+     * @param decision the decision this policy's choice made (its {@link RouteDecision#detail()} is the choice's)
+     * @param nanos    time from the decision to the first token, 0 or more
      */
     default void onFirstToken(RouteDecision decision, long nanos) {}
 
@@ -52,9 +58,18 @@ public interface RoutingPolicy {
      * Observes that a request this policy routed ended: its lease closed with {@code outcome},
      * {@code nanos} after its decision; {@code firstToken} says whether a first token was reported before.
      * Called once per routed lease, on the closing thread. No-op by default.
+     *
+     * @param decision   the decision this policy's choice made
+     * @param outcome    how the lease closed
+     * @param firstToken true if a first token was reported before it closed
+     * @param nanos      time from the decision to the close, 0 or more
      */
     default void onLeaseClosed(RouteDecision decision, Outcome outcome, boolean firstToken, long nanos) {}
 
-    /** Name used in logs and configuration. */
+    /**
+     * Name used in logs and configuration.
+     *
+     * @return the policy's name, as its {@link RoutingPolicyProvider#name()}
+     */
     String name();
 }

@@ -23,7 +23,11 @@ import java.util.TreeMap;
  */
 public interface RoutingPolicyProvider {
 
-    /** The name used in configuration, e.g. {@code cache_aware}: lower-case words joined by {@code _}. */
+    /**
+     * The name used in configuration, e.g. {@code cache_aware}: lower-case words joined by {@code _}.
+     *
+     * @return the name, the same on every call
+     */
     String name();
 
     /**

@@ -9,7 +9,11 @@ import dev.cart.core.Router;
 public record RemoteApplyStats(
         long applied, long skipped, long ownEvents, long unknownReplica, long otherKeyFormat, long notLearning) {
 
-    /** Every event given, whatever became of it. */
+    /**
+     * Every event given, whatever became of it.
+     *
+     * @return the sum of every count
+     */
     public long total() {
         return applied + skipped + ownEvents + unknownReplica + otherKeyFormat + notLearning;
     }

@@ -33,10 +33,20 @@ public interface RemoteLoad {
         }
     };
 
-    /** Requests the other live instances have in flight on the replica with this {@link Replica#id()}. */
+    /**
+     * Requests the other live instances have in flight on the replica with this {@link Replica#id()}.
+     *
+     * @param replicaId a replica's id
+     * @return the other instances' in-flight count there, 0 or more (0 for an unknown replica)
+     */
     long inFlight(String replicaId);
 
-    /** Pending prefill units ({@link Router#pendingPrefill}) the other live instances have routed there. */
+    /**
+     * Pending prefill units ({@link Router#pendingPrefill}) the other live instances have routed there.
+     *
+     * @param replicaId a replica's id
+     * @return the other instances' pending prefill units there, 0 or more (0 for an unknown replica)
+     */
     long pendingPrefill(String replicaId);
 
     /**

@@ -18,10 +18,18 @@ import java.util.Objects;
  */
 public sealed interface RouteEvent {
 
-    /** The {@link RouteSync#originId()} of the instance that made the event. */
+    /**
+     * The {@link RouteSync#originId()} of the instance that made the event.
+     *
+     * @return the origin's id, never null
+     */
     String origin();
 
-    /** When it happened, in the origin's clock milliseconds. */
+    /**
+     * When it happened, in the origin's clock milliseconds.
+     *
+     * @return epoch milliseconds
+     */
     long timeMillis();
 
     /**
@@ -30,6 +38,18 @@ public sealed interface RouteEvent {
      */
     record Learned(String origin, long timeMillis, String replicaId, PromptKey.Unit unit, int blockSize, long[] blocks)
             implements RouteEvent {
+        /**
+         * Checks the event.
+         *
+         * @param origin     the publishing instance's {@link RouteSync#originId()}
+         * @param timeMillis when it was learned, in the origin's epoch milliseconds
+         * @param replicaId  the replica's {@link dev.cart.core.spi.Replica#id()}
+         * @param unit       the key's unit
+         * @param blockSize  the key's units per block, at least 1
+         * @param blocks     the key's chained block hashes
+         * @throws IllegalArgumentException if {@code blockSize} is below 1
+         * @throws NullPointerException if an object argument is null
+         */
         public Learned {
             Objects.requireNonNull(origin, "origin");
             Objects.requireNonNull(replicaId, "replicaId");
@@ -53,6 +73,19 @@ public sealed interface RouteEvent {
             long[] blocks,
             int keepBlocks)
             implements RouteEvent {
+        /**
+         * Checks the event.
+         *
+         * @param origin     the publishing instance's {@link RouteSync#originId()}
+         * @param timeMillis when it was forgotten, in the origin's epoch milliseconds
+         * @param replicaId  the replica's {@link dev.cart.core.spi.Replica#id()}
+         * @param unit       the key's unit
+         * @param blockSize  the key's units per block, at least 1
+         * @param blocks     the key's chained block hashes
+         * @param keepBlocks blocks of the key's path the replica still holds, 0 or more
+         * @throws IllegalArgumentException if {@code blockSize} is below 1 or {@code keepBlocks} negative
+         * @throws NullPointerException if an object argument is null
+         */
         public Forgotten {
             Objects.requireNonNull(origin, "origin");
             Objects.requireNonNull(replicaId, "replicaId");
@@ -67,6 +100,14 @@ public sealed interface RouteEvent {
 
     /** A replica left the pool: every route to it is forgotten. */
     record ReplicaRemoved(String origin, long timeMillis, String replicaId) implements RouteEvent {
+        /**
+         * Checks the event.
+         *
+         * @param origin     the publishing instance's {@link RouteSync#originId()}
+         * @param timeMillis when it was removed, in the origin's epoch milliseconds
+         * @param replicaId  the removed replica's {@link dev.cart.core.spi.Replica#id()}
+         * @throws NullPointerException if {@code origin} or {@code replicaId} is null
+         */
         public ReplicaRemoved {
             Objects.requireNonNull(origin, "origin");
             Objects.requireNonNull(replicaId, "replicaId");
@@ -75,6 +116,13 @@ public sealed interface RouteEvent {
 
     /** The tree was reset: every route last used at or before {@link #timeMillis()} is forgotten. */
     record Reset(String origin, long timeMillis) implements RouteEvent {
+        /**
+         * Checks the event.
+         *
+         * @param origin     the publishing instance's {@link RouteSync#originId()}
+         * @param timeMillis when the tree was reset, in the origin's epoch milliseconds
+         * @throws NullPointerException if {@code origin} is null
+         */
         public Reset {
             Objects.requireNonNull(origin, "origin");
         }

@@ -31,10 +31,16 @@ public interface RouteSync {
      * The origin stamped on this instance's events. Must differ between running instances and should
      * differ between two lives of one instance (a restarted instance then re-learns, from the shared log,
      * what it published in its earlier life, while it never re-applies an event of its current one).
+     *
+     * @return this instance's id, the same on every call
      */
     String originId();
 
-    /** Hands one event to the transport. Quick, non-blocking, thread-safe (see the class comment). */
+    /**
+     * Hands one event to the transport. Quick, non-blocking, thread-safe (see the class comment).
+     *
+     * @param event what this router learned or forgot
+     */
     void publish(RouteEvent event);
 
     /**
@@ -44,6 +50,8 @@ public interface RouteSync {
      * on its first use in each window of this length (aligned on the clock; a use by another instance,
      * applied here, counts too); for the other uses it does not even build the event. {@link
      * Duration#ZERO} (the default) publishes every learned route.
+     *
+     * @return the interval, zero or more
      */
     default Duration repeatInterval() {
         return Duration.ZERO;

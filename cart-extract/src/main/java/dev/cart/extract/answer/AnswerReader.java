@@ -15,6 +15,7 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads what a replica's answer says about itself while its bytes pass to the client: the prompt-cache usage the
@@ -139,13 +140,15 @@ public final class AnswerReader {
         }
     }
 
+    private static final byte[] NO_BYTES = new byte[0];
+
     /**
      * The bytes of the event being parsed, as the stream the answer's parser reads: an event's bytes between
      * {@link #set} and {@link #clear}, the end of the stream after them (an event cut short fails to parse, as
      * with a parser of its own), nothing kept after {@link #clear}.
      */
     private static final class EventInput extends InputStream {
-        private byte[] b;
+        private byte[] b = NO_BYTES;
         private int at;
         private int end;
 
@@ -160,7 +163,7 @@ public final class AnswerReader {
         }
 
         void clear() {
-            b = null;
+            b = NO_BYTES;
             at = 0;
             end = 0;
         }
@@ -186,14 +189,14 @@ public final class AnswerReader {
     }
 
     /** The streamed answer's parser's buffers; null for a JSON body (parsed once, with the factory's pool). */
-    private final BufferRecycler buffers;
+    private final @Nullable BufferRecycler buffers;
     /** What the streamed answer's parser reads; null for a JSON body. */
-    private final EventInput input;
+    private final @Nullable EventInput input;
     /** The streamed answer's parser: made at the first event, dropped after an event that did not parse. */
-    private JsonParser events;
+    private @Nullable JsonParser events;
 
     /** The template: its event's bytes up to its text's opening quote, then those after its closing quote; or null. */
-    private byte[] template;
+    private byte @Nullable [] template;
     /** Bytes of the template up to its text's opening quote, that included; 0 when there is none. */
     private int headLength;
     /** Bytes of the template after its text's closing quote. */
@@ -208,14 +211,14 @@ public final class AnswerReader {
     private final AnswerText answer;
     private final DialectReader reader;
     /** Null for a JSON body. */
-    private final SseLines lines;
+    private final @Nullable SseLines lines;
 
     // JSON body copy
-    private byte[] json;
+    private byte @Nullable [] json;
     private int jsonLength;
     private boolean jsonAbandoned;
     /** The tail of a JSON body too long to keep whole, for its usage; null otherwise. */
-    private JsonTail jsonTail;
+    private @Nullable JsonTail jsonTail;
     /** The JSON body's declared length, -1 when unknown. */
     private final long declaredLength;
     /** The JSON body was parsed in place as it arrived whole: later bytes (none, if it was framed right) are ignored. */
@@ -255,9 +258,13 @@ public final class AnswerReader {
      * @param contentEncoding the answer's {@code Content-Encoding}, or null
      * @param collectReply true to keep the answer's text ({@link #text()}); false reads usage only, which lets the
      *     reader skip every event that cannot carry usage
+     * @return a new reader, or null when the answer cannot be read
      */
-    public static AnswerReader create(
-            Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply) {
+    public static @Nullable AnswerReader create(
+            @Nullable Endpoint endpoint,
+            @Nullable String contentType,
+            @Nullable String contentEncoding,
+            boolean collectReply) {
         return create(endpoint, contentType, contentEncoding, collectReply, -1);
     }
 
@@ -265,9 +272,20 @@ public final class AnswerReader {
      * As {@link #create(Endpoint, String, String, boolean)}, for a body of {@code declaredLength} bytes (its
      * {@code Content-Length}; -1 when unknown or chunked): a JSON body that then arrives in one piece is parsed
      * where it lies, with no copy.
+     *
+     * @param endpoint        the routed endpoint the request went to (its dialect), or null
+     * @param contentType     the answer's {@code Content-Type}, or null (read as JSON)
+     * @param contentEncoding the answer's {@code Content-Encoding}, or null
+     * @param collectReply    true to keep the answer's text ({@link #text()})
+     * @param declaredLength  the body's {@code Content-Length}, or -1 when unknown
+     * @return a new reader, or null when the answer cannot be read
      */
-    public static AnswerReader create(
-            Endpoint endpoint, String contentType, String contentEncoding, boolean collectReply, long declaredLength) {
+    public static @Nullable AnswerReader create(
+            @Nullable Endpoint endpoint,
+            @Nullable String contentType,
+            @Nullable String contentEncoding,
+            boolean collectReply,
+            long declaredLength) {
         if (endpoint == null) {
             return null;
         }
@@ -289,6 +307,10 @@ public final class AnswerReader {
     /**
      * The next {@code len} bytes of the answer, {@code b[off, off + len)}, in order; nothing of {@code b} is kept
      * after the call.
+     *
+     * @param b   holds the bytes
+     * @param off the first byte in {@code b}
+     * @param len the number of bytes, 0 or more
      */
     public void accept(byte[] b, int off, int len) {
         if (lines != null) {
@@ -328,6 +350,8 @@ public final class AnswerReader {
     /**
      * The next bytes of the answer: {@code b}'s remaining bytes, from its position to its limit (its position is
      * not moved, nothing of it is kept). A direct buffer is read in slices of a scratch array of the calling thread.
+     *
+     * @param b the bytes between its position and its limit
      */
     public void accept(ByteBuffer b) {
         int n = b.remaining();
@@ -350,6 +374,8 @@ public final class AnswerReader {
     /**
      * The body ended normally: parses what is pending (a JSON body, a last SSE line without its newline) and
      * returns {@link #usage()}.
+     *
+     * @return what the replica reported about its cache ({@link #usage()})
      */
     public ServedUsage finish() {
         if (lines != null) {
@@ -365,7 +391,11 @@ public final class AnswerReader {
         return usage();
     }
 
-    /** What the replica reported, {@link ServedUsage#UNKNOWN} for each field it did not. */
+    /**
+     * What the replica reported, {@link ServedUsage#UNKNOWN} for each field it did not.
+     *
+     * @return the usage; {@link ServedUsage#unknown()}-like fields where it reported nothing
+     */
     public ServedUsage usage() {
         return reader.usage();
     }
@@ -374,6 +404,7 @@ public final class AnswerReader {
      * The answer's text blocks (one for OpenAI; one per text block for Anthropic), or null when it is not
      * available as plain text (see {@link #textProblem()}).
      */
+    @Nullable
     List<String> reply() {
         return answer.text();
     }
@@ -382,16 +413,20 @@ public final class AnswerReader {
      * The answer's text blocks (one for OpenAI; one per text block for Anthropic) as the reader holds them, without
      * a copy, or null when the text is not available (see {@link #textProblem()}). Read once the answer is complete:
      * the text changes if more of the answer is read.
+     *
+     * @return the text blocks (unmodifiable), or null
      */
-    public List<? extends CharSequence> text() {
+    public @Nullable List<? extends CharSequence> text() {
         return answer.held();
     }
 
     /**
      * Why {@link #text()} is null: {@code not_collected}, {@code too_long}, {@code not_text} (tool calls, non-text
      * blocks), {@code several_choices}, {@code empty}; null when the text is available.
+     *
+     * @return the reason, or null
      */
-    public String textProblem() {
+    public @Nullable String textProblem() {
         return answer.problem();
     }
 
@@ -399,6 +434,8 @@ public final class AnswerReader {
      * Events (or the JSON body) that started as a JSON object but could not be parsed: what they said about
      * usage or the reply is lost ({@code cart_response_parse_failures_total}). Only events that were parsed are
      * counted: once the text is not wanted, those that cannot carry usage are not parsed.
+     *
+     * @return the count, 0 or more
      */
     public int parseFailures() {
         return parseFailures;
@@ -464,18 +501,19 @@ public final class AnswerReader {
         int head = headLength;
         int tail = tailLength;
         int textEnd = off + len - tail;
-        if (len - head - tail < 1 // at least the closing quote after the head's opening one
+        byte[] t = template;
+        EventInput input = eventInput();
+        if (t == null // no template yet
+                || len - head - tail < 1 // at least the closing quote after the head's opening one
                 || b[textEnd - 1] != '"'
-                || Arrays.mismatch(b, off, off + head, template, 0, head) >= 0
-                || Arrays.mismatch(b, textEnd, off + len, template, head, head + tail) >= 0) {
+                || Arrays.mismatch(b, off, off + head, t, 0, head) >= 0
+                || Arrays.mismatch(b, textEnd, off + len, t, head, head + tail) >= 0) {
             return false;
         }
         int from = off + head - 1;
         input.set(b, from, textEnd - from);
         try {
-            if (events == null) {
-                events = JSON.parser(input, buffers);
-            }
+            JsonParser events = eventParser(input);
             if (events.nextToken() != JsonToken.VALUE_STRING) {
                 closeEvents(); // cannot happen after a quote; the event is parsed whole
                 return false;
@@ -501,13 +539,12 @@ public final class AnswerReader {
 
     /** Parses one event's JSON object with the answer's parser; what follows the object is ignored. */
     private void parseEvent(byte[] b, int off, int len) {
+        EventInput input = eventInput();
         input.set(b, off, len);
         boolean collecting = answer.collecting();
         answer.startEvent();
         try {
-            if (events == null) {
-                events = JSON.parser(input, buffers);
-            }
+            JsonParser events = eventParser(input);
             if (events.nextToken() != JsonToken.START_OBJECT) {
                 closeEvents(); // not an object (an event is one, from its first byte): no state to carry on from
                 return;
@@ -532,6 +569,29 @@ public final class AnswerReader {
         }
     }
 
+    /** What the events' parser reads: a streamed answer's (events come from a stream only). */
+    private EventInput eventInput() {
+        EventInput in = input;
+        if (in == null) {
+            throw new IllegalStateException("an event in a JSON answer");
+        }
+        return in;
+    }
+
+    /** The events' parser, made at the first event and again after one that did not parse. */
+    private JsonParser eventParser(EventInput in) throws IOException {
+        JsonParser p = events;
+        BufferRecycler b = buffers;
+        if (p == null) {
+            if (b == null) {
+                throw new IllegalStateException("an event in a JSON answer");
+            }
+            p = JSON.parser(in, b);
+            events = p;
+        }
+        return p;
+    }
+
     /**
      * Makes the event just parsed whole the template, when all it did was append the string at
      * {@code [from, to)} of its bytes (its quotes included): keeps its bytes up to the string's opening quote and
@@ -551,11 +611,13 @@ public final class AnswerReader {
         if (head + tail > MAX_TEMPLATE_BYTES) {
             return;
         }
-        if (template == null || template.length < head + tail) {
-            template = new byte[Math.max(256, head + tail)];
+        byte[] t = template;
+        if (t == null || t.length < head + tail) {
+            t = new byte[Math.max(256, head + tail)];
+            template = t;
         }
-        System.arraycopy(b, off, template, 0, head);
-        System.arraycopy(b, off + (int) to, template, head, tail);
+        System.arraycopy(b, off, t, 0, head);
+        System.arraycopy(b, off + (int) to, t, head, tail);
         headLength = head;
         tailLength = tail;
         templateBlock = answer.eventSpotBlock();

@@ -2,6 +2,7 @@ package dev.cart.extract.answer;
 
 import java.util.Arrays;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The text of an answer as the dialect readers find it: one block per choice (OpenAI) or per text content
@@ -27,13 +28,15 @@ final class AnswerText {
     private static final int MAX_BLOCK = 64;
 
     private final boolean collect;
-    /** Block i: null (nothing yet), a String (one text, as given) or a StringBuilder (several); null when none. */
-    private Object[] blocks;
+    /** Block i: null (nothing yet), a String (one text, as given) or a StringBuilder (several); empty when none. */
+    private Object[] blocks = NO_BLOCKS;
+
+    private static final Object[] NO_BLOCKS = new Object[0];
     /** Blocks in use: the highest block appended to, plus one. */
     private int blockCount;
 
     private int chars;
-    private String problem;
+    private @Nullable String problem;
 
     // the event being read (startEvent)
     private int eventAppends;
@@ -135,10 +138,8 @@ final class AnswerText {
             unavailable("too_long");
             return false;
         }
-        if (blocks == null) {
-            blocks = new Object[Math.max(2, block + 1)];
-        } else if (block >= blocks.length) {
-            blocks = Arrays.copyOf(blocks, Math.max(block + 1, blocks.length * 2));
+        if (block >= blocks.length) {
+            blocks = Arrays.copyOf(blocks, Math.max(Math.max(2, block + 1), blocks.length * 2));
         }
         blockCount = Math.max(blockCount, block + 1);
         return true;
@@ -164,7 +165,7 @@ final class AnswerText {
         eventOther = true;
         if (problem == null) {
             problem = why;
-            blocks = null;
+            blocks = NO_BLOCKS;
             blockCount = 0;
         }
     }
@@ -178,6 +179,7 @@ final class AnswerText {
      * nothing was appended to), their text not copied, or null when unavailable or empty ({@link #problem()}
      * says why). For use once the answer is complete: a later append may change or replace a block.
      */
+    @Nullable
     List<? extends CharSequence> held() {
         if (problem != null || blockCount == 0) {
             return null;
@@ -192,11 +194,12 @@ final class AnswerText {
         return List.of(out);
     }
 
-    private static CharSequence held(Object block) {
+    private static CharSequence held(@Nullable Object block) {
         return block == null ? "" : (CharSequence) block;
     }
 
     /** The blocks' text as Strings (a block's one String as it is), or null as for {@link #held()}. */
+    @Nullable
     List<String> text() {
         List<? extends CharSequence> held = held();
         if (held == null) {
@@ -210,6 +213,7 @@ final class AnswerText {
     }
 
     /** Why {@link #text()} is null ({@code empty} when nothing arrived); null when it is available. */
+    @Nullable
     String problem() {
         if (problem == null && blockCount == 0) {
             return "empty";

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.cart.core.ServedUsage;
 import java.io.IOException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The Anthropic dialect ({@code /v1/messages}): {@code input_tokens} counts only uncached input, so
@@ -136,7 +137,7 @@ final class AnthropicReader implements DialectReader {
     }
 
     /** A content block's type and text (null when it has none). */
-    private record Block(String type, String text) {}
+    private record Block(@Nullable String type, @Nullable String text) {}
 
     private Block block(JsonParser p) throws IOException {
         String type = null;

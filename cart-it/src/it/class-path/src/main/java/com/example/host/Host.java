@@ -10,6 +10,7 @@ import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
 import dev.cart.extract.PromptExtractor;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -29,8 +30,10 @@ public final class Host {
      * Runs the example.
      *
      * @param args the path the build put the library on: {@code module-path} or {@code class-path}
+     * @throws ExtractionException if a body the example builds is not a valid request (a bug)
+     * @throws IOException never: the example's replica answers from memory
      */
-    public static void main(String[] args) throws ExtractionException {
+    public static void main(String[] args) throws ExtractionException, IOException {
         DiscoveredReplicas pool = new DiscoveredReplicas();
         pool.update(List.of("http://gpu-0:8000", "http://gpu-1:8000", "http://gpu-2:8000"), 32);
         PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
@@ -60,6 +63,7 @@ public final class Host {
                         d.matchedLength(), d.keyLength());
             }
         }
+        Serve.run();
         PathCheck.expect(args.length > 0 ? args[0] : "class-path", pool);
     }
 
