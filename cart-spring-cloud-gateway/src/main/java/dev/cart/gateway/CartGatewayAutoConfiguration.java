@@ -52,6 +52,12 @@ public class CartGatewayAutoConfiguration {
         return new CartPromptFilter(routing);
     }
 
+    @Bean
+    @ConditionalOnMissingBean
+    public CartConnectFailureFilter cartConnectFailureFilter(CartGatewayRouting routing) {
+        return new CartConnectFailureFilter(routing);
+    }
+
     /** CART's balancer configuration for every load-balancer child context; it acts only for {@code cart.services}. */
     @Bean
     public LoadBalancerClientSpecification cartLoadBalancerClientSpecification() {
