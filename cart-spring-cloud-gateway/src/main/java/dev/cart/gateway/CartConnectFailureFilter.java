@@ -2,6 +2,7 @@ package dev.cart.gateway;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import io.netty.channel.ConnectTimeoutException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -108,7 +109,7 @@ public final class CartConnectFailureFilter implements GlobalFilter, Ordered {
          */
         static Failure of(Throwable error) {
             for (Throwable c = error; c != null; c = c.getCause()) {
-                if (c instanceof io.netty.channel.ConnectTimeoutException) {
+                if (c instanceof ConnectTimeoutException) {
                     return CONNECT_TIMEOUT;
                 }
             }
