@@ -35,10 +35,21 @@ final class Backends {
 
     private Backends() {}
 
-    /** A replica: answers every POST with a short JSON completion and counts the requests it got. */
+    /** How a replica answers. */
+    enum Mode {
+        /** 200 with a short JSON completion. */
+        OK,
+        /** 500 with an OpenAI-style error body: the replica had the request. */
+        ERROR_500,
+        /** closes the connection after reading the request, without an answer. */
+        CLOSE
+    }
+
+    /** A replica: answers every POST as its {@link Mode} says and counts the requests it got. */
     static final class Replica implements AutoCloseable {
         final String name;
         final AtomicInteger requests = new AtomicInteger();
+        volatile Mode mode = Mode.OK;
         private final HttpServer server;
 
         Replica(String name) throws IOException {
@@ -57,6 +68,15 @@ final class Backends {
         private void complete(HttpExchange ex) throws IOException {
             ex.getRequestBody().readAllBytes();
             requests.incrementAndGet();
+            if (mode == Mode.CLOSE) {
+                ex.close(); // no status line: the server drops the connection
+                return;
+            }
+            if (mode == Mode.ERROR_500) {
+                ex.getResponseHeaders().set("Content-Type", "application/json");
+                answer(ex, 500, "{\"error\":{\"message\":\"engine failed\",\"type\":\"server_error\"}}");
+                return;
+            }
             String body = ex.getRequestURI().getPath().endsWith("/messages")
                     ? "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":"
                             + "[{\"type\":\"text\",\"text\":\"ok\"}],\"stop_reason\":\"end_turn\",\"usage\":"

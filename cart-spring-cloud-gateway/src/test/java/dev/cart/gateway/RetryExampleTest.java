@@ -77,6 +77,48 @@ class RetryExampleTest {
         }
     }
 
+    /**
+     * The same block with replicas that had the request and failed it, by a 500 or by closing the connection
+     * without an answer: nothing is sent again (the filter's defaults would have resent both), the client gets
+     * the failure, and the leases are closed as failures.
+     */
+    @Test
+    void theReadmeRetryFilterNeverResendsARequestAReplicaHad(@TempDir Path dir) throws Exception {
+        String block = ReadmeBlocks.after("**Retry on connect failure only.**", "yaml");
+        try (Backends.Replica a = new Backends.Replica("a");
+                Backends.Replica b = new Backends.Replica("b")) {
+            ConfigurableApplicationContext gateway = Backends.gateway(List.of(
+                    ReadmeBlocks.asConfigLocation(block, dir),
+                    "spring.main.sources=" + Metrics.class.getName(),
+                    "cart.services=llm",
+                    "spring.cloud.discovery.client.simple.instances.llm[0].uri=" + a.uri(),
+                    "spring.cloud.discovery.client.simple.instances.llm[1].uri=" + b.uri()));
+            try {
+                CartGatewayRouting routing = gateway.getBean(CartGatewayRouting.class);
+                MeterRegistry registry = gateway.getBean(MeterRegistry.class);
+                int port = Backends.port(gateway);
+                int sent = 0;
+                for (Backends.Mode mode : List.of(Backends.Mode.ERROR_500, Backends.Mode.CLOSE)) {
+                    a.mode = mode;
+                    b.mode = mode;
+                    for (int i = 0; i < 2; i++) {
+                        HttpResponse<String> r = Backends.post(
+                                port, "/v1/chat/completions", Backends.chat(mode + " request " + i + ". "));
+                        sent++;
+                        assertTrue(r.statusCode() >= 500, mode + ": " + r.statusCode() + " " + r.body());
+                        assertEquals(sent, a.requests.get() + b.requests.get(), mode + ": sent once, not again");
+                    }
+                }
+                int total = sent;
+                Backends.await("nothing in flight", () -> routing.inFlight("llm") == 0);
+                Backends.await(
+                        "every attempt closed as a failure", () -> count(registry, "outcome", "failure") == total);
+            } finally {
+                gateway.close();
+            }
+        }
+    }
+
     private static double count(MeterRegistry registry, String... tags) {
         double total = 0;
         for (Counter c : registry.find("cart.upstream.requests")
