@@ -16,7 +16,8 @@ import org.springframework.context.annotation.Bean;
 /**
  * Puts CART into a reactive Spring Cloud Gateway: the routing state bound from {@code cart.*}
  * ({@link CartGatewayRouting}, validated at start), the global filters that make each exchange's lease follow it
- * to the end of its body ({@link CartLeaseFilter}) and extract the prompt key ({@link CartPromptFilter}), and,
+ * to the end of its body ({@link CartLeaseFilter}) and extract the prompt key ({@link CartPromptFilter}) and that
+ * answer a replica the gateway cannot connect to with an API-style error ({@link CartConnectFailureFilter}), and,
  * for each service named in {@code cart.services}, CART as that service's load balancer
  * ({@link CartLoadBalancerConfiguration}, registered as a default load-balancer configuration that yields to the
  * gateway's round robin for every other service). Metrics go to the application's {@link MeterRegistry} when
@@ -50,6 +51,12 @@ public class CartGatewayAutoConfiguration {
     @ConditionalOnMissingBean
     public CartPromptFilter cartPromptFilter(CartGatewayRouting routing) {
         return new CartPromptFilter(routing);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public CartConnectFailureFilter cartConnectFailureFilter(CartGatewayRouting routing) {
+        return new CartConnectFailureFilter(routing);
     }
 
     /** CART's balancer configuration for every load-balancer child context; it acts only for {@code cart.services}. */
