@@ -10,6 +10,7 @@ import dev.cart.extract.ExtractionException;
 import dev.cart.policy.PredictedTtftPolicy;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Answer;
+import dev.cart.proxy.http.ApiErrors;
 import dev.cart.proxy.http.HeaderList;
 import dev.cart.proxy.http.RequestHead;
 import dev.cart.proxy.http.Responses;
@@ -65,6 +66,8 @@ public final class ProxyCore {
     private final Cluster cluster;
     /** Requests holding a slot of {@code server.max_concurrent_requests}. */
     private final AtomicInteger inProgress = new AtomicInteger();
+    /** Set once when the proxy begins to stop ({@link #drain}); never cleared. */
+    private volatile boolean draining;
 
     /** A core over the proxy's parts; the configuration and the routing state are read through once per request. */
     public ProxyCore(
@@ -151,15 +154,26 @@ public final class ProxyCore {
             if (!isGet(method)) {
                 return new Own(path, methodNotAllowed(method, "GET, HEAD", path));
             }
-            return new Own(
-                    path,
-                    switch (path) {
-                        case "/health" -> health();
-                        case "/workers" -> workers();
-                        default -> metricsAnswer();
-                    });
+            Answer own = switch (path) {
+                case "/health" -> health();
+                case "/workers" -> workers();
+                default -> metricsAnswer();
+            };
+            return new Own(path, draining ? own.closing() : own);
         }
         Optional<Endpoint> endpoint = Endpoint.forPath(path);
+        if (draining) {
+            metrics.rejected("draining");
+            return new Own(
+                    path,
+                    ApiErrors.answer(
+                                    endpoint.orElse(null) == Endpoint.MESSAGES,
+                                    503,
+                                    "draining",
+                                    "the proxy is shutting down and takes no new requests; retry on another instance")
+                            .with("Retry-After", "1")
+                            .closing());
+        }
         if (endpoint.isPresent() && !"POST".equals(method)) {
             return new Own(path, methodNotAllowed(method, "POST", path));
         }
@@ -201,6 +215,20 @@ public final class ProxyCore {
                         "overloaded",
                         "the proxy is handling server.max_concurrent_requests (" + limit + ") requests; retry shortly")
                 .with("Retry-After", "1");
+    }
+
+    /**
+     * The proxy begins to stop: from now on {@code /health} answers 503 {@code draining}, every new request gets
+     * 503 {@code draining} and each of the proxy's own answers closes its connection. Requests already planned
+     * go on. Idempotent.
+     */
+    public void drain() {
+        draining = true;
+    }
+
+    /** True once {@link #drain} was called. */
+    public boolean draining() {
+        return draining;
     }
 
     /** The largest request body accepted ({@code proxy.max_body_bytes}). */
@@ -455,6 +483,12 @@ public final class ProxyCore {
         ManagedReplicaSet set = routing.get().replicas;
         int healthy = set.healthyCount();
         ObjectNode root = Responses.JSON.createObjectNode();
+        if (draining) {
+            root.put("status", "draining");
+            root.put("healthy", healthy);
+            root.put("total", set.replicas().size());
+            return Answer.json(503, root);
+        }
         root.put("status", healthy > 0 ? "ok" : "unavailable");
         root.put("healthy", healthy);
         root.put("total", set.replicas().size());
