@@ -152,6 +152,8 @@ class DockerfileTest {
     @Test
     void theHealthCheckAsksTheProxysHealthEndpoint() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
+            assertEquals(1, healthcheck(h.proxy.port()), "no replica probed yet: /health is 503 (starting)");
+            h.probe();
             assertEquals(0, healthcheck(h.proxy.port()), "a healthy proxy");
             h.replica(0).close();
             h.probe();

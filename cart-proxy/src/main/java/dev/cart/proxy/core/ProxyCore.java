@@ -21,6 +21,7 @@ import dev.cart.proxy.routing.Cluster;
 import dev.cart.proxy.routing.Routing;
 import dev.cart.proxy.routing.RoutingKeys;
 import dev.cart.proxy.upstream.Forwarder;
+import dev.cart.proxy.upstream.HealthChecker;
 import dev.cart.proxy.upstream.ModelsUnion;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
@@ -479,20 +480,31 @@ public final class ProxyCore {
                 .with("Allow", allow);
     }
 
+    /**
+     * {@code /health}: {@code status} with {@code healthy}, {@code unknown} (no probe completed yet) and
+     * {@code total} replicas. 200 {@code ok} when every replica is healthy, 200 {@code degraded} when some
+     * are; 503 {@code starting} while none is healthy and some are still unknown (the first probes have not
+     * all answered), 503 {@code unavailable} when none is healthy, 503 {@code draining} once the proxy stops.
+     */
     private Answer health() {
-        ManagedReplicaSet set = routing.get().replicas;
-        int healthy = set.healthyCount();
-        ObjectNode root = Responses.JSON.createObjectNode();
+        Routing r = routing.get();
+        int healthy = r.health.count(HealthChecker.State.HEALTHY);
+        int unknown = r.health.count(HealthChecker.State.UNKNOWN);
+        int total = r.replicas.replicas().size();
+        String status;
         if (draining) {
-            root.put("status", "draining");
-            root.put("healthy", healthy);
-            root.put("total", set.replicas().size());
-            return Answer.json(503, root);
+            status = "draining";
+        } else if (healthy == 0) {
+            status = unknown > 0 ? "starting" : "unavailable";
+        } else {
+            status = healthy < total ? "degraded" : "ok";
         }
-        root.put("status", healthy > 0 ? "ok" : "unavailable");
+        ObjectNode root = Responses.JSON.createObjectNode();
+        root.put("status", status);
         root.put("healthy", healthy);
-        root.put("total", set.replicas().size());
-        return Answer.json(healthy > 0 ? 200 : 503, root);
+        root.put("unknown", unknown);
+        root.put("total", total);
+        return Answer.json(!draining && healthy > 0 ? 200 : 503, root);
     }
 
     private Answer metricsAnswer() {
@@ -505,7 +517,7 @@ public final class ProxyCore {
         DecisionWindow.Snapshot recent = window.snapshot();
         ObjectNode root = Responses.JSON.createObjectNode();
         root.put("policy", current.router.policy().name());
-        root.put("healthy", current.replicas.healthyCount());
+        root.put("healthy", current.health.count(HealthChecker.State.HEALTHY));
         root.put("tree_size", current.router.treeStats().size());
         ObjectNode window = root.putObject("recent");
         window.put("window", DecisionWindow.SIZE);
@@ -515,7 +527,9 @@ public final class ProxyCore {
         for (ManagedReplicaSet.Member m : current.replicas.replicas()) {
             ObjectNode w = list.addObject();
             w.put("url", m.id());
-            w.put("healthy", m.isHealthy());
+            HealthChecker.State health = current.health.state(m);
+            w.put("healthy", health == HealthChecker.State.HEALTHY);
+            w.put("health", health.label());
             w.put("circuit", m.circuitState().label());
             w.put("in_flight", m.inFlight());
             if (cluster.on()) {

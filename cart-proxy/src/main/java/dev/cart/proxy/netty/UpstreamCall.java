@@ -3,6 +3,7 @@ package dev.cart.proxy.netty;
 import dev.cart.extract.Endpoint;
 import dev.cart.proxy.http.ApiErrors;
 import dev.cart.proxy.http.HopByHop;
+import dev.cart.proxy.upstream.ConnectFailure;
 import dev.cart.proxy.upstream.Forwarder;
 import dev.cart.proxy.upstream.Relay;
 import io.netty.buffer.ByteBuf;
@@ -132,7 +133,7 @@ final class UpstreamCall implements NettyUpstream.Listener {
                 cf.channel().close();
             } else if (!cf.isSuccess()) {
                 finish();
-                conn.drive(x.failed(s, Forwarder.Failure.CONNECT, Forwarder.describe(cf.cause())), x);
+                conn.drive(x.failed(s, Forwarder.Failure.CONNECT, ConnectFailure.describe(cf.cause())), x);
             } else {
                 write();
             }
