@@ -43,5 +43,8 @@ ENV CART_HEALTH_PORT=6700
 EXPOSE 6700
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["/opt/cart/docker-entrypoint.sh", "--healthcheck"]
+# docker stop sends SIGTERM to java (the entrypoint execs it): the proxy drains for up to
+# server.drain_timeout_ms (30 s by default), so give it longer: docker stop -t 40 (the default is 10 s)
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["/opt/cart/docker-entrypoint.sh"]
 CMD ["-c", "/workspace/configs/config.yaml"]

@@ -56,6 +56,8 @@ public final class Main {
               -h, --help          print this help and exit
 
             Signals: SIGHUP re-reads the configuration files; only 'workers' may change.
+                     SIGTERM drains: new connections are refused and /health answers 503, requests
+                     in flight finish (up to server.drain_timeout_ms), then the proxy exits.
             Reference: docs/configuration.md and config.example.yaml.
             """;
 
@@ -256,6 +258,7 @@ public final class Main {
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
                         () -> {
+                            running.drain(); // SIGTERM: in-flight requests finish, up to server.drain_timeout_ms
                             running.close();
                             if (runningDemo != null) {
                                 runningDemo.close();

@@ -154,6 +154,7 @@ public final class ProxyServer implements AutoCloseable {
     private long lastActedRead;
 
     private volatile ProxyConfig running;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private ProxyServer(ProxyConfig config, Options options) throws IOException {
         this.options = options;
@@ -424,9 +425,60 @@ public final class ProxyServer implements AutoCloseable {
         return new ReloadResult(false, false, message);
     }
 
-    /** Stops accepting, closes the routing state and the threads. In-flight exchanges are cut off. */
+    /** What a drain did: requests in flight when it began, how many finished, how many were cut, its length. */
+    record DrainReport(int inFlight, int finished, int cut, Duration took) {}
+
+    /** How often a drain looks whether the requests in flight have finished. */
+    private static final long DRAIN_POLL_MILLIS = 20;
+
+    /**
+     * Stops the proxy gracefully (SIGTERM does this): {@code /health} answers 503 {@code draining} and new
+     * requests on open connections get 503 with {@code Connection: close} ({@link ProxyCore#drain}); the
+     * listening socket is closed, so new connections are refused; the requests and streams in flight go on for
+     * up to {@code server.drain_timeout_ms}; then the connections still open are closed (a stream cut there
+     * ends with an error event, its decision line with {@code drain_cut}) and the proxy is {@link #close closed}.
+     * Logs the start and the end at INFO. Blocks until done; call it once, from one thread.
+     */
+    DrainReport drain() {
+        return drain(Duration.ofMillis(config.server().drainTimeoutMs()));
+    }
+
+    /** {@link #drain()} with {@code timeout} in place of {@code server.drain_timeout_ms}. */
+    DrainReport drain(Duration timeout) {
+        long started = System.nanoTime();
+        core.drain();
+        front.stopAccepting();
+        int inFlight = front.requestsInProgress();
+        LOG.info(
+                "draining: no longer accepting connections, /health answers 503; {} request(s) in flight, waiting up "
+                        + "to {} ms (server.drain_timeout_ms)",
+                inFlight,
+                timeout.toMillis());
+        long deadline = started + timeout.toNanos();
+        // a poll rather than a signal per request: a drain happens once, and this keeps the request path as it is
+        while (front.requestsInProgress() > 0 && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(
+                    Duration.ofMillis(DRAIN_POLL_MILLIS).toNanos());
+        }
+        int cut = front.cutAll("the proxy is shutting down and server.drain_timeout_ms (" + timeout.toMillis()
+                + " ms) has passed; the answer is incomplete, retry the request");
+        Duration took = Duration.ofNanos(System.nanoTime() - started);
+        int finished = Math.max(0, inFlight - cut);
+        LOG.info(
+                "drained in {} ms: {} request(s) finished, {} cut at server.drain_timeout_ms",
+                took.toMillis(),
+                finished,
+                cut);
+        close();
+        return new DrainReport(inFlight, finished, cut, took);
+    }
+
+    /** Stops accepting, closes the routing state and the threads. In-flight exchanges are cut off. Idempotent. */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         front.close();
         Routing r = routing.get();
         if (r != null) {

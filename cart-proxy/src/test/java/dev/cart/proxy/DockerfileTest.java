@@ -138,6 +138,11 @@ class DockerfileTest {
                                 && i.endsWith("CMD [\"/opt/cart/docker-entrypoint.sh\", \"--healthcheck\"]")),
                 run.toString());
         assertTrue(run.contains("CMD [\"-c\", \"/workspace/configs/config.yaml\"]"), run.toString());
+        assertTrue(run.contains("STOPSIGNAL SIGTERM"), "docker stop drains the proxy: " + run);
+        String entrypoint = Files.readString(ROOT.resolve("docker-entrypoint.sh"));
+        assertTrue(
+                entrypoint.contains("\nexec java "),
+                "java replaces the entrypoint's shell, so it gets docker stop's SIGTERM itself");
 
         List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
         assertTrue(ignored.contains(".git"), ignored.toString());
@@ -147,6 +152,8 @@ class DockerfileTest {
     @Test
     void theHealthCheckAsksTheProxysHealthEndpoint() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
+            assertEquals(1, healthcheck(h.proxy.port()), "no replica probed yet: /health is 503 (starting)");
+            h.probe();
             assertEquals(0, healthcheck(h.proxy.port()), "a healthy proxy");
             h.replica(0).close();
             h.probe();

@@ -52,6 +52,7 @@ class ExtractionOffLoopTest {
                 h.options().tokenizer(blocking));
         h.seenSets.add(h.proxy.routing().replicas);
         try (h) {
+            h.probe(); // /health is 503 until the first probe
             String body = chat("SLOW to tokenize", false);
             try (Socket slow =
                     h.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

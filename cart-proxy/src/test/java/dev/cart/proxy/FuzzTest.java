@@ -259,6 +259,7 @@ class FuzzTest {
                     }
                 }
             }
+            h.probe(); // /health is 503 until the first probe
             assertEquals(200, h.get("/health").statusCode(), "the proxy is alive; " + replay);
             System.out.println("fuzz: " + replay + ", " + JSON_CASES + " JSON-level and " + HTTP_CASES
                     + " HTTP-level cases (JSON phase " + jsonMillis + " ms, all " + (System.nanoTime() - t0) / 1_000_000

@@ -87,6 +87,7 @@ class HalfCloseTest {
     void pipelinedRequestsBeyondTheQueueAreAnsweredInOrder() throws Exception {
         try (ProxyHarness h = start()) {
             ScriptedReplica r = h.replica(0);
+            h.probe(); // /health is 503 until the first probe
             java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
             r.gate = gate; // the stream's first event, then the replica waits for the gate
             int probes = NettyFront.PIPELINED_MESSAGES + 4;

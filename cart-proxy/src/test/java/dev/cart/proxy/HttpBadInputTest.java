@@ -290,6 +290,7 @@ class HttpBadInputTest {
             HttpResponse<String> refused = h.post("/v1/chat/completions", chat("second", false));
             assertJsonError(refused, 503, "overloaded");
             assertEquals("1", refused.headers().firstValue("retry-after").orElse(null));
+            h.probe(); // /health is 503 until the first probe
             assertEquals(200, h.get("/health").statusCode(), "the proxy's own endpoints are not limited");
             PromText m = PromText.parse(h.get("/metrics").body());
             assertEquals(1, m.value("cart_requests_rejected_total", "cause", "concurrency"));

@@ -112,11 +112,33 @@ class LimitsProcessTest {
         reader.setDaemon(true);
         reader.start();
         try {
-            return new Child(p, port.get(60, TimeUnit.SECONDS), output, cfg);
+            Child child = new Child(p, port.get(60, TimeUnit.SECONDS), output, cfg);
+            awaitHealthy(child.port());
+            return child;
         } catch (Exception e) {
             p.destroyForcibly();
             throw e;
         }
+    }
+
+    /**
+     * Waits, bounded, until {@code /health} answers 200: its first probe of the replica has completed (before,
+     * it answers 503 {@code starting}). Asks on a connection of its own that it closes, so the limits a test
+     * then fills are all the test's.
+     */
+    private static void awaitHealthy(int port) {
+        ProxyHarness.await("the first probe", () -> {
+            try (Socket s = new Socket("127.0.0.1", port)) {
+                s.setSoTimeout(5_000);
+                s.getOutputStream()
+                        .write("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                                .getBytes(StandardCharsets.ISO_8859_1));
+                return new String(s.getInputStream().readNBytes(12), StandardCharsets.ISO_8859_1)
+                        .equals("HTTP/1.1 200");
+            } catch (IOException e) {
+                return false;
+            }
+        });
     }
 
     /** Waits, bounded, until the server closes {@code s}; sends {@code trickle} one byte per poll meanwhile. */

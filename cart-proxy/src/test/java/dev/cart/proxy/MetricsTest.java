@@ -79,6 +79,7 @@ class MetricsTest {
                             .statusCode());
             h.replica(0).forcedStatus = 0;
             assertEquals(200, h.get("/some/unknown/path?x=1").statusCode());
+            h.probe(); // /health is 503 until the first probe
             assertEquals(200, h.get("/health").statusCode());
             assertEquals(200, h.get("/workers").statusCode());
             assertEquals(

@@ -244,6 +244,7 @@ class ReviewFindingsTest {
     @Test
     void ownEndpointsAnswerWhileEveryRequestThreadHoldsAStream() throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "server:\n  max_threads: 2\n")) {
+            h.probe(); // /health is 503 until the first probe
             CountDownLatch gate = new CountDownLatch(1);
             h.replica(0).gate = gate;
             List<HttpResponse<InputStream>> streams = new ArrayList<>();

@@ -42,6 +42,7 @@ class SlowClientsTest {
         String yaml = "server:\n  max_threads: 8\n  max_concurrent_requests: " + MAX_CONCURRENT + "\n"
                 + "  request_read_timeout_secs: 600\n  idle_timeout_secs: 600\n";
         try (ProxyHarness h = ProxyHarness.start(1, yaml)) {
+            h.probe(); // /health is 503 until the first probe
             assertEquals(200, h.get("/health").statusCode());
             long threadsBefore = threads();
             long rssBefore = rssKib();

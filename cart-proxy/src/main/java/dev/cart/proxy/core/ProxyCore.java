@@ -10,6 +10,7 @@ import dev.cart.extract.ExtractionException;
 import dev.cart.policy.PredictedTtftPolicy;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.http.Answer;
+import dev.cart.proxy.http.ApiErrors;
 import dev.cart.proxy.http.HeaderList;
 import dev.cart.proxy.http.RequestHead;
 import dev.cart.proxy.http.Responses;
@@ -20,6 +21,7 @@ import dev.cart.proxy.routing.Cluster;
 import dev.cart.proxy.routing.Routing;
 import dev.cart.proxy.routing.RoutingKeys;
 import dev.cart.proxy.upstream.Forwarder;
+import dev.cart.proxy.upstream.HealthChecker;
 import dev.cart.proxy.upstream.ModelsUnion;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
@@ -65,6 +67,8 @@ public final class ProxyCore {
     private final Cluster cluster;
     /** Requests holding a slot of {@code server.max_concurrent_requests}. */
     private final AtomicInteger inProgress = new AtomicInteger();
+    /** Set once when the proxy begins to stop ({@link #drain}); never cleared. */
+    private volatile boolean draining;
 
     /** A core over the proxy's parts; the configuration and the routing state are read through once per request. */
     public ProxyCore(
@@ -151,15 +155,26 @@ public final class ProxyCore {
             if (!isGet(method)) {
                 return new Own(path, methodNotAllowed(method, "GET, HEAD", path));
             }
-            return new Own(
-                    path,
-                    switch (path) {
-                        case "/health" -> health();
-                        case "/workers" -> workers();
-                        default -> metricsAnswer();
-                    });
+            Answer own = switch (path) {
+                case "/health" -> health();
+                case "/workers" -> workers();
+                default -> metricsAnswer();
+            };
+            return new Own(path, draining ? own.closing() : own);
         }
         Optional<Endpoint> endpoint = Endpoint.forPath(path);
+        if (draining) {
+            metrics.rejected("draining");
+            return new Own(
+                    path,
+                    ApiErrors.answer(
+                                    endpoint.orElse(null) == Endpoint.MESSAGES,
+                                    503,
+                                    "draining",
+                                    "the proxy is shutting down and takes no new requests; retry on another instance")
+                            .with("Retry-After", "1")
+                            .closing());
+        }
         if (endpoint.isPresent() && !"POST".equals(method)) {
             return new Own(path, methodNotAllowed(method, "POST", path));
         }
@@ -201,6 +216,20 @@ public final class ProxyCore {
                         "overloaded",
                         "the proxy is handling server.max_concurrent_requests (" + limit + ") requests; retry shortly")
                 .with("Retry-After", "1");
+    }
+
+    /**
+     * The proxy begins to stop: from now on {@code /health} answers 503 {@code draining}, every new request gets
+     * 503 {@code draining} and each of the proxy's own answers closes its connection. Requests already planned
+     * go on. Idempotent.
+     */
+    public void drain() {
+        draining = true;
+    }
+
+    /** True once {@link #drain} was called. */
+    public boolean draining() {
+        return draining;
     }
 
     /** The largest request body accepted ({@code proxy.max_body_bytes}). */
@@ -451,14 +480,31 @@ public final class ProxyCore {
                 .with("Allow", allow);
     }
 
+    /**
+     * {@code /health}: {@code status} with {@code healthy}, {@code unknown} (no probe completed yet) and
+     * {@code total} replicas. 200 {@code ok} when every replica is healthy, 200 {@code degraded} when some
+     * are; 503 {@code starting} while none is healthy and some are still unknown (the first probes have not
+     * all answered), 503 {@code unavailable} when none is healthy, 503 {@code draining} once the proxy stops.
+     */
     private Answer health() {
-        ManagedReplicaSet set = routing.get().replicas;
-        int healthy = set.healthyCount();
+        Routing r = routing.get();
+        int healthy = r.health.count(HealthChecker.State.HEALTHY);
+        int unknown = r.health.count(HealthChecker.State.UNKNOWN);
+        int total = r.replicas.replicas().size();
+        String status;
+        if (draining) {
+            status = "draining";
+        } else if (healthy == 0) {
+            status = unknown > 0 ? "starting" : "unavailable";
+        } else {
+            status = healthy < total ? "degraded" : "ok";
+        }
         ObjectNode root = Responses.JSON.createObjectNode();
-        root.put("status", healthy > 0 ? "ok" : "unavailable");
+        root.put("status", status);
         root.put("healthy", healthy);
-        root.put("total", set.replicas().size());
-        return Answer.json(healthy > 0 ? 200 : 503, root);
+        root.put("unknown", unknown);
+        root.put("total", total);
+        return Answer.json(!draining && healthy > 0 ? 200 : 503, root);
     }
 
     private Answer metricsAnswer() {
@@ -471,7 +517,7 @@ public final class ProxyCore {
         DecisionWindow.Snapshot recent = window.snapshot();
         ObjectNode root = Responses.JSON.createObjectNode();
         root.put("policy", current.router.policy().name());
-        root.put("healthy", current.replicas.healthyCount());
+        root.put("healthy", current.health.count(HealthChecker.State.HEALTHY));
         root.put("tree_size", current.router.treeStats().size());
         ObjectNode window = root.putObject("recent");
         window.put("window", DecisionWindow.SIZE);
@@ -481,7 +527,9 @@ public final class ProxyCore {
         for (ManagedReplicaSet.Member m : current.replicas.replicas()) {
             ObjectNode w = list.addObject();
             w.put("url", m.id());
-            w.put("healthy", m.isHealthy());
+            HealthChecker.State health = current.health.state(m);
+            w.put("healthy", health == HealthChecker.State.HEALTHY);
+            w.put("health", health.label());
             w.put("circuit", m.circuitState().label());
             w.put("in_flight", m.inFlight());
             if (cluster.on()) {

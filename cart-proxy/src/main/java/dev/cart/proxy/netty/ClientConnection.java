@@ -105,6 +105,11 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
 
     ChannelHandlerContext ctx;
     private Phase phase = Phase.HEAD;
+    /**
+     * True from a request's head until its answer is complete (or the connection is gone): what a drain waits
+     * for. Written on the loop, read by the thread that drains.
+     */
+    private volatile boolean inRequest;
     /** The client's next requests, read while an answer is produced: handled once it is complete. */
     private final ArrayDeque<Object> queued = new ArrayDeque<>();
     /** The body bytes in {@link #queued}. */
@@ -217,6 +222,7 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
     }
 
     private void head(HttpRequest req) {
+        inRequest = true;
         start = System.nanoTime();
         requestComplete = false;
         responseComplete = false;
@@ -495,6 +501,7 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
             return;
         }
         phase = Phase.HEAD;
+        inRequest = false;
         exchange = null;
         call = null;
         deadlines.idle();
@@ -632,7 +639,38 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
         if (!extracting) { // else ended when the extraction is back (it holds the request's state)
             end(responseComplete ? status : -1);
         }
+        inRequest = false;
         c.fireChannelInactive();
+    }
+
+    /** True while a request is read or answered on this connection (see {@link #inRequest}); any thread. */
+    boolean inRequest() {
+        return inRequest;
+    }
+
+    /**
+     * The drain's deadline has come (on the loop): the connection is closed. A request still in progress ends
+     * with the decision-line result {@code drain_cut}; a stream being relayed gets the error event that says so
+     * first ({@link UpstreamCall#drainCut}). An idle connection is simply closed.
+     */
+    void cutForDrain(String message) {
+        if (!ctx.channel().isActive()) {
+            return;
+        }
+        UpstreamCall current = call;
+        if (inRequest && current != null && !current.finished) {
+            current.drainCut(message);
+            return;
+        }
+        if (inRequest && backoff != null && exchange != null) {
+            ConnectionDeadlines.cancel(backoff);
+            backoff = null;
+            exchange.clientGone(null);
+        }
+        if (inRequest && !responseComplete && plan instanceof ProxyCore.Proxied p) {
+            p.log.result("drain_cut");
+        }
+        ctx.close();
     }
 
     @Override

@@ -19,11 +19,14 @@ import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -103,6 +106,8 @@ public final class NettyFront implements AutoCloseable {
     private final Channel serverChannel;
     private final String transport;
     private final int threads;
+    /** The open client connections (a channel leaves the group when it closes). */
+    private final ChannelGroup clients;
 
     private NettyFront(
             EventLoopGroup boss,
@@ -110,7 +115,9 @@ public final class NettyFront implements AutoCloseable {
             ThreadPoolExecutor extraction,
             Channel serverChannel,
             String transport,
-            int threads) {
+            int threads,
+            ChannelGroup clients) {
+        this.clients = clients;
         this.boss = boss;
         this.workers = workers;
         this.extraction = extraction;
@@ -138,6 +145,7 @@ public final class NettyFront implements AutoCloseable {
         NettyUpstream upstream = new NettyUpstream(
                 clientClass, (int) Math.min(Integer.MAX_VALUE, config.proxy().connectTimeoutSecs() * 1000L));
         AtomicInteger connections = new AtomicInteger();
+        ChannelGroup clients = new DefaultChannelGroup("cart-clients", GlobalEventExecutor.INSTANCE);
         ThreadPoolExecutor extraction = extractionPool(threads, limits.maxConcurrentRequests());
         HttpDecoderConfig decoding = new HttpDecoderConfig()
                 .setMaxInitialLineLength(limits.maxRequestLineBytes())
@@ -162,6 +170,7 @@ public final class NettyFront implements AutoCloseable {
                             return;
                         }
                         ch.closeFuture().addListener(f -> connections.decrementAndGet());
+                        clients.add(ch);
                         ClientConnection c = new ClientConnection(config, core, budget, answers, upstream, extraction);
                         ch.pipeline()
                                 .addLast("deadlines", c.deadlines)
@@ -172,7 +181,7 @@ public final class NettyFront implements AutoCloseable {
         try {
             Channel ch =
                     b.bind(limits.host(), limits.port()).syncUninterruptibly().channel();
-            return new NettyFront(boss, workers, extraction, ch, epoll ? "epoll" : "nio", threads);
+            return new NettyFront(boss, workers, extraction, ch, epoll ? "epoll" : "nio", threads, clients);
         } catch (Exception e) { // Netty rethrows the bind's checked exception unchecked
             boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
@@ -201,6 +210,48 @@ public final class NettyFront implements AutoCloseable {
     /** What serves requests, for the startup log line. */
     public String description() {
         return "the Netty front (" + transport + ", " + threads + " event loop(s))";
+    }
+
+    /**
+     * Stops accepting connections: the listening socket is closed, so a new connection is refused. The open
+     * connections go on. Idempotent; blocks until the socket is closed.
+     */
+    public void stopAccepting() {
+        serverChannel.close().syncUninterruptibly();
+    }
+
+    /** How many client connections have a request being read or answered now (any thread; a moment's view). */
+    public int requestsInProgress() {
+        int n = 0;
+        for (Channel ch : clients) {
+            ClientConnection c = ch.pipeline().get(ClientConnection.class);
+            if (c != null && c.inRequest()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Closes every client connection, each on its own loop; a request still in progress ends as
+     * {@code drain_cut} and a stream being relayed gets an error event ({@code message}) first. Returns how
+     * many connections had a request in progress; waits (up to 5 s) until the connections are closed.
+     */
+    public int cutAll(String message) {
+        int cut = 0;
+        for (Channel ch : clients) {
+            ClientConnection c = ch.pipeline().get(ClientConnection.class);
+            if (c == null) {
+                ch.close();
+                continue;
+            }
+            if (c.inRequest()) {
+                cut++;
+            }
+            ch.eventLoop().execute(() -> c.cutForDrain(message));
+        }
+        clients.newCloseFuture().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        return cut;
     }
 
     /** Stops accepting and cuts the connections off; in-flight exchanges end. */

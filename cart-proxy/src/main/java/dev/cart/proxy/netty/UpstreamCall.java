@@ -1,6 +1,9 @@
 package dev.cart.proxy.netty;
 
+import dev.cart.extract.Endpoint;
+import dev.cart.proxy.http.ApiErrors;
 import dev.cart.proxy.http.HopByHop;
+import dev.cart.proxy.upstream.ConnectFailure;
 import dev.cart.proxy.upstream.Forwarder;
 import dev.cart.proxy.upstream.Relay;
 import io.netty.buffer.ByteBuf;
@@ -27,6 +30,7 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.FastThreadLocal;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 
 /**
  * One send to a replica and, if its answer is relayed, the relay: the upstream connection's events arrive here
@@ -95,6 +99,11 @@ final class UpstreamCall implements NettyUpstream.Listener {
     boolean gathered;
     /** Answer bytes of the current read (the held chunk's included), not yet counted as queued. */
     int readBytes;
+    /**
+     * The last two bytes of a streamed answer relayed so far (older in the high byte), as if it began after a
+     * blank line: where an error event that ends a cut stream must start ({@link #cutStream}).
+     */
+    private int lastTwo = ('\n' << 8) | '\n';
 
     UpstreamCall(ClientConnection conn, Forwarder.Exchange x, Forwarder.Send s, boolean fresh) {
         this.conn = conn;
@@ -124,7 +133,7 @@ final class UpstreamCall implements NettyUpstream.Listener {
                 cf.channel().close();
             } else if (!cf.isSuccess()) {
                 finish();
-                conn.drive(x.failed(s, Forwarder.Failure.CONNECT, Forwarder.describe(cf.cause())), x);
+                conn.drive(x.failed(s, Forwarder.Failure.CONNECT, ConnectFailure.describe(cf.cause())), x);
             } else {
                 write();
             }
@@ -290,6 +299,12 @@ final class UpstreamCall implements NettyUpstream.Listener {
         int n = buf.readableBytes();
         rl.firstByte();
         if (n > 0) {
+            if (rl.sse) {
+                int end = buf.writerIndex();
+                lastTwo = n >= 2
+                        ? (buf.getByte(end - 2) & 0xff) << 8 | (buf.getByte(end - 1) & 0xff)
+                        : (lastTwo & 0xff) << 8 | (buf.getByte(end - 1) & 0xff);
+            }
             if (rl.observing()) {
                 observe(rl, buf, n);
             } else {
@@ -423,12 +438,58 @@ final class UpstreamCall implements NettyUpstream.Listener {
         broke(cause == null ? new IOException("the replica closed the connection mid-answer") : cause);
     }
 
-    /** The replica's answer broke after it started: the client connection is dropped, never framed complete. */
+    /**
+     * The replica's answer broke after it started: the client connection is dropped, never framed complete; a
+     * stream first gets the error event that says it was cut ({@link #cutStream}).
+     */
     private void broke(Throwable t) {
-        finish();
         relay.upstreamBroke(t);
+        cutStream(
+                "upstream_cut",
+                "the replica " + s.replica.id() + " closed the connection in the middle of the stream; "
+                        + "the answer is incomplete");
         ch.close();
-        conn.ctx.close();
+    }
+
+    /**
+     * The proxy is stopping and {@code server.drain_timeout_ms} has passed with this call in progress: the
+     * upstream side is cancelled, the decision line says {@code drain_cut}, and a stream being relayed ends
+     * with an error event saying why ({@code message}) before the client connection is closed.
+     */
+    void drainCut(String message) {
+        if (relay != null) {
+            relay.drainCut();
+        } else {
+            x.clientGone(s);
+            x.log.result("drain_cut");
+        }
+        cutStream("drain_cut", message);
+        if (ch != null) {
+            ch.close();
+        }
+    }
+
+    /**
+     * Ends a relayed answer that was cut short and closes the client connection without the body's last chunk,
+     * so the answer reads as incomplete. A server-sent event stream is first given what this read brought and
+     * then an error event in the shape of its API ({@link ApiErrors#streamEvent}), preceded by the line ends
+     * that finish an event the replica left half-written, so that an SDK iterating the stream raises an error
+     * instead of ending as if the answer were whole.
+     */
+    private void cutStream(String code, String message) {
+        Relay rl = relay;
+        if (rl == null || !rl.sse || rl.noBody || !conn.ctx.channel().isActive()) {
+            finish();
+            conn.ctx.close();
+            return;
+        }
+        writeHeld();
+        finish();
+        String before = lastTwo == (('\n' << 8) | '\n') ? "" : (lastTwo & 0xff) == '\n' ? "\n" : "\n\n";
+        byte[] event = ApiErrors.streamEvent(x.in.endpoint() == Endpoint.MESSAGES, code, message);
+        ByteBuf out = Unpooled.buffer(before.length() + event.length);
+        out.writeBytes(before.getBytes(StandardCharsets.US_ASCII)).writeBytes(event);
+        conn.ctx.writeAndFlush(new DefaultHttpContent(out)).addListener(ChannelFutureListener.CLOSE);
     }
 
     void deadline() {

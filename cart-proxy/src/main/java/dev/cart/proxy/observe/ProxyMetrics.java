@@ -11,6 +11,7 @@ import dev.cart.core.TreeStats;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.policy.PredictedTtftPolicy;
 import dev.cart.proxy.routing.Routing;
+import dev.cart.proxy.upstream.HealthChecker;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -43,8 +44,11 @@ import java.util.function.ToDoubleFunction;
  * The proxy's metrics, in one Micrometer {@link PrometheusMeterRegistry} scraped by {@code GET /metrics}.
  * Every name and label is listed in {@code docs/metrics.md}; a metric added here must be added there.
  *
- * <p>How: every meter is registered on first use, so a series appears once it has counted something (the
- * counters listed in the constructor read 0 from the start). The request path's meters are resolved once and
+ * <p>How: a meter is registered on first use, so a series appears once it has counted something, except the
+ * counters of events that dashboards and alerts take rates of: those with fixed label values are registered at
+ * 0 in the constructor, and those per replica (retries by cause, circuit and health transitions, answers not
+ * parsed) at 0 for each replica of the set when it is synced ({@link #syncReplicas}), so each reads 0 from the
+ * start. The request path's meters are resolved once and
  * kept by what they are per: a {@link ReplicaMeters} per replica id (found by the id string's identity in a
  * short array, else by a map lookup) holds its counters in arrays indexed by endpoint, status class, reason
  * and outcome, so an event there costs a scan of a few references, an array read and Micrometer's own
@@ -193,8 +197,8 @@ public final class ProxyMetrics implements AutoCloseable {
         Gauge.builder("cart.replicas", routing, r -> r.get().replicas.replicas().size())
                 .description("Configured replicas")
                 .register(registry);
-        Gauge.builder("cart.replicas.healthy", routing, r -> r.get().replicas.healthyCount())
-                .description("Replicas whose health checks pass")
+        Gauge.builder("cart.replicas.healthy", routing, r -> r.get().health.count(HealthChecker.State.HEALTHY))
+                .description("Replicas whose health checks pass (a replica not yet probed is not counted)")
                 .register(registry);
         // the counters that must read 0 before the first event, so that rate() works from the start
         for (String cause : List.of("ttl", "lru")) {
@@ -210,6 +214,48 @@ public final class ProxyMetrics implements AutoCloseable {
                     "result",
                     r);
         }
+        for (String result : RELOAD_RESULTS) {
+            reloads(result);
+        }
+        for (String cause : REJECT_CAUSES) {
+            rejections(cause);
+        }
+        staleConnections();
+    }
+
+    /** Every {@code result} of {@code cart_reloads_total}: each reads 0 from the start. */
+    static final List<String> RELOAD_RESULTS = List.of("applied", "unchanged", "rejected", "superseded");
+
+    /** Every {@code cause} of {@code cart_requests_rejected_total}: each reads 0 from the start. */
+    static final List<String> REJECT_CAUSES =
+            List.of("concurrency", "buffered_bodies", "request_line", "headers", "draining");
+
+    /** Every {@code cause} of {@code cart_retries_total}: each reads 0 for every replica from its start. */
+    static final List<String> RETRY_CAUSES = List.of("connect_error", "io_error", "invalid_answer", "status");
+
+    /** The circuit breaker's transitions ({@code from}, {@code to}): each reads 0 for every replica. */
+    private static final CircuitBreaker.State[][] CIRCUIT_TRANSITIONS = {
+        {CircuitBreaker.State.CLOSED, CircuitBreaker.State.OPEN},
+        {CircuitBreaker.State.OPEN, CircuitBreaker.State.HALF_OPEN},
+        {CircuitBreaker.State.HALF_OPEN, CircuitBreaker.State.CLOSED},
+        {CircuitBreaker.State.HALF_OPEN, CircuitBreaker.State.OPEN}
+    };
+
+    /**
+     * Registers at 0 the counters of {@code replica} that count its events (retries by cause, circuit and
+     * health transitions, answers not parsed), so that each series exists before its first event and a
+     * {@code rate()} or {@code increase()} of it reads 0 rather than nothing.
+     */
+    private void replicaCounters(String replica) {
+        for (String cause : RETRY_CAUSES) {
+            retries(replica, cause);
+        }
+        for (CircuitBreaker.State[] t : CIRCUIT_TRANSITIONS) {
+            circuitTransitions(replica, t[0], t[1]);
+        }
+        healthTransitions(replica, true);
+        healthTransitions(replica, false);
+        parseFailures(replica);
     }
 
     private void treeGauge(String name, String help, ToDoubleFunction<TreeStats> f) {
@@ -546,22 +592,28 @@ public final class ProxyMetrics implements AutoCloseable {
      * got them unchanged, but the usage or reply they carried was not read.
      */
     public void responseParseFailures(String replica, int n) {
-        counter(
-                        "cart.response.parse.failures",
-                        "Events or JSON bodies of routed answers that could not be parsed "
-                                + "for usage and reply (relayed unchanged; what they reported is lost)",
-                        "replica",
-                        replica)
-                .increment(n);
+        parseFailures(replica).increment(n);
+    }
+
+    private Counter parseFailures(String replica) {
+        return counter(
+                "cart.response.parse.failures",
+                "Events or JSON bodies of routed answers that could not be parsed "
+                        + "for usage and reply (relayed unchanged; what they reported is lost)",
+                "replica",
+                replica);
     }
 
     /** An upstream request was sent again on a fresh connection after its kept-alive one turned out closed. */
     public void staleConnectionResent() {
-        counter(
-                        "cart.upstream.stale.connections",
-                        "Upstream requests sent again on a fresh connection because "
-                                + "the kept-alive connection they went out on had been closed by the replica")
-                .increment();
+        staleConnections().increment();
+    }
+
+    private Counter staleConnections() {
+        return counter(
+                "cart.upstream.stale.connections",
+                "Upstream requests sent again on a fresh connection because "
+                        + "the kept-alive connection they went out on had been closed by the replica");
     }
 
     /** The reason word of a pass-through request's decision (logs and metrics). */
@@ -687,38 +739,47 @@ public final class ProxyMetrics implements AutoCloseable {
 
     /** An attempt on {@code replica} failed and the request is retried elsewhere. */
     public void retry(String replica, String cause) {
-        counter(
-                        "cart.retries",
-                        "Retries, by the replica whose attempt failed and the cause",
-                        "replica",
-                        replica,
-                        "cause",
-                        cause)
-                .increment();
+        retries(replica, cause).increment();
+    }
+
+    private Counter retries(String replica, String cause) {
+        return counter(
+                "cart.retries",
+                "Retries, by the replica whose attempt failed and the cause",
+                "replica",
+                replica,
+                "cause",
+                cause);
     }
 
     public void circuitTransition(String replica, CircuitBreaker.State from, CircuitBreaker.State to) {
-        counter(
-                        "cart.circuit.transitions",
-                        "Circuit breaker transitions by replica",
-                        "replica",
-                        replica,
-                        "from",
-                        from.label(),
-                        "to",
-                        to.label())
-                .increment();
+        circuitTransitions(replica, from, to).increment();
+    }
+
+    private Counter circuitTransitions(String replica, CircuitBreaker.State from, CircuitBreaker.State to) {
+        return counter(
+                "cart.circuit.transitions",
+                "Circuit breaker transitions by replica",
+                "replica",
+                replica,
+                "from",
+                from.label(),
+                "to",
+                to.label());
     }
 
     public void healthTransition(String replica, boolean healthy) {
-        counter(
-                        "cart.health.transitions",
-                        "Health state changes by replica",
-                        "replica",
-                        replica,
-                        "to",
-                        healthy ? "healthy" : "unhealthy")
-                .increment();
+        healthTransitions(replica, healthy).increment();
+    }
+
+    private Counter healthTransitions(String replica, boolean healthy) {
+        return counter(
+                "cart.health.transitions",
+                "Health state changes by replica",
+                "replica",
+                replica,
+                "to",
+                healthy ? "healthy" : "unhealthy");
     }
 
     public void insertSkipped() {
@@ -756,8 +817,11 @@ public final class ProxyMetrics implements AutoCloseable {
     }
 
     public void reload(String result) {
-        counter("cart.reloads", "Configuration reloads by result", "result", result)
-                .increment();
+        reloads(result).increment();
+    }
+
+    private Counter reloads(String result) {
+        return counter("cart.reloads", "Configuration reloads by result", "result", result);
     }
 
     /** Registers the gauge of requests being handled (those counted against the concurrency limit). */
@@ -798,8 +862,11 @@ public final class ProxyMetrics implements AutoCloseable {
 
     /** A request refused before any work because a limit was reached (503 or 4xx from the proxy). */
     public void rejected(String cause) {
-        counter("cart.requests.rejected", "Requests refused by a proxy limit, by cause", "cause", cause)
-                .increment();
+        rejections(cause).increment();
+    }
+
+    private Counter rejections(String cause) {
+        return counter("cart.requests.rejected", "Requests refused by a proxy limit, by cause", "cause", cause);
     }
 
     /**
@@ -811,13 +878,15 @@ public final class ProxyMetrics implements AutoCloseable {
         Set<String> ids = new HashSet<>();
         for (ManagedReplicaSet.Member m : set.replicas()) {
             ids.add(m.id());
+            replicaCounters(m.id());
             replicaGauge("cart.replica.in.flight", "Requests in flight on the replica", m.id(), x -> x.inFlight());
             replicaGauge("cart.replica.max.load", "Admission cap of the replica (max_load)", m.id(), x -> x.maxLoad());
-            replicaGauge(
-                    "cart.replica.healthy",
-                    "1 when the replica's health checks pass, else 0",
-                    m.id(),
-                    x -> x.isHealthy() ? 1 : 0);
+            replicaGauges.computeIfAbsent(
+                    cacheKey("cart.replica.healthy", m.id()),
+                    k -> Gauge.builder("cart.replica.healthy", routing, r -> replicaHealthy(r.get(), m.id()))
+                            .description("1 when the replica's health checks pass, else 0 (0 until its first probe)")
+                            .tags("replica", m.id())
+                            .register(registry));
             if (routing.get().router.policy() instanceof PredictedTtftPolicy) {
                 ttftGauges(m.id());
             }
@@ -893,6 +962,13 @@ public final class ProxyMetrics implements AutoCloseable {
                         .description(help)
                         .tags("replica", id)
                         .register(registry));
+    }
+
+    private static double replicaHealthy(Routing r, String id) {
+        return r.replicas
+                .member(id)
+                .map(m -> r.health.state(m) == HealthChecker.State.HEALTHY ? 1.0 : 0.0)
+                .orElse(Double.NaN);
     }
 
     private static double member(Supplier<Routing> r, String id, Function<ManagedReplicaSet.Member, Number> f) {

@@ -92,7 +92,7 @@ public final class Routing implements AutoCloseable {
             HttpClient client,
             ScheduledExecutorService scheduler,
             ManagedReplicaSet set,
-            Router previous,
+            Routing previous,
             Cluster cluster) {
         ProxyConfig.Cache cache = config.cache();
         Router.Builder rb = Router.builder()
@@ -111,7 +111,7 @@ public final class Routing implements AutoCloseable {
                 .feedback(cache.feedback())
                 .firstTokenReports(true); // Forwarder reports each answer's first bytes
         if (previous != null) {
-            rb.routesOf(previous);
+            rb.routesOf(previous.router);
         }
         cluster.configure(rb);
         Router router = rb.build();
@@ -121,7 +121,8 @@ public final class Routing implements AutoCloseable {
                 discovered.add(w.url());
             }
         }
-        HealthChecker health = new HealthChecker(set, client, config.health(), scheduler, discovered);
+        HealthChecker health = new HealthChecker(
+                set, client, config.health(), scheduler, discovered, previous == null ? null : previous.health);
         return new Routing(config.workers(), set, router, health);
     }
 
@@ -164,7 +165,7 @@ public final class Routing implements AutoCloseable {
             } // else: keep what discovery learned
             sb.keep(kept);
         }
-        return assemble(config, clock, listener, client, scheduler, sb.build(), previous.router, cluster);
+        return assemble(config, clock, listener, client, scheduler, sb.build(), previous, cluster);
     }
 
     /** {@code w}'s entry in {@code previous} if the replica is the same there ({@link ProxyConfig.Worker#sameReplica}). */

@@ -298,7 +298,9 @@ public final class Forwarder {
                         "upstream_timeout",
                         "the replica did not answer within proxy.request_timeout_secs");
             }
-            lastFailure = s.replica.id() + ": " + detail;
+            lastFailure = kind == Failure.CONNECT
+                    ? "replica " + s.replica.id() + " " + detail
+                    : s.replica.id() + ": " + detail;
             if (kind == Failure.INVALID) {
                 LOG.warn("replica {} sent an invalid answer: {}", s.replica.id(), detail);
             }
@@ -309,16 +311,15 @@ public final class Forwarder {
             };
             Duration pause = retryPause(s.replica);
             lease.close();
+            if (kind == Failure.CONNECT) {
+                LOG.warn("{}; {}", lastFailure, pause != null ? "retrying on another replica" : "answering 502");
+            }
             if (pause != null) {
                 return retry(s, pause);
             }
             return switch (kind) {
                 case CONNECT ->
-                    reply(
-                            502,
-                            "connect_failed",
-                            "upstream_unreachable",
-                            "could not connect to the replica: " + lastFailure);
+                    reply(502, "connect_failed", "upstream_unreachable", "could not connect: " + lastFailure);
                 case INVALID ->
                     reply(
                             502,

@@ -21,6 +21,13 @@ import org.slf4j.LoggerFactory;
  * Polls {@code health.endpoint} on every replica of one replica set and feeds each result to
  * {@link ManagedReplicaSet.Member#recordProbe(boolean)}, whose thresholds decide when health flips.
  *
+ * <p>What the proxy reports ({@link #state}): a replica is {@link State#UNKNOWN} until its first probe has
+ * completed, {@link State#HEALTHY} once a probe has succeeded and while its member is healthy, else
+ * {@link State#UNHEALTHY}. The member itself starts healthy (the core's rule, so that the first requests are
+ * routed before the first probe answers), so a replica that has never answered a probe is never reported
+ * healthy, whatever the thresholds. What the probes have shown is kept across a reload for the replicas that
+ * stay (the next checker shares it), and a replica a reload adds starts unknown.
+ *
  * <p>How: one chain per replica on the shared scheduler. A probe is an asynchronous GET with
  * {@code health.timeout_secs}; a 2xx answer is a success, anything else (other status, connection
  * error, timeout) a failure. The next probe of a replica is scheduled {@code interval_secs} after the
@@ -49,6 +56,25 @@ public final class HealthChecker implements AutoCloseable {
 
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
     private volatile boolean closed;
+    /** The members whose probe has completed at least once; shared with the checker a reload makes next. */
+    private final Set<ManagedReplicaSet.Member> probed;
+    /** The members a probe has found healthy at least once; shared as {@link #probed} is. */
+    private final Set<ManagedReplicaSet.Member> answered;
+
+    /** A replica's health as the proxy reports it ({@code /health}, {@code /workers}, the gauges). */
+    public enum State {
+        /** No probe of it has completed yet. */
+        UNKNOWN,
+        /** A probe has succeeded and its health checks pass. */
+        HEALTHY,
+        /** Its health checks fail, or it has never answered a probe well. */
+        UNHEALTHY;
+
+        /** Lower-case name, as {@code /workers} says it. */
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
 
     public HealthChecker(
             ManagedReplicaSet replicas,
@@ -56,12 +82,52 @@ public final class HealthChecker implements AutoCloseable {
             ProxyConfig.Health config,
             ScheduledExecutorService scheduler,
             Set<String> discovered) {
+        this(replicas, client, config, scheduler, discovered, null);
+    }
+
+    /**
+     * A checker of {@code replicas} that carries on what {@code previous} (the checker of the set a reload
+     * replaces; null for none) learned about the members both sets share.
+     */
+    public HealthChecker(
+            ManagedReplicaSet replicas,
+            HttpClient client,
+            ProxyConfig.Health config,
+            ScheduledExecutorService scheduler,
+            Set<String> discovered,
+            HealthChecker previous) {
+        this.probed = previous == null ? identitySet() : previous.probed;
+        this.answered = previous == null ? identitySet() : previous.answered;
         this.replicas = replicas;
         this.client = client;
         this.config = config;
         this.scheduler = scheduler;
         this.discovery = new ModelDiscovery(client, Duration.ofSeconds(config.timeoutSecs()));
         this.discovered = Set.copyOf(discovered);
+    }
+
+    private static Set<ManagedReplicaSet.Member> identitySet() {
+        return java.util.Collections.synchronizedSet(
+                java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+    }
+
+    /** {@code m}'s health as the proxy reports it (see the class comment). Any thread. */
+    public State state(ManagedReplicaSet.Member m) {
+        if (!probed.contains(m)) {
+            return State.UNKNOWN;
+        }
+        return m.isHealthy() && answered.contains(m) ? State.HEALTHY : State.UNHEALTHY;
+    }
+
+    /** How many replicas of the set are in {@code s} now. */
+    public int count(State s) {
+        int n = 0;
+        for (ManagedReplicaSet.Member m : replicas.replicas()) {
+            if (state(m) == s) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Starts polling: a first probe of every replica now, then one every interval. */
@@ -115,12 +181,12 @@ public final class HealthChecker implements AutoCloseable {
                     .GET()
                     .build();
         } catch (IllegalArgumentException e) {
-            record(m, false, "bad probe URL: " + e.getMessage());
+            record(m, false, "its probe URL is not valid: " + e.getMessage());
             return CompletableFuture.completedFuture(false);
         }
         return client.sendAsync(request, HttpResponse.BodyHandlers.discarding()).handle((resp, err) -> {
             boolean ok = err == null && resp.statusCode() / 100 == 2;
-            record(m, ok, err != null ? err.getClass().getSimpleName() : "HTTP " + resp.statusCode());
+            record(m, ok, err != null ? ConnectFailure.describe(err) : "it answered HTTP " + resp.statusCode());
             return ok;
         });
     }
@@ -130,9 +196,17 @@ public final class HealthChecker implements AutoCloseable {
             return;
         }
         if (!ok) {
-            LOG.debug("health probe of {} failed: {}", m.id(), detail);
+            LOG.debug("health probe of replica {} failed: {}", m.id(), detail);
         }
         m.recordProbe(ok);
+        if (ok) {
+            answered.add(m);
+        }
+        probed.add(m); // after the result is recorded: a reader that sees it probed sees the result
+        if (replicas.replicas().size() < probed.size()) {
+            probed.retainAll(replicas.replicas()); // members a reload removed
+            answered.retainAll(replicas.replicas());
+        }
     }
 
     @Override

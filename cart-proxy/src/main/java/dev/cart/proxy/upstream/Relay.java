@@ -52,7 +52,7 @@ public final class Relay implements Forwarder.Step {
     /** True when the answer has no body (HEAD, 1xx, 204, 304). */
     public final boolean noBody;
     /** True for a {@code text/event-stream} answer: relayed chunked, each read flushed at once. */
-    final boolean sse;
+    public final boolean sse;
     /** The body's declared length, or -1 when it is chunked or unknown (then relayed chunked). */
     public final long length;
 
@@ -216,6 +216,16 @@ public final class Relay implements Forwarder.Step {
         } else {
             exchange.log.result("client_closed");
         }
+        done = true;
+    }
+
+    /**
+     * The proxy is stopping and its drain deadline cut the answer: the lease closes with no outcome (the
+     * replica did nothing wrong), and the decision line says {@code drain_cut}.
+     */
+    public void drainCut() {
+        send.lease.close();
+        exchange.log.result("drain_cut");
         done = true;
     }
 
