@@ -48,6 +48,16 @@ public record FlowConfig(
     /**
      * Checks every value.
      *
+     * @param enabled see the record
+     * @param maxDepth see the record
+     * @param maxWait see the record
+     * @param bands see the record
+     * @param defaultBand see the record
+     * @param affinityWait see the record
+     * @param hotSpotDepth see the record
+     * @param hotSpotMaxHolders see the record
+     * @param tenantLabels see the record
+     * @param recheckInterval see the record
      * @throws IllegalArgumentException naming the first value out of range and the range
      */
     public FlowConfig {
@@ -62,17 +72,22 @@ public record FlowConfig(
         millis("flow.recheck_interval_ms", recheckInterval, 1, 10_000);
     }
 
-    /** The defaults: off, and the values listed on the record when turned on. */
+    /** {@return the defaults: off, and the values listed on the record when turned on} */
     public static FlowConfig defaults() {
         return DEFAULTS;
     }
 
-    /** The defaults, turned on. */
+    /** {@return the defaults, turned on} */
     public static FlowConfig enabledDefaults() {
         return DEFAULTS.withEnabled(true);
     }
 
-    /** A copy with {@code enabled} changed. */
+    /**
+     * A copy with {@code enabled} changed.
+     *
+     * @param enabled see the record
+     * @return the new settings
+     */
     public FlowConfig withEnabled(boolean enabled) {
         return new FlowConfig(
                 enabled,
@@ -87,7 +102,12 @@ public record FlowConfig(
                 recheckInterval);
     }
 
-    /** A copy with {@code maxDepth} changed. */
+    /**
+     * A copy with {@code maxDepth} changed.
+     *
+     * @param maxDepth see the record
+     * @return the new settings
+     */
     public FlowConfig withMaxDepth(int maxDepth) {
         return new FlowConfig(
                 enabled,
@@ -102,7 +122,12 @@ public record FlowConfig(
                 recheckInterval);
     }
 
-    /** A copy with {@code maxWait} changed (an {@code affinityWait} above it is lowered to it). */
+    /**
+     * A copy with {@code maxWait} changed (an {@code affinityWait} above it is lowered to it).
+     *
+     * @param maxWait see the record
+     * @return the new settings
+     */
     public FlowConfig withMaxWait(Duration maxWait) {
         Duration affinity = affinityWait.compareTo(maxWait) > 0 ? maxWait : affinityWait;
         return new FlowConfig(
@@ -118,7 +143,13 @@ public record FlowConfig(
                 recheckInterval);
     }
 
-    /** A copy with {@code bands} and {@code defaultBand} changed. */
+    /**
+     * A copy with {@code bands} and {@code defaultBand} changed.
+     *
+     * @param bands see the record
+     * @param defaultBand see the record
+     * @return the new settings
+     */
     public FlowConfig withBands(int bands, int defaultBand) {
         return new FlowConfig(
                 enabled,
@@ -133,7 +164,14 @@ public record FlowConfig(
                 recheckInterval);
     }
 
-    /** A copy with the affinity and hot-spot settings changed. */
+    /**
+     * A copy with the affinity and hot-spot settings changed.
+     *
+     * @param affinityWait see the record
+     * @param hotSpotDepth see the record
+     * @param hotSpotMaxHolders see the record
+     * @return the new settings
+     */
     public FlowConfig withAffinity(Duration affinityWait, int hotSpotDepth, int hotSpotMaxHolders) {
         return new FlowConfig(
                 enabled,
@@ -148,7 +186,12 @@ public record FlowConfig(
                 recheckInterval);
     }
 
-    /** A copy with {@code tenantLabels} changed. */
+    /**
+     * A copy with {@code tenantLabels} changed.
+     *
+     * @param tenantLabels see the record
+     * @return the new settings
+     */
     public FlowConfig withTenantLabels(int tenantLabels) {
         return new FlowConfig(
                 enabled,
@@ -163,7 +206,12 @@ public record FlowConfig(
                 recheckInterval);
     }
 
-    /** A copy with {@code recheckInterval} changed. */
+    /**
+     * A copy with {@code recheckInterval} changed.
+     *
+     * @param recheckInterval see the record
+     * @return the new settings
+     */
     public FlowConfig withRecheckInterval(Duration recheckInterval) {
         return new FlowConfig(
                 enabled,

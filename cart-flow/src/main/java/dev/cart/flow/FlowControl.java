@@ -17,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -109,7 +110,7 @@ public final class FlowControl implements AutoCloseable {
         return new Builder(Objects.requireNonNull(router, "router"));
     }
 
-    /** The settings. */
+    /** {@return the settings} */
     public FlowConfig config() {
         return config;
     }
@@ -169,7 +170,7 @@ public final class FlowControl implements AutoCloseable {
      * @param model the model as requests name it; null for requests that name none
      * @return the depth, 0 for a model nothing waited for yet
      */
-    public int depth(String model) {
+    public int depth(@Nullable String model) {
         ModelQueue q = queues.get(model == null ? NO_MODEL : model);
         return q == null ? 0 : q.depth();
     }
@@ -182,14 +183,14 @@ public final class FlowControl implements AutoCloseable {
      * @param band the band, 0 to {@code bands - 1}; 0 is returned for another
      * @return the depth
      */
-    public int depth(String model, int band) {
+    public int depth(@Nullable String model, int band) {
         ModelQueue q = queues.get(model == null ? NO_MODEL : model);
         return q == null ? 0 : q.depth(band);
     }
 
-    /** The models routed or queued so far (null for requests naming none), for gauges. */
-    public List<String> models() {
-        List<String> out = new ArrayList<>();
+    /** {@return the models routed or queued so far (null for requests naming none), for gauges} */
+    public List<@Nullable String> models() {
+        List<@Nullable String> out = new ArrayList<>();
         for (String m : queues.keySet()) {
             out.add(m.isEmpty() ? null : m);
         }
@@ -227,7 +228,7 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** The replicas serving {@code model} (null: any) that have room now. */
-    List<Replica> room(String model) {
+    List<Replica> room(@Nullable String model) {
         List<? extends Replica> all = router.replicas().replicas();
         List<Replica> room = new ArrayList<>(2);
         for (int i = 0; i < all.size(); i++) {
@@ -240,7 +241,7 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** The replicas serving {@code model} that are at their cap (each frees a slot when a lease closes). */
-    int fullSlots(String model) {
+    int fullSlots(@Nullable String model) {
         List<? extends Replica> all = router.replicas().replicas();
         int n = 0;
         for (int i = 0; i < all.size(); i++) {
@@ -253,7 +254,7 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** The slots of the replicas serving {@code model} that are up (with room, or full). */
-    int slots(String model) {
+    int slots(@Nullable String model) {
         List<? extends Replica> all = router.replicas().replicas();
         int n = 0;
         for (int i = 0; i < all.size(); i++) {
@@ -403,7 +404,8 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** For tests: the queue of {@code model}, or null. */
-    ModelQueue queue(String model) {
+    @Nullable
+    ModelQueue queue(@Nullable String model) {
         return queues.get(model == null ? NO_MODEL : model);
     }
 
@@ -413,25 +415,40 @@ public final class FlowControl implements AutoCloseable {
         private FlowConfig config = FlowConfig.defaults();
         private FlowListener listener = FlowListener.NONE;
         private LongSupplier ticker = System::nanoTime;
-        private Scheduler scheduler;
+        private @Nullable Scheduler scheduler;
 
         private Builder(Router router) {
             this.router = router;
         }
 
-        /** The settings ({@link FlowConfig#defaults()}, off, by default). */
+        /**
+         * The settings ({@link FlowConfig#defaults()}, off, by default).
+         *
+         * @param config the settings
+         * @return this builder
+         */
         public Builder config(FlowConfig config) {
             this.config = Objects.requireNonNull(config);
             return this;
         }
 
-        /** Hears queueing, admissions, sheds and cancellations (for metrics); none by default. */
+        /**
+         * Hears queueing, admissions, sheds and cancellations (for metrics); none by default.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
         public Builder listener(FlowListener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
         }
 
-        /** Monotonic nanoseconds for waits and deadlines; {@link System#nanoTime()} by default. */
+        /**
+         * Monotonic nanoseconds for waits and deadlines; {@link System#nanoTime()} by default.
+         *
+         * @param ticker monotonic nanoseconds
+         * @return this builder
+         */
         public Builder ticker(LongSupplier ticker) {
             this.ticker = Objects.requireNonNull(ticker);
             return this;
@@ -440,13 +457,16 @@ public final class FlowControl implements AutoCloseable {
         /**
          * Where deadline and recheck timers run; by default a daemon thread owned (and closed) by the flow
          * control. Its timers run the queue's hand-outs, so they must not block.
+         *
+         * @param scheduler the timers' scheduler
+         * @return this builder
          */
         public Builder scheduler(Scheduler scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler);
             return this;
         }
 
-        /** Builds the flow control and subscribes it to the router's freed slots. */
+        /** {@return builds the flow control and subscribes it to the router's freed slots} */
         public FlowControl build() {
             return new FlowControl(this);
         }

@@ -7,6 +7,7 @@ import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.Scheduler;
 import java.time.Duration;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The admission queue of one model: the requests that found no replica with room, waiting in the order
@@ -43,7 +44,7 @@ final class ModelQueue {
     /** Weight of the newest lease duration in the running mean. */
     private static final double DURATION_WEIGHT = 0.05;
 
-    final String model;
+    final @Nullable String model;
     private final FlowControl owner;
     private final FlowConfig config;
 
@@ -57,7 +58,7 @@ final class ModelQueue {
     private long version;
 
     @GuardedBy("this")
-    private Scheduler.Task wake;
+    private Scheduler.@Nullable Task wake;
 
     @GuardedBy("this")
     private long wakeAt = Long.MAX_VALUE;
@@ -77,7 +78,7 @@ final class ModelQueue {
     @GuardedBy("this")
     private long spreads;
 
-    ModelQueue(String model, FlowControl owner) {
+    ModelQueue(@Nullable String model, FlowControl owner) {
         this.model = model;
         this.owner = owner;
         this.config = owner.config();
