@@ -29,6 +29,13 @@ import java.time.Duration;
  * @param recheckInterval   while requests wait, how often the queue looks again for room it was not told
  *                          of (a replica back to health, a circuit half open) ({@code flow.recheck_interval_ms},
  *                          1 ms to 10 s, default 100 ms)
+ * @param reserveRatio      the share of a model's slots held back for band 0 and for tenants below their
+ *                          share ({@code flow.reserve_ratio}, 0 to 0.5, default 0.1; the reserve is this
+ *                          times the slots, rounded down, so a pool of fewer than 10 slots keeps none): when
+ *                          no more slots are free than the reserve, a request of another band whose tenant
+ *                          holds at least its even share of the rest ({@code (slots - reserve) / tenants
+ *                          holding slots}) waits, so a request of band 0 or of a light tenant finds a slot
+ *                          at once instead of waiting for one to free
  */
 public record FlowConfig(
         boolean enabled,
@@ -40,10 +47,11 @@ public record FlowConfig(
         int hotSpotDepth,
         int hotSpotMaxHolders,
         int tenantLabels,
-        Duration recheckInterval) {
+        Duration recheckInterval,
+        double reserveRatio) {
 
     private static final FlowConfig DEFAULTS = new FlowConfig(
-            false, 1024, Duration.ofSeconds(2), 3, 1, Duration.ofMillis(50), 4, 3, 10, Duration.ofMillis(100));
+            false, 1024, Duration.ofSeconds(2), 3, 1, Duration.ofMillis(50), 4, 3, 10, Duration.ofMillis(100), 0.1);
 
     /**
      * Checks every value.
@@ -58,6 +66,7 @@ public record FlowConfig(
      * @param hotSpotMaxHolders see the record
      * @param tenantLabels see the record
      * @param recheckInterval see the record
+     * @param reserveRatio see the record
      * @throws IllegalArgumentException naming the first value out of range and the range
      */
     public FlowConfig {
@@ -70,6 +79,9 @@ public record FlowConfig(
         range("flow.hot_spot_max_holders", hotSpotMaxHolders, 1, 1024);
         range("flow.tenant_labels", tenantLabels, 0, 100);
         millis("flow.recheck_interval_ms", recheckInterval, 1, 10_000);
+        if (!(reserveRatio >= 0 && reserveRatio <= 0.5)) {
+            throw new IllegalArgumentException("flow.reserve_ratio must be in [0, 0.5], was " + reserveRatio);
+        }
     }
 
     /** {@return the defaults: off, and the values listed on the record when turned on} */
@@ -99,7 +111,8 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
     /**
@@ -119,7 +132,8 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
     /**
@@ -140,7 +154,8 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
     /**
@@ -161,7 +176,8 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
     /**
@@ -183,7 +199,8 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
     /**
@@ -203,7 +220,8 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
     /**
@@ -223,7 +241,29 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
+    }
+
+    /**
+     * A copy with {@code reserveRatio} changed.
+     *
+     * @param reserveRatio see the record
+     * @return the new settings
+     */
+    public FlowConfig withReserveRatio(double reserveRatio) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval,
+                reserveRatio);
     }
 
     private static void range(String name, long value, long min, long max) {

@@ -140,16 +140,22 @@ public final class FlowControl implements AutoCloseable {
         ModelQueue q = queues.get(key);
         if (q == null || q.idle()) {
             int state = capacity(request);
-            if (state != FULL) {
+            if (state != FULL && (state != ROOM || q == null || q.mayTakeNow(band, flow.tenant()))) {
                 // room somewhere (or nothing serves the model, or nothing is up): the router answers
                 RouteDecision d = router.choose(request);
                 if (d.routed() || state != ROOM || d.reason() == Reason.MODEL_NOT_SERVED) {
+                    if (d.routed()) {
+                        // a model routed gets a queue (bounded by the models the pool serves): it counts the
+                        // slots each tenant holds
+                        queueFor(key).admittedAtOnce(d, flow.tenant());
+                    }
                     return FlowTicket.completed(admittedAtOnce(d, band, flow));
                 }
                 // the room was taken meanwhile: wait
             }
+            // no room, or only the reserve is free and this request may not take it: wait
             if (q == null) {
-                q = queues.computeIfAbsent(key, m -> new ModelQueue(m.isEmpty() ? null : m, this));
+                q = queueFor(key);
             }
         }
         long budget = config.maxWait().toNanos();
@@ -313,13 +319,16 @@ public final class FlowControl implements AutoCloseable {
         return out.toArray(NO_HOLDERS);
     }
 
+    private ModelQueue queueFor(String key) {
+        return queues.computeIfAbsent(key, m -> new ModelQueue(m.isEmpty() ? null : m, this));
+    }
+
     private void leaseClosed(LeaseCompletion c) {
         RouteDecision d = c.decision();
         String model = d.model();
         // every model routed gets a queue (bounded by the models the pool serves), so it knows its lease times
         // before its first request waits
-        queues.computeIfAbsent(model == null ? NO_MODEL : model, m -> new ModelQueue(m.isEmpty() ? null : m, this))
-                .leaseClosed(c.durationNanos());
+        queueFor(model == null ? NO_MODEL : model).leaseClosed(d, c.durationNanos());
         Replica freed = d.replica();
         for (ModelQueue q : queues.values()) {
             if (q.model == null || freed.serves(q.model)) {
