@@ -140,7 +140,8 @@ public final class FlowControl implements AutoCloseable {
         ModelQueue q = queues.get(key);
         if (q == null || q.idle()) {
             int state = capacity(request);
-            if (state != FULL && (state != ROOM || q == null || q.mayTakeNow(band, flow.tenant()))) {
+            if (state != FULL
+                    && (state != ROOM || q == null || !scarce(request.model()) || q.mayTakeNow(band, flow.tenant()))) {
                 // room somewhere (or nothing serves the model, or nothing is up): the router answers
                 RouteDecision d = router.choose(request);
                 if (d.routed() || state != ROOM || d.reason() == Reason.MODEL_NOT_SERVED) {
@@ -270,6 +271,36 @@ public final class FlowControl implements AutoCloseable {
             }
         }
         return n;
+    }
+
+    /**
+     * Whether the free slots of {@code model}'s replicas are down to the reserve (one pass, no lock): only
+     * then does a newcomer's band and tenant share decide whether it may take one.
+     */
+    private boolean scarce(@Nullable String model) {
+        double ratio = config.reserveRatio();
+        if (ratio == 0) {
+            return false;
+        }
+        List<? extends Replica> all = router.replicas().replicas();
+        int free = 0;
+        int slots = 0;
+        for (int i = 0; i < all.size(); i++) {
+            Replica r = all.get(i);
+            if (model != null && !r.serves(model)) {
+                continue;
+            }
+            int max = r.maxLoad();
+            int inFlight = r.inFlight();
+            boolean available = r.isAvailable();
+            if (available || inFlight >= max) {
+                slots += max;
+            }
+            if (available && inFlight < max) {
+                free += max - inFlight;
+            }
+        }
+        return free <= (int) Math.floor(ratio * slots);
     }
 
     private static final int ROOM = 0;
