@@ -324,6 +324,10 @@ public final class FlowControl implements AutoCloseable {
                 full = true;
             } else if (r.isAvailable()) {
                 return ROOM;
+            } else if (r.inFlight() >= r.maxLoad()) {
+                // filled between the two reads (isAvailable is false at the cap): full, not down. Read as
+                // down, the newcomer was answered 503 without a replica instead of waiting (Lincheck's stress)
+                full = true;
             }
         }
         return full ? FULL : NONE;
