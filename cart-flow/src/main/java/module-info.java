@@ -9,5 +9,6 @@ module dev.cart.flow {
     requires transitive dev.cart.core;
     requires org.slf4j;
     requires static com.google.errorprone.annotations;
-    requires static org.jspecify;
+    // static transitive: the exported API carries @Nullable, a reader of it sees the annotation
+    requires static transitive org.jspecify;
 }

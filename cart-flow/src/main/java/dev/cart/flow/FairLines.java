@@ -8,8 +8,10 @@ import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeSet;
 import java.util.function.Predicate;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The order of a model's waiting requests: by priority band (0 first), then within a band by a virtual
@@ -44,7 +46,11 @@ final class FairLines {
 
         double counter;
         int length;
+
+        @Nullable
         Waiting head;
+
+        @Nullable
         Waiting tail;
 
         Line(String tenant, long seq) {
@@ -142,7 +148,7 @@ final class FairLines {
 
     /** Takes {@code w} (which must be in line) out. */
     void remove(Waiting w) {
-        Line l = w.line;
+        Line l = Objects.requireNonNull(w.line, "not in line");
         Band band = bands[w.band];
         if (w.prev == null) {
             l.head = w.next;
@@ -212,13 +218,14 @@ final class FairLines {
      * its first {@link #SCAN_TENANTS} tenants in counter order, each round one more request of each line
      * (an approximation of the order fair queuing would hand them out in).
      */
+    @Nullable
     Waiting first(Predicate<Waiting> accepts) {
         int scanned = 0;
         for (Band band : bands) {
             if (band.size == 0) {
                 continue;
             }
-            Waiting[] cursor = new Waiting[Math.min(SCAN_TENANTS, band.waiting.size())];
+            @Nullable Waiting[] cursor = new Waiting[Math.min(SCAN_TENANTS, band.waiting.size())];
             Iterator<Line> it = band.waiting.iterator();
             for (int i = 0; i < cursor.length; i++) {
                 cursor[i] = it.next().head;
@@ -272,17 +279,21 @@ final class FairLines {
      * newest of the longest line if that line is longer than the newcomer's own plus one; otherwise null
      * (shed the newcomer).
      */
+    @Nullable
     Waiting victimFor(int band, String tenant) {
         for (int b = bands.length - 1; b >= band; b--) {
             Band bd = bands[b];
             if (bd.size == 0) {
                 continue;
             }
-            Line longest = null;
+            @Nullable Line longest = null;
             for (Line l : bd.waiting) {
                 if (longest == null || l.length > longest.length) {
                     longest = l;
                 }
+            }
+            if (longest == null) {
+                continue; // size > 0 means some line waits: not reached
             }
             if (b > band) {
                 return longest.tail;

@@ -29,6 +29,13 @@ import java.time.Duration;
  * @param recheckInterval   while requests wait, how often the queue looks again for room it was not told
  *                          of (a replica back to health, a circuit half open) ({@code flow.recheck_interval_ms},
  *                          1 ms to 10 s, default 100 ms)
+ * @param reserveRatio      the share of a model's slots held back for band 0 and for tenants below their
+ *                          share ({@code flow.reserve_ratio}, 0 to 0.5, default 0.1; the reserve is this
+ *                          times the slots, rounded down, so a pool of fewer than 10 slots keeps none): when
+ *                          no more slots are free than the reserve, a request of another band whose tenant
+ *                          holds at least its even share of the rest ({@code (slots - reserve) / tenants
+ *                          holding slots}) waits, so a request of band 0 or of a light tenant finds a slot
+ *                          at once instead of waiting for one to free
  */
 public record FlowConfig(
         boolean enabled,
@@ -40,14 +47,26 @@ public record FlowConfig(
         int hotSpotDepth,
         int hotSpotMaxHolders,
         int tenantLabels,
-        Duration recheckInterval) {
+        Duration recheckInterval,
+        double reserveRatio) {
 
     private static final FlowConfig DEFAULTS = new FlowConfig(
-            false, 1024, Duration.ofSeconds(2), 3, 1, Duration.ofMillis(50), 4, 3, 10, Duration.ofMillis(100));
+            false, 1024, Duration.ofSeconds(2), 3, 1, Duration.ofMillis(50), 4, 3, 10, Duration.ofMillis(100), 0.1);
 
     /**
      * Checks every value.
      *
+     * @param enabled see the record
+     * @param maxDepth see the record
+     * @param maxWait see the record
+     * @param bands see the record
+     * @param defaultBand see the record
+     * @param affinityWait see the record
+     * @param hotSpotDepth see the record
+     * @param hotSpotMaxHolders see the record
+     * @param tenantLabels see the record
+     * @param recheckInterval see the record
+     * @param reserveRatio see the record
      * @throws IllegalArgumentException naming the first value out of range and the range
      */
     public FlowConfig {
@@ -60,19 +79,27 @@ public record FlowConfig(
         range("flow.hot_spot_max_holders", hotSpotMaxHolders, 1, 1024);
         range("flow.tenant_labels", tenantLabels, 0, 100);
         millis("flow.recheck_interval_ms", recheckInterval, 1, 10_000);
+        if (!(reserveRatio >= 0 && reserveRatio <= 0.5)) {
+            throw new IllegalArgumentException("flow.reserve_ratio must be in [0, 0.5], was " + reserveRatio);
+        }
     }
 
-    /** The defaults: off, and the values listed on the record when turned on. */
+    /** {@return the defaults: off, and the values listed on the record when turned on} */
     public static FlowConfig defaults() {
         return DEFAULTS;
     }
 
-    /** The defaults, turned on. */
+    /** {@return the defaults, turned on} */
     public static FlowConfig enabledDefaults() {
         return DEFAULTS.withEnabled(true);
     }
 
-    /** A copy with {@code enabled} changed. */
+    /**
+     * A copy with {@code enabled} changed.
+     *
+     * @param enabled see the record
+     * @return the new settings
+     */
     public FlowConfig withEnabled(boolean enabled) {
         return new FlowConfig(
                 enabled,
@@ -84,10 +111,16 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
-    /** A copy with {@code maxDepth} changed. */
+    /**
+     * A copy with {@code maxDepth} changed.
+     *
+     * @param maxDepth see the record
+     * @return the new settings
+     */
     public FlowConfig withMaxDepth(int maxDepth) {
         return new FlowConfig(
                 enabled,
@@ -99,10 +132,16 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
-    /** A copy with {@code maxWait} changed (an {@code affinityWait} above it is lowered to it). */
+    /**
+     * A copy with {@code maxWait} changed (an {@code affinityWait} above it is lowered to it).
+     *
+     * @param maxWait see the record
+     * @return the new settings
+     */
     public FlowConfig withMaxWait(Duration maxWait) {
         Duration affinity = affinityWait.compareTo(maxWait) > 0 ? maxWait : affinityWait;
         return new FlowConfig(
@@ -115,10 +154,17 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
-    /** A copy with {@code bands} and {@code defaultBand} changed. */
+    /**
+     * A copy with {@code bands} and {@code defaultBand} changed.
+     *
+     * @param bands see the record
+     * @param defaultBand see the record
+     * @return the new settings
+     */
     public FlowConfig withBands(int bands, int defaultBand) {
         return new FlowConfig(
                 enabled,
@@ -130,10 +176,18 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
-    /** A copy with the affinity and hot-spot settings changed. */
+    /**
+     * A copy with the affinity and hot-spot settings changed.
+     *
+     * @param affinityWait see the record
+     * @param hotSpotDepth see the record
+     * @param hotSpotMaxHolders see the record
+     * @return the new settings
+     */
     public FlowConfig withAffinity(Duration affinityWait, int hotSpotDepth, int hotSpotMaxHolders) {
         return new FlowConfig(
                 enabled,
@@ -145,10 +199,16 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
-    /** A copy with {@code tenantLabels} changed. */
+    /**
+     * A copy with {@code tenantLabels} changed.
+     *
+     * @param tenantLabels see the record
+     * @return the new settings
+     */
     public FlowConfig withTenantLabels(int tenantLabels) {
         return new FlowConfig(
                 enabled,
@@ -160,10 +220,16 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
     }
 
-    /** A copy with {@code recheckInterval} changed. */
+    /**
+     * A copy with {@code recheckInterval} changed.
+     *
+     * @param recheckInterval see the record
+     * @return the new settings
+     */
     public FlowConfig withRecheckInterval(Duration recheckInterval) {
         return new FlowConfig(
                 enabled,
@@ -175,7 +241,29 @@ public record FlowConfig(
                 hotSpotDepth,
                 hotSpotMaxHolders,
                 tenantLabels,
-                recheckInterval);
+                recheckInterval,
+                reserveRatio);
+    }
+
+    /**
+     * A copy with {@code reserveRatio} changed.
+     *
+     * @param reserveRatio see the record
+     * @return the new settings
+     */
+    public FlowConfig withReserveRatio(double reserveRatio) {
+        return new FlowConfig(
+                enabled,
+                maxDepth,
+                maxWait,
+                bands,
+                defaultBand,
+                affinityWait,
+                hotSpotDepth,
+                hotSpotMaxHolders,
+                tenantLabels,
+                recheckInterval,
+                reserveRatio);
     }
 
     private static void range(String name, long value, long min, long max) {

@@ -17,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -109,7 +110,7 @@ public final class FlowControl implements AutoCloseable {
         return new Builder(Objects.requireNonNull(router, "router"));
     }
 
-    /** The settings. */
+    /** {@return the settings} */
     public FlowConfig config() {
         return config;
     }
@@ -139,18 +140,25 @@ public final class FlowControl implements AutoCloseable {
         ModelQueue q = queues.get(key);
         if (q == null || q.idle()) {
             int state = capacity(request);
-            if (state != FULL) {
+            if (state != FULL
+                    && (state != ROOM || q == null || !scarce(request.model()) || q.mayTakeNow(band, flow.tenant()))) {
                 // room somewhere (or nothing serves the model, or nothing is up): the router answers
                 RouteDecision d = router.choose(request);
                 if (d.routed()
                         || d.reason() == Reason.MODEL_NOT_SERVED
                         || (state == NONE && capacity(request) == NONE)) {
+                    if (d.routed()) {
+                        // a model routed gets a queue (bounded by the models the pool serves): it counts the
+                        // slots each tenant holds
+                        queueFor(key).admittedAtOnce(d, flow.tenant());
+                    }
                     return FlowTicket.completed(admittedAtOnce(d, band, flow));
                 }
                 // the room was taken meanwhile, or a replica that looked down was filling up: wait
             }
+            // no room, or only the reserve is free and this request may not take it: wait
             if (q == null) {
-                q = queues.computeIfAbsent(key, m -> new ModelQueue(m.isEmpty() ? null : m, this));
+                q = queueFor(key);
             }
         }
         long budget = config.maxWait().toNanos();
@@ -171,7 +179,7 @@ public final class FlowControl implements AutoCloseable {
      * @param model the model as requests name it; null for requests that name none
      * @return the depth, 0 for a model nothing waited for yet
      */
-    public int depth(String model) {
+    public int depth(@Nullable String model) {
         ModelQueue q = queues.get(model == null ? NO_MODEL : model);
         return q == null ? 0 : q.depth();
     }
@@ -184,14 +192,14 @@ public final class FlowControl implements AutoCloseable {
      * @param band the band, 0 to {@code bands - 1}; 0 is returned for another
      * @return the depth
      */
-    public int depth(String model, int band) {
+    public int depth(@Nullable String model, int band) {
         ModelQueue q = queues.get(model == null ? NO_MODEL : model);
         return q == null ? 0 : q.depth(band);
     }
 
-    /** The models routed or queued so far (null for requests naming none), for gauges. */
-    public List<String> models() {
-        List<String> out = new ArrayList<>();
+    /** {@return the models routed or queued so far (null for requests naming none), for gauges} */
+    public List<@Nullable String> models() {
+        List<@Nullable String> out = new ArrayList<>();
         for (String m : queues.keySet()) {
             out.add(m.isEmpty() ? null : m);
         }
@@ -229,7 +237,7 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** The replicas serving {@code model} (null: any) that have room now. */
-    List<Replica> room(String model) {
+    List<Replica> room(@Nullable String model) {
         List<? extends Replica> all = router.replicas().replicas();
         List<Replica> room = new ArrayList<>(2);
         for (int i = 0; i < all.size(); i++) {
@@ -242,7 +250,7 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** The replicas serving {@code model} that are at their cap (each frees a slot when a lease closes). */
-    int fullSlots(String model) {
+    int fullSlots(@Nullable String model) {
         List<? extends Replica> all = router.replicas().replicas();
         int n = 0;
         for (int i = 0; i < all.size(); i++) {
@@ -255,7 +263,7 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** The slots of the replicas serving {@code model} that are up (with room, or full). */
-    int slots(String model) {
+    int slots(@Nullable String model) {
         List<? extends Replica> all = router.replicas().replicas();
         int n = 0;
         for (int i = 0; i < all.size(); i++) {
@@ -265,6 +273,36 @@ public final class FlowControl implements AutoCloseable {
             }
         }
         return n;
+    }
+
+    /**
+     * Whether the free slots of {@code model}'s replicas are down to the reserve (one pass, no lock): only
+     * then does a newcomer's band and tenant share decide whether it may take one.
+     */
+    private boolean scarce(@Nullable String model) {
+        double ratio = config.reserveRatio();
+        if (ratio == 0) {
+            return false;
+        }
+        List<? extends Replica> all = router.replicas().replicas();
+        int free = 0;
+        int slots = 0;
+        for (int i = 0; i < all.size(); i++) {
+            Replica r = all.get(i);
+            if (model != null && !r.serves(model)) {
+                continue;
+            }
+            int max = r.maxLoad();
+            int inFlight = r.inFlight();
+            boolean available = r.isAvailable();
+            if (available || inFlight >= max) {
+                slots += max;
+            }
+            if (available && inFlight < max) {
+                free += max - inFlight;
+            }
+        }
+        return free <= (int) Math.floor(ratio * slots);
     }
 
     private static final int ROOM = 0;
@@ -289,7 +327,9 @@ public final class FlowControl implements AutoCloseable {
             } else if (r.isAvailable()) {
                 return ROOM;
             } else if (r.inFlight() >= r.maxLoad()) {
-                full = true; // its last slot was taken between the two readings: full, not down
+                // filled between the two reads (isAvailable is false at the cap): full, not down. Read as
+                // down, the newcomer was answered 503 without a replica instead of waiting (Lincheck's stress)
+                full = true;
             }
         }
         return full ? FULL : NONE;
@@ -316,13 +356,16 @@ public final class FlowControl implements AutoCloseable {
         return out.toArray(NO_HOLDERS);
     }
 
+    private ModelQueue queueFor(String key) {
+        return queues.computeIfAbsent(key, m -> new ModelQueue(m.isEmpty() ? null : m, this));
+    }
+
     private void leaseClosed(LeaseCompletion c) {
         RouteDecision d = c.decision();
         String model = d.model();
         // every model routed gets a queue (bounded by the models the pool serves), so it knows its lease times
         // before its first request waits
-        queues.computeIfAbsent(model == null ? NO_MODEL : model, m -> new ModelQueue(m.isEmpty() ? null : m, this))
-                .leaseClosed(c.durationNanos());
+        queueFor(model == null ? NO_MODEL : model).leaseClosed(d, c.durationNanos());
         Replica freed = d.replica();
         for (ModelQueue q : queues.values()) {
             if (q.model == null || freed.serves(q.model)) {
@@ -407,7 +450,8 @@ public final class FlowControl implements AutoCloseable {
     }
 
     /** For tests: the queue of {@code model}, or null. */
-    ModelQueue queue(String model) {
+    @Nullable
+    ModelQueue queue(@Nullable String model) {
         return queues.get(model == null ? NO_MODEL : model);
     }
 
@@ -417,25 +461,40 @@ public final class FlowControl implements AutoCloseable {
         private FlowConfig config = FlowConfig.defaults();
         private FlowListener listener = FlowListener.NONE;
         private LongSupplier ticker = System::nanoTime;
-        private Scheduler scheduler;
+        private @Nullable Scheduler scheduler;
 
         private Builder(Router router) {
             this.router = router;
         }
 
-        /** The settings ({@link FlowConfig#defaults()}, off, by default). */
+        /**
+         * The settings ({@link FlowConfig#defaults()}, off, by default).
+         *
+         * @param config the settings
+         * @return this builder
+         */
         public Builder config(FlowConfig config) {
             this.config = Objects.requireNonNull(config);
             return this;
         }
 
-        /** Hears queueing, admissions, sheds and cancellations (for metrics); none by default. */
+        /**
+         * Hears queueing, admissions, sheds and cancellations (for metrics); none by default.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
         public Builder listener(FlowListener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
         }
 
-        /** Monotonic nanoseconds for waits and deadlines; {@link System#nanoTime()} by default. */
+        /**
+         * Monotonic nanoseconds for waits and deadlines; {@link System#nanoTime()} by default.
+         *
+         * @param ticker monotonic nanoseconds
+         * @return this builder
+         */
         public Builder ticker(LongSupplier ticker) {
             this.ticker = Objects.requireNonNull(ticker);
             return this;
@@ -444,13 +503,16 @@ public final class FlowControl implements AutoCloseable {
         /**
          * Where deadline and recheck timers run; by default a daemon thread owned (and closed) by the flow
          * control. Its timers run the queue's hand-outs, so they must not block.
+         *
+         * @param scheduler the timers' scheduler
+         * @return this builder
          */
         public Builder scheduler(Scheduler scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler);
             return this;
         }
 
-        /** Builds the flow control and subscribes it to the router's freed slots. */
+        /** {@return builds the flow control and subscribes it to the router's freed slots} */
         public FlowControl build() {
             return new FlowControl(this);
         }

@@ -7,6 +7,7 @@ import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads a request's flow-control inputs from its headers, the same way for every host (the proxy's fronts,
@@ -74,9 +75,12 @@ public final class FlowHeaders {
      * @param error   null when usable, else a message for the error body naming the header and the
      *                accepted range (it never repeats the value)
      */
-    public record Parsed(FlowRequest request, int status, String error) {
+    public record Parsed(
+            @Nullable FlowRequest request,
+            int status,
+            @Nullable String error) {
 
-        /** True when {@link #request()} is usable. */
+        /** {@return true when {@link #request()} is usable} */
         public boolean ok() {
             return request != null;
         }
@@ -90,7 +94,7 @@ public final class FlowHeaders {
      * @param maxTokens   the output asked for ({@code max_tokens}), or 0 or less when the request gives none
      * @return the inputs, or the 400 that answers an unusable header
      */
-    public Parsed parse(Function<String, String> headers, long promptUnits, long maxTokens) {
+    public Parsed parse(Function<String, @Nullable String> headers, long promptUnits, long maxTokens) {
         Objects.requireNonNull(headers, "headers");
         long deadline = 0;
         String d = headers.apply(deadlineHeader);
@@ -121,7 +125,7 @@ public final class FlowHeaders {
         return new Parsed(new FlowRequest(band(headers.apply(priorityHeader)), tenant, deadline, cost), 0, null);
     }
 
-    private int band(String value) {
+    private int band(@Nullable String value) {
         if (value == null) {
             return defaultBand;
         }
@@ -156,7 +160,7 @@ public final class FlowHeaders {
         return ms >= 1 && ms <= MAX_DEADLINE_MILLIS ? ms : -1;
     }
 
-    private static String apiKey(Function<String, String> headers) {
+    private static @Nullable String apiKey(Function<String, @Nullable String> headers) {
         String auth = headers.apply("authorization");
         if (auth != null) {
             String a = auth.trim();
@@ -197,19 +201,34 @@ public final class FlowHeaders {
             this.defaultBand = config.defaultBand();
         }
 
-        /** The priority header's name ({@code flow.priority_header}, default {@code x-cart-priority}). */
+        /**
+         * The priority header's name ({@code flow.priority_header}, default {@code x-cart-priority}).
+         *
+         * @param name the header name (matched ignoring case)
+         * @return this builder
+         */
         public Builder priorityHeader(String name) {
             this.priorityHeader = headerName("flow.priority_header", name);
             return this;
         }
 
-        /** The tenant header's name ({@code flow.tenant_header}, default {@code x-cart-tenant}). */
+        /**
+         * The tenant header's name ({@code flow.tenant_header}, default {@code x-cart-tenant}).
+         *
+         * @param name the header name (matched ignoring case)
+         * @return this builder
+         */
         public Builder tenantHeader(String name) {
             this.tenantHeader = headerName("flow.tenant_header", name);
             return this;
         }
 
-        /** The deadline header's name ({@code flow.deadline_header}, default {@code x-cart-deadline-ms}). */
+        /**
+         * The deadline header's name ({@code flow.deadline_header}, default {@code x-cart-deadline-ms}).
+         *
+         * @param name the header name (matched ignoring case)
+         * @return this builder
+         */
         public Builder deadlineHeader(String name) {
             this.deadlineHeader = headerName("flow.deadline_header", name);
             return this;
@@ -218,6 +237,9 @@ public final class FlowHeaders {
         /**
          * The output counted for a request that gives no {@code max_tokens} ({@code flow.default_output_tokens},
          * 1 to 1,000,000, default 256).
+         *
+         * @param tokens output tokens, 1 to 1,000,000
+         * @return this builder
          */
         public Builder defaultOutputTokens(int tokens) {
             if (tokens < 1 || tokens > 1_000_000) {
@@ -239,7 +261,7 @@ public final class FlowHeaders {
             return n;
         }
 
-        /** Builds the reader. */
+        /** {@return builds the reader} */
         public FlowHeaders build() {
             return new FlowHeaders(this);
         }

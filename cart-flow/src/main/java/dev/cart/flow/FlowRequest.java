@@ -25,6 +25,11 @@ public record FlowRequest(int band, String tenant, long deadlineMillis, long cos
      * Checks the values.
      *
      * @throws IllegalArgumentException if a value is out of range
+     *
+     * @param band see the record
+     * @param tenant see the record
+     * @param deadlineMillis see the record
+     * @param cost see the record
      */
     public FlowRequest {
         Objects.requireNonNull(tenant, "tenant");
@@ -42,7 +47,12 @@ public record FlowRequest(int band, String tenant, long deadlineMillis, long cos
         }
     }
 
-    /** A request of {@code band} for the anonymous tenant, no deadline of its own, cost 1. */
+    /**
+     * A request of {@code band} for the anonymous tenant, no deadline of its own, cost 1.
+     *
+     * @param band see the record
+     * @return the request
+     */
     public static FlowRequest ofBand(int band) {
         return new FlowRequest(band, ANONYMOUS, 0, 1);
     }

@@ -3,6 +3,7 @@ package dev.cart.flow;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How flow control answered one request: admitted with a routing decision (whose lease the host now
@@ -19,16 +20,16 @@ import java.util.Objects;
  */
 public final class FlowResult {
 
-    private final RouteDecision decision;
-    private final ShedReason shed;
+    private final @Nullable RouteDecision decision;
+    private final @Nullable ShedReason shed;
     private final long queuedNanos;
     private final long retryAfterSeconds;
     private final int band;
     private final String tenant;
 
     private FlowResult(
-            RouteDecision decision,
-            ShedReason shed,
+            @Nullable RouteDecision decision,
+            @Nullable ShedReason shed,
             long queuedNanos,
             long retryAfterSeconds,
             int band,
@@ -49,7 +50,7 @@ public final class FlowResult {
         return new FlowResult(null, Objects.requireNonNull(reason), queuedNanos, retryAfterSeconds, band, tenant);
     }
 
-    /** True when a replica was chosen: {@link #decision()} holds its lease, which the host must close. */
+    /** {@return true when a replica was chosen: {@link #decision()} holds its lease, which the host must close} */
     public boolean admitted() {
         return decision != null && decision.routed();
     }
@@ -57,46 +58,51 @@ public final class FlowResult {
     /**
      * The router's decision: routed when {@link #admitted()}, else one without a replica
      * ({@link Reason#MODEL_NOT_SERVED}, or {@link Reason#NO_REPLICA} when the queue is off); null when shed.
+     *
+     * @return the decision, or null when shed
      */
-    public RouteDecision decision() {
+    public @Nullable RouteDecision decision() {
         return decision;
     }
 
-    /** Why the queue shed the request, or null when it did not. */
-    public ShedReason shedReason() {
+    /** {@return why the queue shed the request, or null when it did not} */
+    public @Nullable ShedReason shedReason() {
         return shed;
     }
 
     /**
      * The HTTP status a host answers with when it does not forward: the shed reason's (429 or 503), 404
      * for {@link Reason#MODEL_NOT_SERVED}, 503 for {@link Reason#NO_REPLICA}; 0 when admitted.
+     *
+     * @return 429, 503, 404, or 0
      */
     public int status() {
         if (shed != null) {
             return shed.status();
         }
-        if (decision.routed()) {
+        RouteDecision d = Objects.requireNonNull(decision);
+        if (d.routed()) {
             return 0;
         }
-        return decision.reason() == Reason.MODEL_NOT_SERVED ? 404 : 503;
+        return d.reason() == Reason.MODEL_NOT_SERVED ? 404 : 503;
     }
 
-    /** Time the request spent in the queue, in nanoseconds (0 when it did not wait): the {@code queued_ms} field. */
+    /** {@return time the request spent in the queue, in nanoseconds (0 when it did not wait): the {@code queued_ms} field} */
     public long queuedNanos() {
         return queuedNanos;
     }
 
-    /** For a shed request, the seconds a client should wait before retrying (at least 1); else 0. */
+    /** {@return for a shed request, the seconds a client should wait before retrying (at least 1); else 0} */
     public long retryAfterSeconds() {
         return retryAfterSeconds;
     }
 
-    /** The band the request was served in (its own, capped at the last band). */
+    /** {@return the band the request was served in (its own, capped at the last band)} */
     public int band() {
         return band;
     }
 
-    /** The request's tenant, as given in its {@link FlowRequest} (a digest from {@link FlowHeaders}). */
+    /** {@return the request's tenant, as given in its {@link FlowRequest} (a digest from {@link FlowHeaders})} */
     public String tenant() {
         return tenant;
     }

@@ -1,6 +1,7 @@
 package dev.cart.flow;
 
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A request's place in flow control: a future completed once with its {@link FlowResult}, possibly at once
@@ -18,8 +19,8 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class FlowTicket extends CompletableFuture<FlowResult> {
 
-    private volatile ModelQueue queue;
-    private volatile Waiting waiting;
+    private volatile @Nullable ModelQueue queue;
+    private volatile @Nullable Waiting waiting;
 
     FlowTicket() {}
 
@@ -49,7 +50,8 @@ public final class FlowTicket extends CompletableFuture<FlowResult> {
     @Override
     public boolean cancel(boolean mayInterruptIfRunning) {
         ModelQueue q = queue;
-        if (q != null && !q.withdraw(waiting)) {
+        Waiting w = waiting;
+        if (q != null && w != null && !q.withdraw(w)) {
             return false; // being handed a slot: it completes admitted, and the host closes its lease
         }
         return super.cancel(mayInterruptIfRunning);
@@ -75,8 +77,9 @@ public final class FlowTicket extends CompletableFuture<FlowResult> {
 
     private void withdraw() {
         ModelQueue q = queue;
-        if (q != null) {
-            q.withdraw(waiting);
+        Waiting w = waiting;
+        if (q != null && w != null) {
+            q.withdraw(w);
         }
     }
 

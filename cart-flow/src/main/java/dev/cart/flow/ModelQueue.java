@@ -6,7 +6,11 @@ import dev.cart.core.RouteDecision;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.Scheduler;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The admission queue of one model: the requests that found no replica with room, waiting in the order
@@ -28,10 +32,16 @@ import java.util.List;
  * will). A timer per queue looks again every {@code recheck_interval} while requests wait, for room nobody
  * signalled (a replica back to health, a circuit half open), and when an affinity window ends.
  *
+ * <p>Reserve: the queue counts the slots each tenant holds (the leases it admitted, until they close). When
+ * no more slots are free than {@code reserve_ratio} of the model's slots, only a request of band 0 or of a
+ * tenant below its even share of the other slots takes one, at once or from the line; the others wait (they
+ * are skipped by the pick, and looked at again when a slot frees).
+ *
  * <p>Early shedding: a newcomer's expected wait is the number of requests that would go before it
- * ({@link FairLines#ahead}, plus those being handed a slot) times the mean time a lease of the model holds
- * its slot over the model's slots (Little's law, with the lease times measured so far); longer than its
- * deadline, it is shed at once. At {@code max_depth} a newcomer displaces a request of a lower band, or of
+ * ({@link FairLines#ahead}, plus those being handed a slot) times the mean gap between freed slots seen while
+ * requests waited, or, until {@link #MIN_GAPS} were seen, the mean time a lease of the model holds its slot
+ * over the model's slots (Little's law, with the lease times measured so far); longer than its deadline, it
+ * is shed at once. At {@code max_depth} a newcomer displaces a request of a lower band, or of
  * a tenant with a longer line ({@link FairLines#victimFor}), or is shed. Each waiting request has a timer
  * at its deadline.
  *
@@ -43,7 +53,10 @@ final class ModelQueue {
     /** Weight of the newest lease duration in the running mean. */
     private static final double DURATION_WEIGHT = 0.05;
 
-    final String model;
+    /** Gaps between freed slots seen while requests waited before the expected wait is taken from them. */
+    static final int MIN_GAPS = 8;
+
+    final @Nullable String model;
     private final FlowControl owner;
     private final FlowConfig config;
 
@@ -57,7 +70,7 @@ final class ModelQueue {
     private long version;
 
     @GuardedBy("this")
-    private Scheduler.Task wake;
+    private Scheduler.@Nullable Task wake;
 
     @GuardedBy("this")
     private long wakeAt = Long.MAX_VALUE;
@@ -77,7 +90,26 @@ final class ModelQueue {
     @GuardedBy("this")
     private long spreads;
 
-    ModelQueue(String model, FlowControl owner) {
+    /** Per tenant, the leases of this model admitted here and still open (kept when a reserve is set). */
+    @GuardedBy("this")
+    private final Map<String, int[]> held = new HashMap<>();
+
+    /** The tenant of each lease counted in {@link #held}, by its decision. */
+    @GuardedBy("this")
+    private final IdentityHashMap<RouteDecision, String> open = new IdentityHashMap<>();
+
+    /** Running mean of the gaps between freed slots while requests waited, nanoseconds; 0 until measured. */
+    @GuardedBy("this")
+    private double meanGapNanos;
+
+    @GuardedBy("this")
+    private int gaps;
+
+    /** When the last slot freed while requests waited; -1 when the last one freed with none waiting. */
+    @GuardedBy("this")
+    private long lastBusyRelease = -1;
+
+    ModelQueue(@Nullable String model, FlowControl owner) {
         this.model = model;
         this.owner = owner;
         this.config = owner.config();
@@ -153,10 +185,80 @@ final class ModelQueue {
         }
     }
 
-    /** A lease of this model closed after {@code nanos}: the mean lease time learns it. */
-    synchronized void leaseClosed(long nanos) {
+    /**
+     * A lease of this model closed after {@code nanos}: the mean lease time learns it, and, while requests
+     * wait, the mean gap between freed slots; a lease admitted here no longer counts for its tenant.
+     */
+    synchronized void leaseClosed(RouteDecision d, long nanos) {
         double n = Math.max(1, nanos);
         meanLeaseNanos = meanLeaseNanos == 0 ? n : meanLeaseNanos + DURATION_WEIGHT * (n - meanLeaseNanos);
+        if (lines.size() > 0 || handing > 0) {
+            long now = owner.now();
+            if (lastBusyRelease >= 0) {
+                double gap = Math.max(1, now - lastBusyRelease);
+                meanGapNanos = gaps == 0 ? gap : meanGapNanos + DURATION_WEIGHT * (gap - meanGapNanos);
+                gaps++;
+            }
+            lastBusyRelease = now;
+        } else {
+            lastBusyRelease = -1;
+        }
+        if (!open.isEmpty()) {
+            String tenant = open.remove(d);
+            if (tenant != null) {
+                int[] c = held.get(tenant);
+                if (c != null && --c[0] == 0) {
+                    held.remove(tenant);
+                }
+            }
+        }
+    }
+
+    /** {@code d} was admitted for {@code tenant}: it holds one more of the model's slots until it closes. */
+    @GuardedBy("this")
+    private void hold(RouteDecision d, String tenant) {
+        if (config.reserveRatio() > 0 && d.routed()) {
+            open.put(d, tenant);
+            held.computeIfAbsent(tenant, t -> new int[1])[0]++;
+        }
+    }
+
+    /** A request routed at once (nothing waited) for {@code tenant}: see {@link #hold}. */
+    synchronized void admittedAtOnce(RouteDecision d, String tenant) {
+        hold(d, tenant);
+    }
+
+    /**
+     * Whether a newcomer of {@code band} and {@code tenant} may take a free slot now, nothing waiting: always,
+     * unless the free slots are down to the reserve and it is neither of band 0 nor below its share.
+     */
+    synchronized boolean mayTakeNow(int band, String tenant) {
+        if (config.reserveRatio() == 0 || band == 0) {
+            return true;
+        }
+        int slots = owner.slots(model);
+        return mayTake(held, band, tenant, free(owner.room(model)) - handing, slots, reserve(slots));
+    }
+
+    /** The slots held back for band 0 and tenants below their share, of {@code slots}. */
+    private int reserve(int slots) {
+        return (int) Math.floor(config.reserveRatio() * slots);
+    }
+
+    /**
+     * Whether a request may take one of {@code free} slots (free now, less those being handed out) of
+     * {@code slots}: yes while more than {@code reserve} are free; with fewer, only a request of band 0 or
+     * of a tenant holding fewer than its even share of the unreserved slots ({@code held}: the slots each
+     * tenant holds; called under this queue's lock).
+     */
+    private static boolean mayTake(Map<String, int[]> held, int band, String tenant, int free, int slots, int reserve) {
+        if (reserve == 0 || band == 0 || free > reserve) {
+            return true;
+        }
+        int[] c = held.get(tenant);
+        int mine = c == null ? 0 : c[0];
+        int tenants = held.size() + (c == null ? 1 : 0);
+        return (long) mine * tenants < slots - reserve;
     }
 
     /** Room may have appeared (a slot freed): hand it out. */
@@ -208,9 +310,14 @@ final class ModelQueue {
                     downSince = -1;
                     long now = owner.now();
                     long[] nextWindow = {Long.MAX_VALUE};
-                    FairLines held = lines; // the lambda runs here, under this lock
+                    FairLines inLine = lines; // the lambda runs here, under this lock
                     long spread = spreads;
-                    w = held.first(x -> accepts(x, held, room, now, spread, nextWindow));
+                    int slots = owner.slots(model);
+                    int reserve = config.reserveRatio() == 0 ? 0 : reserve(slots);
+                    int free = free(room) - handing;
+                    Map<String, int[]> holding = held;
+                    w = inLine.first(x -> mayTake(holding, x.band, x.flow.tenant(), free, slots, reserve)
+                            && accepts(x, inLine, room, now, spread, nextWindow));
                     if (nextWindow[0] != Long.MAX_VALUE) {
                         ensureWake(nextWindow[0]);
                     }
@@ -259,6 +366,7 @@ final class ModelQueue {
             handing--;
             if (d.routed()) {
                 lines.charge(w);
+                hold(d, w.flow.tenant());
                 if (w.holders.length > 0 && !contains(w.holders, d.replica())) {
                     spreads++; // the prefix has a new holder: those waiting for it look their holders up again
                 }
@@ -453,9 +561,16 @@ final class ModelQueue {
 
     // ---- expected wait ----
 
-    /** The wait of the {@code place}-th request to be served, nanoseconds; -1 when unknown. */
+    /**
+     * The wait of the {@code place}-th request to be served, nanoseconds; -1 when unknown: {@code place}
+     * times the mean gap between freed slots seen while requests waited, once {@link #MIN_GAPS} were seen;
+     * before that, Little's law over the mean lease time and the model's slots.
+     */
     @GuardedBy("this")
     private long expectedWaitNanos(long place) {
+        if (gaps >= MIN_GAPS) {
+            return (long) (place * meanGapNanos);
+        }
         int slots = owner.slots(model);
         if (meanLeaseNanos == 0 || slots == 0) {
             return -1;

@@ -30,12 +30,12 @@ public enum ShedReason {
         this.status = status;
     }
 
-    /** The HTTP status a host answers with: 429 when the pool is busy, 503 when it cannot serve at all. */
+    /** {@return the HTTP status a host answers with: 429 when the pool is busy, 503 when it cannot serve at all} */
     public int status() {
         return status;
     }
 
-    /** Lower-case code for logs and metric labels, e.g. {@code queue_full}. */
+    /** {@return lower-case code for logs and metric labels, e.g. {@code queue_full}} */
     public String code() {
         return code;
     }

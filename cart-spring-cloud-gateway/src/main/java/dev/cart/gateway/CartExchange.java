@@ -9,6 +9,8 @@ import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.answer.AnswerReader;
+import dev.cart.flow.FlowRequest;
+import dev.cart.flow.FlowResult;
 import java.util.ArrayList;
 import java.util.List;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -51,6 +53,8 @@ final class CartExchange {
     private volatile boolean bodyEnded;
     private volatile boolean bodyAbandoned;
     private volatile AnswerReader reader;
+    private volatile FlowRequest flow;
+    private volatile FlowResult shed;
 
     CartExchange(String serviceId) {
         this.serviceId = serviceId;
@@ -61,6 +65,31 @@ final class CartExchange {
         this.endpoint = endpoint;
         this.request = request;
         this.extracted = true;
+    }
+
+    /** The request's band, tenant, deadline and cost, for the admission queue ({@code cart.flow.enabled}). */
+    void flow(FlowRequest flow) {
+        this.flow = flow;
+    }
+
+    /** What the admission queue needs of this request; null when the queue is off. */
+    FlowRequest flowRequest() {
+        return flow;
+    }
+
+    /** The admission queue shed the request ({@code result}: its status, reason and retry hint). */
+    void shed(FlowResult result) {
+        this.shed = result;
+    }
+
+    /** The admission queue's answer when it shed the request; null otherwise. */
+    FlowResult shedResult() {
+        return shed;
+    }
+
+    /** The endpoint the request was read as, or null when it carried no prompt. */
+    Endpoint endpoint() {
+        return endpoint;
     }
 
     /** The request carries no prompt (not one of the routed endpoints): it is routed by load alone. */
@@ -115,6 +144,7 @@ final class CartExchange {
         bodyAbandoned = false;
         reader = null;
         noReplica = false;
+        shed = null;
     }
 
     /** The balancer found no replica that could take the request. */

@@ -10,6 +10,9 @@ import dev.cart.core.spi.RoutingPolicyProvider;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.PromptExtractor;
 import dev.cart.extract.Tokenizers;
+import dev.cart.flow.FlowConfig;
+import dev.cart.flow.FlowControl;
+import dev.cart.flow.FlowHeaders;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -40,6 +43,8 @@ public final class CartGatewayRouting implements AutoCloseable {
     private final PromptExtractor extractor;
     private final MeterRegistry registry;
     private final Map<String, ServiceRouting> routings = new ConcurrentHashMap<>();
+    private final FlowConfig flowConfig;
+    private final FlowHeaders flowHeaders;
 
     /**
      * @param registry where each service's metrics go, or null for none
@@ -54,6 +59,14 @@ public final class CartGatewayRouting implements AutoCloseable {
             throw new IllegalArgumentException("invalid CART configuration:\n  " + String.join("\n  ", problems));
         }
         this.services = Set.copyOf(properties.getServices());
+        this.flowConfig = flowConfig(properties.getFlow());
+        CartProperties.Flow f = properties.getFlow();
+        this.flowHeaders = FlowHeaders.builder(flowConfig)
+                .priorityHeader(f.getPriorityHeader())
+                .tenantHeader(f.getTenantHeader())
+                .deadlineHeader(f.getDeadlineHeader())
+                .defaultOutputTokens(f.getDefaultOutputTokens())
+                .build();
         ExtractOptions.Builder eo = ExtractOptions.builder()
                 .blockChars(properties.getBlockChars())
                 .anchorLimit(1024); // the stable start consistent-hash placement hashes, as in the proxy
@@ -84,6 +97,26 @@ public final class CartGatewayRouting implements AutoCloseable {
     public Map<String, Integer> inFlightByReplica(String serviceId) {
         ServiceRouting r = routings.get(serviceId);
         return r == null ? Map.of() : r.replicas().inFlightByReplica();
+    }
+
+    /**
+     * Requests of {@code serviceId} waiting in its admission queue now ({@code cart.flow.enabled}); 0 when the
+     * queue is off or the service had no request yet.
+     */
+    public int queued(String serviceId) {
+        ServiceRouting r = routings.get(serviceId);
+        FlowControl f = r == null ? null : r.flow();
+        return f == null ? 0 : f.depth(null);
+    }
+
+    /** True when requests that find no instance with room wait ({@code cart.flow.enabled}). */
+    boolean flowEnabled() {
+        return flowConfig.enabled();
+    }
+
+    /** Reads a request's band, tenant and deadline ({@code cart.flow.*-header}). */
+    FlowHeaders flowHeaders() {
+        return flowHeaders;
     }
 
     PromptExtractor extractor() {
@@ -119,7 +152,10 @@ public final class CartGatewayRouting implements AutoCloseable {
                 .feedback(p.isFeedback())
                 .firstTokenReports(true) // the exchange reports each answer's first bytes
                 .build();
-        ServiceRouting routing = new ServiceRouting(serviceId, replicas, router);
+        FlowControl flow = flowConfig.enabled()
+                ? FlowControl.builder(router).config(flowConfig).build()
+                : null;
+        ServiceRouting routing = new ServiceRouting(serviceId, replicas, router, flow);
         if (metrics != null) {
             metrics.bind(routing);
         }
@@ -146,6 +182,9 @@ public final class CartGatewayRouting implements AutoCloseable {
     @Override
     public void close() {
         for (ServiceRouting r : routings.values()) {
+            if (r.flow() != null) {
+                r.flow().close(); // waiting requests are answered 503
+            }
             r.router().close();
         }
     }
@@ -202,7 +241,46 @@ public final class CartGatewayRouting implements AutoCloseable {
             problems.add("cart.tokenizer: must be one of cl100k_base, o200k_base (or none), was '" + t + "'");
         }
         checkPolicy(p.getPolicy(), policySettings, problems);
+        CartProperties.Flow f = p.getFlow();
+        if (f == null) {
+            problems.add("cart.flow: must be given");
+        } else {
+            try {
+                flowConfig(f);
+            } catch (IllegalArgumentException e) {
+                // the library names the proxy's key (flow.max_depth); this says cart.flow.max-depth
+                String m = e.getMessage();
+                int sp = m.indexOf(' ');
+                problems.add("cart." + m.substring(0, sp).replace('_', '-') + ":" + m.substring(sp));
+            }
+            for (String[] h : new String[][] {
+                {"priority-header", f.getPriorityHeader()},
+                {"tenant-header", f.getTenantHeader()},
+                {"deadline-header", f.getDeadlineHeader()}
+            }) {
+                if (h[1] == null || h[1].isBlank()) {
+                    problems.add("cart.flow." + h[0] + ": must name an HTTP header");
+                }
+            }
+            range(problems, "cart.flow.default-output-tokens", f.getDefaultOutputTokens(), 1, 1_000_000);
+        }
         return problems;
+    }
+
+    /** The library's settings from {@code cart.flow.*}; throws IllegalArgumentException naming a bad one. */
+    static FlowConfig flowConfig(CartProperties.Flow f) {
+        return new FlowConfig(
+                f.isEnabled(),
+                f.getMaxDepth(),
+                Duration.ofMillis(f.getMaxWaitMs()),
+                f.getBands(),
+                f.getDefaultBand(),
+                Duration.ofMillis(f.getAffinityWaitMs()),
+                f.getHotSpotDepth(),
+                f.getHotSpotMaxHolders(),
+                f.getTenantLabels(),
+                Duration.ofMillis(f.getRecheckIntervalMs()),
+                f.getReserveRatio());
     }
 
     private static void range(List<String> problems, String key, long v, long min, long max) {

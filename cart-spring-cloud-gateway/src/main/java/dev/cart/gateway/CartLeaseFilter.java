@@ -1,5 +1,8 @@
 package dev.cart.gateway;
 
+import dev.cart.extract.Endpoint;
+import dev.cart.flow.FlowResult;
+import dev.cart.flow.ShedReason;
 import java.net.URI;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
@@ -30,7 +33,9 @@ import reactor.util.context.Context;
  * before the gateway's {@link NettyWriteResponseFilter}, which writes the replica's body to the client after the
  * rest of the chain has returned: wrapping that filter is what makes the end of this filter's chain the end of the
  * body (completion, error or client cancellation), where the lease is closed. When no replica can take the
- * request, the answer is an OpenAI-style 503 {@code no_replica} with {@code Retry-After: 1}.
+ * request, the answer is an OpenAI-style 503 {@code no_replica} with {@code Retry-After: 1}; when the admission
+ * queue ({@code cart.flow.enabled}) sheds it, a 429 with the queue's {@code Retry-After} and the shed reason as
+ * its code (Anthropic's error shape on {@code /v1/messages}).
  *
  * <p>Thread-safe and stateless: per-request state lives in the exchange.
  */
@@ -68,6 +73,10 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
                 .build();
         return chain.filter(observed)
                 .onErrorResume(NotFoundException.class, e -> {
+                    FlowResult shed = state.shedResult();
+                    if (shed != null && !original.isCommitted()) {
+                        return shed(original, state, shed);
+                    }
                     if (!state.wasNoReplica() || original.isCommitted()) {
                         return Mono.error(e);
                     }
@@ -83,6 +92,31 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
                 })
                 .doOnError(state::error)
                 .doFinally(signal -> state.finish(signal, status(original)));
+    }
+
+    /**
+     * The admission queue shed the request: 429 (or 503 when the service cannot serve at all) with
+     * {@code Retry-After} and an error in the request's API shape, its code the shed reason.
+     */
+    private Mono<Void> shed(ServerHttpResponse response, CartExchange state, FlowResult shed) {
+        ShedReason reason = shed.shedReason();
+        String code = reason == null ? "shed" : reason.code();
+        routing.rejected(state.serviceId(), code);
+        response.getHeaders().set("Retry-After", Long.toString(Math.max(1, shed.retryAfterSeconds())));
+        boolean busy = shed.status() == 429;
+        return CartPromptFilter.error(
+                response,
+                state.endpoint(),
+                shed.status(),
+                busy
+                        ? "rate_limit_error"
+                        : (state.endpoint() == Endpoint.MESSAGES ? "overloaded_error" : "server_error"),
+                code,
+                busy
+                        ? "every replica of " + state.serviceId()
+                                + " is busy and the request could not be served within" + " its deadline (" + code
+                                + "); retry after the Retry-After delay"
+                        : "no replica of " + state.serviceId() + " can take the request now (" + code + ")");
     }
 
     static int status(ServerHttpResponse r) {

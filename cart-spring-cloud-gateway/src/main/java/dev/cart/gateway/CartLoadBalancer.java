@@ -2,6 +2,10 @@ package dev.cart.gateway;
 
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
+import dev.cart.flow.FlowControl;
+import dev.cart.flow.FlowRequest;
+import dev.cart.flow.FlowResult;
+import dev.cart.flow.FlowTicket;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -18,6 +22,7 @@ import org.springframework.cloud.loadbalancer.core.NoopServiceInstanceListSuppli
 import org.springframework.cloud.loadbalancer.core.ReactorServiceInstanceLoadBalancer;
 import org.springframework.cloud.loadbalancer.core.ServiceInstanceListSupplier;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * A Spring Cloud LoadBalancer that chooses among a service's instances with CART's {@code Router}: the instances
@@ -29,6 +34,14 @@ import reactor.core.publisher.Mono;
  * <p>A request without that state (the balancer used outside the gateway filter chain, for example by a
  * {@code @LoadBalanced WebClient}) is routed by load alone and its lease closed at once, since nothing would
  * close it later: in-flight counts then do not include it. A warning says so once.
+ *
+ * <p>With the admission queue on ({@code cart.flow.enabled}), a request that finds no instance with room waits in
+ * the service's {@link FlowControl} instead of failing: the returned {@code Mono} completes when the queue hands
+ * it a slot (on a parallel scheduler, not the thread that freed the slot), and no thread waits meanwhile. If the
+ * exchange is cancelled while it waits (the client went away), the ticket is cancelled and the request leaves
+ * the queue at once; if it was being handed a slot just then, the lease it gets is closed unused. A request the
+ * queue sheds is marked in the exchange state ({@link CartExchange#shed}) and answered 429 (or 503) by
+ * {@link CartLeaseFilter}.
  *
  * <p>Thread-safe: {@code choose} keeps nothing between calls; the router and the replica set are thread-safe.
  */
@@ -51,7 +64,66 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
     public Mono<Response<ServiceInstance>> choose(Request request) {
         ServiceInstanceListSupplier supplier = supplier();
         CartExchange state = state(request);
-        return supplier.get(request).next().map(instances -> choose(instances, state));
+        return supplier.get(request).next().flatMap(instances -> admit(instances, state));
+    }
+
+    /** Through the admission queue when it is on and the request came through CART's filters; else at once. */
+    private Mono<Response<ServiceInstance>> admit(List<ServiceInstance> instances, CartExchange state) {
+        FlowControl flow = routing.flow();
+        FlowRequest in = state == null ? null : state.flowRequest();
+        if (flow == null || in == null) {
+            return Mono.just(choose(instances, state));
+        }
+        InstanceReplicas replicas = routing.replicas();
+        replicas.update(instances);
+        RouteRequest request = state.nextRequest();
+        FlowTicket ticket = flow.submit(request, in);
+        if (ticket.isDone()) {
+            return Mono.just(admitted(ticket.join(), request, state));
+        }
+        return Mono.<FlowResult>create(sink -> {
+                    sink.onCancel(() -> leave(ticket));
+                    var unused = ticket.whenComplete((r, e) -> {
+                        if (e != null) {
+                            sink.error(e);
+                        } else {
+                            sink.success(r);
+                        }
+                    });
+                })
+                .publishOn(Schedulers.parallel())
+                .map(r -> admitted(r, request, state));
+    }
+
+    /** The client went away while its request waited: out of the queue, or its slot given back unused. */
+    private static void leave(FlowTicket ticket) {
+        if (!ticket.cancel(true)) {
+            var unused = ticket.thenAccept(r -> {
+                if (r.admitted()) {
+                    r.decision().lease().close();
+                }
+            });
+        }
+    }
+
+    /** The queue's answer for {@code request}: its instance, or an empty response (shed, or no replica). */
+    private Response<ServiceInstance> admitted(FlowResult r, RouteRequest request, CartExchange state) {
+        if (!r.admitted()) {
+            if (r.shedReason() != null) {
+                state.shed(r);
+            } else {
+                state.noReplica();
+            }
+            return new EmptyResponse();
+        }
+        RouteDecision d = r.decision();
+        ServiceInstance instance = routing.replicas().instance(d.replica());
+        if (instance == null) { // the instance left discovery while the request waited: choose again, now
+            d.lease().close();
+            return choose(routing.replicas(), request.excluding(d.replica()), state);
+        }
+        state.attach(d);
+        return new DefaultResponse(instance);
     }
 
     /** The service's instance supplier: looked up in the context until found, then kept (it is a singleton). */
@@ -71,6 +143,10 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
         InstanceReplicas replicas = routing.replicas();
         replicas.update(instances);
         RouteRequest request = state == null ? RouteRequest.empty() : state.nextRequest();
+        return choose(replicas, request, state);
+    }
+
+    private Response<ServiceInstance> choose(InstanceReplicas replicas, RouteRequest request, CartExchange state) {
         for (int tries = 0; tries < 3; tries++) {
             RouteDecision d = routing.router().choose(request);
             if (!d.routed()) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
+import dev.cart.flow.FlowHeaders;
 import io.netty.buffer.ByteBuf;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -87,7 +88,8 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
                 : null;
         if (endpoint == null) {
             state.routeByLoad();
-            return chain.filter(exchange);
+            Mono<Void> bad = flowInputs(exchange, state, null, 0);
+            return bad != null ? bad : chain.filter(exchange);
         }
         int max = routing.maxBodyBytes();
         if (request.getHeaders().getContentLength() > max) {
@@ -130,9 +132,69 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
             return error(exchange.getResponse(), e.status(), e.type(), e.code(), e.param(), e.getMessage());
         }
         state.extracted(endpoint, extracted);
+        Mono<Void> bad = flowInputs(exchange, state, endpoint, extracted.key().length());
+        if (bad != null) {
+            return bad;
+        }
         return chain.filter(exchange.mutate()
                 .request(new CachedBody(request, exchange, bytes))
                 .build());
+    }
+
+    /**
+     * With the admission queue on, reads the request's band, tenant and deadline from its headers into the
+     * exchange; returns the 400 that answers an unusable header, or null to go on.
+     */
+    private Mono<Void> flowInputs(ServerWebExchange exchange, CartExchange state, Endpoint endpoint, long units) {
+        if (!routing.flowEnabled()) {
+            return null;
+        }
+        HttpHeadersLookup headers = new HttpHeadersLookup(exchange.getRequest());
+        FlowHeaders.Parsed in = routing.flowHeaders().parse(headers, units, 0);
+        if (!in.ok()) {
+            rejected.accept(state.serviceId(), "bad_flow_header");
+            return error(exchange.getResponse(), endpoint, 400, "invalid_request_error", "bad_header", in.error());
+        }
+        state.flow(in.request());
+        return null;
+    }
+
+    /** A request's first value of a header, by name (ignoring case), or null. */
+    private record HttpHeadersLookup(ServerHttpRequest request) implements java.util.function.Function<String, String> {
+        @Override
+        public String apply(String name) {
+            return request.getHeaders().getFirst(name);
+        }
+    }
+
+    /**
+     * Writes an error in the shape of the request's API: Anthropic's
+     * ({@code {"type":"error","error":{"type","message"}}}) on {@code /v1/messages}, OpenAI's otherwise.
+     */
+    static Mono<Void> error(
+            ServerHttpResponse response, Endpoint endpoint, int status, String type, String code, String message) {
+        if (endpoint != Endpoint.MESSAGES) {
+            return error(response, status, type, code, null, message);
+        }
+        if (response.isCommitted()) {
+            return Mono.empty();
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream(256);
+        try (JsonGenerator g = JSON.createGenerator(out)) {
+            g.writeStartObject();
+            g.writeStringField("type", "error");
+            g.writeObjectFieldStart("error");
+            g.writeStringField("type", type);
+            g.writeStringField("message", message);
+            g.writeEndObject();
+            g.writeEndObject();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        response.setStatusCode(HttpStatusCode.valueOf(status));
+        response.getHeaders().setContentType(MediaType.APPLICATION_JSON);
+        response.getHeaders().setContentLength(out.size());
+        return response.writeWith(Mono.just(response.bufferFactory().wrap(out.toByteArray())));
     }
 
     /** The endpoint a request path ends with (a route may add a prefix), or null. */

@@ -54,6 +54,9 @@ public class CartProperties {
     private int tokenCacheMaxChars = 65_536;
     private int maxConcurrentTokenizations = 0;
 
+    /** The admission queue ({@code cart.flow.*}, the proxy's {@code flow:} section); off by default. */
+    private Flow flow = new Flow();
+
     public List<String> getServices() {
         return services;
     }
@@ -268,5 +271,170 @@ public class CartProperties {
 
     public void setMaxConcurrentTokenizations(int maxConcurrentTokenizations) {
         this.maxConcurrentTokenizations = maxConcurrentTokenizations;
+    }
+
+    public Flow getFlow() {
+        return flow;
+    }
+
+    public void setFlow(Flow flow) {
+        this.flow = flow;
+    }
+
+    /**
+     * The admission queue's settings ({@code cart.flow.*}), the proxy's {@code flow:} keys in kebab case, with
+     * the same defaults and ranges ({@code dev.cart.flow.FlowConfig}); checked with the rest at start.
+     */
+    public static class Flow {
+        /** A request that finds no instance with room waits for one (false: 503 at once, the default). */
+        private boolean enabled = false;
+        /** Requests waiting per service at most. */
+        private int maxDepth = 1024;
+        /** The longest a request waits, and its deadline when it gives none. */
+        private long maxWaitMs = 2000;
+        /** Priority bands; band 0 is served first. */
+        private int bands = 3;
+        /** The band of a request that names none or an unknown one. */
+        private int defaultBand = 1;
+        /** How much longer a waiting request holds out for an instance holding its prefix (0: off). */
+        private long affinityWaitMs = 50;
+        /** More requests than this waiting for the same holders spread a hot prefix to another instance. */
+        private int hotSpotDepth = 4;
+        /** Spreading stops once a prefix has this many holders. */
+        private int hotSpotMaxHolders = 3;
+        /** Tenants named in metric labels at most. */
+        private int tenantLabels = 10;
+        /** How often the queue looks again for room it was not told of. */
+        private long recheckIntervalMs = 100;
+        /** The share of a service's slots held back for band 0 and tenants below their share. */
+        private double reserveRatio = 0.1;
+        /** The header naming a request's band. */
+        private String priorityHeader = "x-cart-priority";
+        /** The header naming a request's tenant (its digest is used); without it, a digest of the API key. */
+        private String tenantHeader = "x-cart-tenant";
+        /** The header giving a request's deadline in milliseconds. */
+        private String deadlineHeader = "x-cart-deadline-ms";
+        /** Output tokens a request that names no {@code max_tokens} is counted for (its cost). */
+        private int defaultOutputTokens = 256;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public int getMaxDepth() {
+            return maxDepth;
+        }
+
+        public void setMaxDepth(int maxDepth) {
+            this.maxDepth = maxDepth;
+        }
+
+        public long getMaxWaitMs() {
+            return maxWaitMs;
+        }
+
+        public void setMaxWaitMs(long maxWaitMs) {
+            this.maxWaitMs = maxWaitMs;
+        }
+
+        public int getBands() {
+            return bands;
+        }
+
+        public void setBands(int bands) {
+            this.bands = bands;
+        }
+
+        public int getDefaultBand() {
+            return defaultBand;
+        }
+
+        public void setDefaultBand(int defaultBand) {
+            this.defaultBand = defaultBand;
+        }
+
+        public long getAffinityWaitMs() {
+            return affinityWaitMs;
+        }
+
+        public void setAffinityWaitMs(long affinityWaitMs) {
+            this.affinityWaitMs = affinityWaitMs;
+        }
+
+        public int getHotSpotDepth() {
+            return hotSpotDepth;
+        }
+
+        public void setHotSpotDepth(int hotSpotDepth) {
+            this.hotSpotDepth = hotSpotDepth;
+        }
+
+        public int getHotSpotMaxHolders() {
+            return hotSpotMaxHolders;
+        }
+
+        public void setHotSpotMaxHolders(int hotSpotMaxHolders) {
+            this.hotSpotMaxHolders = hotSpotMaxHolders;
+        }
+
+        public int getTenantLabels() {
+            return tenantLabels;
+        }
+
+        public void setTenantLabels(int tenantLabels) {
+            this.tenantLabels = tenantLabels;
+        }
+
+        public long getRecheckIntervalMs() {
+            return recheckIntervalMs;
+        }
+
+        public void setRecheckIntervalMs(long recheckIntervalMs) {
+            this.recheckIntervalMs = recheckIntervalMs;
+        }
+
+        public double getReserveRatio() {
+            return reserveRatio;
+        }
+
+        public void setReserveRatio(double reserveRatio) {
+            this.reserveRatio = reserveRatio;
+        }
+
+        public String getPriorityHeader() {
+            return priorityHeader;
+        }
+
+        public void setPriorityHeader(String priorityHeader) {
+            this.priorityHeader = priorityHeader;
+        }
+
+        public String getTenantHeader() {
+            return tenantHeader;
+        }
+
+        public void setTenantHeader(String tenantHeader) {
+            this.tenantHeader = tenantHeader;
+        }
+
+        public String getDeadlineHeader() {
+            return deadlineHeader;
+        }
+
+        public void setDeadlineHeader(String deadlineHeader) {
+            this.deadlineHeader = deadlineHeader;
+        }
+
+        public int getDefaultOutputTokens() {
+            return defaultOutputTokens;
+        }
+
+        public void setDefaultOutputTokens(int defaultOutputTokens) {
+            this.defaultOutputTokens = defaultOutputTokens;
+        }
     }
 }

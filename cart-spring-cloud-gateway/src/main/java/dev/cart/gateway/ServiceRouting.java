@@ -1,21 +1,30 @@
 package dev.cart.gateway;
 
 import dev.cart.core.Router;
+import dev.cart.flow.FlowControl;
 
 /**
  * One load-balanced service's routing state: its replicas (from discovery) and the router, with its own prefix
- * tree, over them. Built once per service id on its first request and kept for the application's life.
+ * tree, over them, and the admission queue in front of it when {@code cart.flow.enabled}. Built once per service id on its first request and kept for the application's life.
  */
 final class ServiceRouting {
 
     private final String serviceId;
     private final InstanceReplicas replicas;
     private final Router router;
+    private final FlowControl flow;
 
-    ServiceRouting(String serviceId, InstanceReplicas replicas, Router router) {
+    /** @param flow the service's admission queue, or null when {@code cart.flow.enabled} is false */
+    ServiceRouting(String serviceId, InstanceReplicas replicas, Router router, FlowControl flow) {
         this.serviceId = serviceId;
         this.replicas = replicas;
         this.router = router;
+        this.flow = flow;
+    }
+
+    /** The admission queue in front of the router, or null when it is off. */
+    FlowControl flow() {
+        return flow;
     }
 
     String serviceId() {

@@ -92,6 +92,50 @@ class CartConfigurationTest {
     }
 
     @Test
+    void theAdmissionQueueIsOffByDefaultWithTheProxysFlowDefaults() {
+        CartProperties.Flow f = new CartProperties().getFlow();
+        assertFalse(f.isEnabled());
+        assertEquals(1024, f.getMaxDepth());
+        assertEquals(2000, f.getMaxWaitMs());
+        assertEquals(3, f.getBands());
+        assertEquals(1, f.getDefaultBand());
+        assertEquals(50, f.getAffinityWaitMs());
+        assertEquals(4, f.getHotSpotDepth());
+        assertEquals(3, f.getHotSpotMaxHolders());
+        assertEquals(10, f.getTenantLabels());
+        assertEquals(100, f.getRecheckIntervalMs());
+        assertEquals("x-cart-priority", f.getPriorityHeader());
+        assertEquals("x-cart-tenant", f.getTenantHeader());
+        assertEquals("x-cart-deadline-ms", f.getDeadlineHeader());
+        assertEquals(dev.cart.flow.FlowConfig.defaults(), CartGatewayRouting.flowConfig(f));
+    }
+
+    @Test
+    void badAdmissionQueueValuesAreNamedUnderCartFlow() {
+        runner.withPropertyValues(
+                        "cart.services=llm",
+                        "cart.flow.enabled=true",
+                        "cart.flow.max-depth=0",
+                        "cart.flow.tenant-header= ")
+                .run(context -> {
+                    String msg = failure(context.getStartupFailure());
+                    for (String expected : List.of(
+                            "cart.flow.max-depth: must be in [1, 1000000], was 0",
+                            "cart.flow.tenant-header: must name an HTTP header")) {
+                        assertTrue(msg.contains(expected), "'" + expected + "' in:\n" + msg);
+                    }
+                });
+        runner.withPropertyValues("cart.flow.max_wait_ms=1500", "cart.flow.reserve-ratio=0.2")
+                .run(context -> {
+                    assertNull(context.getStartupFailure(), () -> failure(context.getStartupFailure()));
+                    CartProperties.Flow f =
+                            context.getBean(CartProperties.class).getFlow();
+                    assertEquals(1500, f.getMaxWaitMs());
+                    assertEquals(0.2, f.getReserveRatio());
+                });
+    }
+
+    @Test
     void anUnknownPolicyListsTheKnownOnes() {
         runner.withPropertyValues("cart.policy=fastest").run(context -> {
             String msg = failure(context.getStartupFailure());

@@ -31,6 +31,13 @@ import java.util.SplittableRandom;
  * token is counted from its arrival, its wait in the queue included; a shed or refused request's time to
  * its answer likewise. A run ends by checking that every lease was closed.
  *
+ * <p>Clients behave like the official SDKs: a request answered 429 or 503 is sent again after the answer's
+ * {@code Retry-After} (1 s for the router's 503, as the proxy and the gateway answer it), up to
+ * {@link Setup#retries()} times, unless that would start after its deadline; its times still count from its
+ * first arrival, and each try gives the queue what is left of the request's queue budget. A request counts
+ * as refused when it got at least one 429 or 503 (whether a retry was then served or not), and its time to
+ * refusal is that of its first.
+ *
  * <p>Not thread-safe; one run per instance.
  */
 final class FlowSimulation {
@@ -64,7 +71,8 @@ final class FlowSimulation {
             int maxLoad,
             long seed,
             long deadlineMillis,
-            long queueBudgetMillis) {}
+            long queueBudgetMillis,
+            int retries) {}
 
     static final boolean TRACE = Boolean.getBoolean("flow.trace");
 
@@ -100,6 +108,7 @@ final class FlowSimulation {
     private final long[] refusedAt;
     private final int[] cached;
     private final long[] queued;
+    private final int[] tries;
 
     /**
      * @param classOf       each request's class (for the figures), 0 to {@code classes - 1}
@@ -131,6 +140,7 @@ final class FlowSimulation {
         refusedAt = new long[n];
         cached = new int[n];
         queued = new long[n];
+        tries = new int[n];
         Arrays.fill(arrival, -1);
         Arrays.fill(firstToken, -1);
         Arrays.fill(refusedAt, -1);
@@ -278,11 +288,17 @@ final class FlowSimulation {
 
     private void arrive(int i) {
         long now = clock.nanos();
-        arrival[i] = now;
+        if (arrival[i] < 0) {
+            arrival[i] = now;
+        }
         firstArrival = Math.min(firstArrival, now);
         RouteRequest req = RouteRequest.of(w.keys[i]).withModel(w.models[i]);
-        FlowRequest fr = new FlowRequest(
-                bandOf[i], tenantOf[i], setup.queueBudgetMillis(), (long) w.promptTokens[i] + w.maxTokens[i]);
+        long budget = setup.queueBudgetMillis() - (now - arrival[i]) / 1_000_000L;
+        if (budget < 1) {
+            finished(now); // a retry with nothing left of its budget: the client gives up
+            return;
+        }
+        FlowRequest fr = new FlowRequest(bandOf[i], tenantOf[i], budget, (long) w.promptTokens[i] + w.maxTokens[i]);
         FlowTicket t = flow.submit(req, fr);
         if (t.isDone()) {
             handle(i, t.join());
@@ -294,8 +310,18 @@ final class FlowSimulation {
     private void handle(int i, FlowResult r) {
         long now = clock.nanos();
         if (r == null || !r.admitted()) {
-            refusedAt[i] = now;
-            finished(now);
+            if (refusedAt[i] < 0) {
+                refusedAt[i] = now;
+            }
+            long retryAt = r == null ? -1 : now + Math.max(1, r.retryAfterSeconds()) * 1_000_000_000L;
+            if (retryAt >= 0
+                    && tries[i] < setup.retries()
+                    && retryAt < arrival[i] + setup.deadlineMillis() * 1_000_000L) {
+                tries[i]++;
+                push(retryAt, ARRIVAL, i, null); // the SDK's retry, after the answer's Retry-After
+            } else {
+                finished(now);
+            }
             return;
         }
         RouteDecision d = r.decision();
@@ -409,7 +435,8 @@ final class FlowSimulation {
                     }
                     prompt += w.promptTokens[i];
                     hit += Math.max(0, cached[i]);
-                } else if (refusedAt[i] >= 0) {
+                }
+                if (refusedAt[i] >= 0) {
                     refusal[refused++] = (refusedAt[i] - arrival[i]) / 1e6;
                 }
             }
