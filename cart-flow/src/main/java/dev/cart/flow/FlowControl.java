@@ -368,7 +368,7 @@ public final class FlowControl implements AutoCloseable {
         queueFor(model == null ? NO_MODEL : model).leaseClosed(d, c.durationNanos());
         Replica freed = d.replica();
         for (ModelQueue q : queues.values()) {
-            if (q.model == null || freed.serves(q.model)) {
+            if (q.model == null || freed == null || freed.serves(q.model)) {
                 q.signal();
             }
         }

@@ -367,7 +367,8 @@ final class ModelQueue {
             if (d.routed()) {
                 lines.charge(w);
                 hold(d, w.flow.tenant());
-                if (w.holders.length > 0 && !contains(w.holders, d.replica())) {
+                Replica chosen = d.replica();
+                if (w.holders.length > 0 && chosen != null && !contains(w.holders, chosen)) {
                     spreads++; // the prefix has a new holder: those waiting for it look their holders up again
                 }
                 finished = true;
