@@ -169,6 +169,8 @@ public final class ProxyServer implements AutoCloseable {
         this.scheduler = ses;
         this.metrics = new ProxyMetrics(routing::get, config.cache().blockChars(), window);
         this.listener = new ProxyListener(metrics, options.listener);
+        listener.flowListener(new dev.cart.proxy.flow.FlowMetrics(
+                metrics.registry, () -> flowControl(routing.get()), () -> routing.get().replicas));
         UpstreamKeepAlive.apply();
         // health checks and the /v1/models union go through the JDK client
         this.client = HttpClient.newBuilder()
@@ -202,6 +204,11 @@ public final class ProxyServer implements AutoCloseable {
                             + config.server().port() + ": " + e.getMessage(),
                     e);
         }
+    }
+
+    /** The admission queue of {@code r}, or null when flow control is off (or before the first routing state). */
+    private static dev.cart.flow.FlowControl flowControl(Routing r) {
+        return r == null || r.flow == null ? null : r.flow.control();
     }
 
     /** Builds and starts the proxy. */

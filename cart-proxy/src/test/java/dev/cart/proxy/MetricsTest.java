@@ -349,8 +349,8 @@ class MetricsTest {
      */
     @Test
     void predictedTtftExplainsItsDecisionsAndItsEstimateError() throws Exception {
-        Pattern estimates = Pattern.compile(
-                ".* total_ms=\\d+ predicted_ms=(\\d+\\.\\d) runner_up=(\\S+) " + "runner_up_ms=(\\d+\\.\\d)");
+        Pattern estimates = Pattern.compile(".* total_ms=\\d+ predicted_ms=(\\d+\\.\\d) runner_up=(\\S+) "
+                + "runner_up_ms=(\\d+\\.\\d) queued_ms=- band=- tenant=-");
         try (LogCapture log = new LogCapture("cart.decision");
                 ProxyHarness h = ProxyHarness.start(2, "cache:\n  policy: predicted_ttft\n")) {
             int n = 40;
@@ -563,7 +563,8 @@ class MetricsTest {
         Pattern format = Pattern.compile("decision endpoint=\\S+ method=\\S+ model=\\S+ stream=\\S+ reason=\\S+ "
                 + "replica=\\S+ matched=\\S+ key_len=\\S+ ratio=\\S+ decision_us=\\S+ status=\\S+ prompt_tokens=\\S+ "
                 + "cached=\\S+ upstream_ms=\\S+ "
-                + "retries=\\d+ result=\\S+ total_ms=\\d+ predicted_ms=- runner_up=- runner_up_ms=-");
+                + "retries=\\d+ result=\\S+ total_ms=\\d+ predicted_ms=- runner_up=- runner_up_ms=- queued_ms=- band=- "
+                + "tenant=-");
         try (LogCapture log = new LogCapture("cart.decision");
                 ProxyHarness h = ProxyHarness.start(1, "")) {
             h.post("/v1/chat/completions", chat(PROMPT, true));

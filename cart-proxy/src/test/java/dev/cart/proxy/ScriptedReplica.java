@@ -61,6 +61,11 @@ final class ScriptedReplica implements AutoCloseable {
     volatile boolean hangAfterFirstChunk;
 
     final CountDownLatch release = new CountDownLatch(1);
+    /**
+     * When set, each request (after it is recorded, before it is answered) waits for a permit of this
+     * semaphore: a test lets requests finish one by one ({@code permits.release()}).
+     */
+    volatile java.util.concurrent.Semaphore permits;
     /** Content chunks per stream. */
     volatile int streamChunks = 3;
     /** Set when writing to the proxy failed (the proxy cancelled the upstream request). */
@@ -137,6 +142,15 @@ final class ScriptedReplica implements AutoCloseable {
             if (hangBeforeHeaders) {
                 await(release);
                 return;
+            }
+            java.util.concurrent.Semaphore held = permits;
+            if (held != null) {
+                try {
+                    held.tryAcquire(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
             }
             int forced = forcedStatus;
             if (forced != 0) {
@@ -413,6 +427,10 @@ final class ScriptedReplica implements AutoCloseable {
     @Override
     public void close() {
         release.countDown();
+        java.util.concurrent.Semaphore held = permits;
+        if (held != null) {
+            held.release(10_000);
+        }
         CountDownLatch g = gate;
         if (g != null) {
             g.countDown();

@@ -63,7 +63,8 @@ final class ConfigValidator {
             ProxyConfig.Health health,
             ProxyConfig.Circuit circuit,
             ProxyConfig.Proxy proxy,
-            ClusterConfig cluster) {
+            ClusterConfig cluster,
+            FlowSettings flow) {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.set("server", Schema.node(server));
         root.set("workers", Schema.node(workers));
@@ -72,6 +73,7 @@ final class ConfigValidator {
         root.set("circuit_breaker", Schema.node(circuit));
         root.set("proxy", Schema.node(proxy));
         root.set("cluster", Schema.node(cluster));
+        root.set("flow", Schema.node(flow));
         Problems found = new Problems();
         new ConfigValidator(found, true).root(root, false);
         if (!found.isEmpty()) {
@@ -186,6 +188,9 @@ final class ConfigValidator {
         if (schema.type() == ClusterConfig.class) {
             loadTtl(path, node, defaults);
         }
+        if (schema.type() == FlowSettings.class) {
+            flowRules(path, node, defaults);
+        }
         if (takesPolicyKeys) {
             JsonNode policy = node.get("policy");
             String name = policy != null && policy.isTextual()
@@ -277,6 +282,8 @@ final class ConfigValidator {
             case "workers[].url" -> urlProblem(s);
             case "health.endpoint" -> s.startsWith("/") ? null : "must be a path starting with '/', was '" + s + "'";
             case "cluster.redis_url" -> redisProblem(s);
+            case "flow.priority_header", "flow.tenant_header", "flow.deadline_header" ->
+                FlowSettings.headerNameProblem(s);
             default -> null;
         };
         if (rule != null) {
@@ -384,9 +391,38 @@ final class ConfigValidator {
         }
     }
 
+    /**
+     * {@code flow.default_band} below {@code bands}, {@code affinity_wait_ms} at most {@code max_wait_ms}
+     * (each as set or by default), and three different header names.
+     */
+    private void flowRules(String path, ObjectNode node, ObjectNode defaults) {
+        long bands = validOr(FlowSettings.class, node, defaults, "bands");
+        long band = validOr(FlowSettings.class, node, defaults, "default_band");
+        if (band >= bands) {
+            problems.add(path + ".default_band", "must be below bands (" + bands + "), was " + band);
+        }
+        long maxWait = validOr(FlowSettings.class, node, defaults, "max_wait_ms");
+        long affinity = validOr(FlowSettings.class, node, defaults, "affinity_wait_ms");
+        if (affinity > maxWait) {
+            problems.add(path + ".affinity_wait_ms", "must be at most max_wait_ms (" + maxWait + "), was " + affinity);
+        }
+        Set<String> names = new HashSet<>();
+        for (String key : List.of("priority_header", "tenant_header", "deadline_header")) {
+            JsonNode v = node.get(key);
+            JsonNode d = v == null || v.isNull() ? defaults.get(key) : v;
+            if (d != null && d.isTextual() && !names.add(d.asText().trim().toLowerCase(Locale.ROOT))) {
+                problems.add(path + "." + key, "must differ from the other flow headers, was '" + d.asText() + "'");
+            }
+        }
+    }
+
     private static long validOr(ObjectNode node, ObjectNode defaults, String key) {
+        return validOr(ClusterConfig.class, node, defaults, key);
+    }
+
+    private static long validOr(Class<? extends Record> section, ObjectNode node, ObjectNode defaults, String key) {
         JsonNode v = node.get(key);
-        ProxyConfig.IntRange range = Schema.of(ClusterConfig.class).key(key).range();
+        ProxyConfig.IntRange range = Schema.of(section).key(key).range();
         return v != null && v.isIntegralNumber() && range.contains(v.asLong())
                 ? v.asLong()
                 : defaults.get(key).asLong();

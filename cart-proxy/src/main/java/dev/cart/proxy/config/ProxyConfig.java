@@ -37,7 +37,8 @@ public record ProxyConfig(
         Health health,
         Circuit circuitBreaker,
         Proxy proxy,
-        ClusterConfig cluster) {
+        ClusterConfig cluster,
+        FlowSettings flow) {
 
     /**
      * Checks every section against its constraints.
@@ -46,17 +47,17 @@ public record ProxyConfig(
      */
     public ProxyConfig {
         workers = List.copyOf(workers);
-        ConfigValidator.requireValid(server, workers, cache, health, circuitBreaker, proxy, cluster);
+        ConfigValidator.requireValid(server, workers, cache, health, circuitBreaker, proxy, cluster, flow);
     }
 
     /** The same configuration with another worker list (used by demo mode). */
     public ProxyConfig withWorkers(List<Worker> newWorkers) {
-        return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy, cluster);
+        return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy, cluster, flow);
     }
 
     /** The same configuration with another {@code server} section (command-line overrides). */
     public ProxyConfig withServer(Server newServer) {
-        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy, cluster);
+        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy, cluster, flow);
     }
 
     /** Names of the top-level sections other than {@code workers} that differ from {@code other}. */
@@ -79,6 +80,9 @@ public record ProxyConfig(
         }
         if (!cluster.equals(other.cluster)) {
             diff.add("cluster");
+        }
+        if (!flow.equals(other.flow)) {
+            diff.add("flow");
         }
         return diff;
     }

@@ -7,8 +7,11 @@ import dev.cart.core.RouteRequest;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
+import dev.cart.flow.FlowHeaders;
+import dev.cart.flow.FlowRequest;
 import dev.cart.policy.PredictedTtftPolicy;
 import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.flow.FlowAnswers;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.ApiErrors;
 import dev.cart.proxy.http.HeaderList;
@@ -296,7 +299,19 @@ public final class ProxyCore {
                 RouteRequest first = RouteRequest.of(req.key())
                         .withTokenization(req.tokenization())
                         .withModel(req.model());
-                return new Prepared(forwarder.start(in, first, routing.get(), p.log, head.headers()), null);
+                Routing current = routing.get();
+                FlowRequest flow = null;
+                if (current.flow != null) {
+                    FlowHeaders.Parsed parsed =
+                            current.flow.parse(head.headers(), req.key().length());
+                    if (!parsed.ok()) {
+                        p.log.status(parsed.status());
+                        p.log.result("bad_request");
+                        return new Prepared(null, FlowAnswers.badHeader(p.endpoint, parsed.error()));
+                    }
+                    flow = parsed.request();
+                }
+                return new Prepared(forwarder.start(in, first, current, p.log, head.headers(), flow), null);
             }
             case MODELS -> {
                 HeaderList clientHeaders = HeaderList.copyOf(head.headers());

@@ -549,8 +549,19 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
         } else if (step instanceof Forwarder.Send s) {
             call = new UpstreamCall(this, x, s, false);
             call.start();
+        } else if (step instanceof Forwarder.Queued q) {
+            // waits in the admission queue, holding no thread: its outcome comes back on this loop
+            q.ticket().whenCompleteAsync((r, e) -> dequeued(x, r, e), ctx.executor());
         } else {
             throw new IllegalStateException("a relay comes from an answer: " + step);
+        }
+    }
+
+    /** Back on the loop when a request's wait in the admission queue ended: goes on, unless the client left. */
+    private void dequeued(Forwarder.Exchange x, dev.cart.flow.FlowResult r, Throwable e) {
+        Forwarder.Step next = x.dequeued(r, e, ctx.channel().isActive());
+        if (next != null) {
+            drive(next, x);
         }
     }
 
@@ -631,6 +642,8 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
             current.clientGone();
         } else if (backoff != null && exchange != null) {
             exchange.clientGone(null);
+        } else if (exchange != null && exchange.queued()) {
+            exchange.clientGone(null); // out of the admission queue at once
         }
         while (!queued.isEmpty()) {
             ReferenceCountUtil.release(queued.poll());

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  * decision endpoint=/v1/chat/completions method=POST model=llama-3 stream=true reason=cache_hit
  *   replica=http://node1:8000 matched=4096 key_len=5000 ratio=0.819 decision_us=3 status=200
  *   prompt_tokens=1250 cached=1024 upstream_ms=812 retries=0 result=ok total_ms=815 predicted_ms=-
- *   runner_up=- runner_up_ms=-
+ *   runner_up=- runner_up_ms=- queued_ms=- band=- tenant=-
  * </pre>
  *
  * Keys always appear in this order; a value that does not apply is {@code -}. Values never contain
@@ -48,6 +48,11 @@ public final class DecisionLog {
     private long upstreamNanos = -1;
     private int retries;
     private String result = "-";
+    /** Time in the admission queue ({@code flow.*}); -1 when the request did not go through it. */
+    private long queuedNanos = -1;
+
+    private int band = -1;
+    private String tenant = "-";
 
     public DecisionLog(boolean enabled, String endpoint, String method) {
         this.enabled = enabled;
@@ -95,6 +100,16 @@ public final class DecisionLog {
 
     public void result(String r) {
         this.result = r;
+    }
+
+    /**
+     * What the admission queue made of the request: its time waiting, its band and its tenant (a digest
+     * such as {@code t-1f2e3d4c5b6a7980}, never a key).
+     */
+    public void flow(long queuedNanos, int band, String tenant) {
+        this.queuedNanos = Math.max(0, queuedNanos);
+        this.band = band;
+        this.tenant = safe(tenant, 64);
     }
 
     public String line() {
@@ -148,6 +163,11 @@ public final class DecisionLog {
                 .append(" total_ms=")
                 .append((System.nanoTime() - startNanos) / 1_000_000);
         estimates(b);
+        b.append(" queued_ms=");
+        orDash(b, queuedNanos < 0 ? -1 : queuedNanos / 1_000_000);
+        b.append(" band=");
+        orDash(b, band);
+        b.append(" tenant=").append(tenant);
         String line = b.toString();
         if (b.capacity() > 4 * LINE_CAPACITY) {
             BUILDER.remove(); // a line made long (a long runner-up id) does not keep its size on the thread

@@ -9,6 +9,7 @@ import dev.cart.core.RouteRequest;
 import dev.cart.core.Router;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.RoutingListener;
+import dev.cart.flow.FlowListener;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -30,6 +31,8 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
     private final ProxyMetrics metrics;
     private final RoutingListener extra;
     private final AtomicBoolean failureLogged = new AtomicBoolean();
+    /** Hears the admission queue ({@code flow.*}): its metrics; none until the proxy sets one. */
+    private volatile FlowListener flow = FlowListener.NONE;
 
     public ProxyListener(ProxyMetrics metrics, RoutingListener extra) {
         this.metrics = metrics;
@@ -51,6 +54,24 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
         RouteDecision d = router.choose(request);
         metrics.decision(d, passThrough);
         return d;
+    }
+
+    /**
+     * Counts a decision the admission queue made for a routed request ({@link #choose} counts the ones the
+     * proxy asks the router for itself).
+     */
+    public void decided(RouteDecision d) {
+        metrics.decision(d, false);
+    }
+
+    /** What hears the admission queues built from now on ({@link dev.cart.proxy.flow.FlowMetrics}). */
+    public void flowListener(FlowListener listener) {
+        this.flow = java.util.Objects.requireNonNull(listener);
+    }
+
+    /** What hears the admission queue: its metrics. */
+    public FlowListener flowListener() {
+        return flow;
     }
 
     @Override

@@ -4,6 +4,7 @@ import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
 import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.flow.ProxyFlow;
 import dev.cart.proxy.upstream.HealthChecker;
 import java.net.http.HttpClient;
 import java.time.Clock;
@@ -41,12 +42,24 @@ public final class Routing implements AutoCloseable {
     public final ManagedReplicaSet replicas;
     public final Router router;
     public final HealthChecker health;
+    /** The admission queue in front of {@link #router} ({@code flow.enabled}), or null when it is off. */
+    public final ProxyFlow flow;
 
-    private Routing(List<ProxyConfig.Worker> workers, ManagedReplicaSet replicas, Router router, HealthChecker health) {
+    private final ScheduledExecutorService scheduler;
+
+    private Routing(
+            List<ProxyConfig.Worker> workers,
+            ManagedReplicaSet replicas,
+            Router router,
+            HealthChecker health,
+            ProxyFlow flow,
+            ScheduledExecutorService scheduler) {
         this.workers = workers;
         this.replicas = replicas;
         this.router = router;
         this.health = health;
+        this.flow = flow;
+        this.scheduler = scheduler;
     }
 
     /**
@@ -123,7 +136,8 @@ public final class Routing implements AutoCloseable {
         }
         HealthChecker health = new HealthChecker(
                 set, client, config.health(), scheduler, discovered, previous == null ? null : previous.health);
-        return new Routing(config.workers(), set, router, health);
+        ProxyFlow flow = ProxyFlow.of(router, config.flow(), listener.flowListener(), scheduler);
+        return new Routing(config.workers(), set, router, health, flow, scheduler);
     }
 
     /**
@@ -196,10 +210,17 @@ public final class Routing implements AutoCloseable {
         return dropped;
     }
 
-    /** Stops the health checks and the tree maintenance. Leases taken from this set stay valid. */
+    /**
+     * Stops the health checks and the tree maintenance. Leases taken from this set stay valid. The admission
+     * queue, if any, is left to drain ({@link ProxyFlow#retire}): requests waiting in it are served by the
+     * slots this router's leases free, or shed at their deadline.
+     */
     @Override
     public void close() {
         health.close();
         router.close();
+        if (flow != null) {
+            flow.retire(scheduler);
+        }
     }
 }

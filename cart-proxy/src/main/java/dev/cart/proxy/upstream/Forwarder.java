@@ -7,7 +7,11 @@ import dev.cart.core.RouteRequest;
 import dev.cart.core.spi.Replica;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
+import dev.cart.flow.FlowRequest;
+import dev.cart.flow.FlowResult;
+import dev.cart.flow.FlowTicket;
 import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.proxy.flow.FlowAnswers;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
@@ -89,7 +93,14 @@ public final class Forwarder {
     }
 
     /** What a front does next for an exchange. */
-    public sealed interface Step permits Send, Wait, Reply, Relay {}
+    public sealed interface Step permits Send, Wait, Reply, Relay, Queued {}
+
+    /**
+     * The request waits in the admission queue ({@code flow.*}): the front hands the ticket's completion
+     * back to its own thread and asks {@link Exchange#dequeued} for the next step; if the client goes away
+     * first, {@link Exchange#clientGone} takes the request out of line.
+     */
+    public record Queued(FlowTicket ticket) implements Step {}
 
     /** The proxy's own final answer; the exchange is over. */
     public record Reply(Answer answer) implements Step {
@@ -184,7 +195,21 @@ public final class Forwarder {
 
     /** Starts an exchange for {@code in}, first routed with {@code first}. */
     public Exchange start(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
-        return new Exchange(in, first, routing, log, clientHeaders);
+        return new Exchange(in, first, routing, log, clientHeaders, null);
+    }
+
+    /**
+     * Starts an exchange for a routed request whose first attempt goes through {@code routing}'s admission
+     * queue with {@code flow} (its band, tenant, deadline and cost); retries go to the router directly.
+     */
+    public Exchange start(
+            Inbound in,
+            RouteRequest first,
+            Routing routing,
+            DecisionLog log,
+            HeaderView clientHeaders,
+            FlowRequest flow) {
+        return new Exchange(in, first, routing, log, clientHeaders, flow);
     }
 
     /** One client request's attempts. Driven by one thread at a time. */
@@ -200,9 +225,22 @@ public final class Forwarder {
         private String lastFailure;
         private String retryCause;
         private boolean resent;
+        /** The first attempt's flow inputs; null when it does not go through the admission queue. */
+        private final FlowRequest flow;
+        /** The request's place in the admission queue while it waits, else null. */
+        private FlowTicket waiting;
+        /** Set when the client went away: a ticket completing afterwards gives its lease back unused. */
+        private boolean gone;
 
-        private Exchange(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
+        private Exchange(
+                Inbound in,
+                RouteRequest first,
+                Routing routing,
+                DecisionLog log,
+                HeaderView clientHeaders,
+                FlowRequest flow) {
             this.in = in;
+            this.flow = routing.flow == null || in.endpoint() == null ? null : flow;
             this.routing = routing;
             this.log = log;
             this.request = first;
@@ -219,7 +257,62 @@ public final class Forwarder {
         /** Chooses the replica of the next attempt: a {@link Send}, or the answer when there is none. */
         public Step next() {
             attempt++;
-            RouteDecision d = listener.choose(routing.router, request, passThrough);
+            if (attempt == 0 && flow != null) {
+                return admit();
+            }
+            return routed(listener.choose(routing.router, request, passThrough));
+        }
+
+        /** The first attempt through the admission queue: routed or shed now, or {@link Queued}. */
+        private Step admit() {
+            FlowTicket t = routing.flow.submit(request, flow);
+            if (!t.isDone()) {
+                waiting = t;
+                return new Queued(t);
+            }
+            return admitted(t.join());
+        }
+
+        /**
+         * The request's ticket completed ({@code r}, or {@code e} when it was cancelled or failed), on the
+         * front's thread: the next step, or null when there is none to take because the client has gone
+         * ({@code clientThere} false, or {@link #clientGone} came first): an admitted request's lease is then
+         * closed unused.
+         */
+        public Step dequeued(FlowResult r, Throwable e, boolean clientThere) {
+            waiting = null;
+            if (gone || !clientThere) {
+                if (r != null && r.admitted()) {
+                    r.decision().lease().close();
+                }
+                log.result("client_closed");
+                return null;
+            }
+            if (r == null) {
+                LOG.error("the admission queue failed a request", e);
+                return reply(500, "internal_error", "internal_error", "the proxy failed to route the request");
+            }
+            return admitted(r);
+        }
+
+        /** True while the request waits in the admission queue. */
+        public boolean queued() {
+            return waiting != null;
+        }
+
+        private Step admitted(FlowResult r) {
+            log.flow(r.queuedNanos(), r.band(), r.tenant());
+            if (r.shedReason() != null) {
+                log.retries(attempt);
+                return new Reply(FlowAnswers.shed(in.endpoint(), r))
+                        .logged(log, "shed_" + r.shedReason().code());
+            }
+            listener.decided(r.decision());
+            return routed(r.decision());
+        }
+
+        /** The attempt's decision made: a {@link Send}, or the answer when no replica was chosen. */
+        private Step routed(RouteDecision d) {
             log.decision(d, passThrough);
             log.retries(attempt);
             if (!d.routed()) {
@@ -407,6 +500,14 @@ public final class Forwarder {
         public void clientGone(Send s) {
             if (s != null) {
                 s.lease.close();
+            }
+            gone = true;
+            FlowTicket t = waiting;
+            if (t != null) {
+                waiting = null;
+                // out of line at once; a request being handed a slot just now completes admitted, and
+                // dequeued closes its lease
+                t.cancel(false);
             }
             log.result("client_closed");
         }

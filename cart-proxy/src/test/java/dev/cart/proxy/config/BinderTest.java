@@ -88,6 +88,22 @@ class BinderTest {
               load_interval_ms: 50
               load_ttl_ms: 500
               timeout_ms: 500
+            flow:
+              enabled: true
+              max_depth: 10
+              max_wait_ms: 5000
+              bands: 4
+              default_band: 3
+              affinity_wait_ms: 10
+              hot_spot_depth: 2
+              hot_spot_max_holders: 5
+              tenant_labels: 1
+              recheck_interval_ms: 20
+              priority_header: x-p
+              tenant_header: x-t
+              deadline_header: x-d
+              default_output_tokens: 64
+              reserve_ratio: 0.25
             """;
 
     @Test
@@ -102,6 +118,7 @@ class BinderTest {
         differing(c.circuitBreaker(), d.circuitBreaker(), "circuit_breaker", differing);
         differing(c.proxy(), d.proxy(), "proxy", differing);
         differing(c.cluster(), d.cluster(), "cluster", differing);
+        differing(c.flow(), d.flow(), "flow", differing);
         Set<String> settable = new TreeSet<>(Schema.keyPaths());
         settable.remove("server.engine"); // one choice left (netty): it cannot differ from its default
         assertEquals(settable, differing, "every key set above is bound to its own component");

@@ -387,7 +387,8 @@ class ConfigTest {
                         new ProxyConfig.Health("x", 10, 5, 3, 2),
                         c.circuitBreaker(),
                         c.proxy(),
-                        c.cluster()));
+                        c.cluster(),
+                        c.flow()));
         assertEquals("health.endpoint: must be a path starting with '/', was 'x'", e.getMessage());
     }
 
