@@ -20,8 +20,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Every library module's README lists its public API, and the list matches the code: each public
- * top-level type of the module's exported packages is named (in backticks) in its README, and each type a
- * README table names in its first column is declared in those packages. A user reads the README to
+ * top-level type of the module's exported packages is named (in backticks) in the first column of a table
+ * of its README, and each type a README table names in its first column is declared in those packages. A user reads the README to
  * learn what they may depend on; a type made public without a line there, or a line left behind by a
  * type that moved, fails the build.
  *
@@ -41,6 +41,9 @@ class PublicApiListedTest {
 
     /** A table row's first cell: its first backticked name, possibly dotted (`Outer.Inner`). */
     private static final Pattern FIRST_CELL_TYPE = Pattern.compile("^\\|\\s*`([A-Z]\\w*(?:\\.[A-Z]\\w*)?)`");
+
+    /** A backticked type name in a table cell ({@code `Outer`} or {@code `Outer.Inner`}: the outer one). */
+    private static final Pattern TYPE_IN_CELL = Pattern.compile("`([A-Z]\\w*)(?:\\.[A-Z]\\w*)?`");
 
     private static final Pattern ANY_TYPE_DECLARATION = Pattern.compile("\\b(?:class|interface|record|enum)\\s+(\\w+)");
 
@@ -93,7 +96,11 @@ class PublicApiListedTest {
         Api api = api(root);
         assertEquals(Set.of("Listed", "Unlisted"), api.publicTypes());
         assertEquals(List.of("Unlisted"), unlisted(api, "| `Listed` | a type |\n"));
-        assertEquals(List.of(), unlisted(api, "`Listed` and `Unlisted.Inner`"));
+        assertEquals(List.of(), unlisted(api, "| `Listed`, `Unlisted.Inner` | types |\n"));
+        assertEquals(
+                List.of("Listed", "Unlisted"),
+                unlisted(api, "`Listed` and `Unlisted` in prose\n| `Other` | uses `Listed` |\n"),
+                "a name in prose or in another column is not a listing");
 
         // without a descriptor (an automatic module) every package is exported
         Files.delete(root.resolve("module-info.java"));
@@ -137,10 +144,26 @@ class PublicApiListedTest {
         return new Api(publicTypes, declared);
     }
 
+    /**
+     * The public types no API table of {@code readme} lists: a type counts as listed only when its name (in
+     * backticks, alone or as {@code Outer.Inner}) is in the first cell of a table row, where a README lists
+     * its API; a mention in prose, or in another column, does not.
+     */
     static List<String> unlisted(Api api, String readme) {
+        Set<String> listed = new TreeSet<>();
+        for (String line : readme.split("\n")) {
+            if (!line.startsWith("|")) {
+                continue;
+            }
+            String[] cells = line.split("\\|", -1);
+            Matcher m = TYPE_IN_CELL.matcher(cells.length > 1 ? cells[1] : "");
+            while (m.find()) {
+                listed.add(m.group(1));
+            }
+        }
         List<String> unlisted = new ArrayList<>();
         for (String type : api.publicTypes()) {
-            if (!readme.contains("`" + type + "`") && !readme.contains("`" + type + ".")) {
+            if (!listed.contains(type)) {
                 unlisted.add(type);
             }
         }
