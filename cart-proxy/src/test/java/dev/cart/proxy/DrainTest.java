@@ -83,7 +83,18 @@ class DrainTest {
                         messagesAnswer.contains("\"type\":\"error\"") && messagesAnswer.contains("\"api_error\""),
                         messagesAnswer);
                 assertEquals(-1, health.getInputStream().read(), "the connection is closed after the 503");
-                assertEquals(1, h.replica(0).count(), "nothing new reached the replica");
+                // the two requests turned away never reached the replica, and the stream was sent to it once
+                assertTrue(
+                        h.replica(0).requests.stream()
+                                .noneMatch(q -> q.path().equals("/v1/messages")
+                                        || q.bodyText().contains("\"content\":\"hi\"")),
+                        () -> "nothing new reached the replica: " + seen(h.replica(0)));
+                assertEquals(
+                        1,
+                        h.replica(0).requests.stream()
+                                .filter(q -> q.bodyText().contains("tell me a long story"))
+                                .count(),
+                        () -> "the stream was sent once: " + seen(h.replica(0)));
                 assertFalse(drain.isDone(), "the drain waits for the stream");
 
                 h.replica(0).gate.countDown();
@@ -221,6 +232,15 @@ class DrainTest {
         String first = exchange(s, "GET /workers HTTP/1.1\r\nHost: x\r\n\r\n");
         assertTrue(first.startsWith("HTTP/1.1 200 "), first);
         return s;
+    }
+
+    /** The replica's recorded requests, by method, path, user agent and body length (never the body). */
+    private static String seen(ScriptedReplica r) {
+        return r.requests.stream()
+                .map(q -> q.method() + " " + q.path() + " ua=" + q.headers().getFirst("User-Agent") + " bytes="
+                        + q.body().length)
+                .toList()
+                .toString();
     }
 
     private static boolean refused(int port) {
