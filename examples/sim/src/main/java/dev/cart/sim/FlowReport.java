@@ -54,7 +54,18 @@ public final class FlowReport {
             FlowSimulation.ClassResult[][] politeAlone503,
             FlowSimulation.ClassResult[][] politeAloneFlow,
             FlowSimulation.ClassResult[][] bandsLoaded,
-            FlowSimulation.ClassResult[][] band0Alone) {}
+            FlowSimulation.ClassResult[][] band0Alone,
+            FlowSimulation.ClassResult[][] burst503,
+            FlowSimulation.ClassResult[][] burstFlow,
+            FlowSimulation.ClassResult[][] burst503Once,
+            FlowSimulation.ClassResult[][] burstFlowOnce) {}
+
+    /** Bursts: {@link #BURST_HIGH}x the capacity for {@link #BURST_HIGH_S} s, then {@link #BURST_LOW}x. */
+    static final double BURST_HIGH = 2.0;
+
+    static final double BURST_LOW = 0.5;
+    static final double BURST_HIGH_S = 1.0;
+    static final double BURST_LOW_S = 2.0;
 
     static final int POLITE = 0;
     static final int HEAVY = 1;
@@ -150,6 +161,15 @@ public final class FlowReport {
                 "round_robin", FlowConfig.defaults(), replicas, maxLoad, seed, DEADLINE_MS, QUEUE_BUDGET_MS, RETRIES);
         FlowSimulation.Setup flow = new FlowSimulation.Setup(
                 "cache_aware", on, replicas, maxLoad, seed, DEADLINE_MS, QUEUE_BUDGET_MS, RETRIES);
+        // bursts a queue can absorb: above capacity for less than the deadline, then below, at the capacity
+        // on average; clients that retry as the SDKs do, and clients that do not retry
+        PreparedWorkload bursty = prepared.retimed(
+                base.bursts(BURST_HIGH * capacity, BURST_LOW * capacity, BURST_HIGH_S, BURST_LOW_S, seed));
+        FlowSimulation.Setup offOnce = new FlowSimulation.Setup(
+                "cache_aware", FlowConfig.defaults(), replicas, maxLoad, seed, DEADLINE_MS, QUEUE_BUDGET_MS, 0);
+        FlowSimulation.Setup flowOnce =
+                new FlowSimulation.Setup("cache_aware", on, replicas, maxLoad, seed, DEADLINE_MS, QUEUE_BUDGET_MS, 0);
+        int[] none = new int[n];
         return new Seed(
                 seed,
                 capacity,
@@ -159,7 +179,11 @@ public final class FlowReport {
                 both(new FlowSimulation(w, off, tenantClass, 2, band1, tenants, polite, 0)),
                 both(new FlowSimulation(w, flow, tenantClass, 2, band1, tenants, polite, 0)),
                 both(new FlowSimulation(w, flow, bandClass, 2, bands, anon, all, 0)),
-                both(new FlowSimulation(w, flow, bandClass, 2, bands, anon, band0, 0)));
+                both(new FlowSimulation(w, flow, bandClass, 2, bands, anon, band0, 0)),
+                both(new FlowSimulation(bursty, off, none, 1, band1, anon, all, 0)),
+                both(new FlowSimulation(bursty, flow, none, 1, band1, anon, all, 0)),
+                both(new FlowSimulation(bursty, offOnce, none, 1, band1, anon, all, 0)),
+                both(new FlowSimulation(bursty, flowOnce, none, 1, band1, anon, all, 0)));
     }
 
     /** The run's results over every request ([0]) and after the warm-up ([1]). */
@@ -308,6 +332,24 @@ public final class FlowReport {
                 "—");
         md.append(b).append('\n');
 
+        md.append("### Bursts the queue can absorb\n\n");
+        md.append(String.format(
+                Locale.ROOT,
+                "The same workload arriving at %.1fx the capacity for %.0f s, then %.1fx for %.0f s, repeated "
+                        + "(the capacity on average), one tenant, band 1. With clients that retry as the SDKs do "
+                        + "(as above) and with clients that do not retry.\n\n",
+                BURST_HIGH,
+                BURST_HIGH_S,
+                BURST_LOW,
+                BURST_LOW_S));
+        MarkdownTable u = new MarkdownTable(
+                "clients", "router", "P99 TTFT ms", "refused", "goodput", "goodput / 503 rule", "hit ratio");
+        burstRow(u, runs, "retry", "cache_aware, 503 at once", Seed::burst503, Seed::burst503);
+        burstRow(u, runs, "retry", "cache_aware, admission queue", Seed::burstFlow, Seed::burst503);
+        burstRow(u, runs, "no retry", "cache_aware, 503 at once", Seed::burst503Once, Seed::burst503Once);
+        burstRow(u, runs, "no retry", "cache_aware, admission queue", Seed::burstFlowOnce, Seed::burst503Once);
+        md.append(u).append('\n');
+
         md.append("### Targets\n\n");
         MarkdownTable g = new MarkdownTable("target", "median", "worst seed", "met");
         for (int k = 0; k < 2; k++) {
@@ -396,6 +438,24 @@ public final class FlowReport {
                 s.format(fmt),
                 String.format(Locale.ROOT, fmt, w),
                 worstMet ? "yes" : medianMet ? "on the median, not every seed" : "**no**");
+    }
+
+    private static void burstRow(
+            MarkdownTable t,
+            List<Seed> runs,
+            String clients,
+            String name,
+            java.util.function.Function<Seed, FlowSimulation.ClassResult[][]> run,
+            java.util.function.Function<Seed, FlowSimulation.ClassResult[][]> rule) {
+        t.row(
+                clients,
+                name,
+                spread(runs, s -> run.apply(s)[0][0].p99()).format("%.0f"),
+                spread(runs, s -> refused(run.apply(s)[0])).format("%.0f"),
+                spread(runs, s -> goodput(run.apply(s)[0])).format("%.0f"),
+                spread(runs, s -> ratio(goodput(run.apply(s)[0]), goodput(rule.apply(s)[0])))
+                        .format("%.2fx"),
+                spread(runs, s -> hitRatio(run.apply(s)[0])).format("%.3f"));
     }
 
     private static void addTenantRow(

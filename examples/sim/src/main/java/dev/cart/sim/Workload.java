@@ -39,6 +39,46 @@ public record Workload(String name, String description, List<WorkloadRequest> re
         return new Workload(name, description + String.format(", Poisson arrivals at %.2f req/s", perSecond), out);
     }
 
+    /**
+     * The same requests arriving in bursts: a Poisson process whose rate is {@code highPerSecond} for
+     * {@code highSeconds}, then {@code lowPerSecond} for {@code lowSeconds}, repeated (the rate is piecewise
+     * constant; each gap is a unit exponential spent across the phases at their rates).
+     */
+    public Workload bursts(
+            double highPerSecond, double lowPerSecond, double highSeconds, double lowSeconds, long seed) {
+        if (!(highPerSecond > 0) || !(lowPerSecond > 0) || !(highSeconds > 0) || !(lowSeconds > 0)) {
+            throw new IllegalArgumentException("burst rates and lengths must be positive");
+        }
+        SplittableRandom rnd = new SplittableRandom(Filler.seed(seed, 0xB57L));
+        List<WorkloadRequest> out = new ArrayList<>(requests.size());
+        double t = 0;
+        double end = highSeconds; // the end of the current phase
+        boolean high = true;
+        for (WorkloadRequest r : requests) {
+            out.add(r.at(Math.round(t * 1e9)));
+            double e = -Math.log(1.0 - rnd.nextDouble());
+            while (true) {
+                double rate = high ? highPerSecond : lowPerSecond;
+                double room = (end - t) * rate;
+                if (e <= room) {
+                    t += e / rate;
+                    break;
+                }
+                e -= room;
+                t = end;
+                high = !high;
+                end += high ? highSeconds : lowSeconds;
+            }
+        }
+        return new Workload(
+                name,
+                description
+                        + String.format(
+                                ", bursts of %.2f req/s for %.1f s then %.2f req/s for %.1f s",
+                                highPerSecond, highSeconds, lowPerSecond, lowSeconds),
+                out);
+    }
+
     /** The same requests with every arrival time multiplied by {@code factor} (below 1 compresses time). */
     public Workload timeScaled(double factor) {
         if (!(factor > 0)) {

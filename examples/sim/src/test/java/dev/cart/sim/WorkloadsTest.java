@@ -201,6 +201,34 @@ class WorkloadsTest {
     }
 
     @Test
+    void burstsArriveAtTheHighRateInTheirPhaseAndTheLowRateBetween() {
+        Workload w = Workloads.hotPrefix(1, 1.0).bursts(60, 10, 1.0, 2.0, 9);
+        long[] inHigh = new long[1];
+        long[] inLow = new long[1];
+        long last = 0;
+        for (WorkloadRequest r : w.requests()) {
+            long t = r.arrivalNanos();
+            assertTrue(t >= last, "arrivals in order");
+            last = t;
+            double inPeriod = (t / 1e9) % 3.0;
+            if (inPeriod < 1.0) {
+                inHigh[0]++;
+            } else {
+                inLow[0]++;
+            }
+        }
+        double periods = last / 1e9 / 3.0;
+        assertTrue(periods >= 5, "enough periods to measure: " + periods);
+        // 60 per second for 1 s and 10 per second for 2 s of every period: 60 and 20 per period
+        assertEquals(60, inHigh[0] / periods, 12, "high phase");
+        assertEquals(20, inLow[0] / periods, 6, "low phase");
+        assertEquals(
+                fingerprintWithoutTimes(Workloads.hotPrefix(1, 1.0)),
+                fingerprintWithoutTimes(w),
+                "arrivals change the times, not the requests");
+    }
+
+    @Test
     void poissonArrivalsHaveTheRequestedRateAndAreSeeded() {
         Workload w = Workloads.hotPrefix(1, 1.0).poisson(20, 9);
         assertEquals(20, w.meanRate(), 2.0);
