@@ -13,6 +13,7 @@ import dev.cart.extract.Tokenizers;
 import dev.cart.flow.FlowConfig;
 import dev.cart.flow.FlowControl;
 import dev.cart.flow.FlowHeaders;
+import dev.cart.flow.FlowListener;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -152,9 +153,17 @@ public final class CartGatewayRouting implements AutoCloseable {
                 .feedback(p.isFeedback())
                 .firstTokenReports(true) // the exchange reports each answer's first bytes
                 .build();
+        CartFlowMetrics flowMetrics =
+                registry == null || !flowConfig.enabled() ? null : new CartFlowMetrics(registry, serviceId);
         FlowControl flow = flowConfig.enabled()
-                ? FlowControl.builder(router).config(flowConfig).build()
+                ? FlowControl.builder(router)
+                        .config(flowConfig)
+                        .listener(flowMetrics == null ? FlowListener.NONE : flowMetrics)
+                        .build()
                 : null;
+        if (flowMetrics != null && flow != null) {
+            flowMetrics.bind(flow, flowConfig.bands());
+        }
         ServiceRouting routing = new ServiceRouting(serviceId, replicas, router, flow);
         if (metrics != null) {
             metrics.bind(routing);

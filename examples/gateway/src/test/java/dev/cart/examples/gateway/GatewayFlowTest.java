@@ -179,6 +179,50 @@ class GatewayFlowTest {
     }
 
     @Test
+    void theQueueShowsInTheGatewaysMetrics() throws Exception {
+        double queuedBefore = metric("cart_flow_queued_total", "band=\"1\"");
+        double shedBefore = metric("cart_flow_shed_total", "band=\"1\"");
+        double waitedBefore = metric("cart_flow_wait_seconds_count", "");
+        Socket holder = holdTheSlot();
+        CompletableFuture<HttpResponse<String>> waiting = post("/v1/chat/completions", CHAT);
+        await("the request queued", () -> routing.queued(SERVICE) == 1);
+        assertEquals(1.0, metric("cart_flow_queue_depth", "band=\"1\""), "the depth gauge reads the queue");
+        assertEquals(0.0, metric("cart_flow_queue_depth", "band=\"0\""));
+        HttpResponse<String> shed =
+                post("/v1/chat/completions", CHAT, "x-cart-deadline-ms", "200").get(30, TimeUnit.SECONDS);
+        assertEquals(429, shed.statusCode(), shed.body());
+        replica().setFault(Fault.NONE);
+        holder.close();
+        assertEquals(200, waiting.get(30, TimeUnit.SECONDS).statusCode());
+        assertEquals(queuedBefore + 1, metric("cart_flow_queued_total", "band=\"1\""));
+        assertEquals(shedBefore + 1, metric("cart_flow_shed_total", "band=\"1\""));
+        assertEquals(waitedBefore + 1, metric("cart_flow_wait_seconds_count", ""));
+        assertEquals(0.0, metric("cart_flow_queue_depth", ""));
+        String text = prometheus();
+        assertTrue(text.contains("cart_flow_admitted_cost_total{service=\"llm\",tenant=\"t-"), text);
+        assertFalse(text.contains("sk-flow-test"), "never a key");
+    }
+
+    private String prometheus() throws Exception {
+        return http.send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/prometheus"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
+    }
+
+    /** The sum of {@code name}'s series of this service whose labels contain {@code label}. */
+    private double metric(String name, String label) throws Exception {
+        double sum = 0;
+        for (String line : prometheus().split("\n")) {
+            if (line.startsWith(name + "{") && line.contains("service=\"" + SERVICE + "\"") && line.contains(label)) {
+                sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        return sum;
+    }
+
+    @Test
     void anUnusableDeadlineHeaderIs400NamingIt() throws Exception {
         HttpResponse<String> r =
                 post("/v1/chat/completions", CHAT, "x-cart-deadline-ms", "soon").get(30, TimeUnit.SECONDS);
