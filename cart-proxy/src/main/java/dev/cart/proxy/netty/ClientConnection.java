@@ -401,8 +401,27 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
         prepared(prepared);
     }
 
-    /** What the core prepared for the request just read: its answer, or the exchange to drive. */
+    /**
+     * What the core prepared for the request just read: its answer, the exchange to drive, or an exchange still
+     * being prepared off the loop (precise mode's tokenize call and lookup), which comes back to this loop as an
+     * extraction does.
+     */
     private void prepared(ProxyCore.Prepared prepared) {
+        if (prepared.later() != null) {
+            ctx.channel().config().setAutoRead(false);
+            extracting = true;
+            prepared.later().whenComplete((done, e) -> {
+                ProxyCore.Prepared next = done;
+                if (next == null) {
+                    LOG.error("preparing a request failed", e);
+                    next = new ProxyCore.Prepared(
+                            null, Answer.error(500, "internal_error", "the proxy failed to handle the request"));
+                }
+                ProxyCore.Prepared back = next;
+                ctx.executor().execute(() -> extracted(back));
+            });
+            return;
+        }
         if (prepared.answer() != null) {
             writeAnswer(prepared.answer(), false, true);
         } else {
