@@ -159,6 +159,7 @@ class PreciseProxyTest {
                 dev.cart.kvevents.TokenizeRequest.Api.CHAT, body.getBytes(java.nio.charset.StandardCharsets.UTF_8));
         var tokens = dev.cart.kvevents.EngineTokenizer.builder(index)
                 .timeout(Duration.ofSeconds(10))
+                .connectTimeout(Duration.ofSeconds(5))
                 .build()
                 .tokenize(request, List.of(s.baseUri().toString()));
         assertTrue(tokens.ok(), tokens.failure());
@@ -364,6 +365,26 @@ class PreciseProxyTest {
         assertFalse(metrics().contains("cart_kv_"));
         assertNotNull(workers().get("workers").get(0));
         assertFalse(workers().get("workers").get(0).has("mode"));
+    }
+
+    @Test
+    void theDemoRunsInPreciseMode() throws Exception {
+        Demo demo = Demo.start(2, true);
+        open.add(demo);
+        ProxyConfig config = ConfigLoader.load(List.of(), false).withWorkers(demo.workers());
+        proxy = ProxyServer.start(
+                config.withServer(config.server().withHost("127.0.0.1").withPort(0)),
+                new ProxyServer.Options().healthChecks(false));
+        assertEquals(2, proxy.routing().precise.followed().size());
+        await(
+                "every demo replica precise",
+                () -> proxy.routing().precise.followed().stream()
+                        .allMatch(id -> proxy.routing().precise.index().mode(id) == ReplicaMode.PRECISE));
+        try (LogCapture log = new LogCapture("cart.decision")) {
+            Matcher first = routed(log, Demo.quickStartBody(Demo.QUICK_START_QUESTIONS.get(0)));
+            assertEquals("precise", first.group(2), first.group());
+            assertEquals("on", first.group(6), first.group());
+        }
     }
 
     private static List<String> streamThreads() {
