@@ -1,6 +1,7 @@
 package dev.cart.proxy;
 
 import dev.cart.proxy.config.ProxyConfig;
+import dev.cart.sim.KvEventOptions;
 import dev.cart.sim.SimulatedReplicaServer;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -20,20 +21,35 @@ final class Demo implements AutoCloseable {
     static final double SPEEDUP = 20.0;
 
     private final List<SimulatedReplicaServer> servers;
+    private final boolean precise;
 
-    private Demo(List<SimulatedReplicaServer> servers) {
+    private Demo(List<SimulatedReplicaServer> servers, boolean precise) {
         this.servers = servers;
+        this.precise = precise;
     }
 
     static Demo start(int replicas) throws IOException {
+        return start(replicas, false);
+    }
+
+    /**
+     * Starts {@code replicas} simulated replicas; with {@code precise} each publishes its engine's KV-cache
+     * events (ZMQ, vLLM's format, on ephemeral loopback ports) and answers {@code POST /tokenize}, and the
+     * workers name those endpoints, so the proxy routes in precise mode.
+     */
+    static Demo start(int replicas, boolean precise) throws IOException {
         List<SimulatedReplicaServer> started = new ArrayList<>();
         try {
             for (int i = 1; i <= replicas; i++) {
-                started.add(SimulatedReplicaServer.start(SimulatedReplicaServer.Options.defaults()
+                SimulatedReplicaServer.Options o = SimulatedReplicaServer.Options.defaults()
                         .name("sim-" + i)
                         .port(0)
                         .model(MODEL)
-                        .speedup(SPEEDUP)));
+                        .speedup(SPEEDUP);
+                if (precise) {
+                    o.kvEvents(KvEventOptions.defaults());
+                }
+                started.add(SimulatedReplicaServer.start(o));
             }
         } catch (IOException | RuntimeException e) {
             for (SimulatedReplicaServer s : started) {
@@ -41,7 +57,7 @@ final class Demo implements AutoCloseable {
             }
             throw e;
         }
-        return new Demo(started);
+        return new Demo(started, precise);
     }
 
     List<ProxyConfig.Worker> workers() {
@@ -51,7 +67,13 @@ final class Demo implements AutoCloseable {
             while (url.endsWith("/")) {
                 url = url.substring(0, url.length() - 1);
             }
-            out.add(ProxyConfig.Worker.of(url));
+            ProxyConfig.Worker w = ProxyConfig.Worker.of(url);
+            if (precise) {
+                // the demo's one model names the engines' blocks (kv_events.model may say it instead)
+                w = new ProxyConfig.Worker(w.url(), w.maxLoad(), w.loadPenalty(), List.of(MODEL))
+                        .withKvEvents(s.kvEndpoint(), s.kvReplayEndpoint());
+            }
+            out.add(w);
         }
         return out;
     }
@@ -95,7 +117,8 @@ final class Demo implements AutoCloseable {
 
     void printWelcome(URI proxy, PrintStream out) {
         out.println();
-        out.println("CART demo: " + servers.size() + " simulated replicas behind " + proxy);
+        out.println("CART demo: " + servers.size() + " simulated replicas behind " + proxy
+                + (precise ? ", in precise mode (routed by the KV-cache events the replicas publish)" : ""));
         out.println();
         out.println("Two questions under one system prompt; the second is a cache hit on the first one's replica");
         out.println("(watch reason= and replica= in the decision lines here, and cache_hit_share in /workers):");

@@ -23,6 +23,7 @@ import java.util.stream.Collectors;
  * cache-aware-router -c config.yaml [-c overlay.yaml ...]    run the proxy
  * cache-aware-router -c config.yaml --config-check           validate and exit
  * cache-aware-router --demo                                  run against simulated replicas
+ * cache-aware-router --demo --precise                        ... that publish KV-cache events (precise mode)
  * cache-aware-router ... --port 8080 --host 127.0.0.1        override server.port / server.host
  * cache-aware-router --version | --help
  * </pre>
@@ -52,6 +53,8 @@ public final class Main {
                   --demo          start 4 simulated replicas in this process and route to them
                                   (no configuration needed; -c files may tune the other sections
                                   but must not list workers)
+                  --precise       with --demo: the simulated replicas publish their KV-cache
+                                  events and the proxy routes on them (precise mode)
                   --version       print the version and exit
               -h, --help          print this help and exit
 
@@ -72,7 +75,14 @@ public final class Main {
 
     /** Parsed command line; {@code port} and {@code host} are null when not given. */
     record Args(
-            List<Path> configs, boolean check, boolean demo, boolean version, boolean help, Integer port, String host) {
+            List<Path> configs,
+            boolean check,
+            boolean demo,
+            boolean precise,
+            boolean version,
+            boolean help,
+            Integer port,
+            String host) {
 
         /** {@code config} with the command line's {@code --port} and {@code --host} applied. */
         ProxyConfig overriding(ProxyConfig config) {
@@ -94,6 +104,7 @@ public final class Main {
         List<Path> configs = new ArrayList<>();
         boolean check = false;
         boolean demo = false;
+        boolean precise = false;
         boolean version = false;
         boolean help = false;
         Integer port = null;
@@ -111,6 +122,7 @@ public final class Main {
                 case "--host" -> host = host(value(args, i++));
                 case "--config-check" -> check = true;
                 case "--demo" -> demo = true;
+                case "--precise" -> precise = true;
                 case "--version", "-V" -> version = true;
                 case "-h", "--help" -> help = true;
                 default -> {
@@ -126,7 +138,12 @@ public final class Main {
                 }
             }
         }
-        return new Args(configs, check, demo, version, help, port, host);
+        if (precise && !demo) {
+            throw new IllegalArgumentException(
+                    "--precise goes with --demo; to route a pool of your own in precise mode, give its workers"
+                            + " kv_events endpoints (docs/precise-mode.md)");
+        }
+        return new Args(configs, check, demo, precise, version, help, port, host);
     }
 
     private static String value(String[] args, int i) {
@@ -200,7 +217,10 @@ public final class Main {
         }
         if (args.check()) {
             out.println("configuration OK: "
-                    + (args.demo() ? "demo workers" : config.workers().size() + " worker(s)") + ", policy "
+                    + (args.demo()
+                            ? (args.precise() ? "demo workers (precise)" : "demo workers")
+                            : config.workers().size() + " worker(s)")
+                    + ", policy "
                     + config.cache().policy() + ", listening on "
                     + config.server().host() + ":" + config.server().port()
                     + (config.cluster().on() ? ", cluster " + config.cluster().describe() : ""));
@@ -229,7 +249,7 @@ public final class Main {
             ProxyServer.Options options = new ProxyServer.Options()
                     .configNames(args.configs().stream().map(Path::toString).collect(Collectors.joining(", ")));
             if (args.demo()) {
-                demo = Demo.start(4);
+                demo = Demo.start(4, args.precise());
                 config = config.withWorkers(demo.workers());
                 List<ProxyConfig.Worker> demoWorkers = demo.workers();
                 options.configSource(() -> args.overriding(ConfigLoader.load(args.configs(), false))

@@ -171,6 +171,7 @@ public final class ProxyServer implements AutoCloseable {
         this.listener = new ProxyListener(metrics, options.listener);
         listener.flowListener(new dev.cart.proxy.flow.FlowMetrics(
                 metrics.registry, () -> flowControl(routing.get()), () -> routing.get().replicas));
+        listener.kvListener(metrics.kv()); // precise mode's index and subscriber (workers[].kv_events)
         UpstreamKeepAlive.apply();
         // health checks and the /v1/models union go through the JDK client
         this.client = HttpClient.newBuilder()

@@ -38,7 +38,8 @@ public record ProxyConfig(
         Circuit circuitBreaker,
         Proxy proxy,
         ClusterConfig cluster,
-        FlowSettings flow) {
+        FlowSettings flow,
+        KvEventsSettings kvEvents) {
 
     /**
      * Checks every section against its constraints.
@@ -47,17 +48,40 @@ public record ProxyConfig(
      */
     public ProxyConfig {
         workers = List.copyOf(workers);
-        ConfigValidator.requireValid(server, workers, cache, health, circuitBreaker, proxy, cluster, flow);
+        ConfigValidator.requireValid(server, workers, cache, health, circuitBreaker, proxy, cluster, flow, kvEvents);
+    }
+
+    /** A configuration with the default {@code kv_events} section (precise mode's settings). */
+    public ProxyConfig(
+            Server server,
+            List<Worker> workers,
+            Cache cache,
+            Health health,
+            Circuit circuitBreaker,
+            Proxy proxy,
+            ClusterConfig cluster,
+            FlowSettings flow) {
+        this(server, workers, cache, health, circuitBreaker, proxy, cluster, flow, KvEventsSettings.defaults());
     }
 
     /** The same configuration with another worker list (used by demo mode). */
     public ProxyConfig withWorkers(List<Worker> newWorkers) {
-        return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy, cluster, flow);
+        return new ProxyConfig(server, newWorkers, cache, health, circuitBreaker, proxy, cluster, flow, kvEvents);
     }
 
     /** The same configuration with another {@code server} section (command-line overrides). */
     public ProxyConfig withServer(Server newServer) {
-        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy, cluster, flow);
+        return new ProxyConfig(newServer, workers, cache, health, circuitBreaker, proxy, cluster, flow, kvEvents);
+    }
+
+    /** True when some worker publishes KV-cache events ({@code workers[].kv_events}): precise mode is on. */
+    public boolean precise() {
+        for (Worker w : workers) {
+            if (w.kvEvents() != null) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Names of the top-level sections other than {@code workers} that differ from {@code other}. */
@@ -83,6 +107,9 @@ public record ProxyConfig(
         }
         if (!flow.equals(other.flow)) {
             diff.add("flow");
+        }
+        if (!kvEvents.equals(other.kvEvents)) {
+            diff.add("kv_events");
         }
         return diff;
     }
@@ -170,18 +197,28 @@ public record ProxyConfig(
     }
 
     /**
-     * One entry of {@code workers}: a replica's base URL and its load knobs.
+     * One entry of {@code workers}: a replica's base URL, its load knobs and, for precise mode, where its
+     * engine publishes its KV-cache events.
      *
-     * @param url    {@code http://} or {@code https://}, without a trailing slash (one given is dropped)
-     * @param models the models the worker serves as configured ({@code workers[].models}; {@code ["*"]}:
-     *               any model); empty when the key is absent, and then the health checks learn them from
-     *               the replica's {@code GET /v1/models} ({@link ModelDiscovery})
+     * @param url            {@code http://} or {@code https://}, without a trailing slash (one given is dropped)
+     * @param models         the models the worker serves as configured ({@code workers[].models}; {@code ["*"]}:
+     *                       any model); empty when the key is absent, and then the health checks learn them from
+     *                       the replica's {@code GET /v1/models} ({@link ModelDiscovery})
+     * @param kvEvents       the engine's KV-event PUB endpoint ({@code tcp://host:port}), or null: the worker is
+     *                       routed approximately (by the prefix tree alone)
+     * @param kvEventsReplay the engine's replay (ROUTER) endpoint, or null when it has none
+     * @param kvEventsRanks  the engine's data-parallel ranks: rank r publishes (and replays) on the ports plus r
+     * @param kvEventsTopic  the topic the engine publishes under ({@code ""}: every topic)
      */
     public record Worker(
             String url,
             @Bounds(min = 1, max = Integer.MAX_VALUE) int maxLoad,
             @Bounds(min = 0, max = Integer.MAX_VALUE) int loadPenalty,
-            @Nullable List<String> models) {
+            @Nullable List<String> models,
+            @Nullable String kvEvents,
+            @Nullable String kvEventsReplay,
+            @Bounds(min = 1, max = 64) int kvEventsRanks,
+            String kvEventsTopic) {
         /** Largest {@code workers[].models} list. */
         public static final int MAX_MODELS = 1024;
 
@@ -192,11 +229,26 @@ public record ProxyConfig(
         public Worker {
             url = url == null ? null : stripSlashes(url.trim());
             models = models == null ? List.of() : List.copyOf(new LinkedHashSet<>(models));
+            kvEvents = kvEvents == null ? null : kvEvents.trim();
+            kvEventsReplay = kvEventsReplay == null ? null : kvEventsReplay.trim();
+        }
+
+        /** A worker without KV events (approximate). */
+        public Worker(String url, int maxLoad, int loadPenalty, List<String> models) {
+            this(url, maxLoad, loadPenalty, models, null, null, 1, "");
         }
 
         /** A worker whose models are discovered. */
         Worker(String url, int maxLoad, int loadPenalty) {
             this(url, maxLoad, loadPenalty, List.of());
+        }
+
+        /**
+         * This worker publishing KV-cache events on {@code endpoint}, replaying on {@code replay} (null: none),
+         * from one data-parallel rank on every topic.
+         */
+        public Worker withKvEvents(String endpoint, String replay) {
+            return new Worker(url, maxLoad, loadPenalty, models, endpoint, replay, 1, "");
         }
 
         /** A worker with the default {@code max_load} and {@code load_penalty}, its models discovered. */

@@ -20,6 +20,9 @@ import dev.cart.proxy.http.Responses;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.DecisionWindow;
 import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.precise.PreciseLookup;
+import dev.cart.proxy.precise.PreciseMode;
+import dev.cart.proxy.precise.PreciseStatus;
 import dev.cart.proxy.routing.Cluster;
 import dev.cart.proxy.routing.Routing;
 import dev.cart.proxy.routing.RoutingKeys;
@@ -29,6 +32,7 @@ import dev.cart.proxy.upstream.ModelsUnion;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -55,6 +59,8 @@ import java.util.function.Supplier;
  * <p>Thread-safe: per-request state lives in the {@link Proxied} a front holds.
  */
 public final class ProxyCore {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ProxyCore.class);
 
     /** The running configuration (a reload may replace its workers). */
     private final Supplier<ProxyConfig> config;
@@ -183,12 +189,11 @@ public final class ProxyCore {
         }
         boolean logOn = config.get().proxy().decisionLog();
         if (endpoint.isPresent()) {
-            return new Proxied(
-                    Kind.ROUTED,
-                    head,
-                    path,
-                    endpoint.get(),
-                    new DecisionLog(logOn, endpoint.get().path(), "POST"));
+            DecisionLog log = new DecisionLog(logOn, endpoint.get().path(), "POST");
+            if (routing.get().precise != null) {
+                log.preciseKeys();
+            }
+            return new Proxied(Kind.ROUTED, head, path, endpoint.get(), log);
         }
         if (path.equals("/v1/models") && "GET".equals(method) && head.rawQuery() == null) {
             String key = ModelsCache.keyOf(head.headers());
@@ -267,9 +272,17 @@ public final class ProxyCore {
      * answer still being made ({@code pending}: the pool's {@code /v1/models} union, asked of every replica
      * at once), which the front writes when it completes, without blocking a thread the front needs.
      */
-    public record Prepared(Forwarder.Exchange exchange, Answer answer, CompletableFuture<Answer> pending) {
+    public record Prepared(
+            Forwarder.Exchange exchange,
+            Answer answer,
+            CompletableFuture<Answer> pending,
+            CompletableFuture<Prepared> later) {
         public Prepared(Forwarder.Exchange exchange, Answer answer) {
-            this(exchange, answer, null);
+            this(exchange, answer, null, null);
+        }
+
+        public Prepared(Forwarder.Exchange exchange, Answer answer, CompletableFuture<Answer> pending) {
+            this(exchange, answer, pending, null);
         }
     }
 
@@ -311,6 +324,9 @@ public final class ProxyCore {
                     }
                     flow = parsed.request();
                 }
+                if (current.precise != null) {
+                    return precise(p, body, req, in, first, current, flow);
+                }
                 return new Prepared(forwarder.start(in, first, current, p.log, head.headers(), flow), null);
             }
             case MODELS -> {
@@ -347,6 +363,58 @@ public final class ProxyCore {
                         forwarder.start(in, RouteRequest.empty(), routing.get(), p.log, head.headers()), null);
             }
         }
+    }
+
+    /**
+     * A routed request of a proxy in precise mode: when some replica that could take it is precise, its engine
+     * tokens are asked for and looked up on precise mode's pool (blocking HTTP, never on the caller's thread,
+     * which may be an event loop): {@code later} completes with the exchange, routed with the lookup's
+     * confirmed view. Otherwise, or when the pool is full, the request routes approximately at once, with the
+     * reason in its decision line.
+     */
+    private Prepared precise(
+            Proxied p,
+            byte[] body,
+            ExtractedRequest req,
+            Forwarder.Inbound in,
+            RouteRequest first,
+            Routing current,
+            FlowRequest flow) {
+        PreciseMode precise = current.precise;
+        PreciseLookup skip = precise.skip(req.model(), current.replicas);
+        if (skip == null) {
+            try {
+                CompletableFuture<Prepared> later = CompletableFuture.supplyAsync(
+                        () -> {
+                            PreciseLookup lookup;
+                            try {
+                                lookup = precise.lookup(p.endpoint, body, req.model(), current.replicas);
+                            } catch (RuntimeException e) {
+                                LOG.warn("a precise lookup failed; the request routes approximately", e);
+                                lookup = PreciseLookup.off(PreciseLookup.ERROR, -1);
+                            }
+                            return routedWith(p, in, first, current, flow, req, lookup);
+                        },
+                        precise.executor());
+                return new Prepared(null, null, null, later);
+            } catch (RejectedExecutionException e) {
+                skip = PreciseLookup.off(PreciseLookup.SATURATED, -1);
+            }
+        }
+        return routedWith(p, in, first, current, flow, req, skip);
+    }
+
+    private Prepared routedWith(
+            Proxied p,
+            Forwarder.Inbound in,
+            RouteRequest first,
+            Routing current,
+            FlowRequest flow,
+            ExtractedRequest req,
+            PreciseLookup lookup) {
+        metrics.kv().lookup(lookup);
+        RouteRequest r = lookup.on() ? first.withConfirmed(lookup.match().view(req.key())) : first;
+        return new Prepared(forwarder.start(in, r, current, p.log, p.head.headers(), flow, lookup), null);
     }
 
     /**
@@ -558,6 +626,9 @@ public final class ProxyCore {
             m.models().forEach(served::add);
             if (current.router.policy() instanceof PredictedTtftPolicy p) {
                 predictedTtft(w.putObject("predicted_ttft"), p.replicaStats(m.id()));
+            }
+            if (current.precise != null) {
+                PreciseStatus.write(w, current.precise.status(m.id()));
             }
         }
         ObjectNode byModel = root.putObject("models");

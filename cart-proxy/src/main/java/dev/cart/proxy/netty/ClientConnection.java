@@ -44,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * The last handler of a client connection's pipeline: the HTTP exchange with the client. It reads a request's head
  * (parsed by the codec before it) and asks the {@link ProxyCore} for a plan; reads the body, within
  * {@code proxy.max_body_bytes} and the {@link BodyBudget}, into a {@link RequestBody}; has the core prepare the
- * request (off the loop, on the extraction pool, for a large or token-mode body); drives the {@link Forwarder}'s
+ * request (off the loop, on the extraction pool, for a large or token-mode body; in precise mode the core may hand
+ * back a request still being looked up on its tokenize pool, resumed on the loop the same way); drives the {@link Forwarder}'s
  * steps (a backoff is a timer on the loop; a send is an {@link UpstreamCall}); writes the proxy's own answers; and
  * accounts for the answer bytes queued for the client (its own buffer, the {@link AnswerBudget}) so that the call
  * pauses reading from the replica while they wait. A client's next requests (pipelined) are queued while an answer
@@ -401,8 +402,27 @@ final class ClientConnection extends ChannelDuplexHandler implements ConnectionD
         prepared(prepared);
     }
 
-    /** What the core prepared for the request just read: its answer, or the exchange to drive. */
+    /**
+     * What the core prepared for the request just read: its answer, the exchange to drive, or an exchange still
+     * being prepared off the loop (precise mode's tokenize call and lookup), which comes back to this loop as an
+     * extraction does.
+     */
     private void prepared(ProxyCore.Prepared prepared) {
+        if (prepared.later() != null) {
+            ctx.channel().config().setAutoRead(false);
+            extracting = true;
+            prepared.later().whenComplete((done, e) -> {
+                ProxyCore.Prepared next = done;
+                if (next == null) {
+                    LOG.error("preparing a request failed", e);
+                    next = new ProxyCore.Prepared(
+                            null, Answer.error(500, "internal_error", "the proxy failed to handle the request"));
+                }
+                ProxyCore.Prepared back = next;
+                ctx.executor().execute(() -> extracted(back));
+            });
+            return;
+        }
         if (prepared.answer() != null) {
             writeAnswer(prepared.answer(), false, true);
         } else {

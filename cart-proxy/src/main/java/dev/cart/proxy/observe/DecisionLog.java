@@ -17,6 +17,9 @@ import org.slf4j.LoggerFactory;
  *   runner_up=- runner_up_ms=- queued_ms=- band=- tenant=-
  * </pre>
  *
+ * In precise mode ({@link #preciseKeys}) the line goes on with {@code mode=precise confirmed_tokens=1024
+ * held_tokens=1024 tokenize_ms=3 precise=on precise_reason=-}.
+ *
  * Keys always appear in this order; a value that does not apply is {@code -}. Values never contain
  * spaces. The line never carries prompt text, header values or credentials: the model name is the only
  * request field logged, reduced to a safe character set.
@@ -53,6 +56,15 @@ public final class DecisionLog {
 
     private int band = -1;
     private String tenant = "-";
+    /** True in a proxy in precise mode: the line ends with the precise keys. */
+    private boolean preciseKeys;
+
+    private String mode = "-";
+    private long confirmedTokens = -1;
+    private long heldTokens = -1;
+    private long tokenizeNanos = -1;
+    private String precise = "-";
+    private String preciseReason = "-";
 
     public DecisionLog(boolean enabled, String endpoint, String method) {
         this.enabled = enabled;
@@ -112,6 +124,38 @@ public final class DecisionLog {
         this.tenant = safe(tenant, 64);
     }
 
+    /**
+     * The proxy runs in precise mode (some worker has {@code kv_events}): the line ends with {@code mode},
+     * {@code confirmed_tokens}, {@code held_tokens}, {@code tokenize_ms}, {@code precise} and
+     * {@code precise_reason}, {@code -} until {@link #precise} fills them.
+     */
+    public void preciseKeys() {
+        this.preciseKeys = true;
+    }
+
+    /**
+     * What precise mode made of the request, for the last attempt's decision: {@code mode} the chosen replica's
+     * (null when none was chosen), its confirmed and held engine tokens (-1 when not looked up).
+     */
+    public void precise(
+            dev.cart.proxy.precise.PreciseLookup lookup,
+            dev.cart.kvevents.ReplicaMode chosenMode,
+            int confirmed,
+            int held) {
+        this.preciseKeys = true;
+        this.mode = chosenMode == null ? "-" : MODES[chosenMode.ordinal()];
+        this.confirmedTokens = confirmed;
+        this.heldTokens = held;
+        this.tokenizeNanos = lookup.tokenizeNanos();
+        this.precise = lookup.on() ? "on" : "off";
+        this.preciseReason = lookup.on() ? "-" : lookup.off();
+    }
+
+    /** {@link dev.cart.kvevents.ReplicaMode}'s values as the line writes them, by ordinal. */
+    private static final String[] MODES = java.util.Arrays.stream(dev.cart.kvevents.ReplicaMode.values())
+            .map(m -> m.name().toLowerCase(Locale.ROOT))
+            .toArray(String[]::new);
+
     public String line() {
         StringBuilder b = BUILDER.get();
         b.setLength(0);
@@ -168,6 +212,15 @@ public final class DecisionLog {
         b.append(" band=");
         orDash(b, band);
         b.append(" tenant=").append(tenant);
+        if (preciseKeys) {
+            b.append(" mode=").append(mode).append(" confirmed_tokens=");
+            orDash(b, confirmedTokens);
+            b.append(" held_tokens=");
+            orDash(b, heldTokens);
+            b.append(" tokenize_ms=");
+            orDash(b, tokenizeNanos < 0 ? -1 : tokenizeNanos / 1_000_000);
+            b.append(" precise=").append(precise).append(" precise_reason=").append(preciseReason);
+        }
         String line = b.toString();
         if (b.capacity() > 4 * LINE_CAPACITY) {
             BUILDER.remove(); // a line made long (a long runner-up id) does not keep its size on the thread

@@ -150,6 +150,7 @@ public final class ProxyMetrics implements AutoCloseable {
     private final Timer evictionDuration;
     private final DecisionWindow window;
     private final ModelLabels modelLabels = new ModelLabels();
+    private final KvMetrics kv;
 
     /**
      * @param routing    the current routing state (read at scrape time)
@@ -160,6 +161,7 @@ public final class ProxyMetrics implements AutoCloseable {
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         this.routing = routing;
         this.window = window;
+        this.kv = new KvMetrics(registry, routing);
         new JvmMemoryMetrics().bindTo(registry);
         this.gc = new JvmGcMetrics();
         gc.bindTo(registry);
@@ -221,6 +223,11 @@ public final class ProxyMetrics implements AutoCloseable {
             rejections(cause);
         }
         staleConnections();
+    }
+
+    /** Precise mode's metrics ({@code cart_kv_*}): the KV-event index's listener; nothing registered without it. */
+    public KvMetrics kv() {
+        return kv;
     }
 
     /** Every {@code result} of {@code cart_reloads_total}: each reads 0 from the start. */
@@ -875,6 +882,8 @@ public final class ProxyMetrics implements AutoCloseable {
      */
     public synchronized void syncReplicas(ManagedReplicaSet set) {
         recent = new Seen[0]; // a reload's replicas come with ids of their own
+        Routing current = routing.get();
+        kv.follow(current == null ? null : current.precise); // precise mode's replicas, if any
         Set<String> ids = new HashSet<>();
         for (ManagedReplicaSet.Member m : set.replicas()) {
             ids.add(m.id());

@@ -10,6 +10,7 @@ import dev.cart.core.Router;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.flow.FlowListener;
+import dev.cart.kvevents.KvEventsListener;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -62,6 +63,19 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
      */
     public void decided(RouteDecision d) {
         metrics.decision(d, false);
+    }
+
+    /** Hears precise mode's index and subscribers ({@code kv_events}): its metrics; none until the proxy sets one. */
+    private volatile KvEventsListener kv = KvEventsListener.NONE;
+
+    /** What hears the KV-event indexes built from now on ({@link dev.cart.proxy.observe.KvMetrics}). */
+    public void kvListener(KvEventsListener listener) {
+        this.kv = java.util.Objects.requireNonNull(listener);
+    }
+
+    /** What hears precise mode's index and subscribers. */
+    public KvEventsListener kvListener() {
+        return kv;
     }
 
     /** What hears the admission queues built from now on ({@link dev.cart.proxy.flow.FlowMetrics}). */

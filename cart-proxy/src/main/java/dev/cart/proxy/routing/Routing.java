@@ -5,6 +5,7 @@ import dev.cart.core.PromptKey;
 import dev.cart.core.Router;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.flow.ProxyFlow;
+import dev.cart.proxy.precise.PreciseMode;
 import dev.cart.proxy.upstream.HealthChecker;
 import java.net.http.HttpClient;
 import java.time.Clock;
@@ -44,6 +45,12 @@ public final class Routing implements AutoCloseable {
     public final HealthChecker health;
     /** The admission queue in front of {@link #router} ({@code flow.enabled}), or null when it is off. */
     public final ProxyFlow flow;
+    /**
+     * Precise mode over these workers (the KV-event index, its subscriber and the engine tokenizer), or null when
+     * no worker has {@code kv_events}. Built with the state and closed with it: a reload that changes the workers
+     * follows the new list with a new index.
+     */
+    public final PreciseMode precise;
 
     private final ScheduledExecutorService scheduler;
 
@@ -53,12 +60,14 @@ public final class Routing implements AutoCloseable {
             Router router,
             HealthChecker health,
             ProxyFlow flow,
+            PreciseMode precise,
             ScheduledExecutorService scheduler) {
         this.workers = workers;
         this.replicas = replicas;
         this.router = router;
         this.health = health;
         this.flow = flow;
+        this.precise = precise;
         this.scheduler = scheduler;
     }
 
@@ -107,6 +116,27 @@ public final class Routing implements AutoCloseable {
             ManagedReplicaSet set,
             Routing previous,
             Cluster cluster) {
+        PreciseMode precise = PreciseMode.of(config, listener.kvListener());
+        try {
+            return assemble(config, clock, listener, client, scheduler, set, previous, cluster, precise);
+        } catch (RuntimeException | Error e) {
+            if (precise != null) {
+                precise.close();
+            }
+            throw e;
+        }
+    }
+
+    private static Routing assemble(
+            ProxyConfig config,
+            Clock clock,
+            ProxyListener listener,
+            HttpClient client,
+            ScheduledExecutorService scheduler,
+            ManagedReplicaSet set,
+            Routing previous,
+            Cluster cluster,
+            PreciseMode precise) {
         ProxyConfig.Cache cache = config.cache();
         Router.Builder rb = Router.builder()
                 .replicas(set)
@@ -117,7 +147,7 @@ public final class Routing implements AutoCloseable {
                         cache.tokens().on() ? PromptKey.Unit.TOKENS : PromptKey.Unit.CHARS,
                         cache.tokens().on() ? cache.tokens().blockTokens() : cache.blockChars())
                 .clock(clock)
-                .listener(listener)
+                .listener(precise == null ? listener : precise.listening(listener))
                 .evictionInterval(Duration.ofSeconds(cache.evictionIntervalSecs()))
                 .dailyResetHourUtc(cache.dailyCleanupHourUtc())
                 .learn(cache.learn())
@@ -137,7 +167,7 @@ public final class Routing implements AutoCloseable {
         HealthChecker health = new HealthChecker(
                 set, client, config.health(), scheduler, discovered, previous == null ? null : previous.health);
         ProxyFlow flow = ProxyFlow.of(router, config.flow(), listener.flowListener(), scheduler);
-        return new Routing(config.workers(), set, router, health, flow, scheduler);
+        return new Routing(config.workers(), set, router, health, flow, precise, scheduler);
     }
 
     /**
@@ -219,6 +249,9 @@ public final class Routing implements AutoCloseable {
     public void close() {
         health.close();
         router.close();
+        if (precise != null) {
+            precise.close();
+        }
         if (flow != null) {
             flow.retire(scheduler);
         }

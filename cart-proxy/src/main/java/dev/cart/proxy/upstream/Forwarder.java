@@ -18,6 +18,8 @@ import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.http.ModelNotFound;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.precise.PreciseLookup;
+import dev.cart.proxy.precise.PreciseMode;
 import dev.cart.proxy.routing.ProxyListener;
 import dev.cart.proxy.routing.Routing;
 import dev.cart.proxy.routing.RoutingKeys;
@@ -195,7 +197,7 @@ public final class Forwarder {
 
     /** Starts an exchange for {@code in}, first routed with {@code first}. */
     public Exchange start(Inbound in, RouteRequest first, Routing routing, DecisionLog log, HeaderView clientHeaders) {
-        return new Exchange(in, first, routing, log, clientHeaders, null);
+        return new Exchange(in, first, routing, log, clientHeaders, null, null);
     }
 
     /**
@@ -209,7 +211,23 @@ public final class Forwarder {
             DecisionLog log,
             HeaderView clientHeaders,
             FlowRequest flow) {
-        return new Exchange(in, first, routing, log, clientHeaders, flow);
+        return new Exchange(in, first, routing, log, clientHeaders, flow, null);
+    }
+
+    /**
+     * As {@link #start(Inbound, RouteRequest, Routing, DecisionLog, HeaderView, FlowRequest)}, for a request of a
+     * proxy in precise mode ({@code routing.precise} not null): {@code first} carries the lookup's confirmed view
+     * when there is one, each decision is told to the index and the decision line says which mode decided.
+     */
+    public Exchange start(
+            Inbound in,
+            RouteRequest first,
+            Routing routing,
+            DecisionLog log,
+            HeaderView clientHeaders,
+            FlowRequest flow,
+            PreciseLookup lookup) {
+        return new Exchange(in, first, routing, log, clientHeaders, flow, lookup);
     }
 
     /** One client request's attempts. Driven by one thread at a time. */
@@ -231,6 +249,8 @@ public final class Forwarder {
         private FlowTicket waiting;
         /** Set when the client went away: a ticket completing afterwards gives its lease back unused. */
         private boolean gone;
+        /** What precise mode made of the request (routed requests of a precise proxy), else null. */
+        private final PreciseLookup lookup;
 
         private Exchange(
                 Inbound in,
@@ -238,8 +258,10 @@ public final class Forwarder {
                 Routing routing,
                 DecisionLog log,
                 HeaderView clientHeaders,
-                FlowRequest flow) {
+                FlowRequest flow,
+                PreciseLookup lookup) {
             this.in = in;
+            this.lookup = lookup;
             this.flow = routing.flow == null || in.endpoint() == null ? null : flow;
             this.routing = routing;
             this.log = log;
@@ -315,6 +337,20 @@ public final class Forwarder {
         private Step routed(RouteDecision d) {
             log.decision(d, passThrough);
             log.retries(attempt);
+            PreciseMode precise = routing.precise;
+            if (precise != null && lookup != null) {
+                precise.routed(d, lookup);
+                String id = d.routed() ? d.replica().id() : null;
+                log.precise(
+                        lookup,
+                        id == null ? null : precise.mode(id, lookup),
+                        id == null || lookup.match() == null
+                                ? -1
+                                : lookup.match().confirmedTokens(id),
+                        id == null || lookup.match() == null
+                                ? -1
+                                : lookup.match().heldTokens(id));
+            }
             if (!d.routed()) {
                 return notRouted(d);
             }

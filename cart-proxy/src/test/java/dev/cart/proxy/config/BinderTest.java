@@ -38,6 +38,10 @@ class BinderTest {
                 max_load: 4
                 load_penalty: 3
                 models: [small, large, small]
+                kv_events: tcp://node1:5557
+                kv_events_replay: tcp://node1:5558
+                kv_events_ranks: 2
+                kv_events_topic: kv
             cache:
               policy: predicted_ttft
               learning_rate: 0.1
@@ -104,6 +108,17 @@ class BinderTest {
               deadline_header: x-d
               default_output_tokens: 64
               reserve_ratio: 0.25
+            kv_events:
+              model: small
+              block_size: 32
+              max_blocks_per_stream: 100
+              silence_secs: 2
+              gap_hold_secs: 3
+              replay_timeout_secs: 4
+              overlay_ttl_ms: 5
+              tokenize: none
+              tokenize_timeout_ms: 6
+              receive_hwm: 7
             """;
 
     @Test
@@ -119,12 +134,21 @@ class BinderTest {
         differing(c.proxy(), d.proxy(), "proxy", differing);
         differing(c.cluster(), d.cluster(), "cluster", differing);
         differing(c.flow(), d.flow(), "flow", differing);
+        differing(c.kvEvents(), d.kvEvents(), "kv_events", differing);
         Set<String> settable = new TreeSet<>(Schema.keyPaths());
         settable.remove("server.engine"); // one choice left (netty): it cannot differ from its default
         assertEquals(settable, differing, "every key set above is bound to its own component");
         assertEquals(Map.of("learning_rate", 0.1), c.cache().policySettings());
         assertEquals(
-                new ProxyConfig.Worker("http://node1:8050", 4, 3, List.of("small", "large")),
+                new ProxyConfig.Worker(
+                        "http://node1:8050",
+                        4,
+                        3,
+                        List.of("small", "large"),
+                        "tcp://node1:5557",
+                        "tcp://node1:5558",
+                        2,
+                        "kv"),
                 c.workers().get(0));
         assertEquals(
                 new ProxyConfig.Tokens("o200k_base", 32, 10, 100, 2), c.cache().tokens(), "token mode's view");
@@ -141,7 +165,7 @@ class BinderTest {
                             .findFirst()
                             .orElseThrow()
                             .name();
-            if (!x.equals(y) && !key.equals("cache.policy_settings")) {
+            if (!java.util.Objects.equals(x, y) && !key.equals("cache.policy_settings")) {
                 out.add(key);
             }
         }

@@ -35,7 +35,13 @@ class ExampleConfigTest {
     private static final Pattern COMMENTED_KEY = Pattern.compile("^(\\s*)# ((?:\\s*)[a-z0-9_]+:(?: .*)?)$");
 
     /** The example's values that are examples, not defaults. */
-    private static final Set<String> EXAMPLE_VALUES = Set.of("workers[].url", "workers[].models", "cluster.redis_url");
+    private static final Set<String> EXAMPLE_VALUES = Set.of(
+            "workers[].url",
+            "workers[].models",
+            "workers[].kv_events",
+            "workers[].kv_events_replay",
+            "cluster.redis_url",
+            "kv_events.model");
 
     /** Every key a file may write: the records' and the policies' settings under {@code cache}. */
     private static Set<String> binderKeys() {
