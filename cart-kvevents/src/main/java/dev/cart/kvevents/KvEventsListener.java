@@ -110,14 +110,15 @@ public interface KvEventsListener {
     default void onCapEvicted(String replica, int rank, int blocks) {}
 
     /**
-     * A replica's mode changed. A change is noticed when the mode is read (a lookup, a status), so a silence
-     * is reported by the request that finds it, not when it began.
+     * A replica's mode changed, as its streams' states make it. A change is noticed when the mode is read (a
+     * lookup, a status), so a silence is reported by the request that finds it, not when it began. A replica
+     * made approximate by failing tokenizations is not reported here ({@link #onTokenized} tells of those).
      *
      * @param replica the replica's id
      * @param from    the mode before
      * @param to      the mode now, not {@code from}
-     * @param reason  why, in a word or two ({@code live}, {@code replaying}, {@code silent}, {@code no stream},
-     *                {@code tokenization failing}, ...)
+     * @param reason  why, in a word or two ({@code live}, {@code live, incomplete history}, {@code replaying},
+     *                {@code no events yet}, {@code events lost}, {@code silent}, {@code no stream})
      */
     default void onModeChanged(String replica, ReplicaMode from, ReplicaMode to, String reason) {}
 
