@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePackException;
@@ -150,6 +151,7 @@ final class BatchDecoder {
         }
 
         /** One event; null for an unknown tag (skipped) or a bad event ({@link #bad} set). */
+        @Nullable
         KvEvent event() throws IOException, MalformedBatchException {
             ValueType t = u.getNextFormat().getValueType();
             if (t == ValueType.ARRAY) {
@@ -164,6 +166,7 @@ final class BatchDecoder {
         }
 
         /** {@code [tag, fields...]}, fields in declaration order. */
+        @Nullable
         KvEvent positional(int n) throws IOException, MalformedBatchException {
             if (n == 0) {
                 bad = true;
@@ -173,7 +176,7 @@ final class BatchDecoder {
             Fields f = new Fields();
             int known = tag == null ? 0 : knownFields(tag);
             for (int i = 1; i < n; i++) {
-                if (i <= known) {
+                if (tag != null && i <= known) {
                     f.read(this, fieldName(tag, i));
                 } else {
                     u.skipValue();
@@ -186,8 +189,9 @@ final class BatchDecoder {
         }
 
         /** {@code {"type": tag, name: value...}}. */
+        @Nullable
         KvEvent named(int n) throws IOException, MalformedBatchException {
-            String tag = null;
+            @Nullable String tag = null;
             Fields f = new Fields();
             for (int i = 0; i < n; i++) {
                 String name = stringOrNull();
@@ -205,6 +209,7 @@ final class BatchDecoder {
         }
 
         /** A string value; null (and {@link #bad}) for anything else, which is consumed. */
+        @Nullable
         String stringOrNull() throws IOException {
             MessageFormat f = u.getNextFormat();
             if (f.getValueType() == ValueType.STRING) {
@@ -220,6 +225,7 @@ final class BatchDecoder {
         }
 
         /** A string or nil; anything else is consumed and spoils the event. */
+        @Nullable
         String optionalString() throws IOException {
             if (u.tryUnpackNil()) {
                 return null;
@@ -317,6 +323,7 @@ final class BatchDecoder {
          * CART reproduces; on the first block of a chain, one further string is the {@code cache_salt}; any
          * other content (multimodal identifiers, prompt embeddings) is folded into the block's digest.
          */
+        @Nullable
         ExtraKeys extraKeys() throws IOException, MalformedBatchException {
             if (u.tryUnpackNil()) {
                 return null;
@@ -339,7 +346,7 @@ final class BatchDecoder {
                 }
                 int m = count(u.unpackArrayHeader(), 1024);
                 List<String> strings = new ArrayList<>(m);
-                StringBuilder other = null;
+                @Nullable StringBuilder other = null;
                 for (int k = 0; k < m; k++) {
                     if (u.getNextFormat().getValueType() == ValueType.STRING) {
                         strings.add(u.unpackString());
@@ -361,7 +368,9 @@ final class BatchDecoder {
 
     /** Extra keys as read, resolved against the adapter's name once the whole event is known. */
     private static final class ExtraKeys {
-        final List<List<String>> strings;
+        /** Per block: the strings of its extra keys, null where the block had none. */
+        final List<@Nullable List<String>> strings;
+
         final long[] opaque;
 
         ExtraKeys(int n) {
@@ -411,16 +420,25 @@ final class BatchDecoder {
 
     /** The fields of one event as read, in either encoding. */
     private static final class Fields {
-        long[] hashes;
+        long @Nullable [] hashes;
         boolean hasParent;
         long parent;
         int[] tokens = new int[0];
         long blockSize;
         long loraId = -1;
+
+        @Nullable
         String medium;
+
+        @Nullable
         String loraName;
+
+        @Nullable
         ExtraKeys extra;
+
+        @Nullable
         String kind;
+
         long window = -1;
         long group;
 
@@ -462,7 +480,8 @@ final class BatchDecoder {
             return k.contains("full") || k.contains("mla");
         }
 
-        KvEvent build(Reader r, String tag) {
+        @Nullable
+        KvEvent build(Reader r, @Nullable String tag) {
             if (r.bad) {
                 return null;
             }
@@ -484,9 +503,9 @@ final class BatchDecoder {
                         r.bad = true; // the token ids must cover the event's blocks exactly
                         return null;
                     }
-                    String lora = loraName != null ? loraName : loraId > 0 ? "lora-id:" + loraId : null;
-                    String salt = null;
-                    long[] opaque = null;
+                    @Nullable String lora = loraName != null ? loraName : loraId > 0 ? "lora-id:" + loraId : null;
+                    @Nullable String salt = null;
+                    long @Nullable [] opaque = null;
                     if (extra != null) {
                         if (extra.strings.size() != hashes.length) {
                             r.bad = true;

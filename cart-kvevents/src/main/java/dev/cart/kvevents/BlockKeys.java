@@ -1,6 +1,7 @@
 package dev.cart.kvevents;
 
 import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
 
 /**
  * CART's own key of a block of engine tokens: the block's token ids hashed on their own, then chained on the
@@ -28,7 +29,7 @@ final class BlockKeys {
     private BlockKeys() {}
 
     /** The seed of a chain's first block: the model (or adapter) and the salt (either may be null). */
-    static long root(String model, String salt) {
+    static long root(@Nullable String model, @Nullable String salt) {
         long h = text(model == null ? "" : model, NAMESPACE_SEED);
         return salt == null ? h : text(salt, h ^ 0x5A17L);
     }

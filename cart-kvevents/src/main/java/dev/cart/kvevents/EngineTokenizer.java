@@ -51,12 +51,22 @@ public final class EngineTokenizer implements PromptTokenizer {
      * A builder reporting to {@code index}.
      *
      * @param index where tokenization outcomes are recorded (per replica)
-     * @return a new builder
+     * @return a new builder with the defaults (500 ms per call, 200 ms to connect, the replica's id as its
+     *     base URI)
+     * @throws NullPointerException if {@code index} is null
      */
     public static Builder builder(KvIndex index) {
         return new Builder(index);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Posts the request's body to {@code /tokenize} on one of {@code replicas}, taken in turn and preferring
+     * one whose last tokenization did not fail; records the outcome in the index ({@link KvIndex#tokenized}).
+     * Blocks the calling thread for at most the timeout (plus the connection's). An interrupt ends the call
+     * with the failure {@code interrupted} and the thread's interrupt flag set again.
+     */
     @Override
     public PromptTokens tokenize(TokenizeRequest request, List<String> replicas) {
         if (replicas.isEmpty()) {
@@ -164,7 +174,13 @@ public final class EngineTokenizer implements PromptTokenizer {
             this.index = Objects.requireNonNull(index);
         }
 
-        /** The whole call's limit (default 500 ms; positive): past it the request routes approximately. */
+        /**
+         * The whole call's limit: past it the request routes approximately. Default 500 ms.
+         *
+         * @param d positive
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is zero or negative
+         */
         public Builder timeout(Duration d) {
             if (d.isNegative() || d.isZero()) {
                 throw new IllegalArgumentException("timeout must be positive, was " + d);
@@ -173,7 +189,13 @@ public final class EngineTokenizer implements PromptTokenizer {
             return this;
         }
 
-        /** The connection's limit (default 200 ms; positive). */
+        /**
+         * The limit for opening a connection to a replica. Default 200 ms.
+         *
+         * @param d positive
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is zero or negative
+         */
         public Builder connectTimeout(Duration d) {
             if (d.isNegative() || d.isZero()) {
                 throw new IllegalArgumentException("connectTimeout must be positive, was " + d);
@@ -182,12 +204,25 @@ public final class EngineTokenizer implements PromptTokenizer {
             return this;
         }
 
-        /** A replica's base URI from its id (default: the id is the base URI, e.g. {@code http://node1:8000}). */
+        /**
+         * How a replica's base URI is found from its id; {@code /tokenize} is resolved against it. Default: the
+         * id is the base URI (e.g. {@code http://node1:8000}). A function that throws
+         * {@link IllegalArgumentException} fails that call with {@code bad replica uri}.
+         *
+         * @param f called on the request's thread, so thread-safe
+         * @return this builder
+         * @throws NullPointerException if {@code f} is null
+         */
         public Builder baseUri(Function<String, URI> f) {
             this.baseUri = Objects.requireNonNull(f);
             return this;
         }
 
+        /**
+         * Builds the tokenizer (and its HTTP client).
+         *
+         * @return a new tokenizer; builders may be reused
+         */
         public EngineTokenizer build() {
             return new EngineTokenizer(this);
         }

@@ -1,5 +1,7 @@
 package dev.cart.kvevents;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One decoded KV-cache event of an engine's batch: blocks stored, blocks removed, or everything cleared.
  * Immutable once decoded; the arrays are owned by the event and never changed.
@@ -14,7 +16,7 @@ abstract class KvEvent {
     static final int OFFLOAD = 2;
 
     /** The tier bit of a {@code medium} field: null or {@code GPU} is the GPU, anything else an offload tier. */
-    static int tierOf(String medium) {
+    static int tierOf(@Nullable String medium) {
         return medium == null || medium.equalsIgnoreCase("GPU") ? GPU : OFFLOAD;
     }
 
@@ -31,14 +33,14 @@ abstract class KvEvent {
 
         final int blockSize;
         /** The adapter's name, or null; {@code lora_id} alone (old producers) is named {@code lora-id:N}. */
-        final String lora;
+        final @Nullable String lora;
         /** The {@code cache_salt} of the chain's first block (only when this event starts a chain), or null. */
-        final String salt;
+        final @Nullable String salt;
         /**
          * Per block, a digest of extra keys CART cannot reproduce for a text request (multimodal inputs,
          * prompt embeddings); 0 where there are none. Null when no block has any.
          */
-        final long[] extra;
+        final long @Nullable [] extra;
 
         final int tier;
         /** The KV-cache group (hybrid models have several); 0 when unsaid. */
@@ -52,9 +54,9 @@ abstract class KvEvent {
                 long parent,
                 int[] tokens,
                 int blockSize,
-                String lora,
-                String salt,
-                long[] extra,
+                @Nullable String lora,
+                @Nullable String salt,
+                long @Nullable [] extra,
                 int tier,
                 int group,
                 boolean fullAttention) {

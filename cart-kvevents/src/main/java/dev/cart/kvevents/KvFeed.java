@@ -2,6 +2,7 @@ package dev.cart.kvevents;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One stream's sequence state machine: what a transport (the ZMQ subscriber, or a simulation in process)
@@ -39,7 +40,9 @@ public final class KvFeed {
     public interface Replayer {
         /**
          * Asks for every batch from {@code fromSeq} on; the answers go to {@link #replayed} and
-         * {@link #replayEnded} on the feed's thread.
+         * {@link #replayEnded} on the feed's thread. Called on the feed's thread; must not block for long.
+         *
+         * @param fromSeq the first sequence number wanted, at least 0
          */
         void request(long fromSeq);
     }
@@ -51,7 +54,7 @@ public final class KvFeed {
 
     private final KvIndex index;
     private final StreamState s;
-    private Replayer replayer;
+    private @Nullable Replayer replayer;
     private final java.util.function.LongSupplier ticker;
     private final KvEventsListener listener;
     private final ArrayDeque<Held> held = new ArrayDeque<>();
@@ -73,7 +76,7 @@ public final class KvFeed {
     KvFeed(
             KvIndex index,
             StreamState s,
-            Replayer replayer,
+            @Nullable Replayer replayer,
             java.util.function.LongSupplier ticker,
             KvEventsListener l) {
         this.index = index;
@@ -89,7 +92,11 @@ public final class KvFeed {
         this.replayer = r;
     }
 
-    /** The stream this feed follows. */
+    /**
+     * The stream this feed follows.
+     *
+     * @return the stream, as registered with the index
+     */
     public KvStream stream() {
         return s.config;
     }
@@ -102,7 +109,13 @@ public final class KvFeed {
         flush();
     }
 
-    /** A live batch: sequence number {@code seq} (unsigned 64-bit on the wire) and its msgpack payload. */
+    /**
+     * A live batch from the engine's PUB socket, applied in sequence order (held while a replay runs; a gap or
+     * a restart starts one). A payload that cannot be decoded is counted and dropped.
+     *
+     * @param seq     its sequence number (unsigned 64-bit on the wire, read as a long)
+     * @param payload its msgpack {@code EventBatch}; kept (not copied) while held, so not reused by the caller
+     */
     public void live(long seq, byte[] payload) {
         s.noteEvent(ticker.getAsLong());
         onLive(seq, payload, false);
@@ -150,7 +163,13 @@ public final class KvFeed {
         // else: a held batch the replay already covered is skipped
     }
 
-    /** A replayed batch (an answer to a {@link Replayer#request}). */
+    /**
+     * A replayed batch (an answer to a {@link Replayer#request}); ignored when no replay is running (a late
+     * answer to one given up) or when it repeats one already applied.
+     *
+     * @param seq     its sequence number
+     * @param payload its msgpack {@code EventBatch}
+     */
     public void replayed(long seq, byte[] payload) {
         if (s.phase != StreamState.Phase.REPLAYING) {
             return; // a late answer to a replay given up
@@ -175,7 +194,10 @@ public final class KvFeed {
         flush();
     }
 
-    /** The replay's end marker (sequence -1 with an empty payload). */
+    /**
+     * The replay's end marker (sequence -1 with an empty payload): the held live batches are applied after
+     * what the replay covered. Ignored when no replay is running.
+     */
     public void replayEnded() {
         if (s.phase != StreamState.Phase.REPLAYING) {
             return;
@@ -254,9 +276,10 @@ public final class KvFeed {
 
     private void flush() {
         long from = pendingReplay;
-        if (from >= 0) {
+        Replayer r = replayer;
+        if (from >= 0 && r != null) { // a replay is only ever started with a replayer
             pendingReplay = -1;
-            replayer.request(from);
+            r.request(from);
         }
     }
 

@@ -2,6 +2,7 @@ package dev.cart.kvevents;
 
 import dev.cart.core.RouteDecision;
 import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The block index of precise mode: which replica's engine holds which block of engine tokens, as the
@@ -63,7 +65,7 @@ public final class KvIndex {
     /** Replicas by ordinal. */
     private volatile ReplicaEntry[] ordered = new ReplicaEntry[0];
 
-    private final StreamState[] slots = new StreamState[MAX_STREAMS];
+    private final @Nullable StreamState[] slots = new StreamState[MAX_STREAMS];
     private final long[] pair = new long[2];
 
     /** One replica: its streams, its ordinal in lookups, its tokenization record. */
@@ -73,7 +75,8 @@ public final class KvIndex {
         volatile StreamState[] streams = new StreamState[0];
         volatile long streamBits;
         volatile int tokenizeFailures;
-        volatile ReplicaMode lastMode;
+        /** The mode last computed; null before the first. */
+        volatile @Nullable ReplicaMode lastMode;
 
         ReplicaEntry(String id, int ord) {
             this.id = id;
@@ -97,13 +100,20 @@ public final class KvIndex {
 
     /**
      * A builder with the defaults: 16-token blocks, 4,194,304 blocks per stream, silence after 5 s, a 5 s hold
-     * after lost events, a 500 ms overlay floor, approximate after 3 tokenization failures in a row.
+     * after lost events, a 3 s replay timeout, a 500 ms overlay floor, approximate after 3 tokenization
+     * failures in a row.
+     *
+     * @return a new builder
      */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** The block size in tokens: events of another block size are not indexed. */
+    /**
+     * The engines' block size this index keys blocks by.
+     *
+     * @return tokens per block, at least 1; events of another block size are not indexed
+     */
     public int blockSize() {
         return blockSize;
     }
@@ -117,11 +127,13 @@ public final class KvIndex {
      *
      * @param tokens the request's prompt as the engine tokenizes it (its chat template applied)
      * @param model  the model the request names (an adapter's name for an adapter), as the streams'
-     *               {@link KvStream#model} and the engines' {@code lora_name} give it
+     *               {@link KvStream#model} and the engines' {@code lora_name} give it; null (a request naming
+     *               none) is keyed as the empty name, so it matches only a stream whose model is {@code ""}
      * @param salt   the request's {@code cache_salt}, or null
      * @return the per-replica match, with each replica's mode now
+     * @throws NullPointerException if {@code tokens} is null
      */
-    public PreciseMatch lookup(int[] tokens, String model, String salt) {
+    public PreciseMatch lookup(int[] tokens, @Nullable String model, @Nullable String salt) {
         Objects.requireNonNull(tokens, "tokens");
         int bs = blockSize;
         int n = tokens.length == 0 ? 0 : (tokens.length - 1) / bs;
@@ -173,7 +185,7 @@ public final class KvIndex {
     }
 
     /** The replica's mode at {@code now}; its reason in {@code why[0]} when given. */
-    ReplicaMode mode(ReplicaEntry r, long now, String[] why) {
+    ReplicaMode mode(ReplicaEntry r, long now, String @Nullable [] why) {
         if (r.tokenizeFailures >= tokenizeFailureLimit) {
             if (why != null) {
                 why[0] = "tokenization failing";
@@ -181,16 +193,13 @@ public final class KvIndex {
             return ReplicaMode.APPROXIMATE;
         }
         StreamState[] ss = r.streams;
-        ReplicaMode worst = ReplicaMode.PRECISE;
-        String reason = ss.length == 0 ? "no stream" : null;
-        if (ss.length == 0) {
-            worst = ReplicaMode.APPROXIMATE;
-        }
+        ReplicaMode worst = ReplicaMode.APPROXIMATE;
+        String reason = "no stream";
         String[] w = new String[1];
-        for (StreamState st : ss) {
-            ReplicaMode m = st.mode(now, silenceNanos, w);
-            if (reason == null || m.ordinal() > worst.ordinal()) {
-                worst = m.ordinal() > worst.ordinal() ? m : worst;
+        for (int i = 0; i < ss.length; i++) {
+            ReplicaMode m = ss[i].mode(now, silenceNanos, w);
+            if (i == 0 || m.ordinal() > worst.ordinal()) {
+                worst = m;
                 reason = w[0];
             }
         }
@@ -207,12 +216,18 @@ public final class KvIndex {
         return worst;
     }
 
-    /** The replica's mode now ({@link ReplicaMode#APPROXIMATE} for a replica the index has no stream of). */
+    /**
+     * The replica's mode now. Reading it may report a change to the listener (a silence is noticed here).
+     *
+     * @param replica the replica's id
+     * @return its mode; {@link ReplicaMode#APPROXIMATE} for a replica the index has no stream of
+     */
     public ReplicaMode mode(String replica) {
         ReplicaEntry r = replicas.get(replica);
         return r == null ? ReplicaMode.APPROXIMATE : mode(r, ticker.getAsLong(), null);
     }
 
+    @Nullable
     ReplicaEntry entry(String replica) {
         return replicas.get(replica);
     }
@@ -225,14 +240,19 @@ public final class KvIndex {
      * ends (and {@link #overlayTtl()} after), the chosen replica counts as holding the request's blocks (the
      * engine reports them only once computed); and a replica whose engine stays silent while requests are
      * routed to it drops to approximate. Call it for every routed decision of a looked-up request; install
-     * {@link #leaseListener()} on the router so the lease's end is heard. A decision that routed nowhere is
-     * ignored.
+     * {@link #leaseListener()} on the router so the lease's end is heard. Any thread.
+     *
+     * @param decision the router's decision; one that routed nowhere, or to a replica the index has no stream
+     *     of, is ignored
+     * @param match    the request's {@link #lookup}, or null when it was not looked up (the silence watch
+     *     still counts the request)
      */
-    public void routed(RouteDecision decision, PreciseMatch match) {
-        if (!decision.routed()) {
+    public void routed(RouteDecision decision, @Nullable PreciseMatch match) {
+        Replica chosen = decision.replica();
+        if (chosen == null) {
             return;
         }
-        ReplicaEntry r = replicas.get(decision.replica().id());
+        ReplicaEntry r = replicas.get(chosen.id());
         if (r == null) {
             return;
         }
@@ -248,6 +268,8 @@ public final class KvIndex {
     /**
      * A routing listener that ends the overlay of each routed request when its lease closes (install it on the
      * router, beside the host's own: {@code Router.Builder.listener}). Hears nothing else.
+     *
+     * @return a new listener for this index; thread-safe
      */
     public RoutingListener leaseListener() {
         return new RoutingListener() {
@@ -260,9 +282,14 @@ public final class KvIndex {
 
     /**
      * Records a tokenization on {@code replica}'s engine: after {@link Builder#tokenizeFailureLimit} failures in
-     * a row the replica is approximate, until one succeeds.
+     * a row the replica is approximate, until one succeeds. Tells the listener. Any thread.
+     *
+     * @param replica the replica whose engine was asked (one the index has no stream of is only reported)
+     * @param ok      whether the tokens were obtained
+     * @param nanos   how long the call took
+     * @param reason  null on success, else why it failed
      */
-    public void tokenized(String replica, boolean ok, long nanos, String reason) {
+    public void tokenized(String replica, boolean ok, long nanos, @Nullable String reason) {
         ReplicaEntry r = replicas.get(replica);
         if (r != null) {
             r.tokenizeFailures = ok ? 0 : r.tokenizeFailures + 1;
@@ -273,6 +300,8 @@ public final class KvIndex {
     /**
      * How long a routed request's blocks stay in the overlay after its lease ends: the floor
      * ({@link Builder#overlayTtl}) or twice the p99 of the measured event lag, whichever is longer.
+     *
+     * @return the time, zero or more
      */
     public Duration overlayTtl() {
         return Duration.ofNanos(overlayTtlNanos());
@@ -282,7 +311,13 @@ public final class KvIndex {
         return Math.max(overlayFloorNanos, 2 * lag.quantile(0.99));
     }
 
-    /** The {@code q} quantile (in [0, 1]) of the publish-to-applied lag of live batches so far; zero if none. */
+    /**
+     * A quantile of the publish-to-applied lag of the live batches applied so far (the engines' and this
+     * host's clocks' offset included; a negative lag counts as zero).
+     *
+     * @param q the quantile, in [0, 1]
+     * @return the lag; zero before the first live batch
+     */
     public Duration lagQuantile(double q) {
         return Duration.ofNanos(lag.quantile(q));
     }
@@ -290,7 +325,12 @@ public final class KvIndex {
     // ------------------------------------------------------------------------------------------------
     // status
 
-    /** Every replica's status, in registration order. */
+    /**
+     * Every replica's status (for {@code /workers} and gauges). Any thread; each stream's counters are read
+     * one by one, so together they may be a moment apart.
+     *
+     * @return one status per replica, in registration order
+     */
     public List<ReplicaStatus> status() {
         long now = ticker.getAsLong();
         List<ReplicaStatus> out = new ArrayList<>();
@@ -300,8 +340,13 @@ public final class KvIndex {
         return out;
     }
 
-    /** {@code replica}'s status, or null if the index has no stream of it. */
-    public ReplicaStatus status(String replica) {
+    /**
+     * One replica's status.
+     *
+     * @param replica the replica's id
+     * @return its status, or null if the index has no stream of it
+     */
+    public @Nullable ReplicaStatus status(String replica) {
         ReplicaEntry r = replicas.get(replica);
         return r == null ? null : status(r, ticker.getAsLong());
     }
@@ -316,12 +361,21 @@ public final class KvIndex {
         return new ReplicaStatus(r.id, m, why[0], ss);
     }
 
-    /** Distinct blocks (keys) some stream holds now. */
+    /**
+     * Distinct blocks (keys) some stream holds now.
+     *
+     * @return the count, zero or more
+     */
     public long size() {
         return keys.size();
     }
 
-    /** The bytes the index's tables take (the key table, every stream's map and order): for the memory figure. */
+    /**
+     * The bytes the index's tables take (the key table, every stream's map and order): for the memory figure.
+     * Takes the write lock for the time it counts.
+     *
+     * @return the bytes, an estimate of the arrays' sizes
+     */
     public long tableBytes() {
         lock.lock();
         try {
@@ -343,11 +397,13 @@ public final class KvIndex {
     /**
      * Starts following {@code stream}: returns the feed its transport hands the stream's frames to.
      *
+     * @param stream   the stream, one per replica and rank
      * @param replayer asks the engine to replay from a sequence number (null: the stream has no replay)
+     * @return the stream's feed; it is not thread-safe (one transport thread calls it)
      * @throws IllegalStateException when the index already follows {@link #MAX_STREAMS} streams, or this
      *     replica's rank already
      */
-    public KvFeed feed(KvStream stream, KvFeed.Replayer replayer) {
+    public KvFeed feed(KvStream stream, KvFeed.@Nullable Replayer replayer) {
         return new KvFeed(this, register(stream), replayer, ticker, listener);
     }
 
@@ -585,7 +641,13 @@ public final class KvIndex {
 
         private Builder() {}
 
-        /** The engines' block size in tokens, at least 1 (default 16, vLLM's); events of another are skipped. */
+        /**
+         * The engines' block size in tokens (default 16, vLLM's); events of another block size are skipped.
+         *
+         * @param tokens at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code tokens} is below 1
+         */
         public Builder blockSize(int tokens) {
             atLeast("blockSize", tokens, 1);
             this.blockSize = tokens;
@@ -595,6 +657,10 @@ public final class KvIndex {
         /**
          * The memory cap: most blocks one stream may hold in the index, at least 1 (default 4,194,304, about
          * 64 million tokens); above it the stream's oldest blocks are evicted and counted.
+         *
+         * @param blocks at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code blocks} is below 1
          */
         public Builder maxBlocksPerStream(int blocks) {
             atLeast("maxBlocksPerStream", blocks, 1);
@@ -604,7 +670,11 @@ public final class KvIndex {
 
         /**
          * How long a replica's engine may stay silent while at least three requests routed to it wait for
-         * events before the replica drops to approximate (default 5 s; positive).
+         * events before the replica drops to approximate (default 5 s).
+         *
+         * @param d positive
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is zero or negative
          */
         public Builder silence(Duration d) {
             if (d.isNegative() || d.isZero()) {
@@ -616,8 +686,11 @@ public final class KvIndex {
 
         /**
          * How long a stream stays approximate after events were lost for good (a gap no replay could fill): its
-         * blocks were reset, and the tree's guess is kept while new events refill them (default 5 s; zero
-         * allowed).
+         * blocks were reset, and the tree's guess is kept while new events refill them (default 5 s).
+         *
+         * @param d zero or more
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is negative
          */
         public Builder gapHold(Duration d) {
             notNegative("gapHold", d);
@@ -628,6 +701,10 @@ public final class KvIndex {
         /**
          * How long a replay may go without an answer before it is given up (default 3 s; positive): a replay
          * given up for a gap counts as events lost; for a connect or a restart, as an unknown history.
+         *
+         * @param d positive
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is zero or negative
          */
         public Builder replayTimeout(Duration d) {
             if (d.isNegative() || d.isZero()) {
@@ -642,6 +719,10 @@ public final class KvIndex {
          * for at least this long, or twice the p99 event lag if longer (default 500 ms; zero allowed). The
          * engine reports a prompt's blocks when its prefill ends, long before the lease does, so the time after
          * the lease only has to cover the event lag; the floor guards against a lag measured low by clock skew.
+         *
+         * @param d zero or more
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is negative
          */
         public Builder overlayTtl(Duration d) {
             notNegative("overlayTtl", d);
@@ -649,14 +730,26 @@ public final class KvIndex {
             return this;
         }
 
-        /** Tokenization failures in a row on one replica that make it approximate, at least 1 (default 3). */
+        /**
+         * Tokenization failures in a row on one replica that make it approximate (default 3).
+         *
+         * @param n at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code n} is below 1
+         */
         public Builder tokenizeFailureLimit(int n) {
             atLeast("tokenizeFailureLimit", n, 1);
             this.tokenizeFailureLimit = n;
             return this;
         }
 
-        /** Monotonic nanoseconds for modes, silences and the overlay ({@link System#nanoTime()} by default). */
+        /**
+         * Monotonic nanoseconds for modes, silences and the overlay ({@link System#nanoTime()} by default).
+         *
+         * @param ticker read on any thread, so thread-safe
+         * @return this builder
+         * @throws NullPointerException if {@code ticker} is null
+         */
         public Builder ticker(LongSupplier ticker) {
             this.ticker = Objects.requireNonNull(ticker);
             return this;
@@ -665,18 +758,33 @@ public final class KvIndex {
         /**
          * The wall clock the engines' batch timestamps (their own wall clock) are compared with to measure the
          * publish-to-applied lag ({@link java.time.Clock#systemUTC()} by default; a simulation injects its own).
+         *
+         * @param clock read on the streams' threads
+         * @return this builder
+         * @throws NullPointerException if {@code clock} is null
          */
         public Builder clock(java.time.Clock clock) {
             this.clock = Objects.requireNonNull(clock);
             return this;
         }
 
-        /** Hears the index's and its feeds' events (none by default). */
+        /**
+         * Hears the index's and its feeds' events (none by default). What it throws is logged once and dropped.
+         *
+         * @param listener called on the streams' and the requests' threads, so thread-safe
+         * @return this builder
+         * @throws NullPointerException if {@code listener} is null
+         */
         public Builder listener(KvEventsListener listener) {
             this.listener = Objects.requireNonNull(listener);
             return this;
         }
 
+        /**
+         * Builds an empty index.
+         *
+         * @return a new index following no stream yet
+         */
         public KvIndex build() {
             return new KvIndex(this);
         }

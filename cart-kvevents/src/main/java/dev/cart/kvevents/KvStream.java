@@ -1,6 +1,7 @@
 package dev.cart.kvevents;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One engine's KV-event stream: where it publishes, where it replays, and which replica of the pool it
@@ -17,9 +18,21 @@ import java.util.Objects;
  *                       adapter are keyed under it (an adapter's blocks under the adapter's name), so a request
  *                       matches only what was computed for the same model
  */
-public record KvStream(String replica, String endpoint, String replayEndpoint, int rank, String topic, String model) {
+public record KvStream(
+        String replica, String endpoint, @Nullable String replayEndpoint, int rank, String topic, String model) {
 
-    /** Checks the arguments. */
+    /**
+     * Checks the arguments.
+     *
+     * @param replica        the replica's id in the pool
+     * @param endpoint       the engine's PUB endpoint
+     * @param replayEndpoint the engine's replay endpoint, or null when it has none
+     * @param rank           the data-parallel rank, at least 0
+     * @param topic          the topic the engine publishes under ({@code ""}: every topic)
+     * @param model          the model name requests use for the engine's base model
+     * @throws NullPointerException if {@code replica}, {@code endpoint}, {@code topic} or {@code model} is null
+     * @throws IllegalArgumentException if {@code rank} is negative
+     */
     public KvStream {
         Objects.requireNonNull(replica, "replica");
         Objects.requireNonNull(endpoint, "endpoint");
@@ -30,8 +43,17 @@ public record KvStream(String replica, String endpoint, String replayEndpoint, i
         }
     }
 
-    /** A rank-0 stream with every topic. */
-    public static KvStream of(String replica, String endpoint, String replayEndpoint, String model) {
+    /**
+     * A rank-0 stream with every topic.
+     *
+     * @param replica        the replica's id in the pool
+     * @param endpoint       the engine's PUB endpoint
+     * @param replayEndpoint the engine's replay endpoint, or null when it has none
+     * @param model          the model name requests use for the engine's base model
+     * @return the stream
+     * @throws NullPointerException if {@code replica}, {@code endpoint} or {@code model} is null
+     */
+    public static KvStream of(String replica, String endpoint, @Nullable String replayEndpoint, String model) {
         return new KvStream(replica, endpoint, replayEndpoint, 0, "", model);
     }
 }

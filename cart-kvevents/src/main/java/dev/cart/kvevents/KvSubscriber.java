@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.zeromq.SocketType;
@@ -69,12 +70,17 @@ public final class KvSubscriber implements AutoCloseable {
      *
      * @param index the index the streams feed
      * @return a new builder
+     * @throws NullPointerException if {@code index} is null
      */
     public static Builder builder(KvIndex index) {
         return new Builder(index);
     }
 
-    /** The streams followed, in the order given. */
+    /**
+     * The streams followed.
+     *
+     * @return a copy, in the order they were added
+     */
     public List<KvStream> streams() {
         List<KvStream> out = new ArrayList<>();
         for (KvFeed f : feeds) {
@@ -113,20 +119,21 @@ public final class KvSubscriber implements AutoCloseable {
 
         @Override
         public void run() {
-            ZMQ.Socket sub = null;
-            ZMQ.Socket dealer = null;
-            ZMQ.Poller poller = null;
+            ZMQ.@Nullable Socket sub = null;
+            ZMQ.@Nullable Socket dealer = null;
+            ZMQ.@Nullable Poller poller = null;
             try {
                 sub = context.createSocket(SocketType.SUB);
                 sub.setLinger(0);
                 sub.setRcvHWM(receiveHighWaterMark);
                 sub.subscribe(stream.topic().getBytes(StandardCharsets.UTF_8));
                 sub.connect(stream.endpoint());
-                if (stream.replayEndpoint() != null) {
-                    dealer = context.createSocket(SocketType.DEALER);
-                    dealer.setLinger(0);
-                    dealer.connect(stream.replayEndpoint());
-                    ZMQ.Socket d = dealer;
+                String replayEndpoint = stream.replayEndpoint();
+                if (replayEndpoint != null) {
+                    ZMQ.Socket d = context.createSocket(SocketType.DEALER);
+                    dealer = d;
+                    d.setLinger(0);
+                    d.connect(replayEndpoint);
                     feed.replayVia(from -> {
                         d.sendMore(EMPTY);
                         d.send(be8(from));
@@ -263,7 +270,13 @@ public final class KvSubscriber implements AutoCloseable {
             this.index = Objects.requireNonNull(index);
         }
 
-        /** Follows {@code stream}. */
+        /**
+         * Follows {@code stream} (one I/O thread each).
+         *
+         * @param stream the stream; each replica and rank at most once per index
+         * @return this builder
+         * @throws NullPointerException if {@code stream} is null
+         */
         public Builder stream(KvStream stream) {
             streams.add(Objects.requireNonNull(stream));
             return this;
@@ -272,6 +285,10 @@ public final class KvSubscriber implements AutoCloseable {
         /**
          * The SUB socket's receive high-water mark in messages (default 100,000, vLLM's send-side default): a
          * publisher that floods past it loses messages on the wire, which the stream sees as a gap and replays.
+         *
+         * @param messages at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code messages} is below 1
          */
         public Builder receiveHighWaterMark(int messages) {
             if (messages < 1) {
@@ -281,7 +298,14 @@ public final class KvSubscriber implements AutoCloseable {
             return this;
         }
 
-        /** How long a stream's thread waits for a frame before it checks its replay and its stop flag (100 ms). */
+        /**
+         * How long a stream's thread waits for a frame before it checks its replay's time limit and its stop
+         * flag. Default 100 ms; {@link KvSubscriber#close} takes up to a few of these.
+         *
+         * @param d positive (milliseconds are used)
+         * @return this builder
+         * @throws IllegalArgumentException if {@code d} is zero or negative
+         */
         public Builder pollInterval(Duration d) {
             if (d.isNegative() || d.isZero()) {
                 throw new IllegalArgumentException("pollInterval must be positive, was " + d);
@@ -291,9 +315,12 @@ public final class KvSubscriber implements AutoCloseable {
         }
 
         /**
-         * Registers the streams with the index and starts one thread per stream.
+         * Registers the streams with the index and starts one daemon thread per stream. ZMQ connects in the
+         * background: an engine that is not up yet is reached when it starts.
          *
-         * @throws IllegalStateException if the index cannot follow another stream ({@link KvIndex#MAX_STREAMS})
+         * @return the running subscriber; close it to stop the threads
+         * @throws IllegalStateException if the index cannot follow another stream ({@link KvIndex#MAX_STREAMS}),
+         *     or already follows one of these streams' replica and rank
          */
         public KvSubscriber start() {
             return new KvSubscriber(this);

@@ -43,7 +43,11 @@ public final class PreciseMatch {
         this.replicas = replicas;
     }
 
-    /** The request's prompt length in engine tokens. */
+    /**
+     * The request's prompt length in engine tokens.
+     *
+     * @return the length looked up, zero or more
+     */
     public int promptTokens() {
         return promptTokens;
     }
@@ -57,19 +61,35 @@ public final class PreciseMatch {
         return e == null || e.ord >= replicas.length || replicas[e.ord] != e ? -1 : e.ord;
     }
 
-    /** The prompt tokens {@code replica}'s engine confirms holding (whole blocks); 0 for an unknown replica. */
+    /**
+     * The prompt tokens {@code replica}'s engine confirms holding (its events said so), in whole blocks and at
+     * most the blocks before the prompt's last token.
+     *
+     * @param replica the replica's id
+     * @return tokens, a multiple of the block size; 0 for a replica the lookup did not know
+     */
     public int confirmedTokens(String replica) {
         int o = ord(replica);
         return o < 0 ? 0 : confirmed[o] * blockSize;
     }
 
-    /** {@link #confirmedTokens} raised by the blocks requests just routed there will create. */
+    /**
+     * {@link #confirmedTokens} raised by the blocks that requests just routed there will create (the overlay).
+     *
+     * @param replica the replica's id
+     * @return tokens, at least {@link #confirmedTokens}; 0 for a replica the lookup did not know
+     */
     public int heldTokens(String replica) {
         int o = ord(replica);
         return o < 0 ? 0 : held[o] * blockSize;
     }
 
-    /** {@code replica}'s mode when the lookup ran ({@link ReplicaMode#APPROXIMATE} for an unknown replica). */
+    /**
+     * {@code replica}'s mode when the lookup ran.
+     *
+     * @param replica the replica's id
+     * @return its mode; {@link ReplicaMode#APPROXIMATE} for a replica the lookup did not know
+     */
     public ReplicaMode mode(String replica) {
         int o = ord(replica);
         return o < 0 ? ReplicaMode.APPROXIMATE : modes[o];
@@ -79,6 +99,9 @@ public final class PreciseMatch {
      * The router's view of this match for the request's {@code key}: the replicas in precise mode, each with
      * its held prefix as a share of the prompt applied to the key's length, rounded down to whole key
      * blocks (the key's units need not be the engine's tokens).
+     *
+     * @param key the request's prompt key, as the router will match it
+     * @return a view for {@code RouteRequest}'s confirmed prefix; immutable, safe to share
      */
     public ConfirmedPrefix view(PromptKey key) {
         int keyLength = key.length();

@@ -1,5 +1,7 @@
 package dev.cart.kvevents;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A request's engine tokens, or why they could not be had (then the request routes in the approximate
  * mode, with the reason in its decision line).
@@ -10,19 +12,41 @@ package dev.cart.kvevents;
  * @param failure null on success, else a short reason ({@code timeout}, {@code status 500}, {@code connect},
  *                {@code body}, {@code no replica}, {@code bad request})
  */
-public record PromptTokens(int[] tokens, String replica, long nanos, String failure) {
+public record PromptTokens(
+        int @Nullable [] tokens,
+        @Nullable String replica,
+        long nanos,
+        @Nullable String failure) {
 
-    /** Tokens obtained. */
-    public static PromptTokens of(int[] tokens, String replica, long nanos) {
+    /**
+     * Tokens obtained.
+     *
+     * @param tokens  the token ids
+     * @param replica the replica whose engine tokenized, or null for an in-process tokenizer
+     * @param nanos   how long it took
+     * @return a success
+     */
+    public static PromptTokens of(int[] tokens, @Nullable String replica, long nanos) {
         return new PromptTokens(tokens, replica, nanos, null);
     }
 
-    /** A failure. */
-    public static PromptTokens failed(String replica, long nanos, String failure) {
+    /**
+     * A failure: the request routes approximately.
+     *
+     * @param replica the replica whose engine failed, or null (in process, or no replica to ask)
+     * @param nanos   how long it took
+     * @param failure a short reason (never the prompt's text)
+     * @return a failure
+     */
+    public static PromptTokens failed(@Nullable String replica, long nanos, String failure) {
         return new PromptTokens(null, replica, nanos, failure);
     }
 
-    /** True when the tokens were obtained. */
+    /**
+     * Whether the tokens were obtained.
+     *
+     * @return true when {@link #failure()} is null
+     */
     public boolean ok() {
         return failure == null;
     }

@@ -13,7 +13,15 @@ import java.util.List;
  */
 public record ReplicaStatus(String replica, ReplicaMode mode, String reason, List<StreamStatus> streams) {
 
-    /** Checks and copies. */
+    /**
+     * Copies {@code streams}.
+     *
+     * @param replica the replica's id
+     * @param mode    its mode
+     * @param reason  why
+     * @param streams its streams, one per data-parallel rank
+     * @throws NullPointerException if {@code streams} is or holds null
+     */
     public ReplicaStatus {
         streams = List.copyOf(streams);
     }

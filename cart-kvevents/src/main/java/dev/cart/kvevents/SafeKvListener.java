@@ -1,5 +1,6 @@
 package dev.cart.kvevents;
 
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -112,7 +113,7 @@ final class SafeKvListener implements KvEventsListener {
     }
 
     @Override
-    public void onTokenized(String replica, boolean ok, long nanos, String reason) {
+    public void onTokenized(String replica, boolean ok, long nanos, @Nullable String reason) {
         try {
             delegate.onTokenized(replica, ok, nanos, reason);
         } catch (RuntimeException e) {

@@ -1,5 +1,7 @@
 package dev.cart.kvevents;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What the index keeps for one stream: its bit in the key table, its engine-hash map, its mode inputs and
  * its counters.
@@ -62,7 +64,7 @@ final class StreamState {
     }
 
     /** The stream's mode at {@code now} (ticker nanos), with its reason in {@code why[0]} when given. */
-    ReplicaMode mode(long now, long silenceNanos, String[] why) {
+    ReplicaMode mode(long now, long silenceNanos, String @Nullable [] why) {
         Phase p = phase;
         String reason;
         ReplicaMode m;

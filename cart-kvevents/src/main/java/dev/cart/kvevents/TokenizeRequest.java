@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request's prompt as an engine's {@code POST /tokenize} takes it (vLLM's): for a chat request its
@@ -18,7 +19,8 @@ import java.util.Objects;
  * @param salt   the request's {@code cache_salt}, or null
  * @param body   the JSON body to post to {@code /tokenize}
  */
-public record TokenizeRequest(Api api, String model, String salt, byte[] body) {
+public record TokenizeRequest(
+        Api api, @Nullable String model, @Nullable String salt, byte[] body) {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -32,7 +34,15 @@ public record TokenizeRequest(Api api, String model, String salt, byte[] body) {
         MESSAGES
     }
 
-    /** Checks the arguments. */
+    /**
+     * Checks the arguments.
+     *
+     * @param api   which API the request came in on
+     * @param model the request's {@code model}, or null
+     * @param salt  the request's {@code cache_salt}, or null
+     * @param body  the JSON body to post to {@code /tokenize}
+     * @throws NullPointerException if {@code api} or {@code body} is null
+     */
     public TokenizeRequest {
         Objects.requireNonNull(api, "api");
         Objects.requireNonNull(body, "body");
@@ -41,6 +51,9 @@ public record TokenizeRequest(Api api, String model, String salt, byte[] body) {
     /**
      * The tokenize request for a client's request body.
      *
+     * @param api         the API the request came in on
+     * @param requestBody the client's JSON body, as received
+     * @return the body to post to {@code /tokenize}, with the request's model and {@code cache_salt}
      * @throws IllegalArgumentException when the body is not a JSON object with what the API requires
      *     ({@code messages}, or a string {@code prompt}); such a request routes in the approximate mode
      */
@@ -54,7 +67,9 @@ public record TokenizeRequest(Api api, String model, String salt, byte[] body) {
         if (root == null || !root.isObject()) {
             throw new IllegalArgumentException("the request body is not a JSON object");
         }
+        @Nullable
         String model = root.path("model").isTextual() ? root.get("model").asText() : null;
+        @Nullable
         String salt =
                 root.path("cache_salt").isTextual() ? root.get("cache_salt").asText() : null;
         ObjectNode out = JSON.createObjectNode();

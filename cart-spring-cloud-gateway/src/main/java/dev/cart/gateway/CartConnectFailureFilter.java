@@ -10,6 +10,7 @@ import java.net.ConnectException;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.channels.UnresolvedAddressException;
+import org.jspecify.annotations.Nullable;
 import org.springframework.cloud.client.ServiceInstance;
 import org.springframework.cloud.client.loadbalancer.Response;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
@@ -107,7 +108,7 @@ public final class CartConnectFailureFilter implements GlobalFilter, Ordered {
          * The failure {@code error} is, by the first cause in its chain that tells (a connect timeout is a kind of
          * {@link ConnectException}, so it is looked for first); null when it is not a connect failure.
          */
-        static Failure of(Throwable error) {
+        static @Nullable Failure of(Throwable error) {
             for (Throwable c = error; c != null; c = c.getCause()) {
                 if (c instanceof ConnectTimeoutException) {
                     return CONNECT_TIMEOUT;

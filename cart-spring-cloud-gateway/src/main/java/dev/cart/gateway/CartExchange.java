@@ -13,6 +13,8 @@ import dev.cart.flow.FlowRequest;
 import dev.cart.flow.FlowResult;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.http.HttpHeaders;
 import reactor.core.publisher.SignalType;
@@ -41,20 +43,20 @@ final class CartExchange {
     static final String ATTRIBUTE = CartExchange.class.getName();
 
     private final String serviceId;
-    private volatile Endpoint endpoint;
-    private volatile ExtractedRequest request;
+    private volatile @Nullable Endpoint endpoint;
+    private volatile @Nullable ExtractedRequest request;
     private volatile boolean extracted;
-    private List<Replica> failedReplicas; // created by the first failed attempt
+    private @Nullable List<Replica> failedReplicas; // created by the first failed attempt
     private int attempts;
-    private Replica previousReplica;
-    private volatile Lease lease;
+    private @Nullable Replica previousReplica;
+    private volatile @Nullable Lease lease;
     private volatile boolean noReplica;
     private volatile boolean firstBytes;
     private volatile boolean bodyEnded;
     private volatile boolean bodyAbandoned;
-    private volatile AnswerReader reader;
-    private volatile FlowRequest flow;
-    private volatile FlowResult shed;
+    private volatile @Nullable AnswerReader reader;
+    private volatile @Nullable FlowRequest flow;
+    private volatile @Nullable FlowResult shed;
 
     CartExchange(String serviceId) {
         this.serviceId = serviceId;
@@ -73,6 +75,7 @@ final class CartExchange {
     }
 
     /** What the admission queue needs of this request; null when the queue is off. */
+    @Nullable
     FlowRequest flowRequest() {
         return flow;
     }
@@ -83,11 +86,13 @@ final class CartExchange {
     }
 
     /** The admission queue's answer when it shed the request; null otherwise. */
+    @Nullable
     FlowResult shedResult() {
         return shed;
     }
 
     /** The endpoint the request was read as, or null when it carried no prompt. */
+    @Nullable
     Endpoint endpoint() {
         return endpoint;
     }
@@ -114,22 +119,27 @@ final class CartExchange {
     synchronized RouteRequest nextRequest() {
         Lease previous = lease;
         if (previous != null) {
+            Replica failed = previousReplica; // set with the lease, so not null here
             if (previous.outcome() != Outcome.SUCCESS) {
                 previous.failed(); // does nothing if it already closed
-                if (failedReplicas == null) {
-                    failedReplicas = new ArrayList<>(2);
+                List<Replica> excluded = failedReplicas;
+                if (excluded == null) {
+                    excluded = failedReplicas = new ArrayList<>(2);
                 }
-                failedReplicas.add(previousReplica);
+                if (failed != null) {
+                    excluded.add(failed);
+                }
             }
             previous.close();
             lease = null;
         }
-        RouteRequest r = request == null ? RouteRequest.empty() : RouteRequest.of(request.key());
-        if (request != null && request.tokenization() != null) {
-            r = r.withTokenization(request.tokenization());
-        }
-        if (failedReplicas != null) {
-            r = r.excluding(failedReplicas);
+        ExtractedRequest read = request;
+        RouteRequest r = read == null
+                ? RouteRequest.empty()
+                : RouteRequest.of(read.key()).withTokenization(read.tokenization());
+        List<Replica> excluded = failedReplicas;
+        if (excluded != null) {
+            r = r.excluding(excluded);
         }
         return attempts == 0 ? r : r.attempt(attempts);
     }
@@ -137,7 +147,7 @@ final class CartExchange {
     /** The balancer chose: this exchange now owns {@code d}'s lease. */
     synchronized void attach(RouteDecision d) {
         attempts++;
-        previousReplica = d.replica();
+        previousReplica = Objects.requireNonNull(d.replica(), "only a routed decision is attached");
         lease = d.lease();
         firstBytes = false;
         bodyEnded = false;

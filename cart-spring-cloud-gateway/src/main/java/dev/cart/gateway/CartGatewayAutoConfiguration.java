@@ -30,6 +30,15 @@ public class CartGatewayAutoConfiguration {
 
     private static final Logger LOG = LoggerFactory.getLogger(CartGatewayAutoConfiguration.class);
 
+    /**
+     * CART's routing state, validated from {@code cart.*}; closed when the context is destroyed, which is after
+     * the web server has stopped (and, with graceful shutdown, after the requests in flight have ended).
+     *
+     * @param properties the bound {@code cart.*} settings
+     * @param registry   the application's meter registry, if it has one
+     * @return the routing state
+     * @throws IllegalArgumentException naming every invalid {@code cart.*} value (the application does not start)
+     */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
     public CartGatewayRouting cartGatewayRouting(CartProperties properties, ObjectProvider<MeterRegistry> registry) {
@@ -41,25 +50,47 @@ public class CartGatewayAutoConfiguration {
         return new CartGatewayRouting(properties, registry.getIfAvailable());
     }
 
+    /**
+     * The filter that makes each balanced request's lease follow its exchange to the end of the answer.
+     *
+     * @param routing CART's routing state
+     * @return the filter
+     */
     @Bean
     @ConditionalOnMissingBean
     public CartLeaseFilter cartLeaseFilter(CartGatewayRouting routing) {
         return new CartLeaseFilter(routing);
     }
 
+    /**
+     * The filter that reads each balanced request's prompt key before the load balancer runs.
+     *
+     * @param routing CART's routing state
+     * @return the filter
+     */
     @Bean
     @ConditionalOnMissingBean
     public CartPromptFilter cartPromptFilter(CartGatewayRouting routing) {
         return new CartPromptFilter(routing);
     }
 
+    /**
+     * The filter that answers a replica the gateway cannot connect to with an API-style 502 or 504.
+     *
+     * @param routing CART's routing state
+     * @return the filter
+     */
     @Bean
     @ConditionalOnMissingBean
     public CartConnectFailureFilter cartConnectFailureFilter(CartGatewayRouting routing) {
         return new CartConnectFailureFilter(routing);
     }
 
-    /** CART's balancer configuration for every load-balancer child context; it acts only for {@code cart.services}. */
+    /**
+     * CART's balancer configuration for every load-balancer child context; it acts only for {@code cart.services}.
+     *
+     * @return the specification registering {@link CartLoadBalancerConfiguration} as a default
+     */
     @Bean
     public LoadBalancerClientSpecification cartLoadBalancerClientSpecification() {
         return new LoadBalancerClientSpecification(

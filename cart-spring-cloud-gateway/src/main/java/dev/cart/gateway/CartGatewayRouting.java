@@ -21,8 +21,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * CART's state in a gateway: the validated settings, the one prompt extractor, and a router per load-balanced
@@ -42,16 +44,22 @@ public final class CartGatewayRouting implements AutoCloseable {
     private final Set<String> services;
     private final Map<String, Object> policySettings;
     private final PromptExtractor extractor;
-    private final MeterRegistry registry;
+    private final @Nullable MeterRegistry registry;
     private final Map<String, ServiceRouting> routings = new ConcurrentHashMap<>();
     private final FlowConfig flowConfig;
     private final FlowHeaders flowHeaders;
+    private volatile boolean closed;
 
     /**
-     * @param registry where each service's metrics go, or null for none
+     * Validates {@code properties} and builds what every service shares (the prompt extractor, the admission
+     * queue's settings); each service's router is built on its first request.
+     *
+     * @param properties the bound {@code cart.*} settings; read now and when a service's router is built, so
+     *     not changed afterwards
+     * @param registry   where each service's metrics go, or null for none
      * @throws IllegalArgumentException naming every invalid {@code cart.*} value
      */
-    public CartGatewayRouting(CartProperties properties, MeterRegistry registry) {
+    public CartGatewayRouting(CartProperties properties, @Nullable MeterRegistry registry) {
         this.properties = properties;
         this.registry = registry;
         this.policySettings = policySettings(properties);
@@ -71,8 +79,9 @@ public final class CartGatewayRouting implements AutoCloseable {
         ExtractOptions.Builder eo = ExtractOptions.builder()
                 .blockChars(properties.getBlockChars())
                 .anchorLimit(1024); // the stable start consistent-hash placement hashes, as in the proxy
-        if (tokenMode()) {
-            eo.tokenizer(Tokenizers.jtokkit(tokenizer()))
+        String tokenizer = tokenizer();
+        if (tokenizer != null) { // token mode
+            eo.tokenizer(Tokenizers.jtokkit(tokenizer))
                     .blockTokens(properties.getBlockTokens())
                     .tokenCacheEntries(properties.getTokenCacheEntries())
                     .tokenCacheMaxChars(properties.getTokenCacheMaxChars());
@@ -83,31 +92,55 @@ public final class CartGatewayRouting implements AutoCloseable {
         this.extractor = new PromptExtractor(eo.build());
     }
 
-    /** True if CART chooses the instances of {@code serviceId}. */
-    public boolean balances(String serviceId) {
+    /**
+     * Whether CART chooses the instances of a service.
+     *
+     * @param serviceId a load-balanced service id, or null
+     * @return true if it is listed in {@code cart.services}
+     */
+    public boolean balances(@Nullable String serviceId) {
         return serviceId != null && services.contains(serviceId);
     }
 
-    /** Requests in flight through CART to {@code serviceId}'s current instances (0 before its first request). */
+    /**
+     * Requests in flight through CART to a service's current instances: each holds its slot from the balancer's
+     * choice until its answer's last byte has passed (or the exchange ended). Any thread.
+     *
+     * @param serviceId a service id
+     * @return the count; 0 for a service CART does not balance or before its first request
+     */
     public int inFlight(String serviceId) {
         ServiceRouting r = routings.get(serviceId);
         return r == null ? 0 : r.replicas().inFlight();
     }
 
-    /** In-flight count per replica (instance base URI) of {@code serviceId}, in discovery order. */
+    /**
+     * In-flight count per replica of a service. Any thread.
+     *
+     * @param serviceId a service id
+     * @return each current instance's base URI and count, in discovery order; empty before the service's first
+     *     request
+     */
     public Map<String, Integer> inFlightByReplica(String serviceId) {
         ServiceRouting r = routings.get(serviceId);
         return r == null ? Map.of() : r.replicas().inFlightByReplica();
     }
 
     /**
-     * Requests of {@code serviceId} waiting in its admission queue now ({@code cart.flow.enabled}); 0 when the
-     * queue is off or the service had no request yet.
+     * Requests of a service waiting in its admission queue now ({@code cart.flow.enabled}). Any thread.
+     *
+     * @param serviceId a service id
+     * @return the count; 0 when the queue is off or the service had no request yet
      */
     public int queued(String serviceId) {
         ServiceRouting r = routings.get(serviceId);
         FlowControl f = r == null ? null : r.flow();
         return f == null ? 0 : f.depth(null);
+    }
+
+    /** True once {@link #close()} has run. */
+    boolean isClosed() {
+        return closed;
     }
 
     /** True when requests that find no instance with room wait ({@code cart.flow.enabled}). */
@@ -137,7 +170,8 @@ public final class CartGatewayRouting implements AutoCloseable {
         CartProperties p = properties;
         InstanceReplicas replicas = new InstanceReplicas(p.getMaxLoad(), p.getLoadPenalty());
         RoutingPolicy policy = RoutingPolicyProvider.named(p.getPolicy()).create(policySettings);
-        CartMetrics metrics = registry == null ? null : new CartMetrics(registry, serviceId);
+        MeterRegistry meters = registry;
+        CartMetrics metrics = meters == null ? null : new CartMetrics(meters, serviceId);
         Router router = Router.builder()
                 .replicas(replicas)
                 .policy(policy)
@@ -149,7 +183,7 @@ public final class CartGatewayRouting implements AutoCloseable {
                 .listener(metrics == null ? RoutingListener.NONE : metrics)
                 .evictionInterval(Duration.ofSeconds(p.getEvictionIntervalSecs()))
                 .dailyResetHourUtc(p.getDailyCleanupHourUtc())
-                .learn(learnMode(p.getLearn()))
+                .learn(Objects.requireNonNull(learnMode(p.getLearn()), "cart.learn was validated"))
                 .feedback(p.isFeedback())
                 .firstTokenReports(true) // the exchange reports each answer's first bytes
                 .build();
@@ -173,8 +207,9 @@ public final class CartGatewayRouting implements AutoCloseable {
 
     /** Counts a request the gateway filter answered itself (bad body, too large, no replica). */
     void rejected(String serviceId, String cause) {
-        if (registry != null) {
-            CartMetrics.rejected(registry, serviceId, cause);
+        MeterRegistry meters = registry;
+        if (meters != null) {
+            CartMetrics.rejected(meters, serviceId, cause);
         }
     }
 
@@ -182,17 +217,24 @@ public final class CartGatewayRouting implements AutoCloseable {
         return tokenizer() != null;
     }
 
-    private String tokenizer() {
+    private @Nullable String tokenizer() {
         String t = properties.getTokenizer();
         return t == null || t.isBlank() || t.equals("none") ? null : t;
     }
 
-    /** Stops every router's maintenance. */
+    /**
+     * Closes every service's admission queue (requests still waiting are answered 503) and router (its
+     * maintenance stops). The application context calls it when it is destroyed, which is after the web server
+     * has stopped: with Spring Boot's graceful shutdown, after the requests in flight have finished or the grace
+     * period has ended. Idempotent.
+     */
     @Override
     public void close() {
+        closed = true;
         for (ServiceRouting r : routings.values()) {
-            if (r.flow() != null) {
-                r.flow().close(); // waiting requests are answered 503
+            FlowControl flow = r.flow();
+            if (flow != null) {
+                flow.close(); // waiting requests are answered 503
             }
             r.router().close();
         }
@@ -216,7 +258,7 @@ public final class CartGatewayRouting implements AutoCloseable {
         return m;
     }
 
-    private static void putIfSet(Map<String, Object> m, String key, Object v) {
+    private static void putIfSet(Map<String, Object> m, String key, @Nullable Object v) {
         if (v != null) {
             m.put(key, v);
         }
@@ -258,9 +300,12 @@ public final class CartGatewayRouting implements AutoCloseable {
                 flowConfig(f);
             } catch (IllegalArgumentException e) {
                 // the library names the proxy's key (flow.max_depth); this says cart.flow.max-depth
-                String m = e.getMessage();
+                String m = String.valueOf(e.getMessage());
                 int sp = m.indexOf(' ');
-                problems.add("cart." + m.substring(0, sp).replace('_', '-') + ":" + m.substring(sp));
+                problems.add(
+                        sp < 0
+                                ? "cart.flow: " + m
+                                : "cart." + m.substring(0, sp).replace('_', '-') + ":" + m.substring(sp));
             }
             for (String[] h : new String[][] {
                 {"priority-header", f.getPriorityHeader()},
@@ -299,7 +344,7 @@ public final class CartGatewayRouting implements AutoCloseable {
         }
     }
 
-    static LearnMode learnMode(String s) {
+    static @Nullable LearnMode learnMode(@Nullable String s) {
         if (s == null) {
             return null;
         }
@@ -315,7 +360,7 @@ public final class CartGatewayRouting implements AutoCloseable {
      * The policy's description judges the settings (every bad one named, with its range), then the policy is
      * made with all of them (for rules that relate them).
      */
-    private static void checkPolicy(String policy, Map<String, Object> settings, List<String> problems) {
+    private static void checkPolicy(@Nullable String policy, Map<String, Object> settings, List<String> problems) {
         if (policy == null || policy.isBlank()) {
             problems.add("cart.policy: must name a routing policy");
             return;

@@ -46,6 +46,11 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
 
     private final CartGatewayRouting routing;
 
+    /**
+     * A filter over {@code routing}'s services.
+     *
+     * @param routing the routing state: which services CART balances, and where rejected requests are counted
+     */
     public CartLeaseFilter(CartGatewayRouting routing) {
         this.routing = routing;
     }
@@ -183,6 +188,8 @@ public final class CartLeaseFilter implements GlobalFilter, Ordered {
         private final CoreSubscriber<? super DataBuffer> actual;
         private final CartExchange state;
         private final ServerHttpResponse response;
+
+        @SuppressWarnings("NullAway.Init") // set by onSubscribe, which Reactive Streams calls before anything else
         private Subscription upstream;
 
         Observer(CoreSubscriber<? super DataBuffer> actual, CartExchange state, ServerHttpResponse response) {

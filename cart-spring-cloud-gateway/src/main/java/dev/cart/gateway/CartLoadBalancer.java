@@ -2,13 +2,16 @@ package dev.cart.gateway;
 
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
+import dev.cart.core.spi.Replica;
 import dev.cart.flow.FlowControl;
 import dev.cart.flow.FlowRequest;
 import dev.cart.flow.FlowResult;
 import dev.cart.flow.FlowTicket;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -52,7 +55,7 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
     private final ServiceRouting routing;
     private final ObjectProvider<ServiceInstanceListSupplier> suppliers;
     private final AtomicBoolean warnedNoState = new AtomicBoolean();
-    private volatile ServiceInstanceListSupplier supplier; // the context's, once found
+    private volatile @Nullable ServiceInstanceListSupplier supplier; // the context's, once found
 
     CartLoadBalancer(ServiceRouting routing, ObjectProvider<ServiceInstanceListSupplier> suppliers) {
         this.routing = routing;
@@ -68,10 +71,10 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
     }
 
     /** Through the admission queue when it is on and the request came through CART's filters; else at once. */
-    private Mono<Response<ServiceInstance>> admit(List<ServiceInstance> instances, CartExchange state) {
+    private Mono<Response<ServiceInstance>> admit(List<ServiceInstance> instances, @Nullable CartExchange state) {
         FlowControl flow = routing.flow();
         FlowRequest in = state == null ? null : state.flowRequest();
-        if (flow == null || in == null) {
+        if (flow == null || state == null || in == null) {
             return Mono.just(choose(instances, state));
         }
         InstanceReplicas replicas = routing.replicas();
@@ -99,8 +102,9 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
     private static void leave(FlowTicket ticket) {
         if (!ticket.cancel(true)) {
             var unused = ticket.thenAccept(r -> {
-                if (r.admitted()) {
-                    r.decision().lease().close();
+                RouteDecision d = r.decision();
+                if (r.admitted() && d != null) {
+                    d.lease().close();
                 }
             });
         }
@@ -116,11 +120,12 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
             }
             return new EmptyResponse();
         }
-        RouteDecision d = r.decision();
-        ServiceInstance instance = routing.replicas().instance(d.replica());
+        RouteDecision d = Objects.requireNonNull(r.decision(), "an admitted request has a decision");
+        Replica chosen = Objects.requireNonNull(d.replica(), "an admitted decision names its replica");
+        ServiceInstance instance = routing.replicas().instance(chosen);
         if (instance == null) { // the instance left discovery while the request waited: choose again, now
             d.lease().close();
-            return choose(routing.replicas(), request.excluding(d.replica()), state);
+            return choose(routing.replicas(), request.excluding(chosen), state);
         }
         state.attach(d);
         return new DefaultResponse(instance);
@@ -139,26 +144,28 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
         return s;
     }
 
-    private Response<ServiceInstance> choose(List<ServiceInstance> instances, CartExchange state) {
+    private Response<ServiceInstance> choose(List<ServiceInstance> instances, @Nullable CartExchange state) {
         InstanceReplicas replicas = routing.replicas();
         replicas.update(instances);
         RouteRequest request = state == null ? RouteRequest.empty() : state.nextRequest();
         return choose(replicas, request, state);
     }
 
-    private Response<ServiceInstance> choose(InstanceReplicas replicas, RouteRequest request, CartExchange state) {
+    private Response<ServiceInstance> choose(
+            InstanceReplicas replicas, RouteRequest request, @Nullable CartExchange state) {
         for (int tries = 0; tries < 3; tries++) {
             RouteDecision d = routing.router().choose(request);
-            if (!d.routed()) {
+            Replica chosen = d.replica();
+            if (chosen == null) { // routed nowhere
                 if (state != null) {
                     state.noReplica();
                 }
                 return new EmptyResponse();
             }
-            ServiceInstance instance = replicas.instance(d.replica());
+            ServiceInstance instance = replicas.instance(chosen);
             if (instance == null) { // the instance left discovery while the router was choosing it
                 d.lease().close();
-                request = request.excluding(d.replica());
+                request = request.excluding(chosen);
                 continue;
             }
             if (state == null) {
@@ -180,7 +187,7 @@ final class CartLoadBalancer implements ReactorServiceInstanceLoadBalancer {
         return new EmptyResponse();
     }
 
-    private static CartExchange state(Request<?> request) {
+    private static @Nullable CartExchange state(Request<?> request) {
         if (request.getContext() instanceof RequestDataContext c && c.getClientRequest() != null) {
             Map<String, Object> attributes = c.getClientRequest().getAttributes();
             if (attributes != null && attributes.get(CartExchange.ATTRIBUTE) instanceof CartExchange s) {

@@ -7,6 +7,7 @@ import dev.cart.core.PromptKey;
 import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.spi.LeaseCompletion;
+import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -16,6 +17,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -94,7 +96,7 @@ final class CartMetrics implements RoutingListener {
 
     @Override
     public void onDecision(RouteDecision d) {
-        replica(d.routed() ? d.replica().id() : NONE).decision(d.reason()).increment();
+        replica(id(d.replica())).decision(d.reason()).increment();
         if (DEBUG_LOG.isDebugEnabled()) {
             PromptKey k = d.key();
             int n = k.blockCount();
@@ -104,7 +106,7 @@ final class CartMetrics implements RoutingListener {
                     d.decisionNanos(),
                     Thread.currentThread().getName(),
                     d.reason(),
-                    d.routed() ? d.replica().id() : NONE,
+                    id(d.replica()),
                     d.matchedLength(),
                     k.length(),
                     n > 20 ? Long.toHexString(k.blockHash(20)) : "-",
@@ -115,12 +117,12 @@ final class CartMetrics implements RoutingListener {
 
     @Override
     public void onLeaseCompleted(LeaseCompletion c) {
-        replica(c.decision().replica().id()).outcome(c.outcome()).increment();
+        replica(id(c.decision().replica())).outcome(c.outcome()).increment();
     }
 
     @Override
     public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
-        ReplicaMeters m = replica(d.replica() == null ? NONE : d.replica().id());
+        ReplicaMeters m = replica(id(d.replica()));
         m.predicted().increment(Math.max(0, f.predictedTokens()));
         m.delivered().increment(Math.max(0, f.deliveredTokens()));
         m.prompt().increment(Math.max(0, f.promptTokens()));
@@ -138,7 +140,7 @@ final class CartMetrics implements RoutingListener {
                     "feedback t={} reason={} replica={} matched={} length={} predicted={} delivered={} prompt={} stale={} inconclusive={} b20={} b40={}",
                     System.nanoTime(),
                     d.reason(),
-                    d.replica() == null ? NONE : d.replica().id(),
+                    id(d.replica()),
                     d.matchedLength(),
                     k.length(),
                     f.predictedTokens(),
@@ -174,6 +176,11 @@ final class CartMetrics implements RoutingListener {
         counter("cart.tree.resets", "Whole-tree resets (daily cleanup)").increment();
     }
 
+    /** A replica's id as a tag value; {@code none} for a decision that routed nowhere. */
+    private static String id(@Nullable Replica replica) {
+        return replica == null ? NONE : replica.id();
+    }
+
     private ReplicaMeters replica(String id) {
         ReplicaMeters m = replicas.get(id);
         return m != null ? m : replicas.computeIfAbsent(id, ReplicaMeters::new);
@@ -202,9 +209,9 @@ final class CartMetrics implements RoutingListener {
         private final String replica;
         private final AtomicReferenceArray<Counter> decisions = new AtomicReferenceArray<>(REASONS.length);
         private final AtomicReferenceArray<Counter> outcomes = new AtomicReferenceArray<>(OUTCOMES.length);
-        private volatile Counter predicted;
-        private volatile Counter delivered;
-        private volatile Counter prompt;
+        private volatile @Nullable Counter predicted;
+        private volatile @Nullable Counter delivered;
+        private volatile @Nullable Counter prompt;
         private final AtomicReferenceArray<Counter> verdicts = new AtomicReferenceArray<>(VERDICTS.length);
 
         ReplicaMeters(String replica) {

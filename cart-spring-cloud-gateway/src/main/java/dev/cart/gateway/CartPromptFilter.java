@@ -6,12 +6,15 @@ import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractedRequest;
 import dev.cart.extract.ExtractionException;
 import dev.cart.flow.FlowHeaders;
+import dev.cart.flow.FlowRequest;
 import io.netty.buffer.ByteBuf;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 import java.util.function.BiConsumer;
+import org.jspecify.annotations.Nullable;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
 import org.springframework.cloud.gateway.filter.GlobalFilter;
 import org.springframework.cloud.gateway.filter.ReactiveLoadBalancerClientFilter;
@@ -65,6 +68,11 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
     private final CartGatewayRouting routing;
     private final BiConsumer<String, String> rejected;
 
+    /**
+     * A filter reading keys with {@code routing}'s extractor.
+     *
+     * @param routing the routing state: the extractor, the body limit, and where rejected requests are counted
+     */
     public CartPromptFilter(CartGatewayRouting routing) {
         this.routing = routing;
         this.rejected = routing::rejected;
@@ -119,7 +127,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
             CartExchange state,
             Endpoint endpoint,
             ServerHttpRequest request,
-            DataBuffer body) {
+            @Nullable DataBuffer body) {
         byte[] bytes = bytes(body);
         if (body != null) { // released by the gateway's RemoveCachedBodyFilter when the exchange ends
             exchange.getAttributes().put(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR, body);
@@ -129,7 +137,13 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
             extracted = routing.extractor().extract(endpoint, bytes);
         } catch (ExtractionException e) {
             rejected.accept(state.serviceId(), e.code());
-            return error(exchange.getResponse(), e.status(), e.type(), e.code(), e.param(), e.getMessage());
+            return error(
+                    exchange.getResponse(),
+                    e.status(),
+                    e.type(),
+                    e.code(),
+                    e.param(),
+                    Objects.requireNonNullElse(e.getMessage(), e.code()));
         }
         state.extracted(endpoint, extracted);
         Mono<Void> bad = flowInputs(exchange, state, endpoint, extracted.key().length());
@@ -145,24 +159,33 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
      * With the admission queue on, reads the request's band, tenant and deadline from its headers into the
      * exchange; returns the 400 that answers an unusable header, or null to go on.
      */
-    private Mono<Void> flowInputs(ServerWebExchange exchange, CartExchange state, Endpoint endpoint, long units) {
+    private @Nullable Mono<Void> flowInputs(
+            ServerWebExchange exchange, CartExchange state, @Nullable Endpoint endpoint, long units) {
         if (!routing.flowEnabled()) {
             return null;
         }
         HttpHeadersLookup headers = new HttpHeadersLookup(exchange.getRequest());
         FlowHeaders.Parsed in = routing.flowHeaders().parse(headers, units, 0);
-        if (!in.ok()) {
+        FlowRequest request = in.request();
+        if (request == null) {
             rejected.accept(state.serviceId(), "bad_flow_header");
-            return error(exchange.getResponse(), endpoint, 400, "invalid_request_error", "bad_header", in.error());
+            return error(
+                    exchange.getResponse(),
+                    endpoint,
+                    400,
+                    "invalid_request_error",
+                    "bad_header",
+                    Objects.requireNonNullElse(in.error(), "a flow-control header is not usable"));
         }
-        state.flow(in.request());
+        state.flow(request);
         return null;
     }
 
     /** A request's first value of a header, by name (ignoring case), or null. */
-    private record HttpHeadersLookup(ServerHttpRequest request) implements java.util.function.Function<String, String> {
+    private record HttpHeadersLookup(ServerHttpRequest request)
+            implements java.util.function.Function<String, @Nullable String> {
         @Override
-        public String apply(String name) {
+        public @Nullable String apply(String name) {
             return request.getHeaders().getFirst(name);
         }
     }
@@ -172,7 +195,12 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
      * ({@code {"type":"error","error":{"type","message"}}}) on {@code /v1/messages}, OpenAI's otherwise.
      */
     static Mono<Void> error(
-            ServerHttpResponse response, Endpoint endpoint, int status, String type, String code, String message) {
+            ServerHttpResponse response,
+            @Nullable Endpoint endpoint,
+            int status,
+            String type,
+            String code,
+            String message) {
         if (endpoint != Endpoint.MESSAGES) {
             return error(response, status, type, code, null, message);
         }
@@ -198,7 +226,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
     }
 
     /** The endpoint a request path ends with (a route may add a prefix), or null. */
-    static Endpoint endpoint(String path) {
+    static @Nullable Endpoint endpoint(String path) {
         for (Endpoint e : ENDPOINTS) {
             if (path.endsWith(e.path())) {
                 return e;
@@ -219,7 +247,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
     }
 
     /** The joined body's bytes (empty when there was none), copied once without moving the buffer. */
-    private static byte[] bytes(DataBuffer body) {
+    private static byte[] bytes(@Nullable DataBuffer body) {
         if (body == null) {
             return new byte[0];
         }
@@ -235,7 +263,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
 
     /** Writes {@code {"error": {"message", "type", "code", "param"}}} with {@code status}. */
     static Mono<Void> error(
-            ServerHttpResponse response, int status, String type, String code, String param, String message) {
+            ServerHttpResponse response, int status, String type, String code, @Nullable String param, String message) {
         if (response.isCommitted()) {
             return Mono.empty();
         }
@@ -283,7 +311,7 @@ public final class CartPromptFilter implements GlobalFilter, Ordered {
             return Mono.fromSupplier(this::replay).flux();
         }
 
-        private DataBuffer replay() {
+        private @Nullable DataBuffer replay() {
             DataBuffer body = exchange.getAttribute(ServerWebExchangeUtils.CACHED_REQUEST_BODY_ATTR);
             if (body == null) {
                 return null; // no body, or the exchange has ended

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.cloud.client.ServiceInstance;
@@ -40,7 +41,8 @@ final class InstanceReplicas implements ReplicaSet {
 
     private record Slot(ReplicaSpec spec, ManagedReplicaSet.Member member, ServiceInstance instance) {}
 
-    private record Snapshot(List<ServiceInstance> source, List<ManagedReplicaSet.Member> members) {}
+    /** {@code source}: the supplier's list the members were made from, null before the first. */
+    private record Snapshot(@Nullable List<ServiceInstance> source, List<ManagedReplicaSet.Member> members) {}
 
     private final int defaultMaxLoad;
     private final int defaultLoadPenalty;
@@ -125,6 +127,7 @@ final class InstanceReplicas implements ReplicaSet {
     }
 
     /** The instance behind a replica this set handed out, or null if it left and has nothing in flight. */
+    @Nullable
     ServiceInstance instance(Replica replica) {
         return instances.get(replica);
     }
@@ -158,7 +161,7 @@ final class InstanceReplicas implements ReplicaSet {
         return new ReplicaSpec(id, maxLoad, penalty);
     }
 
-    private static int metadataInt(Map<String, String> md, String key, int def, int min, String id) {
+    private static int metadataInt(@Nullable Map<String, String> md, String key, int def, int min, String id) {
         String v = md == null ? null : md.get(key);
         if (v == null || v.isBlank()) {
             return def;

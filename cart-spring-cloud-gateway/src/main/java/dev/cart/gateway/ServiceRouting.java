@@ -2,6 +2,7 @@ package dev.cart.gateway;
 
 import dev.cart.core.Router;
 import dev.cart.flow.FlowControl;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One load-balanced service's routing state: its replicas (from discovery) and the router, with its own prefix
@@ -12,10 +13,10 @@ final class ServiceRouting {
     private final String serviceId;
     private final InstanceReplicas replicas;
     private final Router router;
-    private final FlowControl flow;
+    private final @Nullable FlowControl flow;
 
     /** @param flow the service's admission queue, or null when {@code cart.flow.enabled} is false */
-    ServiceRouting(String serviceId, InstanceReplicas replicas, Router router, FlowControl flow) {
+    ServiceRouting(String serviceId, InstanceReplicas replicas, Router router, @Nullable FlowControl flow) {
         this.serviceId = serviceId;
         this.replicas = replicas;
         this.router = router;
@@ -23,6 +24,7 @@ final class ServiceRouting {
     }
 
     /** The admission queue in front of the router, or null when it is off. */
+    @Nullable
     FlowControl flow() {
         return flow;
     }

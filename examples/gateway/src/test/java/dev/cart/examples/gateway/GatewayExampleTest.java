@@ -339,6 +339,24 @@ class GatewayExampleTest {
                         .count());
     }
 
+    /**
+     * The example's graceful-shutdown settings are in force (the drain itself is tested in the module's
+     * GracefulShutdownTest), and the readiness probe the README points Kubernetes at answers while it runs.
+     */
+    @Test
+    void gracefulShutdownIsConfiguredAndReadinessIsExposed(@Autowired org.springframework.core.env.Environment env)
+            throws Exception {
+        assertEquals("graceful", env.getProperty("server.shutdown"));
+        assertEquals("30s", env.getProperty("spring.lifecycle.timeout-per-shutdown-phase"));
+        HttpResponse<String> r = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/actuator/health/readiness"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"UP\""), r.body());
+    }
+
     @Test
     void metricsShowInActuatorPrometheus() throws Exception {
         openai.chat().completions().create(chat("Metrics please. ".repeat(10), "hi", 2));
