@@ -451,6 +451,14 @@ public final class ProxyServer implements AutoCloseable {
         return drain(Duration.ofMillis(config.server().drainTimeoutMs()));
     }
 
+    /**
+     * Client connections with a request being read or answered now (a moment's view: an answer counts until its
+     * last write has completed, which may be just after the client has read it).
+     */
+    int requestsInProgress() {
+        return front.requestsInProgress();
+    }
+
     /** {@link #drain()} with {@code timeout} in place of {@code server.drain_timeout_ms}. */
     DrainReport drain(Duration timeout) {
         long started = System.nanoTime();

@@ -57,6 +57,9 @@ class DrainTest {
             try (Socket health = kept(h);
                     Socket chat = kept(h);
                     Socket messages = kept(h)) {
+                // the kept connections' answers have been read, but each counts as in progress until its last
+                // write completes on the loop: wait for that, so the drain begins with the stream alone
+                ProxyHarness.await("only the stream in progress", () -> h.proxy.requestsInProgress() == 1);
                 CompletableFuture<ProxyServer.DrainReport> drain =
                         CompletableFuture.supplyAsync(() -> h.proxy.drain(Duration.ofSeconds(60)));
                 int port = h.proxy.port();
