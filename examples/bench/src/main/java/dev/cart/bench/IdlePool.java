@@ -5,10 +5,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -21,8 +23,9 @@ import java.util.regex.Pattern;
  * one process each), each answering under {@code --paths} base URLs ({@code --base-paths}), so the pool has
  * replicas × paths workers on loopback; then, for each proxy jar given ({@code --proxy LABEL=JAR}, in turn,
  * {@code --runs} times), starts the proxy as a child process with that pool, {@code health.interval_secs: 1}
- * and the workers' models left to discovery (or configured, {@code models: ["*"]}, with
- * {@code --configured-models}), waits until {@code /health} counts every worker healthy, lets it warm up,
+ * and the workers' models left to discovery (or configured, {@code models: ["*"]}, for a jar given with
+ * {@code --proxy-configured LABEL=JAR}), with the JVM options {@code --jvm} (default a fixed 128 MiB heap,
+ * so that RSS shows threads and native memory rather than how far the heap has grown), waits until {@code /health} counts every worker healthy, lets it warm up,
  * and measures {@code --windows} windows of {@code --window} seconds: the proxy's CPU time (user + system of
  * the whole process, from {@code /proc/<pid>/stat}, in 10 ms ticks) over the {@code GET /health} and
  * {@code GET /v1/models} requests the replicas received meanwhile ({@code GET /sim/counts}). Then it rewrites
@@ -54,6 +57,8 @@ public final class IdlePool {
     record Options(
             Path sim,
             Map<String, Path> proxies,
+            Set<String> configured,
+            List<String> jvm,
             int replicas,
             int paths,
             int runs,
@@ -61,12 +66,13 @@ public final class IdlePool {
             int windowSecs,
             int windows,
             int settleSecs,
-            boolean configuredModels,
             Path dir) {
 
         static Options parse(String[] args) {
             Path sim = null;
             Map<String, Path> proxies = new LinkedHashMap<>();
+            Set<String> configured = new HashSet<>();
+            List<String> jvm = List.of("-Xms128m", "-Xmx128m");
             int replicas = 10;
             int paths = 100;
             int runs = 3;
@@ -74,27 +80,26 @@ public final class IdlePool {
             int window = 20;
             int windows = 2;
             int settle = 20;
-            boolean configured = false;
             Path dir = Path.of("target", "idle-pool");
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
-                if (a.equals("--configured-models")) {
-                    configured = true;
-                    continue;
-                }
                 if (i + 1 >= args.length) {
                     throw new IllegalArgumentException(a + " needs a value");
                 }
                 String v = args[++i];
                 switch (a) {
                     case "--sim" -> sim = Path.of(v);
-                    case "--proxy" -> {
+                    case "--proxy", "--proxy-configured" -> {
                         int eq = v.indexOf('=');
                         if (eq <= 0) {
-                            throw new IllegalArgumentException("--proxy takes LABEL=JAR, was " + v);
+                            throw new IllegalArgumentException(a + " takes LABEL=JAR, was " + v);
                         }
                         proxies.put(v.substring(0, eq), Path.of(v.substring(eq + 1)));
+                        if (a.equals("--proxy-configured")) {
+                            configured.add(v.substring(0, eq));
+                        }
                     }
+                    case "--jvm" -> jvm = List.of(v.trim().split("\\s+"));
                     case "--replicas" -> replicas = Integer.parseInt(v);
                     case "--paths" -> paths = Integer.parseInt(v);
                     case "--runs" -> runs = Integer.parseInt(v);
@@ -109,7 +114,8 @@ public final class IdlePool {
             if (sim == null || proxies.isEmpty()) {
                 throw new IllegalArgumentException("--sim JAR and at least one --proxy LABEL=JAR are required");
             }
-            return new Options(sim, proxies, replicas, paths, runs, warmup, window, windows, settle, configured, dir);
+            return new Options(
+                    sim, proxies, configured, jvm, replicas, paths, runs, warmup, window, windows, settle, dir);
         }
 
         int workers() {
@@ -172,16 +178,22 @@ public final class IdlePool {
         }
         System.out.printf(
                 Locale.ROOT,
-                "pool: %d replicas x %d base URLs = %d workers, models %s; %d-core machine, load %.2f%n",
+                "pool: %d replicas x %d base URLs = %d workers; proxy JVM options %s; %d-core machine, load %.2f%n",
                 o.replicas(),
                 o.paths(),
                 o.workers(),
-                o.configuredModels() ? "configured" : "discovered",
+                String.join(" ", o.jvm()),
                 Runtime.getRuntime().availableProcessors(),
                 Children.load());
         for (int run = 1; run <= o.runs(); run++) {
             for (Map.Entry<String, Path> e : o.proxies().entrySet()) {
-                System.out.printf(Locale.ROOT, "run %d, %s:%n", run, e.getKey());
+                System.out.printf(
+                        Locale.ROOT,
+                        "run %d, %s (models %s), load %.2f:%n",
+                        run,
+                        e.getKey(),
+                        o.configured().contains(e.getKey()) ? "configured" : "discovered",
+                        Children.load());
                 runOne(o, java, e.getKey(), e.getValue(), ports, run);
             }
         }
@@ -192,11 +204,12 @@ public final class IdlePool {
             throws IOException, InterruptedException {
         int port = Children.freePort();
         Path config = o.dir().resolve("config-" + label + "-" + run + ".yaml");
-        Files.writeString(config, config(o, port, ports, false));
-        Process proxy = Children.start(
-                List.of(java, "-jar", jar.toString(), "-c", config.toString()),
-                o.dir().resolve("proxy-" + label + "-" + run + ".log"),
-                false);
+        boolean configured = o.configured().contains(label);
+        Files.writeString(config, config(o, port, ports, configured, false));
+        List<String> command = new ArrayList<>(List.of(java));
+        command.addAll(o.jvm());
+        command.addAll(List.of("-jar", jar.toString(), "-c", config.toString()));
+        Process proxy = Children.start(command, o.dir().resolve("proxy-" + label + "-" + run + ".log"), false);
         long pid = proxy.pid();
         String base = "http://127.0.0.1:" + port;
         try {
@@ -208,7 +221,7 @@ public final class IdlePool {
             }
             long threadsBefore = Children.status(pid, "Threads");
             long rssBefore = Children.status(pid, "VmRSS");
-            Files.writeString(config, config(o, port, ports, true));
+            Files.writeString(config, config(o, port, ports, configured, true));
             Children.run(List.of("kill", "-HUP", Long.toString(pid)));
             long peakThreads = threadsBefore;
             long peakRss = rssBefore;
@@ -287,7 +300,7 @@ public final class IdlePool {
     }
 
     /** The proxy's configuration: the pool's workers, in reverse order for the reload. */
-    static String config(Options o, int port, List<Integer> ports, boolean reversed) {
+    static String config(Options o, int port, List<Integer> ports, boolean configuredModels, boolean reversed) {
         List<String> urls = new ArrayList<>();
         for (int p : ports) {
             for (int k = 0; k < o.paths(); k++) {
@@ -303,7 +316,7 @@ public final class IdlePool {
         y.append("workers:\n");
         for (String u : urls) {
             y.append("  - url: \"").append(u).append("\"\n");
-            if (o.configuredModels()) {
+            if (configuredModels) {
                 y.append("    models: [\"*\"]\n");
             }
         }
