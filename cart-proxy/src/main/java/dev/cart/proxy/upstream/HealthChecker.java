@@ -37,8 +37,8 @@ import org.slf4j.LoggerFactory;
  * blocks on the network. The chains of a pool are spread over the interval: replica {@code i} of {@code n}
  * has the phase {@code i * interval / n}. A replica not probed yet is probed at once (it is unknown until
  * then) and waits its phase once after that first probe; a replica a reload keeps (probed already) starts at
- * its phase. So a pool of a thousand replicas has a few probes in flight at a time, on a few reused
- * connections, instead of a thousand at once at every reload and every interval.
+ * its phase. So the probes of a pool of a thousand replicas come a millisecond apart, instead of a thousand
+ * at once at every reload (and, after such a burst, at every interval).
  *
  * <p>Models: a replica whose {@code workers[].models} is not configured has its models learned in the same
  * chain by {@link ModelDiscovery} (its {@code GET /v1/models}), right after a probe that succeeded when one
