@@ -67,6 +67,7 @@ public final class Main {
     private Main() {}
 
     public static void main(String[] args) {
+        var unused = dev.cart.proxy.upstream.UpstreamHttpClient.avoidThreadPerTask(); // before anything else
         int code = run(args, System.out, System.err);
         if (code != OK) {
             System.exit(code);

@@ -17,6 +17,7 @@ import dev.cart.proxy.routing.RoutingKeys;
 import dev.cart.proxy.upstream.Forwarder;
 import dev.cart.proxy.upstream.HealthChecker;
 import dev.cart.proxy.upstream.ModelsUnion;
+import dev.cart.proxy.upstream.UpstreamHttpClient;
 import dev.cart.proxy.upstream.UpstreamKeepAlive;
 import java.io.IOException;
 import java.net.URI;
@@ -174,11 +175,8 @@ public final class ProxyServer implements AutoCloseable {
         listener.kvListener(metrics.kv()); // precise mode's index and subscriber (workers[].kv_events)
         UpstreamKeepAlive.apply();
         // health checks and the /v1/models union go through the JDK client
-        this.client = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(config.proxy().connectTimeoutSecs()))
-                .followRedirects(HttpClient.Redirect.NEVER)
-                .build();
+        this.client =
+                UpstreamHttpClient.create(Duration.ofSeconds(config.proxy().connectTimeoutSecs()));
         this.models = new ModelsCache(options.clock);
         this.modelsUnion =
                 new ModelsUnion(client, Duration.ofSeconds(config.proxy().requestTimeoutSecs()));

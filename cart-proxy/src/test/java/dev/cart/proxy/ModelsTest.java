@@ -130,7 +130,8 @@ class ModelsTest {
 
     @Test
     void modelsAreLearnedFromEachReplicaAndAnUnloadedAdapterStopsWithinOneCycle() throws Exception {
-        try (ProxyHarness h = ProxyHarness.start(3, "")) {
+        // models asked at every cycle (their interval is the probes'): see HealthCheckerTest for the cadence
+        try (ProxyHarness h = ProxyHarness.start(3, "health:\n  interval_secs: 10\n  models_interval_secs: 10\n")) {
             h.replica(0).modelsAnswer = h.replica(0).modelsList(List.of("base", "base-sql"));
             h.replica(1).modelsAnswer = h.replica(1).modelsList(List.of("base", "base-sql"));
             h.replica(2).modelsAnswer = h.replica(2).modelsList(List.of("base"));

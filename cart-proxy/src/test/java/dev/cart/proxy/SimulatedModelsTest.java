@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The proxy over simulated vLLM replicas serving different models, adapters loaded and unloaded at run
  * time, driven through the official OpenAI and Anthropic SDKs. Health cycles are run by the test
- * ({@link HealthChecker#probeAll()}), so "within one cycle" is exact and nothing sleeps.
+ * ({@link HealthChecker#probeAll()}), so "within one cycle" is exact and nothing sleeps; with
+ * {@code health.models_interval_secs} equal to {@code interval_secs}, every cycle asks the models.
  */
 class SimulatedModelsTest {
 
@@ -56,7 +57,8 @@ class SimulatedModelsTest {
     }
 
     private void startProxy(SimulatedReplicaServer... sims) throws Exception {
-        StringBuilder b = new StringBuilder("server:\n  host: 127.0.0.1\n  port: 0\nworkers:\n");
+        StringBuilder b = new StringBuilder(
+                "server:\n  host: 127.0.0.1\n  port: 0\nhealth:\n  interval_secs: 10\n  models_interval_secs: 10\nworkers:\n");
         for (SimulatedReplicaServer s : sims) {
             b.append("  - url: ").append(s.baseUri()).append('\n');
         }

@@ -357,7 +357,8 @@ public record ProxyConfig(
             @Bounds(min = 1, max = 86_400) int intervalSecs,
             @Bounds(min = 1, max = 3_600) int timeoutSecs,
             @Bounds(min = 1, max = 1_000) int failureThreshold,
-            @Bounds(min = 1, max = 1_000) int successThreshold) {
+            @Bounds(min = 1, max = 1_000) int successThreshold,
+            @Bounds(min = 1, max = 86_400) int modelsIntervalSecs) {
 
         /** The section's defaults. */
         public static Health defaults() {

@@ -8,7 +8,9 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
@@ -32,12 +34,20 @@ import org.slf4j.LoggerFactory;
  * {@code health.timeout_secs}; a 2xx answer is a success, anything else (other status, connection
  * error, timeout) a failure. The next probe of a replica is scheduled {@code interval_secs} after the
  * previous one finished, so a slow replica never has two probes in flight and no scheduler thread ever
- * blocks on the network.
+ * blocks on the network. The chains of a pool are spread over the interval: replica {@code i} of {@code n}
+ * has the phase {@code i * interval / n}. A replica not probed yet is probed at once (it is unknown until
+ * then) and waits its phase once after that first probe; a replica a reload keeps (probed already) starts at
+ * its phase. So the probes of a pool of a thousand replicas come a millisecond apart, instead of a thousand
+ * at once at every reload (and, after such a burst, at every interval).
  *
  * <p>Models: a replica whose {@code workers[].models} is not configured has its models learned in the same
- * chain, right after a probe that succeeded, by {@link ModelDiscovery} (its {@code GET /v1/models}); the
- * next probe waits for it, so one cycle is one probe plus at most one models request per replica, and an
- * adapter unloaded from a replica stops receiving requests within one cycle.
+ * chain by {@link ModelDiscovery} (its {@code GET /v1/models}), right after a probe that succeeded when one
+ * of these holds: it is the replica's first good probe, the probe before it failed (the replica may have
+ * restarted with other models), or {@code health.models_interval_secs} worth of good probes
+ * ({@link #probesPerModels}: that interval over {@code interval_secs}, rounded up) went by since its models
+ * were last asked. The next probe waits for it, so a cycle is one probe plus at most one models request.
+ * (Asking at every probe doubled a probe's requests, for a list that changes when an operator loads or
+ * unloads an adapter.)
  *
  * <p>Concurrency: {@link #close()} may race a probe in flight; results that arrive after it are
  * dropped, so a replaced replica set (after a reload) is never touched again.
@@ -60,6 +70,13 @@ public final class HealthChecker implements AutoCloseable {
     private final Set<ManagedReplicaSet.Member> probed;
     /** The members a probe has found healthy at least once; shared as {@link #probed} is. */
     private final Set<ManagedReplicaSet.Member> answered;
+    /**
+     * Per member whose models are discovered: how many good probes are left until its models are asked again
+     * (absent: at its next good probe). Shared as {@link #probed} is; guarded by itself.
+     */
+    private final Map<ManagedReplicaSet.Member, Integer> modelsIn;
+    /** Good probes between two models requests of one replica (at least 1). */
+    private final int probesPerModels;
 
     /** A replica's health as the proxy reports it ({@code /health}, {@code /workers}, the gauges). */
     public enum State {
@@ -98,12 +115,24 @@ public final class HealthChecker implements AutoCloseable {
             HealthChecker previous) {
         this.probed = previous == null ? identitySet() : previous.probed;
         this.answered = previous == null ? identitySet() : previous.answered;
+        this.modelsIn = previous == null ? new IdentityHashMap<>() : previous.modelsIn;
         this.replicas = replicas;
         this.client = client;
         this.config = config;
         this.scheduler = scheduler;
         this.discovery = new ModelDiscovery(client, Duration.ofSeconds(config.timeoutSecs()));
         this.discovered = Set.copyOf(discovered);
+        this.probesPerModels = probesPerModels(config);
+        if (previous != null) {
+            synchronized (modelsIn) { // a worker whose models were configured before: asked at its next good probe
+                modelsIn.keySet().removeIf(m -> !previous.discovered.contains(m.id()));
+            }
+        }
+    }
+
+    /** {@code health.models_interval_secs} in good probes: over {@code interval_secs}, rounded up, at least 1. */
+    static int probesPerModels(ProxyConfig.Health config) {
+        return Math.max(1, (config.modelsIntervalSecs() + config.intervalSecs() - 1) / config.intervalSecs());
     }
 
     private static Set<ManagedReplicaSet.Member> identitySet() {
@@ -130,14 +159,26 @@ public final class HealthChecker implements AutoCloseable {
         return n;
     }
 
-    /** Starts polling: a first probe of every replica now, then one every interval. */
+    /**
+     * Starts polling: a first probe now of every replica not probed yet, at its phase of the interval of every
+     * other (see the class comment), then one every interval.
+     */
     public void start() {
-        for (ManagedReplicaSet.Member m : replicas.replicas()) {
-            scheduleNext(m, Duration.ZERO);
+        List<ManagedReplicaSet.Member> all = replicas.replicas();
+        long intervalMs = TimeUnit.SECONDS.toMillis(config.intervalSecs());
+        for (int i = 0; i < all.size(); i++) {
+            ManagedReplicaSet.Member m = all.get(i);
+            long phase = intervalMs * i / all.size();
+            if (probed.contains(m)) {
+                schedule(m, phase, 0);
+            } else {
+                schedule(m, 0, phase);
+            }
         }
     }
 
-    private void scheduleNext(ManagedReplicaSet.Member m, Duration delay) {
+    /** Runs {@code m}'s cycle in {@code delayMs}, then again every interval, the first time {@code phaseMs} later. */
+    private void schedule(ManagedReplicaSet.Member m, long delayMs, long phaseMs) {
         synchronized (timers) {
             if (closed) {
                 return;
@@ -145,17 +186,17 @@ public final class HealthChecker implements AutoCloseable {
             timers.removeIf(ScheduledFuture::isDone);
             timers.add(scheduler.schedule(
                     () -> {
-                        var unused = cycle(m).whenComplete(
-                                        (ok, e) -> scheduleNext(m, Duration.ofSeconds(config.intervalSecs())));
+                        var unused = cycle(m).whenComplete((ok, e) ->
+                                schedule(m, TimeUnit.SECONDS.toMillis(config.intervalSecs()) + phaseMs, 0));
                     },
-                    delay.toMillis(),
+                    delayMs,
                     TimeUnit.MILLISECONDS));
         }
     }
 
     /**
-     * One health cycle of every replica now (a probe, then its models where they are discovered); the
-     * future completes when all results are recorded.
+     * One health cycle of every replica now (a probe, then its models where they are discovered and due, as
+     * in the class comment); the future completes when all results are recorded.
      */
     public CompletableFuture<Void> probeAll() {
         List<CompletableFuture<?>> all = new ArrayList<>();
@@ -165,11 +206,28 @@ public final class HealthChecker implements AutoCloseable {
         return CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
     }
 
-    /** A probe of {@code m} and, if it succeeded and {@code m}'s models are discovered, a models refresh. */
+    /** A probe of {@code m} and, if it succeeded and {@code m}'s models are discovered and due, a models refresh. */
     private CompletableFuture<?> cycle(ManagedReplicaSet.Member m) {
-        return probe(m).thenCompose(ok -> ok && discovered.contains(m.id()) && !closed
+        return probe(m).thenCompose(ok -> ok && discovered.contains(m.id()) && !closed && modelsDue(m)
                 ? discovery.refresh(m, () -> !closed)
                 : CompletableFuture.completedFuture(null));
+    }
+
+    /**
+     * Counts a good probe of {@code m} towards its next models request: true when its models are to be asked
+     * now (its first good probe, the first after a failure, or {@link #probesPerModels} good probes after the
+     * last request).
+     */
+    private boolean modelsDue(ManagedReplicaSet.Member m) {
+        synchronized (modelsIn) {
+            Integer left = modelsIn.get(m);
+            if (left == null || left <= 1) {
+                modelsIn.put(m, probesPerModels);
+                return true;
+            }
+            modelsIn.put(m, left - 1);
+            return false;
+        }
     }
 
     /** One probe of {@code m}; completes (never exceptionally) with the result after recording it. */
@@ -197,6 +255,9 @@ public final class HealthChecker implements AutoCloseable {
         }
         if (!ok) {
             LOG.debug("health probe of replica {} failed: {}", m.id(), detail);
+            synchronized (modelsIn) {
+                modelsIn.remove(m); // back after a failure, its models are asked at its next good probe
+            }
         }
         m.recordProbe(ok);
         if (ok) {
@@ -206,6 +267,9 @@ public final class HealthChecker implements AutoCloseable {
         if (replicas.replicas().size() < probed.size()) {
             probed.retainAll(replicas.replicas()); // members a reload removed
             answered.retainAll(replicas.replicas());
+            synchronized (modelsIn) {
+                modelsIn.keySet().retainAll(replicas.replicas());
+            }
         }
     }
 

@@ -22,12 +22,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Learns which models a replica serves from its {@code GET /v1/models}, for workers whose
- * {@code workers[].models} is not configured; the health checker calls it once per replica per cycle.
+ * {@code workers[].models} is not configured; the health checker calls it after a replica's first good probe,
+ * after a good probe that follows a failed one, and every {@code health.models_interval_secs}.
  *
  * <p>What counts: a 200 answer whose body is a JSON object with a {@code data} list; the models are the
  * {@code id} of each entry (vLLM lists every LoRA adapter loaded at run time as an entry of its own, with
- * {@code parent} naming its base model, which is listed too), so an adapter loaded or unloaded is seen at
- * the next cycle. Anything else (a connection error, a timeout, another status, a body that is not such
+ * {@code parent} naming its base model, which is listed too), so an adapter loaded or unloaded is seen the
+ * next time the replica is asked. Anything else (a connection error, a timeout, another status, a body that is not such
  * JSON, a list with no usable id, a body over {@link #MAX_BODY_BYTES}) teaches nothing: the replica keeps
  * the models it had, which for a replica that never answered is "any model" (so a replica whose
  * {@code /v1/models} needs credentials the proxy does not have still takes every request; configure its

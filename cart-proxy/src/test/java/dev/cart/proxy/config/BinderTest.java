@@ -64,6 +64,7 @@ class BinderTest {
               timeout_secs: 2
               failure_threshold: 4
               success_threshold: 5
+              models_interval_secs: 7
             circuit_breaker:
               failure_threshold: 6
               success_threshold: 3

@@ -52,7 +52,7 @@ class ConfigTest {
         assertTrue(c.cache().feedback());
         assertTrue(c.cache().learnAnswer());
         assertEquals(ProxyConfig.Cache.defaults(), c.cache());
-        assertEquals(new ProxyConfig.Health("/health", 10, 5, 3, 2), c.health());
+        assertEquals(new ProxyConfig.Health("/health", 10, 5, 3, 2, 60), c.health());
         assertEquals(new ProxyConfig.Circuit(5, 2, 30, 2), c.circuitBreaker());
         ProxyConfig.Proxy p = c.proxy();
         assertEquals(2, p.maxRetries());
@@ -384,7 +384,7 @@ class ConfigTest {
                         c.server(),
                         c.workers(),
                         c.cache(),
-                        new ProxyConfig.Health("x", 10, 5, 3, 2),
+                        new ProxyConfig.Health("x", 10, 5, 3, 2, 60),
                         c.circuitBreaker(),
                         c.proxy(),
                         c.cluster(),

@@ -49,11 +49,18 @@ final class ReplicaHandler implements HttpHandler {
     @Override
     public void handle(HttpExchange ex) throws IOException {
         ex.getResponseHeaders().set("x-sim-replica", options.name());
-        String path = ex.getRequestURI().getPath();
+        String path = withoutBasePath(ex.getRequestURI().getPath());
         String method = ex.getRequestMethod();
         switch (path) {
-            case "/health" -> health(ex, method);
-            case "/v1/models" -> models(ex, method);
+            case "/health" -> {
+                server.countHealthRequest();
+                health(ex, method);
+            }
+            case "/v1/models" -> {
+                server.countModelsRequest();
+                models(ex, method);
+            }
+            case "/sim/counts" -> counts(ex);
             case "/v1/load_lora_adapter", "/v1/unload_lora_adapter" -> adapter(ex, method, path);
             case "/tokenize" -> tokenize(ex, method);
             default -> {
@@ -65,6 +72,23 @@ final class ReplicaHandler implements HttpHandler {
                     sendError(ex, null, 404, "not_found", "no route for " + method + " " + path);
                 }
             }
+        }
+    }
+
+    /** {@code path} without a {@code /b/K} prefix of one of the replica's base URLs ({@link SimulatedReplicaServer.Options#basePaths}). */
+    private String withoutBasePath(String path) {
+        if (options.basePaths() == 0 || !path.startsWith("/b/")) {
+            return path;
+        }
+        int end = path.indexOf('/', 3);
+        if (end < 0) {
+            return path;
+        }
+        try {
+            int k = Integer.parseInt(path.substring(3, end));
+            return k >= 0 && k < options.basePaths() ? path.substring(end) : path;
+        } catch (NumberFormatException e) {
+            return path;
         }
     }
 
@@ -85,6 +109,15 @@ final class ReplicaHandler implements HttpHandler {
                 ex.close();
             }
         }
+    }
+
+    /** How many health and models requests the replica has had: {@code {"health": N, "models": M}}. */
+    private void counts(HttpExchange ex) throws IOException {
+        ex.getRequestBody().readAllBytes();
+        ObjectNode root = JSON.createObjectNode();
+        root.put("health", server.healthRequestCount());
+        root.put("models", server.modelsRequestCount());
+        sendJson(ex, 200, root);
     }
 
     private void models(HttpExchange ex, String method) throws IOException {

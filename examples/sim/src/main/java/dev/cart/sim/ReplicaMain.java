@@ -45,6 +45,10 @@ public final class ReplicaMain {
                                          (more with POST /v1/load_lora_adapter, fewer with /v1/unload_lora_adapter)
               --strict-models true       serve only --model and the loaded adapters; others get a 404
                                          (default false: any model name is served)
+              --base-paths N             also answer under the base URLs /b/0 ... /b/N-1 (a request to
+                                         /b/K/health is answered as /health): one process stands for N
+                                         workers of a pool (default 0); GET /sim/counts says how many
+                                         /health and /v1/models requests it has had
               -h, --help                 print this help
 
             Example, a pool of three for the proxy:
@@ -172,6 +176,7 @@ public final class ReplicaMain {
                                 .filter(x -> !x.isEmpty())
                                 .toList());
                     case "--strict-models" -> o.strictModels(bool(v));
+                    case "--base-paths" -> o.basePaths(integer(v, 0, 100_000));
                     default -> throw usage("unknown option " + flag);
                 }
             } catch (IllegalArgumentException e) {
@@ -196,7 +201,8 @@ public final class ReplicaMain {
             "--max-num-seqs",
             "--max-batched-tokens",
             "--adapters",
-            "--strict-models");
+            "--strict-models",
+            "--base-paths");
 
     private static boolean bool(String v) {
         return switch (v.trim()) {

@@ -61,6 +61,8 @@ public final class SimulatedReplicaServer implements AutoCloseable {
     private final RealTimeEngine engine;
     private final CountDownLatch closing = new CountDownLatch(1);
     private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong healthRequests = new AtomicLong();
+    private final AtomicLong modelsRequests = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private volatile Fault fault;
     private volatile boolean closed;
@@ -182,6 +184,24 @@ public final class SimulatedReplicaServer implements AutoCloseable {
     /** Inference requests ({@code POST /v1/...}) received so far, whatever they were answered with. */
     public long requestCount() {
         return requests.get();
+    }
+
+    /** {@code GET /health} requests received so far (under any base path), whatever they were answered with. */
+    public long healthRequestCount() {
+        return healthRequests.get();
+    }
+
+    /** {@code GET /v1/models} requests received so far (under any base path). */
+    public long modelsRequestCount() {
+        return modelsRequests.get();
+    }
+
+    void countHealthRequest() {
+        healthRequests.incrementAndGet();
+    }
+
+    void countModelsRequest() {
+        modelsRequests.incrementAndGet();
     }
 
     /** The KV-event PUB endpoint ({@code tcp://host:port}), or null when the replica publishes none. */
@@ -331,6 +351,7 @@ public final class SimulatedReplicaServer implements AutoCloseable {
         private double slowFactor = 10;
         private List<String> adapters = List.of();
         private boolean strictModels;
+        private int basePaths;
         private KvEventOptions kvEvents;
 
         private Options() {}
@@ -358,6 +379,7 @@ public final class SimulatedReplicaServer implements AutoCloseable {
             o.slowFactor = slowFactor;
             o.adapters = adapters;
             o.strictModels = strictModels;
+            o.basePaths = basePaths;
             o.kvEvents = kvEvents == null ? null : kvEvents.copy();
             return o;
         }
@@ -394,6 +416,23 @@ public final class SimulatedReplicaServer implements AutoCloseable {
 
         public boolean strictModels() {
             return strictModels;
+        }
+
+        /**
+         * How many base URLs the replica answers under besides its root: with {@code n} &gt; 0 a request
+         * to {@code /b/K/PATH} ({@code 0 <= K < n}) is answered as {@code /PATH} is, so one process stands
+         * for {@code n} workers of a pool (the idle-cost benchmark's 1,000 workers). Default 0: the root only.
+         */
+        public Options basePaths(int n) {
+            if (n < 0) {
+                throw new IllegalArgumentException("basePaths must not be negative, was " + n);
+            }
+            this.basePaths = n;
+            return this;
+        }
+
+        public int basePaths() {
+            return basePaths;
         }
 
         /** Name used in thread names and the {@code x-sim-replica} response header. */

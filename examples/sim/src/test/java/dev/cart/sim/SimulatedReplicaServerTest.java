@@ -188,6 +188,26 @@ class SimulatedReplicaServerTest {
     }
 
     @Test
+    void aReplicaWithBasePathsAnswersUnderEachAndCountsProbes() throws Exception {
+        server.close();
+        server = SimulatedReplicaServer.start(Options.defaults().name("t").basePaths(3));
+        assertEquals(200, get("/b/0/health").statusCode());
+        assertEquals(200, get("/b/2/health").statusCode());
+        assertEquals(200, get("/health").statusCode());
+        assertEquals(404, get("/b/3/health").statusCode(), "only /b/0 to /b/2");
+        assertEquals(
+                "sim-llama-3.1-8b",
+                JSON.readTree(get("/b/1/v1/models").body())
+                        .path("data")
+                        .get(0)
+                        .path("id")
+                        .asText());
+        JsonNode counts = JSON.readTree(get("/sim/counts").body());
+        assertEquals(3, counts.path("health").asInt(), "the three /health requests of its base URLs and root");
+        assertEquals(1, counts.path("models").asInt());
+    }
+
+    @Test
     void anthropicMessagesWholeAndStreamed() throws Exception {
         String body = "{\"model\":\"claude-x\",\"max_tokens\":6,\"system\":" + JSON.valueToTree(LONG)
                 + ",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}";
