@@ -8,6 +8,7 @@ import com.fasterxml.jackson.core.ObjectCodec;
 import com.fasterxml.jackson.core.io.IOContext;
 import com.fasterxml.jackson.core.json.UTF8StreamJsonParser;
 import com.fasterxml.jackson.core.sym.ByteQuadsCanonicalizer;
+import com.fasterxml.jackson.core.util.BufferRecycler;
 
 /**
  * Jackson's UTF-8 parser over a request body, with two things the extraction needs that the public API
@@ -37,6 +38,11 @@ final class BodyParser extends UTF8StreamJsonParser {
             int end,
             int bytesPreProcessed) {
         super(ctxt, features, null, codec, sym, body, start, end, bytesPreProcessed, false);
+    }
+
+    /** The buffers this parser was made with (the extractor's pool's, see {@link BufferPool}). */
+    BufferRecycler buffers() {
+        return _ioContext.bufferRecycler();
     }
 
     /** The offset in the body array of the current token's first byte (a string's opening quote). */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.util.BufferRecycler;
 import dev.cart.core.PromptKey;
 import dev.cart.core.Tokenization;
 import java.io.CharConversionException;
@@ -90,6 +91,21 @@ final class Extraction {
     private @Nullable Segment system;
     final Segment main;
 
+    /**
+     * The messages' first chunk, taken from the parser's buffer recycler (one of its byte slots that a
+     * body parser never uses: Base64 decoding) and given back by {@link #release()}: own text (escapes
+     * decoded, short runs, delimiters) is most of a realistic body, and a chunk of the body's size made and
+     * zeroed per request was the largest allocation of an extraction. Null when none was taken.
+     */
+    private byte @Nullable [] pooledChunk;
+
+    private @Nullable BufferRecycler pooledFrom;
+
+    /** The recycler slot of {@link #pooledChunk}: never used by a parser of a byte array. */
+    private static final int CHUNK_SLOT = BufferRecycler.BYTE_BASE64_CODEC_BUFFER;
+    /** The largest chunk kept in a recycler: a larger body grows its segment with chunks of its own. */
+    static final int MAX_POOLED_CHUNK = 1 << 18;
+
     /** Over the whole of {@code body}. */
     Extraction(
             JsonFactory factory,
@@ -140,6 +156,14 @@ final class Extraction {
             throw Errors.invalidEncoding();
         }
         in.start(parser);
+        if (parser instanceof BodyParser bp) {
+            BufferRecycler r = bp.buffers();
+            int length = end - from;
+            byte[] c = r.allocByteBuffer(CHUNK_SLOT, Math.min(MAX_POOLED_CHUNK, length + (length >> 1) + 64));
+            pooledFrom = r;
+            pooledChunk = c;
+            main.firstChunk(c);
+        }
         try {
             readBody();
         } catch (JsonProcessingException e) {
@@ -163,6 +187,20 @@ final class Extraction {
         }
         if (!in.isValidUtf8()) {
             throw Errors.invalidEncoding();
+        }
+    }
+
+    /**
+     * Gives the pooled chunk back: after {@link #result} or {@link #keyText()} (which replay the segments
+     * that refer to it), or after a failed {@link #parse}. The extraction must not be used afterwards.
+     */
+    void release() {
+        BufferRecycler r = pooledFrom;
+        byte[] c = pooledChunk;
+        pooledFrom = null;
+        pooledChunk = null;
+        if (r != null && c != null) {
+            r.releaseByteBuffer(CHUNK_SLOT, c);
         }
     }
 

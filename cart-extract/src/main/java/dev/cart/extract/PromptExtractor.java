@@ -127,8 +127,12 @@ public final class PromptExtractor {
         Objects.requireNonNull(array, "array");
         Objects.checkFromIndexSize(offset, length, array.length);
         Extraction x = new Extraction(factory, options, endpoint, array, offset, length, toolsCache, markers);
-        x.parse();
-        return x.result(tokens);
+        try {
+            x.parse();
+            return x.result(tokens);
+        } finally {
+            x.release();
+        }
     }
 
     /**
@@ -171,7 +175,11 @@ public final class PromptExtractor {
     /** The key's characters with boundaries shown as U+2016, for tests of the key format. */
     String keyText(Endpoint endpoint, byte[] body) throws ExtractionException {
         Extraction x = new Extraction(factory, options, endpoint, body, toolsCache, markers);
-        x.parse();
-        return x.keyText();
+        try {
+            x.parse();
+            return x.keyText();
+        } finally {
+            x.release();
+        }
     }
 }

@@ -79,6 +79,17 @@ final class Segment extends Writer {
         this.initialCapacity = Math.max(16, initialCapacity);
     }
 
+    /**
+     * Makes {@code c} the chunk own text is written into first, in place of one the segment would make:
+     * before anything is written. Its contents are never read beyond what the segment writes into it.
+     */
+    void firstChunk(byte[] c) {
+        if (pieces == 0 && chunk.length == 0) {
+            chunk = c;
+            fill = 0;
+        }
+    }
+
     /** Length in UTF-16 units. */
     int length() {
         return units;
