@@ -38,8 +38,8 @@ class PreciseFaultTest {
     private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime()
-                + Duration.ofSeconds(60).toNanos(); // a bound, not a timing: a loaded machine can take long
+        // a bound, not a timing: a loaded machine can take long
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("timed out waiting for: " + what);
