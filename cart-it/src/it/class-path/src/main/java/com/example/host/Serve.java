@@ -39,12 +39,8 @@ final class Serve {
     record Answer(String contentType, List<byte[]> chunks) {}
 
     static void run() throws IOException, ExtractionException {
-        Router router = Router.builder()
-                .replicas(ManagedReplicaSet.builder().add(new ReplicaSpec("http://gpu-0:8000", 32, 0)).build())
-                .policy("cache_aware") // cart-policy's, found by name
-                .firstTokenReports(true)
-                .build();
-        PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults());
+        Router router = newRouter();
+        PromptExtractor extractor = new PromptExtractor(ExtractOptions.defaults()); // one per process, as the router
         try (router) {
             String reply = "An answer long enough to span blocks of the key. ".repeat(6);
             String question = "{\"role\":\"user\",\"content\":\"" + "Tell me about the bookshop's orders. ".repeat(8) + "\"}";
@@ -68,6 +64,15 @@ final class Serve {
                     "the next turn matches the learned answer too: " + d + " past " + firstTurn);
             Host.close(d.lease());
         }
+    }
+
+    /** The process's one router: a replica set and a policy, found by name. */
+    static Router newRouter() {
+        return Router.builder()
+                .replicas(ManagedReplicaSet.builder().add(new ReplicaSpec("http://gpu-0:8000", 32, 0)).build())
+                .policy("cache_aware") // cart-policy's, found by name
+                .firstTokenReports(true)
+                .build();
     }
 
     /** Serves one chat completions request; returns the HTTP status the host answers with. */
