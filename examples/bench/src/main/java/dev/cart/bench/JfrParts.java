@@ -125,6 +125,35 @@ public final class JfrParts {
         print(parts, leavesByPart, total, alloc, perRequest, leaves);
     }
 
+    /**
+     * The event loops' execution samples of a recording, counted by part (threads other than the loops left
+     * out): what {@link PhaseParts} spreads a phase's loop CPU over.
+     *
+     * @throws IOException when the recording cannot be read
+     */
+    static Map<String, Long> loopParts(Path recording) throws IOException {
+        Map<String, Long> parts = new TreeMap<>();
+        try (RecordingFile file = new RecordingFile(recording)) {
+            while (file.hasMoreEvents()) {
+                RecordedEvent e = file.readEvent();
+                if (!e.getEventType().getName().equals("jdk.ExecutionSample")) {
+                    continue;
+                }
+                RecordedThread t = e.getThread("sampledThread");
+                RecordedStackTrace st = e.getStackTrace();
+                if (t == null
+                        || t.getJavaName() == null
+                        || !isLoop(t.getJavaName())
+                        || st == null
+                        || st.getFrames().isEmpty()) {
+                    continue;
+                }
+                parts.merge(partOf(st.getFrames()), 1L, Long::sum);
+            }
+        }
+        return parts;
+    }
+
     private static boolean isLoop(String thread) {
         return thread.contains("EventLoop"); // Netty's default names: multiThreadIoEventLoopGroup-N-M
     }

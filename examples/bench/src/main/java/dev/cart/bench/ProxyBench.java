@@ -51,6 +51,8 @@ import java.util.regex.Pattern;
  * the same one with {@code --base-yaml} appended to its configuration or {@code --base-opts} to its JVM
  * options, for before/after pairs in one run), {@code nginx}, and the pass-throughs with no routing {@code ref-netty}
  * ({@link RefNetty}), {@code ref-jdk} and {@code ref-socket} ({@link RefProxy}).
+ * {@code --parts} records each proxy target's closed loop with JFR and prints its event loops' CPU per request
+ * split by part of the request path ({@link PhaseParts}), also as a table at the end of {@code results.md}.
  * {@code --cart-yaml} appends to the CART proxy's configuration (for instance
  * {@code 'cache:\n  learn_answer: false'}, {@code \n} for a line break).
  *
@@ -101,6 +103,9 @@ public final class ProxyBench {
         int streamsToHold = 9_900;
         int[] steps = {1_000, 5_000};
         int holdSecs = 5;
+        /** Record each proxy target's closed loop with JFR and split its loops' CPU by part ({@link PhaseParts}). */
+        boolean parts;
+
         Path out;
 
         static Options parse(String[] args) {
@@ -149,6 +154,10 @@ public final class ProxyBench {
                                         .toArray();
                     case "--hold-secs" -> o.holdSecs = Integer.parseInt(v);
                     case "--out" -> o.out = Path.of(v);
+                    case "--parts" -> {
+                        o.parts = true;
+                        continue;
+                    }
                     default -> throw new IllegalArgumentException("unknown option " + a);
                 }
                 i++;
@@ -471,6 +480,7 @@ public final class ProxyBench {
         StringBuilder report = new StringBuilder();
         report.append(environment(o)).append('\n');
         List<Phase> phases = new ArrayList<>();
+        PhaseParts parts = o.parts ? PhaseParts.create(o.proxyJava, o.out) : null;
         java.util.Set<String> warm = new java.util.HashSet<>();
         for (int size : o.sizes) {
             for (boolean stream : o.streams) {
@@ -487,13 +497,23 @@ public final class ProxyBench {
                     OUT.printf(
                             "   closed loop, %d connections, %d s (load %.2f)%n",
                             o.connections, o.closedSecs, Children.load());
+                    boolean recorded = parts != null && name.startsWith("cart");
+                    if (recorded) {
+                        parts.start(t.pid());
+                    }
                     Phase closed = closedLoop(t, reqs, o.connections, o.closedSecs, size, stream, pids);
                     phases.add(closed);
                     print(closed);
+                    if (recorded) {
+                        parts.stop(closed).forEach(OUT::println);
+                    }
                 }
             }
         }
         report.append(tables(o, phases));
+        if (parts != null) {
+            report.append(parts.table());
+        }
         Path md = o.out.resolve("results.md");
         Files.writeString(md, report.toString());
         OUT.println();

@@ -202,6 +202,30 @@ final class ThreadCpu {
                 kinds[Kind.OTHER.ordinal()]);
     }
 
+    /**
+     * The user and system ticks, in that order, that the threads whose name {@code names} accepts spent
+     * between two reads of one process (a thread born between the reads counts from zero, as in
+     * {@link #between(Sample, Sample)}).
+     */
+    static long[] userSystem(Sample before, Sample after, java.util.function.Predicate<String> names) {
+        long[] us = new long[2];
+        after.threads().forEach((tid, now) -> {
+            if (!names.test(now.name())) {
+                return;
+            }
+            Stat then = before.threads().get(tid);
+            long user = now.user();
+            long system = now.system();
+            if (then != null && then.user() <= user && then.system() <= system) {
+                user -= then.user();
+                system -= then.system();
+            }
+            us[0] += user;
+            us[1] += system;
+        });
+        return us;
+    }
+
     /** Reads every watched process, by the names the benchmark gives them. */
     static Map<String, Sample> read(Map<String, Long> pids) {
         Map<String, Sample> m = new LinkedHashMap<>();
