@@ -6,6 +6,8 @@ import dev.cart.core.PromptKey;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -14,8 +16,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Keys do not change unnoticed: a digest of the key (blocks, boundaries, anchor, length) of every fixture
  * and of generated bodies, in character mode with two block sizes, against {@code golden-keys.txt}. A
- * change of the key format or of the block hashing must update that file on purpose (run this class's
- * {@code main} to print it), since keys learned before it no longer match keys made after it. Last
+ * change of the key format or of the block hashing must update that file on purpose, since keys learned
+ * before it no longer match keys made after it: on a mismatch the test writes what it computed to
+ * {@code target/golden-keys.txt}, to be reviewed and copied over {@code src/test/resources/golden-keys.txt}. Last
  * change: blocks are hashed over CESU-8, so the generated bodies (non-ASCII text) changed and the fixtures
  * (ASCII) did not.
  */
@@ -27,10 +30,15 @@ class GoldenKeysTest {
         try (InputStream in = GoldenKeysTest.class.getResourceAsStream("/golden-keys.txt")) {
             expected = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
-        assertEquals(expected, lines());
+        String actual = lines();
+        if (!actual.equals(expected)) {
+            Path written = Path.of("target", "golden-keys.txt");
+            Files.writeString(written, actual);
+            assertEquals(expected, actual, "keys changed; what they are now is in " + written.toAbsolutePath());
+        }
     }
 
-    static String lines() throws ExtractionException, IOException {
+    private static String lines() throws ExtractionException, IOException {
         StringBuilder sb = new StringBuilder();
         for (int block : new int[] {16, 64}) {
             PromptExtractor x = new PromptExtractor(
@@ -90,9 +98,5 @@ class GoldenKeysTest {
             h = h * 31 + k.boundary(i);
         }
         return k.length() + "/" + k.blockCount() + "/" + k.boundaryCount() + "/" + Long.toHexString(h);
-    }
-
-    public static void main(String[] args) throws Exception {
-        System.out.print(lines());
     }
 }

@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * The concurrent companion of the sequential {@link Soak}: many client threads through the proxy while
+ * The concurrent companion of the sequential soak run ({@code dev.cart.proxy.Soak} in examples/bench): many client threads through the proxy while
  * leases are held across requests (streams kept open on every replica while the others run), and replicas
  * failing mid-run (one answering 503, one killed with streams in flight). Every non-streamed request must
  * end 200 (retried away from the failing replicas); a stream may break only if its replica was killed

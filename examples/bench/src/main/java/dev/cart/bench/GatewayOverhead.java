@@ -1,4 +1,4 @@
-package dev.cart.examples.gateway;
+package dev.cart.bench;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -45,7 +45,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * requests (the bench's mix). Not run by the test suite:
  *
  * <pre>
- * java -cp ... dev.cart.examples.gateway.GatewayOverhead [--rounds 20] [--secs 3] [--clients 16]
+ * java -cp examples/bench/target/cart-bench.jar dev.cart.bench.GatewayOverhead [--rounds 20] [--secs 3] [--clients 16]
  *     [--warmup-secs 180] [--stable-pct 5] [--a round_robin] [--b cart] [--jar JAR] [--jar-b JAR]
  *     [--gateway-jvm-arg ARG]... [--only cart|round_robin] [--rate R]
  * </pre>

@@ -10,11 +10,16 @@ import java.util.Base64;
 import java.util.Random;
 
 /**
- * A rough timing of extraction, run by hand (not a test, never asserted):
- * {@code java -cp <test classpath> dev.cart.extract.ExtractionTiming [32k|32k-sdk|1m|image]}. For each body it reports the
+ * A rough timing of extraction, run by hand (never asserted): {@code java -cp cart-jmh/target/benchmarks.jar
+ * dev.cart.extract.ExtractionTiming [32k|32k-sdk|1m|image]} (the jar from {@code mvn -B -ntp -Pbench -pl cart-jmh
+ * -am package -DskipTests}). For each body it reports the
  * median over 15 rounds of the mean time per call, after a warm-up, for: the whole {@code extract}; the
  * same parse without building the key; building a {@link PromptKey} from the key's
  * characters alone; and, as floors, a Jackson pass that skips every value and one that decodes every string.
+ *
+ * <p>It lives in {@code cart-jmh} but in {@code cart-extract}'s package, as {@link TokenTiming} does: it times
+ * the extractor's package-private parts ({@code Extraction}, its parse without the key), which a program on the
+ * class path reaches from the same package name.
  */
 public final class ExtractionTiming {
 

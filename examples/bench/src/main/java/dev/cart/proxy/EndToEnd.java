@@ -47,6 +47,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Run the full comparison (default RAG and multi-turn workloads, four replicas) with {@link #main}; the
  * command is in {@code docs/end-to-end.md}. {@code EndToEndTest} runs a small version in the suite.
+ *
+ * <p>It lives in {@code examples/bench} but in the proxy's package, as {@code ClusterEndToEnd} and {@code Soak}
+ * do: it starts the proxy in process through {@code ProxyServer}'s package-private entry point (options without
+ * health checks) and reads its metrics with the proxy tests' {@code PromText} (cart-proxy's test jar).
  */
 final class EndToEnd {
 
@@ -178,7 +182,7 @@ final class EndToEnd {
                 sims.add(r);
                 yaml.append("  - url: ").append(r.baseUri()).append('\n');
             }
-            proxy = ProxyHarness.startOn(
+            proxy = ProxyServer.start(
                     ConfigLoader.parse(yaml.toString()), new ProxyServer.Options().healthChecks(false));
             List<String> urls = new ArrayList<>();
             for (SimulatedReplicaServer r : sims) {
@@ -283,7 +287,7 @@ final class EndToEnd {
                     .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", s.stream())))
                     .build();
             long sent = System.nanoTime();
-            http.sendAsync(req, firstEventTimed(i, sent)).whenComplete((resp, err) -> {
+            var unused = http.sendAsync(req, firstEventTimed(i, sent)).whenComplete((resp, err) -> {
                 try {
                     if (err != null || resp.statusCode() != 200 || !count(i, resp.body())) {
                         System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode() + " " + resp.body()));

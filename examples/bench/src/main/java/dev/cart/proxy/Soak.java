@@ -152,7 +152,7 @@ public final class Soak {
                 HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         for (int c = 0; c < clients; c++) {
             int id = c;
-            pool.submit(() -> {
+            var unused = pool.submit(() -> {
                 SplittableRandom r = new SplittableRandom(100 + id);
                 long n = 0;
                 while (System.nanoTime() < end) {

@@ -41,9 +41,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Run (docs/end-to-end.md, "Several proxies"):
  *
  * <pre>{@code
- * mvn -B -ntp -q -pl cart-proxy -am test-compile dependency:build-classpath \
- *     -Dmdep.outputFile=/tmp/cart-cp.txt -Dmdep.includeScope=test
- * java -cp "cart-proxy/target/test-classes:cart-proxy/target/classes:$(cat /tmp/cart-cp.txt)" \
+ * mvn -B -ntp -q -pl examples/bench -am package -DskipTests dependency:build-classpath \
+ *     -Dmdep.outputFile=/tmp/cart-cp.txt -Dmdep.includeScope=runtime
+ * java -cp "examples/bench/target/cart-bench.jar:$(cat /tmp/cart-cp.txt)" \
  *     dev.cart.proxy.ClusterEndToEnd    # --proxies 4 --seed 1 --clients 64 --workload rag|multi-turn|both
  * }</pre>
  */
@@ -70,6 +70,8 @@ final class ClusterEndToEnd {
         }
     }
 
+    // the redis-server launcher's close() waits for the process (InterruptedException): fine for a program
+    @SuppressWarnings("try")
     public static void main(String[] args) throws Exception {
         long seed = 1;
         int proxies = 4;
@@ -111,7 +113,7 @@ final class ClusterEndToEnd {
                             setup,
                             count,
                             url,
-                            "cart:e2e-" + (n++),
+                            "cart:e2e-" + n++,
                             replicas,
                             cacheTokens,
                             speedup,
@@ -413,18 +415,20 @@ final class ClusterEndToEnd {
                     .POST(HttpRequest.BodyPublishers.ofByteArray(r.body("sim", false)))
                     .build();
             long t0 = System.nanoTime();
-            http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).whenComplete((resp, err) -> {
-                try {
-                    if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
-                        System.err.println("E2EFAIL " + (err != null ? err : resp.statusCode() + " " + resp.body()));
-                        failed.incrementAndGet();
-                    } else {
-                        latencyNanos[i] = System.nanoTime() - t0;
-                    }
-                } finally {
-                    loop.finished(i);
-                }
-            });
+            var unused = http.sendAsync(req, HttpResponse.BodyHandlers.ofString())
+                    .whenComplete((resp, err) -> {
+                        try {
+                            if (err != null || resp.statusCode() != 200 || !count(resp.body())) {
+                                System.err.println(
+                                        "E2EFAIL " + (err != null ? err : resp.statusCode() + " " + resp.body()));
+                                failed.incrementAndGet();
+                            } else {
+                                latencyNanos[i] = System.nanoTime() - t0;
+                            }
+                        } finally {
+                            loop.finished(i);
+                        }
+                    });
         }
 
         private boolean count(String body) {

@@ -1,4 +1,4 @@
-package dev.cart.examples.gateway;
+package dev.cart.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -57,7 +57,7 @@ import java.util.regex.Pattern;
  * <p>Not run by the test suite (it needs both jars, {@code mvn -DskipTests package}):
  *
  * <pre>
- * java -cp ... dev.cart.examples.gateway.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
+ * java -cp examples/bench/target/cart-bench.jar:cart-proxy/target/cart-proxy.jar dev.cart.bench.GatewayEndToEnd [--runs 7] [--seed 1] [--stream] [--warmup 256]
  *     [--speedup 100] [--workloads rag-zipf,multi-turn] [--balancers cart,round_robin] [--proxy-jar ...] [--gateway-jar ...]
  *     [--servers proxy,gateway] [--proxy-learn-answer] [--rag-requests 2048] [--users 128] [--prefill-aware false] [--debug-log]
  *     [--feedback false] [--in-flight-samples]

@@ -1,7 +1,9 @@
-package dev.cart.redis;
+package dev.cart.jmh.redis;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.spi.Replica;
+import dev.cart.redis.RedisLoadView;
+import dev.cart.redis.RedisServerProcess;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.Arrays;
@@ -15,18 +17,20 @@ import java.util.concurrent.locks.LockSupport;
  * in-flight count (a slot taken, then given back) to the moment another instance's {@link RedisLoadView}
  * shows it, alternately with the change told to the view ({@link RedisLoadView#localLoadChanged}, as the
  * router does) and left to the view's next look, on a real {@code redis-server} on loopback. Changes are made at random moments (0 to 10 ms
- * apart, so they fall anywhere in the publisher's {@value RedisLoadView#GAP_MILLIS} ms gap); the reader
+ * apart, so they fall anywhere in the publisher's 2 ms gap); the reader
  * polls the view every 20 us (its own oversleep counts in the figure: an upper bound). This is the age the simulation's "the others' load as it was N ms
  * before" stands for ({@code ScaleOutReport}).
  *
- * <p>Run: {@code mvn -B -ntp -q -pl cart-redis -am test-compile}, then {@code java -cp
- * "cart-redis/target/test-classes:cart-redis/target/classes:<class path>" dev.cart.redis.LoadViewAgeFigures
+ * <p>Run (needs {@code redis-server} on the path): {@code mvn -B -ntp -Pbench -pl cart-jmh -am package
+ * -DskipTests}, then {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.jmh.redis.LoadViewAgeFigures
  * [changes]}. Not a test: timing is measured here, never asserted.
  */
 final class LoadViewAgeFigures {
 
     private LoadViewAgeFigures() {}
 
+    // the redis-server launcher's close() waits for the process (InterruptedException): fine for a program
+    @SuppressWarnings("try")
     public static void main(String[] args) throws Exception {
         int changes = args.length > 0 ? Integer.parseInt(args[0]) : 1_000;
         try (RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort())) {

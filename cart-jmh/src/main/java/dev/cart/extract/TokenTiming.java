@@ -1,15 +1,19 @@
 package dev.cart.extract;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.cart.core.PromptKey;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
 /**
- * A rough timing of token mode, run by hand (not a test, never asserted):
- * {@code java -cp <test classpath> dev.cart.extract.TokenTiming [cl100k_base|o200k_base]}.
+ * A rough timing of token mode, run by hand (never asserted): {@code java -cp cart-jmh/target/benchmarks.jar
+ * dev.cart.extract.TokenTiming [cl100k_base|o200k_base]} (the jar from {@code mvn -B -ntp -Pbench -pl cart-jmh
+ * -am package -DskipTests}). In {@code cart-extract}'s package, as {@link ExtractionTiming}: it reads the
+ * extractor's package-private token cache and boundary mark.
  *
  * <p>On the 32 KB chat body of {@link ExtractionTiming} (tools, a 4 KB system prompt, alternating turns)
  * it reports, per call, the median over 15 rounds (each round about 0.2 s; every operation is first run
@@ -28,6 +32,8 @@ import java.util.List;
  * </ul>
  */
 public final class TokenTiming {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private static volatile long sink;
 
@@ -157,10 +163,10 @@ public final class TokenTiming {
      * {@code n} copies of the body with the same tools and system prompt; each copy's messages (all of
      * them, or only the last two) start with a tag of its own, so their segments are new to the cache.
      */
-    private static List<byte[]> variants(byte[] body, int n, boolean lastTwoOnly) {
+    private static List<byte[]> variants(byte[] body, int n, boolean lastTwoOnly) throws IOException {
         List<byte[]> out = new ArrayList<>();
         for (int v = 0; v < n; v++) {
-            ObjectNode b = Json.parse(body);
+            ObjectNode b = (ObjectNode) JSON.readTree(body);
             JsonNode messages = b.get("messages");
             for (int i = 1; i < messages.size(); i++) {
                 if (!lastTwoOnly || i >= messages.size() - 2) {
@@ -168,7 +174,7 @@ public final class TokenTiming {
                     m.put("content", "[" + v + "] " + m.get("content").asText());
                 }
             }
-            out.add(Json.bytes(b));
+            out.add(JSON.writeValueAsBytes(b));
         }
         return out;
     }

@@ -1,4 +1,4 @@
-package dev.cart.redis;
+package dev.cart.jmh.redis;
 
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.PromptKey;
@@ -8,6 +8,8 @@ import dev.cart.core.Router;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.sync.RouteEvent;
 import dev.cart.core.sync.RouteSync;
+import dev.cart.redis.RedisRouteSync;
+import dev.cart.redis.RedisServerProcess;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.time.Duration;
@@ -54,10 +56,9 @@ import java.util.concurrent.locks.LockSupport;
  * fed baseline at load 29-32, against 1.01× once they learn only the other instance's routes. That is what
  * knowing more holders costs a match, not what applying costs it.)
  *
- * <p>Run: {@code mvn -B -ntp -q -pl cart-redis -am test-compile} and then
- * {@code java -cp "cart-redis/target/test-classes:cart-redis/target/classes:<class path>"
- * dev.cart.redis.DecisionTimeFigures [rounds] [decisions per batch] [remote events per second]}. Not a
- * test: speed is measured here, never asserted.
+ * <p>Run (needs {@code redis-server} on the path): {@code mvn -B -ntp -Pbench -pl cart-jmh -am package
+ * -DskipTests}, then {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.jmh.redis.DecisionTimeFigures
+ * [rounds] [decisions per batch] [remote events per second]}. Not a test: speed is measured here, never asserted.
  */
 final class DecisionTimeFigures {
 
@@ -116,6 +117,8 @@ final class DecisionTimeFigures {
         return PromptKey.ofText(b.toString(), 64);
     }
 
+    // the redis-server launcher's close() waits for the process (InterruptedException): fine for a program
+    @SuppressWarnings("try")
     public static void main(String[] args) throws Exception {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 10;
         int batch = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
