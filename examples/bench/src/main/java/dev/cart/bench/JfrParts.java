@@ -54,6 +54,7 @@ public final class JfrParts {
         {"ProxyListener.choose", "route: choose"},
         {"dev.cart.core.", "route: lease and bookkeeping"},
         {"ProxyCore.prepare", "front: prepare other"},
+        {"RoutedRequests.", "front: prepare other"},
         {"ProxyCore.plan", "front: plan"},
         {"ProxyCore.finished", "front: finished other"},
         {"Forwarder$Exchange.", "upstream: forwarder"},
