@@ -188,13 +188,13 @@ final class ClientExchange extends ChannelDuplexHandler implements ConnectionDea
                         + req.protocolVersion().text().length()
                         + 2);
         plan = core.plan(rh);
-        if (plan instanceof ProxyCore.Own own) {
+        if (plan instanceof ProxyCore.Proxied p) {
+            intake.expect(p, req);
+        } else if (plan instanceof ProxyCore.Own own) { // the plan is one or the other (a sealed type)
             intake.discard();
             // an answer before a body the client waits to send (Expect: 100-continue) ends the connection
             answer(own.answer(), HttpUtil.is100ContinueExpected(req), true);
-            return;
         }
-        intake.expect((ProxyCore.Proxied) plan, req);
     }
 
     /**
