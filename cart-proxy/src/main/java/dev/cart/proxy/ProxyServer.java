@@ -1,7 +1,6 @@
 package dev.cart.proxy;
 
 import dev.cart.core.spi.RoutingListener;
-import dev.cart.proxy.config.ConfigException;
 import dev.cart.proxy.config.ProxyConfig;
 import dev.cart.proxy.core.ModelsCache;
 import dev.cart.proxy.core.ProxyCore;
@@ -24,14 +23,12 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -45,14 +42,8 @@ import org.slf4j.LoggerFactory;
  * (HTTP/1.1, so plain-http replicas never see an h2c upgrade attempt; connect timeout from
  * {@code proxy.connect_timeout_secs}; no redirects followed), and the current {@link Routing}.
  *
- * <p>Reload: {@link #reload()} reads the configuration again through the configured source. Only
- * {@code workers} may differ from the running configuration; otherwise the reload is rejected, logged
- * with the sections that differ, and the running configuration kept. An accepted reload builds a new
- * replica set, router and health checker ({@link Routing#replacing}: workers that stay keep their
- * member, so their slots, circuit and routes, and the tree is carried over), publishes them with one
- * atomic store, forgets the removed replicas' routes and then closes the old ones: requests already in
- * flight finish on their old lease. The {@code /v1/models} cache is emptied only when a worker is added.
- * Reloads are serialised and ordered (see {@link #reload()}).
+ * <p>Reload: {@link #reload()} reads the configuration again through the configured source; only {@code workers}
+ * may differ from the running configuration ({@link Reloads} says how a reload is applied or rejected).
  *
  * <p>Concurrency: the configuration and the routing state are read through volatile/atomic references
  * once per request; everything else is immutable or thread-safe.
@@ -131,7 +122,6 @@ public final class ProxyServer implements AutoCloseable {
     /** What a reload did. */
     record ReloadResult(boolean accepted, boolean changed, String message) {}
 
-    private final Options options;
     private final ProxyConfig config;
     private final HttpClient client;
     private final ScheduledExecutorService scheduler;
@@ -148,19 +138,13 @@ public final class ProxyServer implements AutoCloseable {
     private final NettyFront front;
     private final AtomicReference<Routing> routing = new AtomicReference<>();
     private final Cluster cluster;
-    private final Object reloadLock = new Object();
-    /** Numbers each reload's read, taken before the read starts. */
-    private final AtomicLong reads = new AtomicLong();
-    /** The number of the newest read a reload has acted on (applied, unchanged or rejected); under reloadLock. */
-    private long lastActedRead;
+    /** Reloads of the configuration, and the running configuration they keep. */
+    private final Reloads reloads;
 
-    private volatile ProxyConfig running;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private ProxyServer(ProxyConfig config, Options options) throws IOException {
-        this.options = options;
         this.config = config;
-        this.running = config;
         ScheduledThreadPoolExecutor ses = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "cart-scheduler");
             t.setDaemon(true);
@@ -187,6 +171,8 @@ public final class ProxyServer implements AutoCloseable {
         this.cluster = Cluster.of(config.cluster(), () -> routing.get().replicas.replicas());
         Routing first = Routing.build(config, options.clock, listener, client, scheduler, cluster);
         routing.set(first);
+        this.reloads =
+                new Reloads(config, options, routing, metrics, listener, client, scheduler, cluster, models, window);
         cluster.bindTo(metrics.registry);
         metrics.syncReplicas(first.replicas);
         this.core = new ProxyCore(
@@ -257,8 +243,9 @@ public final class ProxyServer implements AutoCloseable {
         return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port());
     }
 
+    /** The running configuration (the last reload's, once one was applied). */
     public ProxyConfig config() {
-        return running;
+        return reloads.running();
     }
 
     public Routing routing() {
@@ -307,128 +294,16 @@ public final class ProxyServer implements AutoCloseable {
     }
 
     /**
-     * Re-reads the configuration from the configured source (SIGHUP does this). Each read is numbered
-     * before it starts, and a read is acted on only if no newer read has been acted on already: reloads
-     * that overlap (a burst of signals while the files are rewritten) end on the newest read, never on an
-     * older one that happened to reach the lock last. The files are read outside the lock, so a slow read
-     * does not hold up a newer one.
+     * Re-reads the configuration from the configured source (SIGHUP does this) and applies it if only its workers
+     * changed; overlapping reloads end on the newest read ({@link Reloads#reload()}).
      */
     ReloadResult reload() {
-        if (options.configSource == null) {
-            return rejected("reload is not available: the proxy was started without configuration files");
-        }
-        long read = reads.incrementAndGet();
-        ProxyConfig fresh;
-        try {
-            fresh = options.configSource.call();
-        } catch (ConfigException e) {
-            return rejectedRead(read, e.getMessage());
-        } catch (Exception e) {
-            return rejectedRead(read, e.toString());
-        }
-        return apply(fresh, read);
+        return reloads.reload();
     }
 
     /** Applies {@code fresh} if only its workers differ from the running configuration. */
     ReloadResult reload(ProxyConfig fresh) {
-        return apply(fresh, reads.incrementAndGet());
-    }
-
-    private ReloadResult rejectedRead(long read, String problem) {
-        synchronized (reloadLock) {
-            if (read < lastActedRead) {
-                return superseded(read);
-            }
-            lastActedRead = read;
-            return rejected("reload #" + read + " of " + options.configNames
-                    + " rejected, keeping the running configuration ("
-                    + running.workers().size()
-                    + " worker(s)): " + problem);
-        }
-    }
-
-    private ReloadResult superseded(long read) {
-        metrics.reload("superseded");
-        String msg = "reload #" + read + " of " + options.configNames + " not applied: the newer read #" + lastActedRead
-                + " was acted on first";
-        LOG.info(msg);
-        return new ReloadResult(false, false, msg);
-    }
-
-    private ReloadResult apply(ProxyConfig fresh, long read) {
-        synchronized (reloadLock) {
-            if (read < lastActedRead) {
-                return superseded(read);
-            }
-            lastActedRead = read;
-            ProxyConfig current = running;
-            String what = "reload #" + read + " of " + options.configNames;
-            List<String> differing = current.sectionsDifferingFrom(fresh);
-            if (!differing.isEmpty()) {
-                return rejected(what + " rejected, keeping the running configuration ("
-                        + current.workers().size()
-                        + " worker(s)): only 'workers' may change on reload, but " + String.join(", ", differing)
-                        + " differ(s); restart to apply");
-            }
-            if (current.workers().equals(fresh.workers())) {
-                metrics.reload("unchanged");
-                LOG.info(
-                        "{}: configuration unchanged ({} worker(s)), nothing to do",
-                        what,
-                        current.workers().size());
-                return new ReloadResult(true, false, "unchanged");
-            }
-            Routing next;
-            try {
-                next = Routing.replacing(routing.get(), fresh, options.clock, listener, client, scheduler, cluster);
-            } catch (RuntimeException e) {
-                return rejected(what + " rejected, keeping the running configuration ("
-                        + current.workers().size() + " worker(s)): " + e.getMessage());
-            }
-            Routing old = routing.getAndSet(next);
-            running = fresh;
-            int dropped = next.forgetRemoved(old);
-            boolean added = !current.workers().stream()
-                    .map(ProxyConfig.Worker::url)
-                    .toList()
-                    .containsAll(fresh.workers().stream()
-                            .map(ProxyConfig.Worker::url)
-                            .toList());
-            if (added) {
-                models.clear(); // a new replica may serve other models
-            }
-            window.clear();
-            metrics.syncReplicas(next.replicas);
-            metrics.reload("applied");
-            if (options.healthChecks) {
-                next.health.start();
-            }
-            old.close();
-            String msg = what + " applied: workers " + current.workers().size() + " -> "
-                    + fresh.workers().size()
-                    + " "
-                    + fresh.workers().stream().map(ProxyConfig.Worker::url).toList()
-                    + "; routes kept for " + keptCount(old, next) + " worker(s), dropped for " + dropped
-                    + (added ? "; /v1/models cache emptied" : "; /v1/models cache kept");
-            LOG.info(msg);
-            return new ReloadResult(true, true, msg);
-        }
-    }
-
-    private static int keptCount(Routing old, Routing next) {
-        int n = 0;
-        for (var m : next.replicas.replicas()) {
-            if (old.replicas.replicas().contains(m)) {
-                n++;
-            }
-        }
-        return n;
-    }
-
-    private ReloadResult rejected(String message) {
-        metrics.reload("rejected");
-        LOG.warn(message);
-        return new ReloadResult(false, false, message);
+        return reloads.reload(fresh);
     }
 
     /** What a drain did: requests in flight when it began, how many finished, how many were cut, its length. */

@@ -1,38 +1,22 @@
 package dev.cart.proxy.core;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteRequest;
 import dev.cart.extract.Endpoint;
-import dev.cart.extract.ExtractedRequest;
-import dev.cart.extract.ExtractionException;
-import dev.cart.flow.FlowHeaders;
-import dev.cart.flow.FlowRequest;
-import dev.cart.policy.PredictedTtftPolicy;
 import dev.cart.proxy.config.ProxyConfig;
-import dev.cart.proxy.flow.FlowAnswers;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.ApiErrors;
 import dev.cart.proxy.http.HeaderList;
 import dev.cart.proxy.http.RequestHead;
-import dev.cart.proxy.http.Responses;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.DecisionWindow;
 import dev.cart.proxy.observe.ProxyMetrics;
-import dev.cart.proxy.precise.PreciseLookup;
-import dev.cart.proxy.precise.PreciseMode;
-import dev.cart.proxy.precise.PreciseStatus;
 import dev.cart.proxy.routing.Cluster;
 import dev.cart.proxy.routing.Routing;
 import dev.cart.proxy.routing.RoutingKeys;
 import dev.cart.proxy.upstream.Forwarder;
-import dev.cart.proxy.upstream.HealthChecker;
 import dev.cart.proxy.upstream.ModelsUnion;
-import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -56,11 +40,12 @@ import java.util.function.Supplier;
  * endpoint is extracted, vetted (remote-media policy) and routed, and goes upstream in its canonical form;
  * only paths that are not the proxy's go upstream as they came.
  *
+ * <p>The answers of the own endpoints are {@link OwnEndpoints}'; a routed request's preparation (extraction, the
+ * admission queue's headers, precise mode's lookup) is {@link RoutedRequests}'.
+ *
  * <p>Thread-safe: per-request state lives in the {@link Proxied} a front holds.
  */
 public final class ProxyCore {
-
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ProxyCore.class);
 
     /** The running configuration (a reload may replace its workers). */
     private final Supplier<ProxyConfig> config;
@@ -68,12 +53,11 @@ public final class ProxyCore {
     private final Supplier<Routing> routing;
 
     private final Forwarder forwarder;
-    private final RoutingKeys routingKeys;
     private final ModelsCache models;
     private final ModelsUnion modelsUnion;
     private final ProxyMetrics metrics;
-    private final DecisionWindow window;
-    private final Cluster cluster;
+    private final OwnEndpoints endpoints;
+    private final RoutedRequests routed;
     /** Requests holding a slot of {@code server.max_concurrent_requests}. */
     private final AtomicInteger inProgress = new AtomicInteger();
     /** Set once when the proxy begins to stop ({@link #drain}); never cleared. */
@@ -93,12 +77,11 @@ public final class ProxyCore {
         this.config = config;
         this.routing = routing;
         this.forwarder = forwarder;
-        this.routingKeys = routingKeys;
         this.models = models;
         this.modelsUnion = modelsUnion;
         this.metrics = metrics;
-        this.window = window;
-        this.cluster = cluster;
+        this.endpoints = new OwnEndpoints(routing, metrics, window, cluster);
+        this.routed = new RoutedRequests(routing, forwarder, routingKeys, metrics);
         metrics.inProgress(inProgress);
     }
 
@@ -165,9 +148,9 @@ public final class ProxyCore {
                 return new Own(path, methodNotAllowed(method, "GET, HEAD", path));
             }
             Answer own = switch (path) {
-                case "/health" -> health();
-                case "/workers" -> workers();
-                default -> metricsAnswer();
+                case "/health" -> endpoints.health(draining);
+                case "/workers" -> endpoints.workers();
+                default -> endpoints.metrics();
             };
             return new Own(path, draining ? own.closing() : own);
         }
@@ -299,35 +282,7 @@ public final class ProxyCore {
         RequestHead head = p.head;
         switch (p.kind) {
             case ROUTED -> {
-                ExtractedRequest req;
-                try {
-                    req = routingKeys.extract(p.endpoint, body, 0, body.length);
-                } catch (ExtractionException e) {
-                    p.log.status(e.status());
-                    p.log.result("bad_request");
-                    return new Prepared(null, Answer.error(e.status(), e.type(), e.code(), e.param(), e.getMessage()));
-                }
-                p.log.request(req.model(), req.stream());
-                Forwarder.Inbound in = Forwarder.Inbound.routed(p.endpoint, head.rawQuery(), body, body.length, req);
-                RouteRequest first = RouteRequest.of(req.key())
-                        .withTokenization(req.tokenization())
-                        .withModel(req.model());
-                Routing current = routing.get();
-                FlowRequest flow = null;
-                if (current.flow != null) {
-                    FlowHeaders.Parsed parsed =
-                            current.flow.parse(head.headers(), req.key().length());
-                    if (!parsed.ok()) {
-                        p.log.status(parsed.status());
-                        p.log.result("bad_request");
-                        return new Prepared(null, FlowAnswers.badHeader(p.endpoint, parsed.error()));
-                    }
-                    flow = parsed.request();
-                }
-                if (current.precise != null) {
-                    return precise(p, body, req, in, first, current, flow);
-                }
-                return new Prepared(forwarder.start(in, first, current, p.log, head.headers(), flow), null);
+                return routed.prepare(p, body);
             }
             case MODELS -> {
                 HeaderList clientHeaders = HeaderList.copyOf(head.headers());
@@ -363,58 +318,6 @@ public final class ProxyCore {
                         forwarder.start(in, RouteRequest.empty(), routing.get(), p.log, head.headers()), null);
             }
         }
-    }
-
-    /**
-     * A routed request of a proxy in precise mode: when some replica that could take it is precise, its engine
-     * tokens are asked for and looked up on precise mode's pool (blocking HTTP, never on the caller's thread,
-     * which may be an event loop): {@code later} completes with the exchange, routed with the lookup's
-     * confirmed view. Otherwise, or when the pool is full, the request routes approximately at once, with the
-     * reason in its decision line.
-     */
-    private Prepared precise(
-            Proxied p,
-            byte[] body,
-            ExtractedRequest req,
-            Forwarder.Inbound in,
-            RouteRequest first,
-            Routing current,
-            FlowRequest flow) {
-        PreciseMode precise = current.precise;
-        PreciseLookup skip = precise.skip(req.model(), current.replicas);
-        if (skip == null) {
-            try {
-                CompletableFuture<Prepared> later = CompletableFuture.supplyAsync(
-                        () -> {
-                            PreciseLookup lookup;
-                            try {
-                                lookup = precise.lookup(p.endpoint, body, req.model(), current.replicas);
-                            } catch (RuntimeException e) {
-                                LOG.warn("a precise lookup failed; the request routes approximately", e);
-                                lookup = PreciseLookup.off(PreciseLookup.ERROR, -1);
-                            }
-                            return routedWith(p, in, first, current, flow, req, lookup);
-                        },
-                        precise.executor());
-                return new Prepared(null, null, null, later);
-            } catch (RejectedExecutionException e) {
-                skip = PreciseLookup.off(PreciseLookup.SATURATED, -1);
-            }
-        }
-        return routedWith(p, in, first, current, flow, req, skip);
-    }
-
-    private Prepared routedWith(
-            Proxied p,
-            Forwarder.Inbound in,
-            RouteRequest first,
-            Routing current,
-            FlowRequest flow,
-            ExtractedRequest req,
-            PreciseLookup lookup) {
-        metrics.kv().lookup(lookup);
-        RouteRequest r = lookup.on() ? first.withConfirmed(lookup.match().view(req.key())) : first;
-        return new Prepared(forwarder.start(in, r, current, p.log, p.head.headers(), flow, lookup), null);
     }
 
     /**
@@ -561,113 +464,5 @@ public final class ProxyCore {
                         DecisionLog.safe(method, 16) + " is not allowed on " + DecisionLog.safe(path, 200) + "; use "
                                 + allow)
                 .with("Allow", allow);
-    }
-
-    /**
-     * {@code /health}: {@code status} with {@code healthy}, {@code unknown} (no probe completed yet) and
-     * {@code total} replicas. 200 {@code ok} when every replica is healthy, 200 {@code degraded} when some
-     * are; 503 {@code starting} while none is healthy and some are still unknown (the first probes have not
-     * all answered), 503 {@code unavailable} when none is healthy, 503 {@code draining} once the proxy stops.
-     */
-    private Answer health() {
-        Routing r = routing.get();
-        int healthy = r.health.count(HealthChecker.State.HEALTHY);
-        int unknown = r.health.count(HealthChecker.State.UNKNOWN);
-        int total = r.replicas.replicas().size();
-        String status;
-        if (draining) {
-            status = "draining";
-        } else if (healthy == 0) {
-            status = unknown > 0 ? "starting" : "unavailable";
-        } else {
-            status = healthy < total ? "degraded" : "ok";
-        }
-        ObjectNode root = Responses.JSON.createObjectNode();
-        root.put("status", status);
-        root.put("healthy", healthy);
-        root.put("unknown", unknown);
-        root.put("total", total);
-        return Answer.json(!draining && healthy > 0 ? 200 : 503, root);
-    }
-
-    private Answer metricsAnswer() {
-        byte[] body = metrics.scrape().getBytes(StandardCharsets.UTF_8);
-        return Answer.of(200, "text/plain; version=0.0.4; charset=utf-8", body);
-    }
-
-    private Answer workers() {
-        Routing current = routing.get();
-        DecisionWindow.Snapshot recent = window.snapshot();
-        ObjectNode root = Responses.JSON.createObjectNode();
-        root.put("policy", current.router.policy().name());
-        root.put("healthy", current.health.count(HealthChecker.State.HEALTHY));
-        root.put("tree_size", current.router.treeStats().size());
-        ObjectNode window = root.putObject("recent");
-        window.put("window", DecisionWindow.SIZE);
-        window.put("decisions", recent.decisions());
-        window.put("cache_hits", recent.hits());
-        ArrayNode list = root.putArray("workers");
-        for (ManagedReplicaSet.Member m : current.replicas.replicas()) {
-            ObjectNode w = list.addObject();
-            w.put("url", m.id());
-            HealthChecker.State health = current.health.state(m);
-            w.put("healthy", health == HealthChecker.State.HEALTHY);
-            w.put("health", health.label());
-            w.put("circuit", m.circuitState().label());
-            w.put("in_flight", m.inFlight());
-            if (cluster.on()) {
-                w.put("remote_in_flight", cluster.remoteInFlight(m.id())); // the other instances'
-            }
-            w.put("max_load", m.maxLoad());
-            w.put("load_penalty", m.loadPenalty());
-            w.put("decision_share", round3(recent.decisionShare(m.id())));
-            w.put("cache_hit_share", round3(recent.hitShare(m.id())));
-            ArrayNode served = w.putArray("models");
-            m.models().forEach(served::add);
-            if (current.router.policy() instanceof PredictedTtftPolicy p) {
-                predictedTtft(w.putObject("predicted_ttft"), p.replicaStats(m.id()));
-            }
-            if (current.precise != null) {
-                PreciseStatus.write(w, current.precise.status(m.id()));
-            }
-        }
-        ObjectNode byModel = root.putObject("models");
-        metrics.modelCounts().forEach((model, counts) -> {
-            ObjectNode c = byModel.putObject(model);
-            c.put("decisions", counts[0]);
-            c.put("cache_hits", counts[1]);
-        });
-        return Answer.json(200, root);
-    }
-
-    /**
-     * What {@code predicted_ttft} learned about one replica: its model (the prior's until it reports a first
-     * token) and its recent estimate error, null until warmed up.
-     */
-    private static void predictedTtft(ObjectNode o, PredictedTtftPolicy.ReplicaStats s) {
-        if (s == null) {
-            o.put("observations", 0);
-            return;
-        }
-        PredictedTtftPolicy.Speeds sp = s.speeds();
-        o.put("observations", sp.observations());
-        o.put("prefill_ms_per_1k_units", round3(sp.prefillMillisPerKiloUnit()));
-        o.put("decode_ms_per_request", round3(sp.decodeMillisPerRequest()));
-        o.put("base_ms", round3(sp.baseMillis()));
-        o.put("estimate_error_samples", s.errorSamples());
-        putFinite(o, "estimate_error_p50", s.errorP50());
-        putFinite(o, "estimate_error_p90", s.errorP90());
-    }
-
-    private static void putFinite(ObjectNode o, String field, double v) {
-        if (Double.isFinite(v)) {
-            o.put(field, round3(v));
-        } else {
-            o.putNull(field);
-        }
-    }
-
-    private static double round3(double x) {
-        return Math.round(x * 1000.0) / 1000.0;
     }
 }

@@ -11,8 +11,9 @@ import java.util.concurrent.TimeUnit;
  * The first handler of a client connection's pipeline: its three deadlines. It watches the raw bytes (the first
  * byte of a request starts that request's read deadline, {@code server.request_read_timeout_secs}), closes the
  * connection when it stays silent between requests ({@code server.idle_timeout_secs}), and ends an upstream
- * call at its exchange's deadline ({@code proxy.request_timeout_secs}). The {@link ClientConnection} says when a
- * request was read whole, when the connection is idle again and which call is current.
+ * call at its exchange's deadline ({@code proxy.request_timeout_secs}). The {@link BodyIntake} says when a
+ * request was read whole; the {@link ClientExchange} says when the connection is idle again and which call is
+ * current, and hears when a request was not read in time.
  *
  * <p>How: the deadlines are checked by timers armed lazily, as Netty's {@code IdleStateHandler} does: a request
  * moves a deadline (a field) instead of cancelling one scheduled task and scheduling another, which cost three

@@ -48,30 +48,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * first byte (head and body: a trickle is cut off there) and may stay silent between requests for
  * {@code server.idle_timeout_secs}; {@code server.max_connections} bounds the connections.
  *
- * <p>A client connection's pipeline (drawn as Netty's {@code ChannelPipeline} is):
- *
- * <pre>
- *                                  I/O request (socket write, close)
- *                                                  |
- *  +-----------------------------------------------+----------+
- *  |                 ChannelPipeline               |          |
- *  |   "exchange"   ClientConnection: plan, body intake       |
- *  |       ^        (RequestBody, BodyBudget), prepare, drive |
- *  |       |        the Forwarder (UpstreamCall), answers     |
- *  |       |                                       |          |
- *  |   "codec"      HttpServerCodec: request heads and        |
- *  |       ^        content in, responses out      v          |
- *  |       |                                       |          |
- *  |   "deadlines"  ConnectionDeadlines: idle, request read,  |
- *  |       ^        upstream call deadline         |          |
- *  +-------+---------------------------------------+----------+
- *          |                                       v
- *  [ Socket.read() ]                        [ Socket.write() ]
- * </pre>
- *
- * <p>An {@link UpstreamCall} is the exchange's one send to a replica and the relay of its answer, on an upstream
- * channel of the same loop ({@link NettyUpstream}: {@code HttpClientCodec}, an idle timeout, the call as its
- * listener). {@link NettyHeaders} gives the core Netty's header maps without a copy.
+ * <p>A client connection's pipeline (deadlines, codec, body intake, exchange) is drawn in the package's
+ * documentation; an {@link UpstreamCall} is the exchange's one send to a replica and the relay of its answer, on an
+ * upstream channel of the same loop ({@link NettyUpstream}). {@link NettyHeaders} gives the core Netty's header
+ * maps without a copy.
  *
  * <p>Relaying: the answer's head, then its body chunk by chunk as it arrives (flushed at the end of each
  * read from the replica, so a stream's events go out as they come). Backpressure: the client connection
@@ -84,7 +64,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Concurrency: every handler of a connection, and the upstream connection it uses, runs on one event
  * loop; the only shared state is the core's (thread-safe) and the connection count. One step leaves the
- * loop: preparing a body of {@link ClientConnection#OFFLOAD_BYTES} or more, or any routed body in token mode (extraction,
+ * loop: preparing a body of {@link BodyIntake#OFFLOAD_BYTES} or more, or any routed body in token mode (extraction,
  * tokenizing, the remote-media scan), runs on a small pool so that one connection's tokenization never
  * keeps the loop's other connections (a {@code /health} probe) waiting; the connection reads nothing
  * meanwhile, and the result comes back to its loop, which alone touches the connection's state.
@@ -95,7 +75,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class NettyFront implements AutoCloseable {
 
     /** How many pipelined messages a connection queues while an answer is produced (tests size their load by it). */
-    public static final int PIPELINED_MESSAGES = ClientConnection.PIPELINED_MESSAGES;
+    public static final int PIPELINED_MESSAGES = BodyIntake.PIPELINED_MESSAGES;
 
     /** How many of the client's buffers a request body keeps before it is copied into one (tests use it). */
     public static final int BODY_PIECES = RequestBody.PIECES;
@@ -147,6 +127,7 @@ public final class NettyFront implements AutoCloseable {
         AtomicInteger connections = new AtomicInteger();
         ChannelGroup clients = new DefaultChannelGroup("cart-clients", GlobalEventExecutor.INSTANCE);
         ThreadPoolExecutor extraction = extractionPool(threads, limits.maxConcurrentRequests());
+        boolean tokenMode = config.cache().tokens().on();
         HttpDecoderConfig decoding = new HttpDecoderConfig()
                 .setMaxInitialLineLength(limits.maxRequestLineBytes())
                 .setMaxHeaderSize(limits.maxHeaderBytes())
@@ -171,11 +152,15 @@ public final class NettyFront implements AutoCloseable {
                         }
                         ch.closeFuture().addListener(f -> connections.decrementAndGet());
                         clients.add(ch);
-                        ClientConnection c = new ClientConnection(config, core, budget, answers, upstream, extraction);
+                        ConnectionDeadlines deadlines = new ConnectionDeadlines(limits);
+                        BodyIntake intake = new BodyIntake(core, budget, extraction, tokenMode, deadlines);
                         ch.pipeline()
-                                .addLast("deadlines", c.deadlines)
+                                .addLast("deadlines", deadlines)
                                 .addLast("codec", new HttpServerCodec(decoding.clone()))
-                                .addLast("exchange", c);
+                                .addLast("intake", intake)
+                                .addLast(
+                                        "exchange",
+                                        new ClientExchange(config, core, answers, upstream, deadlines, intake));
                     }
                 });
         try {
@@ -224,7 +209,7 @@ public final class NettyFront implements AutoCloseable {
     public int requestsInProgress() {
         int n = 0;
         for (Channel ch : clients) {
-            ClientConnection c = ch.pipeline().get(ClientConnection.class);
+            ClientExchange c = ch.pipeline().get(ClientExchange.class);
             if (c != null && c.inRequest()) {
                 n++;
             }
@@ -240,7 +225,7 @@ public final class NettyFront implements AutoCloseable {
     public int cutAll(String message) {
         int cut = 0;
         for (Channel ch : clients) {
-            ClientConnection c = ch.pipeline().get(ClientConnection.class);
+            ClientExchange c = ch.pipeline().get(ClientExchange.class);
             if (c == null) {
                 ch.close();
                 continue;

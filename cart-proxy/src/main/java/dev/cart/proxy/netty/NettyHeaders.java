@@ -10,7 +10,7 @@ import java.util.function.Consumer;
 
 /**
  * The view of a Netty header map that a decoder made (names and values validated as it read them): the
- * front edits such a map into the next message's head ({@link ClientConnection#pruned}) instead of copying it.
+ * front edits such a map into the next message's head ({@link ClientExchange#pruned}) instead of copying it.
  */
 final class NettyHeaders implements HeaderView {
 

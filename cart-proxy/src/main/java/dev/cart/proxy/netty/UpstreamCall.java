@@ -12,60 +12,34 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
-import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpResponse;
-import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponse;
-import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
-import io.netty.util.concurrent.FastThreadLocal;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 
 /**
- * One send to a replica and, if its answer is relayed, the relay: the upstream connection's events arrive here
- * ({@link NettyUpstream.Listener}) on the client connection's loop. The request goes out from the client's own
- * header map less what does not go upstream (no copy) and, on its first send, from the body's own buffers; the
- * answer's head is the replica's header map less what does not go to the client, and its body is written chunk by
- * chunk, the small chunks of one read gathered into one, with backpressure through the {@link ClientConnection}
- * (its own buffer and the answer budget). Loop-confined, as the connection's state.
+ * One send to a replica and, if its answer is relayed, the relay's upstream side: the upstream connection's events
+ * arrive here ({@link NettyUpstream.Listener}) on the client connection's loop. The request goes out from the
+ * client's own header map less what does not go upstream (no copy) and, on its first send, from the body's own
+ * buffers; a failure before the answer's head (connect, a stale pooled connection, no answer in time, an invalid
+ * answer) goes back to the {@link Forwarder} as a step; the answer's head, if relayed, and its chunks go to the
+ * connection's {@link AnswerRelay}, which writes them to the client and says when reading from the replica must
+ * pause. Loop-confined, as the connection's state.
  */
 // Netty's write, close and schedule calls return futures that a handler rightly ignores: failures arrive as
 // channel events (exceptionCaught, channelInactive) or through the listeners added where they matter
 @SuppressWarnings("FutureReturnValueIgnored")
 final class UpstreamCall implements NettyUpstream.Listener {
 
-    /**
-     * Where an answer's bytes are copied out of Netty's (direct) buffers for the relay's observer, one per event
-     * loop: the observer keeps nothing of the array it is handed, so a loop reuses one array for every chunk of
-     * every answer instead of allocating one per chunk, and an idle stream holds none.
-     */
-    private static final int OBSERVE_SLICE_BYTES = 8 * 1024;
-
-    private static final FastThreadLocal<byte[]> OBSERVE_SLICE = new FastThreadLocal<>() {
-        @Override
-        protected byte[] initialValue() {
-            return new byte[OBSERVE_SLICE_BYTES];
-        }
-    };
-
-    /**
-     * The chunks of an answer that arrive in one read from the replica are written to the client as one chunk
-     * while together they are at most this size; larger ones go out as they came, uncopied.
-     */
-    static final int GATHER_BYTES = 8 * 1024;
-
-    private final ClientConnection conn;
+    private final ClientExchange conn;
     final Forwarder.Exchange x;
     final Forwarder.Send s;
     final boolean fresh;
@@ -85,27 +59,8 @@ final class UpstreamCall implements NettyUpstream.Listener {
     Throwable cause;
     /** The exchange's deadline ({@link System#nanoTime}), checked by the connection's call check. */
     long due;
-    /**
-     * What the current read from the replica brought and is not yet written to the client. The chunks of one
-     * read go out with no promise of their own but the last, which carries the promise and the one listener
-     * that accounts for the whole read ({@link #readBytes}), at the read's end: a promise, a listener and a
-     * hand-off to the answer budget per read instead of per chunk (a replica writes each event of a stream as
-     * a chunk of its own). Small chunks of one read are also gathered into one ({@link #gathered}): the
-     * client gets one chunk of HTTP framing where the replica wrote several, so the encoder makes one chunk
-     * header and the socket one write entry for them instead of three entries per event.
-     */
-    HttpContent held;
-    /** True when {@link #held}'s buffer is the connection's own gathering buffer, not the replica's. */
-    boolean gathered;
-    /** Answer bytes of the current read (the held chunk's included), not yet counted as queued. */
-    int readBytes;
-    /**
-     * The last two bytes of a streamed answer relayed so far (older in the high byte), as if it began after a
-     * blank line: where an error event that ends a cut stream must start ({@link #cutStream}).
-     */
-    private int lastTwo = ('\n' << 8) | '\n';
 
-    UpstreamCall(ClientConnection conn, Forwarder.Exchange x, Forwarder.Send s, boolean fresh) {
+    UpstreamCall(ClientExchange conn, Forwarder.Exchange x, Forwarder.Send s, boolean fresh) {
         this.conn = conn;
         this.x = x;
         this.s = s;
@@ -150,7 +105,7 @@ final class UpstreamCall implements NettyUpstream.Listener {
         }
         int length = in.body().length;
         ByteBuf content = length == 0 ? Unpooled.EMPTY_BUFFER : conn.body.take(length);
-        // the client's own map (ClientConnection.requestHeaders, whose view the core read), its names and
+        // the client's own map (ClientExchange.requestHeaders, whose view the core read), its names and
         // values validated by the decoder as it read them, less what does not go upstream: no copy.
         // Nothing reads the client's headers after a send, and a retry's send finds the same map, its own
         // Host and Content-Length among what is dropped again
@@ -180,26 +135,9 @@ final class UpstreamCall implements NettyUpstream.Listener {
 
     private void finish() {
         finished = true; // the call check, when it fires, finds it finished and stops
-        if (held != null) { // the answer ended otherwise (broken, deadline, client gone): dropped with it
-            ReferenceCountUtil.release(held);
-            held = null;
-            gathered = false;
-            readBytes = 0;
+        if (relay != null) { // an answer that ended otherwise (broken, deadline, client gone): dropped with it
+            conn.relayed.dropHeld();
         }
-    }
-
-    /** Writes the held chunk, with the listener that accounts for the whole read. */
-    private void writeHeld() {
-        HttpContent h = held;
-        if (h == null) {
-            return;
-        }
-        held = null;
-        gathered = false;
-        int n = readBytes;
-        readBytes = 0;
-        conn.queued(n);
-        conn.ctx.write(h).addListener((ChannelFutureListener) f -> conn.written(n));
     }
 
     @Override
@@ -240,42 +178,13 @@ final class UpstreamCall implements NettyUpstream.Listener {
         Forwarder.Step step = x.answered(s, code, NettyHeaders.view(r.headers()));
         if (step instanceof Relay rl) {
             relay = rl;
-            relayHead(rl, r.headers());
+            conn.relayed.head(rl, r.headers());
             return;
         }
         // not relayed: the rest of this answer is read and dropped, then the connection is reused
         finish();
         discarding = true;
         conn.drive(step, x);
-    }
-
-    /**
-     * The client's head, made of the replica's own header map ({@code upstream}, its names and values
-     * validated by the upstream decoder as it read them) less what does not go to the client, plus what
-     * the proxy adds and the framing: no new map, no copy. Content-Length, Transfer-Encoding and
-     * Connection are among the dropped names, so adding them sets them.
-     */
-    private void relayHead(Relay rl, HttpHeaders upstream) {
-        rl.droppedHeaders(conn.drop);
-        HttpHeaders h = conn.pruned(upstream);
-        rl.addedHeaders(h::add);
-        if (!rl.noBody) {
-            if (rl.length >= 0) {
-                h.add(HttpHeaderNames.CONTENT_LENGTH, Long.toString(rl.length));
-            } else {
-                h.add(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
-            }
-        } else if (rl.status != 204 && rl.status != 304 && rl.length >= 0) {
-            // a HEAD's answer says what a GET would send
-            h.add(HttpHeaderNames.CONTENT_LENGTH, Long.toString(rl.length));
-        }
-        if (!conn.keepAlive) {
-            conn.closeAfter = true;
-            h.add(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-        }
-        HttpResponse resp = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(rl.status), h);
-        conn.status = rl.status;
-        conn.ctx.write(resp, conn.ctx.voidPromise()); // its failure is the connection's: exceptionCaught closes it
     }
 
     private void answerContent(HttpContent c) {
@@ -298,98 +207,23 @@ final class UpstreamCall implements NettyUpstream.Listener {
         ByteBuf buf = c.content();
         int n = buf.readableBytes();
         rl.firstByte();
+        AnswerRelay out = conn.relayed;
         if (n > 0) {
-            if (rl.sse) {
-                int end = buf.writerIndex();
-                lastTwo = n >= 2
-                        ? (buf.getByte(end - 2) & 0xff) << 8 | (buf.getByte(end - 1) & 0xff)
-                        : (lastTwo & 0xff) << 8 | (buf.getByte(end - 1) & 0xff);
-            }
-            if (rl.observing()) {
-                observe(rl, buf, n);
-            } else {
-                rl.body(null, 0, n);
-            }
+            out.observe(rl, buf, n);
         }
         if (last) {
             rl.upstreamDone(); // the replica's slot is free before the client has the last bytes
-            ByteBuf tail;
-            if (held != null && (n == 0 || gather(buf, n))) {
-                tail = held.content(); // the read's chunks and the last bytes go out as the last chunk
-            } else {
-                if (held != null) {
-                    conn.ctx.write(held, conn.ctx.voidPromise()); // accounted below, with the last chunk
-                }
-                tail = buf.retain();
-            }
-            held = null;
-            gathered = false;
-            int total = readBytes + n;
-            readBytes = 0;
+            ByteBuf tail = out.lastContent(buf, n);
             finish();
             releaseUpstream();
-            conn.queued(total);
-            conn.ctx.writeAndFlush(new DefaultLastHttpContent(tail)).addListener((ChannelFutureListener) f -> {
-                conn.written(total);
-                if (f.isSuccess()) {
-                    rl.delivered();
-                }
-                conn.responseDone(true);
-            });
+            out.writeLast(tail, rl);
             return;
         }
         if (n > 0) {
-            if (held == null || !gather(buf, n)) {
-                if (held != null) {
-                    // an earlier chunk of this read: its bytes are accounted with the read's last chunk
-                    conn.ctx.write(held, conn.ctx.voidPromise());
-                }
-                held = new DefaultHttpContent(buf.retain());
-                gathered = false;
-            }
-            readBytes += n;
+            out.chunk(buf, n);
         }
-        if (conn.mustPause()) {
+        if (out.mustPause()) {
             ch.config().setAutoRead(false); // the client reads slower than the replica writes
-        }
-    }
-
-    /**
-     * Adds a chunk's {@code n} bytes to {@link #held} when both are small (at most {@link #GATHER_BYTES}
-     * together): the replica's buffer is copied into the connection's gathering buffer (made on the first
-     * such chunk, from the channel's allocator). False, with nothing changed, when they are not: a large
-     * chunk goes out as it came, never copied.
-     */
-    private boolean gather(ByteBuf buf, int n) {
-        ByteBuf h = held.content();
-        int size = h.readableBytes();
-        if (size + n > GATHER_BYTES) {
-            return false;
-        }
-        if (!gathered) {
-            ByteBuf g = conn.ctx.alloc().buffer(Math.min(GATHER_BYTES, 4 * (size + n)), GATHER_BYTES);
-            g.writeBytes(h, h.readerIndex(), size);
-            held.release();
-            held = new DefaultHttpContent(g);
-            gathered = true;
-            h = g;
-        }
-        h.writeBytes(buf, buf.readerIndex(), n);
-        return true;
-    }
-
-    /** Hands the chunk's bytes to the relay's observer, in slices of the loop's array (any cut will do). */
-    private void observe(Relay rl, ByteBuf buf, int n) {
-        if (buf.hasArray()) {
-            rl.body(buf.array(), buf.arrayOffset() + buf.readerIndex(), n);
-            return;
-        }
-        byte[] slice = OBSERVE_SLICE.get();
-        for (int from = 0; from < n; ) {
-            int k = Math.min(slice.length, n - from);
-            buf.getBytes(buf.readerIndex() + from, slice, 0, k);
-            rl.body(slice, 0, k);
-            from += k;
         }
     }
 
@@ -404,7 +238,7 @@ final class UpstreamCall implements NettyUpstream.Listener {
     @Override
     public void readComplete() {
         if (relay != null && !finished) {
-            writeHeld();
+            conn.relayed.writeHeld();
             conn.ctx.flush();
         }
     }
@@ -483,13 +317,9 @@ final class UpstreamCall implements NettyUpstream.Listener {
             conn.ctx.close();
             return;
         }
-        writeHeld();
+        conn.relayed.writeHeld();
         finish();
-        String before = lastTwo == (('\n' << 8) | '\n') ? "" : (lastTwo & 0xff) == '\n' ? "\n" : "\n\n";
-        byte[] event = ApiErrors.streamEvent(x.in.endpoint() == Endpoint.MESSAGES, code, message);
-        ByteBuf out = Unpooled.buffer(before.length() + event.length);
-        out.writeBytes(before.getBytes(StandardCharsets.US_ASCII)).writeBytes(event);
-        conn.ctx.writeAndFlush(new DefaultHttpContent(out)).addListener(ChannelFutureListener.CLOSE);
+        conn.relayed.cutEvent(ApiErrors.streamEvent(x.in.endpoint() == Endpoint.MESSAGES, code, message));
     }
 
     void deadline() {

@@ -1,7 +1,6 @@
 package dev.cart.proxy.upstream;
 
 import dev.cart.core.Lease;
-import dev.cart.core.Reason;
 import dev.cart.core.RouteDecision;
 import dev.cart.core.RouteRequest;
 import dev.cart.core.spi.Replica;
@@ -15,7 +14,6 @@ import dev.cart.proxy.flow.FlowAnswers;
 import dev.cart.proxy.http.Answer;
 import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
-import dev.cart.proxy.http.ModelNotFound;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
 import dev.cart.proxy.precise.PreciseLookup;
@@ -45,8 +43,8 @@ import org.slf4j.LoggerFactory;
  * request now, and the backoff (exponential, with jitter) ends before {@code request_timeout_secs} does;
  * otherwise the replica's own answer is relayed as it is (status, body, {@code Retry-After}), or, for a
  * connection error, 502. A retried attempt's lease is closed as failed (5xx and connection errors) before
- * the wait. Every routing outcome that the proxy answers itself is mapped to its error here, in
- * {@link Exchange#notRouted} and {@link Exchange#failed}.
+ * the wait. Every routing outcome that the proxy answers itself is mapped to its error in
+ * {@link UpstreamAnswers}; when to retry, in {@link RetryPolicy}.
  *
  * <p>Stale connections: a kept-alive upstream connection the replica closed while it sat idle (uvicorn
  * closes them after 5 s) fails a request without saying anything about the replica. Such a request may be
@@ -161,11 +159,8 @@ public final class Forwarder {
     final ProxyMetrics metrics;
     final RoutingKeys routingKeys;
     final ProxyListener listener;
-    private final Supplier<RandomGenerator> random;
     private final Consumer<Duration> backoffs;
-    private final Backoff backoff;
-    /** {@code proxy.retryable_statuses} by status code (100-599; an answer outside that range is invalid first). */
-    private final boolean[] retryable = new boolean[600];
+    private final RetryPolicy retries;
     /** {@code proxy.request_timeout_secs} in nanoseconds. */
     private final long requestTimeoutNanos;
 
@@ -178,16 +173,10 @@ public final class Forwarder {
             RoutingKeys routingKeys,
             ProxyListener listener,
             Consumer<Duration> backoffs) {
-        this.random = random;
         this.backoffs = backoffs;
         this.config = config.proxy();
         this.learnAnswer = config.cache().learnAnswer();
-        this.backoff = Backoff.of(config.proxy());
-        for (int status : config.proxy().retryableStatuses()) {
-            if (status >= 0 && status < retryable.length) {
-                retryable[status] = true;
-            }
-        }
+        this.retries = new RetryPolicy(config.proxy(), random);
         this.requestTimeoutNanos =
                 Duration.ofSeconds(config.proxy().requestTimeoutSecs()).toNanos();
         this.metrics = metrics;
@@ -352,16 +341,12 @@ public final class Forwarder {
                                 : lookup.match().heldTokens(id));
             }
             if (!d.routed()) {
-                return notRouted(d);
+                return UpstreamAnswers.notRouted(d, in.endpoint(), attempt, lastFailure, log);
             }
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 d.lease().close();
-                return reply(
-                        504,
-                        "timeout",
-                        "upstream_timeout",
-                        "proxy.request_timeout_secs passed before a replica answered");
+                return UpstreamAnswers.timeout(log, false);
             }
             URI uri;
             try {
@@ -376,28 +361,6 @@ public final class Forwarder {
             }
             log.upstreamStarted();
             return new Send(d, uri, clientHeaders, remaining);
-        }
-
-        /** The router found no replica for this attempt: the answer to the client. */
-        private Reply notRouted(RouteDecision d) {
-            if (d.reason() == Reason.MODEL_NOT_SERVED) {
-                return new Reply(Answer.json(ModelNotFound.STATUS, ModelNotFound.body(in.endpoint(), d.model())))
-                        .logged(log, ModelNotFound.CODE);
-            }
-            if (attempt == 0) {
-                return new Reply(Answer.error(
-                                        503,
-                                        "no_replica_available",
-                                        "no replica can take the request now (all unhealthy, circuit-open or at max_load)")
-                                .with("Retry-After", "1"))
-                        .logged(log, "no_replica");
-            }
-            return reply(
-                    502,
-                    "upstream_failed",
-                    "upstream_failed",
-                    "the request failed on " + attempt + " replica(s) and no other replica is available; last error: "
-                            + lastFailure);
         }
 
         /**
@@ -421,11 +384,7 @@ public final class Forwarder {
             lease.failed();
             if (kind == Failure.TIMEOUT) {
                 lease.close();
-                return reply(
-                        504,
-                        "timeout",
-                        "upstream_timeout",
-                        "the replica did not answer within proxy.request_timeout_secs");
+                return UpstreamAnswers.timeout(log, true);
             }
             lastFailure = kind == Failure.CONNECT
                     ? "replica " + s.replica.id() + " " + detail
@@ -446,22 +405,7 @@ public final class Forwarder {
             if (pause != null) {
                 return retry(s, pause);
             }
-            return switch (kind) {
-                case CONNECT ->
-                    reply(502, "connect_failed", "upstream_unreachable", "could not connect: " + lastFailure);
-                case INVALID ->
-                    reply(
-                            502,
-                            "upstream_error",
-                            "upstream_invalid_answer",
-                            "the replica's answer was not valid HTTP: " + lastFailure);
-                default ->
-                    reply(
-                            502,
-                            "upstream_error",
-                            "upstream_connection_error",
-                            "the connection to the replica failed: " + lastFailure);
-            };
+            return UpstreamAnswers.failed(kind, lastFailure, log);
         }
 
         /**
@@ -475,7 +419,7 @@ public final class Forwarder {
                 return failed(s, Failure.INVALID, invalid);
             }
             s.lease.status(status);
-            if (retryable[status]) {
+            if (retries.retryable(status)) {
                 Duration pause = retryPause(s.replica);
                 if (pause != null) {
                     if (status >= 500) {
@@ -499,31 +443,9 @@ public final class Forwarder {
             return new Wait(pause);
         }
 
-        /**
-         * The wait before retrying after the current attempt failed on {@code failed}, or null when there is
-         * to be no retry: none left, no other replica could take the request now, or the wait would end after
-         * the deadline.
-         */
+        /** The wait before retrying after the current attempt failed on {@code failed}, or null: no retry. */
         private Duration retryPause(Replica failed) {
-            if (attempt >= config.maxRetries() || !anotherCandidate(failed)) {
-                return null;
-            }
-            Duration delay = backoff.delay(attempt + 1, random.get());
-            return delay.toNanos() < deadline - System.nanoTime() ? delay : null;
-        }
-
-        /** True if a replica other than {@code failed} and those already excluded could take the request now. */
-        private boolean anotherCandidate(Replica failed) {
-            for (Replica r : routing.router.replicas().replicas()) {
-                if (r != failed
-                        && !request.isExcluded(r)
-                        && (request.model() == null || r.serves(request.model()))
-                        && r.isAvailable()
-                        && r.inFlight() < r.maxLoad()) {
-                    return true;
-                }
-            }
-            return false;
+            return retries.pause(attempt, failed, request, routing, deadline);
         }
 
         /** The front cannot send {@code s} as asked ({@code message} says why): the 400 that ends the exchange. */
@@ -549,7 +471,7 @@ public final class Forwarder {
         }
 
         private Reply reply(int status, String result, String code, String message) {
-            return new Reply(Answer.error(status, code, message)).logged(log, result);
+            return UpstreamAnswers.reply(log, status, result, code, message);
         }
     }
 
