@@ -324,6 +324,11 @@ public final class DecisionLog {
         return Shared.WRITER.flush(timeout);
     }
 
+    /** The process's writer thread: {@link ProxyMetrics} defers its request-path events to it. */
+    static DecisionWriter writer() {
+        return Shared.WRITER;
+    }
+
     /** Decision lines dropped because the writer's queue was full, since the process started. */
     static long droppedLines() {
         return Shared.WRITER.dropped();

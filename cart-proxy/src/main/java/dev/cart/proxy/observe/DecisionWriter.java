@@ -12,14 +12,17 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
- * Formats and writes the decision lines on a thread of its own, so that the event loop that finishes a request
- * only hands its {@link DecisionLog} (the fields, not the text) to a bounded queue.
+ * Formats and writes the decision lines, and updates the request path's meters, on a thread of its own, so that
+ * the event loop that finishes a request only hands its {@link DecisionLog} (the fields, not the text) and its
+ * metric events (each a small {@link Runnable}, see {@link ProxyMetrics}) to a bounded queue.
  *
  * <p>How: a request's thread {@link #submit}s its record with one {@code offer} into an {@link
  * ArrayBlockingQueue}; when the queue is full the record is dropped and counted ({@link #dropped}, exported as
- * {@code cart_decision_lines_dropped_total}): the caller never blocks. One writer thread takes the records in
+ * {@code cart_decision_lines_dropped_total}): the caller never blocks. A metric event is {@link #defer}red the
+ * same way; when the queue is full, its caller runs it itself (slower, never lost, never waiting). One writer thread takes the records in
  * batches in the order they were queued, formats each ({@link DecisionLog#line()}) and hands the line to its sink
- * (the {@code cart.decision} logger), so the lines of a process come out in the order their requests finished.
+ * (the {@code cart.decision} logger), so the lines of a process come out in the order their requests finished;
+ * it runs each metric event in the order it was queued.
  * The writer is not woken per record (a wake-up is a system call on the caller's thread): while records come it
  * polls the queue every millisecond, and only after {@link #IDLE_POLLS} empty polls does it park until a caller
  * wakes it (the caller reads one volatile flag per record, and wakes it only then). So a line reaches its sink
@@ -35,8 +38,8 @@ import java.util.function.Consumer;
  */
 final class DecisionWriter implements AutoCloseable {
 
-    /** Records the queue holds: at 20,000 requests per second, 0.4 s of lines. */
-    static final int CAPACITY = 8192;
+    /** Entries the queue holds: at 20,000 requests per second (a line and about five metric events each), 0.5 s. */
+    static final int CAPACITY = 65_536;
 
     /** Empty polls, a millisecond apart, before the writer parks until woken. */
     static final int IDLE_POLLS = 100;
@@ -85,12 +88,27 @@ final class DecisionWriter implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Queues a metric event for the writer thread.
+     *
+     * @return false when the queue was full: the caller runs {@code event} itself
+     */
+    boolean defer(Runnable event) {
+        if (!queue.offer(event)) {
+            return false;
+        }
+        if (sleeping) {
+            LockSupport.unpark(thread);
+        }
+        return true;
+    }
+
     /** Records dropped because the queue was full, since the start. */
     long dropped() {
         return dropped.sum();
     }
 
-    /** Records whose line could not be formatted or written (the sink threw), since the start. */
+    /** Records whose line could not be formatted or written (the sink threw), or events that threw, since the start. */
     long failed() {
         return failed.sum();
     }
@@ -157,6 +175,10 @@ final class DecisionWriter implements AutoCloseable {
             return;
         }
         try {
+            if (o instanceof Runnable event) {
+                event.run();
+                return;
+            }
             sink.accept(((DecisionLog) o).line());
         } catch (RuntimeException e) {
             failed.increment(); // a broken appender must not stop the lines after it

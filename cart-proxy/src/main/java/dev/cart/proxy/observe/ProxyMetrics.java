@@ -17,6 +17,7 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,7 +30,9 @@ import java.util.function.Supplier;
  *
  * <p>How: this class makes the registry, binds the JVM's and the process's meters, and hands each event to the
  * part that keeps its meters, one class per job: {@link RequestMeters} the events of every request (meters
- * resolved once and kept by index and by the identity of the replica's id, so that an event builds no tags),
+ * resolved once and kept by index and by the identity of the replica's id, so that an event builds no tags; the
+ * events are run on the decision lines' writer thread, {@link DecisionWriter}: the caller's thread, an event
+ * loop, only queues a small object, and a scrape first waits for what was queued before it),
  * {@link RareEvents} the rarer events (looked up by name and tags when they happen; those dashboards take rates
  * of registered at 0 from the start), {@link LiveGauges} the gauges over live state (read at scrape time through
  * a supplier of the current {@link Routing}, so they follow a reload), {@link KvMetrics} precise mode's. A meter
@@ -66,6 +69,11 @@ public final class ProxyMetrics implements AutoCloseable {
     private final RareEvents rare;
     private final LiveGauges gauges;
     private final KvMetrics kv;
+    /** The thread the request path's events are deferred to (the decision lines' writer). */
+    private final DecisionWriter writer = DecisionLog.writer();
+
+    /** How long a scrape waits for the events queued before it to be counted. */
+    private static final Duration SCRAPE_WAIT = Duration.ofSeconds(2);
 
     /**
      * @param routing    the current routing state (read at scrape time)
@@ -111,11 +119,22 @@ public final class ProxyMetrics implements AutoCloseable {
         return Labels.STATUSES[Labels.statusIndex(status)];
     }
 
-    // ---- the request path ({@link RequestMeters}) ----
+    // ---- the request path ({@link RequestMeters}), run on the writer thread ----
+
+    /**
+     * Hands a request-path event to the writer thread (one allocation and one queue offer on the caller's
+     * thread), or runs it here when the queue is full: never lost, never waited for. A scrape waits for the
+     * events queued before it ({@link #scrape}).
+     */
+    private void defer(Runnable event) {
+        if (!writer.defer(event)) {
+            event.run();
+        }
+    }
 
     /** One client request finished (counted by the handler; the JDK server's own rejections are not). */
     public void request(String path, int status, String replica, long nanos) {
-        requests.request(path, status, replica, nanos);
+        defer(() -> requests.request(path, status, replica, nanos));
     }
 
     /**
@@ -123,17 +142,18 @@ public final class ProxyMetrics implements AutoCloseable {
      * by prompt (counted as {@code pass_through} when a replica was chosen).
      */
     public void decision(RouteDecision d, boolean passThrough) {
-        requests.decision(d, passThrough);
+        requests.window(d);
+        defer(() -> requests.decision(d, passThrough));
     }
 
     /** A lease closed: one upstream attempt ended (from the router's listener). */
     public void leaseCompleted(LeaseCompletion c) {
-        requests.leaseCompleted(c);
+        defer(() -> requests.leaseCompleted(c));
     }
 
     /** Time from sending the upstream request to the first byte of the answer's body (or its head). */
     public void firstByte(String replica, long nanos) {
-        requests.firstByte(replica, nanos);
+        defer(() -> requests.firstByte(replica, nanos));
     }
 
     /**
@@ -143,16 +163,17 @@ public final class ProxyMetrics implements AutoCloseable {
      * prefill on the replica explained the shortfall: nothing dropped).
      */
     public void cacheFeedback(RouteDecision d, CacheFeedback f) {
-        requests.cacheFeedback(d, f);
+        defer(() -> requests.cacheFeedback(d, f));
     }
 
     /** A finished chat answer was (or was not) learned as the start of the next turn ({@code result}: a constant). */
     public void answerLearned(String result) {
-        requests.answerLearned(result);
+        defer(() -> requests.answerLearned(result));
     }
 
-    /** Per-model decision and cache-hit counts since the start, for {@code /workers}. */
+    /** Per-model decision and cache-hit counts since the start, for {@code /workers} (after the queued events). */
     public Map<String, long[]> modelCounts() {
+        writer.flush(SCRAPE_WAIT);
         return modelLabels.snapshot();
     }
 
@@ -237,8 +258,12 @@ public final class ProxyMetrics implements AutoCloseable {
         gauges.syncReplicas(set);
     }
 
-    /** The Prometheus text exposition of every meter. */
+    /**
+     * The Prometheus text exposition of every meter, once the request-path events queued before the call are
+     * counted (it waits up to two seconds for them: a writer thread that far behind has its lines dropped).
+     */
     public String scrape() {
+        writer.flush(SCRAPE_WAIT);
         return registry.scrape();
     }
 

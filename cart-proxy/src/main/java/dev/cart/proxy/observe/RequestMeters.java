@@ -24,7 +24,8 @@ import java.util.function.Supplier;
 /**
  * The metrics of every request: its end, its decisions, its upstream attempts, its first byte, the replica's
  * usage report and answer learning. Each event is a few updates of meters resolved before (Micrometer's own
- * update is the cost), and builds no tags, key or string.
+ * update is the cost), and builds no tags, key or string. {@link ProxyMetrics} runs them on the
+ * {@link DecisionWriter}'s thread, off the event loops.
  *
  * <p>How: the meters of each replica are a {@link ReplicaMeters}, found by the identity of the id string the
  * request path passes (the replica set's own strings) in a short copy-on-write array, else by a map lookup the
@@ -142,7 +143,18 @@ final class RequestMeters {
         t.record(nanos, TimeUnit.NANOSECONDS);
     }
 
-    /** A routing decision; {@code passThrough} for a request not routed by prompt. */
+    /**
+     * A routed decision's entry in the window of recent decisions ({@code /workers}): recorded at once, on the
+     * caller's thread (two atomic writes), so that {@code /workers} sees it as soon as the decision is made.
+     */
+    void window(RouteDecision d) {
+        if (d.routed()) {
+            ReplicaMeters m = replica(d.replica().id());
+            window.record(d.reason() == Reason.CACHE_HIT ? m.windowHit : m.windowMiss);
+        }
+    }
+
+    /** A routing decision's meters ({@link #window} records its window entry); {@code passThrough} as there. */
     void decision(RouteDecision d, boolean passThrough) {
         int reason = Labels.reasonIndex(d, passThrough);
         ReplicaMeters m = replica(d.routed() ? d.replica().id() : null);
@@ -157,7 +169,6 @@ final class RequestMeters {
             if (d.keyLength() > 0) {
                 matchedRatio.record(d.matchedRatio());
             }
-            window.record(d.reason() == Reason.CACHE_HIT ? m.windowHit : m.windowMiss);
             if (d.learnedElsewhere()) {
                 Counter c = learnedElsewhere;
                 if (c == null) {

@@ -133,6 +133,36 @@ class DecisionWriterTest {
         }
     }
 
+    /** Metric events run on the writer thread, in their order among the lines; a full queue refuses them at once. */
+    @Test
+    @Timeout(60)
+    void eventsRunOnTheWriterInOrderWithTheLinesAndAFullQueueRefusesThem() throws Exception {
+        CountDownLatch inSink = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> seen = Collections.synchronizedList(new ArrayList<>());
+        try (DecisionWriter w = writer(3, line -> {
+            inSink.countDown();
+            try {
+                release.await(); // holds the writer on the first line
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            seen.add(endpoint(line));
+        })) {
+            assertTrue(w.submit(record(0)));
+            assertTrue(inSink.await(LONG.toSeconds(), TimeUnit.SECONDS));
+            assertTrue(w.defer(
+                    () -> seen.add("event 1 on " + Thread.currentThread().getName())));
+            assertTrue(w.submit(record(2)));
+            assertTrue(w.defer(() -> seen.add("event 3")));
+            assertFalse(w.defer(() -> seen.add("event 4")), "the queue is full: the caller runs it itself");
+            assertEquals(0, w.dropped(), "a refused event is not a dropped line");
+            release.countDown();
+            assertTrue(w.flush(LONG));
+            assertEquals(List.of("/e0", "event 1 on test-decision-writer", "/e2", "event 3"), seen);
+        }
+    }
+
     @Test
     void closeWritesWhatIsQueuedFirst() throws Exception {
         CountDownLatch inSink = new CountDownLatch(1);
