@@ -7,6 +7,7 @@ import dev.cart.proxy.core.ProxyCore;
 import dev.cart.proxy.http.AnswerBudget;
 import dev.cart.proxy.http.BodyBudget;
 import dev.cart.proxy.netty.NettyFront;
+import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.DecisionWindow;
 import dev.cart.proxy.observe.ProxyMetrics;
 import dev.cart.proxy.routing.Cluster;
@@ -375,6 +376,8 @@ public final class ProxyServer implements AutoCloseable {
         }
         cluster.close();
         scheduler.shutdownNow();
+        DecisionLog.flush(
+                java.time.Duration.ofSeconds(5)); // the lines of the requests just ended, before logback stops
         metrics.close();
     }
 }

@@ -34,6 +34,7 @@ class CountersFromStartTest {
                 assertZero(m, "cart_requests_rejected_total", "cause", cause);
             }
             assertZero(m, "cart_upstream_stale_connections_total");
+            assertZero(m, "cart_decision_lines_dropped_total"); // the process's: no test drops a line
             for (ScriptedReplica r : h.replicas) {
                 assertReplicaZero(m, r.url());
             }

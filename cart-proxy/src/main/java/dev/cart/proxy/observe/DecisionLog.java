@@ -24,11 +24,28 @@ import org.slf4j.LoggerFactory;
  * spaces. The line never carries prompt text, header values or credentials: the model name is the only
  * request field logged, reduced to a safe character set.
  *
- * <p>Not thread-safe: one record per request, filled in by the thread handling it.
+ * <p>How: the thread handling the request fills in the fields (a few writes each, no formatting, no copy: even
+ * the values made safe are made so when the line is written); {@link #emit()} takes the end time and hands the
+ * record to the process's one {@link DecisionWriter}, whose thread formats the line ({@link #line()}) and logs
+ * it, in the order the requests finished. When the writer's queue is full the line is dropped and counted
+ * ({@code cart_decision_lines_dropped_total}) rather than the request's thread kept waiting. {@link #flush}
+ * writes what is queued (the proxy calls it on close).
+ *
+ * <p>Not thread-safe: one record per request, filled in by the thread handling it; after {@link #emit()} the
+ * record belongs to the writer and is not changed again.
  */
 public final class DecisionLog {
 
     static final Logger LOG = LoggerFactory.getLogger("cart.decision");
+
+    /** The process's writer of decision lines, started with the first line or the first look at its count. */
+    private static final class Shared {
+        static final DecisionWriter WRITER = new DecisionWriter(DecisionWriter.CAPACITY, LOG::info, r -> {
+            Thread t = new Thread(r, "cart-decision-log");
+            t.setDaemon(true);
+            return t;
+        });
+    }
 
     /** Room for a whole line at once (a routed line is about 330 characters), so the builder never grows. */
     private static final int LINE_CAPACITY = 512;
@@ -41,6 +58,10 @@ public final class DecisionLog {
     private final String endpoint;
     private final String method;
     private final long startNanos = System.nanoTime();
+    /** When {@link #emit()} handed the line over: the end of {@code total_ms} and {@code upstream_ms}. */
+    private long endNanos;
+
+    private boolean ended;
     private String model = "-";
     private String stream = "-";
     private RouteDecision decision;
@@ -68,12 +89,12 @@ public final class DecisionLog {
 
     public DecisionLog(boolean enabled, String endpoint, String method) {
         this.enabled = enabled;
-        this.endpoint = safe(endpoint, 200);
-        this.method = safe(method, 16);
+        this.endpoint = endpoint;
+        this.method = method;
     }
 
     public void request(String modelName, boolean streamed) {
-        this.model = modelName == null ? "-" : safe(modelName, 100);
+        this.model = modelName == null ? "-" : modelName;
         this.stream = Boolean.toString(streamed);
     }
 
@@ -121,7 +142,7 @@ public final class DecisionLog {
     public void flow(long queuedNanos, int band, String tenant) {
         this.queuedNanos = Math.max(0, queuedNanos);
         this.band = band;
-        this.tenant = safe(tenant, 64);
+        this.tenant = tenant;
     }
 
     /**
@@ -156,22 +177,27 @@ public final class DecisionLog {
             .map(m -> m.name().toLowerCase(Locale.ROOT))
             .toArray(String[]::new);
 
+    /**
+     * The decision line: {@code total_ms} and {@code upstream_ms} end when {@link #emit()} was called, or now
+     * when it was not.
+     */
     public String line() {
+        long end = ended ? endNanos : System.nanoTime();
         StringBuilder b = BUILDER.get();
         b.setLength(0);
         b.append("decision endpoint=")
-                .append(endpoint)
+                .append(safe(endpoint, 200))
                 .append(" method=")
-                .append(method)
+                .append(safe(method, 16))
                 .append(" model=")
-                .append(model)
+                .append(safe(model, 100))
                 .append(" stream=")
                 .append(stream);
         if (decision != null) {
             b.append(" reason=")
                     .append(
                             passThrough && decision.routed()
-                                    ? ProxyMetrics.PASS_THROUGH
+                                    ? Labels.PASS_THROUGH
                                     : decision.reason().code())
                     .append(" replica=")
                     .append(
@@ -199,19 +225,19 @@ public final class DecisionLog {
         b.append(" cached=");
         orDash(b, cachedTokens);
         b.append(" upstream_ms=");
-        orDash(b, upstreamNanos < 0 ? -1 : (System.nanoTime() - upstreamNanos) / 1_000_000);
+        orDash(b, upstreamNanos < 0 ? -1 : (end - upstreamNanos) / 1_000_000);
         b.append(" retries=")
                 .append(retries)
                 .append(" result=")
                 .append(result)
                 .append(" total_ms=")
-                .append((System.nanoTime() - startNanos) / 1_000_000);
+                .append((end - startNanos) / 1_000_000);
         estimates(b);
         b.append(" queued_ms=");
         orDash(b, queuedNanos < 0 ? -1 : queuedNanos / 1_000_000);
         b.append(" band=");
         orDash(b, band);
-        b.append(" tenant=").append(tenant);
+        b.append(" tenant=").append(safe(tenant, 64));
         if (preciseKeys) {
             b.append(" mode=").append(mode).append(" confirmed_tokens=");
             orDash(b, confirmedTokens);
@@ -276,10 +302,36 @@ public final class DecisionLog {
         return Double.isFinite(ms) ? String.format(Locale.ROOT, "%.1f", ms) : "-";
     }
 
+    /**
+     * Hands the line to the process's writer (when the decision log is on), which formats and logs it on its own
+     * thread; never blocks (a full queue drops the line and counts it). Called once, when the request is over.
+     */
     public void emit() {
         if (enabled && LOG.isInfoEnabled()) {
-            LOG.info(line());
+            endNanos = System.nanoTime();
+            ended = true;
+            Shared.WRITER.submit(this);
         }
+    }
+
+    /**
+     * Waits until the lines emitted so far are logged, at most {@code timeout}: the proxy calls it when it closes,
+     * before the logger is stopped.
+     *
+     * @return false when the timeout passed first (or the thread was interrupted)
+     */
+    public static boolean flush(java.time.Duration timeout) {
+        return Shared.WRITER.flush(timeout);
+    }
+
+    /** The process's writer thread: {@link ProxyMetrics} defers its request-path events to it. */
+    static DecisionWriter writer() {
+        return Shared.WRITER;
+    }
+
+    /** Decision lines dropped because the writer's queue was full, since the process started. */
+    static long droppedLines() {
+        return Shared.WRITER.dropped();
     }
 
     /**

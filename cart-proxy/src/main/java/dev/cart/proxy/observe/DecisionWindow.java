@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  *
  * <p>How: a ring of immutable entries and a sequence counter; a writer claims a slot with one atomic
  * increment and stores its entry with one atomic write, so recording never blocks. An entry being immutable,
- * a caller may keep a replica's two entries and record them again and again ({@link ProxyMetrics} does:
+ * a caller may keep a replica's two entries and record them again and again ({@link RequestMeters} does:
  * nothing is allocated per decision). A reader counts the slots it sees: under concurrent writes a snapshot
  * may mix entries a few decisions apart, which is fine for a share over a thousand.
  */

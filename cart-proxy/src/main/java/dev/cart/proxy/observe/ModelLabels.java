@@ -26,7 +26,7 @@ public final class ModelLabels {
 
     /**
      * One label: its decisions and cache hits, and the {@code cart.model.decisions} counter of each reason
-     * (filled in by {@link ProxyMetrics} on first use), so a decision costs one map lookup by the model.
+     * (filled in by {@link RequestMeters} on first use), so a decision costs one map lookup by the model.
      */
     static final class Counts {
         final String label;
@@ -52,10 +52,10 @@ public final class ModelLabels {
     /** The label of {@code model} for a decision over {@code set}. */
     public String label(String model, ManagedReplicaSet set) {
         if (model == null) {
-            return ProxyMetrics.NONE;
+            return Labels.NONE;
         }
         Counts c = counts(model, set);
-        return c == null ? ProxyMetrics.OTHER : c.label;
+        return c == null ? Labels.OTHER : c.label;
     }
 
     /**

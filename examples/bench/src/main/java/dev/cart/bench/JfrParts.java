@@ -45,6 +45,9 @@ public final class JfrParts {
         {"DecisionWindow.", "decision line"},
         {"BatchedConsoleAppender.", "decision line"},
         {"ch.qos.logback", "decision line"},
+        {"DecisionWriter.", "decision line"},
+        {"dev.cart.proxy.observe.", "metrics"
+        }, // the metrics' classes other than ProxyMetrics (Labels, RequestMeters...)
         {"RoutingKeys.extract", "extraction"},
         {"dev.cart.extract.", "extraction"},
         {"PreciseMode.", "precise lookup"},
