@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Asks an engine for a request's tokens: vLLM's {@code POST /tokenize} with the request's messages (its chat
@@ -24,8 +25,10 @@ import java.util.function.Function;
  * {@link KvEventsListener#onTokenized}); a replica failing it several times in a row drops to approximate.
  * One attempt per request, bounded by the timeout: a request whose tokens cannot be had routes approximately.
  *
- * <p>Thread-safe; one instance serves every request. Uses the JDK's {@link HttpClient} and Jackson's
- * streaming parser for the answer ({@code {"count": n, "max_model_len": m, "tokens": [...]}}).
+ * <p>Thread-safe; one instance serves every request. Uses the JDK's {@link HttpClient} (its own, or the
+ * host's: {@link Builder#httpClient}) and Jackson's streaming parser for the answer
+ * ({@code {"count": n, "max_model_len": m, "tokens": [...]}}). The call carries the request's body and
+ * {@code content-type} alone: no header of the client's request (its credentials included) reaches the engine.
  */
 public final class EngineTokenizer implements PromptTokenizer {
 
@@ -41,10 +44,12 @@ public final class EngineTokenizer implements PromptTokenizer {
         this.index = b.index;
         this.timeout = b.timeout;
         this.baseUri = b.baseUri;
-        this.http = HttpClient.newBuilder()
-                .connectTimeout(b.connectTimeout)
-                .version(HttpClient.Version.HTTP_1_1)
-                .build();
+        this.http = b.http != null
+                ? b.http
+                : HttpClient.newBuilder()
+                        .connectTimeout(b.connectTimeout)
+                        .version(HttpClient.Version.HTTP_1_1)
+                        .build();
     }
 
     /**
@@ -169,6 +174,7 @@ public final class EngineTokenizer implements PromptTokenizer {
         private Duration timeout = Duration.ofMillis(500);
         private Duration connectTimeout = Duration.ofMillis(200);
         private Function<String, URI> baseUri = URI::create;
+        private @Nullable HttpClient http;
 
         private Builder(KvIndex index) {
             this.index = Objects.requireNonNull(index);
@@ -219,7 +225,22 @@ public final class EngineTokenizer implements PromptTokenizer {
         }
 
         /**
-         * Builds the tokenizer (and its HTTP client).
+         * The HTTP client to call the engines with: a host that builds tokenizers again (on every reload of its
+         * workers) passes one client it owns, so no tokenizer starts a client (and its selector thread) of its
+         * own. The client's connect timeout then applies instead of {@link #connectTimeout}; the tokenizer never
+         * closes it. Default: each tokenizer builds its own HTTP/1.1 client.
+         *
+         * @param client the client; used from the requests' threads (the JDK's client is thread-safe)
+         * @return this builder
+         * @throws NullPointerException if {@code client} is null
+         */
+        public Builder httpClient(HttpClient client) {
+            this.http = Objects.requireNonNull(client);
+            return this;
+        }
+
+        /**
+         * Builds the tokenizer (and its HTTP client, unless {@link #httpClient} gave one).
          *
          * @return a new tokenizer; builders may be reused
          */

@@ -153,6 +153,7 @@ public final class KvFeed {
             s.incomplete = false;
             s.nextSeq = -1;
             listener.onReset(id(), rank(), "restart");
+            index.engineReset(s);
             if (replayer != null) {
                 startReplay(0, "restart");
                 hold(seq, payload, fromBuffer);
@@ -338,6 +339,7 @@ public final class KvFeed {
             s.resets++;
             s.incomplete = false; // everything before the clear is gone: the history is whole again
             listener.onReset(id(), rank(), "cleared");
+            index.engineReset(s);
         }
         if (a.capEvicted > 0) {
             s.capEvicted += a.capEvicted;

@@ -12,8 +12,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The block index of precise mode: which replica's engine holds which block of engine tokens, as the
@@ -41,6 +44,11 @@ import org.jspecify.annotations.Nullable;
  */
 public final class KvIndex {
 
+    private static final Logger LOG = LoggerFactory.getLogger(KvIndex.class);
+
+    /** Blocks a lookup hashes before it probes them. */
+    private static final int LOOKUP_CHUNK = 64;
+
     /** Most streams one index follows (one bit each). */
     public static final int MAX_STREAMS = 64;
 
@@ -54,6 +62,8 @@ public final class KvIndex {
     private final LongSupplier ticker;
     private final java.time.Clock clock;
     private final KvEventsListener listener;
+    private final Consumer<String> engineResets;
+    private volatile boolean engineResetFailureLogged;
 
     private final KeyTable keys = new KeyTable();
     private final ReentrantLock lock = new ReentrantLock();
@@ -62,11 +72,26 @@ public final class KvIndex {
 
     /** Replicas by id, replaced whole on registration (copy on write). */
     private volatile Map<String, ReplicaEntry> replicas = Map.of();
-    /** Replicas by ordinal. */
-    private volatile ReplicaEntry[] ordered = new ReplicaEntry[0];
+    /** Replicas by ordinal, each stream's replica, every stream's bit: replaced whole on registration. */
+    private volatile Registry registry = new Registry(new ReplicaEntry[0], new int[MAX_STREAMS], 0);
 
     private final @Nullable StreamState[] slots = new StreamState[MAX_STREAMS];
     private final long[] pair = new long[2];
+
+    /** What a lookup reads of the registration, published as one (copy on write). */
+    private static final class Registry {
+        final ReplicaEntry[] ordered;
+        /** The ordinal of each slot's replica. */
+        final int[] slotOrd;
+        /** The bits of every registered stream. */
+        final long bits;
+
+        Registry(ReplicaEntry[] ordered, int[] slotOrd, long bits) {
+            this.ordered = ordered;
+            this.slotOrd = slotOrd;
+            this.bits = bits;
+        }
+    }
 
     /** One replica: its streams, its ordinal in lookups, its tokenization record. */
     static final class ReplicaEntry {
@@ -95,6 +120,7 @@ public final class KvIndex {
         this.ticker = b.ticker;
         this.clock = b.clock;
         this.listener = new SafeKvListener(b.listener);
+        this.engineResets = b.engineResets;
         this.overlay = new Overlay(ticker);
     }
 
@@ -123,9 +149,12 @@ public final class KvIndex {
 
     /**
      * The prefix of {@code tokens} each replica holds. Only whole blocks count, and at most the blocks before
-     * the prompt's last token (an engine always computes the last token).
+     * the prompt's last token (an engine always computes the last token). Hashes the blocks one by one, probing
+     * each, and stops at the first block no stream holds; the overlay then compares the tokens with those of
+     * the requests just routed.
      *
-     * @param tokens the request's prompt as the engine tokenizes it (its chat template applied)
+     * @param tokens the request's prompt as the engine tokenizes it (its chat template applied); the match
+     *               keeps it (not a copy, for the overlay of {@link #routed}): do not change it afterwards
      * @param model  the model the request names (an adapter's name for an adapter), as the streams'
      *               {@link KvStream#model} and the engines' {@code lora_name} give it; null (a request naming
      *               none) is keyed as the empty name, so it matches only a stream whose model is {@code ""}
@@ -137,51 +166,55 @@ public final class KvIndex {
         Objects.requireNonNull(tokens, "tokens");
         int bs = blockSize;
         int n = tokens.length == 0 ? 0 : (tokens.length - 1) / bs;
-        long[] k = new long[n];
-        long parent = BlockKeys.root(model, salt);
-        for (int i = 0; i < n; i++) {
-            parent = BlockKeys.block(tokens, i * bs, bs, parent);
-            k[i] = parent;
-        }
-        ReplicaEntry[] reps = ordered;
-        long registered = 0;
-        for (ReplicaEntry r : reps) {
-            registered |= r.streamBits;
-        }
-        int[] bySlot = new int[MAX_STREAMS];
-        long alive = registered;
+        long root = BlockKeys.root(model, salt);
+        Registry reg = registry;
+        ReplicaEntry[] reps = reg.ordered;
+        int[] slotOrd = reg.slotOrd;
+        int[] confirmed = new int[reps.length];
+        // hash a chunk of blocks, then probe them; stop at the first block no stream holds (a prompt that
+        // diverges early is hashed no further than its chunk). Hashing runs branch-free between the probes.
+        long alive = reg.bits;
+        long[] chunk = new long[Math.min(n, LOOKUP_CHUNK)];
+        long parent = root;
+        long first = 0;
         int i = 0;
         while (i < n && alive != 0) {
-            long held = keys.holders(k[i]);
-            long dropped = alive & ~held;
-            while (dropped != 0) {
-                int slot = Long.numberOfTrailingZeros(dropped);
-                bySlot[slot] = i;
-                dropped &= dropped - 1;
+            int c = Math.min(chunk.length, n - i);
+            for (int j = 0; j < c; j++) {
+                parent = BlockKeys.block(tokens, (i + j) * bs, bs, parent);
+                chunk[j] = parent;
             }
-            alive &= held;
-            i++;
+            if (i == 0) {
+                first = chunk[0];
+            }
+            for (int j = 0; j < c && alive != 0; j++, i++) {
+                long held = keys.holders(chunk[j]);
+                long dropped = alive & ~held;
+                while (dropped != 0) {
+                    // a replica's prefix is where its last stream drops out: later drops overwrite earlier ones
+                    confirmed[slotOrd[Long.numberOfTrailingZeros(dropped)]] = i;
+                    dropped &= dropped - 1;
+                }
+                alive &= held;
+            }
         }
         while (alive != 0) {
-            int slot = Long.numberOfTrailingZeros(alive);
-            bySlot[slot] = i;
+            confirmed[slotOrd[Long.numberOfTrailingZeros(alive)]] = i;
             alive &= alive - 1;
         }
+        if (n > 0 && i == 0 && first == 0) {
+            first = BlockKeys.block(tokens, 0, bs, root);
+        }
         long now = ticker.getAsLong();
-        int[] confirmed = new int[reps.length];
-        int[] blocks = new int[reps.length];
+        int[] blocks = confirmed.clone();
         ReplicaMode[] modes = new ReplicaMode[reps.length];
         for (ReplicaEntry r : reps) {
-            int best = 0;
-            for (StreamState st : r.streams) {
-                best = Math.max(best, bySlot[st.slot]);
-            }
-            confirmed[r.ord] = best;
-            blocks[r.ord] = best;
             modes[r.ord] = mode(r, now, null);
         }
-        overlay.extend(k, blocks, now);
-        return new PreciseMatch(this, tokens.length, bs, k, confirmed, blocks, modes, reps);
+        if (n > 0) {
+            overlay.extend(tokens, n, bs, root, first, blocks, now);
+        }
+        return new PreciseMatch(this, tokens, n, root, first, bs, confirmed, blocks, modes, reps);
     }
 
     /** The replica's mode at {@code now}; its reason in {@code why[0]} when given. */
@@ -195,12 +228,12 @@ public final class KvIndex {
         StreamState[] ss = r.streams;
         ReplicaMode worst = ReplicaMode.APPROXIMATE;
         String reason = "no stream";
-        String[] w = new String[1];
+        String @Nullable [] w = why == null ? null : new String[1];
         for (int i = 0; i < ss.length; i++) {
             ReplicaMode m = ss[i].mode(now, silenceNanos, w);
             if (i == 0 || m.ordinal() > worst.ordinal()) {
                 worst = m;
-                reason = w[0];
+                reason = w == null ? "" : w[0];
             }
         }
         if (why != null) {
@@ -260,8 +293,8 @@ public final class KvIndex {
         for (StreamState st : r.streams) {
             st.noteRouted(now);
         }
-        if (match != null && match.blockKeys().length > 0) {
-            overlay.add(decision, r.ord, match.blockKeys());
+        if (match != null && match.blocks() > 0) {
+            overlay.add(decision, r.ord, match);
         }
     }
 
@@ -334,7 +367,7 @@ public final class KvIndex {
     public List<ReplicaStatus> status() {
         long now = ticker.getAsLong();
         List<ReplicaStatus> out = new ArrayList<>();
-        for (ReplicaEntry r : ordered) {
+        for (ReplicaEntry r : registry.ordered) {
             out.add(status(r, now));
         }
         return out;
@@ -427,19 +460,23 @@ public final class KvIndex {
             StreamState st = new StreamState(stream, slot);
             slots[slot] = st;
             Map<String, ReplicaEntry> m = new LinkedHashMap<>(replicas);
+            Registry reg = registry;
+            ReplicaEntry[] ordered = reg.ordered;
             ReplicaEntry r = m.get(stream.replica());
             if (r == null) {
                 r = new ReplicaEntry(stream.replica(), m.size());
                 m.put(stream.replica(), r);
-                ReplicaEntry[] o = java.util.Arrays.copyOf(ordered, ordered.length + 1);
-                o[r.ord] = r;
-                ordered = o;
+                ordered = java.util.Arrays.copyOf(ordered, ordered.length + 1);
+                ordered[r.ord] = r;
             }
             StreamState[] ss = java.util.Arrays.copyOf(r.streams, r.streams.length + 1);
             ss[ss.length - 1] = st;
             r.streams = ss;
             r.streamBits |= st.bit;
+            int[] slotOrd = reg.slotOrd.clone();
+            slotOrd[slot] = r.ord;
             replicas = Map.copyOf(new HashMap<>(m));
+            registry = new Registry(ordered, slotOrd, reg.bits | st.bit);
             return st;
         } finally {
             lock.unlock();
@@ -507,6 +544,28 @@ public final class KvIndex {
             s.blocks = 0;
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * {@code s}'s engine emptied its cache (it restarted, or said {@code AllBlocksCleared}): the blocks routed
+     * requests were to create on its replica are gone with it, so the replica's overlay records are dropped,
+     * and the host hears it ({@link Builder#onEngineReset}). Called on the stream's thread, after its blocks
+     * were dropped.
+     */
+    void engineReset(StreamState s) {
+        ReplicaEntry r = replicas.get(s.config.replica());
+        if (r == null) {
+            return;
+        }
+        overlay.dropReplica(r.ord);
+        try {
+            engineResets.accept(r.id);
+        } catch (RuntimeException e) {
+            if (!engineResetFailureLogged) {
+                engineResetFailureLogged = true;
+                LOG.error("the engine-reset handler failed (logged once; events go on)", e);
+            }
         }
     }
 
@@ -638,6 +697,7 @@ public final class KvIndex {
         private LongSupplier ticker = System::nanoTime;
         private java.time.Clock clock = java.time.Clock.systemUTC();
         private KvEventsListener listener = KvEventsListener.NONE;
+        private Consumer<String> engineResets = replica -> {};
 
         private Builder() {}
 
@@ -777,6 +837,22 @@ public final class KvIndex {
          */
         public Builder listener(KvEventsListener listener) {
             this.listener = Objects.requireNonNull(listener);
+            return this;
+        }
+
+        /**
+         * Hears each replica whose engine emptied its cache: its sequence went back (a restart) or it said
+         * {@code AllBlocksCleared}; not a reset for lost events, after which the engine still holds its blocks.
+         * By then the index has dropped the stream's blocks and the replica's overlay; a host keeping its own
+         * guesses of what the replica holds (the router's prefix tree: {@code Router.forgetReplica}) drops them
+         * here. Nothing by default. What it throws is logged once and dropped.
+         *
+         * @param handler called with the replica's id on the stream's thread (so quick, and thread-safe)
+         * @return this builder
+         * @throws NullPointerException if {@code handler} is null
+         */
+        public Builder onEngineReset(Consumer<String> handler) {
+            this.engineResets = Objects.requireNonNull(handler);
             return this;
         }
 

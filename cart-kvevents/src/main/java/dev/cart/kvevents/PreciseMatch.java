@@ -16,9 +16,11 @@ import dev.cart.core.spi.Replica;
 public final class PreciseMatch {
 
     private final KvIndex index;
-    private final int promptTokens;
+    private final int[] tokens;
+    private final int blocks;
+    private final long root;
+    private final long firstKey;
     private final int blockSize;
-    private final long[] keys;
     private final int[] confirmed;
     private final int[] held;
     private final ReplicaMode[] modes;
@@ -26,17 +28,21 @@ public final class PreciseMatch {
 
     PreciseMatch(
             KvIndex index,
-            int promptTokens,
+            int[] tokens,
+            int blocks,
+            long root,
+            long firstKey,
             int blockSize,
-            long[] keys,
             int[] confirmed,
             int[] held,
             ReplicaMode[] modes,
             KvIndex.ReplicaEntry[] replicas) {
         this.index = index;
-        this.promptTokens = promptTokens;
+        this.tokens = tokens;
+        this.blocks = blocks;
+        this.root = root;
+        this.firstKey = firstKey;
         this.blockSize = blockSize;
-        this.keys = keys;
         this.confirmed = confirmed;
         this.held = held;
         this.modes = modes;
@@ -49,11 +55,31 @@ public final class PreciseMatch {
      * @return the length looked up, zero or more
      */
     public int promptTokens() {
-        return promptTokens;
+        return tokens.length;
     }
 
-    long[] blockKeys() {
-        return keys;
+    /** The prompt's engine tokens (the caller's array). */
+    int[] tokens() {
+        return tokens;
+    }
+
+    /** The whole blocks a request creates on its replica: those before its last token. */
+    int blocks() {
+        return blocks;
+    }
+
+    /** The chain's seed (model or adapter, salt). */
+    long root() {
+        return root;
+    }
+
+    /** The key of the first block (0 when {@link #blocks} is 0). */
+    long firstKey() {
+        return firstKey;
+    }
+
+    int blockSize() {
+        return blockSize;
     }
 
     private int ord(String replica) {
@@ -114,6 +140,7 @@ public final class PreciseMatch {
 
             @Override
             public int matchedLength(Replica replica) {
+                int promptTokens = tokens.length;
                 if (promptTokens == 0) {
                     return 0;
                 }

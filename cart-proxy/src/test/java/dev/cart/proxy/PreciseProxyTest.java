@@ -286,12 +286,12 @@ class PreciseProxyTest {
                                     .contains("cart_kv_resets_total{cause=\"restart\",replica=\"" + h.baseUri()
                                             + "\"} 1.0")
                             && mode(h) == ReplicaMode.PRECISE);
-            // the requests routed there before count for it until their leases end and the overlay's time passes
+            // the overlay of the requests routed there before went with the restart
             String third = chat(system, "third");
-            await("the earlier requests' overlay expired", () -> held(h, third) == 0);
+            await("the earlier requests' overlay dropped", () -> held(h, third) == 0);
             Matcher after = routed(log, third);
             assertEquals("0", after.group(4), after.group());
-            // the tree still remembers the route; the engine's events say the prefix is gone
+            // the engine's events say the prefix is gone (and the tree forgot the route at the restart)
             assertEquals("0", after.group(3), after.group());
             String line = log.lines().get(log.lines().size() - 1);
             assertFalse(line.contains(" reason=cache_hit "), line);

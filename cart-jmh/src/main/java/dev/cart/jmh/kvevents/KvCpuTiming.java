@@ -10,7 +10,7 @@ import java.util.Locale;
  * machine shared with other work (where a wall-clock score counts the time the thread waited for a core). The
  * same set-ups as {@link IngestBenchmark} and {@link LookupBenchmark}. Ingest: CPU nanoseconds per block over
  * batches of 20,000 invocations (each one batch of 16 blocks stored and one of 16 removed). Lookup: each
- * lookup of the 500-block prompt timed on its own (the CPU clock's own cost, about a microsecond, included);
+ * lookup of the 500-block prompt (held whole, then diverging after 32 blocks) timed on its own (the CPU clock's own cost, about a microsecond, included);
  * p50 and p99 per run. Several runs in one JVM after a warm-up; a line per run.
  *
  * <p>Run: {@code java -cp cart-jmh/target/benchmarks.jar dev.cart.jmh.kvevents.KvCpuTiming [runs]}.
@@ -45,28 +45,32 @@ public final class KvCpuTiming {
                     1e9 / perBlock);
         }
 
-        LookupBenchmark lookup = new LookupBenchmark();
-        lookup.promptBlocks = 500;
-        lookup.setUp();
-        for (int i = 0; i < 50_000; i++) {
-            lookup.lookup();
-        }
         long sink = 0;
-        for (int r = 0; r < runs; r++) {
-            int n = 20_000;
-            long[] t = new long[n];
-            for (int i = 0; i < n; i++) {
-                long c0 = mx.getCurrentThreadCpuTime();
-                sink += lookup.lookup().promptTokens();
-                t[i] = mx.getCurrentThreadCpuTime() - c0;
+        for (String shape : new String[] {"held", "diverging"}) {
+            LookupBenchmark lookup = new LookupBenchmark();
+            lookup.promptBlocks = 500;
+            lookup.shape = shape;
+            lookup.setUp();
+            for (int i = 0; i < 50_000; i++) {
+                lookup.lookup();
             }
-            Arrays.sort(t);
-            System.out.printf(
-                    Locale.ROOT,
-                    "lookup run %d (500 blocks): p50 %.1f µs, p99 %.1f µs CPU%n",
-                    r + 1,
-                    t[n / 2] / 1e3,
-                    t[(int) Math.ceil(n * 0.99) - 1] / 1e3);
+            for (int r = 0; r < runs; r++) {
+                int n = 20_000;
+                long[] t = new long[n];
+                for (int i = 0; i < n; i++) {
+                    long c0 = mx.getCurrentThreadCpuTime();
+                    sink += lookup.lookup().promptTokens();
+                    t[i] = mx.getCurrentThreadCpuTime() - c0;
+                }
+                Arrays.sort(t);
+                System.out.printf(
+                        Locale.ROOT,
+                        "lookup run %d (500 blocks, %s): p50 %.1f µs, p99 %.1f µs CPU%n",
+                        r + 1,
+                        shape,
+                        t[n / 2] / 1e3,
+                        t[(int) Math.ceil(n * 0.99) - 1] / 1e3);
+            }
         }
         long c0 = mx.getCurrentThreadCpuTime();
         for (int i = 0; i < 1000; i++) {

@@ -4,6 +4,7 @@ import dev.cart.core.CacheFeedback;
 import dev.cart.core.EvictionReport;
 import dev.cart.core.ManagedReplicaSet;
 import dev.cart.core.RouteDecision;
+import dev.cart.core.Router;
 import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.RoutingListener;
 import dev.cart.extract.Endpoint;
@@ -20,6 +21,7 @@ import dev.cart.kvevents.ReplicaStatus;
 import dev.cart.kvevents.TokenizeRequest;
 import dev.cart.proxy.config.KvEventsSettings;
 import dev.cart.proxy.config.ProxyConfig;
+import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -31,6 +33,8 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * Precise mode for one worker list (the proxy builds one with each routing state, so a reload that changes the
@@ -47,8 +51,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * silence check, and {@link #listening} hears the lease's end.
  *
  * <p>Threads: the subscriber's (one per stream, from construction to {@link #close}) and the tokenize pool's
- * (at most {@link #TOKENIZE_THREADS}, started on demand, gone after 30 s idle). None exist without a worker
- * with {@code kv_events}: {@link #of} then returns null. Thread-safe.
+ * (at most {@link #TOKENIZE_THREADS}, started on demand, gone after 30 s idle); the {@code /tokenize} calls go
+ * through the proxy's own HTTP client, so a reload starts no client. None exist without a worker with
+ * {@code kv_events}: {@link #of} then returns null. An engine that empties its cache makes the router forget
+ * its routes to that replica ({@link #forgetRoutesOnEngineReset}). Thread-safe.
  */
 public final class PreciseMode implements AutoCloseable {
 
@@ -70,6 +76,9 @@ public final class PreciseMode implements AutoCloseable {
     /** The followed workers' URLs (their replica ids), in configuration order, with their streams' model. */
     private final Map<String, String> followed;
 
+    /** What an engine reset (a restart, AllBlocksCleared) does beyond the index: the router's forget. */
+    private final AtomicReference<Consumer<String>> resets;
+
     private final AtomicLong nextProbe = new AtomicLong(System.nanoTime());
 
     private PreciseMode(
@@ -77,12 +86,28 @@ public final class PreciseMode implements AutoCloseable {
             KvSubscriber subscriber,
             PromptTokenizer tokenizer,
             ThreadPoolExecutor executor,
-            Map<String, String> followed) {
+            Map<String, String> followed,
+            AtomicReference<Consumer<String>> resets) {
         this.index = index;
         this.subscriber = subscriber;
         this.tokenizer = tokenizer;
         this.executor = executor;
         this.followed = followed;
+        this.resets = resets;
+    }
+
+    /**
+     * From now on, a replica whose engine emptied its cache (it restarted, or said {@code AllBlocksCleared})
+     * loses its routes in {@code router}'s prefix tree ({@link Router#forgetReplica}), as the index drops its
+     * blocks and its overlay: should the replica fall back to approximate, the tree no longer claims what the
+     * engine lost. Called once the router over this precise mode's workers is built; runs on the stream's
+     * thread.
+     *
+     * @param router   the router routing over {@code replicas}
+     * @param replicas its replica set (a reset replica no longer in it is ignored)
+     */
+    public void forgetRoutesOnEngineReset(Router router, ManagedReplicaSet replicas) {
+        resets.set(id -> replicas.member(id).ifPresent(router::forgetReplica));
     }
 
     /**
@@ -90,12 +115,15 @@ public final class PreciseMode implements AutoCloseable {
      * {@code kv_events} (nothing is started then).
      *
      * @param listener hears the index and the subscriber (the proxy's metrics)
+     * @param client   the proxy's HTTP client, shared by every reload's engine tokenizer (never closed here);
+     *                 the {@code /tokenize} calls carry no header of the client's request
      */
-    public static PreciseMode of(ProxyConfig config, KvEventsListener listener) {
+    public static PreciseMode of(ProxyConfig config, KvEventsListener listener, HttpClient client) {
         if (!config.precise()) {
             return null;
         }
         KvEventsSettings s = config.kvEvents();
+        AtomicReference<Consumer<String>> resets = new AtomicReference<>(id -> {});
         KvIndex index = KvIndex.builder()
                 .blockSize(s.blockSize())
                 .maxBlocksPerStream(s.maxBlocksPerStream())
@@ -104,6 +132,7 @@ public final class PreciseMode implements AutoCloseable {
                 .replayTimeout(Duration.ofSeconds(s.replayTimeoutSecs()))
                 .overlayTtl(Duration.ofMillis(s.overlayTtlMs()))
                 .listener(listener)
+                .onEngineReset(id -> resets.get().accept(id))
                 .build();
         Map<String, String> followed = new LinkedHashMap<>();
         KvSubscriber.Builder sb = KvSubscriber.builder(index).receiveHighWaterMark(s.receiveHwm());
@@ -129,11 +158,11 @@ public final class PreciseMode implements AutoCloseable {
             Duration timeout = s.tokenizeTimeout();
             tokenizer = EngineTokenizer.builder(index)
                     .timeout(timeout)
-                    .connectTimeout(timeout.compareTo(Duration.ofMillis(200)) < 0 ? timeout : Duration.ofMillis(200))
+                    .httpClient(client)
                     .build();
             executor = pool(config.server().maxConcurrentRequests());
         }
-        return new PreciseMode(index, sb.start(), tokenizer, executor, followed);
+        return new PreciseMode(index, sb.start(), tokenizer, executor, followed, resets);
     }
 
     private static ThreadPoolExecutor pool(int queue) {

@@ -116,7 +116,7 @@ public final class Routing implements AutoCloseable {
             ManagedReplicaSet set,
             Routing previous,
             Cluster cluster) {
-        PreciseMode precise = PreciseMode.of(config, listener.kvListener());
+        PreciseMode precise = PreciseMode.of(config, listener.kvListener(), client);
         try {
             return assemble(config, clock, listener, client, scheduler, set, previous, cluster, precise);
         } catch (RuntimeException | Error e) {
@@ -158,6 +158,9 @@ public final class Routing implements AutoCloseable {
         }
         cluster.configure(rb);
         Router router = rb.build();
+        if (precise != null) {
+            precise.forgetRoutesOnEngineReset(router, set);
+        }
         Set<String> discovered = new java.util.HashSet<>();
         for (ProxyConfig.Worker w : config.workers()) {
             if (!w.modelsConfigured()) {

@@ -190,6 +190,58 @@ class PreciseFaultTest {
         }
     }
 
+    /** The index's match for {@code body}'s prompt (tokens from the replica's /tokenize). */
+    private static dev.cart.kvevents.PreciseMatch match(KvIndex index, SimulatedReplicaServer r, String body) {
+        TokenizeRequest t = TokenizeRequest.of(TokenizeRequest.Api.CHAT, body.getBytes(StandardCharsets.UTF_8));
+        PromptTokens tokens = EngineTokenizer.builder(index)
+                .timeout(Duration.ofSeconds(10))
+                .httpClient(HTTP)
+                .build()
+                .tokenize(t, List.of(r.baseUri().toString()));
+        assertTrue(tokens.ok(), tokens.failure());
+        return index.lookup(tokens.tokens(), t.model(), t.salt());
+    }
+
+    @Test
+    void aRestartDropsTheOverlayOfTheRequestsRoutedThereAndTellsTheHost() throws Exception {
+        try (SimulatedReplicaServer r = replica(KvEventOptions.defaults())) {
+            String id = r.baseUri().toString();
+            List<String> resets = new java.util.concurrent.CopyOnWriteArrayList<>();
+            KvIndex index = KvIndex.builder()
+                    .replayTimeout(Duration.ofSeconds(20))
+                    .onEngineReset(resets::add)
+                    .build();
+            dev.cart.core.ManagedReplicaSet set =
+                    dev.cart.core.ManagedReplicaSet.builder().add(id).build();
+            try (KvSubscriber sub = follow(index, r);
+                    dev.cart.core.Router router = dev.cart.core.Router.builder()
+                            .replicas(set)
+                            .policy(new RoundRobinForTest())
+                            .listener(index.leaseListener())
+                            .evictionInterval(Duration.ZERO)
+                            .build()) {
+                await("connected", () -> index.mode(id) == ReplicaMode.PRECISE);
+                // the engine publishes something first: a restart shows as its sequence going back
+                String earlier = chat("sim", system(39), "e?", null);
+                send(r, earlier);
+                await("earlier indexed", () -> confirmed(index, r, earlier) > 0);
+                String a = chat("sim", system(40), "a?", null);
+                // routed there and not yet computed: its lease stays open, so the overlay keeps it
+                dev.cart.core.RouteDecision d = router.choose(dev.cart.core.RouteRequest.empty());
+                index.routed(d, match(index, r, a));
+                dev.cart.kvevents.PreciseMatch before = match(index, r, a);
+                assertEquals(0, before.confirmedTokens(id));
+                assertTrue(before.heldTokens(id) > 0, "held through the overlay");
+                r.restartEngine();
+                send(r, chat("sim", system(41), "b?", null)); // the new engine's first batch: sequence 0
+                await("restart seen", () -> status(index, r).resets() >= 1 && !resets.isEmpty());
+                assertEquals(List.of(id), resets);
+                assertEquals(0, match(index, r, a).heldTokens(id)); // the engine lost it, the overlay too
+                d.lease().close();
+            }
+        }
+    }
+
     @Test
     void aLateSubscriberIsPreciseWithAnIncompleteHistory() throws Exception {
         try (SimulatedReplicaServer r = replica(KvEventOptions.defaults().bufferBatches(3))) {
