@@ -132,17 +132,20 @@ public final class JfrParts {
     }
 
     /**
-     * The event loops' execution samples of a recording, counted by part (threads other than the loops left
-     * out): what {@link PhaseParts} spreads a phase's loop CPU over.
+     * The event loops' execution samples of a recording taken from {@code from} to {@code to}, counted by part
+     * (threads other than the loops left out): what {@link PhaseParts} spreads a phase's loop CPU over.
      *
      * @throws IOException when the recording cannot be read
      */
-    static Map<String, Long> loopParts(Path recording) throws IOException {
+    static Map<String, Long> loopParts(Path recording, java.time.Instant from, java.time.Instant to)
+            throws IOException {
         Map<String, Long> parts = new TreeMap<>();
         try (RecordingFile file = new RecordingFile(recording)) {
             while (file.hasMoreEvents()) {
                 RecordedEvent e = file.readEvent();
-                if (!e.getEventType().getName().equals("jdk.ExecutionSample")) {
+                if (!e.getEventType().getName().equals("jdk.ExecutionSample")
+                        || e.getStartTime().isBefore(from)
+                        || e.getStartTime().isAfter(to)) {
                     continue;
                 }
                 RecordedThread t = e.getThread("sampledThread");

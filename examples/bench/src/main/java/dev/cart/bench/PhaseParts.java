@@ -3,6 +3,7 @@ package dev.cart.bench;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -17,8 +18,10 @@ import java.util.Set;
  * that serves it".
  *
  * <p>How: for each closed-loop phase of a proxy target ({@code cart}, {@code cart-base}), a JFR recording with 1
- * ms Java execution samples runs in the proxy's JVM for the phase only (started and stopped with {@code jcmd});
- * the Netty event loops' user and system ticks are read from {@code /proc} at the same two moments. Execution
+ * ms Java execution samples runs in the proxy's JVM from before the phase's warm-up (started with {@code jcmd},
+ * so that the compilation a recording's start causes falls in the warm-up) to the phase's end, and only the
+ * samples taken during the phase count; the Netty event loops' user and system ticks are read from
+ * {@code /proc} at the phase's two ends. Execution
  * samples see Java code only, so the loops' <em>user</em> time per request is spread over the parts
  * ({@link JfrParts#PARTS}) by their share of the loops' samples, and the loops' <em>system</em> time (the socket
  * reads and writes in the kernel) is its own row. Sampling stops each thread briefly every millisecond and JFR's
@@ -41,6 +44,7 @@ final class PhaseParts {
     private final Map<String, Map<String, Double>> phases = new LinkedHashMap<>();
 
     private long pid;
+    private Instant from = Instant.MIN;
     private ThreadCpu.Sample before = ThreadCpu.Sample.NONE;
 
     private PhaseParts(String jcmd, Path settings, Path dir) {
@@ -66,14 +70,22 @@ final class PhaseParts {
         return new PhaseParts(home.resolve("bin/jcmd").toString(), settings, out);
     }
 
-    /** Starts recording process {@code pid}; {@link #stop} ends it. */
-    void start(long pid) throws IOException, InterruptedException {
+    /**
+     * Starts recording process {@code pid}, before the phase's warm-up: starting a recording makes the JVM compile
+     * and instrument its event classes, work that belongs in the warm-up, not in the measured phase.
+     */
+    void arm(long pid) throws IOException, InterruptedException {
         this.pid = pid;
         String answer =
                 Children.run(List.of(jcmd, Long.toString(pid), "JFR.start", "name=cart-parts", "settings=" + settings));
         if (!answer.contains("Started recording")) {
             throw new IOException("JFR.start in " + pid + ": " + answer.strip());
         }
+    }
+
+    /** The measured phase begins: samples count from now, and the loops' CPU is read; {@link #stop} ends it. */
+    void start() {
+        from = Instant.now();
         before = ThreadCpu.read(pid);
     }
 
@@ -83,6 +95,7 @@ final class PhaseParts {
      */
     List<String> stop(ProxyBench.Phase phase) throws IOException, InterruptedException {
         long[] userSystem = ThreadCpu.userSystem(before, ThreadCpu.read(pid), PhaseParts::isLoop);
+        Instant to = Instant.now();
         Path rec = dir.resolve(
                 "parts-" + phase.target() + "-" + phase.size() + "-" + (phase.stream() ? "sse" : "json") + ".jfr");
         String answer =
@@ -90,7 +103,7 @@ final class PhaseParts {
         if (!Files.isRegularFile(rec)) {
             throw new IOException("JFR.stop in " + pid + ": " + answer.strip());
         }
-        Map<String, Long> samples = JfrParts.loopParts(rec);
+        Map<String, Long> samples = JfrParts.loopParts(rec, from, to);
         Map<String, Double> perRequest = spread(samples, ThreadCpu.Split.perRequest(userSystem[0], phase.ok()));
         perRequest.put(SYSTEM_ROW, ThreadCpu.Split.perRequest(userSystem[1], phase.ok()));
         phases.put(label(phase), perRequest);

@@ -488,6 +488,10 @@ public final class ProxyBench {
                 for (String name : o.targets) {
                     Target t = targets.get(name);
                     int warmup = warm.add(name) ? Math.max(o.warmupSecs, o.firstWarmupSecs) : o.warmupSecs;
+                    boolean recorded = parts != null && name.startsWith("cart");
+                    if (recorded) {
+                        parts.arm(t.pid());
+                    }
                     OUT.printf("%n== %s, %d B, stream=%s: warm-up %d s%n", name, size, stream, warmup);
                     closedLoop(t, reqs, Math.min(16, o.connections), warmup, size, stream, pids);
                     OUT.printf("   open loop %d req/s for %d s (load %.2f)%n", o.rate, o.openSecs, Children.load());
@@ -497,9 +501,8 @@ public final class ProxyBench {
                     OUT.printf(
                             "   closed loop, %d connections, %d s (load %.2f)%n",
                             o.connections, o.closedSecs, Children.load());
-                    boolean recorded = parts != null && name.startsWith("cart");
                     if (recorded) {
-                        parts.start(t.pid());
+                        parts.start();
                     }
                     Phase closed = closedLoop(t, reqs, o.connections, o.closedSecs, size, stream, pids);
                     phases.add(closed);
