@@ -45,7 +45,7 @@ final class DecisionWriter implements AutoCloseable {
     static final int IDLE_POLLS = 100;
 
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
-    private static final long SLEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final Duration IDLE_SLEEP = Duration.ofSeconds(1);
     private static final int BATCH = 256;
 
     private final ArrayBlockingQueue<Object> queue;
@@ -55,6 +55,8 @@ final class DecisionWriter implements AutoCloseable {
     private final LongAdder failed = new LongAdder();
     /** True while the writer is parked until a caller wakes it (set before its last look at the queue). */
     private volatile boolean sleeping;
+
+    private final long idleSleepNanos;
 
     private volatile boolean stopped;
 
@@ -66,6 +68,12 @@ final class DecisionWriter implements AutoCloseable {
      * @param threads  makes the writer thread
      */
     DecisionWriter(int capacity, Consumer<String> sink, ThreadFactory threads) {
+        this(capacity, sink, threads, IDLE_SLEEP);
+    }
+
+    /** As above, with the longest the idle writer parks before it looks at the queue again unwoken. */
+    DecisionWriter(int capacity, Consumer<String> sink, ThreadFactory threads, Duration idleSleep) {
+        this.idleSleepNanos = idleSleep.toNanos();
         this.queue = new ArrayBlockingQueue<>(capacity);
         this.sink = sink;
         this.thread = threads.newThread(this::run);
@@ -101,6 +109,11 @@ final class DecisionWriter implements AutoCloseable {
             LockSupport.unpark(thread);
         }
         return true;
+    }
+
+    /** True while the writer is parked until a caller wakes it. */
+    boolean sleeping() {
+        return sleeping;
     }
 
     /** Records dropped because the queue was full, since the start. */
@@ -162,7 +175,7 @@ final class DecisionWriter implements AutoCloseable {
             } else {
                 sleeping = true;
                 if (queue.isEmpty() && !stopped) {
-                    LockSupport.parkNanos(this, SLEEP_NANOS); // a caller that queued after the look wakes it
+                    LockSupport.parkNanos(this, idleSleepNanos); // a caller that queued after the look wakes it
                 }
                 sleeping = false;
             }

@@ -225,12 +225,19 @@ class DecisionWriterTest {
     @Test
     void aQuietWriterIsWokenByTheNextLine() throws Exception {
         List<String> lines = Collections.synchronizedList(new ArrayList<>());
-        try (DecisionWriter w = writer(16, lines::add)) {
+        // parked for an hour when idle: the second line is written only if its submit wakes the writer
+        try (DecisionWriter w = new DecisionWriter(
+                16,
+                lines::add,
+                r -> {
+                    Thread t = new Thread(r, "test-decision-writer");
+                    t.setDaemon(true);
+                    return t;
+                },
+                Duration.ofHours(1))) {
             assertTrue(w.submit(record(0)));
             await("first line", () -> lines.size() == 1);
-            // idle long enough to stop polling and park until woken (its sleep is one second at most; waiting for
-            // the line without a flush shows the submit woke it or the sleep ended, either way it is written)
-            Thread.sleep(DecisionWriter.IDLE_POLLS * 2L);
+            await("the writer parked until woken", w::sleeping);
             assertTrue(w.submit(record(1)));
             await("second line", () -> lines.size() == 2);
         }
