@@ -121,7 +121,7 @@ public final class EngineTokenizer implements PromptTokenizer {
         int start = Math.floorMod(turn.getAndIncrement(), n);
         for (int i = 0; i < n; i++) {
             String r = replicas.get((start + i) % n);
-            KvIndex.ReplicaEntry e = index.entry(r);
+            ReplicaEntry e = index.entry(r);
             if (e == null || e.tokenizeFailures == 0) {
                 return r;
             }

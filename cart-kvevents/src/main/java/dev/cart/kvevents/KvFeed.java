@@ -52,7 +52,7 @@ public final class KvFeed {
 
     private record Held(long seq, byte[] payload) {}
 
-    private final KvIndex index;
+    private final FeedSink sink;
     private final StreamState s;
     private @Nullable Replayer replayer;
     private final java.util.function.LongSupplier ticker;
@@ -74,17 +74,17 @@ public final class KvFeed {
     private boolean draining;
 
     KvFeed(
-            KvIndex index,
+            FeedSink sink,
             StreamState s,
             @Nullable Replayer replayer,
             java.util.function.LongSupplier ticker,
             KvEventsListener l) {
-        this.index = index;
+        this.sink = sink;
         this.s = s;
         this.replayer = replayer;
         this.ticker = ticker;
         this.listener = l;
-        this.clock = index.clock();
+        this.clock = sink.clock();
     }
 
     /** Sets the replayer before {@link #start} (a transport whose replay socket is made on the feed's thread). */
@@ -149,11 +149,11 @@ public final class KvFeed {
             // the engine counts from 0 again: it restarted, and its cache with it (a held batch below where the
             // replay began cannot be one the replay covered: live batches held came after the one that asked)
             s.resets++;
-            index.reset(s);
+            sink.reset(s);
             s.incomplete = false;
             s.nextSeq = -1;
             listener.onReset(id(), rank(), "restart");
-            index.engineReset(s);
+            sink.engineReset(s);
             if (replayer != null) {
                 startReplay(0, "restart");
                 hold(seq, payload, fromBuffer);
@@ -177,7 +177,7 @@ public final class KvFeed {
         }
         long now = ticker.getAsLong();
         s.noteEvent(now);
-        replayDeadline = now + index.replayTimeoutNanos();
+        replayDeadline = now + sink.replayTimeoutNanos();
         if (seq != replayExpect) {
             if (seq < replayExpect) {
                 return; // a repeat
@@ -269,7 +269,7 @@ public final class KvFeed {
         replayFrom = from;
         replayExpect = from;
         replayCount = 0;
-        replayDeadline = ticker.getAsLong() + index.replayTimeoutNanos();
+        replayDeadline = ticker.getAsLong() + sink.replayTimeoutNanos();
         s.replays++;
         listener.onReplayRequested(id(), rank(), from, reason);
         pendingReplay = from;
@@ -287,9 +287,9 @@ public final class KvFeed {
     /** Events were lost for good: drop the stream's blocks, mark it incomplete, hold it approximate. */
     private void lost(String why) {
         s.resets++;
-        index.reset(s);
+        sink.reset(s);
         s.incomplete = true;
-        long hold = index.gapHoldNanos();
+        long hold = sink.gapHoldNanos();
         if (hold > 0) {
             long until = ticker.getAsLong() + hold;
             s.heldUntil = until == 0 ? 1 : until;
@@ -325,7 +325,7 @@ public final class KvFeed {
             s.incomplete = true;
             listener.onMalformed(id(), rank(), "event", tally.badEvents);
         }
-        KvIndex.Applied a = index.apply(s, b.events());
+        BlockWriter.Applied a = sink.apply(s, b.events());
         s.batches++;
         s.storedBlocks += a.stored;
         s.removedBlocks += a.removed;
@@ -333,13 +333,13 @@ public final class KvFeed {
         if (live) {
             java.time.Instant now = clock.instant();
             lag = now.getEpochSecond() * 1_000_000_000L + now.getNano() - (long) (b.ts() * 1e9);
-            index.recordLag(lag);
+            sink.recordLag(lag);
         }
         if (a.cleared) {
             s.resets++;
             s.incomplete = false; // everything before the clear is gone: the history is whole again
             listener.onReset(id(), rank(), "cleared");
-            index.engineReset(s);
+            sink.engineReset(s);
         }
         if (a.capEvicted > 0) {
             s.capEvicted += a.capEvicted;

@@ -5,18 +5,12 @@ import dev.cart.core.spi.LeaseCompletion;
 import dev.cart.core.spi.Replica;
 import dev.cart.core.spi.RoutingListener;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The block index of precise mode: which replica's engine holds which block of engine tokens, as the
@@ -38,90 +32,53 @@ import org.slf4j.LoggerFactory;
  * ({@link #routed}), kept until its lease ends and then for {@link #overlayTtl()} (the measured event lag),
  * since the engine reports them only once computed.
  *
+ * <p>This class is the API and the wiring; each job is a class of its own: the lookup ({@link PrefixLookup});
+ * the streams' events applied to the tables ({@link BlockWriter}) through what a feed sees of the index
+ * ({@link FeedSink}: its batches, resets, lag and engine resets); the streams and replicas registered, their
+ * modes and status ({@link Replicas}); the requests just routed ({@link Overlay}).
+ *
  * <p>Concurrency: lookups are lock-free (they read the key table and the replica registry through volatile
  * references) and may run on any number of threads. Writes (every stream's events) take one lock: each
  * stream's thread applies its batches under it. Registration is rare and locked too.
  */
 public final class KvIndex {
 
-    private static final Logger LOG = LoggerFactory.getLogger(KvIndex.class);
-
-    /** Blocks a lookup hashes before it probes them. */
-    private static final int LOOKUP_CHUNK = 64;
-
     /** Most streams one index follows (one bit each). */
     public static final int MAX_STREAMS = 64;
 
     private final int blockSize;
-    private final int maxBlocksPerStream;
-    private final long silenceNanos;
-    private final long gapHoldNanos;
-    private final long replayTimeoutNanos;
     private final long overlayFloorNanos;
-    private final int tokenizeFailureLimit;
     private final LongSupplier ticker;
-    private final java.time.Clock clock;
     private final KvEventsListener listener;
-    private final Consumer<String> engineResets;
-    private volatile boolean engineResetFailureLogged;
 
     private final KeyTable keys = new KeyTable();
+    /** The write lock: every change to the tables, and registration. */
     private final ReentrantLock lock = new ReentrantLock();
+
     private final LagHistogram lag = new LagHistogram();
     private final Overlay overlay;
-
-    /** Replicas by id, replaced whole on registration (copy on write). */
-    private volatile Map<String, ReplicaEntry> replicas = Map.of();
-    /** Replicas by ordinal, each stream's replica, every stream's bit: replaced whole on registration. */
-    private volatile Registry registry = new Registry(new ReplicaEntry[0], new int[MAX_STREAMS], 0);
-
-    private final @Nullable StreamState[] slots = new StreamState[MAX_STREAMS];
-    private final long[] pair = new long[2];
-
-    /** What a lookup reads of the registration, published as one (copy on write). */
-    private static final class Registry {
-        final ReplicaEntry[] ordered;
-        /** The ordinal of each slot's replica. */
-        final int[] slotOrd;
-        /** The bits of every registered stream. */
-        final long bits;
-
-        Registry(ReplicaEntry[] ordered, int[] slotOrd, long bits) {
-            this.ordered = ordered;
-            this.slotOrd = slotOrd;
-            this.bits = bits;
-        }
-    }
-
-    /** One replica: its streams, its ordinal in lookups, its tokenization record. */
-    static final class ReplicaEntry {
-        final String id;
-        final int ord;
-        volatile StreamState[] streams = new StreamState[0];
-        volatile long streamBits;
-        volatile int tokenizeFailures;
-        /** The mode last computed; null before the first. */
-        volatile @Nullable ReplicaMode lastMode;
-
-        ReplicaEntry(String id, int ord) {
-            this.id = id;
-            this.ord = ord;
-        }
-    }
+    private final Replicas replicas;
+    private final PrefixLookup prefixes;
+    private final FeedSink sink;
 
     private KvIndex(Builder b) {
         this.blockSize = b.blockSize;
-        this.maxBlocksPerStream = b.maxBlocksPerStream;
-        this.silenceNanos = b.silence.toNanos();
-        this.gapHoldNanos = b.gapHold.toNanos();
-        this.replayTimeoutNanos = b.replayTimeout.toNanos();
         this.overlayFloorNanos = b.overlayTtl.toNanos();
-        this.tokenizeFailureLimit = b.tokenizeFailureLimit;
         this.ticker = b.ticker;
-        this.clock = b.clock;
         this.listener = new SafeKvListener(b.listener);
-        this.engineResets = b.engineResets;
         this.overlay = new Overlay(ticker);
+        this.replicas = new Replicas(lock, b.silence.toNanos(), b.tokenizeFailureLimit, listener);
+        this.prefixes = new PrefixLookup(blockSize, keys, replicas, overlay, ticker);
+        BlockWriter writer = new BlockWriter(keys, lock, blockSize, b.maxBlocksPerStream);
+        this.sink = new FeedSink(
+                writer,
+                replicas,
+                overlay,
+                lag,
+                b.clock,
+                b.gapHold.toNanos(),
+                b.replayTimeout.toNanos(),
+                b.engineResets);
     }
 
     /**
@@ -164,89 +121,7 @@ public final class KvIndex {
      */
     public PreciseMatch lookup(int[] tokens, @Nullable String model, @Nullable String salt) {
         Objects.requireNonNull(tokens, "tokens");
-        int bs = blockSize;
-        int n = tokens.length == 0 ? 0 : (tokens.length - 1) / bs;
-        long root = BlockKeys.root(model, salt);
-        Registry reg = registry;
-        ReplicaEntry[] reps = reg.ordered;
-        int[] slotOrd = reg.slotOrd;
-        int[] confirmed = new int[reps.length];
-        // hash a chunk of blocks, then probe them; stop at the first block no stream holds (a prompt that
-        // diverges early is hashed no further than its chunk). Hashing runs branch-free between the probes.
-        long alive = reg.bits;
-        long[] chunk = new long[Math.min(n, LOOKUP_CHUNK)];
-        long parent = root;
-        long first = 0;
-        int i = 0;
-        while (i < n && alive != 0) {
-            int c = Math.min(chunk.length, n - i);
-            for (int j = 0; j < c; j++) {
-                parent = BlockKeys.block(tokens, (i + j) * bs, bs, parent);
-                chunk[j] = parent;
-            }
-            if (i == 0) {
-                first = chunk[0];
-            }
-            for (int j = 0; j < c && alive != 0; j++, i++) {
-                long held = keys.holders(chunk[j]);
-                long dropped = alive & ~held;
-                while (dropped != 0) {
-                    // a replica's prefix is where its last stream drops out: later drops overwrite earlier ones
-                    confirmed[slotOrd[Long.numberOfTrailingZeros(dropped)]] = i;
-                    dropped &= dropped - 1;
-                }
-                alive &= held;
-            }
-        }
-        while (alive != 0) {
-            confirmed[slotOrd[Long.numberOfTrailingZeros(alive)]] = i;
-            alive &= alive - 1;
-        }
-        if (n > 0 && i == 0 && first == 0) {
-            first = BlockKeys.block(tokens, 0, bs, root);
-        }
-        long now = ticker.getAsLong();
-        int[] blocks = confirmed.clone();
-        ReplicaMode[] modes = new ReplicaMode[reps.length];
-        for (ReplicaEntry r : reps) {
-            modes[r.ord] = mode(r, now, null);
-        }
-        if (n > 0) {
-            overlay.extend(tokens, n, bs, root, first, blocks, now);
-        }
-        return new PreciseMatch(this, tokens, n, root, first, bs, confirmed, blocks, modes, reps);
-    }
-
-    /** The replica's mode at {@code now}; its reason in {@code why[0]} when given. */
-    ReplicaMode mode(ReplicaEntry r, long now, String @Nullable [] why) {
-        if (r.tokenizeFailures >= tokenizeFailureLimit) {
-            if (why != null) {
-                why[0] = "tokenization failing";
-            }
-            return ReplicaMode.APPROXIMATE;
-        }
-        StreamState[] ss = r.streams;
-        ReplicaMode worst = ReplicaMode.APPROXIMATE;
-        String reason = "no stream";
-        String @Nullable [] w = why == null ? null : new String[1];
-        for (int i = 0; i < ss.length; i++) {
-            ReplicaMode m = ss[i].mode(now, silenceNanos, w);
-            if (i == 0 || m.ordinal() > worst.ordinal()) {
-                worst = m;
-                reason = w == null ? "" : w[0];
-            }
-        }
-        if (why != null) {
-            why[0] = reason;
-        }
-        ReplicaMode last = r.lastMode;
-        if (last != worst) {
-            r.lastMode = worst;
-            if (last != null) {
-                listener.onModeChanged(r.id, last, worst, reason);
-            }
-        }
-        return worst;
+        return prefixes.find(tokens, model, salt);
     }
 
     /**
@@ -256,13 +131,13 @@ public final class KvIndex {
      * @return its mode; {@link ReplicaMode#APPROXIMATE} for a replica the index has no stream of
      */
     public ReplicaMode mode(String replica) {
-        ReplicaEntry r = replicas.get(replica);
-        return r == null ? ReplicaMode.APPROXIMATE : mode(r, ticker.getAsLong(), null);
+        ReplicaEntry r = replicas.entry(replica);
+        return r == null ? ReplicaMode.APPROXIMATE : replicas.mode(r, ticker.getAsLong(), null);
     }
 
     @Nullable
     ReplicaEntry entry(String replica) {
-        return replicas.get(replica);
+        return replicas.entry(replica);
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -285,7 +160,7 @@ public final class KvIndex {
         if (chosen == null) {
             return;
         }
-        ReplicaEntry r = replicas.get(chosen.id());
+        ReplicaEntry r = replicas.entry(chosen.id());
         if (r == null) {
             return;
         }
@@ -323,7 +198,7 @@ public final class KvIndex {
      * @param reason  null on success, else why it failed
      */
     public void tokenized(String replica, boolean ok, long nanos, @Nullable String reason) {
-        ReplicaEntry r = replicas.get(replica);
+        ReplicaEntry r = replicas.entry(replica);
         if (r != null) {
             r.tokenizeFailures = ok ? 0 : r.tokenizeFailures + 1;
         }
@@ -365,12 +240,7 @@ public final class KvIndex {
      * @return one status per replica, in registration order
      */
     public List<ReplicaStatus> status() {
-        long now = ticker.getAsLong();
-        List<ReplicaStatus> out = new ArrayList<>();
-        for (ReplicaEntry r : registry.ordered) {
-            out.add(status(r, now));
-        }
-        return out;
+        return replicas.status(ticker.getAsLong());
     }
 
     /**
@@ -380,18 +250,8 @@ public final class KvIndex {
      * @return its status, or null if the index has no stream of it
      */
     public @Nullable ReplicaStatus status(String replica) {
-        ReplicaEntry r = replicas.get(replica);
-        return r == null ? null : status(r, ticker.getAsLong());
-    }
-
-    private ReplicaStatus status(ReplicaEntry r, long now) {
-        String[] why = new String[1];
-        ReplicaMode m = mode(r, now, why);
-        List<StreamStatus> ss = new ArrayList<>();
-        for (StreamState st : r.streams) {
-            ss.add(st.status(now, silenceNanos));
-        }
-        return new ReplicaStatus(r.id, m, why[0], ss);
+        ReplicaEntry r = replicas.entry(replica);
+        return r == null ? null : replicas.status(r, ticker.getAsLong());
     }
 
     /**
@@ -412,13 +272,7 @@ public final class KvIndex {
     public long tableBytes() {
         lock.lock();
         try {
-            long b = keys.bytes();
-            for (StreamState s : slots) {
-                if (s != null) {
-                    b += s.map.bytes();
-                }
-            }
-            return b;
+            return keys.bytes() + replicas.mapBytes();
         } finally {
             lock.unlock();
         }
@@ -437,240 +291,7 @@ public final class KvIndex {
      *     replica's rank already
      */
     public KvFeed feed(KvStream stream, KvFeed.@Nullable Replayer replayer) {
-        return new KvFeed(this, register(stream), replayer, ticker, listener);
-    }
-
-    StreamState register(KvStream stream) {
-        lock.lock();
-        try {
-            int slot = -1;
-            for (int i = 0; i < MAX_STREAMS; i++) {
-                if (slots[i] == null) {
-                    slot = i;
-                    break;
-                }
-                if (slots[i].config.replica().equals(stream.replica()) && slots[i].config.rank() == stream.rank()) {
-                    throw new IllegalStateException(
-                            "replica " + stream.replica() + " rank " + stream.rank() + " is followed already");
-                }
-            }
-            if (slot < 0) {
-                throw new IllegalStateException("an index follows at most " + MAX_STREAMS + " streams");
-            }
-            StreamState st = new StreamState(stream, slot);
-            slots[slot] = st;
-            Map<String, ReplicaEntry> m = new LinkedHashMap<>(replicas);
-            Registry reg = registry;
-            ReplicaEntry[] ordered = reg.ordered;
-            ReplicaEntry r = m.get(stream.replica());
-            if (r == null) {
-                r = new ReplicaEntry(stream.replica(), m.size());
-                m.put(stream.replica(), r);
-                ordered = java.util.Arrays.copyOf(ordered, ordered.length + 1);
-                ordered[r.ord] = r;
-            }
-            StreamState[] ss = java.util.Arrays.copyOf(r.streams, r.streams.length + 1);
-            ss[ss.length - 1] = st;
-            r.streams = ss;
-            r.streamBits |= st.bit;
-            int[] slotOrd = reg.slotOrd.clone();
-            slotOrd[slot] = r.ord;
-            replicas = Map.copyOf(new HashMap<>(m));
-            registry = new Registry(ordered, slotOrd, reg.bits | st.bit);
-            return st;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    long now() {
-        return ticker.getAsLong();
-    }
-
-    /** The wall clock the engines' batch timestamps are compared with for the lag. */
-    java.time.Clock clock() {
-        return clock;
-    }
-
-    void recordLag(long nanos) {
-        lag.record(Math.max(0, nanos));
-    }
-
-    long gapHoldNanos() {
-        return gapHoldNanos;
-    }
-
-    long replayTimeoutNanos() {
-        return replayTimeoutNanos;
-    }
-
-    /** What applying one batch did. */
-    static final class Applied {
-        int stored;
-        int removed;
-        int orphans;
-        int capEvicted;
-        boolean cleared;
-    }
-
-    /** Applies one decoded batch's events to {@code s}, under the lock. */
-    Applied apply(StreamState s, List<KvEvent> events) {
-        Applied a = new Applied();
-        lock.lock();
-        try {
-            for (int i = 0; i < events.size(); i++) {
-                KvEvent e = events.get(i);
-                if (e instanceof KvEvent.Stored st) {
-                    stored(s, st, a);
-                } else if (e instanceof KvEvent.Removed rm) {
-                    removed(s, rm, a);
-                } else {
-                    clear(s);
-                    a.cleared = true;
-                }
-            }
-            s.blocks = s.map.size();
-        } finally {
-            lock.unlock();
-        }
-        return a;
-    }
-
-    /** Drops every block of {@code s}. */
-    void reset(StreamState s) {
-        lock.lock();
-        try {
-            clear(s);
-            s.blocks = 0;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * {@code s}'s engine emptied its cache (it restarted, or said {@code AllBlocksCleared}): the blocks routed
-     * requests were to create on its replica are gone with it, so the replica's overlay records are dropped,
-     * and the host hears it ({@link Builder#onEngineReset}). Called on the stream's thread, after its blocks
-     * were dropped.
-     */
-    void engineReset(StreamState s) {
-        ReplicaEntry r = replicas.get(s.config.replica());
-        if (r == null) {
-            return;
-        }
-        overlay.dropReplica(r.ord);
-        try {
-            engineResets.accept(r.id);
-        } catch (RuntimeException e) {
-            if (!engineResetFailureLogged) {
-                engineResetFailureLogged = true;
-                LOG.error("the engine-reset handler failed (logged once; events go on)", e);
-            }
-        }
-    }
-
-    private void clear(StreamState s) {
-        long bit = s.bit;
-        s.map.forEach((h, v) -> keys.remove(v & ~3L, bit));
-        s.map.clear();
-        s.offloadBlocks = 0;
-    }
-
-    private void stored(StreamState s, KvEvent.Stored e, Applied a) {
-        int n = e.hashes.length;
-        if (!e.fullAttention) {
-            s.otherGroups.set(e.group);
-            s.otherGroupBlocks += n;
-            return;
-        }
-        if (e.tokens.length == 0) {
-            // an offload placeholder: no tokens, so only blocks the stream knows can gain the tier
-            for (long h : e.hashes) {
-                long v = s.map.get(h);
-                if (v != 0) {
-                    tier(s, h, v, v | e.tier);
-                }
-            }
-            return;
-        }
-        if (e.blockSize != blockSize) {
-            s.blockSizeMismatches += n;
-            return;
-        }
-        long parent;
-        if (e.hasParent) {
-            long pv = s.map.get(e.parent);
-            if (pv == 0) {
-                a.orphans += n;
-                return;
-            }
-            parent = pv & ~3L;
-        } else {
-            parent = BlockKeys.root(e.lora != null ? e.lora : s.config.model(), e.salt);
-        }
-        for (int j = 0; j < n; j++) {
-            long seed = e.extra == null ? parent : BlockKeys.withExtra(parent, e.extra[j]);
-            long key = BlockKeys.block(e.tokens, j * blockSize, blockSize, seed);
-            long h = e.hashes[j];
-            long old = s.map.get(h);
-            long tiers = e.tier;
-            if (old != 0) {
-                if ((old & ~3L) == key) {
-                    tiers |= old & 3L;
-                } else {
-                    keys.remove(old & ~3L, s.bit); // the engine reused the hash for other tokens
-                }
-                tier(s, h, old, key | tiers);
-            } else {
-                s.map.put(h, key | tiers);
-                if ((tiers & KvEvent.OFFLOAD) != 0) {
-                    s.offloadBlocks++;
-                }
-            }
-            keys.add(key, s.bit);
-            a.stored++;
-            parent = key;
-        }
-        while (s.map.size() > maxBlocksPerStream && s.map.removeOldest(pair)) {
-            keys.remove(pair[1] & ~3L, s.bit);
-            if ((pair[1] & KvEvent.OFFLOAD) != 0) {
-                s.offloadBlocks--;
-            }
-            a.capEvicted++;
-        }
-    }
-
-    /** Sets {@code h}'s value from {@code old} to {@code value}, keeping the offload count. */
-    private static void tier(StreamState s, long h, long old, long value) {
-        s.map.put(h, value);
-        boolean was = (old & KvEvent.OFFLOAD) != 0;
-        boolean is = (value & KvEvent.OFFLOAD) != 0;
-        if (was != is) {
-            s.offloadBlocks += is ? 1 : -1;
-        }
-    }
-
-    private void removed(StreamState s, KvEvent.Removed e, Applied a) {
-        if (s.otherGroups.get(e.group)) {
-            return;
-        }
-        for (long h : e.hashes) {
-            long v = s.map.get(h);
-            if (v == 0) {
-                continue;
-            }
-            long left = v & ~(long) e.tier;
-            if ((left & 3L) == 0) {
-                s.map.remove(h);
-                keys.remove(v & ~3L, s.bit);
-                if ((v & KvEvent.OFFLOAD) != 0) {
-                    s.offloadBlocks--;
-                }
-                a.removed++;
-            } else {
-                tier(s, h, v, left);
-            }
-        }
+        return new KvFeed(sink, replicas.register(stream), replayer, ticker, listener);
     }
 
     private static void atLeast(String name, long value, long min) {

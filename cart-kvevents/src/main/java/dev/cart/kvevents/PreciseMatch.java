@@ -15,7 +15,7 @@ import dev.cart.core.spi.Replica;
  */
 public final class PreciseMatch {
 
-    private final KvIndex index;
+    private final Replicas registry;
     private final int[] tokens;
     private final int blocks;
     private final long root;
@@ -24,10 +24,10 @@ public final class PreciseMatch {
     private final int[] confirmed;
     private final int[] held;
     private final ReplicaMode[] modes;
-    private final KvIndex.ReplicaEntry[] replicas;
+    private final ReplicaEntry[] replicas;
 
     PreciseMatch(
-            KvIndex index,
+            Replicas registry,
             int[] tokens,
             int blocks,
             long root,
@@ -36,8 +36,8 @@ public final class PreciseMatch {
             int[] confirmed,
             int[] held,
             ReplicaMode[] modes,
-            KvIndex.ReplicaEntry[] replicas) {
-        this.index = index;
+            ReplicaEntry[] replicas) {
+        this.registry = registry;
         this.tokens = tokens;
         this.blocks = blocks;
         this.root = root;
@@ -83,7 +83,7 @@ public final class PreciseMatch {
     }
 
     private int ord(String replica) {
-        KvIndex.ReplicaEntry e = index.entry(replica);
+        ReplicaEntry e = registry.entry(replica);
         return e == null || e.ord >= replicas.length || replicas[e.ord] != e ? -1 : e.ord;
     }
 
