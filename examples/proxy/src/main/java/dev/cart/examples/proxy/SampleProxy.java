@@ -267,18 +267,20 @@ public final class SampleProxy implements AutoCloseable {
                     reader.accept(chunk, 0, n); // the same bytes, read, never changed
                 }
             }
-        }
-        if (status >= 500) {
-            lease.failed(); // counts towards the replica's circuit breaker
-            return;
-        }
-        lease.succeeded(reader == null ? ServedUsage.unknown() : reader.finish());
-        List<? extends CharSequence> text = reader == null ? null : reader.text();
-        if (text != null) {
-            // the replica now holds this conversation followed by its own reply: the next turn starts with it
-            PromptKey next = extractor.continuationKey(req, text);
-            if (next != null) {
-                router.record(next, replica);
+            // before the stream is closed: closing it sends the answer's end, and a client may send its next turn
+            // the moment it has that; the turn must find this answer learned
+            if (status >= 500) {
+                lease.failed(); // counts towards the replica's circuit breaker
+                return;
+            }
+            lease.succeeded(reader == null ? ServedUsage.unknown() : reader.finish());
+            List<? extends CharSequence> text = reader == null ? null : reader.text();
+            if (text != null) {
+                // the replica now holds this conversation followed by its own reply: the next turn starts with it
+                PromptKey next = extractor.continuationKey(req, text);
+                if (next != null) {
+                    router.record(next, replica);
+                }
             }
         }
     }
