@@ -60,7 +60,11 @@ public final class PreciseReport {
             long seed,
             RunResult approximate,
             RunResult precise,
-            RunResult unreported) {}
+            RunResult unreported,
+            Bounds bounds) {}
+
+    /** What the condition's total cache allows on the workload ({@link CapacityBounds}), over the ideal. */
+    record Bounds(double lru, double optimal) {}
 
     public static void main(String[] args) throws Exception {
         Report.Settings s = Report.Settings.parse(args);
@@ -106,7 +110,8 @@ public final class PreciseReport {
                                 seed,
                                 once(s, seed, timed, c, false),
                                 once(s, seed, timed, c, true),
-                                once(s, seed, timed, c, Variant.specified(Variant.SPECIFIED, Map.of()), false)));
+                                once(s, seed, timed, c, Variant.specified(Variant.SPECIFIED, Map.of()), false),
+                                bounds(timed, c, s.replicas)));
                     }
                     System.out.println("seed " + seed + " " + w.name() + " done");
                     return out;
@@ -134,6 +139,15 @@ public final class PreciseReport {
             b.restartMidRun(0);
         }
         return b.build().run(p);
+    }
+
+    static Bounds bounds(PreparedWorkload p, Condition c, int replicas) {
+        long perReplica = c == Condition.PRESSURE
+                ? pressureCacheTokens(p, replicas)
+                : EngineConfig.defaults().cacheTokens();
+        long blocks = perReplica / RequestKeys.BLOCK_TOKENS * replicas;
+        double ideal = p.idealHitRatio();
+        return new Bounds(CapacityBounds.pooledLru(p, blocks) / ideal, CapacityBounds.pooledOptimal(p, blocks) / ideal);
     }
 
     /** Per replica, half the workload's working set (its distinct blocks) over the replicas. */
@@ -217,10 +231,44 @@ public final class PreciseReport {
                         .append(" |\n");
             }
             sb.append('\n');
+            if (c == Condition.PRESSURE) {
+                sb.append(capacity(pairs, c));
+            }
         }
         sb.append(unreported(pairs));
         sb.append(verdicts(pairs));
         sb.append(KeptSections.end(SECTION)).append('\n');
+        return sb.toString();
+    }
+
+    /** The hit ratios the condition's total cache allows, beside precise mode's. */
+    private static String capacity(List<Pair> pairs, Condition c) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("What this cache allows (`CapacityBounds`: the cluster's caches pooled into one, requests in order; "
+                + "*LRU*: least recently used eviction, prefix hits, a reference, not a bound; *optimal*: Belady's "
+                + "offline replacement, every cached block counted, a bound no router or index can pass), over the "
+                + "ideal:\n\n");
+        sb.append("| workload | pooled LRU / ideal | optimal / ideal | precise hit / ideal | precise hit / optimal |\n"
+                + "|---|---|---|---|---|\n");
+        for (String w : workloadNames(pairs)) {
+            List<Pair> ps = pairs.stream()
+                    .filter(p -> p.workload().equals(w) && p.condition() == c)
+                    .toList();
+            sb.append("| ").append(w).append(" | ");
+            sb.append(range(ps.stream().map(p -> p.bounds().lru()).toList(), "%.3f"))
+                    .append(" | ");
+            sb.append(range(ps.stream().map(p -> p.bounds().optimal()).toList(), "%.3f"))
+                    .append(" | ");
+            sb.append(range(ps.stream().map(p -> share(p.precise())).toList(), "%.3f"))
+                    .append(" | ");
+            sb.append(range(
+                            ps.stream()
+                                    .map(p -> share(p.precise()) / p.bounds().optimal())
+                                    .toList(),
+                            "%.3f"))
+                    .append(" |\n");
+        }
+        sb.append('\n');
         return sb.toString();
     }
 
@@ -245,7 +293,11 @@ public final class PreciseReport {
                                         .toList(),
                                 "%.0f"))
                         .append(" | ");
-                sb.append(range(ps.stream().map(PreciseReport::p99RatioUnreported).toList(), "%.2f"))
+                sb.append(range(
+                                ps.stream()
+                                        .map(PreciseReport::p99RatioUnreported)
+                                        .toList(),
+                                "%.2f"))
                         .append(" |\n");
             }
         }
