@@ -443,14 +443,14 @@ class MetricsTest {
             m.request("/nowhere", 404, null, 1_000);
             m.request(null, -1, null, 1_000);
             m.request("/metrics", 700, null, 1_000);
-            m.decision(a, false);
-            m.decision(a, false);
-            m.decision(b, true);
+            m.decision(null, a, false);
+            m.decision(null, a, false);
+            m.decision(null, b, true);
             m.leaseCompleted(new LeaseCompletion(a, dev.cart.core.Outcome.SUCCESS, 200, 5_000_000, 0));
             m.leaseCompleted(new LeaseCompletion(b, dev.cart.core.Outcome.FAILURE, 502, 5_000_000, 0));
             m.leaseCompleted(new LeaseCompletion(b, dev.cart.core.Outcome.CANCELLED, 0, 5_000_000, 0));
-            m.firstByte(ida, 2_000_000);
-            m.firstByte(ida, 2_000_000);
+            m.firstByte(null, ida, 2_000_000);
+            m.firstByte(null, ida, 2_000_000);
             m.cacheFeedback(
                     a, new dev.cart.core.CacheFeedback(100, 40, 250, dev.cart.core.CacheFeedback.Verdict.STALE));
             m.cacheFeedback(a, new dev.cart.core.CacheFeedback(100, 100, 250, dev.cart.core.CacheFeedback.Verdict.OK));
@@ -459,9 +459,9 @@ class MetricsTest {
             m.cacheFeedback(
                     b,
                     new dev.cart.core.CacheFeedback(100, 0, 250, dev.cart.core.CacheFeedback.Verdict.CACHE_UNREPORTED));
-            m.answerLearned("learned");
-            m.answerLearned("learned");
-            m.answerLearned("not_chat");
+            m.answerLearned(null, "learned");
+            m.answerLearned(null, "learned");
+            m.answerLearned(null, "not_chat");
             PromText p = PromText.parse(m.scrape());
             String req = "cart_requests_total";
             assertEquals(

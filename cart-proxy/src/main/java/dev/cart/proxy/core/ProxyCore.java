@@ -325,7 +325,6 @@ public final class ProxyCore {
      * it in the request metric with the status the client got (-1 when the connection was dropped).
      */
     public void finished(Plan plan, int status, long startNanos) {
-        String replica = null;
         if (plan instanceof Proxied p) {
             if (p.released) {
                 return;
@@ -334,10 +333,10 @@ public final class ProxyCore {
             if (p.admitted) {
                 inProgress.decrementAndGet();
             }
-            replica = p.log.replica();
-            p.log.emit();
+            metrics.finished(p.log, p.path, status, System.nanoTime() - startNanos);
+            return;
         }
-        metrics.request(plan == null ? null : plan.path(), status, replica, System.nanoTime() - startNanos);
+        metrics.request(plan == null ? null : plan.path(), status, null, System.nanoTime() - startNanos);
     }
 
     /** Counts a request the front refused before it had a plan (a head it could not parse). */

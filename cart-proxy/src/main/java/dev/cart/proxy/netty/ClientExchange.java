@@ -165,23 +165,36 @@ final class ClientExchange extends ChannelDuplexHandler implements ConnectionDea
             answer(a, true, false);
             return;
         }
-        URI uri;
-        try {
-            uri = new URI(req.uri());
-        } catch (URISyntaxException e) {
-            Answer a = Answer.error(400, "invalid_request_target", "the request target is not a valid URI");
-            core.refusedHead(null, 400, start);
-            intake.discard();
-            answer(a, true, false);
-            return;
+        String target = req.uri();
+        String rawPath;
+        String rawQuery;
+        String path;
+        if (plainPath(target)) { // the usual target: what URI would parse it into, without parsing it
+            rawPath = target;
+            rawQuery = null;
+            path = target;
+        } else {
+            URI uri;
+            try {
+                uri = new URI(target);
+            } catch (URISyntaxException e) {
+                Answer a = Answer.error(400, "invalid_request_target", "the request target is not a valid URI");
+                core.refusedHead(null, 400, start);
+                intake.discard();
+                answer(a, true, false);
+                return;
+            }
+            rawPath = uri.getRawPath();
+            rawQuery = uri.getRawQuery();
+            path = uri.getPath();
         }
         String method = req.method().name();
         requestHeaders = req.headers();
         RequestHead rh = new RequestHead(
                 method,
-                uri.getRawPath(),
-                uri.getRawQuery(),
-                uri.getPath(),
+                rawPath,
+                rawQuery,
+                path,
                 NettyHeaders.view(requestHeaders),
                 method.length()
                         + req.uri().length()
@@ -195,6 +208,33 @@ final class ClientExchange extends ChannelDuplexHandler implements ConnectionDea
             // an answer before a body the client waits to send (Expect: 100-continue) ends the connection
             answer(own.answer(), HttpUtil.is100ContinueExpected(req), true);
         }
+    }
+
+    /**
+     * True for a request target that is a plain absolute path: a {@code /} not followed by another (which would
+     * start an authority), then only letters, digits and {@code /-._~} (no query, fragment, percent-escape or
+     * character {@link URI} refuses). {@link URI} parses such a target into itself as the raw and the decoded
+     * path and no query, which the caller takes without parsing it.
+     */
+    static boolean plainPath(String target) {
+        int n = target.length();
+        if (n == 0 || target.charAt(0) != '/' || (n > 1 && target.charAt(1) == '/')) {
+            return false;
+        }
+        for (int i = 1; i < n; i++) {
+            char c = target.charAt(i);
+            if (!((c >= 'a' && c <= 'z')
+                    || (c >= 'A' && c <= 'Z')
+                    || (c >= '0' && c <= '9')
+                    || c == '/'
+                    || c == '-'
+                    || c == '.'
+                    || c == '_'
+                    || c == '~')) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -25,16 +25,18 @@ import org.slf4j.LoggerFactory;
  * request field logged, reduced to a safe character set.
  *
  * <p>How: the thread handling the request fills in the fields (a few writes each, no formatting, no copy: even
- * the values made safe are made so when the line is written); {@link #emit()} takes the end time and hands the
- * record to the process's one {@link DecisionWriter}, whose thread formats the line ({@link #line()}) and logs
- * it, in the order the requests finished. When the writer's queue is full the line is dropped and counted
- * ({@code cart_decision_lines_dropped_total}) rather than the request's thread kept waiting. {@link #flush}
- * writes what is queued (the proxy calls it on close).
+ * the values made safe are made so when the line is written). The record is also the request's {@link
+ * RequestEvents}: its metric events ride with the line. The request's end ({@link ProxyMetrics#finished}, or
+ * {@link #emit()} for a line alone) takes the end time and hands the record to the process's one {@link
+ * DecisionWriter}, whose thread counts its events, formats the line ({@link #line()}) and logs it, in the order
+ * the requests finished. When the writer's queue is full the line is dropped and counted ({@code
+ * cart_decision_lines_dropped_total}) rather than the request's thread kept waiting (its events are counted on
+ * that thread). {@link #flush} writes what is queued (the proxy calls it on close).
  *
- * <p>Not thread-safe: one record per request, filled in by the thread handling it; after {@link #emit()} the
- * record belongs to the writer and is not changed again.
+ * <p>Not thread-safe: one record per request, filled in by the thread handling it; once handed over the record
+ * belongs to the writer and is not changed again.
  */
-public final class DecisionLog {
+public final class DecisionLog extends RequestEvents {
 
     static final Logger LOG = LoggerFactory.getLogger("cart.decision");
 
@@ -54,7 +56,9 @@ public final class DecisionLog {
     private static final ThreadLocal<StringBuilder> BUILDER =
             ThreadLocal.withInitial(() -> new StringBuilder(LINE_CAPACITY));
 
-    private final boolean enabled;
+    /** True when the line is written: the decision log is on and its logger takes info. */
+    private final boolean lineOn;
+
     private final String endpoint;
     private final String method;
     private final long startNanos = System.nanoTime();
@@ -87,8 +91,16 @@ public final class DecisionLog {
     private String precise = "-";
     private String preciseReason = "-";
 
+    /**
+     * A request's record.
+     *
+     * @param enabled  whether the request's line is written ({@code proxy.decision_log}); its events are counted
+     *                 either way
+     * @param endpoint the request's endpoint or path, made safe when written
+     * @param method   the request's method
+     */
     public DecisionLog(boolean enabled, String endpoint, String method) {
-        this.enabled = enabled;
+        this.lineOn = enabled && LOG.isInfoEnabled();
         this.endpoint = endpoint;
         this.method = method;
     }
@@ -303,15 +315,28 @@ public final class DecisionLog {
     }
 
     /**
-     * Hands the line to the process's writer (when the decision log is on), which formats and logs it on its own
-     * thread; never blocks (a full queue drops the line and counts it). Called once, when the request is over.
+     * Hands the line alone (no metric events) to the process's writer (when the line is on), which formats and
+     * logs it on its own thread; never blocks (a full queue drops the line and counts it). Called once, when the
+     * request is over, in place of {@link ProxyMetrics#finished}.
      */
     public void emit() {
-        if (enabled && LOG.isInfoEnabled()) {
+        if (lineOn) {
+            end();
+        }
+    }
+
+    /** The request is over: the line's end time is taken and the record handed to the writer. */
+    void end() {
+        if (lineOn) {
             endNanos = System.nanoTime();
             ended = true;
-            Shared.WRITER.submit(this);
         }
+        Shared.WRITER.submit(this);
+    }
+
+    @Override
+    boolean hasLine() {
+        return lineOn;
     }
 
     /**

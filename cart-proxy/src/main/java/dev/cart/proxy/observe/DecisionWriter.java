@@ -1,45 +1,46 @@
 package dev.cart.proxy.observe;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
- * Formats and writes the decision lines, and updates the request path's meters, on a thread of its own, so that
- * the event loop that finishes a request only hands its {@link DecisionLog} (the fields, not the text) and its
- * metric events (each a small {@link Runnable}, see {@link ProxyMetrics}) to a bounded queue.
+ * Counts the request path's meters and formats and writes the decision lines on a thread of its own, so that the
+ * event loop that finishes a request only hands its record to a queue: one entry per request, a {@link
+ * RequestEvents} (a {@link DecisionLog} when the request has a decision line) whose fields are the request's
+ * metric events and the line's values, nothing resolved or formatted yet.
  *
- * <p>How: a request's thread {@link #submit}s its record with one {@code offer} into an {@link
- * ArrayBlockingQueue}; when the queue is full the record is dropped and counted ({@link #dropped}, exported as
- * {@code cart_decision_lines_dropped_total}): the caller never blocks. A metric event is {@link #defer}red the
- * same way; when the queue is full, its caller runs it itself (slower, never lost, never waiting). One writer thread takes the records in
- * batches in the order they were queued, formats each ({@link DecisionLog#line()}) and hands the line to its sink
- * (the {@code cart.decision} logger), so the lines of a process come out in the order their requests finished;
- * it runs each metric event in the order it was queued.
- * The writer is not woken per record (a wake-up is a system call on the caller's thread): while records come it
- * polls the queue every millisecond, and only after {@link #IDLE_POLLS} empty polls does it park until a caller
- * wakes it (the caller reads one volatile flag per record, and wakes it only then). So a line reaches its sink
- * about a millisecond after its request ended under load, at once after a quiet spell.
+ * <p>How: a request's thread {@link #submit}s its record with one offer into a {@link BoundedMpscQueue} (a
+ * compare-and-set and an ordered store, no lock). When the queue is full the caller counts the record's events
+ * itself (slower, never lost, never waiting) and its line is dropped and counted ({@link #dropped}, exported as
+ * {@code cart_decision_lines_dropped_total}). An event that came without a record to go into (see {@link
+ * RequestEvents}) is {@link #defer}red as a small {@link Runnable}, queued the same way (run by its caller when
+ * the queue is full). One writer thread takes the entries in the order their offers claimed their slots, counts
+ * each record's events ({@link RequestEvents#count}), formats its line ({@link DecisionLog#line()}) and hands it
+ * to its sink (the {@code cart.decision} logger): the lines of one thread come out in the order its requests
+ * finished, and across threads in the order of their offers. The writer is not woken per record (a wake-up is a
+ * system call on the caller's thread): while records come it polls the queue every millisecond, and only after
+ * {@link #IDLE_POLLS} empty polls does it park until a caller wakes it (the caller reads one volatile flag per
+ * record, and wakes it only then). So a line reaches its sink about a millisecond after its request ended under
+ * load, at once after a quiet spell.
  *
- * <p>Shutdown: {@link #flush} queues a marker behind the records already queued and waits, for a bounded time,
- * until the writer reaches it: every line submitted before the call has then been handed to the sink. {@link
+ * <p>Flush: {@link #flush} reads how many offers have claimed a slot and waits, for a bounded time, until the
+ * writer has handled that many entries: every record submitted before the call has then been counted and its
+ * line handed to the sink (a scrape waits so: what it shows counts the requests that ended before it). {@link
  * #close} flushes and stops the thread.
  *
- * <p>Concurrency: {@link #submit} is called by any number of threads at once; a record must not be changed
- * after it is submitted (the queue's lock publishes its fields to the writer). The sink is called by the writer
- * thread only.
+ * <p>Concurrency: {@link #submit} and {@link #defer} are called by any number of threads at once; a record must
+ * not be changed after it is submitted (the queue's ordered store publishes its fields to the writer). The sink
+ * and the records' meters are called by the writer thread (and by a caller whose entry found the queue full).
  */
 final class DecisionWriter implements AutoCloseable {
 
-    /** Entries the queue holds: at 20,000 requests per second (a line and about five metric events each), 0.5 s. */
-    static final int CAPACITY = 65_536;
+    /** Entries the queue holds: at 20,000 requests per second (one entry each), 0.8 s. */
+    static final int CAPACITY = 16_384;
 
     /** Empty polls, a millisecond apart, before the writer parks until woken. */
     static final int IDLE_POLLS = 100;
@@ -48,13 +49,19 @@ final class DecisionWriter implements AutoCloseable {
     private static final Duration IDLE_SLEEP = Duration.ofSeconds(1);
     private static final int BATCH = 256;
 
-    private final ArrayBlockingQueue<Object> queue;
+    private final BoundedMpscQueue<Object> queue;
     private final Consumer<String> sink;
     private final Thread thread;
     private final LongAdder dropped = new LongAdder();
     private final LongAdder failed = new LongAdder();
     /** True while the writer is parked until a caller wakes it (set before its last look at the queue). */
     private volatile boolean sleeping;
+    /** Entries the writer has handled (counted, written) since the start; written by the writer only. */
+    private volatile long handled;
+    /** Threads in {@link #flush} waiting on {@link #flushed}: the writer notifies them after a batch. */
+    private final AtomicInteger flushing = new AtomicInteger();
+
+    private final Object flushed = new Object();
 
     private final long idleSleepNanos;
 
@@ -63,7 +70,7 @@ final class DecisionWriter implements AutoCloseable {
     /**
      * Starts the writer thread.
      *
-     * @param capacity records queued at most (at least 1)
+     * @param capacity entries queued at most (1 to 2^30)
      * @param sink     where each formatted line goes, called on the writer thread only
      * @param threads  makes the writer thread
      */
@@ -74,20 +81,25 @@ final class DecisionWriter implements AutoCloseable {
     /** As above, with the longest the idle writer parks before it looks at the queue again unwoken. */
     DecisionWriter(int capacity, Consumer<String> sink, ThreadFactory threads, Duration idleSleep) {
         this.idleSleepNanos = idleSleep.toNanos();
-        this.queue = new ArrayBlockingQueue<>(capacity);
+        this.queue = new BoundedMpscQueue<>(capacity);
         this.sink = sink;
         this.thread = threads.newThread(this::run);
         thread.start();
     }
 
     /**
-     * Queues {@code record} for the writer, or drops and counts it when the queue is full; never blocks.
+     * Hands {@code record} over ({@link RequestEvents#handOver}) and queues it for the writer; when the queue is
+     * full, counts its events on this thread and drops its line (counted). Never blocks.
      *
-     * @return false when the record was dropped
+     * @return false when the queue was full
      */
-    boolean submit(DecisionLog record) {
+    boolean submit(RequestEvents record) {
+        record.handOver();
         if (!queue.offer(record)) {
-            dropped.increment();
+            if (record.hasLine()) {
+                dropped.increment();
+            }
+            count(record);
             return false;
         }
         if (sleeping) {
@@ -116,33 +128,49 @@ final class DecisionWriter implements AutoCloseable {
         return sleeping;
     }
 
-    /** Records dropped because the queue was full, since the start. */
+    /** Records whose line was dropped because the queue was full, since the start. */
     long dropped() {
         return dropped.sum();
     }
 
-    /** Records whose line could not be formatted or written (the sink threw), or events that threw, since the start. */
+    /** Records whose events or line failed (a meter or the sink threw), or events that threw, since the start. */
     long failed() {
         return failed.sum();
     }
 
     /**
-     * Waits until every record submitted before this call has been written, at most {@code timeout}.
+     * Waits until every entry submitted before this call has been handled (its events counted, its line written),
+     * at most {@code timeout}.
      *
      * @return true when they were; false on timeout, on interruption (the flag is restored) or when stopped
      */
     boolean flush(Duration timeout) {
+        if (stopped) {
+            return false;
+        }
+        long target = queue.claimed();
+        if (handled >= target) {
+            return true;
+        }
         long deadline = System.nanoTime() + timeout.toNanos();
-        CountDownLatch done = new CountDownLatch(1);
+        flushing.incrementAndGet();
         try {
-            if (stopped || !queue.offer(done, timeout.toNanos(), TimeUnit.NANOSECONDS)) {
-                return false;
-            }
             LockSupport.unpark(thread);
-            return done.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            synchronized (flushed) {
+                while (handled < target) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0 || stopped) {
+                        return false;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(flushed, left);
+                }
+                return true;
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
+        } finally {
+            flushing.decrementAndGet();
         }
     }
 
@@ -160,41 +188,63 @@ final class DecisionWriter implements AutoCloseable {
     }
 
     private void run() {
-        List<Object> batch = new ArrayList<>(BATCH);
         int idle = 0;
+        long done = 0;
         while (!stopped) {
-            queue.drainTo(batch, BATCH);
-            if (!batch.isEmpty()) {
+            int n = 0;
+            Object o;
+            while (n < BATCH && (o = queue.poll()) != null) {
+                write(o);
+                n++;
+            }
+            if (n > 0) {
                 idle = 0;
-                for (Object o : batch) {
-                    write(o);
+                done += n;
+                handled = done;
+                if (flushing.get() > 0) {
+                    synchronized (flushed) {
+                        flushed.notifyAll();
+                    }
                 }
-                batch.clear();
             } else if (++idle < IDLE_POLLS) {
                 LockSupport.parkNanos(this, POLL_NANOS);
             } else {
                 sleeping = true;
-                if (queue.isEmpty() && !stopped) {
+                if (queue.isEmpty() && !stopped && flushing.get() == 0) {
                     LockSupport.parkNanos(this, idleSleepNanos); // a caller that queued after the look wakes it
                 }
                 sleeping = false;
             }
         }
+        synchronized (flushed) {
+            flushed.notifyAll(); // a flush still waiting sees the writer stopped
+        }
     }
 
     private void write(Object o) {
-        if (o instanceof CountDownLatch done) {
-            done.countDown();
+        if (o instanceof RequestEvents record) {
+            count(record);
+            if (record instanceof DecisionLog log && log.hasLine()) {
+                try {
+                    sink.accept(log.line());
+                } catch (RuntimeException e) {
+                    failed.increment(); // a broken appender must not stop the lines after it
+                }
+            }
             return;
         }
         try {
-            if (o instanceof Runnable event) {
-                event.run();
-                return;
-            }
-            sink.accept(((DecisionLog) o).line());
+            ((Runnable) o).run();
         } catch (RuntimeException e) {
-            failed.increment(); // a broken appender must not stop the lines after it
+            failed.increment();
+        }
+    }
+
+    private void count(RequestEvents record) {
+        try {
+            record.count();
+        } catch (RuntimeException e) {
+            failed.increment();
         }
     }
 }

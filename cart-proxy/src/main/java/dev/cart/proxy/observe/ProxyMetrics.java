@@ -32,7 +32,8 @@ import java.util.function.Supplier;
  * part that keeps its meters, one class per job: {@link RequestMeters} the events of every request (meters
  * resolved once and kept by index and by the identity of the replica's id, so that an event builds no tags; the
  * events are run on the decision lines' writer thread, {@link DecisionWriter}: the caller's thread, an event
- * loop, only queues a small object, and a scrape first waits for what was queued before it),
+ * loop, only keeps each event as a field of the request's record, which goes to that thread as one entry at
+ * the request's end ({@link RequestEvents}), and a scrape first waits for what was queued before it),
  * {@link RareEvents} the rarer events (looked up by name and tags when they happen; those dashboards take rates
  * of registered at 0 from the start), {@link LiveGauges} the gauges over live state (read at scrape time through
  * a supplier of the current {@link Routing}, so they follow a reload), {@link KvMetrics} precise mode's. A meter
@@ -119,12 +120,12 @@ public final class ProxyMetrics implements AutoCloseable {
         return Labels.STATUSES[Labels.statusIndex(status)];
     }
 
-    // ---- the request path ({@link RequestMeters}), run on the writer thread ----
+    // ---- the request path ({@link RequestMeters}), counted on the writer thread ----
 
     /**
-     * Hands a request-path event to the writer thread (one allocation and one queue offer on the caller's
-     * thread), or runs it here when the queue is full: never lost, never waited for. A scrape waits for the
-     * events queued before it ({@link #scrape}).
+     * Hands a request-path event that has no request record to go into to the writer thread (one allocation and
+     * one queue offer on the caller's thread), or runs it here when the queue is full: never lost, never waited
+     * for. A scrape waits for the events queued before it ({@link #scrape}).
      */
     private void defer(Runnable event) {
         if (!writer.defer(event)) {
@@ -132,43 +133,80 @@ public final class ProxyMetrics implements AutoCloseable {
         }
     }
 
-    /** One client request finished (counted by the handler; the JDK server's own rejections are not). */
+    /**
+     * A proxied request is over: its end (the status the client got, -1 when the connection was dropped, and
+     * its time) joins the events its record carries, and the record goes to the writer thread as one entry,
+     * which counts them all and writes the decision line (when it is on). Called once per record.
+     */
+    public void finished(DecisionLog record, String path, int status, long nanos) {
+        if (record.handedOver()) { // a second end: counted on its own, the record is the writer's
+            request(path, status, record.replica(), nanos);
+            return;
+        }
+        record.finished(requests, path, status, record.replica(), nanos);
+        record.end();
+    }
+
+    /** One client request without a record finished (one the proxy answered itself, or refused). */
     public void request(String path, int status, String replica, long nanos) {
         defer(() -> requests.request(path, status, replica, nanos));
     }
 
     /**
      * A routing decision (from the router's listener); {@code passThrough} for a request that is not routed
-     * by prompt (counted as {@code pass_through} when a replica was chosen).
+     * by prompt (counted as {@code pass_through} when a replica was chosen). The decision window
+     * ({@code /workers}) has it at once; its meters count it with the request's {@code record} (null: on its own).
      */
-    public void decision(RouteDecision d, boolean passThrough) {
+    public void decision(RequestEvents record, RouteDecision d, boolean passThrough) {
         requests.window(d);
-        defer(() -> requests.decision(d, passThrough));
+        if (record == null || !record.decided(d, passThrough)) {
+            defer(() -> requests.decision(d, passThrough));
+        }
     }
 
-    /** A lease closed: one upstream attempt ended (from the router's listener). */
+    /**
+     * A lease closed: one upstream attempt ended (from the router's listener). Counted with the record whose
+     * lease the thread is closing ({@link RequestEvents#close}), else on its own.
+     */
     public void leaseCompleted(LeaseCompletion c) {
-        defer(() -> requests.leaseCompleted(c));
+        RequestEvents record = RequestEvents.current();
+        if (record == null || !record.completed(c)) {
+            defer(() -> requests.leaseCompleted(c));
+        }
     }
 
-    /** Time from sending the upstream request to the first byte of the answer's body (or its head). */
-    public void firstByte(String replica, long nanos) {
-        defer(() -> requests.firstByte(replica, nanos));
+    /**
+     * Time from sending the upstream request to the first byte of the answer's body (or its head), counted with
+     * the request's {@code record} (null: on its own).
+     */
+    public void firstByte(RequestEvents record, String replica, long nanos) {
+        if (record == null || !record.firstByte(replica, nanos)) {
+            defer(() -> requests.firstByte(replica, nanos));
+        }
     }
 
     /**
      * The replica reported its cache usage for a routed request (from the router's listener): the tokens
      * the router predicted it held, the tokens it delivered from its cache, its prompt tokens, and whether
      * the prediction was stale (the router then dropped the route) or inconclusive (requests still in
-     * prefill on the replica explained the shortfall: nothing dropped).
+     * prefill on the replica explained the shortfall: nothing dropped). Counted with the record whose usage the
+     * thread is reporting ({@link RequestEvents#succeeded}), else on its own.
      */
     public void cacheFeedback(RouteDecision d, CacheFeedback f) {
-        defer(() -> requests.cacheFeedback(d, f));
+        RequestEvents record = RequestEvents.current();
+        if (record == null || !record.feedback(d, f)) {
+            defer(() -> requests.cacheFeedback(d, f));
+        }
     }
 
-    /** A finished chat answer was (or was not) learned as the start of the next turn ({@code result}: a constant). */
-    public void answerLearned(String result) {
-        defer(() -> requests.answerLearned(result));
+    /**
+     * A finished chat answer was (or was not) learned as the start of the next turn ({@code result}: a
+     * constant), counted with the request's {@code record} (null: on its own).
+     */
+    public void answerLearned(RequestEvents record, String result) {
+        if (record == null || !record.learned(result)) {
+            defer(() -> requests.answerLearned(result));
+        }
     }
 
     /** Per-model decision and cache-hit counts since the start, for {@code /workers} (after the queued events). */

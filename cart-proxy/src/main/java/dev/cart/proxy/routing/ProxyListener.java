@@ -13,6 +13,7 @@ import dev.cart.flow.FlowListener;
 import dev.cart.kvevents.KvEventsListener;
 import dev.cart.proxy.observe.DecisionLog;
 import dev.cart.proxy.observe.ProxyMetrics;
+import dev.cart.proxy.observe.RequestEvents;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,11 +50,12 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
      * Chooses a replica for {@code request} and counts the decision. A pass-through request (any path but
      * the routed endpoints) has an empty key and is decided by load; its decision is counted under the
      * reason {@code pass_through} rather than {@code empty_text}, which stays the word for a routed request
-     * with no prompt text. The caller says which it is: the router's listener cannot tell.
+     * with no prompt text. The caller says which it is: the router's listener cannot tell. The decision is
+     * counted with the request's {@code record} (see {@link ProxyMetrics#decision}).
      */
-    public RouteDecision choose(Router router, RouteRequest request, boolean passThrough) {
+    public RouteDecision choose(Router router, RouteRequest request, boolean passThrough, RequestEvents record) {
         RouteDecision d = router.choose(request);
-        metrics.decision(d, passThrough);
+        metrics.decision(record, d, passThrough);
         return d;
     }
 
@@ -61,8 +63,8 @@ public final class ProxyListener implements RoutingListener, ManagedReplicaSet.L
      * Counts a decision the admission queue made for a routed request ({@link #choose} counts the ones the
      * proxy asks the router for itself).
      */
-    public void decided(RouteDecision d) {
-        metrics.decision(d, false);
+    public void decided(RouteDecision d, RequestEvents record) {
+        metrics.decision(record, d, false);
     }
 
     /** Hears precise mode's index and subscribers ({@code kv_events}): its metrics; none until the proxy sets one. */

@@ -271,7 +271,7 @@ public final class Forwarder {
             if (attempt == 0 && flow != null) {
                 return admit();
             }
-            return routed(listener.choose(routing.router, request, passThrough));
+            return routed(listener.choose(routing.router, request, passThrough, log));
         }
 
         /** The first attempt through the admission queue: routed or shed now, or {@link Queued}. */
@@ -294,7 +294,7 @@ public final class Forwarder {
             waiting = null;
             if (gone || !clientThere) {
                 if (r != null && r.admitted()) {
-                    r.decision().lease().close();
+                    log.close(r.decision().lease());
                 }
                 log.result("client_closed");
                 return null;
@@ -318,7 +318,7 @@ public final class Forwarder {
                 return new Reply(FlowAnswers.shed(in.endpoint(), r))
                         .logged(log, "shed_" + r.shedReason().code());
             }
-            listener.decided(r.decision());
+            listener.decided(r.decision(), log);
             return routed(r.decision());
         }
 
@@ -345,7 +345,7 @@ public final class Forwarder {
             }
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
-                d.lease().close();
+                log.close(d.lease());
                 return UpstreamAnswers.timeout(log, false);
             }
             URI uri;
@@ -356,7 +356,7 @@ public final class Forwarder {
                         in.rawQuery(),
                         routing.replicas.replicas().size());
             } catch (BadTarget e) {
-                d.lease().close();
+                log.close(d.lease());
                 return reply(400, "bad_target", "invalid_request_target", e.getMessage());
             }
             log.upstreamStarted();
@@ -383,7 +383,7 @@ public final class Forwarder {
             Lease lease = s.lease;
             lease.failed();
             if (kind == Failure.TIMEOUT) {
-                lease.close();
+                log.close(lease);
                 return UpstreamAnswers.timeout(log, true);
             }
             lastFailure = kind == Failure.CONNECT
@@ -398,7 +398,7 @@ public final class Forwarder {
                 default -> "io_error";
             };
             Duration pause = retryPause(s.replica);
-            lease.close();
+            log.close(lease);
             if (kind == Failure.CONNECT) {
                 LOG.warn("{}; {}", lastFailure, pause != null ? "retrying on another replica" : "answering 502");
             }
@@ -427,7 +427,7 @@ public final class Forwarder {
                     } else {
                         s.lease.succeeded();
                     }
-                    s.lease.close();
+                    log.close(s.lease);
                     lastFailure = s.replica.id() + ": HTTP " + status;
                     retryCause = "status";
                     return retry(s, pause);
@@ -450,14 +450,14 @@ public final class Forwarder {
 
         /** The front cannot send {@code s} as asked ({@code message} says why): the 400 that ends the exchange. */
         public Reply refused(Send s, String message) {
-            s.lease.close();
+            log.close(s.lease);
             return reply(400, "bad_target", "invalid_request_target", message);
         }
 
         /** The client went away before an answer was relayed: ends the attempt in flight with no verdict. */
         public void clientGone(Send s) {
             if (s != null) {
-                s.lease.close();
+                log.close(s.lease);
             }
             gone = true;
             FlowTicket t = waiting;

@@ -142,7 +142,7 @@ public final class Relay implements Forwarder.Step {
     public void firstByte() {
         if (!firstByteSeen) {
             firstByteSeen = true;
-            forwarder.metrics.firstByte(send.replica.id(), System.nanoTime() - send.startedNanos);
+            forwarder.metrics.firstByte(exchange.log, send.replica.id(), System.nanoTime() - send.startedNanos);
             send.lease.firstToken();
         }
     }
@@ -189,9 +189,9 @@ public final class Relay implements Forwarder.Step {
         if (status >= 500) {
             lease.failed();
         } else {
-            feedback = lease.succeeded(usage); // the router's verdict: a stale route is not learned again
+            feedback = exchange.log.succeeded(lease, usage); // the router's verdict: a stale route is not learned again
         }
-        lease.close();
+        exchange.log.close(lease);
         exchange.log.result("ok");
     }
 
@@ -204,13 +204,13 @@ public final class Relay implements Forwarder.Step {
             send.lease.failed();
             exchange.log.result("upstream_broke_mid_body");
         }
-        send.lease.close();
+        exchange.log.close(send.lease);
         LOG.debug("upstream body failed after the response started: {}", String.valueOf(e));
     }
 
     /** The client went away mid-answer: the lease closes with no outcome (cancelled: no verdict). */
     public void clientGone() {
-        send.lease.close();
+        exchange.log.close(send.lease);
         if (!done) {
             exchange.log.result(timedOut ? "timeout_mid_body" : "client_closed");
         } else {
@@ -224,7 +224,7 @@ public final class Relay implements Forwarder.Step {
      * replica did nothing wrong), and the decision line says {@code drain_cut}.
      */
     public void drainCut() {
-        send.lease.close();
+        exchange.log.close(send.lease);
         exchange.log.result("drain_cut");
         done = true;
     }
@@ -235,7 +235,7 @@ public final class Relay implements Forwarder.Step {
         if (!bodyStarted) {
             send.lease.failed(); // no byte of the body in the whole time: as good as no answer
         }
-        send.lease.close();
+        send.lease.close(); // not through the record: this may be another thread than the request's
     }
 
     /** True once the replica's side has ended (complete, broken, or the client gone). */
@@ -275,6 +275,6 @@ public final class Relay implements Forwarder.Step {
                 result = "unusable_request";
             }
         }
-        forwarder.metrics.answerLearned(result);
+        forwarder.metrics.answerLearned(exchange.log, result);
     }
 }

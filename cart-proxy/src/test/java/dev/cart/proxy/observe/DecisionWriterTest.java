@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -160,6 +162,87 @@ class DecisionWriterTest {
             release.countDown();
             assertTrue(w.flush(LONG));
             assertEquals(List.of("/e0", "event 1 on test-decision-writer", "/e2", "event 3"), seen);
+        }
+    }
+
+    private static RequestMeters meters(PrometheusMeterRegistry registry) {
+        return new RequestMeters(new Meters(registry), () -> null, new DecisionWindow(), new ModelLabels());
+    }
+
+    private static double healthRequests(PrometheusMeterRegistry registry) {
+        return registry.find("cart.requests").tag("endpoint", "/health").counters().stream()
+                .mapToDouble(io.micrometer.core.instrument.Counter::count)
+                .sum();
+    }
+
+    /** A record whose request ended: its events (one request to /health) are counted by {@code meters}. */
+    private static DecisionLog finished(int i, boolean line, RequestMeters meters) {
+        DecisionLog log = new DecisionLog(line, "/e" + i, "POST");
+        log.finished(meters, "/health", 200, null, 1_000);
+        return log;
+    }
+
+    /**
+     * A record that finds the queue full loses its line (counted as dropped) but not its events: the caller counts
+     * them at once; a record without a line is no dropped line.
+     */
+    @Test
+    @Timeout(60)
+    void aFullQueueCountsTheRecordsEventsOnTheCallerAndDropsOnlyItsLine() throws Exception {
+        CountDownLatch inSink = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> lines = Collections.synchronizedList(new ArrayList<>());
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        RequestMeters meters = meters(registry);
+        try (DecisionWriter w = writer(1, line -> {
+            inSink.countDown();
+            try {
+                release.await(); // holds the writer on the first line, once its events are counted
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            lines.add(endpoint(line));
+        })) {
+            assertTrue(w.submit(finished(0, true, meters)));
+            assertTrue(inSink.await(LONG.toSeconds(), TimeUnit.SECONDS));
+            assertTrue(w.submit(finished(1, true, meters))); // the queue's one place
+            assertEquals(1, healthRequests(registry), "the writer counted the record it holds");
+            assertFalse(w.submit(finished(2, true, meters)));
+            assertEquals(2, healthRequests(registry), "counted by the caller at once");
+            assertEquals(1, w.dropped());
+            assertFalse(w.submit(finished(3, false, meters)));
+            assertEquals(3, healthRequests(registry));
+            assertEquals(1, w.dropped(), "a record without a line drops no line");
+            release.countDown();
+            assertTrue(w.flush(LONG));
+            assertEquals(4, healthRequests(registry));
+            assertEquals(List.of("/e0", "/e1"), lines);
+            assertEquals(0, w.failed());
+        }
+    }
+
+    /** A flush returns once the records submitted before it are counted: what a scrape shows includes them. */
+    @Test
+    void aFlushWaitsUntilTheRecordsSubmittedBeforeItAreCounted() throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        RequestMeters meters = meters(registry);
+        try (DecisionWriter w = writer(100_000, line -> {})) {
+            List<Thread> producers = new ArrayList<>();
+            for (int t = 0; t < 3; t++) {
+                Thread p = new Thread(() -> {
+                    for (int i = 0; i < 5_000; i++) {
+                        assertTrue(w.submit(finished(i, i % 2 == 0, meters)));
+                    }
+                });
+                producers.add(p);
+                p.start();
+            }
+            for (Thread p : producers) {
+                p.join();
+            }
+            assertTrue(w.flush(LONG));
+            assertEquals(15_000, healthRequests(registry));
+            assertEquals(0, w.dropped());
         }
     }
 
