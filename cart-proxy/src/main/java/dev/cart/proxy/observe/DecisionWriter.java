@@ -23,9 +23,12 @@ import java.util.function.Consumer;
  * each record's events ({@link RequestEvents#count}), formats its line ({@link DecisionLog#line()}) and hands it
  * to its sink (the {@code cart.decision} logger): the lines of one thread come out in the order its requests
  * finished, and across threads in the order of their offers. The writer is not woken per record (a wake-up is a
- * system call on the caller's thread): while records come it polls the queue every millisecond, and only after
+ * system call on the caller's thread): while records come it polls the queue every 10 ms, and only after
  * {@link #IDLE_POLLS} empty polls does it park until a caller wakes it (the caller reads one volatile flag per
- * record, and wakes it only then). So a line reaches its sink about a millisecond after its request ended under
+ * record, and wakes it only then). A poll is a wake-up of the writer (a few microseconds of the process's CPU
+ * whether one record or hundreds came), so the interval sets that cost: at 1 ms, a proxy serving 2,000 requests a
+ * second spent more CPU per request waking the writer than on its work (docs/benchmarks.md). So a line reaches its sink within
+ * about 10 ms after its request ended under
  * load, at once after a quiet spell.
  *
  * <p>Flush: {@link #flush} reads how many offers have claimed a slot and waits, for a bounded time, until the
@@ -42,10 +45,10 @@ final class DecisionWriter implements AutoCloseable {
     /** Entries the queue holds: at 20,000 requests per second (one entry each), 0.8 s. */
     static final int CAPACITY = 16_384;
 
-    /** Empty polls, a millisecond apart, before the writer parks until woken. */
-    static final int IDLE_POLLS = 100;
+    /** Empty polls, {@link #POLL_NANOS} apart, before the writer parks until woken (about 100 ms of quiet). */
+    static final int IDLE_POLLS = 10;
 
-    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final Duration IDLE_SLEEP = Duration.ofSeconds(1);
     private static final int BATCH = 256;
 
