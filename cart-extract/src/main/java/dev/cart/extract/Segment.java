@@ -284,35 +284,8 @@ final class Segment extends Writer {
      */
     Segment addUtf8(byte[] src, int off, int n) {
         byte[] b = room(n + (n >> 1));
-        int at = fill;
-        int added = 0;
-        int end = off + n;
-        int i = off;
-        while (i < end) {
-            int run = Utf8.asciiRun(src, i, end);
-            if (run > 0) {
-                System.arraycopy(src, i, b, at, run);
-                at += run;
-                added += run;
-                i += run;
-                continue;
-            }
-            int b0 = src[i] & 0xFF;
-            if (b0 < 0xF0) {
-                int len = b0 < 0xE0 ? 2 : 3;
-                System.arraycopy(src, i, b, at, len);
-                at += len;
-                added++;
-                i += len;
-            } else {
-                int cp = (b0 & 0x07) << 18 | (src[i + 1] & 0x3F) << 12 | (src[i + 2] & 0x3F) << 6 | (src[i + 3] & 0x3F);
-                at = Cesu8.encode(b, at, Character.highSurrogate(cp));
-                at = Cesu8.encode(b, at, Character.lowSurrogate(cp));
-                added += 2;
-                i += 4;
-            }
-        }
-        wrote(at, added);
+        int at = Cesu8.fromUtf8(src, off, n, b, fill);
+        wrote(at, at - fill - Cesu8.continuations(b, fill, at));
         return this;
     }
 
