@@ -239,6 +239,31 @@ final class Segment extends Writer {
         return addUtf8(u.bytes(), 0, u.length());
     }
 
+    /**
+     * Appends {@code open}, {@code label}, {@code close} (a message's head: its delimiters are ASCII), as the
+     * three appends would: in one write when the label is short (a role).
+     */
+    Segment addLabel(char open, String label, char close) {
+        int n = label.length();
+        if (open >= 0x80 || close >= 0x80 || n > 64) {
+            return add(open).add(label).add(close);
+        }
+        byte[] b = room(3 * n + 2);
+        int at = fill;
+        b[at++] = (byte) open;
+        for (int i = 0; i < n; i++) {
+            char c = label.charAt(i);
+            if (c < 0x80) {
+                b[at++] = (byte) c;
+            } else {
+                at = Cesu8.encode(b, at, c);
+            }
+        }
+        b[at++] = (byte) close;
+        wrote(at, n + 2);
+        return this;
+    }
+
     private Segment add(CharSequence s, int from, int to) {
         int need = to - from;
         for (int i = from; i < to; i++) {
