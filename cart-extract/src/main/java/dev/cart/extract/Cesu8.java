@@ -3,6 +3,7 @@ package dev.cart.extract;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * The byte form of key text: CESU-8, each UTF-16 unit encoded on its own (U+0000 to U+007F one byte, to
@@ -28,6 +29,45 @@ final class Cesu8 {
         b[at + 1] = (byte) (0x80 | c >> 6 & 0x3F);
         b[at + 2] = (byte) (0x80 | c & 0x3F);
         return at + 3;
+    }
+
+    /**
+     * Writes the CESU-8 of {@code src[off, off + n)} at {@code dst[at]}, which has room for {@code n + n / 2}
+     * bytes; returns the end. The source is well-formed UTF-8 or the generalized UTF-8 of {@link Utf8Builder}
+     * (a lone surrogate as three bytes): copied as it is but for four-byte sequences, each written as its two
+     * surrogates (four bytes become six).
+     */
+    static int fromUtf8(byte[] src, int off, int n, byte[] dst, int at) {
+        int end = off + n;
+        int i = off;
+        while (i < end) {
+            int run = Utf8.asciiRun(src, i, end);
+            if (run > 0) {
+                System.arraycopy(src, i, dst, at, run);
+                at += run;
+                i += run;
+                continue;
+            }
+            int b0 = src[i] & 0xFF;
+            if (b0 < 0xF0) {
+                int len = b0 < 0xE0 ? 2 : 3;
+                System.arraycopy(src, i, dst, at, len);
+                at += len;
+                i += len;
+            } else {
+                int cp = (b0 & 0x07) << 18 | (src[i + 1] & 0x3F) << 12 | (src[i + 2] & 0x3F) << 6 | (src[i + 3] & 0x3F);
+                at = encode(dst, at, Character.highSurrogate(cp));
+                at = encode(dst, at, Character.lowSurrogate(cp));
+                i += 4;
+            }
+        }
+        return at;
+    }
+
+    /** The CESU-8 of {@code src[off, off + n)} (UTF-8, see {@link #fromUtf8(byte[], int, int, byte[], int)}). */
+    static byte[] fromUtf8(byte[] src, int off, int n) {
+        byte[] b = new byte[n + (n >> 1)];
+        return Arrays.copyOf(b, fromUtf8(src, off, n, b, 0));
     }
 
     /** How many continuation bytes ({@code 10xxxxxx}) {@code b[from, to)} holds; eight bytes at a time. */

@@ -53,7 +53,7 @@ final class ChatDialect extends Dialect {
 
     private void messageBody(String role) throws IOException, ExtractionException {
         x.lastRole = role;
-        out.add(SECTION).add(role).add(LABEL_END);
+        out.addLabel(SECTION, role, LABEL_END);
         String name = null;
         String refusal = null;
         Utf8Builder functionCall = null;

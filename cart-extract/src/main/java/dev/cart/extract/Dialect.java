@@ -210,7 +210,9 @@ abstract class Dialect {
             if (in.next() != JsonToken.END_ARRAY) {
                 throw new IllegalStateException("cached tool list did not end where it ended before");
             }
-            seg.addUtf8(hit.text(), 0, hit.text().length);
+            // the cached text by reference (it never changes); the list's bytes equal a list of strict UTF-8
+            seg.addRef(hit.text(), 0, hit.text().length, hit.units());
+            in.checkedUtf8(start, start + hit.rawLength());
             return;
         }
         Utf8Builder all = new Utf8Builder(256);

@@ -92,8 +92,9 @@ final class Extraction {
     final Segment main;
 
     /**
-     * The messages' first chunk, taken from the parser's buffer recycler (one of its byte slots that a
-     * body parser never uses: Base64 decoding) and given back by {@link #release()}: own text (escapes
+     * The messages' first chunk, taken from the parser's buffer recycler (a platform thread's own keeps it
+     * in a field, see {@link BufferPool}; a shared one in one of its byte slots that a body parser never
+     * uses: Base64 decoding) and given back by {@link #release()}: own text (escapes
      * decoded, short runs, delimiters) is most of a realistic body, and a chunk of the body's size made and
      * zeroed per request was the largest allocation of an extraction. Null when none was taken.
      */
@@ -103,6 +104,8 @@ final class Extraction {
 
     /** The recycler slot of {@link #pooledChunk}: never used by a parser of a byte array. */
     private static final int CHUNK_SLOT = BufferRecycler.BYTE_BASE64_CODEC_BUFFER;
+    /** The smallest chunk kept by a thread's own recycler (as Jackson's slot is never under 2,000 bytes). */
+    static final int MIN_POOLED_CHUNK = 2048;
     /** The largest chunk kept in a recycler: a larger body grows its segment with chunks of its own. */
     static final int MAX_POOLED_CHUNK = 1 << 18;
 
@@ -159,7 +162,11 @@ final class Extraction {
         if (parser instanceof BodyParser bp) {
             BufferRecycler r = bp.buffers();
             int length = end - from;
-            byte[] c = r.allocByteBuffer(CHUNK_SLOT, Math.min(MAX_POOLED_CHUNK, length + (length >> 1) + 64));
+            int size = Math.min(MAX_POOLED_CHUNK, length + (length >> 1) + 64);
+            // a platform thread's own recycler keeps it in a plain field; a shared one in an atomic slot
+            byte[] c = r instanceof BufferPool.ThreadBuffers own
+                    ? own.takeChunk(Math.max(size, MIN_POOLED_CHUNK))
+                    : r.allocByteBuffer(CHUNK_SLOT, size);
             pooledFrom = r;
             pooledChunk = c;
             main.firstChunk(c);
@@ -199,7 +206,9 @@ final class Extraction {
         byte[] c = pooledChunk;
         pooledFrom = null;
         pooledChunk = null;
-        if (r != null && c != null) {
+        if (r instanceof BufferPool.ThreadBuffers own && c != null) {
+            own.giveChunk(c);
+        } else if (r != null && c != null) {
             r.releaseByteBuffer(CHUNK_SLOT, c);
         }
     }
@@ -280,7 +289,7 @@ final class Extraction {
             String name = in.name();
             JsonToken v = in.next();
             switch (name) {
-                case "model" -> model = in.optString(v);
+                case "model" -> model = modelName(v);
                 case "cache_salt" -> cacheSalt = in.optString(v);
                 case "lora_path" -> loraPath = adapters(v);
                 case "stream" -> stream = in.optBoolean(v);
@@ -295,6 +304,28 @@ final class Extraction {
             throw Errors.invalidJson(": unexpected data after the top-level object");
         }
         dialect.end();
+    }
+
+    /**
+     * {@code model}: a string or null. A plain ASCII name equal to the last one read is that String, taken from
+     * the extractor's markers without Jackson decoding it; any other is read by Jackson (and remembered when
+     * plain ASCII).
+     */
+    private @Nullable String modelName(JsonToken v) throws IOException, ExtractionException {
+        long range = in.plainAsciiRange();
+        if (range < 0) {
+            return in.optString(v);
+        }
+        int start = (int) (range >>> 32);
+        int closing = (int) range;
+        String known = markers.name(body, start, closing);
+        if (known != null) {
+            in.stringRead(closing);
+            return known;
+        }
+        String name = in.string();
+        markers.rememberName(name, body, start, closing);
+        return name;
     }
 
     /**

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
@@ -137,7 +138,7 @@ final class JsonCursor {
             return p.getText(out);
         }
         bp.stringRead(closing);
-        checked(bp.tokenOffset(), closing);
+        checkedUtf8(bp.tokenOffset(), closing);
         return out.length() - before;
     }
 
@@ -174,7 +175,7 @@ final class JsonCursor {
         }
         out.raw(b, q, i + 1);
         bp.stringRead(i);
-        checked(q, i);
+        checkedUtf8(q, i);
         return true;
     }
 
@@ -192,8 +193,11 @@ final class JsonCursor {
         ((BodyParser) p).skipArrayTo(closing, lines, lastLineStart);
     }
 
-    /** Records that the UTF-8 of {@code body[from, to)} was checked. */
-    private void checked(int from, int to) {
+    /**
+     * Records that {@code body[from, to)}, which starts and ends between UTF-8 sequences, is known to be
+     * strict UTF-8 (checked as it was read, or equal to bytes that were), so {@link #isValidUtf8} skips it.
+     */
+    void checkedUtf8(int from, int to) {
         if (checkedCount > 0 && from < checked[checkedCount - 1]) {
             checkedInOrder = false;
         }
@@ -322,7 +326,78 @@ final class JsonCursor {
         if (p.currentToken() != JsonToken.VALUE_STRING) {
             throw Errors.invalidType(path(), "a string");
         }
-        return p.getText();
+        String common = commonValue();
+        return common != null ? common : p.getText();
+    }
+
+    /**
+     * The {@code role} and {@code type} values most bodies hold, most frequent first: read from the body's
+     * bytes by {@link #commonValue()} (one per message or part), without Jackson decoding a String of its own.
+     */
+    private static final String[] COMMON_VALUES = {
+        "user", "assistant", "text", "tool", "system", "developer", "image_url", "tool_use", "tool_result", "image"
+    };
+
+    private static final byte[][] COMMON_BYTES = new byte[COMMON_VALUES.length][];
+
+    static {
+        for (int k = 0; k < COMMON_VALUES.length; k++) {
+            COMMON_BYTES[k] = COMMON_VALUES[k].getBytes(StandardCharsets.US_ASCII);
+        }
+    }
+
+    /**
+     * The current string token when its bytes in the body are one of {@link #COMMON_VALUES} as it stands
+     * (quotes around it, no escape), which is then marked read; null otherwise (Jackson reads it). The same
+     * value Jackson's {@code getText} gives (ASCII, so the body's UTF-8 check covers it as any other byte).
+     */
+    private @Nullable String commonValue() {
+        BodyParser bp = (BodyParser) p;
+        int q = bp.tokenOffset();
+        byte[] b = body;
+        if (q < from || q >= end || b[q] != '"') {
+            return null;
+        }
+        for (int k = 0; k < COMMON_BYTES.length; k++) {
+            byte[] c = COMMON_BYTES[k];
+            int close = q + 1 + c.length;
+            if (close < end && b[close] == '"' && Arrays.equals(b, q + 1, close, c, 0, c.length)) {
+                bp.stringRead(close);
+                return COMMON_VALUES[k];
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The body range of the current string token's text, {@code [start, end)} packed as {@code start << 32 |
+     * end}, when it is ASCII with no escape and no control character; -1 otherwise. For short values (a model
+     * name): the bytes are scanned one by one.
+     */
+    long plainAsciiRange() {
+        if (p.currentToken() != JsonToken.VALUE_STRING) {
+            return -1;
+        }
+        int q = ((BodyParser) p).tokenOffset();
+        byte[] b = body;
+        if (q < from || q >= end || b[q] != '"') {
+            return -1;
+        }
+        for (int i = q + 1; i < end; i++) {
+            byte c = b[i];
+            if (c == '"') {
+                return (long) (q + 1) << 32 | i;
+            }
+            if (!JsonText.plainAscii(c)) {
+                return -1;
+            }
+        }
+        return -1;
+    }
+
+    /** Marks the current string token, whose closing quote is {@code body[closingQuote]}, as read. */
+    void stringRead(int closingQuote) {
+        ((BodyParser) p).stringRead(closingQuote);
     }
 
     /** The offset in the body of the '{' opening the object whose first field name is the current token. */

@@ -77,7 +77,7 @@ final class MessagesDialect extends Dialect {
         Segment saved = out;
         out = x.system();
         try {
-            out.add(SECTION).add("system").add(LABEL_END);
+            out.addLabel(SECTION, "system", LABEL_END);
             content(v);
         } finally {
             out = saved;
@@ -86,7 +86,7 @@ final class MessagesDialect extends Dialect {
 
     private void messageBody(String role) throws IOException, ExtractionException {
         x.lastRole = role;
-        out.add(SECTION).add(role).add(LABEL_END);
+        out.addLabel(SECTION, role, LABEL_END);
         while (in.next() == JsonToken.FIELD_NAME) {
             String f = in.name();
             JsonToken v = in.next();

@@ -1,6 +1,7 @@
 package dev.cart.extract;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -14,7 +15,9 @@ import org.jspecify.annotations.Nullable;
  * used only when all three parts are equal to the request's. The marker is kept as the bytes the key
  * builder takes (it is ASCII: {@code NUL}, {@code model:} or {@code model;}, 16 hex digits, {@code NUL}).
  * Thread-safe without locks: an entry is immutable (final fields, so a reader that sees the reference sees
- * its contents) and a slot is replaced whole; racing writers lose an entry at worst.
+ * its contents) and a slot is replaced whole; racing writers lose an entry at worst. The same holds for the
+ * last model name read ({@link #name}), kept so that a request naming the same model as the one before gets
+ * the same String without Jackson decoding one.
  */
 final class ModelMarkers {
 
@@ -35,6 +38,34 @@ final class ModelMarkers {
     }
 
     private final Entry[] slots = new Entry[SLOTS];
+
+    /** The last model name read from its bytes: its ASCII bytes and the String (both never modified). */
+    private static final class Name {
+        final byte[] ascii;
+        final String name;
+
+        Name(byte[] ascii, String name) {
+            this.ascii = ascii;
+            this.name = name;
+        }
+    }
+
+    private @Nullable Name lastName;
+
+    /**
+     * The model name whose ASCII bytes are {@code b[from, to)}, as the last such name read (the same String,
+     * whose hash code is then known, so its marker is found by identity), or null when it is another.
+     */
+    @Nullable
+    String name(byte[] b, int from, int to) {
+        Name n = lastName;
+        return n != null && Arrays.equals(n.ascii, 0, n.ascii.length, b, from, to) ? n.name : null;
+    }
+
+    /** Remembers {@code name}, read from the ASCII bytes {@code b[from, to)}, for {@link #name}. */
+    void rememberName(String name, byte[] b, int from, int to) {
+        lastName = new Name(Arrays.copyOfRange(b, from, to), name);
+    }
 
     /**
      * The marker of these parts as ASCII bytes, the same as {@link Extraction#modelMarker(String, String,

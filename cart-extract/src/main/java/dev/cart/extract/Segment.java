@@ -239,6 +239,31 @@ final class Segment extends Writer {
         return addUtf8(u.bytes(), 0, u.length());
     }
 
+    /**
+     * Appends {@code open}, {@code label}, {@code close} (a message's head: its delimiters are ASCII), as the
+     * three appends would: in one write when the label is short (a role).
+     */
+    Segment addLabel(char open, String label, char close) {
+        int n = label.length();
+        if (open >= 0x80 || close >= 0x80 || n > 64) {
+            return add(open).add(label).add(close);
+        }
+        byte[] b = room(3 * n + 2);
+        int at = fill;
+        b[at++] = (byte) open;
+        for (int i = 0; i < n; i++) {
+            char c = label.charAt(i);
+            if (c < 0x80) {
+                b[at++] = (byte) c;
+            } else {
+                at = Cesu8.encode(b, at, c);
+            }
+        }
+        b[at++] = (byte) close;
+        wrote(at, n + 2);
+        return this;
+    }
+
     private Segment add(CharSequence s, int from, int to) {
         int need = to - from;
         for (int i = from; i < to; i++) {
@@ -284,35 +309,8 @@ final class Segment extends Writer {
      */
     Segment addUtf8(byte[] src, int off, int n) {
         byte[] b = room(n + (n >> 1));
-        int at = fill;
-        int added = 0;
-        int end = off + n;
-        int i = off;
-        while (i < end) {
-            int run = Utf8.asciiRun(src, i, end);
-            if (run > 0) {
-                System.arraycopy(src, i, b, at, run);
-                at += run;
-                added += run;
-                i += run;
-                continue;
-            }
-            int b0 = src[i] & 0xFF;
-            if (b0 < 0xF0) {
-                int len = b0 < 0xE0 ? 2 : 3;
-                System.arraycopy(src, i, b, at, len);
-                at += len;
-                added++;
-                i += len;
-            } else {
-                int cp = (b0 & 0x07) << 18 | (src[i + 1] & 0x3F) << 12 | (src[i + 2] & 0x3F) << 6 | (src[i + 3] & 0x3F);
-                at = Cesu8.encode(b, at, Character.highSurrogate(cp));
-                at = Cesu8.encode(b, at, Character.lowSurrogate(cp));
-                added += 2;
-                i += 4;
-            }
-        }
-        wrote(at, added);
+        int at = Cesu8.fromUtf8(src, off, n, b, fill);
+        wrote(at, at - fill - Cesu8.continuations(b, fill, at));
         return this;
     }
 

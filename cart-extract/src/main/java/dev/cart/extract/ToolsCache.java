@@ -21,7 +21,8 @@ import org.jspecify.annotations.Nullable;
  * <p>How: a direct-mapped table of {@value #SLOTS} entries, indexed by a hash of the list's first
  * {@value #PROBE_BYTES} bytes (which lie inside the list: shorter lists are not cached), each holding a
  * copy of the list's bytes and its key text; a hit compares the whole list (a vectorized array
- * comparison). Lists longer than {@value #MAX_BYTES} bytes are not cached, so the table holds at most a
+ * comparison). The key text is kept in the key's byte form, so a hit adds it to the key by reference (no
+ * copy), and only lists of strict UTF-8 are kept, so a hit's bytes are marked as checked. Lists longer than {@value #MAX_BYTES} bytes are not cached, so the table holds at most a
  * few MiB. Thread-safe without locks: an entry is immutable (final
  * fields, so a reader that sees the reference sees its contents) and a slot is replaced whole; racing
  * writers lose an entry at worst.
@@ -36,14 +37,16 @@ final class ToolsCache {
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     /**
-     * One list: its bytes from {@code [} to {@code ]}, the key text it writes (UTF-8, see Utf8Builder), and
-     * its line breaks as Jackson counts them (LF, CR, CR LF), for the positions of later errors.
+     * One list: its bytes from {@code [} to {@code ]} (strict UTF-8), the key text it writes in the key's byte
+     * form (CESU-8, see {@link Cesu8}) and its length in units, and its line breaks as Jackson counts them (LF,
+     * CR, CR LF), for the positions of later errors.
      */
     private static final class Entry {
         final String label;
         final Object options;
         final byte[] raw;
         final byte[] text;
+        final int units;
         final int lines;
         /** Offset in {@link #raw} just after the last line break. */
         final int lastLineStart;
@@ -53,6 +56,7 @@ final class ToolsCache {
             this.options = options;
             this.raw = raw;
             this.text = text;
+            this.units = text.length - Cesu8.continuations(text, 0, text.length);
             int n = 0;
             int last = 0;
             for (int i = 0; i < raw.length; i++) {
@@ -88,35 +92,48 @@ final class ToolsCache {
         if (start + n > end || !Arrays.equals(body, start, start + n, e.raw, 0, n)) {
             return null;
         }
-        return new Hit(n, e.text, e.lines, start + e.lastLineStart);
+        return new Hit(n, e.text, e.units, e.lines, start + e.lastLineStart);
     }
 
     /**
-     * What {@link #find} found: the list's length in the body, its key text, its line breaks and the offset
-     * in the body just after the last of them.
+     * What {@link #find} found: the list's length in the body (bytes that are strict UTF-8, as the entry's
+     * are), its key text as CESU-8 holding {@code units} units (shared: never modified, so a segment may refer
+     * to it), its line breaks and the offset in the body just after the last of them.
      */
-    record Hit(int rawLength, byte[] text, int lines, int lastLineStart) {}
+    record Hit(int rawLength, byte[] text, int units, int lines, int lastLineStart) {}
 
-    /** Remembers the list {@code body[start, end)} and its key text {@code text[0, textLength)}. */
+    /**
+     * Remembers the list {@code body[start, end)} and its key text {@code text[0, textLength)} (UTF-8 as
+     * {@link Utf8Builder} writes it); a list whose bytes are not strict UTF-8 is not remembered (its body is
+     * rejected anyway), so that the bytes of a hit need no check of their own.
+     */
     void put(byte[] body, int start, int end, String label, Object options, byte[] text, int textLength) {
-        if (end - start > MAX_BYTES || end - start < PROBE_BYTES) {
+        if (end - start > MAX_BYTES || end - start < PROBE_BYTES || !Utf8.isValid(body, start, end)) {
             return;
         }
         slots[slot(body, start)] =
-                new Entry(label, options, Arrays.copyOfRange(body, start, end), Arrays.copyOf(text, textLength));
+                new Entry(label, options, Arrays.copyOfRange(body, start, end), Cesu8.fromUtf8(text, 0, textLength));
     }
 
+    /**
+     * The slot of the list starting at {@code b[start]}: a hash of its first {@link #PROBE_BYTES} bytes in four
+     * independent lanes (a word each in turn), so that the multiplies of one lane overlap those of the others,
+     * mixed at the end.
+     */
     private static int slot(byte[] b, int start) {
-        int end = start + PROBE_BYTES;
-        long h = 0;
-        int i = start;
-        for (; i + 8 <= end; i += 8) {
-            h = (h ^ (long) LONGS.get(b, i)) * 0x9E3779B97F4A7C15L;
-            h ^= h >>> 29;
+        long h1 = 0;
+        long h2 = 0;
+        long h3 = 0;
+        long h4 = 0;
+        for (int i = start, end = start + PROBE_BYTES; i < end; i += 32) {
+            h1 = (h1 ^ (long) LONGS.get(b, i)) * 0x9E3779B97F4A7C15L;
+            h2 = (h2 ^ (long) LONGS.get(b, i + 8)) * 0xC2B2AE3D27D4EB4FL;
+            h3 = (h3 ^ (long) LONGS.get(b, i + 16)) * 0x165667B19E3779F9L;
+            h4 = (h4 ^ (long) LONGS.get(b, i + 24)) * 0x85EBCA77C2B2AE63L;
         }
-        for (; i < end; i++) {
-            h = (h ^ b[i]) * 0x9E3779B97F4A7C15L;
-        }
+        long h = h1 ^ Long.rotateLeft(h2, 16) ^ Long.rotateLeft(h3, 32) ^ Long.rotateLeft(h4, 48);
+        h ^= h >>> 29;
+        h *= 0x9E3779B97F4A7C15L;
         h ^= h >>> 32;
         return (int) h & (SLOTS - 1);
     }

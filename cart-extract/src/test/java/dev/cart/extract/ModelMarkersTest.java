@@ -70,4 +70,20 @@ class ModelMarkersTest {
             }
         }
     }
+
+    @Test
+    void aModelNamedAgainOrDifferentlyGetsItsOwnMarker() throws Exception {
+        PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+        String[] names = {"m", "m", "mm", "m", "\\u006d", "caf\u00e9", "m"};
+        String[] read = {"m", "m", "mm", "m", "m", "caf\u00e9", "m"};
+        for (int i = 0; i < names.length; i++) {
+            byte[] body = ("{\"model\":\"" + names[i] + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            ExtractedRequest warm = x.extract(Endpoint.CHAT_COMPLETIONS, body);
+            ExtractedRequest cold =
+                    new PromptExtractor(ExtractOptions.defaults()).extract(Endpoint.CHAT_COMPLETIONS, body);
+            assertEquals(read[i], warm.model());
+            assertEquals(cold.key(), warm.key(), names[i]);
+        }
+    }
 }

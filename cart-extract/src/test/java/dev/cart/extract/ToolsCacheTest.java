@@ -91,4 +91,21 @@ class ToolsCacheTest {
                 assertThrows(ExtractionException.class, () -> x.extract(Endpoint.CHAT_COMPLETIONS, bad))
                         .code());
     }
+
+    @Test
+    void aListThatIsNotUtf8IsRejectedEveryTimeItIsSent() throws Exception {
+        // an overlong form (C1 81 for 'A') that Jackson decodes without complaint, inside the list: the body is
+        // rejected after the list was read; the list must not be cached as if its bytes had been checked
+        byte[] bad = body(TOOLS.replace("search_orders", "search_##rders"), "hello");
+        int at = new String(bad, StandardCharsets.ISO_8859_1).indexOf("##");
+        bad[at] = (byte) 0xC1;
+        bad[at + 1] = (byte) 0x81;
+        PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+        for (int i = 0; i < 3; i++) {
+            assertEquals(
+                    "invalid_encoding",
+                    assertThrows(ExtractionException.class, () -> x.extract(Endpoint.CHAT_COMPLETIONS, bad))
+                            .code());
+        }
+    }
 }
