@@ -82,6 +82,17 @@ class FaultTest {
         return h.proxy.routing().replicas.replicas().get(0);
     }
 
+    private static double upstreamFailures(ProxyHarness h) {
+        try {
+            return PromText.parse(h.get("/metrics").body()).sum("cart_upstream_requests_total", "outcome", "failure");
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static String streamBody(ProxyHarness h, String body) throws Exception {
         HttpResponse<InputStream> r = h.http.send(
                 HttpRequest.newBuilder(h.uri("/v1/chat/completions"))
@@ -102,6 +113,8 @@ class FaultTest {
             String got = streamBody(h, chat("tell me a story", true));
             assertFalse(got.contains("[DONE]"), "the client never sees a complete stream: " + got);
             h.assertNoInFlight();
+            // a request's events are counted when its exchange ends, which follows the lease's release: wait for it
+            await("the broken stream counted as a failure", () -> upstreamFailures(h) >= 1);
             PromText m = PromText.parse(h.get("/metrics").body());
             assertEquals(
                     1,
