@@ -247,6 +247,7 @@ class DecisionWriterTest {
     }
 
     @Test
+    @Timeout(60)
     void closeWritesWhatIsQueuedFirst() throws Exception {
         CountDownLatch inSink = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
@@ -266,17 +267,19 @@ class DecisionWriterTest {
         for (int i = 1; i < 10; i++) {
             assertTrue(w.submit(record(i)));
         }
+        Thread closer = Thread.currentThread();
         Thread releaser = new Thread(() -> {
             while (!closing.get()) {
                 Thread.onSpinWait();
             }
-            try {
-                Thread.sleep(50); // let close() start waiting (if it returned without waiting, lines are missing)
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+            // release the sink only once close() waits for the queued lines (if it returned without waiting,
+            // lines are missing; if it never waits, this spins until the test's timeout fails it)
+            while (closer.getState() != Thread.State.TIMED_WAITING) {
+                Thread.onSpinWait();
             }
             release.countDown();
         });
+        releaser.setDaemon(true);
         releaser.start();
         closing.set(true);
         w.close();

@@ -12,6 +12,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.function.ToDoubleFunction;
 
 /**
  * The routing-quality evidence of precise mode: the same workloads routed by {@code cache_aware} (the proxy's
@@ -175,6 +176,11 @@ public final class PreciseReport {
         return String.format(Locale.ROOT, fmt + " [" + fmt + "–" + fmt + "]", med, v.get(0), v.get(v.size() - 1));
     }
 
+    /** One table cell: {@code value} over the seeds' runs in {@code ps}, as {@link #range}, then the cell's end. */
+    private static String cell(List<Pair> ps, ToDoubleFunction<Pair> value, String fmt) {
+        return " " + range(ps.stream().map(p -> value.applyAsDouble(p)).toList(), fmt) + " |";
+    }
+
     static String markdown(Report.Settings s, List<Pair> pairs, double seconds) {
         StringBuilder sb = new StringBuilder();
         sb.append(KeptSections.begin(SECTION)).append('\n');
@@ -206,29 +212,17 @@ public final class PreciseReport {
                 List<Pair> ps = pairs.stream()
                         .filter(p -> p.workload().equals(w) && p.condition() == c)
                         .toList();
-                sb.append("| ").append(w).append(" | ");
-                sb.append(range(ps.stream().map(p -> share(p.approximate())).toList(), "%.3f"))
-                        .append(" | ");
-                sb.append(range(ps.stream().map(p -> share(p.precise())).toList(), "%.3f"))
-                        .append(" | ");
-                sb.append(range(
-                                ps.stream()
-                                        .map(p -> p.approximate().ttftP99Millis())
-                                        .toList(),
-                                "%.0f"))
-                        .append(" | ");
-                sb.append(range(
-                                ps.stream()
-                                        .map(p -> p.precise().ttftP99Millis())
-                                        .toList(),
-                                "%.0f"))
-                        .append(" | ");
-                sb.append(range(ps.stream().map(PreciseReport::p99Ratio).toList(), "%.2f"))
-                        .append(" | ");
-                sb.append(range(ps.stream().map(p -> over(p.approximate())).toList(), "%.3f"))
-                        .append(" | ");
-                sb.append(range(ps.stream().map(p -> over(p.precise())).toList(), "%.3f"))
-                        .append(" |\n");
+                sb.append("| ")
+                        .append(w)
+                        .append(" |")
+                        .append(cell(ps, p -> share(p.approximate()), "%.3f"))
+                        .append(cell(ps, p -> share(p.precise()), "%.3f"))
+                        .append(cell(ps, p -> p.approximate().ttftP99Millis(), "%.0f"))
+                        .append(cell(ps, p -> p.precise().ttftP99Millis(), "%.0f"))
+                        .append(cell(ps, PreciseReport::p99Ratio, "%.2f"))
+                        .append(cell(ps, p -> over(p.approximate()), "%.3f"))
+                        .append(cell(ps, p -> over(p.precise()), "%.3f"))
+                        .append('\n');
             }
             sb.append('\n');
             if (c == Condition.PRESSURE) {
@@ -254,19 +248,14 @@ public final class PreciseReport {
             List<Pair> ps = pairs.stream()
                     .filter(p -> p.workload().equals(w) && p.condition() == c)
                     .toList();
-            sb.append("| ").append(w).append(" | ");
-            sb.append(range(ps.stream().map(p -> p.bounds().lru()).toList(), "%.3f"))
-                    .append(" | ");
-            sb.append(range(ps.stream().map(p -> p.bounds().optimal()).toList(), "%.3f"))
-                    .append(" | ");
-            sb.append(range(ps.stream().map(p -> share(p.precise())).toList(), "%.3f"))
-                    .append(" | ");
-            sb.append(range(
-                            ps.stream()
-                                    .map(p -> share(p.precise()) / p.bounds().optimal())
-                                    .toList(),
-                            "%.3f"))
-                    .append(" |\n");
+            sb.append("| ")
+                    .append(w)
+                    .append(" |")
+                    .append(cell(ps, p -> p.bounds().lru(), "%.3f"))
+                    .append(cell(ps, p -> p.bounds().optimal(), "%.3f"))
+                    .append(cell(ps, p -> share(p.precise()), "%.3f"))
+                    .append(cell(ps, p -> share(p.precise()) / p.bounds().optimal(), "%.3f"))
+                    .append('\n');
         }
         sb.append('\n');
         return sb.toString();
@@ -284,21 +273,15 @@ public final class PreciseReport {
                 List<Pair> ps = pairs.stream()
                         .filter(p -> p.workload().equals(w) && p.condition() == c)
                         .toList();
-                sb.append("| ").append(w).append(" | ").append(c.title).append(" | ");
-                sb.append(range(ps.stream().map(p -> share(p.unreported())).toList(), "%.3f"))
-                        .append(" | ");
-                sb.append(range(
-                                ps.stream()
-                                        .map(p -> p.unreported().ttftP99Millis())
-                                        .toList(),
-                                "%.0f"))
-                        .append(" | ");
-                sb.append(range(
-                                ps.stream()
-                                        .map(PreciseReport::p99RatioUnreported)
-                                        .toList(),
-                                "%.2f"))
-                        .append(" |\n");
+                sb.append("| ")
+                        .append(w)
+                        .append(" | ")
+                        .append(c.title)
+                        .append(" |")
+                        .append(cell(ps, p -> share(p.unreported()), "%.3f"))
+                        .append(cell(ps, p -> p.unreported().ttftP99Millis(), "%.0f"))
+                        .append(cell(ps, PreciseReport::p99RatioUnreported, "%.2f"))
+                        .append('\n');
             }
         }
         sb.append('\n');
