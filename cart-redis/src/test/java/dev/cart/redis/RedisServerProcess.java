@@ -155,5 +155,12 @@ public final class RedisServerProcess implements AutoCloseable {
                 kill();
             }
         }
+        // the temporary directory holds the server's log alone (no RDB or AOF is written): removed with it
+        try {
+            Files.deleteIfExists(dir.resolve("redis.log"));
+            Files.deleteIfExists(dir);
+        } catch (IOException e) {
+            // a directory left behind in the temporary files is no test's failure
+        }
     }
 }

@@ -30,7 +30,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@link #jackson} is Jackson's bare token pass over the same bytes: a parser made, {@code nextToken} to the
  * end, no string's text asked for (so Jackson skips each string), the parser closed. Jackson stays the
  * parser on the routing path, so the second is the floor of any extraction; the targets (issue 47) are
- * stated as the ratio of the two, which {@link FloorRatio} runs and prints.
+ * stated as the ratio of the two, which {@link FloorRatio} runs and prints. {@link #jacksonText} is the same
+ * pass asking for the text of every string value ({@code getTextCharacters}: Jackson decodes it into its own
+ * buffer, no String made): the least any extraction that takes prompt text from Jackson would do, since the
+ * key is the text as the replica decodes it, escapes and all, which the bare pass never decodes.
  *
  * <p>The floor's factory is configured as the extractor's (strict duplicate detection, names not
  * interned), so the ratio is CART's own work over the parser's. Bodies: {@link Bodies#plain} and
@@ -86,6 +89,24 @@ public class FloorBenchmark {
     @Benchmark
     public int jackson() throws IOException {
         return tokens(factory, bodyBytes);
+    }
+
+    /** Jackson's token pass with every string value's text decoded into the parser's own buffer. */
+    @Benchmark
+    public int jacksonText() throws IOException {
+        int n = 0;
+        try (JsonParser p = factory.createParser(bodyBytes)) {
+            JsonToken t;
+            while ((t = p.nextToken()) != null) {
+                n += t.id();
+                if (t == JsonToken.VALUE_STRING) {
+                    char[] text = p.getTextCharacters();
+                    int len = p.getTextLength();
+                    n += len == 0 ? 0 : text[p.getTextOffset() + len - 1];
+                }
+            }
+        }
+        return n;
     }
 
     static int tokens(JsonFactory factory, byte[] body) throws IOException {

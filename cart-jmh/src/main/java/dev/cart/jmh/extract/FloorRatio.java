@@ -19,7 +19,8 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * Runs {@link FloorBenchmark} with {@link CpuTimeProfiler} and prints, per body, each fork's figure for
  * {@code extract} and for {@code jackson} (ns per operation) and extraction's ratio to Jackson's token pass:
  * the ratio of the fork medians, and its range over forks (the lowest extract fork over the highest floor
- * fork, and the highest over the lowest). Two tables: JMH's wall-clock score, and the process's CPU time per
+ * fork, and the highest over the lowest), and beside them {@code jacksonText}'s forks and extraction's ratio to
+ * it (of the medians). Two tables: JMH's wall-clock score, and the process's CPU time per
  * operation, the one to read on a shared machine. Arguments are JMH's own (e.g. {@code -f 3 -prof gc});
  * the benchmark pattern is fixed.
  *
@@ -44,6 +45,7 @@ public final class FloorRatio {
     private static void table(Collection<RunResult> results, String what, String name) {
         Map<String, double[]> extract = new LinkedHashMap<>();
         Map<String, double[]> jackson = new LinkedHashMap<>();
+        Map<String, double[]> text = new LinkedHashMap<>();
         for (RunResult r : results) {
             String body = r.getParams().getParam("body");
             String op = r.getParams().getBenchmark();
@@ -57,14 +59,15 @@ public final class FloorRatio {
                 }
             }
             double[] f = forks.stream().mapToDouble(Double::doubleValue).toArray();
-            (op.endsWith(".extract") ? extract : jackson).put(body, f);
+            (op.endsWith(".extract") ? extract : op.endsWith(".jacksonText") ? text : jackson).put(body, f);
         }
         System.out.println();
         System.out.println("Extraction against Jackson's token pass, " + what + ", ns per operation:");
         System.out.println();
         System.out.println(
-                "| body | extract, per fork | Jackson's token pass, per fork | ratio of medians | range over forks |");
-        System.out.println("|---|---|---|---:|---:|");
+                "| body | extract, per fork | Jackson's token pass, per fork | ratio of medians | range over forks"
+                        + " | Jackson reading every string's text, per fork | extract over it |");
+        System.out.println("|---|---|---|---:|---:|---|---:|");
         for (Map.Entry<String, double[]> e : extract.entrySet()) {
             double[] x = e.getValue();
             double[] j = jackson.get(e.getKey());
@@ -73,14 +76,18 @@ public final class FloorRatio {
             }
             Arrays.sort(x);
             Arrays.sort(j);
+            double[] t = text.getOrDefault(e.getKey(), new double[0]);
+            Arrays.sort(t);
             System.out.printf(
-                    "| %s | %s | %s | %.2f | %.2f–%.2f |%n",
+                    "| %s | %s | %s | %.2f | %.2f–%.2f | %s | %s |%n",
                     e.getKey(),
                     list(x),
                     list(j),
                     median(x) / median(j),
                     x[0] / j[j.length - 1],
-                    x[x.length - 1] / j[0]);
+                    x[x.length - 1] / j[0],
+                    list(t),
+                    t.length == 0 ? "" : String.format("%.2f", median(x) / median(t)));
         }
     }
 
