@@ -14,7 +14,6 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -74,8 +73,9 @@ import org.jspecify.annotations.Nullable;
  * (closing merges the names it met into the factory's symbol table; an answer not finished only skips that).
  * Its buffers come from this reader's own {@link BufferRecycler}, with a 1 KB read buffer (an event is a few
  * hundred bytes; a longer one is read in pieces) rather than the factory's thread-local pool: nothing is
- * shared with another response, whichever thread reads this one. A JSON body is parsed once, by a parser
- * of its own from the factory's pool.
+ * shared with another response, whichever thread reads this one. A JSON body is parsed once, within one call:
+ * a small UTF-8 one by the calling thread's parser, which reads one body after another the same way
+ * ({@link ThreadParser}), any other by a parser of its own from the factory's pool.
  *
  * <p>The template: the events of one streamed answer share their bytes but for the text (an OpenAI-compatible
  * server writes the members {@code id, object, created, model}, then {@code choices} with one choice of
@@ -109,12 +109,12 @@ public final class AnswerReader {
     /** Longest template (an event's bytes but its text) kept. */
     static final int MAX_TEMPLATE_BYTES = 4096;
 
-    private static final Parsers JSON = new Parsers();
+    static final Parsers JSON = new Parsers();
 
     /** A thread's scratch array for reading direct buffers ({@link #accept(ByteBuffer)}). */
     private static final ThreadLocal<byte[]> SLICE = ThreadLocal.withInitial(() -> new byte[8 * 1024]);
 
-    private static final OutputStream DISCARD = OutputStream.nullOutputStream();
+    static final OutputStream DISCARD = OutputStream.nullOutputStream();
 
     /** Jackson's factory, making parsers over a caller's {@link BufferRecycler}. */
     @SuppressWarnings("serial") // never serialized
@@ -147,7 +147,7 @@ public final class AnswerReader {
      * {@link #set} and {@link #clear}, the end of the stream after them (an event cut short fails to parse, as
      * with a parser of its own), nothing kept after {@link #clear}.
      */
-    private static final class EventInput extends InputStream {
+    static final class EventInput extends InputStream {
         private byte[] b = NO_BYTES;
         private int at;
         private int end;
@@ -229,7 +229,7 @@ public final class AnswerReader {
     private AnswerReader(Endpoint endpoint, boolean sse, boolean collectReply, long declaredLength) {
         this.declaredLength = declaredLength;
         this.answer = new AnswerText(collectReply && endpoint != Endpoint.COMPLETIONS);
-        this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer);
+        this.reader = endpoint == Endpoint.MESSAGES ? new AnthropicReader(answer) : new OpenAiReader(answer, sse);
         this.input = sse ? new EventInput() : null;
         this.buffers = sse ? new Buffers() : null;
         this.lines = !sse
@@ -294,14 +294,35 @@ public final class AnswerReader {
                 && !contentEncoding.trim().equalsIgnoreCase("identity")) {
             return null;
         }
-        String ct = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
-        if (ct.startsWith("text/event-stream")) {
+        String ct = contentType == null ? "" : contentType;
+        if (startsWithLowerCase(ct, "text/event-stream")) {
             return new AnswerReader(endpoint, true, collectReply, -1);
         }
-        if (ct.startsWith("application/json") || ct.isEmpty()) {
+        if (startsWithLowerCase(ct, "application/json") || ct.isEmpty()) {
             return new AnswerReader(endpoint, false, collectReply, declaredLength);
         }
         return null;
+    }
+
+    /**
+     * Whether {@code s.toLowerCase(Locale.ROOT)} starts with {@code prefix} (lower-case ASCII letters and
+     * punctuation, no {@code i} at its end and no {@code k}), without making the lower-case copy: the only
+     * characters that lower-case to such a prefix's characters are those characters and their ASCII capitals
+     * (the Kelvin sign lower-cases to {@code k}, and {@code U+0130} to {@code i} followed by a combining dot).
+     */
+    static boolean startsWithLowerCase(String s, String prefix) {
+        int n = prefix.length();
+        if (s.length() < n) {
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            char p = prefix.charAt(i);
+            if (c != p && !(p >= 'a' && p <= 'z' && c == p - ('a' - 'A'))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -635,8 +656,17 @@ public final class AnswerReader {
         }
     }
 
-    /** Parses one JSON object (a whole body); anything that is not a JSON object is ignored. */
+    /**
+     * Parses one JSON object (a whole body); anything that is not a JSON object is ignored. A small UTF-8 body is
+     * read by the thread's parser ({@link ThreadParser}), any other by a parser of its own.
+     */
     private void parse(byte[] b, int off, int len) {
+        if (ThreadParser.fits(b, off, len)) {
+            if (!ThreadParser.read(b, off, len, reader)) {
+                parseFailures++;
+            }
+            return;
+        }
         try (JsonParser p = JSON.createParser(b, off, len)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return;

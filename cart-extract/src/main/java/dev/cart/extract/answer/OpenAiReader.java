@@ -17,8 +17,8 @@ import java.io.IOException;
  *
  * <p>Members are found with {@link DialectReader#nextField}, each object's names listed in the order
  * OpenAI-compatible servers write them (a chunk: {@code id, object, created, model, choices, usage}; a choice:
- * {@code index, delta} or {@code message, logprobs, finish_reason}; a delta: {@code role, content}): in that
- * order a name costs a byte comparison, and any order reads the same. A delta's text is appended with where it
+ * {@code index, delta} in a chunk, {@code index, message, logprobs, finish_reason} in a JSON answer; a delta:
+ * {@code role, content}): in that order a name costs a byte comparison, and any order reads the same. A delta's text is appended with where it
  * lay in the event (for {@link ResponseObserver}'s template); reading usage is an effect of its own.
  */
 final class OpenAiReader implements DialectReader {
@@ -28,12 +28,19 @@ final class OpenAiReader implements DialectReader {
     private static final int CHOICES = 4;
     private static final int USAGE = 5;
 
-    private static final SerializableString[] CHOICE =
+    /** A choice's members in a chunk's order; a JSON answer's order swaps {@code delta} and {@code message}. */
+    private static final SerializableString[] CHUNK_CHOICE =
             DialectReader.names("index", "delta", "logprobs", "finish_reason", "message");
+
+    private static final SerializableString[] ANSWER_CHOICE =
+            DialectReader.names("index", "message", "logprobs", "finish_reason", "delta");
     private static final int INDEX = 0;
-    private static final int DELTA = 1;
+    /** {@code delta} in a chunk's order, {@code message} in an answer's: read alike. */
+    private static final int BODY = 1;
+
     private static final int LOGPROBS = 2;
-    private static final int MESSAGE = 4;
+    /** {@code message} in a chunk's order, {@code delta} in an answer's. */
+    private static final int OTHER_BODY = 4;
 
     private static final SerializableString[] MESSAGE_MEMBERS =
             DialectReader.names("role", "content", "tool_calls", "function_call");
@@ -50,11 +57,16 @@ final class OpenAiReader implements DialectReader {
     private static final int CACHED_TOKENS = 0;
 
     private final AnswerText answer;
+    /** {@link #CHUNK_CHOICE} or {@link #ANSWER_CHOICE}. */
+    private final SerializableString[] choiceOrder;
+
     private long promptTokens = ServedUsage.UNKNOWN;
     private long cachedTokens = ServedUsage.UNKNOWN;
 
-    OpenAiReader(AnswerText answer) {
+    /** {@code streamed}: the objects are a stream's chunks (their choices hold a delta), else JSON answers. */
+    OpenAiReader(AnswerText answer, boolean streamed) {
         this.answer = answer;
+        this.choiceOrder = streamed ? CHUNK_CHOICE : ANSWER_CHOICE;
     }
 
     @Override
@@ -116,12 +128,12 @@ final class OpenAiReader implements DialectReader {
         long contentTo = -1;
         boolean tools = false;
         int expected = 0;
-        for (int f; (f = nextField(p, CHOICE, expected)) != END; ) {
-            expected = f < 0 ? expected : f == MESSAGE ? LOGPROBS : f + 1;
+        for (int f; (f = nextField(p, choiceOrder, expected)) != END; ) {
+            expected = f < 0 ? expected : f == OTHER_BODY ? LOGPROBS : f + 1;
             JsonToken t = p.nextToken();
             if (f == INDEX && t == JsonToken.VALUE_NUMBER_INT) {
                 index = p.getLongValue();
-            } else if ((f == DELTA || f == MESSAGE) && t == JsonToken.START_OBJECT) {
+            } else if ((f == BODY || f == OTHER_BODY) && t == JsonToken.START_OBJECT) {
                 int expectedMember = 0;
                 for (int m; (m = nextField(p, MESSAGE_MEMBERS, expectedMember)) != END; ) {
                     expectedMember = m < 0 ? expectedMember : m + 1;
