@@ -307,7 +307,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
         @Override
         public boolean serves(String model) {
             Set<String> m = models;
-            return m.isEmpty() || m.contains(model);
+            return m.isEmpty() || (model != null && m.contains(model)); // Set.of's contains throws on null
         }
 
         /**
@@ -339,8 +339,18 @@ public final class ManagedReplicaSet implements ReplicaSet {
             }
         }
 
+        /**
+         * The names as an immutable set in their order: one name (the usual pool) as {@link Set#of(Object)},
+         * whose {@code contains} is one {@code equals} where a hash set hashes the name first.
+         */
         private static Set<String> frozen(List<String> names) {
-            return names.isEmpty() ? Set.of() : Collections.unmodifiableSet(new LinkedHashSet<>(names));
+            if (names.isEmpty()) {
+                return Set.of();
+            }
+            if (names.size() == 1) {
+                return Set.of(names.get(0));
+            }
+            return Collections.unmodifiableSet(new LinkedHashSet<>(names));
         }
 
         /**
