@@ -31,11 +31,14 @@ import org.jspecify.annotations.Nullable;
 public final class Lease implements AutoCloseable {
 
     // What has happened to the lease, one bit each in {@link #state}, each set once by compare-and-set (one
-    // field rather than an atomic object per step: a lease is made per request).
+    // field rather than an atomic object per step: a lease is made per request). Bits set by one call go in
+    // one compare-and-set: REPORTED with PREFILLED (so a close that lost the prefill to a first token sees
+    // that it was reported), LEARNED with FED_BACK for a usage that is known.
     private static final int CLOSED = 1;
     private static final int LEARNED = 2;
     private static final int FED_BACK = 4;
     private static final int PREFILLED = 8;
+    private static final int REPORTED = 16;
     private static final VarHandle STATE;
 
     static {
@@ -51,7 +54,6 @@ public final class Lease implements AutoCloseable {
     private volatile int state;
     private volatile Outcome outcome = Outcome.CANCELLED;
     private volatile int status;
-    private volatile boolean prefilledReported;
     /** What the comparison of this lease's usage gave, once made (null before). */
     private volatile @Nullable CacheFeedback feedback;
 
@@ -65,15 +67,25 @@ public final class Lease implements AutoCloseable {
 
     /** Sets {@code bit} in the state; true for the one call that set it. */
     private boolean set(int bit) {
+        return claim(bit, 0) != 0;
+    }
+
+    /**
+     * Sets those of {@code bits} not set yet, and {@code with} along with them when any is, in one
+     * compare-and-set.
+     *
+     * @return the bits of {@code bits} this call set; 0 when all were set already
+     */
+    private int claim(int bits, int with) {
         int s = state;
-        while ((s & bit) == 0) {
-            int witness = (int) STATE.compareAndExchange(this, s, s | bit);
+        while ((s & bits) != bits) {
+            int witness = (int) STATE.compareAndExchange(this, s, s | bits | with);
             if (witness == s) {
-                return true;
+                return bits & ~s;
             }
             s = witness;
         }
-        return false;
+        return 0;
     }
 
     /**
@@ -91,8 +103,7 @@ public final class Lease implements AutoCloseable {
     }
 
     private void prefillDone(boolean reported) {
-        if (set(PREFILLED)) {
-            prefilledReported = reported;
+        if (claim(PREFILLED, reported ? REPORTED : 0) != 0) {
             router.prefillDone(decision, reported, outcome);
         }
     }
@@ -118,17 +129,21 @@ public final class Lease implements AutoCloseable {
      */
     public CacheFeedback succeeded(ServedUsage usage) {
         Objects.requireNonNull(usage, "usage");
-        outcome = Outcome.SUCCESS;
+        if (outcome != Outcome.SUCCESS) { // a second call (its usage, at the end of a stream) writes nothing
+            outcome = Outcome.SUCCESS;
+        }
         if ((state & CLOSED) != 0) {
             return CacheFeedback.notCompared();
         }
-        if (set(LEARNED)) {
+        boolean known = usage.known();
+        int won = claim(known ? LEARNED | FED_BACK : LEARNED, 0);
+        if ((won & LEARNED) != 0) {
             router.learnOnSuccess(decision);
         }
-        if (!usage.known()) {
+        if (!known) {
             return CacheFeedback.notCompared();
         }
-        if (set(FED_BACK)) {
+        if ((won & FED_BACK) != 0) {
             CacheFeedback f = router.feedback(decision, usage);
             feedback = f;
             return f;
@@ -201,7 +216,7 @@ public final class Lease implements AutoCloseable {
                 }
             }
         } finally {
-            router.closed(decision, o, status, prefilledReported);
+            router.closed(decision, o, status, (state & REPORTED) != 0);
         }
     }
 }

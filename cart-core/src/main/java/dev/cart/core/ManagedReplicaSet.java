@@ -257,10 +257,10 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /** The admission of the breaker's current permit, reused; a racing replacement only costs an allocation. */
         private volatile @Nullable Ticket ticket;
         /**
-         * Immutable; empty means any model. Volatile, not guarded: routing reads it without a lock; a
+         * Immutable; an empty set means any model. Volatile, not guarded: routing reads it without a lock; a
          * replacement is written under this member's monitor only so that each writer knows what it replaced.
          */
-        private volatile Set<String> models;
+        private volatile Models models;
 
         @GuardedBy("this")
         private int probeFailures;
@@ -273,7 +273,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
             this.id = spec.id();
             this.maxLoad = spec.maxLoad();
             this.loadPenalty = spec.loadPenalty();
-            this.models = frozen(spec.models());
+            this.models = new Models(spec.models());
             this.health = health;
             this.listener = listener;
             this.breaker = CircuitBreaker.builder()
@@ -306,8 +306,9 @@ public final class ManagedReplicaSet implements ReplicaSet {
         /** True if the replica serves {@code model}: it is one of its {@link #models()}, or those are empty. */
         @Override
         public boolean serves(String model) {
-            Set<String> m = models;
-            return m.isEmpty() || m.contains(model);
+            Models m = models;
+            String only = m.only;
+            return only != null ? only.equals(model) : m.set.isEmpty() || m.set.contains(model);
         }
 
         /**
@@ -316,7 +317,7 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * @return an immutable set, empty for any model
          */
         public Set<String> models() {
-            return models;
+            return models.set;
         }
 
         /**
@@ -328,19 +329,15 @@ public final class ManagedReplicaSet implements ReplicaSet {
          * @param models the model names, none blank; empty for any model
          */
         public void models(Collection<String> models) {
-            Set<String> next = frozen(ReplicaSpec.modelNames(id, models));
+            Models next = new Models(ReplicaSpec.modelNames(id, models));
             Set<String> before;
             synchronized (this) {
-                before = this.models;
+                before = this.models.set;
                 this.models = next;
             }
-            if (!before.equals(next)) {
-                listener.onModelsChange(this, next);
+            if (!before.equals(next.set)) {
+                listener.onModelsChange(this, next.set);
             }
-        }
-
-        private static Set<String> frozen(List<String> names) {
-            return names.isEmpty() ? Set.of() : Collections.unmodifiableSet(new LinkedHashSet<>(names));
         }
 
         /**
@@ -409,6 +406,21 @@ public final class ManagedReplicaSet implements ReplicaSet {
                 throw new IllegalStateException("release without acquire on replica " + id);
             }
             permit.record(outcome);
+        }
+
+        /**
+         * A member's models: the immutable set in the order given (empty means any model), and its one name
+         * when it has exactly one (the usual pool), which {@link #serves} compares with one {@code equals}
+         * instead of hashing the requested name. Immutable, replaced whole.
+         */
+        private static final class Models {
+            final Set<String> set;
+            final @Nullable String only;
+
+            Models(List<String> names) {
+                this.set = names.isEmpty() ? Set.of() : Collections.unmodifiableSet(new LinkedHashSet<>(names));
+                this.only = names.size() == 1 ? names.get(0) : null;
+            }
         }
 
         /** Admissions under one circuit breaker permit (one generation of the circuit). */

@@ -111,4 +111,35 @@ class LeaseFeedbackTest {
             assertEquals(List.of(), heard, "the listener hears only comparisons");
         }
     }
+
+    @Test
+    void learningOnSuccessAKnownUsageFirstLearnsTheRouteAndIsComparedOnce() {
+        try (Router router = Router.builder()
+                .replicas(ManagedReplicaSet.builder().add("a").build())
+                .policy(TestPolicies.followTheTree())
+                .learn(LearnMode.ON_SUCCESS)
+                .evictionInterval(Duration.ZERO)
+                .listener(new RoutingListener() {
+                    @Override
+                    public void onCacheFeedback(RouteDecision d, CacheFeedback f) {
+                        heard.add(f);
+                    }
+                })
+                .build()) {
+            RouteDecision miss = router.choose(RouteRequest.of(KEY));
+            CacheFeedback first = miss.lease().succeeded(new ServedUsage(TOKENS, 0));
+            assertEquals(CacheFeedback.Verdict.OK, first.verdict(), "compared at the first call: " + first);
+            assertTrue(router.tree().stats().size() > 0, "and the route learned by the same call");
+            assertSame(first, miss.lease().succeeded(new ServedUsage(TOKENS, 5)), "compared once");
+            assertSame(
+                    CacheFeedback.notCompared(),
+                    miss.lease().succeeded(ServedUsage.unknown()),
+                    "an unknown usage later compares nothing");
+            assertEquals(List.of(first), heard);
+            miss.lease().close();
+            RouteDecision hit = router.choose(RouteRequest.of(KEY));
+            assertEquals(Reason.CACHE_HIT, hit.reason());
+            hit.lease().close();
+        }
+    }
 }

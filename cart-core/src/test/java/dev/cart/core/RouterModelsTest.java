@@ -175,6 +175,8 @@ class RouterModelsTest {
         assertEquals(List.of(), changes, "the same set in another order is no change");
         a.models(List.of("base"));
         assertFalse(a.serves("sql-lora"));
+        assertTrue(a.serves(String.valueOf(new char[] {'b', 'a', 's', 'e'})), "one model: equal, not the same");
+        assertFalse(a.serves("bas"));
         assertThrows(IllegalArgumentException.class, () -> a.models(List.of("base", " ")));
         assertEquals(Set.of("base"), a.models(), "a refused replacement changes nothing");
         a.models(List.of());
