@@ -53,6 +53,7 @@ public final class JfrParts {
         {"PreciseMode.", "precise lookup"},
         {"ProxyFlow.", "admission queue"},
         {"dev.cart.flow.", "admission queue"},
+        {"PromptKey", "key: building and hashing"}, // the key's blocks, whoever builds it (extraction, learning)
         {"Router.choose", "route: choose"},
         {"ProxyListener.choose", "route: choose"},
         {"dev.cart.core.", "route: lease and bookkeeping"},
