@@ -194,7 +194,13 @@ final class EndToEnd {
             while (set.totalInFlight() != 0 && System.nanoTime() < deadline) {
                 java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // bounded wait for the last closes
             }
+            // a request is counted when its exchange ends, just after its lease closed: wait until every request
+            // the replay made is counted (a scrape shows every request that ended before it)
             PromText m = PromText.parse(proxy.metrics().scrape());
+            while (m.sum("cart_requests_total") < run.requests() && System.nanoTime() < deadline) {
+                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
+                m = PromText.parse(proxy.metrics().scrape());
+            }
             Map<String, Long> reasons = new java.util.TreeMap<>();
             for (PromText.Sample x : m.named("cart_decisions_total")) {
                 reasons.merge(x.labels().get("reason"), (long) x.value(), Long::sum);
