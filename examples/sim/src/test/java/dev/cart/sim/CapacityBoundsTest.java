@@ -33,13 +33,18 @@ class CapacityBoundsTest {
         return all.size();
     }
 
+    /** Request {@code i}'s prompt blocks that count: those before its last token, as the engines count them. */
+    private static int counted(PreparedWorkload p, int i) {
+        return Math.min(p.blocks[i].length, (p.promptTokens[i] - 1) / RequestKeys.BLOCK_TOKENS);
+    }
+
     /** Every counted prompt block that some request before it touched, over the prompt tokens: no eviction. */
     private static double everyBlockSeenBefore(PreparedWorkload p) {
         Set<Long> seen = new HashSet<>();
         long hit = 0;
         for (int i = 0; i < p.size(); i++) {
             long[] b = p.blocks[i];
-            int counted = Math.min(b.length, (p.promptTokens[i] - 1) / RequestKeys.BLOCK_TOKENS);
+            int counted = counted(p, i);
             for (int k = 0; k < counted; k++) {
                 if (seen.contains(b[k])) {
                     hit += RequestKeys.BLOCK_TOKENS;
@@ -98,7 +103,7 @@ class CapacityBoundsTest {
         List<Long> trace = new ArrayList<>();
         List<Boolean> counts = new ArrayList<>();
         for (int i = 0; i < p.size(); i++) {
-            int counted = Math.min(p.blocks[i].length, (p.promptTokens[i] - 1) / RequestKeys.BLOCK_TOKENS);
+            int counted = counted(p, i);
             for (int k = 0; k < p.blocks[i].length; k++) {
                 trace.add(p.blocks[i][k]);
                 counts.add(k < counted);
@@ -163,7 +168,7 @@ class CapacityBoundsTest {
         long hit = 0;
         for (int i = 0; i < p.size(); i++) {
             long[] b = p.blocks[i];
-            int counted = Math.min(b.length, (p.promptTokens[i] - 1) / RequestKeys.BLOCK_TOKENS);
+            int counted = counted(p, i);
             int run = 0;
             while (run < counted && byUse.contains(b[run])) {
                 run++;
