@@ -64,6 +64,10 @@ class DrainTest {
                         CompletableFuture.supplyAsync(() -> h.proxy.drain(Duration.ofSeconds(60)));
                 int port = h.proxy.port();
                 ProxyHarness.await("new connections refused", () -> refused(port));
+                // the drain counts what is in flight just after it stops accepting: wait for its line, so the
+                // requests sent below on the kept connections are not counted as in flight when it began
+                ProxyHarness.await(
+                        "the drain's first line", () -> log.lines().stream().anyMatch(l -> l.startsWith("draining:")));
 
                 String healthAnswer = exchange(health, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
                 assertTrue(healthAnswer.startsWith("HTTP/1.1 503 "), healthAnswer);
