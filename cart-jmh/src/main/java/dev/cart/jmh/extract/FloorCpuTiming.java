@@ -3,6 +3,8 @@ package dev.cart.jmh.extract;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import dev.cart.core.PromptKey;
+import dev.cart.core.internal.KeyAccess;
 import dev.cart.extract.Endpoint;
 import dev.cart.extract.ExtractOptions;
 import dev.cart.extract.PromptExtractor;
@@ -13,7 +15,11 @@ import java.util.Locale;
 
 /**
  * {@link FloorBenchmark}'s three operations (extraction, Jackson's bare token pass, Jackson reading every string's
- * text) timed against each other in one JVM and one thread, their rounds interleaved, by the thread's CPU time.
+ * text) and a fourth, the <em>floor</em> (Jackson's token pass, then the key's block hash over as many bytes of the
+ * body as the extracted key has units, in blocks of {@link PromptKey#DEFAULT_BLOCK_CHARS}: what any extraction does
+ * at the least, taking Jackson as the parser and the key's hash as it is, for a body whose text has no escape and
+ * is ASCII, and a little less otherwise) timed against each other in one JVM and one thread, their rounds
+ * interleaved, by the thread's CPU time.
  *
  * <p>Why: {@link FloorRatio} runs each operation in forks of its own, minutes apart, and on a shared virtual
  * machine the ratio of two such forks moved by 2-3x between runs of the same code (docs/benchmarks.md). Here a
@@ -47,16 +53,21 @@ public final class FloorCpuTiming {
                 .build();
         System.out.println(
                 "| body | extract, µs (median, min–max) | Jackson's token pass | Jackson reading every string's"
-                        + " text | extract / token pass: median (IQR; range) | extract / text pass: median (IQR; range) |");
-        System.out.println("|---|---|---|---|---|---|");
+                        + " text | floor: token pass + the key's hash | extract / token pass: median (IQR; range)"
+                        + " | extract / text pass | extract / floor |");
+        System.out.println("|---|---|---|---|---|---|---|---|");
         int sink = 0;
         for (String name : BODIES) {
             byte[] body = FloorBenchmark.body(name);
             PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+            int units = Math.min(
+                    body.length,
+                    x.extract(Endpoint.CHAT_COMPLETIONS, body).key().length());
             Op[] ops = {
                 () -> x.extract(Endpoint.CHAT_COMPLETIONS, body).key().length(),
                 () -> FloorBenchmark.tokens(factory, body),
-                () -> FloorBenchmark.textPass(factory, body)
+                () -> FloorBenchmark.textPass(factory, body),
+                () -> FloorBenchmark.tokens(factory, body) + (int) hashBlocks(body, units)
             };
             int batch = (int) Math.max(1, BYTES_PER_BATCH / body.length);
             for (int w = 0; w < 40; w++) { // warm-up: the three compiled as the rounds will run them
@@ -66,10 +77,10 @@ public final class FloorCpuTiming {
                     }
                 }
             }
-            double[][] perOp = new double[3][rounds];
+            double[][] perOp = new double[ops.length][rounds];
             for (int r = 0; r < rounds; r++) {
-                for (int k = 0; k < 3; k++) {
-                    int o = (r + k) % 3; // the order rotates, so no operation always runs first
+                for (int k = 0; k < ops.length; k++) {
+                    int o = (r + k) % ops.length; // the order rotates, so no operation always runs first
                     long t0 = mx.getCurrentThreadCpuTime();
                     for (int i = 0; i < batch; i++) {
                         sink += ops[o].run();
@@ -79,21 +90,39 @@ public final class FloorCpuTiming {
             }
             double[] toBare = new double[rounds];
             double[] toText = new double[rounds];
+            double[] toFloor = new double[rounds];
             for (int r = 0; r < rounds; r++) {
                 toBare[r] = perOp[0][r] / perOp[1][r];
                 toText[r] = perOp[0][r] / perOp[2][r];
+                toFloor[r] = perOp[0][r] / perOp[3][r];
             }
             System.out.printf(
                     Locale.ROOT,
-                    "| %s | %s | %s | %s | %s | %s |%n",
+                    "| %s | %s | %s | %s | %s | %s | %s | %s |%n",
                     name,
                     figure(perOp[0]),
                     figure(perOp[1]),
                     figure(perOp[2]),
+                    figure(perOp[3]),
                     ratio(toBare),
-                    ratio(toText));
+                    ratio(toText),
+                    ratio(toFloor));
         }
         System.out.println("(" + rounds + " rounds per body; checksum " + (sink & 1) + ")");
+    }
+
+    /**
+     * The key's block hashes over the first {@code n} bytes of {@code body}, chained as a key's are; the last hash
+     * (so that the work is not dead code).
+     */
+    static long hashBlocks(byte[] body, int n) {
+        KeyAccess.Secrets key = KeyAccess.secrets();
+        long h = 0;
+        int block = PromptKey.DEFAULT_BLOCK_CHARS;
+        for (int i = 0; i + block <= n; i += block) {
+            h = key.hashBytes(body, i, block, h);
+        }
+        return h;
     }
 
     private static String figure(double[] v) {

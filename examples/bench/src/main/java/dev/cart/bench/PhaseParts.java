@@ -17,7 +17,8 @@ import java.util.Set;
  * mode ({@code --parts}): the harness's answer to "which part of CART costs what, per request, on the thread
  * that serves it".
  *
- * <p>How: for each closed-loop phase of a proxy target ({@code cart}, {@code cart-base}), a JFR recording with 1
+ * <p>How: for each closed-loop phase of a proxy target ({@code cart}, {@code cart-base}) and of {@code ref-netty}
+ * (recorded alike, so that an excess over it does not include the recording's own cost), a JFR recording with 1
  * ms Java execution samples runs in the proxy's JVM from before the phase's warm-up (started with {@code jcmd},
  * so that the compilation a recording's start causes falls in the warm-up) to the phase's end, and only the
  * samples taken during the phase count; the Netty event loops' user and system ticks are read from
@@ -106,13 +107,14 @@ final class PhaseParts {
         Map<String, Long> samples = JfrParts.loopParts(rec, from, to);
         Map<String, Double> perRequest = spread(samples, ThreadCpu.Split.perRequest(userSystem[0], phase.ok()));
         perRequest.put(SYSTEM_ROW, ThreadCpu.Split.perRequest(userSystem[1], phase.ok()));
-        phases.put(label(phase), perRequest);
+        String label = unique(phases.keySet(), label(phase));
+        phases.put(label, perRequest);
         long total = samples.values().stream().mapToLong(Long::longValue).sum();
         List<String> lines = new ArrayList<>();
         lines.add(String.format(
                 Locale.ROOT,
                 "   %s: event loops %.1f user + %.1f sys us/req, %d samples",
-                label(phase),
+                label,
                 ThreadCpu.Split.perRequest(userSystem[0], phase.ok()),
                 ThreadCpu.Split.perRequest(userSystem[1], phase.ok()),
                 total));
@@ -140,6 +142,21 @@ final class PhaseParts {
             }
         }
         return false;
+    }
+
+    /**
+     * {@code label}, or with the first free {@code " #2"}, {@code " #3"}... after it when {@code taken} has it: a
+     * target measured twice in a run (an A B B A order) keeps both columns.
+     */
+    static String unique(Set<String> taken, String label) {
+        if (!taken.contains(label)) {
+            return label;
+        }
+        int n = 2;
+        while (taken.contains(label + " #" + n)) {
+            n++;
+        }
+        return label + " #" + n;
     }
 
     private static String label(ProxyBench.Phase p) {

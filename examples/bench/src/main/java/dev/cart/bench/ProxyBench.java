@@ -51,8 +51,9 @@ import java.util.regex.Pattern;
  * the same one with {@code --base-yaml} appended to its configuration or {@code --base-opts} to its JVM
  * options, for before/after pairs in one run), {@code nginx}, and the pass-throughs with no routing {@code ref-netty}
  * ({@link RefNetty}), {@code ref-jdk} and {@code ref-socket} ({@link RefProxy}).
- * {@code --parts} records each proxy target's closed loop with JFR and prints its event loops' CPU per request
- * split by part of the request path ({@link PhaseParts}), also as a table at the end of {@code results.md}.
+ * {@code --parts} records each proxy target's closed loop (and {@code ref-netty}'s, which pays the recording's cost
+ * too) with JFR and prints its event loops' CPU per request split by part of the request path ({@link PhaseParts}),
+ * also as a table at the end of {@code results.md}.
  * {@code --cart-yaml} appends to the CART proxy's configuration (for instance
  * {@code 'cache:\n  learn_answer: false'}, {@code \n} for a line break).
  *
@@ -488,7 +489,8 @@ public final class ProxyBench {
                 for (String name : o.targets) {
                     Target t = targets.get(name);
                     int warmup = warm.add(name) ? Math.max(o.warmupSecs, o.firstWarmupSecs) : o.warmupSecs;
-                    boolean recorded = parts != null && name.startsWith("cart");
+                    // ref-netty is recorded too: the recording costs its loops CPU as well, so the excess stays fair
+                    boolean recorded = parts != null && (name.startsWith("cart") || name.equals("ref-netty"));
                     if (recorded) {
                         parts.arm(t.pid());
                     }

@@ -4,8 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class PhasePartsTest {
@@ -30,5 +32,17 @@ class PhasePartsTest {
         assertTrue(PhaseParts.isLoop("epollEventLoopG"));
         assertFalse(PhaseParts.isLoop("cart-extract-1"));
         assertFalse(PhaseParts.isLoop("C2 CompilerThre"));
+    }
+
+    @Test
+    void aTargetMeasuredTwiceInARunKeepsBothColumns() {
+        Set<String> taken = new LinkedHashSet<>();
+        taken.add(PhaseParts.unique(taken, "cart 1024 B json"));
+        taken.add(PhaseParts.unique(taken, "ref-netty 1024 B json"));
+        taken.add(PhaseParts.unique(taken, "cart 1024 B json"));
+        taken.add(PhaseParts.unique(taken, "cart 1024 B json"));
+        assertEquals(
+                List.of("cart 1024 B json", "ref-netty 1024 B json", "cart 1024 B json #2", "cart 1024 B json #3"),
+                List.copyOf(taken));
     }
 }
