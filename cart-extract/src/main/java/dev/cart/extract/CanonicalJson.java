@@ -16,7 +16,9 @@ import org.jspecify.annotations.Nullable;
  * (which a {@link Segment} takes in ASCII runs); a string that is plain ASCII in the body (no escape) is
  * its own canonical form and is copied from the body bytes without being decoded
  * ({@link JsonCursor#plainAscii}). An object whose members did not come sorted is reordered once it ends.
- * Not thread-safe: one per extraction.
+ * The member names and offsets of the objects being written (one pair of arrays per nesting depth) and the
+ * buffers a reordering copies through are kept from one object to the next, so that an extraction with many
+ * small objects (an agent's tool calls) makes them once. Not thread-safe: one per extraction.
  */
 final class CanonicalJson {
 
@@ -49,8 +51,15 @@ final class CanonicalJson {
     private final MediaRefs media;
     private @Nullable SourceReader sources;
 
-    private static final String[] NO_NAMES = new String[0];
-    private static final int[] NO_STARTS = new int[0];
+    /** Per nesting depth of the objects being written: their member names and where each member starts. */
+    private String[][] namesAt = new String[0][];
+
+    private int[][] startsAt = new int[0][];
+    private int depth;
+    /** What a reordering copies the members through, and the order it writes them in; made on first use. */
+    private @Nullable Utf8Builder members;
+
+    private int[] order = new int[0];
 
     CanonicalJson(JsonCursor in, MediaRefs media) {
         this.in = in;
@@ -69,10 +78,31 @@ final class CanonicalJson {
      */
     void fields(Utf8Builder sb, Set<Option> options, @Nullable String skip, @Nullable String mediaKey)
             throws IOException, ExtractionException {
+        int d = depth++;
+        try {
+            object(sb, options, skip, mediaKey, d);
+        } finally {
+            depth = d;
+        }
+    }
+
+    /** {@link #fields} of the object at nesting depth {@code d}, with that depth's arrays. */
+    private void object(Utf8Builder sb, Set<Option> options, @Nullable String skip, @Nullable String mediaKey, int d)
+            throws IOException, ExtractionException {
+        if (d == namesAt.length) {
+            namesAt = Arrays.copyOf(namesAt, d + 4);
+            startsAt = Arrays.copyOf(startsAt, d + 4);
+        }
+        String[] names = namesAt[d];
+        int[] starts = startsAt[d];
+        if (names == null || starts == null) {
+            names = new String[8];
+            starts = new int[8];
+            namesAt[d] = names;
+            startsAt[d] = starts;
+        }
         int open = sb.length();
         sb.ascii('{');
-        String[] names = NO_NAMES;
-        int[] starts = NO_STARTS;
         int n = 0;
         boolean sorted = true;
         boolean digest = options.contains(Option.DIGEST_LONG);
@@ -88,8 +118,10 @@ final class CanonicalJson {
                 continue;
             }
             if (n == names.length) {
-                names = Arrays.copyOf(names, Math.max(8, n * 2));
-                starts = Arrays.copyOf(starts, Math.max(8, n * 2));
+                names = Arrays.copyOf(names, n * 2);
+                starts = Arrays.copyOf(starts, n * 2);
+                namesAt[d] = names;
+                startsAt[d] = starts;
             }
             if (n > 0) {
                 sorted &= names[n - 1].compareTo(name) < 0;
@@ -115,27 +147,35 @@ final class CanonicalJson {
         }
         if (!sorted) {
             int end = sb.length();
-            Utf8Builder members = new Utf8Builder(end - open);
-            members.raw(sb, open + 1, end);
+            Utf8Builder copy = members;
+            if (copy == null) {
+                copy = new Utf8Builder(Math.max(64, end - open));
+                members = copy;
+            }
+            copy.setLength(0);
+            copy.raw(sb, open + 1, end);
             // insertion sort of member indices by name: objects are small, and names are distinct
-            int[] order = new int[n];
+            if (order.length < n) {
+                order = new int[Math.max(8, n)];
+            }
+            int[] sortedAt = order;
             for (int i = 0; i < n; i++) {
                 int k = i;
-                while (k > 0 && names[order[k - 1]].compareTo(names[i]) > 0) {
-                    order[k] = order[k - 1];
+                while (k > 0 && names[sortedAt[k - 1]].compareTo(names[i]) > 0) {
+                    sortedAt[k] = sortedAt[k - 1];
                     k--;
                 }
-                order[k] = i;
+                sortedAt[k] = i;
             }
             sb.setLength(open + 1);
             for (int k = 0; k < n; k++) {
-                int i = order[k];
+                int i = sortedAt[k];
                 int from = starts[i] - open - 1;
                 int to = i + 1 < n ? starts[i + 1] - open - 2 : end - open - 1;
                 if (k > 0) {
                     sb.ascii(',');
                 }
-                sb.raw(members, from, to);
+                sb.raw(copy, from, to);
             }
         }
         sb.ascii('}');

@@ -143,9 +143,11 @@ final class JsonCursor {
     }
 
     /**
-     * When the string that is the current token is plain ASCII (no escape, no control character), appends
-     * it to {@code out} as it stands in the body, quotes included (which is its canonical JSON), marks it
-     * read and returns true; otherwise appends nothing and returns false. Searches eight bytes at a time.
+     * When the string that is the current token is ASCII with no control character and no escape other than
+     * {@code \"} and {@code \\} (the only two {@link Utf8Builder#quoted} writes for ASCII that is not a control
+     * character), appends it to {@code out} as it stands in the body, quotes included (which is then its canonical
+     * JSON), marks it read and returns true; otherwise appends nothing and returns false. Searches eight bytes at
+     * a time between escapes. A tool call's {@code arguments}, JSON in a string, is such a string.
      */
     boolean plainAscii(Utf8Builder out) {
         BodyParser bp = (BodyParser) p;
@@ -159,16 +161,23 @@ final class JsonCursor {
         int lim =
                 b.length; // as in JsonText.decodeFrom: lets the JIT drop the reads' bounds checks; a stop at n or past
         // it fails below
-        while (i < n && i + 8 <= lim) {
-            long m = JsonText.specialOrHigh((long) LONGS.get(b, i));
-            if (m != 0) {
-                i += Long.numberOfTrailingZeros(m) >>> 3;
-                break;
+        while (true) {
+            while (i < n && i + 8 <= lim) {
+                long m = JsonText.specialOrHigh((long) LONGS.get(b, i));
+                if (m != 0) {
+                    i += Long.numberOfTrailingZeros(m) >>> 3;
+                    break;
+                }
+                i += 8;
             }
-            i += 8;
-        }
-        while (i < n && JsonText.plainAscii(b[i])) {
-            i++;
+            while (i < n && JsonText.plainAscii(b[i])) {
+                i++;
+            }
+            if (i + 1 < n && b[i] == '\\' && (b[i + 1] == '"' || b[i + 1] == '\\')) {
+                i += 2; // an escape that is already canonical
+                continue;
+            }
+            break;
         }
         if (i >= n || b[i] != '"') {
             return false;

@@ -38,6 +38,52 @@ class AllocationTest {
         assertTrue(least < body.length / 2, least + " bytes allocated for a body of " + body.length);
     }
 
+    /**
+     * An agent's tool calls are written as canonical JSON one after another: the arrays an object's members are
+     * sorted with are made once per extraction, not once per object, and a call's arguments (JSON in a string,
+     * its quotes escaped) are copied as they stand rather than decoded and escaped again. Counted as the
+     * difference between bodies of 200 and 100 turns of a call and its result, per turn: 1,305 bytes on Java 17,
+     * 40% of them the parser's duplicate detection (a set per object of three names or more); 2,193 when each
+     * object made its own arrays and the arguments were decoded.
+     */
+    @Test
+    void aToolCallsTurnAllocatesNoArraysPerObject() throws Exception {
+        assumeTrue(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
+                && t.isThreadAllocatedMemorySupported());
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
+        byte[] few = toolCalls(100);
+        byte[] many = toolCalls(200);
+        long[] least = {Long.MAX_VALUE, Long.MAX_VALUE};
+        for (int i = 0; i < 30; i++) { // the first rounds load classes and fill the parser's buffer pool
+            for (int k = 0; k < 2; k++) {
+                byte[] body = k == 0 ? few : many;
+                long before = mx.getCurrentThreadAllocatedBytes();
+                x.extract(Endpoint.CHAT_COMPLETIONS, body);
+                least[k] = Math.min(least[k], mx.getCurrentThreadAllocatedBytes() - before);
+            }
+        }
+        long perTurn = (least[1] - least[0]) / 100;
+        assertTrue(perTurn < 1_700, perTurn + " bytes allocated per turn of a tool call and its result");
+    }
+
+    /** {@code calls} turns of an assistant's tool call (arguments with quotes and a backslash) and its result. */
+    private static byte[] toolCalls(int calls) {
+        StringBuilder sb = new StringBuilder("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"go\"}");
+        for (int i = 0; i < calls; i++) {
+            sb.append(",{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_")
+                    .append(i)
+                    .append("\",\"type\":\"function\",\"function\":{\"name\":\"search_orders\",")
+                    .append("\"arguments\":\"{\\\"id\\\":\\\"A-")
+                    .append(1000 + i)
+                    .append("\\\",\\\"path\\\":\\\"a\\\\\\\\b\\\"}\"}}]}")
+                    .append(",{\"role\":\"tool\",\"tool_call_id\":\"call_")
+                    .append(i)
+                    .append("\",\"content\":\"found\"}");
+        }
+        return sb.append("]}").toString().getBytes(StandardCharsets.UTF_8);
+    }
+
     @Test
     void theMarkerLengthIsEveryMarkersLength() {
         assertEquals(Extraction.MARKER_LENGTH, Extraction.modelMarker("m").length());

@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.longs;
 
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.io.SerializedString;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -27,7 +30,8 @@ import org.junit.jupiter.api.Test;
  *   <li>for a body without tools or tool calls, that text is the one the key format prescribes (model
  *       marker, then {@code SOH role STX content} per message), computed here from the generated values;</li>
  *   <li>the same JSON value written with every non-ASCII character as a {@code \\u} escape, and pretty-printed,
- *       gives the same key as written compactly in raw UTF-8.</li>
+ *       gives the same key as written compactly in raw UTF-8; so does the value written with every quote,
+ *       backslash and control character as a {@code \\u} escape (no {@code \\n}, no {@code \\"}).</li>
  * </ul>
  */
 class KeyPathEquivalenceTest {
@@ -35,6 +39,36 @@ class KeyPathEquivalenceTest {
     private static final ObjectMapper RAW = new ObjectMapper();
     private static final ObjectMapper ESCAPED =
             JsonMapper.builder().enable(JsonWriteFeature.ESCAPE_NON_ASCII).build();
+    /** Writes every quote, backslash and control character as a backslash-u escape, never as {@code \n} or {@code \"}. */
+    private static final ObjectMapper U_ESCAPED = new ObjectMapper();
+
+    static {
+        U_ESCAPED.getFactory().setCharacterEscapes(new UnicodeEscapes());
+    }
+
+    /** Jackson's escapes of ASCII, each written as a backslash-u escape. */
+    private static final class UnicodeEscapes extends CharacterEscapes {
+        private static final long serialVersionUID = 1L;
+        private final int[] codes = standardAsciiEscapesForJSON();
+
+        UnicodeEscapes() {
+            for (int c = 0; c < codes.length; c++) {
+                if (codes[c] != ESCAPE_NONE) {
+                    codes[c] = ESCAPE_CUSTOM;
+                }
+            }
+        }
+
+        @Override
+        public int[] getEscapeCodesForAscii() {
+            return codes;
+        }
+
+        @Override
+        public SerializableString getEscapeSequence(int ch) {
+            return new SerializedString(String.format(java.util.Locale.ROOT, "\\u%04x", ch));
+        }
+    }
 
     /** Pieces of text: plain words, escapes Jackson writes, raw and escaped non-ASCII, emoji. */
     private static final String[] PIECES = {
@@ -94,6 +128,12 @@ class KeyPathEquivalenceTest {
                         key,
                         extractor.extract(Endpoint.CHAT_COMPLETIONS, escaped).key(),
                         "escaped, seed " + seed);
+                // strings whose escapes are all backslash-u (a tool call's arguments too): the same key
+                byte[] uEscaped = U_ESCAPED.writeValueAsBytes(g.body);
+                assertSameKey(
+                        key,
+                        extractor.extract(Endpoint.CHAT_COMPLETIONS, uEscaped).key(),
+                        "backslash-u escapes, seed " + seed);
                 // a fresh extractor: no tool list cached from an earlier body
                 assertSameKey(
                         key,
