@@ -350,6 +350,56 @@ class PromptKeyTest {
         assertFalse(s.contains("secret"));
     }
 
+    /**
+     * Where a block of text that is not ASCII ends: {@code skipUnits} against a byte-by-byte count of unit starts,
+     * over text of one- to three-byte units (CESU-8), from every start, for every count up to past the end, with
+     * the array longer than the text and not.
+     */
+    @Test
+    void skipUnitsFindsTheByteAfterThatManyUnits() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(17);
+        for (int round = 0; round < 300; round++) {
+            java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+            int units = rnd.nextInt(60);
+            for (int u = 0; u < units; u++) {
+                int kind = rnd.nextInt(round % 3 == 0 ? 2 : 4); // some texts mostly ASCII, some mostly not
+                int bytes = kind <= 1 ? 1 : kind;
+                text.write(bytes == 1 ? 'a' + rnd.nextInt(26) : bytes == 2 ? 0xC3 : 0xE2);
+                for (int k = 1; k < bytes; k++) {
+                    text.write(0x80 | rnd.nextInt(64));
+                }
+            }
+            byte[] t = text.toByteArray();
+            byte[] b = java.util.Arrays.copyOf(t, t.length + rnd.nextInt(9)); // bytes past the end are not read as text
+            java.util.Arrays.fill(b, t.length, b.length, (byte) 0x80);
+            for (int p = 0; p < t.length; p++) {
+                if ((t[p] & 0xC0) == 0x80) {
+                    continue; // a start is always a unit's first byte
+                }
+                for (int want = 0; want <= units + 1; want++) {
+                    assertEquals(
+                            slowSkip(t, p, t.length, want),
+                            PromptKey.skipUnits(b, p, t.length, want),
+                            "round " + round + " from " + p + " want " + want);
+                }
+            }
+        }
+    }
+
+    /** The offset where unit {@code want} of {@code b[p, end)} starts, counted a byte at a time; {@code end} if none. */
+    private static int slowSkip(byte[] b, int p, int end, int want) {
+        int seen = 0;
+        for (int i = p; i < end; i++) {
+            if ((b[i] & 0xC0) != 0x80) {
+                if (seen == want) {
+                    return i;
+                }
+                seen++;
+            }
+        }
+        return end;
+    }
+
     @Test
     void theWrittenOutBlockHashIsTheLoopsHash() {
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(5);
