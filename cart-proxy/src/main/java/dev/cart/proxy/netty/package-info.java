@@ -58,7 +58,7 @@
  * Netty's own {@code IdleStateHandler}. An upstream connection's pipeline ({@code NettyUpstream}):
  *
  * <pre>
- *  IdleStateHandler (keep-alive idle) → HttpResponseDecoder / HttpRequestEncoder → "handler": the events go to the
+ *  IdleStateHandler (keep-alive idle) → HttpResponseDecoder / HttpRequestEncoder → Handler, last: the events go to the
  *  connection's holder, the UpstreamCall, on the client connection's loop
  * </pre>
  *
