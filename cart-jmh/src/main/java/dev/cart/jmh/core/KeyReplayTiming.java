@@ -1,8 +1,13 @@
 package dev.cart.jmh.core;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cart.core.PromptKey;
 import dev.cart.core.internal.KeyAccess;
+import dev.cart.jmh.extract.Bodies;
 import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -10,12 +15,11 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.Arrays;
 import java.util.Locale;
-import java.util.SplittableRandom;
 
 /**
  * What building a key costs for text that is not ASCII, against ASCII text of the same number of bytes: the key
- * builder's CESU-8 entry point (what extraction replays a message's text through) over about 32 KB of realistic
- * text (words, escapes' characters, accented and CJK characters, emoji, as {@code Bodies.realistic}'s) and over
+ * builder's CESU-8 entry point (what extraction replays a message's text through) over the messages' text of a
+ * 40 KB {@link Bodies#realistic} body (words, escapes' characters, accented and CJK characters, emoji) and over
  * ASCII letters, by the thread's CPU time, rounds interleaved. For the non-ASCII text it also times its two steps
  * per block apart: finding where a block of 64 units ends ({@code PromptKey.skipUnits}, package-private, reached
  * through a private lookup) and hashing the block ({@code PromptKey.hashBlock}).
@@ -27,38 +31,13 @@ import java.util.SplittableRandom;
  */
 public final class KeyReplayTiming {
 
-    private static final String[] PIECES = {
-        "\n\n",
-        "\n- ",
-        "\"quoted\" ",
-        "caf\u00e9 ",
-        "na\u00efve ",
-        "\u00fcber ",
-        "Stra\u00dfe ",
-        "\u2014 ",
-        "\u201csmart quotes\u201d ",
-        "\u65e5\u672c\u8a9e\u306e\u6587 ",
-        "\u4f60\u597d ",
-        "\u00e9t\u00e9 ",
-        "\u2019s ",
-        "\ud83d\ude00 "
-    };
-    private static final String[] WORDS = {
-        "the", "route", "prefix", "cache", "replica", "order", "customer", "refund", "shipping", "status", "please"
-    };
     private static final int CALLS = 200;
 
     private KeyReplayTiming() {}
 
     public static void main(String[] args) throws Throwable {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 31;
-        SplittableRandom rnd = new SplittableRandom(7);
-        StringBuilder sb = new StringBuilder();
-        while (sb.length() < 30_000) {
-            sb.append(
-                    rnd.nextInt(6) == 0 ? PIECES[rnd.nextInt(PIECES.length)] : WORDS[rnd.nextInt(WORDS.length)] + " ");
-        }
-        String text = sb.toString();
+        String text = messagesText(Bodies.realistic(40 * 1024));
         byte[] mixed = cesu8(text);
         int units = text.length();
         byte[] ascii = new byte[mixed.length];
@@ -155,23 +134,27 @@ public final class KeyReplayTiming {
         }
     }
 
-    /** UTF-16 units as CESU-8: one to three bytes each, a surrogate as three. */
-    private static byte[] cesu8(String s) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(s.length() * 2);
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c < 0x80) {
-                out.write(c);
-            } else if (c < 0x800) {
-                out.write(0xC0 | c >> 6);
-                out.write(0x80 | c & 0x3F);
-            } else {
-                out.write(0xE0 | c >> 12);
-                out.write(0x80 | c >> 6 & 0x3F);
-                out.write(0x80 | c & 0x3F);
-            }
+    /** The messages' contents of a chat body, one after another: the text extraction replays into a key. */
+    private static String messagesText(byte[] body) throws IOException {
+        StringBuilder text = new StringBuilder();
+        for (JsonNode m : new ObjectMapper().readTree(body).path("messages")) {
+            text.append(m.path("content").asText(""));
         }
-        return out.toByteArray();
+        return text.toString();
+    }
+
+    /**
+     * UTF-16 units as CESU-8 (one to three bytes each, a surrogate as three): the JDK's modified UTF-8, which
+     * differs from CESU-8 only in writing U+0000 as two bytes, less its two-byte length.
+     */
+    private static byte[] cesu8(String s) throws IOException {
+        if (s.indexOf('\0') >= 0) {
+            throw new IllegalArgumentException("modified UTF-8 writes U+0000 as two bytes");
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream(s.length() * 2);
+        new DataOutputStream(out).writeUTF(s);
+        byte[] b = out.toByteArray();
+        return Arrays.copyOfRange(b, 2, b.length);
     }
 
     private static String figure(double[] v) {
