@@ -18,9 +18,7 @@ class AllocationTest {
 
     @Test
     void plainTextIsNotCopied() throws Exception {
-        assumeTrue(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
-                && t.isThreadAllocatedMemorySupported());
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean mx = allocationCounter();
         PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
         byte[] body = body(64 * 1024);
         for (int i = 0; i < 20; i++) { // class loading, the parser's buffer pool
@@ -48,9 +46,7 @@ class AllocationTest {
      */
     @Test
     void aToolCallsTurnAllocatesNoArraysPerObject() throws Exception {
-        assumeTrue(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
-                && t.isThreadAllocatedMemorySupported());
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean mx = allocationCounter();
         PromptExtractor x = new PromptExtractor(ExtractOptions.defaults());
         byte[] few = toolCalls(100);
         byte[] many = toolCalls(200);
@@ -82,6 +78,13 @@ class AllocationTest {
                     .append("\",\"content\":\"found\"}");
         }
         return sb.append("]}").toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The thread's allocated-bytes counter (HotSpot); the test is skipped where there is none. */
+    private static com.sun.management.ThreadMXBean allocationCounter() {
+        assumeTrue(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
+                && t.isThreadAllocatedMemorySupported());
+        return (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     }
 
     @Test

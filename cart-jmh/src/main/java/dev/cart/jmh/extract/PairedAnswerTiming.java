@@ -8,7 +8,6 @@ import java.lang.management.ThreadMXBean;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -67,16 +66,7 @@ public final class PairedAnswerTiming {
             }
         }
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long[] allocated = new long[2];
-        if (mx instanceof com.sun.management.ThreadMXBean sun && sun.isThreadAllocatedMemorySupported()) {
-            for (int j = 0; j < 2; j++) {
-                long a0 = sun.getCurrentThreadAllocatedBytes();
-                for (int i = 0; i < reps; i++) {
-                    sink += ops[j].getAsLong();
-                }
-                allocated[j] = (sun.getCurrentThreadAllocatedBytes() - a0) / reps;
-            }
-        }
+        long[] allocated = PairedRounds.allocatedPerCall(ops, reps);
         double[][] t = new double[2][rounds];
         double[] ratio = new double[rounds];
         double[] ab = new double[(rounds + 1) / 2];
@@ -104,7 +94,7 @@ public final class PairedAnswerTiming {
         Arrays.sort(ratio);
         Arrays.sort(ab);
         Arrays.sort(ba);
-        String load = Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        String load = PairedRounds.load();
         System.out.printf(
                 "json answer %d B: A %.3f / %.3f / %.3f us, B %.3f / %.3f / %.3f us (min / median / max), B/A median"
                         + " %.3f (rounds %.3f-%.3f); A first %.3f (%.3f-%.3f), B first %.3f (%.3f-%.3f); %d rounds,"

@@ -16,7 +16,6 @@ import java.lang.management.ThreadMXBean;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -93,16 +92,7 @@ public final class PairedCpuTiming {
             }
         }
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long[] allocated = new long[2];
-        if (mx instanceof com.sun.management.ThreadMXBean sun && sun.isThreadAllocatedMemorySupported()) {
-            for (int j = 0; j < 2; j++) {
-                long a0 = sun.getCurrentThreadAllocatedBytes();
-                for (int i = 0; i < reps; i++) {
-                    sink += ops[j].getAsLong();
-                }
-                allocated[j] = (sun.getCurrentThreadAllocatedBytes() - a0) / reps;
-            }
-        }
+        long[] allocated = PairedRounds.allocatedPerCall(ops, reps);
         double[][] t = new double[2][rounds];
         double[] ratio = new double[rounds];
         // with -Dcart.paired.threads=2, a second thread runs the same build's operation (one extractor) at the
@@ -139,7 +129,7 @@ public final class PairedCpuTiming {
             Arrays.sort(x);
         }
         Arrays.sort(ratio);
-        String load = Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        String load = PairedRounds.load();
         System.out.printf(
                 "%s %d%s%s: A %.2f / %.2f / %.2f us, B %.2f / %.2f / %.2f us (min / median / max), B/A median %.3f"
                         + " (rounds %.3f-%.3f), %d rounds, load %s; allocated A %d B, B %d B per operation%s%n",

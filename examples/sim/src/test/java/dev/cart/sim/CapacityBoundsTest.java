@@ -151,15 +151,20 @@ class CapacityBoundsTest {
 
     @Test
     void theOptimumIsBeladysReplacement() {
-        PreparedWorkload p = PreparedWorkload.of(
-                Workloads.multiTurn(5, new Workloads.ChatSpec(12, 3, 128, 8, 24, 16, 32))
-                        .poisson(60, 5),
-                EngineConfig.defaults());
+        PreparedWorkload p = smallMultiTurn();
         for (int capacity : new int[] {1, 2, 3, 5, 8, 13, 21}) {
             assertEquals(
                     beladyByScan(p, capacity), CapacityBounds.pooledOptimal(p, capacity), 1e-12, capacity + " blocks");
         }
         assertTrue(beladyByScan(p, 8) > CapacityBounds.pooledLru(p, 8), "the optimum gains over LRU at 8 blocks");
+    }
+
+    /** The small multi-turn workload the list-scan oracles run on (their scans grow with the blocks held). */
+    private static PreparedWorkload smallMultiTurn() {
+        return PreparedWorkload.of(
+                Workloads.multiTurn(5, new Workloads.ChatSpec(12, 3, 128, 8, 24, 16, 32))
+                        .poisson(60, 5),
+                EngineConfig.defaults());
     }
 
     /** One LRU cache kept as a list in order of use, as an oracle: each prompt's leading run of cached blocks. */
@@ -187,10 +192,7 @@ class CapacityBoundsTest {
 
     @Test
     void theReferenceIsOneLruCache() {
-        PreparedWorkload p = PreparedWorkload.of(
-                Workloads.multiTurn(5, new Workloads.ChatSpec(12, 3, 128, 8, 24, 16, 32))
-                        .poisson(60, 5),
-                EngineConfig.defaults());
+        PreparedWorkload p = smallMultiTurn();
         for (int capacity : new int[] {1, 2, 3, 5, 8, 13, 21, 34}) {
             assertEquals(lruByScan(p, capacity), CapacityBounds.pooledLru(p, capacity), 1e-12, capacity + " blocks");
         }
