@@ -80,6 +80,8 @@ final class ScriptedReplica implements AutoCloseable {
     volatile long usagePrompt = 5;
     /** Cached prompt tokens every answer reports; -1 leaves the field out. */
     volatile long usageCached = -1;
+    /** The media type streams are sent with. */
+    volatile String streamContentType = "text/event-stream";
     /** Every byte of the last streamed body, exactly as written. */
     volatile byte[] lastStream = new byte[0];
 
@@ -300,7 +302,7 @@ final class ScriptedReplica implements AutoCloseable {
 
     private void streamChat(HttpExchange ex, boolean includeUsage) throws IOException {
         ex.getResponseHeaders().putAll(extraResponseHeaders);
-        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
+        ex.getResponseHeaders().set("Content-Type", streamContentType);
         ex.getResponseHeaders().set("Cache-Control", "no-cache");
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
@@ -338,7 +340,7 @@ final class ScriptedReplica implements AutoCloseable {
     }
 
     private void streamMessages(HttpExchange ex) throws IOException {
-        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
+        ex.getResponseHeaders().set("Content-Type", streamContentType);
         ex.sendResponseHeaders(200, 0);
         OutputStream out = ex.getResponseBody();
         if (!write(

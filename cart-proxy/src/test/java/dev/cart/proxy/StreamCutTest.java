@@ -116,7 +116,18 @@ class StreamCutTest {
 
     @Test
     void theStreamEndsWithTheErrorEventAndIsNotFramedComplete() throws Exception {
+        streamEndsWithTheErrorEvent("text/event-stream");
+    }
+
+    /** A media type is case-insensitive: a stream named in capitals is still a stream, cut as one. */
+    @Test
+    void aStreamWhoseMediaTypeIsWrittenInCapitalsIsCutAsAStream() throws Exception {
+        streamEndsWithTheErrorEvent("Text/Event-Stream; charset=utf-8");
+    }
+
+    private static void streamEndsWithTheErrorEvent(String mediaType) throws Exception {
         try (ProxyHarness h = ProxyHarness.start(1, "")) {
+            h.replica(0).streamContentType = mediaType;
             killAfterFirstChunk(h.replica(0));
             try (java.net.Socket s = h.raw(post(ProxyHarness.chat("Say hello", true)))) {
                 String raw = new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -10,7 +10,6 @@ import dev.cart.proxy.http.HeaderView;
 import dev.cart.proxy.http.HopByHop;
 import dev.cart.proxy.routing.AnswerLearning;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -76,7 +75,7 @@ public final class Relay implements Forwarder.Step {
         exchange.log.status(status);
         this.noBody = "HEAD".equalsIgnoreCase(exchange.in.method()) || status == 204 || status == 304 || status < 200;
         String contentType = firstOr(upstream, "content-type", "");
-        this.sse = contentType.toLowerCase(Locale.ROOT).startsWith("text/event-stream");
+        this.sse = contentType.regionMatches(true, 0, "text/event-stream", 0, "text/event-stream".length());
         boolean chunked = upstream.has("transfer-encoding");
         long declared = parseLength(upstream.first("content-length"));
         this.length = sse || chunked ? -1 : declared;
