@@ -46,7 +46,8 @@ public interface KvEventsListener {
      * @param replica the replica's id
      * @param rank    the stream's rank
      * @param fromSeq the first sequence number asked for (at least 0)
-     * @param reason  why: {@code connect}, {@code gap}, {@code restart} or {@code orphans}
+     * @param reason  why: {@code connect}, {@code subscribed} (the live socket's connection came up: what was
+     *                published before it took effect), {@code gap}, {@code restart} or {@code orphans}
      */
     default void onReplayRequested(String replica, int rank, long fromSeq, String reason) {}
 

@@ -13,6 +13,9 @@ import org.jspecify.annotations.Nullable;
  *   <li><b>Connect</b> ({@link #start}): a replay from sequence 0 is asked for; live batches that arrive
  *       meanwhile are held and applied after it, those the replay already covered skipped. Without a replay
  *       endpoint, the first live batch starts the stream (its history is incomplete unless it is batch 0).
+ *   <li><b>Subscribed</b> ({@link #subscribed}: the live socket's connection is up, at its first connect and
+ *       every reconnect): what the engine published before the subscription took effect reached no one, so
+ *       the batches from the one expected are asked for (after the replay running, if one is), as for a gap.
  *   <li><b>Gap</b> (a live sequence number past the one expected): a replay from the one expected. A replay
  *       that starts later than asked (the engine's buffer no longer holds it), or times out, means events were
  *       lost for good: the stream's blocks are dropped, it is marked incomplete and held approximate for
@@ -61,8 +64,14 @@ public final class KvFeed {
     private final BatchDecoder.Tally tally = new BatchDecoder.Tally();
     private final java.time.Clock clock;
 
-    /** Whether the replay running fills a gap (a late start then loses events) or rebuilds history. */
+    /** Whether the replay running fills a gap (a late start or a timeout then loses events) or rebuilds history. */
     private boolean replayForGap;
+    /**
+     * Whether the replay running catches up after a subscription: a late start loses events (the engine no longer
+     * holds batches that reached no one), a timeout proves nothing (there may have been none), and the sequence
+     * stays known either way.
+     */
+    private boolean replayForCatchUp;
     /** Where the last replay began: a held batch below it was not covered by it, so it means a restart. */
     private long replayFrom;
 
@@ -72,6 +81,8 @@ public final class KvFeed {
     private long pendingReplay = -1;
     private long lastOrphanReplay = Long.MIN_VALUE;
     private boolean draining;
+    /** The live socket connected while a replay ran (whose answer may predate it): catch up once it ends. */
+    private boolean catchUpAfterReplay;
 
     KvFeed(
             FeedSink sink,
@@ -107,6 +118,36 @@ public final class KvFeed {
             startReplay(0, "connect");
         }
         flush();
+    }
+
+    /**
+     * The live socket's connection to the engine is up: its first connect, or a reconnect. A subscription takes
+     * effect some time after its connect, and what the engine published before that reached no one; the next
+     * live batch would show the gap, but an engine with nothing more to say sends none. So the batches from the
+     * one expected are asked for now (a replay, reason {@code subscribed}; from 0 while nothing is known of the
+     * sequence), or once the replay running ends, as its answer may predate the subscription. Nothing without
+     * a replay endpoint.
+     */
+    public void subscribed() {
+        if (replayer == null) {
+            return;
+        }
+        if (s.phase == StreamState.Phase.REPLAYING) {
+            catchUpAfterReplay = true;
+        } else {
+            catchUp();
+        }
+        flush();
+    }
+
+    private void catchUp() {
+        catchUpAfterReplay = false;
+        long next = s.nextSeq;
+        if (next < 0) {
+            startReplay(0, "connect");
+        } else {
+            startReplay(next, "subscribed");
+        }
     }
 
     /**
@@ -183,7 +224,7 @@ public final class KvFeed {
                 return; // a repeat
             }
             // the engine no longer holds [replayExpect, seq)
-            if (replayForGap) {
+            if (replayForGap || replayForCatchUp) {
                 lost("replay began at " + seq + ", not " + replayExpect);
             } else {
                 s.incomplete = true; // a late subscriber (or a long-lived engine): earlier history is unknown
@@ -215,10 +256,10 @@ public final class KvFeed {
             listener.onReplayEnded(id(), rank(), replayCount, false);
             if (replayForGap) {
                 lost("replay timed out");
-            } else {
+            } else if (!replayForCatchUp) {
                 s.incomplete = true;
             }
-            endReplay(true);
+            endReplay(!replayForCatchUp);
         }
         flush();
     }
@@ -231,12 +272,13 @@ public final class KvFeed {
 
     /**
      * Back to live: the held batches are applied after what the replay covered. After a replay that timed
-     * out, nothing is known of the sequence: the first held batch starts it again (there is no point asking
-     * the silent replay socket for the gap before it).
+     * out ({@code sequenceLost}; not a catch-up's, which started from a known one), nothing is known of the
+     * sequence: the first held batch starts it again (there is no point asking the silent replay socket for the
+     * gap before it). Then the catch-up a subscription asked for during the replay, if any.
      */
-    private void endReplay(boolean timedOut) {
+    private void endReplay(boolean sequenceLost) {
         s.phase = StreamState.Phase.LIVE;
-        if (timedOut && replayCount == 0) {
+        if (sequenceLost && replayCount == 0) {
             s.nextSeq = -1;
         } else if (s.nextSeq < replayExpect) {
             s.nextSeq = replayExpect;
@@ -249,6 +291,9 @@ public final class KvFeed {
             }
         } finally {
             draining = false;
+        }
+        if (catchUpAfterReplay && s.phase != StreamState.Phase.REPLAYING) {
+            catchUp();
         }
     }
 
@@ -266,6 +311,7 @@ public final class KvFeed {
     private void startReplay(long from, String reason) {
         s.phase = StreamState.Phase.REPLAYING;
         replayForGap = reason.equals("gap");
+        replayForCatchUp = reason.equals("subscribed");
         replayFrom = from;
         replayExpect = from;
         replayCount = 0;

@@ -11,9 +11,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
+import org.zeromq.ZEvent;
 import org.zeromq.ZFrame;
 import org.zeromq.ZMQ;
 import org.zeromq.ZMQException;
+import org.zeromq.ZMonitor;
 import org.zeromq.ZMsg;
 
 /**
@@ -30,6 +32,12 @@ import org.zeromq.ZMsg;
  * checks the replay's time limit between polls. A frame of the wrong shape is counted and dropped. ZMQ
  * reconnects by itself; a restarted engine is recognised by its sequence starting again.
  *
+ * <p>A subscription takes effect some time after its connect (the handshake, then the subscription reaching
+ * the engine's PUB socket), possibly after the history replay has been answered: what the engine publishes
+ * in between reaches no one, and only its next batch would show the gap. So a monitor of the SUB socket
+ * reports each completed handshake (the first connect and every reconnect) to the feed, which then asks for
+ * the batches from the one it expects ({@link KvFeed#subscribed}).
+ *
  * <p>{@link #close} stops every thread (within the poll interval) and closes the sockets. Thread-safe.
  */
 public final class KvSubscriber implements AutoCloseable {
@@ -37,6 +45,8 @@ public final class KvSubscriber implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KvSubscriber.class);
     private static final byte[] EMPTY = new byte[0];
     private static final int MAX_PER_POLL = 4096;
+    /** Numbers the SUB sockets' monitor addresses (inproc names are per context, but unique is simpler). */
+    private static final java.util.concurrent.atomic.AtomicLong MONITORS = new java.util.concurrent.atomic.AtomicLong();
 
     private final ZContext context = new ZContext(1);
     private final List<Thread> threads = new ArrayList<>();
@@ -120,6 +130,7 @@ public final class KvSubscriber implements AutoCloseable {
         @Override
         public void run() {
             ZMQ.@Nullable Socket sub = null;
+            ZMQ.@Nullable Socket monitor = null;
             ZMQ.@Nullable Socket dealer = null;
             ZMQ.@Nullable Poller poller = null;
             try {
@@ -127,6 +138,13 @@ public final class KvSubscriber implements AutoCloseable {
                 sub.setLinger(0);
                 sub.setRcvHWM(receiveHighWaterMark);
                 sub.subscribe(stream.topic().getBytes(StandardCharsets.UTF_8));
+                // the monitor's reader connects before the SUB does, so that the first handshake is reported
+                String monitorAddress = "inproc://cart-kv-monitor-" + MONITORS.incrementAndGet();
+                sub.monitor(monitorAddress, ZMQ.EVENT_HANDSHAKE_PROTOCOL);
+                ZMQ.Socket mon = context.createSocket(SocketType.PAIR);
+                monitor = mon;
+                mon.setLinger(0);
+                mon.connect(monitorAddress);
                 sub.connect(stream.endpoint());
                 String replayEndpoint = stream.replayEndpoint();
                 if (replayEndpoint != null) {
@@ -139,12 +157,20 @@ public final class KvSubscriber implements AutoCloseable {
                         d.send(be8(from));
                     });
                 }
-                poller = context.createPoller(2);
+                poller = context.createPoller(3);
                 int subIndex = poller.register(sub, ZMQ.Poller.POLLIN);
                 int dealerIndex = dealer == null ? -1 : poller.register(dealer, ZMQ.Poller.POLLIN);
+                int monitorIndex = poller.register(mon, ZMQ.Poller.POLLIN);
                 feed.start();
                 while (!closed && !Thread.currentThread().isInterrupted()) {
                     poller.poll(pollMillis);
+                    if (poller.pollin(monitorIndex)) {
+                        for (ZEvent e = ZEvent.recv(mon, ZMQ.DONTWAIT); e != null; e = ZEvent.recv(mon, ZMQ.DONTWAIT)) {
+                            if (e.getEvent() == ZMonitor.Event.HANDSHAKE_PROTOCOL) {
+                                feed.subscribed();
+                            }
+                        }
+                    }
                     if (poller.pollin(subIndex)) {
                         for (int i = 0; i < MAX_PER_POLL; i++) {
                             ZMsg m = ZMsg.recvMsg(sub, ZMQ.DONTWAIT);
@@ -177,6 +203,9 @@ public final class KvSubscriber implements AutoCloseable {
                 }
                 if (dealer != null) {
                     dealer.close();
+                }
+                if (monitor != null) {
+                    monitor.close();
                 }
                 if (sub != null) {
                     sub.close();

@@ -224,4 +224,70 @@ class KvFeedTest {
         deliver(publish(TestBatches.positional().stored(new long[] {2}, 1L, B1)));
         assertEquals(ReplicaMode.PRECISE, mode());
     }
+
+    @Test
+    void aBatchPublishedBeforeTheSubscriptionTookEffectIsCaughtUpWhenItDoes() {
+        connect(true); // the history replay answered at once: nothing yet
+        long s0 = publish(TestBatches.positional().stored(new long[] {1}, null, B0)); // reaches no one
+        assertEquals(0, held(PROMPT));
+        feed.subscribed(); // the live socket's handshake completed
+        assertEquals(List.of(0L, 0L), requests);
+        assertEquals(16, held(PROMPT));
+        StreamStatus st = index.status("a").streams().get(0);
+        assertEquals(s0 + 1, st.nextSeq());
+        assertEquals(0, st.gaps());
+        assertEquals(0, st.resets());
+        assertFalse(st.incomplete());
+        assertEquals(ReplicaMode.PRECISE, mode());
+        feed.subscribed(); // a reconnect: from the batch expected next, nothing lost, nothing repeated
+        assertEquals(List.of(0L, 0L, s0 + 1), requests);
+        assertEquals(1, index.status("a").streams().get(0).batches());
+    }
+
+    @Test
+    void aSubscriptionDuringTheHistoryReplayCatchesUpAfterIt() {
+        publish(TestBatches.positional().stored(new long[] {1}, null, B0));
+        connect(false);
+        feed.subscribed(); // while the history replay runs: its answer may predate the subscription
+        assertEquals(List.of(0L), requests);
+        long s1 = publish(TestBatches.positional().stored(new long[] {2}, 1L, B1)); // after the replay's answer
+        feed.replayed(0, published.get(0));
+        feed.replayEnded();
+        assertEquals(List.of(0L, s1), requests);
+        assertEquals(ReplicaMode.CATCHING_UP, mode());
+        answer(s1);
+        assertEquals(32, held(PROMPT));
+        assertEquals(ReplicaMode.PRECISE, mode());
+    }
+
+    @Test
+    void aCatchUpTheEngineDoesNotAnswerLosesNothingAndKeepsTheSequence() {
+        connect(true);
+        deliver(publish(TestBatches.positional().stored(new long[] {1}, null, B0)));
+        answerNext = false;
+        feed.subscribed();
+        now.addAndGet(TimeUnit.SECONDS.toNanos(3) + 1); // past the replay's time limit
+        feed.tick();
+        StreamStatus st = index.status("a").streams().get(0);
+        assertEquals(1, st.replayFailures());
+        assertEquals(0, st.resets());
+        assertFalse(st.incomplete());
+        assertEquals(1, st.nextSeq());
+        assertEquals(16, held(PROMPT));
+        assertEquals(ReplicaMode.PRECISE, mode());
+    }
+
+    @Test
+    void aCatchUpTheBufferNoLongerHoldsLosesWhatWasPublishedMeanwhile() {
+        connect(true);
+        deliver(publish(TestBatches.positional().stored(new long[] {1}, null, B0)));
+        publish(TestBatches.positional().stored(new long[] {2}, 1L, B1)); // reaches no one
+        publish(TestBatches.positional().stored(new long[] {3}, 2L, B2));
+        dropped = 2; // and the engine's buffer moved past it
+        feed.subscribed();
+        StreamStatus st = index.status("a").streams().get(0);
+        assertEquals(1, st.resets());
+        assertTrue(st.incomplete());
+        assertEquals(ReplicaMode.APPROXIMATE, mode());
+    }
 }

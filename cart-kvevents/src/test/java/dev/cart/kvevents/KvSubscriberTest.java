@@ -77,4 +77,27 @@ class KvSubscriberTest {
             }
         }
     }
+
+    /**
+     * What the engine publishes after the history replay was answered and before the subscription took effect
+     * reaches no one, and an engine with nothing more to say never shows the gap: the subscriber asks for it
+     * once its connection's handshake completes.
+     */
+    @Test
+    void aBatchPublishedBeforeTheSubscriptionTookEffectArrivesByReplay() throws Exception {
+        KvIndex index = KvIndex.builder().replayTimeout(Duration.ofSeconds(20)).build();
+        try (TestPublisher pub = new TestPublisher(true);
+                KvSubscriber sub = KvSubscriber.builder(index).stream(pub.stream("a"))
+                        .pollInterval(Duration.ofMillis(10))
+                        .start()) {
+            await("history replayed (none)", () -> index.mode("a") == ReplicaMode.PRECISE);
+            pub.publish(
+                    TestBatches.positional().stored(new long[] {1}, null, B0).build(1));
+            pub.bindPub();
+            await("the batch caught up once the subscription took effect", () -> held(index) == 16);
+            assertEquals(0, status(index).gaps());
+            assertEquals(0, status(index).resets());
+            assertEquals(ReplicaMode.PRECISE, index.mode("a"));
+        }
+    }
 }

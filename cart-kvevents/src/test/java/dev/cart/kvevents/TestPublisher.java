@@ -27,9 +27,17 @@ final class TestPublisher implements AutoCloseable {
     private long seq;
 
     TestPublisher() {
+        this(false);
+    }
+
+    /**
+     * With {@code pubLater}, the PUB socket is bound only by {@link #bindPub} (on a port free now): until then a
+     * subscriber's connect keeps retrying, and what is published reaches no one.
+     */
+    TestPublisher(boolean pubLater) {
         pub.setLinger(0);
         router.setLinger(0);
-        pubPort = pub.bindToRandomPort("tcp://127.0.0.1");
+        pubPort = pubLater ? freePort() : pub.bindToRandomPort("tcp://127.0.0.1");
         replayPort = router.bindToRandomPort("tcp://127.0.0.1");
         replayThread = new Thread(this::serveReplays, "test-replay");
         replayThread.setDaemon(true);
@@ -38,6 +46,19 @@ final class TestPublisher implements AutoCloseable {
 
     KvStream stream(String replica) {
         return KvStream.of(replica, "tcp://127.0.0.1:" + pubPort, "tcp://127.0.0.1:" + replayPort, "m");
+    }
+
+    /** Binds the PUB socket of a publisher made with {@code pubLater}. */
+    synchronized void bindPub() {
+        pub.bind("tcp://127.0.0.1:" + pubPort);
+    }
+
+    private static int freePort() {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** Publishes the next batch (and keeps it for replays). */

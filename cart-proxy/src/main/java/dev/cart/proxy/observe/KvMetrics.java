@@ -42,7 +42,7 @@ public final class KvMetrics implements KvEventsListener {
     };
 
     /** The replay reasons the subscriber gives; any other is {@code other}. */
-    static final List<String> REPLAY_REASONS = List.of("connect", "gap", "restart", "orphans", "other");
+    static final List<String> REPLAY_REASONS = List.of("connect", "subscribed", "gap", "restart", "orphans", "other");
     /** The reset causes ({@code lost events (...)} is {@code lost_events}); any other is {@code other}. */
     static final List<String> RESET_CAUSES = List.of("restart", "cleared", "lost_events", "other");
 

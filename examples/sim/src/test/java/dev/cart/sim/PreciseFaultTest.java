@@ -122,10 +122,11 @@ class PreciseFaultTest {
 
     /**
      * {@link #follow}, returning once the replica's live batches arrive. A ZMQ subscription takes effect some
-     * time after its connect, possibly after the engine has answered the history replay: a batch published in
-     * between reaches the index only when a later one shows the gap (docs/precise-mode.md, "Connecting"). So
-     * once the history is replayed, probes (each a new prompt, so each stores blocks) are sent until one is
-     * indexed, which takes a live batch: its own, or a later probe's that asked for the replay of it.
+     * time after its connect; the subscriber catches up on what was published before its handshake completed,
+     * but not on the moment after it, before the subscription reaches the engine (docs/precise-mode.md,
+     * "Connecting"). So once the history is replayed, probes (each a new prompt, so each stores blocks) are
+     * sent until one is indexed, which takes a live batch: its own, or a later probe's that asked for the
+     * replay of it.
      */
     private static KvSubscriber followLive(KvIndex index, SimulatedReplicaServer r) throws Exception {
         KvSubscriber sub = follow(index, r);
