@@ -15,7 +15,8 @@ import org.jspecify.annotations.Nullable;
  *       endpoint, the first live batch starts the stream (its history is incomplete unless it is batch 0).
  *   <li><b>Subscribed</b> ({@link #subscribed}: the live socket's connection is up, at its first connect and
  *       every reconnect): what the engine published before the subscription took effect reached no one, so
- *       the batches from the one expected are asked for (after the replay running, if one is), as for a gap.
+ *       the batches from the one expected are asked for (after the replay running, if one is). A late start
+ *       of that replay loses events, as for a gap; its timeout loses nothing.
  *   <li><b>Gap</b> (a live sequence number past the one expected): a replay from the one expected. A replay
  *       that starts later than asked (the engine's buffer no longer holds it), or times out, means events were
  *       lost for good: the stream's blocks are dropped, it is marked incomplete and held approximate for
