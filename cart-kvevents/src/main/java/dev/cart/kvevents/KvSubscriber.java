@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,8 +46,8 @@ public final class KvSubscriber implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KvSubscriber.class);
     private static final byte[] EMPTY = new byte[0];
     private static final int MAX_PER_POLL = 4096;
-    /** Numbers the SUB sockets' monitor addresses (inproc names are per context, but unique is simpler). */
-    private static final java.util.concurrent.atomic.AtomicLong MONITORS = new java.util.concurrent.atomic.AtomicLong();
+    /** Numbers the SUB sockets' monitor addresses: one inproc address per stream. */
+    private static final AtomicLong MONITORS = new AtomicLong();
 
     private final ZContext context = new ZContext(1);
     private final List<Thread> threads = new ArrayList<>();
